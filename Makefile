@@ -1,0 +1,54 @@
+# kube-extended-resource: every entry point a developer or CI needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+IMAGE ?= kube-extended-resource
+TAG ?= dev
+
+# Debian packages the build, the tests and the tools need.
+DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
+  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
+  libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format
+
+.PHONY: help deps build test unit-test integration-test controlplane-binaries run fmt fmt-check clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+
+deps: ## install the Debian packages the build and tests need (idempotent)
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all Debian packages present"; fi
+
+build: deps ## configure and compile everything
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(CI),-DKER_WERROR=ON) $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+controlplane-binaries: ## build (or reuse) etcd, kube-apiserver, kube-scheduler and kubectl from the pinned versions
+	test/controlplane/build-binaries.sh
+
+unit-test: build ## run the unit tests only
+	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+
+integration-test: build controlplane-binaries ## run the integration tests against a real control plane
+	test/run-integration.sh $(BUILD_DIR)
+
+test: build controlplane-binaries ## run every test (unit and integration)
+	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+	test/run-integration.sh $(BUILD_DIR)
+
+fmt: ## format the C++ sources in place
+	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format -i
+
+fmt-check: ## fail if any C++ source is not formatted
+	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format --dry-run --Werror
+
+clean: ## remove the build folder
+	rm -rf $(BUILD_DIR)

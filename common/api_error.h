@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace ker {
+
+// Classification of a failed API call, mirroring k8s.io/apimachinery's StatusReason helpers.
+enum class ApiErrorKind {
+  kNotFound,
+  kConflict,
+  kAlreadyExists,
+  kGone,  // resourceVersion too old (410): relist
+  kForbidden,
+  kUnauthorized,
+  kTooManyRequests,
+  kBadRequest,
+  kInvalid,  // 422: rejected by validation
+  kServerError,
+  kTimeout,    // the call's deadline passed
+  kTransport,  // connection failed, TLS error, ...
+  kOther,
+};
+
+const char* toString(ApiErrorKind kind);
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(ApiErrorKind kind, int httpStatus, std::string reason, std::string message,
+           std::optional<std::chrono::seconds> retryAfter = std::nullopt);
+
+  ApiErrorKind kind() const { return kind_; }
+  int httpStatus() const { return httpStatus_; }
+  // The Status body's `reason` (e.g. "NotFound", "Conflict"), empty when none was sent.
+  const std::string& reason() const { return reason_; }
+  std::optional<std::chrono::seconds> retryAfter() const { return retryAfter_; }
+
+  bool isNotFound() const { return kind_ == ApiErrorKind::kNotFound; }
+  bool isConflict() const { return kind_ == ApiErrorKind::kConflict; }
+  bool isAlreadyExists() const { return kind_ == ApiErrorKind::kAlreadyExists; }
+  bool isGone() const { return kind_ == ApiErrorKind::kGone; }
+  // Worth retrying the same request later (throttling, server errors, transport failures).
+  bool isRetriable() const;
+
+  // Builds an ApiError from an HTTP status, the response body (a metav1.Status when the
+  // server sent one) and the Retry-After header value (empty when absent).
+  static ApiError fromResponse(int httpStatus, const std::string& body,
+                               const std::string& retryAfterHeader);
+
+ private:
+  ApiErrorKind kind_;
+  int httpStatus_;
+  std::string reason_;
+  std::optional<std::chrono::seconds> retryAfter_;
+};
+
+}  // namespace ker

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// Evaluates a metav1.LabelSelector against a label set, with the API's semantics: matchLabels
+// and matchExpressions ANDed; an empty selector matches everything.
+bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels);
+
+// Returns an empty string when the selector is valid, else why not (unknown operator, values
+// given to Exists/DoesNotExist, no values for In/NotIn).
+std::string validate(const LabelSelector& selector);
+
+// A short human-readable form, e.g. "type=k80,zone in (a,b)", for messages and events.
+std::string describe(const LabelSelector& selector);
+
+}  // namespace ker

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// Evaluates a core/v1 NodeSelector against a node's name and labels: terms ORed, requirements
+// within a term ANDed, an empty term list matches nothing, a term with no requirements matches
+// nothing. matchFields supports metadata.name (In/NotIn), as the API does. Gt/Lt parse both
+// sides as integers; a non-integer never matches.
+bool matches(const NodeSelector& selector, const std::string& nodeName,
+             const std::map<std::string, std::string>& nodeLabels);
+
+std::string validate(const NodeSelector& selector);
+
+}  // namespace ker

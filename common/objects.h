@@ -1,0 +1,150 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ker {
+
+inline constexpr const char* kGroup = "extendedresource.io";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "extendedresource.io/v1alpha1";
+inline constexpr const char* kClaimsAnnotation = "extendedresource.io/claims";
+inline constexpr const char* kAllocationAnnotation = "extendedresource.io/allocation";
+
+struct ObjectMeta {
+  std::string name;
+  std::string ns;  // empty for cluster-scoped objects
+  std::string uid;
+  std::string resourceVersion;
+  std::string creationTimestamp;  // RFC 3339, as sent
+  bool deleting = false;          // metadata.deletionTimestamp is set
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+};
+
+// "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
+std::string objectKey(const std::string& ns, const std::string& name);
+
+struct LabelSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist
+  std::vector<std::string> values;
+};
+
+// metav1.LabelSelector. An empty selector matches everything.
+struct LabelSelector {
+  std::map<std::string, std::string> matchLabels;
+  std::vector<LabelSelectorRequirement> matchExpressions;
+};
+
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+};
+
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> matchExpressions;  // against node labels
+  std::vector<NodeSelectorRequirement> matchFields;       // against metadata.name
+};
+
+// core/v1 NodeSelector: terms ORed; an empty term list matches no node.
+struct NodeSelector {
+  std::vector<NodeSelectorTerm> terms;
+};
+
+struct ClaimRef {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  bool operator==(const ClaimRef&) const = default;
+};
+
+struct PodRef {
+  std::string name;
+  std::string uid;
+  bool operator==(const PodRef&) const = default;
+};
+
+enum class DevicePhase { kAvailable, kBound, kPending };
+enum class ClaimPhase { kPending, kBound, kLost };
+
+const char* toString(DevicePhase phase);
+const char* toString(ClaimPhase phase);
+
+// One ExtendedResource (device). Parsing is lenient: a field of the wrong shape sets
+// `invalid` (a human-readable reason) instead of throwing, so one bad object never blocks
+// the others. `raw` keeps the whole object so updates never drop fields this code does not
+// know about.
+struct ExtendedResource {
+  ObjectMeta meta;
+  std::string rawResourceName;
+  std::string deviceID;
+  std::map<std::string, std::string> properties;
+  NodeSelector nodeAffinity;  // spec.nodeAffinity.required
+  DevicePhase phase = DevicePhase::kAvailable;  // an absent status counts as Available
+  std::optional<ClaimRef> claimRef;
+  std::string reason;
+  std::string message;
+  std::string invalid;
+  nlohmann::json raw;
+
+  static ExtendedResource fromJson(const nlohmann::json& obj);
+  // raw with the status fields overlaid (spec and metadata are never rewritten from the
+  // typed fields, only status is); suitable for updateStatus.
+  nlohmann::json toJson() const;
+};
+
+// One ExtendedResourceClaim.
+struct ExtendedResourceClaim {
+  ObjectMeta meta;
+  std::string rawResourceName;
+  int64_t extendedResourceNum = 1;
+  LabelSelector metadataRequirements;
+  std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
+  ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
+  std::vector<std::string> allocated;      // status.extendedResourceNames
+  std::string nodeName;                    // status.nodeName
+  std::optional<PodRef> podRef;            // status.podRef
+  std::string reason;
+  std::string message;
+  std::string invalid;
+  nlohmann::json raw;
+
+  static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
+  nlohmann::json toJson() const;  // as ExtendedResource::toJson
+};
+
+struct Pod {
+  ObjectMeta meta;
+  std::string nodeName;       // spec.nodeName
+  std::string schedulerName;  // spec.schedulerName
+  std::string phase;          // status.phase
+  // Claim names from the claims annotation, trimmed, de-duplicated, in order.
+  std::vector<std::string> claims;
+  std::string invalid;  // e.g. a garbled claims annotation
+
+  static Pod fromJson(const nlohmann::json& obj);
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+struct Node {
+  ObjectMeta meta;
+  static Node fromJson(const nlohmann::json& obj);
+};
+
+// Parses the claims annotation value ("a, b,c"); throws std::invalid_argument on a name that
+// is not a valid DNS-1123 subdomain.
+std::vector<std::string> parseClaimsAnnotation(const std::string& value);
+
+// Parsing helpers shared by the typed views; they throw std::invalid_argument with a message
+// naming the offending field.
+LabelSelector parseLabelSelector(const nlohmann::json& j);
+NodeSelector parseNodeSelector(const nlohmann::json& j);
+ObjectMeta parseObjectMeta(const nlohmann::json& j);
+
+}  // namespace ker

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ker {
+
+// Identifies an API resource collection and builds its REST paths.
+struct Resource {
+  std::string group;  // empty for the core group
+  std::string version;
+  std::string plural;
+  bool namespaced = true;
+
+  // Path of the collection, or of one object when name is non-empty, with an optional
+  // subresource ("status", "binding"). ns is ignored for cluster-scoped resources; an empty
+  // ns on a namespaced resource means all namespaces (lists and watches only).
+  std::string path(std::string_view ns = {}, std::string_view name = {},
+                   std::string_view subresource = {}) const;
+};
+
+namespace resources {
+extern const Resource kPods;
+extern const Resource kNodes;
+extern const Resource kEvents;
+extern const Resource kLeases;
+extern const Resource kNamespaces;
+extern const Resource kExtendedResources;       // extendedresource.io/v1alpha1, cluster-scoped
+extern const Resource kExtendedResourceClaims;  // extendedresource.io/v1alpha1, namespaced
+}  // namespace resources
+
+}  // namespace ker
