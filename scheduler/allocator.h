@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// Whether `device` could ever serve `claim`, ignoring node and availability: resource name,
+// property selector and the claim's named list. Both objects must be valid.
+bool deviceSatisfiesClaim(const ExtendedResource& device, const ExtendedResourceClaim& claim);
+
+// The outcome of fitting a pod's claims onto one node's free devices.
+struct Fit {
+  bool fits = false;
+  // claim key (namespace/name) -> chosen device names, when fits.
+  std::map<std::string, std::vector<std::string>> assignment;
+  // Devices that match at least one claim, free on the node; the scorer uses it.
+  size_t matchingFree = 0;
+  // Why not, when !fits: reads well in a FailedScheduling event.
+  std::string message;
+};
+
+// Finds distinct devices for every claim at once. Selectors may overlap, so this is a
+// bipartite b-matching (each claim needs extendedResourceNum devices); augmenting paths find
+// an assignment whenever one exists. `freeDevices` must already be restricted to devices that
+// are Available, not reserved in flight, and reachable from the node. Pure: no I/O.
+Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
+              const std::vector<const ExtendedResource*>& freeDevices);
+
+enum class ScoringStrategy { kBinpack, kSpread };
+
+// Scores candidate nodes 0..10 (the extender maximum) from how many matching devices each
+// would leave free after the allocation: binpack prefers the fewest, spread the most. Scores
+// are normalised across the candidates so the best node gets 10 and the worst 0.
+std::map<std::string, int> scoreNodes(const std::map<std::string, size_t>& leftoverByNode,
+                                      ScoringStrategy strategy);
+
+}  // namespace ker

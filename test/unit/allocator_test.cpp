@@ -1,0 +1,165 @@
+#include "scheduler/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::claim;
+using testing::device;
+using testing::ptrs;
+
+TEST(DeviceSatisfiesClaim, ChecksResourceSelectorAndNamedList) {
+  auto d = device("gpu-0", "n1", {{"type", "k80"}});
+  auto c = claim("c", 1, {{"type", "k80"}});
+  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
+
+  c.rawResourceName = "example.com/fpga";
+  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
+
+  c = claim("c", 1, {{"type", "p100"}});
+  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
+
+  c = claim("c", 1);
+  c.extendedResourceNames = std::vector<std::string>{"gpu-1"};
+  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
+  c.extendedResourceNames = std::vector<std::string>{"gpu-1", "gpu-0"};
+  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
+}
+
+TEST(DeviceSatisfiesClaim, SelectorExpressions) {
+  auto d = device("gpu-0", "n1", {{"type", "k80"}, {"zone", "a"}});
+  auto c = claim("c", 1);
+  c.metadataRequirements.matchExpressions = {{"zone", "In", {"a", "b"}},
+                                             {"broken", "DoesNotExist", {}}};
+  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
+  c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
+  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
+}
+
+TEST(FitClaims, CountsDistinctDevices) {
+  std::vector<ExtendedResource> devs = {device("a", "n1", {{"type", "k80"}}),
+                                        device("b", "n1", {{"type", "k80"}}),
+                                        device("c", "n1", {{"type", "p100"}})};
+  auto two = claim("two", 2, {{"type", "k80"}});
+  auto fit = fitClaims({&two}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(fit.matchingFree, 2u);
+
+  auto three = claim("three", 3, {{"type", "k80"}});
+  fit = fitClaims({&three}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_EQ(fit.message, "claim default/three: 2 of 3 free nvidia.com/gpu with type=k80 on this node");
+}
+
+// Greedy allocation in claim order would give the broad claim the only k80 and fail the
+// narrow one; the matching must find the assignment that exists.
+TEST(FitClaims, OverlappingSelectorsFindAnAssignmentWhenOneExists) {
+  std::vector<ExtendedResource> devs = {device("k80", "n1", {{"type", "k80"}}),
+                                        device("p100", "n1", {{"type", "p100"}})};
+  auto any = claim("any", 1);
+  auto k80 = claim("k80-only", 1, {{"type", "k80"}});
+  // "any" first, and the k80 device listed first, so a greedy pass takes k80 for "any".
+  auto fit = fitClaims({&any, &k80}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/k80-only"), (std::vector<std::string>{"k80"}));
+  EXPECT_EQ(fit.assignment.at("default/any"), (std::vector<std::string>{"p100"}));
+}
+
+TEST(FitClaims, MultiDeviceClaimsWithOverlapNeedAugmentingPaths) {
+  // a: {d1,d2,d3}; b (2 devices): {d1,d2}. Only a=d3, b={d1,d2} works.
+  std::vector<ExtendedResource> devs = {device("d1", "n1", {{"x", "1"}, {"y", "1"}}),
+                                        device("d2", "n1", {{"x", "1"}, {"y", "1"}}),
+                                        device("d3", "n1", {{"x", "1"}})};
+  auto a = claim("a", 1, {{"x", "1"}});
+  auto b = claim("b", 2, {{"y", "1"}});
+  auto fit = fitClaims({&a, &b}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/a"), (std::vector<std::string>{"d3"}));
+  EXPECT_EQ(fit.assignment.at("default/b"), (std::vector<std::string>{"d1", "d2"}));
+}
+
+TEST(FitClaims, JointShortageIsReportedForTheClaimsTogether) {
+  std::vector<ExtendedResource> devs = {device("d1", "n1", {{"type", "k80"}})};
+  auto a = claim("a", 1, {{"type", "k80"}});
+  auto b = claim("b", 1, {{"type", "k80"}});
+  auto fit = fitClaims({&a, &b}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_EQ(fit.message,
+            "claims default/a, default/b: need 2 distinct devices together, only 1 matching "
+            "devices free on this node");
+}
+
+TEST(FitClaims, NoDevicesAndNoClaims) {
+  auto a = claim("a", 1);
+  EXPECT_FALSE(fitClaims({&a}, {}).fits);
+  auto fit = fitClaims({}, {});
+  EXPECT_TRUE(fit.fits);
+  EXPECT_TRUE(fit.assignment.empty());
+}
+
+TEST(FitClaims, EveryAssignedDeviceIsDistinctAndSatisfiesItsClaim) {
+  // A larger overlapping instance: 3 claims over 6 devices with nested selectors.
+  std::vector<ExtendedResource> devs;
+  for (int i = 0; i < 6; ++i) {
+    std::map<std::string, std::string> props{{"gen", std::to_string(i % 3)}};
+    if (i < 2) {
+      props["fast"] = "true";
+    }
+    devs.push_back(device("d" + std::to_string(i), "n1", props));
+  }
+  auto fast = claim("fast", 2, {{"fast", "true"}});
+  auto gen0 = claim("gen0", 1, {{"gen", "0"}});
+  auto any = claim("any", 3);
+  auto fit = fitClaims({&any, &gen0, &fast}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  std::set<std::string> used;
+  size_t total = 0;
+  std::map<std::string, const ExtendedResourceClaim*> byKey = {
+      {"default/fast", &fast}, {"default/gen0", &gen0}, {"default/any", &any}};
+  for (const auto& [key, names] : fit.assignment) {
+    EXPECT_EQ(names.size(), static_cast<size_t>(byKey.at(key)->extendedResourceNum)) << key;
+    for (const auto& n : names) {
+      used.insert(n);
+      ++total;
+      auto it = std::find_if(devs.begin(), devs.end(), [&](auto& d) { return d.meta.name == n; });
+      EXPECT_TRUE(deviceSatisfiesClaim(*it, *byKey.at(key))) << key << " got " << n;
+    }
+  }
+  EXPECT_EQ(total, 6u);
+  EXPECT_EQ(used.size(), 6u);
+}
+
+TEST(ScoreNodes, BinpackPrefersFewestLeftover) {
+  auto s = scoreNodes({{"a", 0}, {"b", 5}, {"c", 10}}, ScoringStrategy::kBinpack);
+  EXPECT_EQ(s.at("a"), 10);
+  EXPECT_EQ(s.at("b"), 5);
+  EXPECT_EQ(s.at("c"), 0);
+}
+
+TEST(ScoreNodes, SpreadPrefersMostLeftover) {
+  auto s = scoreNodes({{"a", 0}, {"b", 5}, {"c", 10}}, ScoringStrategy::kSpread);
+  EXPECT_EQ(s.at("a"), 0);
+  EXPECT_EQ(s.at("b"), 5);
+  EXPECT_EQ(s.at("c"), 10);
+}
+
+TEST(ScoreNodes, EqualCandidatesAllScoreTheMaximumAndStayInRange) {
+  auto s = scoreNodes({{"a", 3}, {"b", 3}}, ScoringStrategy::kBinpack);
+  EXPECT_EQ(s.at("a"), 10);
+  EXPECT_EQ(s.at("b"), 10);
+  s = scoreNodes({{"a", 0}, {"b", 1}, {"c", 1000000}}, ScoringStrategy::kBinpack);
+  for (const auto& [n, v] : s) {
+    EXPECT_GE(v, 0) << n;
+    EXPECT_LE(v, 10) << n;
+  }
+  EXPECT_TRUE(scoreNodes({}, ScoringStrategy::kSpread).empty());
+}
+
+}  // namespace
+}  // namespace ker

@@ -1,0 +1,114 @@
+#include "scheduler/device_index.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::device;
+
+std::vector<std::string> names(const std::vector<DevicePtr>& v) {
+  std::vector<std::string> out;
+  for (const auto& d : v) {
+    out.push_back(d->meta.name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+DevicePtr ptr(ExtendedResource d) { return std::make_shared<const ExtendedResource>(std::move(d)); }
+
+TEST(DeviceIndex, FreeOnNodeUsesAffinityPhaseAndResource) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  idx.upsert(ptr(device("b", "n2", {})));
+  idx.upsert(ptr(device("f", "n1", {}, "example.com/fpga")));
+  auto bound = device("c", "n1", {});
+  bound.phase = DevicePhase::kBound;
+  idx.upsert(ptr(bound));
+  auto pending = device("p", "n1", {});
+  pending.phase = DevicePhase::kPending;
+  idx.upsert(ptr(pending));
+  auto broken = device("x", "n1", {});
+  broken.invalid = "spec.nodeAffinity: bad";
+  idx.upsert(ptr(broken));
+
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n2", {})), (std::vector<std::string>{"b"}));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n3", {}).empty());
+  EXPECT_EQ(idx.size(), 6u);
+}
+
+TEST(DeviceIndex, LabelAffinityIsEvaluatedPerNode) {
+  DeviceIndex idx;
+  ExtendedResource zonal = device("z", "unused", {});
+  zonal.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}};
+  idx.upsert(ptr(zonal));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {{"zone", "a"}})),
+            (std::vector<std::string>{"z"}));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {{"zone", "b"}}).empty());
+}
+
+TEST(DeviceIndex, UpsertMovesADeviceBetweenNodesAndRemoveForgetsIt) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  idx.upsert(ptr(device("a", "n2", {})));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}).empty());
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n2", {})), (std::vector<std::string>{"a"}));
+  idx.remove("a");
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {}).empty());
+  EXPECT_EQ(idx.get("a"), nullptr);
+  idx.remove("never-there");
+}
+
+TEST(DeviceIndex, ReservationsHideDevicesFromOtherPodsOnly) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  idx.upsert(ptr(device("b", "n1", {})));
+  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
+            (std::vector<std::string>{"b"}));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-1")),
+            (std::vector<std::string>{"a", "b"}));
+  // All or none: b is free but a is taken, so nothing is reserved for pod-2.
+  EXPECT_FALSE(idx.reserve({"b", "a"}, "pod-2"));
+  EXPECT_EQ(idx.reservedCount(), 1u);
+  idx.unreserve("pod-1");
+  EXPECT_TRUE(idx.reserve({"b", "a"}, "pod-2"));
+}
+
+TEST(DeviceIndex, ReservationEndsWhenTheWatchShowsTheDeviceBound) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  auto bound = device("a", "n1", {});
+  bound.phase = DevicePhase::kBound;
+  idx.upsert(ptr(bound));
+  EXPECT_EQ(idx.reservedCount(), 0u);
+}
+
+TEST(DeviceIndex, ExpiredReservationsDoNotHideDevices) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  ASSERT_TRUE(idx.reserve({"a"}, "pod-1", std::chrono::seconds(-1)));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
+            (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(idx.reserve({"a"}, "pod-2"));
+}
+
+TEST(PinnedNodes, OnlyWhenEveryTermPinsNames) {
+  NodeSelector s;
+  s.terms = {NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1", "n2"}}}},
+             NodeSelectorTerm{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"n3"}}}}};
+  EXPECT_EQ(pinnedNodes(s), (std::set<std::string>{"n1", "n2", "n3"}));
+  s.terms.push_back(NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}});
+  EXPECT_TRUE(pinnedNodes(s).empty());
+  EXPECT_TRUE(pinnedNodes(NodeSelector{}).empty());
+}
+
+}  // namespace
+}  // namespace ker

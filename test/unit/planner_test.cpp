@@ -1,0 +1,131 @@
+#include "scheduler/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::claim;
+using testing::device;
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  void addClaim(ExtendedResourceClaim c) {
+    claims_[objectKey(c.meta.ns, c.meta.name)] = std::make_shared<const ExtendedResourceClaim>(c);
+  }
+  void addDevice(ExtendedResource d) {
+    index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
+  }
+  PodClaims resolve(const Pod& pod) {
+    return resolveClaims(pod, [&](const std::string& key) -> ClaimPtr {
+      auto it = claims_.find(key);
+      return it == claims_.end() ? nullptr : it->second;
+    });
+  }
+  static Pod pod(std::vector<std::string> claims, const std::string& uid = "pod-uid") {
+    Pod p;
+    p.meta.name = "web";
+    p.meta.ns = "default";
+    p.meta.uid = uid;
+    p.claims = std::move(claims);
+    return p;
+  }
+
+  std::map<std::string, ClaimPtr> claims_;
+  DeviceIndex index_;
+};
+
+TEST_F(PlannerTest, PendingClaimFitsOnlyWhereDevicesAre) {
+  addClaim(claim("k80-erc", 1, {{"type", "k80"}}));
+  addDevice(device("gpu-0", "n1", {{"type", "k80"}}));
+  addDevice(device("gpu-1", "n2", {{"type", "p100"}}));
+  auto pc = resolve(pod({"k80-erc"}));
+  ASSERT_EQ(pc.pending.size(), 1u);
+
+  auto ok = planNode(pc, "pod-uid", "n1", {}, index_);
+  EXPECT_TRUE(ok.fits);
+  EXPECT_EQ(ok.assignment.at("default/k80-erc"), (std::vector<std::string>{"gpu-0"}));
+
+  auto no = planNode(pc, "pod-uid", "n2", {}, index_);
+  EXPECT_FALSE(no.fits);
+  EXPECT_FALSE(no.unresolvable);
+  EXPECT_EQ(no.message, "claim default/k80-erc: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
+}
+
+TEST_F(PlannerTest, MissingLostHeldAndInvalidClaimsAreUnresolvable) {
+  auto lost = claim("lost", 1);
+  lost.phase = ClaimPhase::kLost;
+  lost.message = "device gpu-0 was deleted";
+  addClaim(lost);
+  auto held = claim("held", 1);
+  held.phase = ClaimPhase::kBound;
+  held.podRef = PodRef{"other", "other-uid"};
+  held.nodeName = "n1";
+  addClaim(held);
+  auto bad = claim("bad", 1);
+  bad.invalid = "spec.extendedResourceNum: not an integer";
+  addClaim(bad);
+
+  struct Case {
+    std::string claim;
+    std::string message;
+  } cases[] = {
+      {"missing", "claim default/missing not found"},
+      {"lost", "claim default/lost is Lost: device gpu-0 was deleted"},
+      {"held", "claim default/held is held by pod other"},
+      {"bad", "claim default/bad is invalid: spec.extendedResourceNum: not an integer"},
+  };
+  for (const auto& c : cases) {
+    auto plan = planNode(resolve(pod({c.claim})), "pod-uid", "n1", {}, index_);
+    EXPECT_FALSE(plan.fits) << c.claim;
+    EXPECT_TRUE(plan.unresolvable) << c.claim;
+    EXPECT_EQ(plan.message, c.message);
+  }
+}
+
+TEST_F(PlannerTest, ClaimBoundToThisPodPassesOnlyItsNode) {
+  auto mine = claim("mine", 1);
+  mine.phase = ClaimPhase::kBound;
+  mine.podRef = PodRef{"web", "pod-uid"};
+  mine.nodeName = "n2";
+  mine.allocated = {"gpu-9"};
+  addClaim(mine);
+  auto pc = resolve(pod({"mine"}));
+  EXPECT_TRUE(planNode(pc, "pod-uid", "n2", {}, index_).fits);
+  auto other = planNode(pc, "pod-uid", "n1", {}, index_);
+  EXPECT_FALSE(other.fits);
+  EXPECT_TRUE(other.unresolvable);
+  EXPECT_EQ(other.message, "claim default/mine is already bound to this pod on node n2");
+}
+
+TEST_F(PlannerTest, InvalidPodAnnotationIsUnresolvable) {
+  Pod p = pod({});
+  p.invalid = "annotation extendedresource.io/claims: \"Bad_Name\" is not a valid claim name";
+  auto plan = planNode(resolve(p), "pod-uid", "n1", {}, index_);
+  EXPECT_TRUE(plan.unresolvable);
+  EXPECT_NE(plan.message.find("Bad_Name"), std::string::npos);
+}
+
+TEST_F(PlannerTest, LeftoverCountsMatchingFreeDevicesAfterAllocation) {
+  addClaim(claim("one", 1, {{"type", "k80"}}));
+  for (int i = 0; i < 4; ++i) {
+    addDevice(device("gpu-" + std::to_string(i), "n1", {{"type", "k80"}}));
+  }
+  addDevice(device("other", "n1", {{"type", "p100"}}));
+  auto plan = planNode(resolve(pod({"one"})), "pod-uid", "n1", {}, index_);
+  ASSERT_TRUE(plan.fits);
+  EXPECT_EQ(plan.leftover, 3u);
+}
+
+TEST_F(PlannerTest, DevicesReservedByAnotherPodAreNotOffered) {
+  addClaim(claim("one", 1));
+  addDevice(device("gpu-0", "n1", {}));
+  ASSERT_TRUE(index_.reserve({"gpu-0"}, "someone-else"));
+  auto plan = planNode(resolve(pod({"one"})), "pod-uid", "n1", {}, index_);
+  EXPECT_FALSE(plan.fits);
+}
+
+}  // namespace
+}  // namespace ker

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+
+namespace ker::testing {
+
+// A device pinned to one node by matchFields metadata.name, as most real devices are.
+inline ExtendedResource device(const std::string& name, const std::string& node,
+                               std::map<std::string, std::string> props,
+                               const std::string& res = "nvidia.com/gpu") {
+  ExtendedResource d;
+  d.meta.name = name;
+  d.meta.uid = "uid-" + name;
+  d.rawResourceName = res;
+  d.deviceID = name + "-id";
+  d.properties = std::move(props);
+  d.nodeAffinity.terms.push_back(NodeSelectorTerm{{}, {{"metadata.name", "In", {node}}}});
+  return d;
+}
+
+inline ExtendedResourceClaim claim(const std::string& name, int64_t num,
+                                   std::map<std::string, std::string> matchLabels = {},
+                                   const std::string& res = "nvidia.com/gpu",
+                                   const std::string& ns = "default") {
+  ExtendedResourceClaim c;
+  c.meta.name = name;
+  c.meta.ns = ns;
+  c.meta.uid = "uid-" + name;
+  c.rawResourceName = res;
+  c.extendedResourceNum = num;
+  c.metadataRequirements.matchLabels = std::move(matchLabels);
+  return c;
+}
+
+inline std::vector<const ExtendedResource*> ptrs(const std::vector<ExtendedResource>& v) {
+  std::vector<const ExtendedResource*> out;
+  for (const auto& d : v) {
+    out.push_back(&d);
+  }
+  return out;
+}
+
+}  // namespace ker::testing
