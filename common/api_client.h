@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -67,9 +68,11 @@ class ApiClient {
                                const std::string& subresource = {}) = 0;
   virtual void remove(const Resource& res, const std::string& ns, const std::string& name,
                       const DeleteOptions& opts = {}) = 0;
-  // POST pods/{name}/binding.
+  // POST pods/{name}/binding with metadata.uid as precondition. The API server copies the
+  // Binding's annotations onto the pod in the same write that sets spec.nodeName.
   virtual void bindPod(const std::string& ns, const std::string& podName,
-                       const std::string& podUid, const std::string& nodeName) = 0;
+                       const std::string& podUid, const std::string& nodeName,
+                       const std::map<std::string, std::string>& annotations = {}) = 0;
   // Streams events to onEvent until the server ends the watch, onEvent returns false, or
   // *stop becomes true (checked at least every 200 ms). ERROR events are delivered to onEvent
   // as kError; a 410 Gone status (as HTTP status or ERROR event) is thrown as ApiError kGone.

@@ -45,7 +45,8 @@ class KubeClient : public ApiClient {
   void remove(const Resource& res, const std::string& ns, const std::string& name,
               const DeleteOptions& opts = {}) override;
   void bindPod(const std::string& ns, const std::string& podName, const std::string& podUid,
-               const std::string& nodeName) override;
+               const std::string& nodeName,
+               const std::map<std::string, std::string>& annotations = {}) override;
   void watch(const Resource& res, const std::string& ns, const WatchOptions& opts,
              const std::function<bool(const WatchEvent&)>& onEvent,
              const std::atomic<bool>* stop) override;
