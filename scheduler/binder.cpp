@@ -1,0 +1,272 @@
+#include "scheduler/binder.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/api_error.h"
+#include "scheduler/planner.h"
+
+namespace ker {
+
+namespace {
+
+using json = nlohmann::json;
+
+ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod,
+                                     const std::string& node, std::vector<std::string> devices) {
+  claim.phase = ClaimPhase::kBound;
+  claim.allocated = std::move(devices);
+  claim.nodeName = node;
+  claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
+  claim.reason = "Bound";
+  claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
+  return claim;
+}
+
+ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  claim.nodeName.clear();
+  claim.podRef.reset();
+  claim.reason.clear();
+  claim.message.clear();
+  return claim;
+}
+
+ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
+  device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
+  device.claimRef = std::move(ref);
+  device.reason.clear();
+  device.message.clear();
+  return device;
+}
+
+}  // namespace
+
+std::string allocationAnnotation(
+    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName) {
+  json out = json::object();
+  for (const auto& [claim, devices] : byClaimName) {
+    json list = json::array();
+    for (const auto* d : devices) {
+      list.push_back(
+          {{"name", d->meta.name}, {"deviceID", d->deviceID}, {"rawResourceName", d->rawResourceName}});
+    }
+    out[claim] = std::move(list);
+  }
+  return out.dump();
+}
+
+// What one attempt wrote, newest resourceVersions included, so undo can put it back.
+struct Binder::Attempt {
+  std::vector<ExtendedResource> devices;
+  std::vector<ExtendedResourceClaim> claims;
+  std::string podUid;
+};
+
+Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts)
+    : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), maxAttempts_(maxAttempts) {}
+
+std::string Binder::bind(const BindingArgs& args) {
+  std::string error;
+  for (int i = 0; i < maxAttempts_; ++i) {
+    switch (attempt(args, error)) {
+      case Outcome::kDone:
+        stats_.binds++;
+        return {};
+      case Outcome::kFail:
+        stats_.failures++;
+        return error;
+      case Outcome::kRetry:
+        spdlog::debug("bind {}/{}: retrying after: {}", args.podNamespace, args.podName, error);
+        break;
+    }
+  }
+  stats_.failures++;
+  return "gave up after " + std::to_string(maxAttempts_) + " attempts: " + error;
+}
+
+void Binder::refreshDevice(const std::string& name) {
+  try {
+    index_.upsert(std::make_shared<const ExtendedResource>(
+        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name))));
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      index_.remove(name);
+    }
+  }
+}
+
+void Binder::undo(Attempt& attempt) {
+  stats_.undos++;
+  for (auto it = attempt.claims.rbegin(); it != attempt.claims.rend(); ++it) {
+    try {
+      api_.updateStatus(resources::kExtendedResourceClaims, it->meta.ns,
+                        markClaimPending(*it).toJson());
+      stats_.apiWrites++;
+    } catch (const std::exception& e) {
+      // The controller's repair pass releases what could not be put back here.
+      spdlog::warn("bind undo: claim {}/{} left bound: {}", it->meta.ns, it->meta.name, e.what());
+    }
+  }
+  for (auto it = attempt.devices.rbegin(); it != attempt.devices.rend(); ++it) {
+    try {
+      auto restored = ExtendedResource::fromJson(
+          api_.updateStatus(resources::kExtendedResources, "", markDevice(*it, {}).toJson()));
+      stats_.apiWrites++;
+      index_.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
+    } catch (const std::exception& e) {
+      spdlog::warn("bind undo: device {} left bound: {}", it->meta.name, e.what());
+    }
+  }
+  index_.unreserve(attempt.podUid);
+}
+
+std::string Binder::boundTo(const Pod& pod) {
+  try {
+    auto live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
+    return live.meta.uid == pod.meta.uid ? live.nodeName : std::string();
+  } catch (const ApiError&) {
+    return {};
+  }
+}
+
+Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
+  Pod pod;
+  try {
+    pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
+  } catch (const ApiError& e) {
+    error = "pod " + args.podNamespace + "/" + args.podName + ": " + e.what();
+    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+  }
+  if (pod.meta.uid != args.podUid) {
+    error = "pod " + args.podNamespace + "/" + args.podName + " has UID " + pod.meta.uid +
+            ", not " + args.podUid + " (it was recreated)";
+    return Outcome::kFail;
+  }
+  if (!pod.nodeName.empty()) {
+    if (pod.nodeName == args.node) {
+      return Outcome::kDone;  // an earlier bind whose reply was lost
+    }
+    error = "pod is already bound to node " + pod.nodeName;
+    return Outcome::kFail;
+  }
+  if (pod.meta.deleting) {
+    error = "pod is being deleted";
+    return Outcome::kFail;
+  }
+
+  // Claims are read fresh: the bind is the write path and must not trust a stale cache.
+  PodClaims claims;
+  try {
+    claims = resolveClaims(pod, [&](const std::string& key) -> ClaimPtr {
+      try {
+        return std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(
+            api_.get(resources::kExtendedResourceClaims, pod.meta.ns,
+                     key.substr(key.find('/') + 1))));
+      } catch (const ApiError& e) {
+        if (e.isNotFound()) {
+          return nullptr;
+        }
+        throw;
+      }
+    });
+  } catch (const ApiError& e) {
+    error = std::string("reading claims: ") + e.what();
+    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+  }
+
+  std::map<std::string, std::string> labels;
+  try {
+    labels = nodeLabels_(args.node);
+  } catch (const std::exception& e) {
+    error = "node " + args.node + ": " + e.what();
+    return Outcome::kFail;
+  }
+  NodePlan plan = planNode(claims, pod.meta.uid, args.node, labels, index_);
+  if (!plan.fits) {
+    error = plan.message;
+    return Outcome::kFail;
+  }
+
+  Attempt attempt;
+  attempt.podUid = pod.meta.uid;
+  std::vector<std::string> taken;
+  for (const auto& [key, names] : plan.assignment) {
+    taken.insert(taken.end(), names.begin(), names.end());
+  }
+  if (!index_.reserve(taken, pod.meta.uid)) {
+    error = "devices were taken by a concurrent bind";
+    return Outcome::kRetry;
+  }
+
+  std::map<std::string, std::vector<const ExtendedResource*>> annotation;
+  std::vector<DevicePtr> keepAlive;
+  try {
+    for (const auto& claim : claims.pending) {
+      const auto key = objectKey(claim->meta.ns, claim->meta.name);
+      const auto& names = plan.assignment.at(key);
+      for (const auto& name : names) {
+        DevicePtr cached = index_.get(name);
+        if (!cached) {
+          throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
+        }
+        auto written = ExtendedResource::fromJson(api_.updateStatus(
+            resources::kExtendedResources, "",
+            markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
+                .toJson()));
+        stats_.apiWrites++;
+        attempt.devices.push_back(written);
+        keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
+        annotation[claim->meta.name].push_back(keepAlive.back().get());
+      }
+      auto bound = ExtendedResourceClaim::fromJson(
+          api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
+                            markClaimBound(*claim, pod, args.node, names).toJson()));
+      stats_.apiWrites++;
+      attempt.claims.push_back(std::move(bound));
+    }
+    for (const auto& claim : claims.boundToPod) {
+      for (const auto& name : claim->allocated) {
+        DevicePtr dev = index_.get(name);
+        if (!dev) {
+          dev = std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+              api_.get(resources::kExtendedResources, "", name)));
+        }
+        keepAlive.push_back(dev);
+        annotation[claim->meta.name].push_back(dev.get());
+      }
+    }
+    stats_.apiWrites++;
+    try {
+      api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node,
+                   {{kAllocationAnnotation, allocationAnnotation(annotation)}});
+    } catch (const ApiError&) {
+      // A Binding whose reply was lost (timeout, dropped connection) may have been applied;
+      // undoing the allocation of a bound pod would be far worse than a failed bind.
+      if (boundTo(pod) == args.node) {
+        return Outcome::kDone;
+      }
+      throw;
+    }
+  } catch (const ApiError& e) {
+    error = e.what();
+    undo(attempt);
+    for (const auto& name : taken) {
+      if (e.isConflict() || e.isNotFound()) {
+        refreshDevice(name);
+      }
+    }
+    if (e.isConflict()) {
+      stats_.conflicts++;
+      return Outcome::kRetry;
+    }
+    return e.isRetriable() || e.isNotFound() ? Outcome::kRetry : Outcome::kFail;
+  } catch (const std::exception& e) {
+    error = e.what();
+    undo(attempt);
+    return Outcome::kFail;
+  }
+  return Outcome::kDone;
+}
+
+}  // namespace ker

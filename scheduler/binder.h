@@ -1,0 +1,59 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/api_client.h"
+#include "scheduler/device_index.h"
+#include "scheduler/extender_wire.h"
+
+namespace ker {
+
+using NodeLabelsLookup =
+    std::function<std::map<std::string, std::string>(const std::string& nodeName)>;
+
+struct BinderStats {
+  std::atomic<uint64_t> binds{0};
+  std::atomic<uint64_t> failures{0};
+  std::atomic<uint64_t> conflicts{0};  // a write lost an optimistic-concurrency race
+  std::atomic<uint64_t> undos{0};      // attempts rolled back
+  std::atomic<uint64_t> apiWrites{0};
+};
+
+// The bind verb: allocates devices to the pod's claims on the chosen node, records it in the
+// API, then binds the pod. Devices are written first with resourceVersion preconditions, so
+// the API server decides every race for a device; then the claims; then one Binding that sets
+// spec.nodeName and the allocation annotation together. Any failure undoes what the attempt
+// wrote, and a conflict re-decides on fresh state. Safe to call concurrently.
+class Binder {
+ public:
+  Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts = 5);
+
+  // Empty on success, else a message for the scheduler (which will retry the pod).
+  std::string bind(const BindingArgs& args);
+
+  const BinderStats& stats() const { return stats_; }
+
+ private:
+  enum class Outcome { kDone, kRetry, kFail };
+  struct Attempt;
+  Outcome attempt(const BindingArgs& args, std::string& error);
+  void undo(Attempt& attempt);
+  void refreshDevice(const std::string& name);
+  // The live pod's node, or empty when unbound, recreated or unreadable.
+  std::string boundTo(const Pod& pod);
+
+  ApiClient& api_;
+  DeviceIndex& index_;
+  NodeLabelsLookup nodeLabels_;
+  int maxAttempts_;
+  BinderStats stats_;
+};
+
+// The allocation annotation's value: {"<claim>": [{"name", "deviceID", "rawResourceName"}]}.
+std::string allocationAnnotation(
+    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName);
+
+}  // namespace ker

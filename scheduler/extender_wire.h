@@ -1,0 +1,64 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// A request body kube-scheduler (k8s.io/kube-scheduler/extender/v1) could not have sent.
+class WireError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// ExtenderArgs for filter and prioritize. Keys match as Go's encoding/json does: the exact
+// field name first, then case-insensitively.
+struct ExtenderArgs {
+  Pod pod;
+  // nodeCacheCapable: false sends the candidate Node objects; kept whole so the filter can
+  // return the passing ones unchanged.
+  bool hasNodeList = false;
+  std::vector<nlohmann::json> nodeItems;
+  // Names in request order, from NodeNames or from the Node objects' metadata.name.
+  std::vector<std::string> nodeNames;
+};
+
+struct BindingArgs {
+  std::string podName;
+  std::string podNamespace;
+  std::string podUid;
+  std::string node;
+};
+
+// Both throw WireError with a message naming the offending field.
+ExtenderArgs parseExtenderArgs(std::string_view body);
+BindingArgs parseBindingArgs(std::string_view body);
+
+// Parses JSON with a bound on nesting depth, so hostile bodies cannot exhaust the stack or
+// the heap through nesting; throws WireError.
+nlohmann::json parseJsonBounded(std::string_view body, int maxDepth = 64);
+
+struct FilterReply {
+  std::vector<std::string> passing;  // node names, in request order
+  std::map<std::string, std::string> failed;
+  std::map<std::string, std::string> failedUnresolvable;
+  std::string error;
+};
+
+// Answers in the mode the request used: NodeNames, or the passing Node objects whole.
+std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args);
+std::string renderPriorities(const std::vector<std::pair<std::string, int>>& scores);
+std::string renderBindingReply(const std::string& error);
+// A filter-shaped error body (also valid for bind: only Error is read).
+std::string renderError(const std::string& error);
+
+}  // namespace ker

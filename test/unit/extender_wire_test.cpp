@@ -1,0 +1,125 @@
+#include "scheduler/extender_wire.h"
+
+#include <gtest/gtest.h>
+
+#include "testdata.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::readTestdata;
+
+TEST(ParseExtenderArgs, NodeNamesModeAsKubeSchedulerSendsIt) {
+  auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
+  EXPECT_EQ(args.pod.meta.name, "web-0");
+  EXPECT_EQ(args.pod.meta.ns, "default");
+  EXPECT_EQ(args.pod.meta.uid, "6f1c2d3e-aaaa-bbbb-cccc-000000000001");
+  EXPECT_EQ(args.pod.claims, (std::vector<std::string>{"k80-erc"}));
+  EXPECT_FALSE(args.hasNodeList);
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b", "node-c"}));
+}
+
+TEST(ParseExtenderArgs, NodeListModeKeepsWholeNodes) {
+  auto args = parseExtenderArgs(readTestdata("filter_nodelist.json"));
+  ASSERT_TRUE(args.hasNodeList);
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
+  ASSERT_EQ(args.nodeItems.size(), 2u);
+  EXPECT_EQ(args.nodeItems[0]["status"]["images"].size(), 1u);
+}
+
+TEST(ParseExtenderArgs, KeysMatchCaseInsensitivelyLikeGo) {
+  auto args = parseExtenderArgs(
+      R"({"pod":{"metadata":{"name":"p","namespace":"ns","uid":"u"}},"nodenames":["a"]})");
+  EXPECT_EQ(args.pod.meta.name, "p");
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"a"}));
+  // An exact match wins over a case-insensitive one.
+  args = parseExtenderArgs(
+      R"({"nodeNames":["wrong"],"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":["right"]})");
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"right"}));
+}
+
+TEST(ParseExtenderArgs, NullNodesAndNodeNamesMeanNoCandidates) {
+  auto args =
+      parseExtenderArgs(R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":null})");
+  EXPECT_TRUE(args.nodeNames.empty());
+  EXPECT_FALSE(args.hasNodeList);
+}
+
+TEST(ParseExtenderArgs, BadBodiesGetClearErrors) {
+  struct Case {
+    std::string body;
+    std::string expect;
+  } cases[] = {
+      {"", "empty request body"},
+      {"{\"Pod\":", "malformed JSON"},
+      {"[]", "must be a JSON object"},
+      {R"({"NodeNames":["a"]})", "Pod is required"},
+      {R"({"Pod":null})", "Pod is required"},
+      {R"({"Pod":"x"})", "Pod must be an object"},
+      {R"({"Pod":{"metadata":{"name":"p"}}})", "metadata.uid are required"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":"a"})", "NodeNames must be an array"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":[1]})", "NodeNames must hold strings"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":[]})", "Nodes must be a NodeList"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":{}}})", "Nodes.items must be an array"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":[{"metadata":{}}]}})", "metadata.name is required"},
+      {"{\"Pod\":{\"metadata\":{\"name\":\"\xff\xfe\",\"uid\":\"u\"}}}", "malformed JSON"},
+      {std::string(100000, '['), "nested deeper"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parseExtenderArgs(c.body);
+      ADD_FAILURE() << "accepted: " << c.body.substr(0, 80);
+    } catch (const WireError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)
+          << "body " << c.body.substr(0, 80) << " gave: " << e.what();
+    }
+  }
+}
+
+TEST(ParseBindingArgs, FieldsAndErrors) {
+  auto b = parseBindingArgs(readTestdata("bind.json"));
+  EXPECT_EQ(b.podName, "web-0");
+  EXPECT_EQ(b.podNamespace, "default");
+  EXPECT_EQ(b.podUid, "6f1c2d3e-aaaa-bbbb-cccc-000000000001");
+  EXPECT_EQ(b.node, "node-a");
+  b = parseBindingArgs(R"({"podName":"p","podNamespace":"ns","podUID":"u","node":"n"})");
+  EXPECT_EQ(b.podNamespace, "ns");
+  EXPECT_THROW(parseBindingArgs(R"({"PodName":"p","PodUID":"u"})"), WireError);
+  EXPECT_THROW(parseBindingArgs(R"({"PodName":1,"PodUID":"u","Node":"n"})"), WireError);
+  EXPECT_THROW(parseBindingArgs("null"), WireError);
+}
+
+TEST(RenderFilterReply, NodeNamesMode) {
+  auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
+  FilterReply r;
+  r.passing = {"node-a"};
+  r.failed["node-b"] = "claim default/k80-erc: 0 of 1 free nvidia.com/gpu on this node";
+  r.failedUnresolvable["node-c"] = "x";
+  auto out = json::parse(renderFilterReply(r, args));
+  EXPECT_EQ(out["NodeNames"], json::array({"node-a"}));
+  EXPECT_TRUE(out["Nodes"].is_null());
+  EXPECT_EQ(out["FailedNodes"]["node-b"], r.failed["node-b"]);
+  EXPECT_EQ(out["FailedAndUnresolvableNodes"]["node-c"], "x");
+  EXPECT_EQ(out["Error"], "");
+}
+
+TEST(RenderFilterReply, NodeListModeReturnsPassingNodesWhole) {
+  auto args = parseExtenderArgs(readTestdata("filter_nodelist.json"));
+  FilterReply r;
+  r.passing = {"node-a"};
+  auto out = json::parse(renderFilterReply(r, args));
+  ASSERT_EQ(out["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ(out["Nodes"]["items"][0], args.nodeItems[0]);
+}
+
+TEST(RenderPriorities, HostScorePairsAsIntegers) {
+  auto out = json::parse(renderPriorities({{"a", 10}, {"b", 0}}));
+  ASSERT_TRUE(out.is_array());
+  EXPECT_EQ(out[0]["Host"], "a");
+  EXPECT_TRUE(out[0]["Score"].is_number_integer());
+  EXPECT_EQ(out[0]["Score"], 10);
+}
+
+}  // namespace
+}  // namespace ker
