@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Builds (once) etcd, kube-apiserver, kube-scheduler and kubectl at the versions pinned in
+# versions.env and prints the folder holding them as the last line of stdout.
+#
+#   build-binaries.sh              build if needed, print the bin dir
+#   build-binaries.sh --print-dir  only print where the binaries are (or would be)
+#
+# Cache: $CONTROLPLANE_CACHE_DIR (default <repo>/.cache/controlplane)/<k8s>-<etcd>/.
+# If KUBEBUILDER_ASSETS names a folder holding etcd, kube-apiserver and kube-scheduler,
+# that folder is used as is.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
+source "$here/common.sh"
+
+print_only=false
+case "${1:-}" in
+'') ;;
+--print-dir) print_only=true ;;
+-h | --help)
+  sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  exit 0
+  ;;
+*) die "unknown argument '$1' (try --help)" ;;
+esac
+
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+  missing=()
+  for b in etcd kube-apiserver kube-scheduler; do
+    [[ -x "$KUBEBUILDER_ASSETS/$b" ]] || missing+=("$b")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS (not the pinned build)"
+    cd "$KUBEBUILDER_ASSETS" && pwd
+    exit 0
+  fi
+  log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks ${missing[*]}; using the pinned build"
+fi
+
+load_versions
+cache_root=${CONTROLPLANE_CACHE_DIR:-$REPO_ROOT/.cache/controlplane}
+bin_dir="$cache_root/${KUBERNETES_VERSION}-${ETCD_VERSION}"
+if $print_only; then
+  printf '%s\n' "$bin_dir"
+  exit 0
+fi
+
+check_pins
+go_env
+
+# Bump when build_steps changes what it produces (flags, stamps) so caches get rebuilt.
+recipe=1
+# Anything that changes the output changes the fingerprint; a cache with another one is rebuilt.
+fingerprint=$(
+  {
+    printf '%s\n' "recipe=$recipe" "$KUBERNETES_VERSION" "$ETCD_VERSION" "$(go env GOVERSION GOOS GOARCH)"
+    cat "$here/kubernetes/go.mod" "$here/kubernetes/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum"
+  } | sha256sum | cut -d' ' -f1
+)
+
+is_current() {
+  local b
+  for b in etcd kube-apiserver kube-scheduler kubectl; do
+    [[ -x "$bin_dir/$b" ]] || return 1
+  done
+  grep -qx "fingerprint=$fingerprint" "$bin_dir/BUILDINFO" 2>/dev/null
+}
+
+if is_current; then
+  printf '%s\n' "$bin_dir"
+  exit 0
+fi
+
+mkdir -p "$cache_root"
+# One build at a time per cache (parallel make targets, several checkouts sharing the cache).
+exec 9>"$cache_root/.lock"
+if ! flock -n 9; then
+  log "waiting for another build of the control-plane binaries (up to 1 h)"
+  flock -w 3600 9 || die "timed out waiting for $cache_root/.lock"
+fi
+if is_current; then
+  printf '%s\n' "$bin_dir"
+  exit 0
+fi
+
+tmp=$(mktemp -d "$cache_root/.build.XXXXXX")
+old=''
+cleanup() {
+  rm -rf "$tmp"
+  [[ -z "$old" ]] || rm -rf "$old"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+build_steps() {
+  local k8s_minor build_date ldflags=(-s -w) p
+  k8s_minor=${KUBERNETES_VERSION#v1.}
+  k8s_minor=${k8s_minor%%.*}
+  # The release's own timestamp keeps the stamp reproducible.
+  build_date=$(cd "$here/kubernetes" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+  # Both version packages are stamped, as Kubernetes' own build does, so --version and the
+  # apiserver's /version report the pinned release instead of v0.0.0-master.
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=("-X=$p.gitVersion=$KUBERNETES_VERSION" "-X=$p.gitMajor=1" "-X=$p.gitMinor=$k8s_minor"
+      "-X=$p.gitTreeState=clean" "-X=$p.buildDate=$build_date")
+  done
+  log "building kube-apiserver, kube-scheduler, kubectl ${KUBERNETES_VERSION} (slow the first time)"
+  (cd "$here/kubernetes" && go build -trimpath -ldflags="${ldflags[*]}" -o "$tmp/" \
+    "${KUBERNETES_TOOLS[@]/#/k8s.io/kubernetes/cmd/}")
+  log "building etcd ${ETCD_VERSION}"
+  (cd "$here/etcd" && go build -trimpath -ldflags='-s -w' -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+}
+
+start=$SECONDS
+build_steps
+
+# Refuse a build that does not report what was pinned.
+got=$("$tmp/kube-apiserver" --version)
+[[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
+got=$("$tmp/etcd" --version | head -n1)
+[[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${ETCD_VERSION#v}'"
+
+{
+  printf 'KUBERNETES_VERSION=%s\nETCD_VERSION=%s\n' "$KUBERNETES_VERSION" "$ETCD_VERSION"
+  printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - start))"
+  printf 'fingerprint=%s\n' "$fingerprint"
+} >"$tmp/BUILDINFO"
+
+# Swap in the finished folder with renames, so the cache is never a half-written build.
+if [[ -e "$bin_dir" ]]; then
+  old=$(mktemp -d "$cache_root/.old.XXXXXX")
+  mv "$bin_dir" "$old/"
+fi
+mv "$tmp" "$bin_dir"
+log "built in $((SECONDS - start)) s: $bin_dir"
+printf '%s\n' "$bin_dir"
