@@ -14,7 +14,7 @@ DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
   libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format
 
-.PHONY: help deps build test unit-test integration-test controlplane-binaries run fmt fmt-check clean
+.PHONY: help deps build test unit-test integration-test controlplane-binaries run fmt fmt-check docker-build clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ fmt: ## format the C++ sources in place
 
 fmt-check: ## fail if any C++ source is not formatted
 	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format --dry-run --Werror
+
+docker-build: ## build the container image $(IMAGE):$(TAG) holding both binaries (needs a Docker engine)
+	docker build -t $(IMAGE):$(TAG) .
 
 clean: ## remove the build folder
 	rm -rf $(BUILD_DIR)
