@@ -1,0 +1,155 @@
+#include "common/node_selector.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+namespace ker {
+
+namespace {
+
+constexpr const char* kNameField = "metadata.name";
+
+// Parses a base-10 int64 the way Go's strconv.ParseInt(s, 10, 64) does: an optional sign, digits
+// only, nothing around them, no overflow.
+std::optional<int64_t> parseInt64(const std::string& s) {
+  const char* begin = s.data();
+  const char* end = s.data() + s.size();
+  if (begin != end && *begin == '+') {
+    ++begin;
+    if (begin != end && *begin == '-') {
+      return std::nullopt;
+    }
+  }
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end || begin == end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string validateExpression(const NodeSelectorRequirement& r) {
+  if (r.key.empty()) {
+    return "key: must not be empty";
+  }
+  if (r.op == "In" || r.op == "NotIn") {
+    if (r.values.empty()) {
+      return "values: must be non-empty for operator " + r.op;
+    }
+  } else if (r.op == "Exists" || r.op == "DoesNotExist") {
+    if (!r.values.empty()) {
+      return "values: must be empty for operator " + r.op;
+    }
+  } else if (r.op == "Gt" || r.op == "Lt") {
+    if (r.values.size() != 1) {
+      return "values: operator " + r.op + " needs exactly one value";
+    }
+    if (!parseInt64(r.values[0])) {
+      return "values[0]: \"" + r.values[0] + "\" is not an integer (operator " + r.op + ")";
+    }
+  } else {
+    return "operator: \"" + r.op + "\" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt";
+  }
+  return {};
+}
+
+// As the API validates node field selectors: only metadata.name, only In/NotIn, one value.
+std::string validateField(const NodeSelectorRequirement& r) {
+  if (r.key != kNameField) {
+    return "key: \"" + r.key + "\" is not a supported field (only metadata.name)";
+  }
+  if (r.op != "In" && r.op != "NotIn") {
+    return "operator: \"" + r.op + "\" is not one of In, NotIn for a field";
+  }
+  if (r.values.size() != 1) {
+    return "values: operator " + r.op + " on a field needs exactly one value";
+  }
+  return {};
+}
+
+std::string validateTerm(const NodeSelectorTerm& term) {
+  for (size_t i = 0; i < term.matchExpressions.size(); ++i) {
+    if (std::string why = validateExpression(term.matchExpressions[i]); !why.empty()) {
+      return "matchExpressions[" + std::to_string(i) + "]." + why;
+    }
+  }
+  for (size_t i = 0; i < term.matchFields.size(); ++i) {
+    if (std::string why = validateField(term.matchFields[i]); !why.empty()) {
+      return "matchFields[" + std::to_string(i) + "]." + why;
+    }
+  }
+  return {};
+}
+
+bool contains(const std::vector<std::string>& values, const std::string& v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
+}
+
+// r is valid (validateExpression returned empty).
+bool expressionMatches(const NodeSelectorRequirement& r,
+                       const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(r.key);
+  const bool present = it != labels.end();
+  if (r.op == "In") {
+    return present && contains(r.values, it->second);
+  }
+  if (r.op == "NotIn") {
+    return !present || !contains(r.values, it->second);
+  }
+  if (r.op == "Exists") {
+    return present;
+  }
+  if (r.op == "DoesNotExist") {
+    return !present;
+  }
+  if (!present) {
+    return false;
+  }
+  auto have = parseInt64(it->second);
+  if (!have) {
+    return false;  // a label that is not an integer satisfies neither Gt nor Lt
+  }
+  const int64_t want = *parseInt64(r.values[0]);
+  return r.op == "Gt" ? *have > want : *have < want;
+}
+
+bool termMatches(const NodeSelectorTerm& term, const std::string& nodeName,
+                 const std::map<std::string, std::string>& labels) {
+  for (const auto& r : term.matchExpressions) {
+    if (!expressionMatches(r, labels)) {
+      return false;
+    }
+  }
+  for (const auto& r : term.matchFields) {
+    if ((nodeName == r.values[0]) != (r.op == "In")) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string validate(const NodeSelector& selector) {
+  for (size_t i = 0; i < selector.terms.size(); ++i) {
+    if (std::string why = validateTerm(selector.terms[i]); !why.empty()) {
+      return "nodeSelectorTerms[" + std::to_string(i) + "]." + why;
+    }
+  }
+  return {};
+}
+
+// Like the scheduler's node affinity: an empty term is skipped, and a term that does not parse
+// matches nothing without stopping the other terms from matching.
+bool matches(const NodeSelector& selector, const std::string& nodeName,
+             const std::map<std::string, std::string>& nodeLabels) {
+  return std::any_of(selector.terms.begin(), selector.terms.end(), [&](const NodeSelectorTerm& t) {
+    if (t.matchExpressions.empty() && t.matchFields.empty()) {
+      return false;
+    }
+    return validateTerm(t).empty() && termMatches(t, nodeName, nodeLabels);
+  });
+}
+
+}  // namespace ker

@@ -1,0 +1,584 @@
+#include "common/objects.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+
+#include "common/label_selector.h"
+#include "common/node_selector.h"
+
+namespace ker {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw std::invalid_argument(path + ": " + why);
+}
+
+std::string child(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+[[noreturn]] void wrongType(const std::string& path, const char* want, const json& got) {
+  fail(path, std::string("expected ") + want + ", got " + got.type_name());
+}
+
+// A member of obj, or nullptr when it is absent or JSON null: the API server omits empty
+// optional fields, and a client may send null for them, so both mean "not set".
+const json* member(const json& obj, const char* key) {
+  if (!obj.is_object()) {
+    return nullptr;
+  }
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return nullptr;
+  }
+  return &*it;
+}
+
+// The object at obj[key], or nullptr when unset; throws when it is set but not an object.
+const json* objectMember(const json& obj, const char* key, const std::string& path) {
+  const json* v = member(obj, key);
+  if (v && !v->is_object()) {
+    wrongType(path, "an object", *v);
+  }
+  return v;
+}
+
+std::string stringMember(const json& obj, const char* key, const std::string& path) {
+  const json* v = member(obj, key);
+  if (!v) {
+    return {};
+  }
+  if (!v->is_string()) {
+    wrongType(path, "a string", *v);
+  }
+  return v->get<std::string>();
+}
+
+std::vector<std::string> stringList(const json& v, const std::string& path) {
+  if (!v.is_array()) {
+    wrongType(path, "an array of strings", v);
+  }
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) {
+      wrongType(index(path, i), "a string", v[i]);
+    }
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::string> stringListMember(const json& obj, const char* key,
+                                          const std::string& path) {
+  const json* v = member(obj, key);
+  return v ? stringList(*v, path) : std::vector<std::string>{};
+}
+
+std::map<std::string, std::string> stringMapMember(const json& obj, const char* key,
+                                                   const std::string& path) {
+  const json* v = objectMember(obj, key, path);
+  std::map<std::string, std::string> out;
+  if (!v) {
+    return out;
+  }
+  for (const auto& [k, val] : v->items()) {
+    if (!val.is_string()) {
+      wrongType(child(path, k), "a string", val);
+    }
+    out.emplace(k, val.get<std::string>());
+  }
+  return out;
+}
+
+// Collects the reasons an object is malformed while parsing goes on, so one bad field does not
+// hide the object's name or the other fields.
+class Problems {
+ public:
+  template <typename F>
+  void check(F&& parse) {
+    try {
+      parse();
+    } catch (const std::invalid_argument& e) {
+      add(e.what());
+    } catch (const json::exception& e) {
+      add(e.what());
+    }
+  }
+  void add(const std::string& why) { text_ += (text_.empty() ? "" : "; ") + why; }
+  bool empty() const { return text_.empty(); }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+void readMeta(const json& obj, ObjectMeta& meta, Problems& p) {
+  const json* m = nullptr;
+  p.check([&] { m = objectMember(obj, "metadata", "metadata"); });
+  if (!m) {
+    return;
+  }
+  p.check([&] { meta.name = stringMember(*m, "name", "metadata.name"); });
+  p.check([&] { meta.ns = stringMember(*m, "namespace", "metadata.namespace"); });
+  p.check([&] { meta.uid = stringMember(*m, "uid", "metadata.uid"); });
+  p.check([&] {
+    meta.resourceVersion = stringMember(*m, "resourceVersion", "metadata.resourceVersion");
+  });
+  p.check([&] {
+    meta.creationTimestamp = stringMember(*m, "creationTimestamp", "metadata.creationTimestamp");
+  });
+  meta.deleting = member(*m, "deletionTimestamp") != nullptr;
+  p.check([&] { meta.labels = stringMapMember(*m, "labels", "metadata.labels"); });
+  p.check([&] { meta.annotations = stringMapMember(*m, "annotations", "metadata.annotations"); });
+}
+
+LabelSelector readLabelSelector(const json& j, const std::string& path) {
+  LabelSelector out;
+  if (j.is_null()) {
+    return out;
+  }
+  if (!j.is_object()) {
+    wrongType(path.empty() ? "labelSelector" : path, "an object", j);
+  }
+  out.matchLabels = stringMapMember(j, "matchLabels", child(path, "matchLabels"));
+  if (const json* exprs = member(j, "matchExpressions")) {
+    const std::string base = child(path, "matchExpressions");
+    if (!exprs->is_array()) {
+      wrongType(base, "an array", *exprs);
+    }
+    for (size_t i = 0; i < exprs->size(); ++i) {
+      const json& e = (*exprs)[i];
+      const std::string at = index(base, i);
+      if (!e.is_object()) {
+        wrongType(at, "an object", e);
+      }
+      out.matchExpressions.push_back({stringMember(e, "key", child(at, "key")),
+                                      stringMember(e, "operator", child(at, "operator")),
+                                      stringListMember(e, "values", child(at, "values"))});
+    }
+  }
+  return out;
+}
+
+std::vector<NodeSelectorRequirement> readNodeRequirements(const json& term, const char* key,
+                                                          const std::string& path) {
+  std::vector<NodeSelectorRequirement> out;
+  const json* list = member(term, key);
+  if (!list) {
+    return out;
+  }
+  if (!list->is_array()) {
+    wrongType(path, "an array", *list);
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& r = (*list)[i];
+    const std::string at = index(path, i);
+    if (!r.is_object()) {
+      wrongType(at, "an object", r);
+    }
+    out.push_back({stringMember(r, "key", child(at, "key")),
+                   stringMember(r, "operator", child(at, "operator")),
+                   stringListMember(r, "values", child(at, "values"))});
+  }
+  return out;
+}
+
+NodeSelector readNodeSelector(const json& j, const std::string& path) {
+  NodeSelector out;
+  if (j.is_null()) {
+    return out;
+  }
+  if (!j.is_object()) {
+    wrongType(path.empty() ? "nodeSelector" : path, "an object", j);
+  }
+  const json* terms = member(j, "nodeSelectorTerms");
+  if (!terms) {
+    return out;
+  }
+  const std::string base = child(path, "nodeSelectorTerms");
+  if (!terms->is_array()) {
+    wrongType(base, "an array", *terms);
+  }
+  for (size_t i = 0; i < terms->size(); ++i) {
+    const json& t = (*terms)[i];
+    const std::string at = index(base, i);
+    // A null term is how Go serialises a zero term: it matches nothing, like an empty one.
+    if (!t.is_null() && !t.is_object()) {
+      wrongType(at, "an object", t);
+    }
+    out.terms.push_back({readNodeRequirements(t, "matchExpressions", child(at, "matchExpressions")),
+                         readNodeRequirements(t, "matchFields", child(at, "matchFields"))});
+  }
+  return out;
+}
+
+bool isAlnumLower(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
+// lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.
+bool isDns1123Subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) {
+    return false;
+  }
+  size_t labelStart = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == '.') {
+      if (i == labelStart || !isAlnumLower(s[labelStart]) || !isAlnumLower(s[i - 1])) {
+        return false;
+      }
+      labelStart = i + 1;
+    } else if (!isAlnumLower(s[i]) && s[i] != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) {
+    return {};
+  }
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+template <typename Phase>
+Phase readPhase(const json& status, std::initializer_list<Phase> known, Phase absent) {
+  const std::string value = stringMember(status, "phase", "status.phase");
+  if (value.empty()) {
+    return absent;
+  }
+  for (Phase p : known) {
+    if (value == toString(p)) {
+      return p;
+    }
+  }
+  fail("status.phase", "unknown phase \"" + value + "\"");
+}
+
+void setOrErase(json& obj, const char* key, const std::string& value) {
+  if (value.empty()) {
+    obj.erase(key);
+  } else {
+    obj[key] = value;
+  }
+}
+
+// raw with metadata.resourceVersion taken from meta and status reset to an object, ready for
+// the typed status fields to be written over it. A raw that is not an object (a view built in
+// code rather than parsed) gets a minimal skeleton instead.
+json prepareWrite(const json& raw, const ObjectMeta& meta, const char* kind) {
+  json out = raw;
+  if (!out.is_object()) {
+    out = json{{"apiVersion", kApiVersion}, {"kind", kind}, {"metadata", json::object()}};
+    setOrErase(out["metadata"], "name", meta.name);
+    setOrErase(out["metadata"], "namespace", meta.ns);
+    setOrErase(out["metadata"], "uid", meta.uid);
+  }
+  json& m = out["metadata"];
+  if (m.is_null()) {
+    m = json::object();
+  }
+  // A garbled metadata is left for the server to reject rather than silently rewritten.
+  if (m.is_object()) {
+    setOrErase(m, "resourceVersion", meta.resourceVersion);
+  }
+  if (!out["status"].is_object()) {
+    out["status"] = json::object();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string objectKey(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+const char* toString(DevicePhase phase) {
+  switch (phase) {
+    case DevicePhase::kAvailable:
+      return "Available";
+    case DevicePhase::kBound:
+      return "Bound";
+    case DevicePhase::kPending:
+      return "Pending";
+  }
+  return "Unknown";
+}
+
+const char* toString(ClaimPhase phase) {
+  switch (phase) {
+    case ClaimPhase::kPending:
+      return "Pending";
+    case ClaimPhase::kBound:
+      return "Bound";
+    case ClaimPhase::kLost:
+      return "Lost";
+  }
+  return "Unknown";
+}
+
+std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) {
+      comma = value.size();
+    }
+    std::string name = trim(value.substr(start, comma - start));
+    start = comma + 1;
+    if (name.empty()) {
+      continue;
+    }
+    if (!isDns1123Subdomain(name)) {
+      throw std::invalid_argument("\"" + name +
+                                  "\" is not a valid claim name (a DNS-1123 subdomain: lowercase "
+                                  "alphanumerics, '-' and '.', at most 253 characters)");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) {
+      out.push_back(std::move(name));
+    }
+  }
+  return out;
+}
+
+LabelSelector parseLabelSelector(const nlohmann::json& j) {
+  return readLabelSelector(j, "");
+}
+
+NodeSelector parseNodeSelector(const nlohmann::json& j) {
+  return readNodeSelector(j, "");
+}
+
+ObjectMeta parseObjectMeta(const nlohmann::json& j) {
+  ObjectMeta meta;
+  Problems p;
+  readMeta(json{{"metadata", j}}, meta, p);
+  if (!p.empty()) {
+    throw std::invalid_argument(p.text());
+  }
+  return meta;
+}
+
+ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
+  ExtendedResource r;
+  r.raw = obj;
+  if (!obj.is_object()) {
+    r.invalid = std::string("expected a JSON object, got ") + obj.type_name();
+    return r;
+  }
+  Problems p;
+  readMeta(obj, r.meta, p);
+  const json* spec = nullptr;
+  p.check([&] { spec = objectMember(obj, "spec", "spec"); });
+  if (spec) {
+    p.check([&] {
+      r.rawResourceName = stringMember(*spec, "rawResourceName", "spec.rawResourceName");
+    });
+    p.check([&] { r.deviceID = stringMember(*spec, "deviceID", "spec.deviceID"); });
+    p.check([&] { r.properties = stringMapMember(*spec, "properties", "spec.properties"); });
+    p.check([&] {
+      const json* aff = objectMember(*spec, "nodeAffinity", "spec.nodeAffinity");
+      if (!aff) {
+        return;
+      }
+      const std::string path = "spec.nodeAffinity.required";
+      const json* required = member(*aff, "required");
+      r.nodeAffinity = readNodeSelector(required ? *required : json(), path);
+      if (std::string why = validate(r.nodeAffinity); !why.empty()) {
+        fail(path, why);
+      }
+    });
+  }
+  if (r.rawResourceName.empty()) {
+    p.add("spec.rawResourceName: required");
+  }
+  const json* status = nullptr;
+  p.check([&] { status = objectMember(obj, "status", "status"); });
+  if (status) {
+    p.check([&] {
+      r.phase =
+          readPhase(*status, {DevicePhase::kAvailable, DevicePhase::kBound, DevicePhase::kPending},
+                    DevicePhase::kAvailable);
+    });
+    p.check([&] {
+      if (const json* ref = objectMember(*status, "claimRef", "status.claimRef")) {
+        r.claimRef = ClaimRef{stringMember(*ref, "namespace", "status.claimRef.namespace"),
+                              stringMember(*ref, "name", "status.claimRef.name"),
+                              stringMember(*ref, "uid", "status.claimRef.uid")};
+      }
+    });
+    p.check([&] { r.reason = stringMember(*status, "reason", "status.reason"); });
+    p.check([&] { r.message = stringMember(*status, "message", "status.message"); });
+  }
+  r.invalid = p.text();
+  return r;
+}
+
+nlohmann::json ExtendedResource::toJson() const {
+  json out = prepareWrite(raw, meta, "ExtendedResource");
+  json& s = out["status"];
+  s["phase"] = toString(phase);
+  if (claimRef) {
+    s["claimRef"] = json{{"namespace", claimRef->ns}, {"name", claimRef->name}};
+    setOrErase(s["claimRef"], "uid", claimRef->uid);
+  } else {
+    s.erase("claimRef");
+  }
+  setOrErase(s, "reason", reason);
+  setOrErase(s, "message", message);
+  return out;
+}
+
+ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj) {
+  ExtendedResourceClaim c;
+  c.raw = obj;
+  if (!obj.is_object()) {
+    c.invalid = std::string("expected a JSON object, got ") + obj.type_name();
+    return c;
+  }
+  Problems p;
+  readMeta(obj, c.meta, p);
+  const json* spec = nullptr;
+  p.check([&] { spec = objectMember(obj, "spec", "spec"); });
+  if (spec) {
+    p.check([&] {
+      c.rawResourceName = stringMember(*spec, "rawResourceName", "spec.rawResourceName");
+    });
+    p.check([&] {
+      const json* num = member(*spec, "extendedResourceNum");
+      if (!num) {
+        return;
+      }
+      const std::string path = "spec.extendedResourceNum";
+      if (num->is_number_unsigned()) {
+        if (num->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          fail(path, "out of range");
+        }
+      } else if (!num->is_number_integer()) {
+        fail(path, std::string("not an integer (") + num->type_name() + ")");
+      }
+      c.extendedResourceNum = num->get<int64_t>();
+      if (c.extendedResourceNum < 1) {
+        c.extendedResourceNum = 1;
+        fail(path, "must be at least 1");
+      }
+    });
+    p.check([&] {
+      const std::string path = "spec.metadataRequirements";
+      const json* sel = member(*spec, "metadataRequirements");
+      c.metadataRequirements = readLabelSelector(sel ? *sel : json(), path);
+      if (std::string why = validate(c.metadataRequirements); !why.empty()) {
+        fail(path, why);
+      }
+    });
+    p.check([&] {
+      // An empty list is what Go's omitempty makes of "no restriction", so it means unset.
+      auto names = stringListMember(*spec, "extendedResourceNames", "spec.extendedResourceNames");
+      if (!names.empty()) {
+        c.extendedResourceNames = std::move(names);
+      }
+    });
+  }
+  if (c.rawResourceName.empty()) {
+    p.add("spec.rawResourceName: required");
+  }
+  const json* status = nullptr;
+  p.check([&] { status = objectMember(obj, "status", "status"); });
+  if (status) {
+    p.check([&] {
+      c.phase = readPhase(*status, {ClaimPhase::kPending, ClaimPhase::kBound, ClaimPhase::kLost},
+                          ClaimPhase::kPending);
+    });
+    p.check([&] {
+      c.allocated =
+          stringListMember(*status, "extendedResourceNames", "status.extendedResourceNames");
+    });
+    p.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
+    p.check([&] {
+      if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
+        c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
+                          stringMember(*ref, "uid", "status.podRef.uid")};
+      }
+    });
+    p.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
+    p.check([&] { c.message = stringMember(*status, "message", "status.message"); });
+  }
+  c.invalid = p.text();
+  return c;
+}
+
+nlohmann::json ExtendedResourceClaim::toJson() const {
+  json out = prepareWrite(raw, meta, "ExtendedResourceClaim");
+  json& s = out["status"];
+  s["phase"] = toString(phase);
+  if (allocated.empty()) {
+    s.erase("extendedResourceNames");
+  } else {
+    s["extendedResourceNames"] = allocated;
+  }
+  setOrErase(s, "nodeName", nodeName);
+  if (podRef) {
+    s["podRef"] = json{{"name", podRef->name}};
+    setOrErase(s["podRef"], "uid", podRef->uid);
+  } else {
+    s.erase("podRef");
+  }
+  setOrErase(s, "reason", reason);
+  setOrErase(s, "message", message);
+  return out;
+}
+
+Pod Pod::fromJson(const nlohmann::json& obj) {
+  Pod pod;
+  if (!obj.is_object()) {
+    pod.invalid = std::string("expected a JSON object, got ") + obj.type_name();
+    return pod;
+  }
+  Problems p;
+  readMeta(obj, pod.meta, p);
+  p.check([&] {
+    if (const json* spec = objectMember(obj, "spec", "spec")) {
+      pod.nodeName = stringMember(*spec, "nodeName", "spec.nodeName");
+      pod.schedulerName = stringMember(*spec, "schedulerName", "spec.schedulerName");
+    }
+  });
+  p.check([&] {
+    if (const json* status = objectMember(obj, "status", "status")) {
+      pod.phase = stringMember(*status, "phase", "status.phase");
+    }
+  });
+  if (auto it = pod.meta.annotations.find(kClaimsAnnotation); it != pod.meta.annotations.end()) {
+    try {
+      pod.claims = parseClaimsAnnotation(it->second);
+    } catch (const std::invalid_argument& e) {
+      p.add(std::string("annotation ") + kClaimsAnnotation + ": " + e.what());
+    }
+  }
+  pod.invalid = p.text();
+  return pod;
+}
+
+Node Node::fromJson(const nlohmann::json& obj) {
+  Node node;
+  Problems p;
+  readMeta(obj, node.meta, p);
+  return node;
+}
+
+}  // namespace ker
