@@ -29,4 +29,8 @@ extern const Resource kExtendedResources;       // extendedresource.io/v1alpha1,
 extern const Resource kExtendedResourceClaims;  // extendedresource.io/v1alpha1, namespaced
 }  // namespace resources
 
+// Percent-encodes every byte except RFC 3986 unreserved characters, so a value can be used as
+// one path segment or one query parameter value.
+std::string urlEscape(std::string_view value);
+
 }  // namespace ker
