@@ -1,0 +1,741 @@
+#!/usr/bin/env bash
+# Starts and stops a real, loopback-only Kubernetes control plane (etcd, kube-apiserver and
+# any number of kube-schedulers wired to a scheduler extender) in a folder of its own.
+#
+# Usage:
+#   launch.sh start DIR [options]            etcd + kube-apiserver (+ a scheduler with --extender-url)
+#       --bin-dir DIR          binaries to use (default: $CONTROLPLANE_BIN_DIR, else build-binaries.sh)
+#       --timeout SECONDS      readiness bound for each component (default 120)
+#       --keep-data            reuse DIR/etcd-data instead of starting from an empty store
+#       --apiserver-arg ARG    extra kube-apiserver flag, e.g. --apiserver-arg=--v=4 (repeatable)
+#       --etcd-arg ARG         extra etcd flag (repeatable)
+#       --extender-url URL ... also start the scheduler named "default"; takes every
+#                              start-scheduler option below
+#   launch.sh start-scheduler DIR --extender-url URL [options]
+#       --name NAME            instance name, files DIR/scheduler-NAME.* (default: default)
+#       --scheduler-name NAME  the profile's schedulerName (default: extended-resource-scheduler)
+#       --node-cache-capable true|false   (default: false)
+#       --extender-ca FILE     CA for an https extender (default: tlsConfig.insecure: true)
+#       --filter-verb V / --prioritize-verb V / --bind-verb V / --preempt-verb V
+#                              (defaults: filter, prioritize, bind, none; "" leaves a verb out)
+#       --weight N             prioritize weight (default: 1)
+#       --http-timeout DUR     (default: 5s)
+#       --ignorable true|false (default: false)
+#       --managed-resource NAME[:ignored]  extender only sees pods asking for NAME; ":ignored"
+#                              sets ignoredByScheduler (repeatable; default: all pods)
+#       --scheduler-arg ARG    extra kube-scheduler flag (repeatable)
+#       --timeout SECONDS
+#   launch.sh stop-scheduler DIR [--name NAME | --all]
+#   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
+#   launch.sh stop DIR                       stops everything started in DIR, waits for exit
+#   launch.sh status DIR                     prints which components run; exit 1 if any is down
+#
+# DIR/env holds KEY=VALUE lines for tests (see the env_set calls below); the last stdout line
+# of start and start-scheduler is the path of that file. Logs are DIR/*.log.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LAUNCHER="$here/launch.sh"
+DEFAULT_TIMEOUT=120
+STOP_TIMEOUT=20
+
+log() { printf '[launch] %s\n' "$*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$LAUNCHER"
+}
+
+# ---- DIR and its env file ------------------------------------------------------------------
+
+# Values go into DIR/env unquoted and into YAML, so DIR is kept to plain path characters.
+set_dir() {
+  [[ -n "${1:-}" ]] || die "missing DIR (try --help)"
+  mkdir -p "$1"
+  DIR=$(cd "$1" && pwd -P)
+  [[ "$DIR" =~ ^[A-Za-z0-9_./+-]+$ ]] || die "DIR '$DIR' must consist of [A-Za-z0-9_./+-]"
+  ENV_FILE="$DIR/env"
+}
+
+# Serializes launcher calls on one DIR (the env file is rewritten by several subcommands).
+lock_dir() {
+  exec 8>"$DIR/.launch.lock"
+  flock -w 300 8 || die "another launch.sh holds $DIR/.launch.lock for more than 300 s"
+}
+
+env_get() {
+  [[ -f "$ENV_FILE" ]] || return 0
+  awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$ENV_FILE"
+}
+
+# env_set KEY VALUE [KEY VALUE]...: replaces the keys, atomically.
+env_set() {
+  local tmp keys=() i
+  tmp=$(mktemp "$DIR/.env.XXXXXX")
+  for ((i = 1; i <= $#; i += 2)); do keys+=("${!i}"); done
+  {
+    [[ ! -f "$ENV_FILE" ]] || awk -v ks="${keys[*]}" '
+      BEGIN { n = split(ks, a, " "); for (i = 1; i <= n; i++) drop[a[i]] = 1 }
+      { k = $0; sub(/=.*/, "", k); if (!(k in drop)) print }' "$ENV_FILE"
+    while (($#)); do
+      [[ "$2" != *$'\n'* ]] || die "newline in value of $1"
+      printf '%s=%s\n' "$1" "$2"
+      shift 2
+    done
+  } >"$tmp"
+  mv "$tmp" "$ENV_FILE"
+}
+
+env_unset() {
+  local tmp
+  [[ -f "$ENV_FILE" ]] || return 0
+  tmp=$(mktemp "$DIR/.env.XXXXXX")
+  awk -v ks="$*" '
+    BEGIN { n = split(ks, a, " "); for (i = 1; i <= n; i++) drop[a[i]] = 1 }
+    { k = $0; sub(/=.*/, "", k); if (!(k in drop)) print }' "$ENV_FILE" >"$tmp"
+  mv "$tmp" "$ENV_FILE"
+}
+
+# ---- processes -----------------------------------------------------------------------------
+
+is_alive() { # pid: running and not a zombie
+  local state
+  [[ -n "${1:-}" && -r "/proc/$1/stat" ]] || return 1
+  state=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
+}
+
+# True when pid is alive and was started for DIR (every command line names a file in DIR),
+# so a recycled pid is never signalled.
+owns_pid() {
+  is_alive "$1" || return 1
+  tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$DIR/"
+}
+
+# launch NAME CMD...: runs CMD detached (own session, so a Ctrl-C meant for the caller does not
+# reach it) with output appended to DIR/NAME.log; sets LAUNCHED_PID and writes DIR/NAME.pid.
+launch() {
+  local name=$1
+  shift
+  printf '\n==== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$DIR/$name.log"
+  # 8>&-: the child must not inherit (and so keep holding) the DIR lock.
+  setsid "$@" </dev/null >>"$DIR/$name.log" 2>&1 8>&- &
+  LAUNCHED_PID=$!
+  printf '%s\n' "$LAUNCHED_PID" >"$DIR/$name.pid"
+}
+
+# stop_pid PID WHAT: TERM, bounded wait, then KILL and a second bounded wait.
+stop_pid() {
+  local pid=$1 what=$2 i
+  if ! owns_pid "$pid"; then
+    is_alive "$pid" && log "not stopping pid $pid ($what): it is not a process of $DIR"
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    is_alive "$pid" || return 0
+    sleep 0.1
+  done
+  log "$what (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    is_alive "$pid" || return 0
+    sleep 0.1
+  done
+  die "$what (pid $pid) is still alive after SIGKILL"
+}
+
+stop_component() { # NAME (DIR/NAME.pid)
+  local f="$DIR/$1.pid" pid
+  [[ -f "$f" ]] || return 0
+  pid=$(<"$f")
+  stop_pid "$pid" "$1"
+  rm -f "$f"
+}
+
+tail_log() { # NAME
+  [[ -f "$DIR/$1.log" ]] || return 0
+  log "last lines of $DIR/$1.log:"
+  tail -n 40 "$DIR/$1.log" | sed 's/^/    /' >&2
+}
+
+# ---- ports ---------------------------------------------------------------------------------
+
+# Any socket (listening or not) using local port $1 on this host's network namespace.
+port_used() {
+  local hex
+  hex=$(printf '%04X' "$1")
+  awk -v h="$hex" 'FNR > 1 { n = split($2, a, ":"); if (a[n] == h) { f = 1; exit } } END { exit !f }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+port_listening() {
+  local hex
+  hex=$(printf '%04X' "$1")
+  awk -v h="$hex" 'FNR > 1 && $4 == "0A" { n = split($2, a, ":"); if (a[n] == h) { f = 1; exit } } END { exit !f }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Picks from 20000-32767, below Linux's ephemeral range (32768+), so outgoing connections never
+# hold the port; a race with another process is caught by the bind-failure retry in callers.
+PICKED_PORTS=()
+pick_port() {
+  local p i
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + (RANDOM % 12768)))
+    [[ " ${PICKED_PORTS[*]} " == *" $p "* ]] && continue
+    port_used "$p" && continue
+    PICKED_PORTS+=("$p")
+    PORT=$p
+    return 0
+  done
+  die "found no free loopback port in 200 tries"
+}
+
+wait_port_closed() { # port seconds
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    port_listening "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# ---- readiness -----------------------------------------------------------------------------
+
+# wait_ready PID NAME SECONDS CHECK...: polls CHECK until it succeeds (0), the process exits (2)
+# or the time is up (1).
+wait_ready() {
+  local pid=$1 name=$2 secs=$3 deadline
+  shift 3
+  deadline=$((SECONDS + secs))
+  while ((SECONDS < deadline)); do
+    "$@" >/dev/null 2>&1 && return 0
+    is_alive "$pid" || return 2
+    sleep 0.25
+  done
+  log "$name did not become ready within ${secs}s"
+  return 1
+}
+
+bind_failed() { # NAME: did the last run in DIR/NAME.log fail for a taken port?
+  awk '/^==== /{ s = "" } /address already in use/{ s = 1 } END { exit !s }' "$DIR/$1.log" 2>/dev/null
+}
+
+curl_admin() { # path
+  curl -fsS --max-time 5 --connect-timeout 2 --cacert "$DIR/pki/ca.crt" \
+    --cert "$DIR/pki/admin.crt" --key "$DIR/pki/admin.key" "$(env_get APISERVER_URL)$1"
+}
+
+apiserver_ready() {
+  [[ "$(curl_admin /readyz)" == ok ]] && curl_admin /api/v1/namespaces/default >/dev/null
+}
+
+etcd_healthy() { # url
+  curl -fsS --max-time 5 --connect-timeout 2 "$1/health" | grep -q '"health":"true"'
+}
+
+scheduler_ready() { # url
+  [[ "$(curl -fsS --max-time 5 --connect-timeout 2 --cacert "$DIR/pki/ca.crt" "$1/healthz")" == ok ]] &&
+    [[ "$(curl -fsS --max-time 5 --connect-timeout 2 --cacert "$DIR/pki/ca.crt" "$1/readyz")" == ok ]]
+}
+
+# ---- certificates and kubeconfigs ----------------------------------------------------------
+
+# sign NAME SUBJECT EXTENSIONS: an EC P-256 key and a 10-year certificate from the test CA.
+sign() {
+  local p="$DIR/pki"
+  printf '%s\n' "$3" >"$p/$1.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$2" \
+    -keyout "$p/$1.key" -out "$p/$1.csr" 2>/dev/null
+  openssl x509 -req -in "$p/$1.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+    -days 3650 -extfile "$p/$1.ext" -out "$p/$1.crt" 2>/dev/null
+  rm -f "$p/$1.csr" "$p/$1.ext"
+}
+
+make_pki() {
+  local p="$DIR/pki"
+  rm -rf "$p"
+  mkdir -m 700 "$p"
+  (
+    set -e
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj "/CN=kube-extended-resource test CA" -keyout "$p/ca.key" -out "$p/ca.crt" \
+      -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature' 2>/dev/null
+    # Also usable by a test extender served over https on loopback.
+    sign serving '/CN=127.0.0.1' "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
+      'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' \
+      'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc')"
+    local client
+    client=$(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=clientAuth')
+    sign admin '/O=system:masters/CN=kube-extended-resource-admin' "$client"
+    sign scheduler '/CN=system:kube-scheduler' "$client"
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$p/sa.key" 2>/dev/null
+    openssl pkey -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+    # A bearer token for clients that find a header easier than a client certificate.
+    printf '%s,kube-extended-resource-admin-token,ker-admin-token,"system:masters"\n' "$(openssl rand -hex 24)" >"$p/tokens.csv"
+  ) || die "generating certificates in $p failed (openssl)"
+}
+
+b64() { base64 -w0 <"$1"; }
+
+write_kubeconfig() { # FILE USER CERT KEY
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-extended-resource
+  cluster:
+    server: $(env_get APISERVER_URL)
+    certificate-authority-data: $(b64 "$DIR/pki/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(b64 "$3")
+    client-key-data: $(b64 "$4")
+contexts:
+- name: kube-extended-resource
+  context:
+    cluster: kube-extended-resource
+    user: $2
+current-context: kube-extended-resource
+EOF
+  chmod 600 "$1"
+}
+
+# ---- etcd and kube-apiserver ---------------------------------------------------------------
+
+start_etcd() {
+  local attempt client peer rc
+  for attempt in 1 2 3; do
+    pick_port
+    client=$PORT
+    pick_port
+    peer=$PORT
+    launch etcd "$BIN_DIR/etcd" --name kube-extended-resource --data-dir "$DIR/etcd-data" \
+      --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+      --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+      --initial-cluster "kube-extended-resource=http://127.0.0.1:$peer" --initial-cluster-state new \
+      --unsafe-no-fsync --log-level warn "${ETCD_ARGS[@]}"
+    env_set ETCD_PID "$LAUNCHED_PID" ETCD_URL "http://127.0.0.1:$client" ETCD_PEER_URL "http://127.0.0.1:$peer" \
+      ETCD_DATA_DIR "$DIR/etcd-data" ETCD_LOG "$DIR/etcd.log"
+    rc=0
+    wait_ready "$LAUNCHED_PID" etcd "$TIMEOUT" etcd_healthy "http://127.0.0.1:$client" || rc=$?
+    ((rc == 0)) && return 0
+    if ((rc == 2)) && bind_failed etcd; then
+      log "etcd lost a port race (attempt $attempt); retrying on other ports"
+      continue
+    fi
+    stop_component etcd
+    tail_log etcd
+    die "etcd did not start"
+  done
+  tail_log etcd
+  die "etcd could not bind free ports in 3 attempts"
+}
+
+# The flags are saved so restart-apiserver brings back the very same server.
+apiserver_args() { # port
+  local port=$1
+  APISERVER_ARGS=(
+    --etcd-servers="$(env_get ETCD_URL)"
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$port"
+    --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key"
+    --cert-dir="$DIR/apiserver-certs"
+    --client-ca-file="$DIR/pki/ca.crt" --token-auth-file="$DIR/pki/tokens.csv"
+    --authorization-mode=RBAC
+    --service-account-issuer="https://127.0.0.1:$port"
+    --service-account-signing-key-file="$DIR/pki/sa.key" --service-account-key-file="$DIR/pki/sa.pub"
+    # No controller-manager: nothing would create the default ServiceAccounts or Endpoints.
+    --service-cluster-ip-range=10.0.0.0/24 --disable-admission-plugins=ServiceAccount
+    --endpoint-reconciler-type=none
+    --allow-privileged=true --profiling=false
+    "${APISERVER_EXTRA[@]}"
+  )
+  printf '%s\n' "${APISERVER_ARGS[@]}" >"$DIR/kube-apiserver.args"
+}
+
+# run_apiserver: starts kube-apiserver with DIR/kube-apiserver.args; returns wait_ready's code.
+run_apiserver() {
+  local args rc=0
+  mapfile -t args <"$DIR/kube-apiserver.args"
+  launch kube-apiserver "$BIN_DIR/kube-apiserver" "${args[@]}"
+  env_set APISERVER_PID "$LAUNCHED_PID"
+  wait_ready "$LAUNCHED_PID" kube-apiserver "$TIMEOUT" apiserver_ready || rc=$?
+  return "$rc"
+}
+
+start_apiserver() {
+  local attempt rc
+  for attempt in 1 2 3; do
+    pick_port
+    env_set APISERVER_PORT "$PORT" APISERVER_URL "https://127.0.0.1:$PORT" APISERVER_LOG "$DIR/kube-apiserver.log"
+    apiserver_args "$PORT"
+    write_kubeconfig "$DIR/admin.kubeconfig" kube-extended-resource-admin "$DIR/pki/admin.crt" "$DIR/pki/admin.key"
+    write_kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler "$DIR/pki/scheduler.crt" "$DIR/pki/scheduler.key"
+    rc=0
+    run_apiserver || rc=$?
+    ((rc == 0)) && return 0
+    if ((rc == 2)) && bind_failed kube-apiserver; then
+      log "kube-apiserver lost a port race (attempt $attempt); retrying on another port"
+      continue
+    fi
+    stop_component kube-apiserver
+    tail_log kube-apiserver
+    die "kube-apiserver did not become ready"
+  done
+  tail_log kube-apiserver
+  die "kube-apiserver could not bind a free port in 3 attempts"
+}
+
+resolve_bin_dir() {
+  if [[ -z "$BIN_DIR" ]]; then
+    BIN_DIR=${CONTROLPLANE_BIN_DIR:-}
+  fi
+  if [[ -z "$BIN_DIR" ]]; then
+    log "resolving binaries with build-binaries.sh (builds them the first time: slow)"
+    BIN_DIR=$("$here/build-binaries.sh" | tail -n1) || die "build-binaries.sh failed"
+  fi
+  local b
+  for b in etcd kube-apiserver kube-scheduler; do
+    [[ -x "$BIN_DIR/$b" ]] || die "no executable $BIN_DIR/$b"
+  done
+  BIN_DIR=$(cd "$BIN_DIR" && pwd -P)
+}
+
+any_running() {
+  local f
+  for f in "$DIR"/*.pid; do
+    [[ -f "$f" ]] || continue
+    owns_pid "$(<"$f")" && return 0
+  done
+  return 1
+}
+
+# Cleans up after a failed start: whatever this call started is stopped.
+START_OK=false
+on_start_exit() {
+  local rc=$?
+  if ! $START_OK && ((rc != 0)); then
+    log "start failed; stopping what it started in $DIR"
+    stop_all || true
+  fi
+  return "$rc"
+}
+
+cmd_start() {
+  set_dir "${1:-}"
+  shift
+  BIN_DIR='' TIMEOUT=$DEFAULT_TIMEOUT
+  local keep_data=false sched=()
+  APISERVER_EXTRA=() ETCD_ARGS=()
+  while (($#)); do
+    case "$1" in
+    --bin-dir) BIN_DIR=${2:?--bin-dir needs a value} && shift ;;
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --keep-data) keep_data=true ;;
+    --apiserver-arg) APISERVER_EXTRA+=("${2:?--apiserver-arg needs a value}") && shift ;;
+    --apiserver-arg=*) APISERVER_EXTRA+=("${1#*=}") ;;
+    --etcd-arg) ETCD_ARGS+=("${2:?--etcd-arg needs a value}") && shift ;;
+    --etcd-arg=*) ETCD_ARGS+=("${1#*=}") ;;
+    --name | --scheduler-name | --node-cache-capable | --extender-url | --extender-ca | --filter-verb | \
+      --prioritize-verb | --bind-verb | --preempt-verb | --weight | --http-timeout | --ignorable | \
+      --managed-resource | --scheduler-arg)
+      (($# >= 2)) || die "$1 needs a value"
+      sched+=("$1" "$2") && shift
+      ;;
+    -h | --help) usage && exit 0 ;;
+    *) die "start: unknown option '$1' (try --help)" ;;
+    esac
+    shift
+  done
+  [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+  if ((${#sched[@]})) && [[ " ${sched[*]} " != *" --extender-url "* ]]; then
+    die "scheduler options given without --extender-url"
+  fi
+  lock_dir
+  any_running && die "a control plane is already running in $DIR (launch.sh stop $DIR first)"
+  resolve_bin_dir
+
+  trap on_start_exit EXIT
+  rm -f "$ENV_FILE" "$DIR"/*.pid "$DIR"/scheduler-*.yaml
+  $keep_data || rm -rf "$DIR/etcd-data"
+  local k8s_version etcd_version
+  k8s_version=$("$BIN_DIR/kube-apiserver" --version | awk '{ print $2 }')
+  etcd_version=$("$BIN_DIR/etcd" --version | awk '/^etcd Version:/ { print "v" $3 }')
+  env_set STATE starting CONTROLPLANE_DIR "$DIR" LAUNCHER "$LAUNCHER" BIN_DIR "$BIN_DIR" \
+    KUBECTL "$BIN_DIR/kubectl" KUBERNETES_VERSION "$k8s_version" ETCD_VERSION "$etcd_version" \
+    KUBECONFIG "$DIR/admin.kubeconfig" SCHEDULER_KUBECONFIG "$DIR/scheduler.kubeconfig" \
+    CA_CERT "$DIR/pki/ca.crt" CA_KEY "$DIR/pki/ca.key" \
+    ADMIN_CERT "$DIR/pki/admin.crt" ADMIN_KEY "$DIR/pki/admin.key" \
+    SERVING_CERT "$DIR/pki/serving.crt" SERVING_KEY "$DIR/pki/serving.key" \
+    SERVICE_CLUSTER_IP_RANGE 10.0.0.0/24 SCHEDULERS ''
+  make_pki
+  env_set ADMIN_TOKEN "$(cut -d, -f1 "$DIR/pki/tokens.csv")"
+
+  local t0=$SECONDS
+  start_etcd
+  start_apiserver
+  env_set STATE running
+  log "kube-apiserver $k8s_version ready at $(env_get APISERVER_URL) after $((SECONDS - t0))s (etcd $etcd_version at $(env_get ETCD_URL))"
+  if ((${#sched[@]})); then
+    start_scheduler "${sched[@]}"
+  fi
+  START_OK=true
+  printf '%s\n' "$ENV_FILE"
+}
+
+# ---- schedulers ----------------------------------------------------------------------------
+
+env_key() { # scheduler name -> SCHEDULER_<NAME>
+  local k=${1^^}
+  printf 'SCHEDULER_%s' "${k//-/_}"
+}
+
+yaml_str() { # a double-quoted YAML scalar
+  local s=${1//\\/\\\\}
+  printf '"%s"' "${s//\"/\\\"}"
+}
+
+check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or false, not '$2'"; }
+
+start_scheduler() {
+  local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' \
+    filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
+  local managed=() extra=()
+  while (($#)); do
+    (($# >= 2)) || die "$1 needs a value"
+    case "$1" in
+    --name) name=$2 ;;
+    --scheduler-name) profile=$2 ;;
+    --extender-url) url=$2 ;;
+    --node-cache-capable) node_cache=$2 ;;
+    --extender-ca) ca=$2 ;;
+    --filter-verb) filter=$2 ;;
+    --prioritize-verb) prioritize=$2 ;;
+    --bind-verb) bind=$2 ;;
+    --preempt-verb) preempt=$2 ;;
+    --weight) weight=$2 ;;
+    --http-timeout) http_timeout=$2 ;;
+    --ignorable) ignorable=$2 ;;
+    --managed-resource) managed+=("$2") ;;
+    --scheduler-arg) extra+=("$2") ;;
+    --timeout) TIMEOUT=$2 ;;
+    *) die "start-scheduler: unknown option '$1' (try --help)" ;;
+    esac
+    shift 2
+  done
+  [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$ ]] || die "--name '$name' must be a short DNS label"
+  [[ "$url" =~ ^https?://[^[:space:]\"\\]+$ ]] || die "--extender-url must be an http(s) URL, got '$url'"
+  check_bool --node-cache-capable "$node_cache"
+  check_bool --ignorable "$ignorable"
+  [[ "$weight" =~ ^[1-9][0-9]*$ ]] || die "--weight must be a positive integer"
+  [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+  [[ -z "$ca" || -r "$ca" ]] || die "--extender-ca '$ca' is not readable"
+  [[ -z "$ca" ]] || ca=$(cd "$(dirname "$ca")" && printf '%s/%s' "$(pwd -P)" "$(basename "$ca")")
+  if [[ "$(env_get STATE)" != running ]] || ! owns_pid "$(env_get APISERVER_PID)"; then
+    die "no running control plane in $DIR (launch.sh start $DIR first)"
+  fi
+  BIN_DIR=$(env_get BIN_DIR)
+  local key f="$DIR/scheduler-$name" m
+  key=$(env_key "$name")
+  [[ ! -f "$f.pid" ]] || ! owns_pid "$(<"$f.pid")" || die "scheduler '$name' is already running in $DIR"
+
+  {
+    printf '%s\n' 'apiVersion: kubescheduler.config.k8s.io/v1' 'kind: KubeSchedulerConfiguration' \
+      'leaderElection:' '  leaderElect: false' 'clientConnection:' "  kubeconfig: $(yaml_str "$DIR/scheduler.kubeconfig")" \
+      'profiles:' "- schedulerName: $(yaml_str "$profile")" 'extenders:' "- urlPrefix: $(yaml_str "$url")"
+    [[ -z "$filter" ]] || printf '  filterVerb: %s\n' "$(yaml_str "$filter")"
+    [[ -z "$prioritize" ]] || printf '  prioritizeVerb: %s\n' "$(yaml_str "$prioritize")"
+    [[ -z "$bind" ]] || printf '  bindVerb: %s\n' "$(yaml_str "$bind")"
+    [[ -z "$preempt" ]] || printf '  preemptVerb: %s\n' "$(yaml_str "$preempt")"
+    printf '  weight: %s\n  nodeCacheCapable: %s\n  httpTimeout: %s\n  ignorable: %s\n' \
+      "$weight" "$node_cache" "$(yaml_str "$http_timeout")" "$ignorable"
+    if [[ "$url" == https://* ]]; then
+      printf '  enableHTTPS: true\n  tlsConfig:\n'
+      if [[ -n "$ca" ]]; then
+        printf '    caFile: %s\n' "$(yaml_str "$ca")"
+      else
+        printf '    insecure: true\n'
+      fi
+    fi
+    if ((${#managed[@]})); then
+      printf '  managedResources:\n'
+      for m in "${managed[@]}"; do
+        printf '  - name: %s\n' "$(yaml_str "${m%:ignored}")"
+        [[ "$m" != *:ignored ]] || printf '    ignoredByScheduler: true\n'
+      done
+    fi
+  } >"$f.yaml"
+
+  local attempt rc port
+  for attempt in 1 2 3; do
+    pick_port
+    port=$PORT
+    launch "scheduler-$name" "$BIN_DIR/kube-scheduler" --config="$f.yaml" \
+      --bind-address=127.0.0.1 --secure-port="$port" \
+      --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key" \
+      --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics --v=2 "${extra[@]}"
+    env_set "${key}_PID" "$LAUNCHED_PID" "${key}_URL" "https://127.0.0.1:$port" "${key}_CONFIG" "$f.yaml" \
+      "${key}_LOG" "$f.log" "${key}_PROFILE" "$profile"
+    rc=0
+    wait_ready "$LAUNCHED_PID" "scheduler $name" "$TIMEOUT" scheduler_ready "https://127.0.0.1:$port" || rc=$?
+    if ((rc == 0)); then
+      local names
+      names=$(env_get SCHEDULERS)
+      [[ ",$names," == *",$name,"* ]] || names=${names:+$names,}$name
+      env_set SCHEDULERS "$names"
+      log "kube-scheduler '$name' (profile $profile, extender $url) ready at https://127.0.0.1:$port"
+      return 0
+    fi
+    if ((rc == 2)) && bind_failed "scheduler-$name"; then
+      log "scheduler $name lost a port race (attempt $attempt); retrying on another port"
+      continue
+    fi
+    stop_component "scheduler-$name"
+    env_unset "${key}_PID" "${key}_URL" "${key}_CONFIG" "${key}_LOG" "${key}_PROFILE"
+    tail_log "scheduler-$name"
+    die "kube-scheduler '$name' did not become ready"
+  done
+  tail_log "scheduler-$name"
+  die "kube-scheduler '$name' could not bind a free port in 3 attempts"
+}
+
+cmd_start_scheduler() {
+  set_dir "${1:-}"
+  shift
+  TIMEOUT=$DEFAULT_TIMEOUT
+  lock_dir
+  start_scheduler "$@"
+  printf '%s\n' "$ENV_FILE"
+}
+
+stop_scheduler() { # name
+  local key names
+  key=$(env_key "$1")
+  stop_component "scheduler-$1"
+  env_unset "${key}_PID" "${key}_URL" "${key}_CONFIG" "${key}_LOG" "${key}_PROFILE"
+  names=$(env_get SCHEDULERS)
+  names=$(printf '%s' "$names" | tr ',' '\n' | grep -vx -- "$1" | paste -sd, -) || true
+  [[ ! -f "$ENV_FILE" ]] || env_set SCHEDULERS "$names"
+}
+
+all_scheduler_names() {
+  local f n
+  for f in "$DIR"/scheduler-*.pid; do
+    [[ -f "$f" ]] || continue
+    n=${f##*/scheduler-}
+    printf '%s\n' "${n%.pid}"
+  done
+}
+
+cmd_stop_scheduler() {
+  set_dir "${1:-}"
+  shift
+  local name=default all=false n
+  while (($#)); do
+    case "$1" in
+    --name) name=${2:?--name needs a value} && shift ;;
+    --all) all=true ;;
+    *) die "stop-scheduler: unknown option '$1'" ;;
+    esac
+    shift
+  done
+  lock_dir
+  if $all; then
+    for n in $(all_scheduler_names); do stop_scheduler "$n"; done
+  else
+    [[ -f "$DIR/scheduler-$name.pid" ]] || log "no scheduler '$name' in $DIR"
+    stop_scheduler "$name"
+  fi
+}
+
+# ---- restart, stop, status -----------------------------------------------------------------
+
+cmd_restart_apiserver() {
+  set_dir "${1:-}"
+  shift
+  TIMEOUT=$DEFAULT_TIMEOUT
+  while (($#)); do
+    case "$1" in
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    *) die "restart-apiserver: unknown option '$1'" ;;
+    esac
+    shift
+  done
+  lock_dir
+  [[ "$(env_get STATE)" == running && -f "$DIR/kube-apiserver.args" ]] || die "no running control plane in $DIR"
+  owns_pid "$(env_get ETCD_PID)" || die "etcd of $DIR is not running"
+  BIN_DIR=$(env_get BIN_DIR)
+  local port t0=$SECONDS rc=0
+  port=$(env_get APISERVER_PORT)
+  stop_component kube-apiserver
+  # The same port is reused, so wait until the old listener is gone.
+  wait_port_closed "$port" 30 || die "port $port still listening 30s after kube-apiserver stopped"
+  run_apiserver || rc=$?
+  if ((rc != 0)); then
+    tail_log kube-apiserver
+    ((rc == 2)) && bind_failed kube-apiserver && log "port $port was taken by another process meanwhile"
+    die "kube-apiserver did not come back (the rest of $DIR keeps running; launch.sh stop $DIR cleans up)"
+  fi
+  log "kube-apiserver restarted on port $port in $((SECONDS - t0))s"
+}
+
+stop_all() {
+  local n port
+  for n in $(all_scheduler_names); do stop_scheduler "$n"; done
+  port=$(env_get APISERVER_PORT)
+  stop_component kube-apiserver
+  stop_component etcd
+  env_unset APISERVER_PID ETCD_PID
+  [[ ! -f "$ENV_FILE" ]] || env_set STATE stopped
+  for port in $port $(env_get ETCD_URL | sed 's/.*://') $(env_get ETCD_PEER_URL | sed 's/.*://'); do
+    wait_port_closed "$port" 10 || log "port $port is still listening after stop"
+  done
+}
+
+cmd_stop() {
+  set_dir "${1:-}"
+  (($# <= 1)) || die "stop takes only DIR"
+  lock_dir
+  stop_all
+  log "stopped the control plane in $DIR"
+}
+
+cmd_status() {
+  set_dir "${1:-}"
+  local ok=0 f name pid
+  for name in etcd kube-apiserver $(all_scheduler_names | sed 's/^/scheduler-/'); do
+    f="$DIR/$name.pid"
+    pid=$(cat "$f" 2>/dev/null || true)
+    if owns_pid "$pid"; then
+      printf '%-24s running (pid %s)\n' "$name" "$pid"
+    else
+      printf '%-24s not running\n' "$name"
+      ok=1
+    fi
+  done
+  return "$ok"
+}
+
+main() {
+  local cmd=${1:-}
+  (($#)) && shift
+  case "$cmd" in
+  start) cmd_start "$@" ;;
+  start-scheduler) cmd_start_scheduler "$@" ;;
+  stop-scheduler) cmd_stop_scheduler "$@" ;;
+  restart-apiserver) cmd_restart_apiserver "$@" ;;
+  stop) cmd_stop "$@" ;;
+  status) cmd_status "$@" ;;
+  -h | --help | help) usage ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+  esac
+}
+
+main "$@"
