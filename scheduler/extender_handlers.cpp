@@ -1,0 +1,71 @@
+#include "scheduler/extender_handlers.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace ker {
+
+ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& registry)
+    : extender_(extender),
+      requests_(registry.counter("extended_resource_scheduler_requests_total",
+                                 "Extender requests by verb and HTTP status code.",
+                                 {"verb", "code"})),
+      latency_(registry.histogram("extended_resource_scheduler_request_duration_seconds",
+                                  "Time to answer an extender request, by verb.", {"verb"})),
+      decisions_(registry.counter("extended_resource_scheduler_decisions_total",
+                                  "Filter decisions per node and bind outcomes.",
+                                  {"verb", "result"})) {}
+
+template <class Fn>
+HttpReply ExtenderHandlers::timed(const char* verb, Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  HttpReply reply;
+  try {
+    reply = fn();
+  } catch (const WireError& e) {
+    reply = {400, renderError(std::string("bad ") + verb + " request: " + e.what())};
+  } catch (const std::exception& e) {
+    spdlog::error("{} failed: {}", verb, e.what());
+    reply = {500, renderError(std::string(verb) + " failed: " + e.what())};
+  }
+  latency_.labels({verb}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  requests_.labels({verb, std::to_string(reply.status)}).inc();
+  return reply;
+}
+
+HttpReply ExtenderHandlers::filter(std::string_view body) {
+  return timed("filter", [&] {
+    ExtenderArgs args = parseExtenderArgs(body);
+    FilterReply reply = extender_.filter(args);
+    decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
+    decisions_.labels({"filter", "failed"})
+        .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));
+    return HttpReply{200, renderFilterReply(reply, args)};
+  });
+}
+
+HttpReply ExtenderHandlers::prioritize(std::string_view body) {
+  return timed("prioritize", [&] {
+    ExtenderArgs args = parseExtenderArgs(body);
+    return HttpReply{200, renderPriorities(extender_.prioritize(args))};
+  });
+}
+
+HttpReply ExtenderHandlers::bind(std::string_view body) {
+  return timed("bind", [&] {
+    BindingArgs args = parseBindingArgs(body);
+    std::string error = extender_.bind(args);
+    decisions_.labels({"bind", error.empty() ? "bound" : "failed"}).inc();
+    if (error.empty()) {
+      spdlog::info("bound pod {}/{} to node {}", args.podNamespace, args.podName, args.node);
+    } else {
+      spdlog::warn("bind of pod {}/{} to node {} failed: {}", args.podNamespace, args.podName,
+                   args.node, error);
+    }
+    return HttpReply{200, renderBindingReply(error)};
+  });
+}
+
+}  // namespace ker

@@ -1,0 +1,114 @@
+// The CRDs and manifests against a real kube-apiserver: schema validation, defaults, the
+// status subresource, and server-side dry-run of everything a user applies.
+#include <gtest/gtest.h>
+
+#include "common/api_error.h"
+#include "test_env.h"
+
+namespace ker::itest {
+namespace {
+
+using nlohmann::json;
+
+class CrdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = TestEnv::get();
+    if (env_ == nullptr) {
+      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
+    }
+    env_->ensureCrds();
+    api_ = &env_->admin();
+  }
+
+  // Expects a create to be rejected by schema validation with a message naming `field`.
+  void expectInvalid(const Resource& res, const std::string& ns, const json& obj,
+                     const std::string& field) {
+    try {
+      api_->create(res, ns, obj);
+      ADD_FAILURE() << "accepted: " << obj.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+
+  TestEnv* env_ = nullptr;
+  KubeClient* api_ = nullptr;
+};
+
+TEST_F(CrdTest, BothCrdsAreEstablishedWithShortNamesAndCategory) {
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get extendedresource -o name", &out), 0) << out;
+  ASSERT_EQ(env_->kubectl("api-resources --api-group=extendedresource.io -o wide", &out), 0);
+  EXPECT_NE(out.find("er "), std::string::npos) << out;
+  EXPECT_NE(out.find("erc "), std::string::npos) << out;
+  EXPECT_NE(out.find("extendedresource"), std::string::npos) << out;
+}
+
+TEST_F(CrdTest, SchemaRejectsInvalidObjects) {
+  json noResource = deviceObject(uniqueName("bad"), "n1", "x.io/gpu", {});
+  noResource["spec"].erase("rawResourceName");
+  expectInvalid(resources::kExtendedResources, "", noResource, "rawResourceName");
+
+  json noAffinity = deviceObject(uniqueName("bad"), "n1", "x.io/gpu", {});
+  noAffinity["spec"].erase("nodeAffinity");
+  expectInvalid(resources::kExtendedResources, "", noAffinity, "nodeAffinity");
+
+  json badOperator = deviceObject(uniqueName("bad"), "n1", "x.io/gpu", {});
+  badOperator["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchFields"][0]
+             ["operator"] = "Near";
+  expectInvalid(resources::kExtendedResources, "", badOperator, "operator");
+
+  expectInvalid(resources::kExtendedResourceClaims, "default",
+                claimObject("default", uniqueName("bad"), "x.io/gpu", 0), "extendedResourceNum");
+
+  json claimNoResource = claimObject("default", uniqueName("bad"), "x.io/gpu", 1);
+  claimNoResource["spec"].erase("rawResourceName");
+  expectInvalid(resources::kExtendedResourceClaims, "default", claimNoResource,
+                "rawResourceName");
+}
+
+TEST_F(CrdTest, ClaimCountDefaultsToOne) {
+  json c = claimObject("default", uniqueName("defaulted"), "x.io/gpu", 1);
+  c["spec"].erase("extendedResourceNum");
+  json created = api_->create(resources::kExtendedResourceClaims, "default", c);
+  EXPECT_EQ(created["spec"]["extendedResourceNum"], 1);
+}
+
+TEST_F(CrdTest, StatusIsOnlyWritableThroughTheSubresource) {
+  std::string name = uniqueName("status");
+  json created = api_->create(resources::kExtendedResources, "",
+                              deviceObject(name, "n1", "x.io/gpu", {{"type", "k80"}}));
+  // A main-resource update that carries a status does not change it.
+  json withStatus = created;
+  withStatus["status"] = {{"phase", "Bound"}};
+  json afterUpdate = api_->update(resources::kExtendedResources, "", withStatus);
+  EXPECT_FALSE(afterUpdate.contains("status") && afterUpdate["status"].contains("phase"))
+      << afterUpdate.dump();
+
+  json viaSubresource = afterUpdate;
+  viaSubresource["status"] = {{"phase", "Available"}};
+  json afterStatus = api_->updateStatus(resources::kExtendedResources, "", viaSubresource);
+  EXPECT_EQ(afterStatus["status"]["phase"], "Available");
+
+  // The status schema is enforced too.
+  afterStatus["status"]["phase"] = "Borrowed";
+  try {
+    api_->updateStatus(resources::kExtendedResources, "", afterStatus);
+    ADD_FAILURE() << "bad phase accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << e.what();
+  }
+}
+
+TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {
+  std::string out;
+  for (const char* dir : {"config", "config/local", "deploy"}) {
+    int rc = env_->kubectl("apply --dry-run=server -f " + env_->repoRoot() + "/" + dir, &out);
+    EXPECT_EQ(rc, 0) << dir << ":\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace ker::itest

@@ -1,0 +1,353 @@
+#include "test_env.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/api_error.h"
+
+extern char** environ;
+
+namespace ker::itest {
+
+namespace {
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+int runShell(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    return -1;
+  }
+  std::string buf;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) {
+    buf.append(chunk, n);
+  }
+  int status = pclose(p);
+  if (out != nullptr) {
+    *out = std::move(buf);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TestEnv* TestEnv::get() {
+  static TestEnv* instance = [] {
+    const char* file = std::getenv("KER_TEST_ENV");
+    return file == nullptr || *file == '\0' ? nullptr : new TestEnv(file);
+  }();
+  return instance;
+}
+
+TestEnv::TestEnv(std::string envFile) {
+  std::ifstream in(envFile);
+  if (!in) {
+    throw std::runtime_error("cannot read KER_TEST_ENV file " + envFile);
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos && line[0] != '#') {
+      values_[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  dir_ = envFile.substr(0, envFile.rfind('/'));
+  admin_ = std::make_unique<KubeClient>(KubeConfig::fromKubeconfigFile(kubeconfig()));
+}
+
+std::string TestEnv::value(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    throw std::runtime_error("KER_TEST_ENV has no " + key);
+  }
+  return it->second;
+}
+
+std::string TestEnv::repoRoot() const {
+  const char* root = std::getenv("KER_REPO_ROOT");
+  return root != nullptr ? root : KER_SOURCE_DIR;
+}
+
+std::string TestEnv::binary(const std::string& relativePath) const {
+  const char* build = std::getenv("KER_BUILD_DIR");
+  return std::string(build != nullptr ? build : KER_BINARY_DIR) + "/" + relativePath;
+}
+
+int TestEnv::kubectl(const std::string& args, std::string* out) const {
+  std::string bin = values_.count("BIN_DIR") ? value("BIN_DIR") + "/kubectl" : "kubectl";
+  return runShell(shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) + " " + args,
+                  out);
+}
+
+int TestEnv::launch(const std::string& subcommand, const std::string& args) const {
+  std::string out;
+  int rc = runShell(shellQuote(repoRoot() + "/test/controlplane/launch.sh") + " " + subcommand +
+                        " " + shellQuote(dir_) + " " + args,
+                    &out);
+  if (rc != 0) {
+    fprintf(stderr, "launch.sh %s failed (%d):\n%s\n", subcommand.c_str(), rc, out.c_str());
+  }
+  return rc;
+}
+
+void TestEnv::ensureCrds() {
+  if (crdsReady_) {
+    return;
+  }
+  std::string out;
+  if (kubectl("apply -f " + shellQuote(repoRoot() + "/crds"), &out) != 0) {
+    throw std::runtime_error("applying crds/ failed: " + out);
+  }
+  if (kubectl("wait --for=condition=Established --timeout=60s "
+              "crd/extendedresources.extendedresource.io "
+              "crd/extendedresourceclaims.extendedresource.io",
+              &out) != 0) {
+    throw std::runtime_error("CRDs not Established: " + out);
+  }
+  // Discovery of a new group can lag Established by a moment.
+  eventually(
+      [&] {
+        try {
+          admin_->list(resources::kExtendedResourceClaims, "default", ListOptions{.limit = 1});
+          admin_->list(resources::kExtendedResources, "", ListOptions{.limit = 1});
+          return true;
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      30s);
+  crdsReady_ = true;
+}
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds interval) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return done();
+    }
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+                           const std::string& logFile,
+                           const std::map<std::string, std::string>& env)
+    : logFile_(logFile) {
+  std::vector<std::string> argStore;
+  argStore.push_back(binary);
+  argStore.insert(argStore.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argStore) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+
+  std::vector<std::string> envStore;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    if (!env.count(kv.substr(0, kv.find('=')))) {
+      envStore.push_back(kv);
+    }
+  }
+  for (const auto& [k, v] : env) {
+    envStore.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp;
+  for (auto& e : envStore) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    throw std::runtime_error("cannot start " + binary + ": " + std::to_string(rc));
+  }
+}
+
+ChildProcess::~ChildProcess() { stop(); }
+
+bool ChildProcess::running() {
+  if (pid_ <= 0) {
+    return false;
+  }
+  int status;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void ChildProcess::stop(bool hard, std::chrono::milliseconds grace) {
+  if (!running()) {
+    return;
+  }
+  kill(pid_, hard ? SIGKILL : SIGTERM);
+  if (!eventually([&] { return !running(); }, grace, 20ms)) {
+    kill(pid_, SIGKILL);
+    int status;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+}
+
+std::string ChildProcess::logTail(size_t bytes) const {
+  std::ifstream in(logFile_, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return "(no log)";
+  }
+  auto size = static_cast<size_t>(in.tellg());
+  size_t from = size > bytes ? size - bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("no free port");
+  }
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+std::string uniqueName(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  static const std::string suffix = [] {
+    std::random_device rd;
+    std::string s;
+    for (int i = 0; i < 5; ++i) {
+      s += "abcdefghijklmnopqrstuvwxyz0123456789"[rd() % 36];
+    }
+    return s;
+  }();
+  return prefix + "-" + std::to_string(++counter) + "-" + suffix;
+}
+
+nlohmann::json nodeObject(const std::string& name,
+                          const std::map<std::string, std::string>& labels) {
+  nlohmann::json allLabels = labels;
+  allLabels["kubernetes.io/hostname"] = name;
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", allLabels}}},
+          {"status",
+           {{"allocatable", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
+            {"capacity", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
+            {"conditions",
+             {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}}}}};
+}
+
+nlohmann::json deviceObject(const std::string& name, const std::string& node,
+                            const std::string& rawResourceName,
+                            const std::map<std::string, std::string>& properties) {
+  nlohmann::json term = {
+      {"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}};
+  return {{"apiVersion", "extendedresource.io/v1alpha1"},
+          {"kind", "ExtendedResource"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"rawResourceName", rawResourceName},
+            {"deviceID", name + "-id"},
+            {"properties", properties},
+            {"nodeAffinity", {{"required", {{"nodeSelectorTerms", {term}}}}}}}}};
+}
+
+nlohmann::json claimObject(const std::string& ns, const std::string& name,
+                           const std::string& rawResourceName, int64_t count,
+                           const std::map<std::string, std::string>& matchLabels) {
+  nlohmann::json spec = {{"rawResourceName", rawResourceName}, {"extendedResourceNum", count}};
+  if (!matchLabels.empty()) {
+    spec["metadataRequirements"] = {{"matchLabels", matchLabels}};
+  }
+  return {{"apiVersion", "extendedresource.io/v1alpha1"},
+          {"kind", "ExtendedResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", spec}};
+}
+
+nlohmann::json podObject(const std::string& ns, const std::string& name,
+                         const std::vector<std::string>& claims,
+                         const std::string& schedulerName) {
+  std::string annotation;
+  for (const auto& c : claims) {
+    annotation += (annotation.empty() ? "" : ",") + c;
+  }
+  nlohmann::json meta = {{"name", name}, {"namespace", ns}};
+  if (!annotation.empty()) {
+    meta["annotations"] = {{"extendedresource.io/claims", annotation}};
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", meta},
+          {"spec",
+           {{"schedulerName", schedulerName},
+            {"terminationGracePeriodSeconds", 0},
+            {"containers",
+             {{{"name", "app"},
+               {"image", "registry.k8s.io/pause:3.10"},
+               {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}};
+}
+
+std::string createNamespace(KubeClient& api, const std::string& prefix) {
+  std::string name = uniqueName(prefix);
+  api.create(resources::kNamespaces, "",
+             {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+  return name;
+}
+
+void deletePodNow(KubeClient& api, const std::string& ns, const std::string& name) {
+  try {
+    api.remove(resources::kPods, ns, name, DeleteOptions{.gracePeriodSeconds = 0});
+  } catch (const ApiError& e) {
+    if (!e.isNotFound()) {
+      throw;
+    }
+  }
+}
+
+}  // namespace ker::itest

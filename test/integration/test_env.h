@@ -1,0 +1,102 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/kube_client.h"
+
+namespace ker::itest {
+
+using namespace std::chrono_literals;
+
+// The control plane started by test/run-integration.sh, described by the KEY=VALUE file named
+// in $KER_TEST_ENV (written by test/controlplane/launch.sh).
+class TestEnv {
+ public:
+  // Null when $KER_TEST_ENV is unset: the tests then skip, saying how to run them.
+  static TestEnv* get();
+
+  std::string value(const std::string& key) const;
+  const std::string& dir() const { return dir_; }
+  std::string kubeconfig() const { return value("KUBECONFIG"); }
+  KubeClient& admin() { return *admin_; }
+  // The build folder's binaries (extended-resource-scheduler, ...), from $KER_BUILD_DIR.
+  std::string binary(const std::string& relativePath) const;
+  std::string repoRoot() const;
+
+  // Runs kubectl against the test cluster; returns the exit code, output in *out.
+  int kubectl(const std::string& args, std::string* out = nullptr) const;
+  // Runs test/controlplane/launch.sh SUBCOMMAND DIR ARGS.
+  int launch(const std::string& subcommand, const std::string& args = {}) const;
+
+  // Applies crds/ once and waits for both CRDs to be Established.
+  void ensureCrds();
+
+ private:
+  TestEnv(std::string envFile);
+  std::string dir_;
+  std::map<std::string, std::string> values_;
+  std::unique_ptr<KubeClient> admin_;
+  bool crdsReady_ = false;
+};
+
+#define KER_REQUIRE_ENV()                                                              \
+  ::ker::itest::TestEnv* env = ::ker::itest::TestEnv::get();                           \
+  if (env == nullptr) {                                                                \
+    GTEST_SKIP() << "KER_TEST_ENV is not set: run the integration tests with "         \
+                    "`make integration-test`, which starts a control plane for them"; \
+  }
+
+// Polls `done` until it returns true or `timeout` passes; returns its last answer.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s,
+                std::chrono::milliseconds interval = 50ms);
+
+// A child process with output to a log file; stopped (TERM, then KILL) when destroyed.
+class ChildProcess {
+ public:
+  ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+               const std::string& logFile, const std::map<std::string, std::string>& env = {});
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  int pid() const { return pid_; }
+  bool running();
+  // SIGTERM (or SIGKILL when hard), then waits up to `grace` before SIGKILL.
+  void stop(bool hard = false, std::chrono::milliseconds grace = 10s);
+  std::string logTail(size_t bytes = 4000) const;
+
+ private:
+  int pid_ = -1;
+  std::string logFile_;
+};
+
+// A free TCP port on 127.0.0.1.
+int freePort();
+// A name unique to this test process: prefix + counter + random suffix.
+std::string uniqueName(const std::string& prefix);
+
+// Object builders, as a user would write them.
+nlohmann::json nodeObject(const std::string& name,
+                          const std::map<std::string, std::string>& labels = {});
+nlohmann::json deviceObject(const std::string& name, const std::string& node,
+                            const std::string& rawResourceName,
+                            const std::map<std::string, std::string>& properties);
+nlohmann::json claimObject(const std::string& ns, const std::string& name,
+                           const std::string& rawResourceName, int64_t count,
+                           const std::map<std::string, std::string>& matchLabels = {});
+nlohmann::json podObject(const std::string& ns, const std::string& name,
+                         const std::vector<std::string>& claims,
+                         const std::string& schedulerName = "extended-resource-scheduler");
+// Creates a namespace for one test (without a namespace controller it is never removed).
+std::string createNamespace(KubeClient& api, const std::string& prefix);
+// Deletes a pod immediately (grace period 0): no kubelet will ever confirm a graceful delete.
+void deletePodNow(KubeClient& api, const std::string& ns, const std::string& name);
+
+}  // namespace ker::itest
