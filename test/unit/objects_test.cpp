@@ -1,0 +1,614 @@
+#include "common/objects.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace ker {
+namespace {
+
+using json = nlohmann::json;
+
+// As `kubectl get extendedresource gpu-n1-0 -o json` prints it, plus fields this code does not
+// know (spec.vendorHints, status.conditions, status.observedGeneration) as a newer server might
+// send them.
+const char* kDeviceJson = R"({
+  "apiVersion": "extendedresource.io/v1alpha1",
+  "kind": "ExtendedResource",
+  "metadata": {
+    "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"extendedresource.io/v1alpha1\"}\n"},
+    "creationTimestamp": "2024-03-01T10:00:00Z",
+    "generation": 3,
+    "labels": {"node": "n1", "vendor": "nvidia"},
+    "managedFields": [
+      {"apiVersion": "extendedresource.io/v1alpha1", "fieldsType": "FieldsV1",
+       "fieldsV1": {"f:spec": {".": {}, "f:deviceID": {}, "f:rawResourceName": {}}},
+       "manager": "kubectl-client-side-apply", "operation": "Update", "time": "2024-03-01T10:00:00Z"},
+      {"apiVersion": "extendedresource.io/v1alpha1", "fieldsType": "FieldsV1",
+       "fieldsV1": {"f:status": {"f:claimRef": {}, "f:phase": {}}},
+       "manager": "ker-scheduler", "operation": "Update", "subresource": "status",
+       "time": "2024-03-01T10:05:00Z"}
+    ],
+    "name": "gpu-n1-0",
+    "resourceVersion": "48213",
+    "uid": "0b5c3a4e-6f0d-4c59-a0e4-2a8d5e1f9c11"
+  },
+  "spec": {
+    "deviceID": "GPU-5d2f6c1a-93b7-4e1b-8c1e-1a2b3c4d5e6f",
+    "nodeAffinity": {
+      "required": {
+        "nodeSelectorTerms": [
+          {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+          {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]},
+                                {"key": "gpu-count", "operator": "Gt", "values": ["3"]}]}
+        ]
+      }
+    },
+    "properties": {"memory": "24Gi", "type": "k80"},
+    "rawResourceName": "nvidia.com/gpu",
+    "vendorHints": {"mig": true}
+  },
+  "status": {
+    "claimRef": {"name": "train", "namespace": "ml", "uid": "7e1d2c3b-0000-4000-8000-000000000001"},
+    "conditions": [{"type": "Healthy", "status": "True", "lastTransitionTime": "2024-03-01T10:00:00Z"}],
+    "message": "allocated to claim ml/train",
+    "observedGeneration": 3,
+    "phase": "Bound",
+    "reason": "Allocated"
+  }
+})";
+
+const char* kClaimJson = R"({
+  "apiVersion": "extendedresource.io/v1alpha1",
+  "kind": "ExtendedResourceClaim",
+  "metadata": {
+    "creationTimestamp": "2024-03-01T10:04:00Z",
+    "finalizers": ["extendedresource.io/protection"],
+    "generation": 1,
+    "managedFields": [
+      {"apiVersion": "extendedresource.io/v1alpha1", "fieldsType": "FieldsV1",
+       "fieldsV1": {"f:spec": {".": {}, "f:extendedResourceNum": {}}},
+       "manager": "kubectl-create", "operation": "Update", "time": "2024-03-01T10:04:00Z"}
+    ],
+    "name": "train",
+    "namespace": "ml",
+    "resourceVersion": "48190",
+    "uid": "7e1d2c3b-0000-4000-8000-000000000001"
+  },
+  "spec": {
+    "extendedResourceNames": ["gpu-n1-0", "gpu-n1-1"],
+    "extendedResourceNum": 2,
+    "metadataRequirements": {
+      "matchExpressions": [{"key": "memory", "operator": "In", "values": ["24Gi", "48Gi"]},
+                           {"key": "broken", "operator": "DoesNotExist"}],
+      "matchLabels": {"type": "k80"}
+    },
+    "priorityHint": "high",
+    "rawResourceName": "nvidia.com/gpu"
+  },
+  "status": {
+    "extendedResourceNames": ["gpu-n1-0", "gpu-n1-1"],
+    "lastTransitionTime": "2024-03-01T10:05:00Z",
+    "message": "allocated to pod trainer-0 on node n1",
+    "nodeName": "n1",
+    "phase": "Bound",
+    "podRef": {"name": "trainer-0", "uid": "c0ffee00-1111-4222-8333-444455556666"},
+    "reason": "Bound"
+  }
+})";
+
+const char* kPodJson = R"({
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {
+    "annotations": {"extendedresource.io/claims": " train , eval,,train ", "prometheus.io/scrape": "true"},
+    "creationTimestamp": "2024-03-01T10:04:30Z",
+    "deletionGracePeriodSeconds": 30,
+    "deletionTimestamp": "2024-03-01T11:00:00Z",
+    "labels": {"app": "trainer"},
+    "name": "trainer-0",
+    "namespace": "ml",
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "trainer", "uid": "1", "controller": true}],
+    "resourceVersion": "48300",
+    "uid": "c0ffee00-1111-4222-8333-444455556666"
+  },
+  "spec": {
+    "containers": [{"name": "main", "image": "busybox", "resources": {}}],
+    "nodeName": "n1",
+    "schedulerName": "ker-scheduler"
+  },
+  "status": {"phase": "Running", "podIP": "10.0.0.7"}
+})";
+
+const char* kNodeJson = R"({
+  "apiVersion": "v1",
+  "kind": "Node",
+  "metadata": {
+    "labels": {"kubernetes.io/hostname": "n1", "zone": "a"},
+    "name": "n1",
+    "resourceVersion": "1200",
+    "uid": "node-uid-1"
+  },
+  "spec": {"podCIDR": "10.0.0.0/24"},
+  "status": {"capacity": {"cpu": "8"}}
+})";
+
+TEST(ObjectKey, NamespacedAndClusterScoped) {
+  EXPECT_EQ(objectKey("ml", "train"), "ml/train");
+  EXPECT_EQ(objectKey("", "gpu-n1-0"), "gpu-n1-0");
+}
+
+TEST(Phases, ToString) {
+  EXPECT_STREQ(toString(DevicePhase::kAvailable), "Available");
+  EXPECT_STREQ(toString(DevicePhase::kBound), "Bound");
+  EXPECT_STREQ(toString(DevicePhase::kPending), "Pending");
+  EXPECT_STREQ(toString(ClaimPhase::kPending), "Pending");
+  EXPECT_STREQ(toString(ClaimPhase::kBound), "Bound");
+  EXPECT_STREQ(toString(ClaimPhase::kLost), "Lost");
+}
+
+TEST(ExtendedResource, ParsesKubectlOutput) {
+  auto d = ExtendedResource::fromJson(json::parse(kDeviceJson));
+  EXPECT_EQ(d.invalid, "");
+  EXPECT_EQ(d.meta.name, "gpu-n1-0");
+  EXPECT_EQ(d.meta.ns, "");
+  EXPECT_EQ(d.meta.uid, "0b5c3a4e-6f0d-4c59-a0e4-2a8d5e1f9c11");
+  EXPECT_EQ(d.meta.resourceVersion, "48213");
+  EXPECT_EQ(d.meta.creationTimestamp, "2024-03-01T10:00:00Z");
+  EXPECT_FALSE(d.meta.deleting);
+  EXPECT_EQ(d.meta.labels.at("vendor"), "nvidia");
+  EXPECT_EQ(d.meta.annotations.size(), 1u);
+  EXPECT_EQ(d.rawResourceName, "nvidia.com/gpu");
+  EXPECT_EQ(d.deviceID, "GPU-5d2f6c1a-93b7-4e1b-8c1e-1a2b3c4d5e6f");
+  EXPECT_EQ(d.properties,
+            (std::map<std::string, std::string>{{"memory", "24Gi"}, {"type", "k80"}}));
+  ASSERT_EQ(d.nodeAffinity.terms.size(), 2u);
+  EXPECT_TRUE(d.nodeAffinity.terms[0].matchExpressions.empty());
+  ASSERT_EQ(d.nodeAffinity.terms[0].matchFields.size(), 1u);
+  EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].key, "metadata.name");
+  EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].op, "In");
+  EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].values, std::vector<std::string>{"n1"});
+  ASSERT_EQ(d.nodeAffinity.terms[1].matchExpressions.size(), 2u);
+  EXPECT_EQ(d.nodeAffinity.terms[1].matchExpressions[1].op, "Gt");
+  EXPECT_EQ(d.phase, DevicePhase::kBound);
+  ASSERT_TRUE(d.claimRef.has_value());
+  EXPECT_EQ(*d.claimRef, (ClaimRef{"ml", "train", "7e1d2c3b-0000-4000-8000-000000000001"}));
+  EXPECT_EQ(d.reason, "Allocated");
+  EXPECT_EQ(d.message, "allocated to claim ml/train");
+  EXPECT_EQ(d.raw, json::parse(kDeviceJson));
+}
+
+TEST(ExtendedResource, AbsentStatusIsAvailable) {
+  json j = json::parse(kDeviceJson);
+  j.erase("status");
+  auto d = ExtendedResource::fromJson(j);
+  EXPECT_EQ(d.invalid, "");
+  EXPECT_EQ(d.phase, DevicePhase::kAvailable);
+  EXPECT_FALSE(d.claimRef.has_value());
+  EXPECT_EQ(d.reason, "");
+}
+
+TEST(ExtendedResource, RoundTripKeepsUnknownFieldsAndOverlaysStatus) {
+  const json original = json::parse(kDeviceJson);
+  auto d = ExtendedResource::fromJson(original);
+  // An unmodified view writes back exactly what was read.
+  EXPECT_EQ(d.toJson(), original);
+
+  d.phase = DevicePhase::kAvailable;
+  d.claimRef.reset();
+  d.reason.clear();
+  d.message = "released";
+  d.meta.resourceVersion = "48250";
+  // Typed spec/metadata fields are never written back: only status and resourceVersion are.
+  d.rawResourceName = "changed";
+  d.meta.labels["new"] = "x";
+
+  json out = d.toJson();
+  json expected = original;
+  expected["metadata"]["resourceVersion"] = "48250";
+  expected["status"] = {{"conditions", original["status"]["conditions"]},
+                        {"observedGeneration", 3},
+                        {"phase", "Available"},
+                        {"message", "released"}};
+  EXPECT_EQ(out, expected) << out.dump(2);
+  EXPECT_EQ(ExtendedResource::fromJson(out).phase, DevicePhase::kAvailable);
+}
+
+TEST(ExtendedResource, ToJsonWritesClaimRefAndPhase) {
+  json j = json::parse(kDeviceJson);
+  j.erase("status");
+  auto d = ExtendedResource::fromJson(j);
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"ml", "eval", ""};
+  json out = d.toJson();
+  EXPECT_EQ(out["status"],
+            (json{{"phase", "Bound"}, {"claimRef", {{"namespace", "ml"}, {"name", "eval"}}}}));
+  EXPECT_EQ(out["spec"], j["spec"]);
+  EXPECT_EQ(out["metadata"], j["metadata"]);
+}
+
+TEST(ExtendedResource, ToJsonWithoutRawBuildsAMinimalObject) {
+  ExtendedResource d;
+  d.meta.name = "gpu-x";
+  d.meta.uid = "u1";
+  d.meta.resourceVersion = "7";
+  d.phase = DevicePhase::kPending;
+  d.reason = "Unhealthy";
+  EXPECT_EQ(d.toJson(), json::parse(R"({
+    "apiVersion": "extendedresource.io/v1alpha1", "kind": "ExtendedResource",
+    "metadata": {"name": "gpu-x", "uid": "u1", "resourceVersion": "7"},
+    "status": {"phase": "Pending", "reason": "Unhealthy"}})"));
+}
+
+TEST(ExtendedResource, EmptyResourceVersionDropsThePrecondition) {
+  auto d = ExtendedResource::fromJson(json::parse(kDeviceJson));
+  d.meta.resourceVersion.clear();
+  EXPECT_FALSE(d.toJson()["metadata"].contains("resourceVersion"));
+}
+
+TEST(ExtendedResource, WrongShapedFieldsAreNamedNotThrown) {
+  struct Case {
+    const char* pointer;
+    json value;
+    const char* expectInInvalid;
+  };
+  const std::vector<Case> cases = {
+      {"/spec/deviceID", 42, "spec.deviceID: expected a string, got number"},
+      {"/spec/properties", json::array({"a"}), "spec.properties: expected an object"},
+      {"/spec/properties/type", true, "spec.properties.type: expected a string"},
+      {"/spec/nodeAffinity", "n1", "spec.nodeAffinity: expected an object"},
+      {"/spec/nodeAffinity/required/nodeSelectorTerms", json::object(),
+       "spec.nodeAffinity.required.nodeSelectorTerms: expected an array"},
+      {"/spec/nodeAffinity/required/nodeSelectorTerms/0/matchFields/0/values", "n1",
+       "spec.nodeAffinity.required.nodeSelectorTerms[0].matchFields[0].values: expected an "
+       "array of strings"},
+      {"/spec/nodeAffinity/required/nodeSelectorTerms/1/matchExpressions/1/values/0", "three",
+       "spec.nodeAffinity.required: nodeSelectorTerms[1].matchExpressions[1].values[0]: "
+       "\"three\" is not an integer"},
+      {"/spec/nodeAffinity/required/nodeSelectorTerms/0/matchFields/0/operator", "Exists",
+       "spec.nodeAffinity.required: nodeSelectorTerms[0].matchFields[0].operator"},
+      {"/spec/rawResourceName", nullptr, "spec.rawResourceName: required"},
+      {"/spec", "gpu", "spec: expected an object, got string"},
+      {"/status", json::array(), "status: expected an object, got array"},
+      {"/status/phase", "Reserved", "status.phase: unknown phase \"Reserved\""},
+      {"/status/phase", 1, "status.phase: expected a string"},
+      {"/status/claimRef", "ml/train", "status.claimRef: expected an object"},
+      {"/status/claimRef/uid", 5, "status.claimRef.uid: expected a string"},
+      {"/status/reason", json::object(), "status.reason: expected a string"},
+      {"/metadata/labels", "x", "metadata.labels: expected an object"},
+      {"/metadata/annotations/a", 1, "metadata.annotations.a: expected a string"},
+      {"/metadata/resourceVersion", 48213, "metadata.resourceVersion: expected a string"},
+  };
+  for (const auto& c : cases) {
+    json j = json::parse(kDeviceJson);
+    j[json::json_pointer(c.pointer)] = c.value;
+    ExtendedResource d;
+    ASSERT_NO_THROW(d = ExtendedResource::fromJson(j)) << c.pointer;
+    EXPECT_NE(d.invalid.find(c.expectInInvalid), std::string::npos)
+        << c.pointer << " gave: " << d.invalid;
+    EXPECT_EQ(d.raw, j);
+  }
+}
+
+TEST(ExtendedResource, OneBadFieldKeepsTheRest) {
+  json j = json::parse(kDeviceJson);
+  j["metadata"]["labels"] = 7;
+  j["status"]["phase"] = "Weird";
+  auto d = ExtendedResource::fromJson(j);
+  EXPECT_EQ(d.meta.name, "gpu-n1-0");
+  EXPECT_EQ(d.meta.uid, "0b5c3a4e-6f0d-4c59-a0e4-2a8d5e1f9c11");
+  EXPECT_EQ(d.rawResourceName, "nvidia.com/gpu");
+  EXPECT_TRUE(d.claimRef.has_value());
+  EXPECT_EQ(d.invalid,
+            "metadata.labels: expected an object, got number; status.phase: unknown phase "
+            "\"Weird\"");
+}
+
+TEST(ExtendedResource, NullOptionalFieldsCountAsAbsent) {
+  json j = json::parse(kDeviceJson);
+  j["spec"]["properties"] = nullptr;
+  j["status"]["claimRef"] = nullptr;
+  j["metadata"]["labels"] = nullptr;
+  auto d = ExtendedResource::fromJson(j);
+  EXPECT_EQ(d.invalid, "");
+  EXPECT_TRUE(d.properties.empty());
+  EXPECT_FALSE(d.claimRef.has_value());
+  EXPECT_TRUE(d.meta.labels.empty());
+}
+
+TEST(ExtendedResource, DeletionTimestampMeansDeleting) {
+  json j = json::parse(kDeviceJson);
+  j["metadata"]["deletionTimestamp"] = "2024-03-01T12:00:00Z";
+  EXPECT_TRUE(ExtendedResource::fromJson(j).meta.deleting);
+}
+
+TEST(ExtendedResource, AnyJsonValueIsSurvived) {
+  for (const json& j :
+       {json(), json(1), json("x"), json::array({1, 2}), json(true), json(1.5), json::object()}) {
+    ExtendedResource d;
+    ASSERT_NO_THROW(d = ExtendedResource::fromJson(j)) << j.dump();
+    EXPECT_FALSE(d.invalid.empty()) << j.dump();
+    ASSERT_NO_THROW(d.toJson()) << j.dump();
+    ExtendedResourceClaim c;
+    ASSERT_NO_THROW(c = ExtendedResourceClaim::fromJson(j)) << j.dump();
+    EXPECT_FALSE(c.invalid.empty()) << j.dump();
+    ASSERT_NO_THROW(c.toJson()) << j.dump();
+    Pod p;
+    ASSERT_NO_THROW(p = Pod::fromJson(j)) << j.dump();
+    EXPECT_NO_THROW(Node::fromJson(j)) << j.dump();
+  }
+  EXPECT_EQ(ExtendedResource::fromJson(json::array()).invalid, "expected a JSON object, got array");
+  EXPECT_EQ(Pod::fromJson(json()).invalid, "expected a JSON object, got null");
+}
+
+TEST(ExtendedResource, GarbledMetadataIsNotRewrittenByToJson) {
+  json j = json::parse(kDeviceJson);
+  j["metadata"] = "oops";
+  auto d = ExtendedResource::fromJson(j);
+  EXPECT_NE(d.invalid.find("metadata: expected an object"), std::string::npos);
+  json out;
+  ASSERT_NO_THROW(out = d.toJson());
+  EXPECT_EQ(out["metadata"], "oops");
+}
+
+TEST(ExtendedResourceClaim, ParsesKubectlOutput) {
+  auto c = ExtendedResourceClaim::fromJson(json::parse(kClaimJson));
+  EXPECT_EQ(c.invalid, "");
+  EXPECT_EQ(c.meta.name, "train");
+  EXPECT_EQ(c.meta.ns, "ml");
+  EXPECT_EQ(c.meta.resourceVersion, "48190");
+  EXPECT_EQ(c.rawResourceName, "nvidia.com/gpu");
+  EXPECT_EQ(c.extendedResourceNum, 2);
+  EXPECT_EQ(c.metadataRequirements.matchLabels,
+            (std::map<std::string, std::string>{{"type", "k80"}}));
+  ASSERT_EQ(c.metadataRequirements.matchExpressions.size(), 2u);
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].key, "memory");
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].op, "In");
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].values,
+            (std::vector<std::string>{"24Gi", "48Gi"}));
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[1].op, "DoesNotExist");
+  EXPECT_TRUE(c.metadataRequirements.matchExpressions[1].values.empty());
+  ASSERT_TRUE(c.extendedResourceNames.has_value());
+  EXPECT_EQ(*c.extendedResourceNames, (std::vector<std::string>{"gpu-n1-0", "gpu-n1-1"}));
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  EXPECT_EQ(c.allocated, (std::vector<std::string>{"gpu-n1-0", "gpu-n1-1"}));
+  EXPECT_EQ(c.nodeName, "n1");
+  ASSERT_TRUE(c.podRef.has_value());
+  EXPECT_EQ(*c.podRef, (PodRef{"trainer-0", "c0ffee00-1111-4222-8333-444455556666"}));
+  EXPECT_EQ(c.reason, "Bound");
+  EXPECT_EQ(c.message, "allocated to pod trainer-0 on node n1");
+}
+
+TEST(ExtendedResourceClaim, Defaults) {
+  auto c = ExtendedResourceClaim::fromJson(json::parse(R"({
+    "apiVersion": "extendedresource.io/v1alpha1", "kind": "ExtendedResourceClaim",
+    "metadata": {"name": "one", "namespace": "default", "resourceVersion": "1", "uid": "u"},
+    "spec": {"rawResourceName": "example.com/fpga", "extendedResourceNames": []}})"));
+  EXPECT_EQ(c.invalid, "");
+  EXPECT_EQ(c.extendedResourceNum, 1);
+  EXPECT_TRUE(c.metadataRequirements.matchLabels.empty());
+  EXPECT_TRUE(c.metadataRequirements.matchExpressions.empty());
+  EXPECT_FALSE(c.extendedResourceNames.has_value());
+  EXPECT_EQ(c.phase, ClaimPhase::kPending);
+  EXPECT_TRUE(c.allocated.empty());
+  EXPECT_FALSE(c.podRef.has_value());
+}
+
+TEST(ExtendedResourceClaim, BadNumbersAreInvalid) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {"2", "spec.extendedResourceNum: not an integer (string)"},
+      {2.5, "spec.extendedResourceNum: not an integer (number)"},
+      {0, "spec.extendedResourceNum: must be at least 1"},
+      {-3, "spec.extendedResourceNum: must be at least 1"},
+      {json(18446744073709551615ull), "spec.extendedResourceNum: out of range"},
+      {true, "spec.extendedResourceNum: not an integer (boolean)"},
+  };
+  for (const auto& [value, why] : cases) {
+    json j = json::parse(kClaimJson);
+    j["spec"]["extendedResourceNum"] = value;
+    EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid, why) << value.dump();
+  }
+  json big = json::parse(kClaimJson);
+  big["spec"]["extendedResourceNum"] = 1024;
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(big).extendedResourceNum, 1024);
+}
+
+TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
+  const std::vector<std::pair<const char*, json>> cases = {
+      {"/spec/metadataRequirements", "type=k80"},
+      {"/spec/metadataRequirements/matchLabels/type", 80},
+      {"/spec/metadataRequirements/matchExpressions", json::object()},
+      {"/spec/metadataRequirements/matchExpressions/0", "memory"},
+      {"/spec/metadataRequirements/matchExpressions/0/values", "24Gi"},
+      {"/spec/metadataRequirements/matchExpressions/0/operator", "Matches"},
+      {"/spec/metadataRequirements/matchExpressions/1/values", json::array({"x"})},
+      {"/spec/extendedResourceNames", "gpu-n1-0"},
+      {"/spec/extendedResourceNames/1", 1},
+      {"/status/phase", "Released"},
+      {"/status/extendedResourceNames", json::object()},
+      {"/status/nodeName", json::array()},
+      {"/status/podRef", "trainer-0"},
+      {"/status/podRef/name", 0},
+  };
+  const std::vector<std::string> expected = {
+      "spec.metadataRequirements: expected an object, got string",
+      "spec.metadataRequirements.matchLabels.type: expected a string, got number",
+      "spec.metadataRequirements.matchExpressions: expected an array, got object",
+      "spec.metadataRequirements.matchExpressions[0]: expected an object, got string",
+      "spec.metadataRequirements.matchExpressions[0].values: expected an array of strings, got "
+      "string",
+      "spec.metadataRequirements: matchExpressions[0].operator: \"Matches\" is not one of In, "
+      "NotIn, Exists, DoesNotExist",
+      "spec.metadataRequirements: matchExpressions[1].values: must be empty for operator "
+      "DoesNotExist",
+      "spec.extendedResourceNames: expected an array of strings, got string",
+      "spec.extendedResourceNames[1]: expected a string, got number",
+      "status.phase: unknown phase \"Released\"",
+      "status.extendedResourceNames: expected an array of strings, got object",
+      "status.nodeName: expected a string, got array",
+      "status.podRef: expected an object, got string",
+      "status.podRef.name: expected a string, got number",
+  };
+  ASSERT_EQ(cases.size(), expected.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json j = json::parse(kClaimJson);
+    j[json::json_pointer(cases[i].first)] = cases[i].second;
+    auto c = ExtendedResourceClaim::fromJson(j);
+    EXPECT_EQ(c.invalid, expected[i]) << cases[i].first;
+    EXPECT_EQ(c.meta.name, "train");
+  }
+}
+
+TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
+  const json original = json::parse(kClaimJson);
+  auto c = ExtendedResourceClaim::fromJson(original);
+  EXPECT_EQ(c.toJson(), original);
+
+  // What the binder does when it releases a claim.
+  c.phase = ClaimPhase::kPending;
+  c.allocated.clear();
+  c.nodeName.clear();
+  c.podRef.reset();
+  c.reason.clear();
+  c.message.clear();
+  c.extendedResourceNum = 5;  // spec is never written from the typed view
+  json out = c.toJson();
+  json expected = original;
+  expected["status"] = {{"phase", "Pending"}, {"lastTransitionTime", "2024-03-01T10:05:00Z"}};
+  EXPECT_EQ(out, expected) << out.dump(2);
+
+  c.phase = ClaimPhase::kLost;
+  c.allocated = {"gpu-n1-1"};
+  c.nodeName = "n2";
+  c.podRef = PodRef{"trainer-1", ""};
+  c.reason = "DeviceGone";
+  c.meta.resourceVersion = "50000";
+  out = c.toJson();
+  EXPECT_EQ(out["status"], json::parse(R"({"phase": "Lost", "extendedResourceNames": ["gpu-n1-1"],
+      "nodeName": "n2", "podRef": {"name": "trainer-1"}, "reason": "DeviceGone",
+      "lastTransitionTime": "2024-03-01T10:05:00Z"})"));
+  EXPECT_EQ(out["metadata"]["resourceVersion"], "50000");
+  EXPECT_EQ(out["metadata"]["managedFields"], original["metadata"]["managedFields"]);
+  EXPECT_EQ(out["spec"], original["spec"]);
+
+  auto back = ExtendedResourceClaim::fromJson(out);
+  EXPECT_EQ(back.invalid, "");
+  EXPECT_EQ(back.phase, ClaimPhase::kLost);
+  EXPECT_EQ(back.allocated, c.allocated);
+  EXPECT_EQ(back.podRef, c.podRef);
+}
+
+TEST(Pod, ParsesKubectlOutput) {
+  auto p = Pod::fromJson(json::parse(kPodJson));
+  EXPECT_EQ(p.invalid, "");
+  EXPECT_EQ(p.meta.name, "trainer-0");
+  EXPECT_EQ(p.meta.ns, "ml");
+  EXPECT_EQ(p.meta.uid, "c0ffee00-1111-4222-8333-444455556666");
+  EXPECT_TRUE(p.meta.deleting);
+  EXPECT_EQ(p.nodeName, "n1");
+  EXPECT_EQ(p.schedulerName, "ker-scheduler");
+  EXPECT_EQ(p.phase, "Running");
+  EXPECT_FALSE(p.finished());
+  EXPECT_EQ(p.claims, (std::vector<std::string>{"train", "eval"}));
+}
+
+TEST(Pod, NoAnnotationMeansNoClaims) {
+  json j = json::parse(kPodJson);
+  j["metadata"].erase("annotations");
+  auto p = Pod::fromJson(j);
+  EXPECT_EQ(p.invalid, "");
+  EXPECT_TRUE(p.claims.empty());
+}
+
+TEST(Pod, GarbledClaimsAnnotationIsInvalid) {
+  json j = json::parse(kPodJson);
+  j["metadata"]["annotations"][kClaimsAnnotation] = "train, Bad_Name";
+  auto p = Pod::fromJson(j);
+  EXPECT_TRUE(p.claims.empty());
+  EXPECT_EQ(p.invalid.rfind("annotation extendedresource.io/claims: \"Bad_Name\" is not a valid "
+                            "claim name",
+                            0),
+            0u)
+      << p.invalid;
+  EXPECT_EQ(p.meta.name, "trainer-0");
+}
+
+TEST(Pod, FinishedPhases) {
+  json j = json::parse(kPodJson);
+  j["status"]["phase"] = "Succeeded";
+  EXPECT_TRUE(Pod::fromJson(j).finished());
+  j["status"]["phase"] = "Failed";
+  EXPECT_TRUE(Pod::fromJson(j).finished());
+  j["status"]["phase"] = "Pending";
+  EXPECT_FALSE(Pod::fromJson(j).finished());
+}
+
+TEST(Node, ParsesMetadata) {
+  auto n = Node::fromJson(json::parse(kNodeJson));
+  EXPECT_EQ(n.meta.name, "n1");
+  EXPECT_EQ(n.meta.resourceVersion, "1200");
+  EXPECT_EQ(n.meta.labels,
+            (std::map<std::string, std::string>{{"kubernetes.io/hostname", "n1"}, {"zone", "a"}}));
+}
+
+TEST(ParseClaimsAnnotation, SplitsTrimsSkipsAndDedups) {
+  EXPECT_EQ(parseClaimsAnnotation("a, b,c"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(parseClaimsAnnotation(" b ,a,,b,\ta , "), (std::vector<std::string>{"b", "a"}));
+  EXPECT_TRUE(parseClaimsAnnotation("").empty());
+  EXPECT_TRUE(parseClaimsAnnotation(" , ,").empty());
+  EXPECT_EQ(parseClaimsAnnotation("gpu.claims.example-1"),
+            std::vector<std::string>{"gpu.claims.example-1"});
+  EXPECT_EQ(parseClaimsAnnotation(std::string(253, 'a')).size(), 1u);
+}
+
+TEST(ParseClaimsAnnotation, RejectsNonDns1123Names) {
+  for (const std::string bad : {"Upper", "under_score", "-lead", "trail-", "a..b", "a.-b", "a-.b",
+                                ".a", "a.", "sp ace", "sl/ash", "ünï"}) {
+    try {
+      parseClaimsAnnotation("ok," + bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("\"" + bad + "\""), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parseClaimsAnnotation(std::string(254, 'a')), std::invalid_argument);
+}
+
+TEST(ParseHelpers, ThrowNamingTheField) {
+  EXPECT_EQ(parseLabelSelector(json()).matchLabels.size(), 0u);
+  auto sel = parseLabelSelector(json::parse(R"({"matchLabels": {"a": "1"},
+      "matchExpressions": [{"key": "b", "operator": "Exists"}]})"));
+  EXPECT_EQ(sel.matchLabels.at("a"), "1");
+  ASSERT_EQ(sel.matchExpressions.size(), 1u);
+  EXPECT_EQ(sel.matchExpressions[0].op, "Exists");
+  try {
+    parseLabelSelector(json::parse(R"({"matchExpressions": [{"key": 1}]})"));
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "matchExpressions[0].key: expected a string, got number");
+  }
+
+  auto ns = parseNodeSelector(json::parse(R"({"nodeSelectorTerms": [null,
+      {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["c"]}]}]})"));
+  ASSERT_EQ(ns.terms.size(), 2u);
+  EXPECT_TRUE(ns.terms[0].matchExpressions.empty());
+  EXPECT_EQ(ns.terms[1].matchExpressions[0].values, std::vector<std::string>{"c"});
+  try {
+    parseNodeSelector(json::parse(R"({"nodeSelectorTerms": [{"matchFields": 3}]})"));
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "nodeSelectorTerms[0].matchFields: expected an array, got number");
+  }
+
+  auto meta = parseObjectMeta(json::parse(kNodeJson)["metadata"]);
+  EXPECT_EQ(meta.name, "n1");
+  try {
+    parseObjectMeta(json::parse(R"({"name": "x", "labels": {"a": 1}})"));
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "metadata.labels.a: expected a string, got number");
+  }
+}
+
+}  // namespace
+}  // namespace ker
