@@ -1,0 +1,141 @@
+#include "common/invariants.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/label_selector.h"
+#include "common/node_selector.h"
+
+namespace ker {
+
+std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
+  std::vector<std::string> out;
+  std::map<std::string, const ExtendedResource*> devices;
+  for (const auto& d : s.devices) {
+    devices[d.meta.name] = &d;
+  }
+  std::map<std::string, const ExtendedResourceClaim*> claims;
+  for (const auto& c : s.claims) {
+    claims[objectKey(c.meta.ns, c.meta.name)] = &c;
+  }
+  std::map<std::string, const Pod*> podsByUid;
+  for (const auto& p : s.pods) {
+    podsByUid[p.meta.uid] = &p;
+  }
+  std::map<std::string, const Node*> nodes;
+  for (const auto& n : s.nodes) {
+    nodes[n.meta.name] = &n;
+  }
+
+  std::map<std::string, std::string> allocatedTo;  // device -> claim key
+  for (const auto& c : s.claims) {
+    const std::string key = objectKey(c.meta.ns, c.meta.name);
+    if (c.phase != ClaimPhase::kBound) {
+      if (!c.allocated.empty() && c.phase == ClaimPhase::kPending) {
+        out.push_back("claim " + key + " is Pending but lists devices");
+      }
+      continue;
+    }
+    if (!c.podRef) {
+      out.push_back("claim " + key + " is Bound without a podRef");
+    } else {
+      auto pod = podsByUid.find(c.podRef->uid);
+      if (pod == podsByUid.end()) {
+        out.push_back("claim " + key + " is held by pod " + c.podRef->name + " (uid " +
+                      c.podRef->uid + ") which no longer exists");
+      } else if (pod->second->finished()) {
+        out.push_back("claim " + key + " is held by finished pod " + c.podRef->name);
+      }
+    }
+    if (static_cast<int64_t>(c.allocated.size()) != c.extendedResourceNum) {
+      out.push_back("claim " + key + " holds " + std::to_string(c.allocated.size()) +
+                    " devices, wants " + std::to_string(c.extendedResourceNum));
+    }
+    std::set<std::string> distinct(c.allocated.begin(), c.allocated.end());
+    if (distinct.size() != c.allocated.size()) {
+      out.push_back("claim " + key + " lists a device twice");
+    }
+    for (const auto& name : distinct) {
+      auto [it, fresh] = allocatedTo.emplace(name, key);
+      if (!fresh) {
+        out.push_back("device " + name + " is allocated to both " + it->second + " and " + key);
+      }
+      auto dev = devices.find(name);
+      if (dev == devices.end()) {
+        out.push_back("claim " + key + " lists missing device " + name);
+        continue;
+      }
+      const ExtendedResource& d = *dev->second;
+      if (d.phase != DevicePhase::kBound || !d.claimRef || d.claimRef->ns != c.meta.ns ||
+          d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid) {
+        out.push_back("claim " + key + " lists device " + name + " which is not Bound to it");
+      }
+      if (d.rawResourceName != c.rawResourceName) {
+        out.push_back("device " + name + " provides " + d.rawResourceName + ", claim " + key +
+                      " wants " + c.rawResourceName);
+      }
+      if (!matches(c.metadataRequirements, d.properties)) {
+        out.push_back("device " + name + " does not match the selector of claim " + key);
+      }
+      if (c.extendedResourceNames &&
+          std::find(c.extendedResourceNames->begin(), c.extendedResourceNames->end(), name) ==
+              c.extendedResourceNames->end()) {
+        out.push_back("device " + name + " is not among the devices claim " + key + " names");
+      }
+      auto node = nodes.find(c.nodeName);
+      static const std::map<std::string, std::string> kNoLabels;
+      if (!matches(d.nodeAffinity, c.nodeName,
+                   node == nodes.end() ? kNoLabels : node->second->meta.labels)) {
+        out.push_back("device " + name + " is not reachable from node " + c.nodeName +
+                      " of claim " + key);
+      }
+    }
+  }
+
+  for (const auto& d : s.devices) {
+    if (d.phase != DevicePhase::kBound) {
+      if (auto it = allocatedTo.find(d.meta.name); it != allocatedTo.end()) {
+        out.push_back("device " + d.meta.name + " is " + toString(d.phase) +
+                      " but allocated to " + it->second);
+      }
+      continue;
+    }
+    if (!d.claimRef) {
+      out.push_back("device " + d.meta.name + " is Bound without a claimRef");
+      continue;
+    }
+    const std::string key = objectKey(d.claimRef->ns, d.claimRef->name);
+    auto it = allocatedTo.find(d.meta.name);
+    if (it == allocatedTo.end() || it->second != key) {
+      out.push_back("device " + d.meta.name + " is Bound to claim " + key +
+                    " which does not list it");
+    }
+  }
+
+  for (const auto& p : s.pods) {
+    if (p.nodeName.empty() || p.finished() || p.meta.deleting) {
+      continue;
+    }
+    for (const auto& name : p.claims) {
+      const std::string key = objectKey(p.meta.ns, name);
+      auto it = claims.find(key);
+      if (it == claims.end()) {
+        out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs without its claim " +
+                      key);
+        continue;
+      }
+      const auto& c = *it->second;
+      if (c.phase != ClaimPhase::kBound || !c.podRef || c.podRef->uid != p.meta.uid) {
+        out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) +
+                      " runs on " + p.nodeName + " but does not hold its claim " + key);
+      } else if (c.nodeName != p.nodeName) {
+        out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs on " + p.nodeName +
+                      " but its claim " + key + " is on " + c.nodeName);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ker

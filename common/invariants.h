@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// Everything the invariant check reads, as listed from the API at one moment.
+struct ClusterSnapshot {
+  std::vector<ExtendedResource> devices;
+  std::vector<ExtendedResourceClaim> claims;
+  std::vector<Pod> pods;
+  std::vector<Node> nodes;
+};
+
+// Checks every invariant of the data model and returns one readable line per violation:
+// - a device is in at most one claim's allocation;
+// - a Bound device's claimRef names an existing Bound claim (same UID) that lists it, and
+//   every device a Bound claim lists is Bound to that claim;
+// - every allocation satisfies its claim (resource, selector, named list, count) and each
+//   device's node affinity matches the claim's node;
+// - no claim is held by a pod that no longer exists (or by a finished pod);
+// - every scheduled, running pod with claims holds all of them on its own node.
+// Transient states of a bind in flight are violations too: check a quiet cluster.
+std::vector<std::string> checkInvariants(const ClusterSnapshot& snapshot);
+
+}  // namespace ker

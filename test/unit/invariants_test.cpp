@@ -1,0 +1,106 @@
+#include "common/invariants.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::claim;
+using testing::device;
+
+// A consistent cluster: pod p on n1 holds claim c with device d0; d1 is free.
+class InvariantsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d0 = device("d0", "n1", {{"type", "k80"}});
+    d0.phase = DevicePhase::kBound;
+    d0.claimRef = ClaimRef{"default", "c", "uid-c"};
+    s.devices = {d0, device("d1", "n1", {{"type", "k80"}})};
+    auto c = claim("c", 1, {{"type", "k80"}});
+    c.phase = ClaimPhase::kBound;
+    c.allocated = {"d0"};
+    c.nodeName = "n1";
+    c.podRef = PodRef{"p", "uid-p"};
+    s.claims = {c};
+    Pod p;
+    p.meta.name = "p";
+    p.meta.ns = "default";
+    p.meta.uid = "uid-p";
+    p.nodeName = "n1";
+    p.claims = {"c"};
+    s.pods = {p};
+    Node n;
+    n.meta.name = "n1";
+    s.nodes = {n};
+  }
+
+  void expectViolation(const std::string& text) {
+    auto v = checkInvariants(s);
+    bool found = false;
+    for (const auto& line : v) {
+      found = found || line.find(text) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << "no violation containing \"" << text << "\"; got " << v.size();
+  }
+
+  ClusterSnapshot s;
+};
+
+TEST_F(InvariantsTest, ConsistentClusterHasNoViolations) {
+  EXPECT_TRUE(checkInvariants(s).empty());
+}
+
+TEST_F(InvariantsTest, DeviceInTwoAllocations) {
+  auto c2 = claim("c2", 1, {{"type", "k80"}});
+  c2.phase = ClaimPhase::kBound;
+  c2.allocated = {"d0"};
+  c2.nodeName = "n1";
+  c2.podRef = PodRef{"p", "uid-p"};
+  s.claims.push_back(c2);
+  expectViolation("device d0 is allocated to both default/c and default/c2");
+}
+
+TEST_F(InvariantsTest, BoundDeviceWhoseClaimDoesNotListIt) {
+  s.devices[1].phase = DevicePhase::kBound;
+  s.devices[1].claimRef = ClaimRef{"default", "c", "uid-c"};
+  expectViolation("device d1 is Bound to claim default/c which does not list it");
+}
+
+TEST_F(InvariantsTest, ClaimListsDeviceNotBoundToIt) {
+  s.devices[0].phase = DevicePhase::kAvailable;
+  s.devices[0].claimRef.reset();
+  expectViolation("claim default/c lists device d0 which is not Bound to it");
+}
+
+TEST_F(InvariantsTest, AllocationMustSatisfyTheClaimAndNode) {
+  s.devices[0].properties = {{"type", "p100"}};
+  expectViolation("does not match the selector");
+  SetUp();
+  s.claims[0].nodeName = "n2";
+  s.pods[0].nodeName = "n2";
+  expectViolation("device d0 is not reachable from node n2");
+  SetUp();
+  s.claims[0].extendedResourceNum = 2;
+  expectViolation("holds 1 devices, wants 2");
+}
+
+TEST_F(InvariantsTest, ClaimHeldByAGonePodOrFinishedPod) {
+  s.pods[0].meta.uid = "someone-new";
+  expectViolation("which no longer exists");
+  SetUp();
+  s.pods[0].phase = "Succeeded";
+  expectViolation("held by finished pod p");
+}
+
+TEST_F(InvariantsTest, ScheduledPodMustHoldItsClaimsOnItsNode) {
+  s.pods[0].claims = {"c", "missing"};
+  expectViolation("runs without its claim default/missing");
+  SetUp();
+  s.pods[0].nodeName = "n9";
+  expectViolation("runs on n9 but its claim default/c is on n1");
+}
+
+}  // namespace
+}  // namespace ker
