@@ -8,7 +8,8 @@
 namespace ker {
 
 // Evaluates a metav1.LabelSelector against a label set, with the API's semantics: matchLabels
-// and matchExpressions ANDed; an empty selector matches everything.
+// and matchExpressions ANDed; an empty selector matches everything. A selector that fails
+// validate() matches nothing.
 bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels);
 
 // Returns an empty string when the selector is valid, else why not (unknown operator, values

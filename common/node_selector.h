@@ -10,10 +10,14 @@ namespace ker {
 // Evaluates a core/v1 NodeSelector against a node's name and labels: terms ORed, requirements
 // within a term ANDed, an empty term list matches nothing, a term with no requirements matches
 // nothing. matchFields supports metadata.name (In/NotIn), as the API does. Gt/Lt parse both
-// sides as integers; a non-integer never matches.
+// sides as integers; a non-integer never matches. A term that fails validate() matches nothing
+// (other terms still can), as in the scheduler's node affinity.
 bool matches(const NodeSelector& selector, const std::string& nodeName,
              const std::map<std::string, std::string>& nodeLabels);
 
+// Empty when valid, else the first problem with its path (nodeSelectorTerms[i]...): bad operators,
+// value counts, non-integer Gt/Lt values, and matchFields other than metadata.name In/NotIn with
+// exactly one value.
 std::string validate(const NodeSelector& selector);
 
 }  // namespace ker

@@ -142,7 +142,8 @@ struct Node {
 std::vector<std::string> parseClaimsAnnotation(const std::string& value);
 
 // Parsing helpers shared by the typed views; they throw std::invalid_argument with a message
-// naming the offending field.
+// naming the offending field. Each takes the value itself (the selector object, the NodeSelector
+// object, the metadata object); null yields the empty value.
 LabelSelector parseLabelSelector(const nlohmann::json& j);
 NodeSelector parseNodeSelector(const nlohmann::json& j);
 ObjectMeta parseObjectMeta(const nlohmann::json& j);

@@ -1,0 +1,147 @@
+#include "common/node_selector.h"
+
+#include <gtest/gtest.h>
+
+namespace ker {
+namespace {
+
+using Labels = std::map<std::string, std::string>;
+using Req = NodeSelectorRequirement;
+
+NodeSelector labelsTerm(std::vector<Req> exprs) {
+  return NodeSelector{{NodeSelectorTerm{std::move(exprs), {}}}};
+}
+
+NodeSelector fieldsTerm(std::vector<Req> fields) {
+  return NodeSelector{{NodeSelectorTerm{{}, std::move(fields)}}};
+}
+
+TEST(NodeSelector, EmptyTermListMatchesNothing) {
+  EXPECT_FALSE(matches(NodeSelector{}, "n1", {{"zone", "a"}}));
+  EXPECT_EQ(validate(NodeSelector{}), "");
+}
+
+TEST(NodeSelector, EmptyTermMatchesNothingButOtherTermsStillCount) {
+  NodeSelector s{{NodeSelectorTerm{}}};
+  EXPECT_FALSE(matches(s, "n1", {}));
+  s.terms.push_back(NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1"}}}});
+  EXPECT_TRUE(matches(s, "n1", {}));
+  EXPECT_FALSE(matches(s, "n2", {}));
+}
+
+TEST(NodeSelector, MatchFieldsOnNodeName) {
+  auto in = fieldsTerm({{"metadata.name", "In", {"n1"}}});
+  EXPECT_TRUE(matches(in, "n1", {}));
+  EXPECT_FALSE(matches(in, "n2", {}));
+  auto notIn = fieldsTerm({{"metadata.name", "NotIn", {"n1"}}});
+  EXPECT_FALSE(matches(notIn, "n1", {}));
+  EXPECT_TRUE(matches(notIn, "n2", {}));
+}
+
+TEST(NodeSelector, MatchFieldsAreValidatedAsTheApiDoes) {
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "In", {"n1", "n2"}}})),
+            "nodeSelectorTerms[0].matchFields[0].values: operator In on a field needs exactly one "
+            "value");
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "NotIn", {}}})),
+            "nodeSelectorTerms[0].matchFields[0].values: operator NotIn on a field needs exactly "
+            "one value");
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "Exists", {}}})),
+            "nodeSelectorTerms[0].matchFields[0].operator: \"Exists\" is not one of In, NotIn for "
+            "a field");
+  EXPECT_EQ(validate(fieldsTerm({{"spec.unschedulable", "In", {"true"}}})),
+            "nodeSelectorTerms[0].matchFields[0].key: \"spec.unschedulable\" is not a supported "
+            "field (only metadata.name)");
+  // An invalid field requirement makes its term match nothing, even the node it names.
+  EXPECT_FALSE(matches(fieldsTerm({{"metadata.name", "In", {"n1", "n2"}}}), "n1", {}));
+  EXPECT_FALSE(matches(fieldsTerm({{"metadata.name", "Exists", {}}}), "n1", {}));
+  EXPECT_FALSE(matches(fieldsTerm({{"spec.unschedulable", "NotIn", {"true"}}}), "n1", {}));
+}
+
+TEST(NodeSelector, InNotInExistsDoesNotExist) {
+  const Labels zoneA{{"zone", "a"}, {"gpu", ""}};
+  EXPECT_TRUE(matches(labelsTerm({{"zone", "In", {"a", "b"}}}), "n", zoneA));
+  EXPECT_FALSE(matches(labelsTerm({{"zone", "In", {"b"}}}), "n", zoneA));
+  EXPECT_FALSE(matches(labelsTerm({{"rack", "In", {"r1"}}}), "n", zoneA));
+  EXPECT_FALSE(matches(labelsTerm({{"zone", "NotIn", {"a"}}}), "n", zoneA));
+  EXPECT_TRUE(matches(labelsTerm({{"zone", "NotIn", {"b"}}}), "n", zoneA));
+  EXPECT_TRUE(matches(labelsTerm({{"rack", "NotIn", {"r1"}}}), "n", zoneA));
+  EXPECT_TRUE(matches(labelsTerm({{"gpu", "Exists", {}}}), "n", zoneA));
+  EXPECT_FALSE(matches(labelsTerm({{"rack", "Exists", {}}}), "n", zoneA));
+  EXPECT_TRUE(matches(labelsTerm({{"rack", "DoesNotExist", {}}}), "n", zoneA));
+  EXPECT_FALSE(matches(labelsTerm({{"gpu", "DoesNotExist", {}}}), "n", zoneA));
+}
+
+TEST(NodeSelector, GtLtCompareIntegers) {
+  const Labels l{{"cores", "16"},  {"neg", "-5"},     {"word", "many"},
+                 {"float", "1.5"}, {"padded", " 16"}, {"huge", "99999999999999999999"}};
+  EXPECT_TRUE(matches(labelsTerm({{"cores", "Gt", {"8"}}}), "n", l));
+  EXPECT_FALSE(matches(labelsTerm({{"cores", "Gt", {"16"}}}), "n", l));
+  EXPECT_TRUE(matches(labelsTerm({{"cores", "Lt", {"17"}}}), "n", l));
+  EXPECT_FALSE(matches(labelsTerm({{"cores", "Lt", {"16"}}}), "n", l));
+  EXPECT_TRUE(matches(labelsTerm({{"neg", "Lt", {"-4"}}}), "n", l));
+  EXPECT_TRUE(matches(labelsTerm({{"cores", "Gt", {"+15"}}}), "n", l));
+  // Integers are compared as numbers, not strings ("16" < "9" as text).
+  EXPECT_TRUE(matches(labelsTerm({{"cores", "Gt", {"9"}}}), "n", l));
+  // A label that is not an int64 satisfies neither operator; nor does an absent one.
+  for (const char* key : {"word", "float", "padded", "huge", "absent"}) {
+    EXPECT_FALSE(matches(labelsTerm({{key, "Gt", {"0"}}}), "n", l)) << key;
+    EXPECT_FALSE(matches(labelsTerm({{key, "Lt", {"0"}}}), "n", l)) << key;
+  }
+}
+
+TEST(NodeSelector, GtLtNeedExactlyOneIntegerValue) {
+  const Labels l{{"cores", "16"}};
+  for (const auto& values : std::vector<std::vector<std::string>>{
+           {}, {"1", "2"}, {"eight"}, {"8.0"}, {""}, {"+-8"}, {"99999999999999999999"}}) {
+    auto s = labelsTerm({{"cores", "Gt", values}});
+    EXPECT_NE(validate(s), "") << ::testing::PrintToString(values);
+    EXPECT_FALSE(matches(s, "n", l)) << ::testing::PrintToString(values);
+  }
+  EXPECT_EQ(validate(labelsTerm({{"cores", "Lt", {"x"}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].values[0]: \"x\" is not an integer "
+            "(operator Lt)");
+  EXPECT_EQ(validate(labelsTerm({{"cores", "Gt", {"1", "2"}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].values: operator Gt needs exactly one value");
+  EXPECT_EQ(validate(labelsTerm({{"cores", "Gt", {"-9223372036854775808"}}})), "");
+}
+
+TEST(NodeSelector, ExpressionValidation) {
+  EXPECT_EQ(validate(labelsTerm({{"zone", "In", {}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].values: must be non-empty for operator In");
+  EXPECT_EQ(validate(labelsTerm({{"zone", "Exists", {"a"}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].values: must be empty for operator Exists");
+  EXPECT_EQ(validate(labelsTerm({{"zone", "Equals", {"a"}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].operator: \"Equals\" is not one of In, "
+            "NotIn, Exists, DoesNotExist, Gt, Lt");
+  EXPECT_EQ(validate(labelsTerm({{"", "Exists", {}}})),
+            "nodeSelectorTerms[0].matchExpressions[0].key: must not be empty");
+  EXPECT_FALSE(matches(labelsTerm({{"zone", "NotIn", {}}}), "n", {}));
+  EXPECT_FALSE(matches(labelsTerm({{"zone", "DoesNotExist", {"a"}}}), "n", {}));
+}
+
+TEST(NodeSelector, RequirementsInATermAreAndedTermsAreOred) {
+  NodeSelector s{{
+      NodeSelectorTerm{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"n1"}}}},
+      NodeSelectorTerm{{{"zone", "In", {"b"}}, {"cores", "Gt", {"8"}}}, {}},
+  }};
+  EXPECT_TRUE(matches(s, "n1", {{"zone", "a"}}));
+  EXPECT_FALSE(matches(s, "n2", {{"zone", "a"}}));
+  EXPECT_FALSE(matches(s, "n1", {{"zone", "c"}}));
+  EXPECT_TRUE(matches(s, "n9", {{"zone", "b"}, {"cores", "16"}}));
+  EXPECT_FALSE(matches(s, "n9", {{"zone", "b"}, {"cores", "4"}}));
+}
+
+TEST(NodeSelector, BadTermDoesNotSpoilAGoodOne) {
+  NodeSelector s{{
+      NodeSelectorTerm{{{"cores", "Gt", {"lots"}}}, {}},
+      NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}},
+  }};
+  EXPECT_EQ(validate(s),
+            "nodeSelectorTerms[0].matchExpressions[0].values[0]: \"lots\" is not an integer "
+            "(operator Gt)");
+  EXPECT_TRUE(matches(s, "n", {{"zone", "a"}, {"cores", "100"}}));
+  EXPECT_FALSE(matches(s, "n", {{"zone", "b"}, {"cores", "100"}}));
+}
+
+}  // namespace
+}  // namespace ker
