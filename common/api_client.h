@@ -4,10 +4,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "common/resource.h"
 
@@ -62,16 +61,15 @@ class ApiClient {
                                 const nlohmann::json& obj) = 0;
   virtual nlohmann::json updateStatus(const Resource& res, const std::string& ns,
                                       const nlohmann::json& obj) = 0;
-  virtual nlohmann::json patch(const Resource& res, const std::string& ns,
-                               const std::string& name, PatchType type,
-                               const nlohmann::json& patch,
+  virtual nlohmann::json patch(const Resource& res, const std::string& ns, const std::string& name,
+                               PatchType type, const nlohmann::json& patch,
                                const std::string& subresource = {}) = 0;
   virtual void remove(const Resource& res, const std::string& ns, const std::string& name,
                       const DeleteOptions& opts = {}) = 0;
   // POST pods/{name}/binding with metadata.uid as precondition. The API server copies the
   // Binding's annotations onto the pod in the same write that sets spec.nodeName.
-  virtual void bindPod(const std::string& ns, const std::string& podName,
-                       const std::string& podUid, const std::string& nodeName,
+  virtual void bindPod(const std::string& ns, const std::string& podName, const std::string& podUid,
+                       const std::string& nodeName,
                        const std::map<std::string, std::string>& annotations = {}) = 0;
   // Streams events to onEvent until the server ends the watch, onEvent returns false, or
   // *stop becomes true (checked at least every 200 ms). ERROR events are delivered to onEvent
@@ -81,6 +79,8 @@ class ApiClient {
                      const std::atomic<bool>* stop) = 0;
 
   // Lists every page (limit per page) and returns items plus the list's resourceVersion.
+  // opts.limit and opts.continueToken are managed here. When a continue token expires (410)
+  // mid-way, the listing restarts from the first page, a bounded number of times.
   struct FullList {
     std::vector<nlohmann::json> items;
     std::string resourceVersion;

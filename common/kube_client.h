@@ -14,6 +14,13 @@ struct KubeClientOptions {
   // Retries of idempotent reads (get, list) and of any call the server throttled (429 with
   // Retry-After) or that failed to connect before sending; writes are never blindly resent.
   int maxRetries = 3;
+  // First retry delay, doubled per attempt (with jitter); every wait, including a server's
+  // Retry-After, is capped at maxRetryDelay.
+  std::chrono::milliseconds retryBaseDelay{200};
+  std::chrono::milliseconds maxRetryDelay{std::chrono::seconds(10)};
+  // A watch that receives nothing for this long is treated as a dead connection (kTimeout).
+  // The API server sends watchers that allow bookmarks one about every minute.
+  std::chrono::seconds watchIdleTimeout{std::chrono::minutes(2)};
   std::string userAgent = "kube-extended-resource";
   std::string fieldManager = "kube-extended-resource";
 };
@@ -29,10 +36,8 @@ class KubeClient : public ApiClient {
 
   const KubeConfig& config() const;
 
-  nlohmann::json get(const Resource& res, const std::string& ns,
-                     const std::string& name) override;
-  nlohmann::json list(const Resource& res, const std::string& ns,
-                      const ListOptions& opts) override;
+  nlohmann::json get(const Resource& res, const std::string& ns, const std::string& name) override;
+  nlohmann::json list(const Resource& res, const std::string& ns, const ListOptions& opts) override;
   nlohmann::json create(const Resource& res, const std::string& ns,
                         const nlohmann::json& obj) override;
   nlohmann::json update(const Resource& res, const std::string& ns,

@@ -1,0 +1,690 @@
+#include "common/kube_client.h"
+
+#include <curl/curl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/api_error.h"
+#include "common/watch_decoder.h"
+
+namespace ker {
+
+namespace {
+
+// Idle easy handles kept for reuse; each holds its own keep-alive connection(s).
+constexpr size_t kMaxIdleHandles = 16;
+// How often a watch looks at its stop flag while no bytes arrive.
+constexpr int kWatchPollMs = 100;
+// A non-200 watch response is an error Status; anything beyond this is not worth keeping.
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+void initCurlOnce() {
+  static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (rc != CURLE_OK) {
+    throw ApiError(ApiErrorKind::kTransport, 0, "",
+                   std::string("libcurl initialisation failed: ") + curl_easy_strerror(rc));
+  }
+}
+
+struct SlistFree {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistFree>;
+
+void append(Slist& list, const std::string& line) {
+  curl_slist* grown = curl_slist_append(list.get(), line.c_str());
+  if (grown == nullptr) {
+    throw std::bad_alloc();
+  }
+  (void)list.release();
+  list.reset(grown);
+}
+
+// Easy handles are reused across calls so their connections stay alive; a handle is used by
+// one call at a time.
+class HandlePool {
+ public:
+  HandlePool() = default;
+  HandlePool(const HandlePool&) = delete;
+  HandlePool& operator=(const HandlePool&) = delete;
+  ~HandlePool() {
+    for (CURL* handle : idle_) {
+      curl_easy_cleanup(handle);
+    }
+  }
+
+  struct Return {
+    HandlePool* pool;
+    void operator()(CURL* handle) const { pool->release(handle); }
+  };
+  using Handle = std::unique_ptr<CURL, Return>;
+
+  Handle acquire() {
+    CURL* handle = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        handle = idle_.back();
+        idle_.pop_back();
+      }
+    }
+    if (handle == nullptr) {
+      handle = curl_easy_init();
+      if (handle == nullptr) {
+        throw ApiError(ApiErrorKind::kTransport, 0, "", "curl_easy_init failed");
+      }
+    } else {
+      curl_easy_reset(handle);  // clears options, keeps live connections
+    }
+    return Handle(handle, Return{this});
+  }
+
+ private:
+  void release(CURL* handle) {
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.size() < kMaxIdleHandles) {
+        idle_.push_back(handle);
+        return;
+      }
+    }
+    curl_easy_cleanup(handle);
+  }
+
+  std::mutex mu_;
+  std::vector<CURL*> idle_;
+};
+
+// Builds "?a=1&b=2" with escaped values; empty values are left out.
+class Query {
+ public:
+  Query& add(const char* key, const std::string& value) {
+    if (!value.empty()) {
+      text_ += text_.empty() ? '?' : '&';
+      text_ += key;
+      text_ += '=';
+      text_ += urlEscape(value);
+    }
+    return *this;
+  }
+  const std::string& str() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+struct Request {
+  const char* method;
+  std::string path;  // with query string
+  std::optional<std::string> body{};
+  const char* contentType = "application/json";
+  bool read = false;  // idempotent: retried on any transport error or 5xx
+};
+
+struct Response {
+  CURLcode result = CURLE_OK;
+  std::optional<ApiError> error{};  // set when the transfer failed
+  long status = 0;
+  std::string body{};
+  std::string retryAfter{};
+};
+
+size_t appendBody(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+bool startsWithIgnoreCase(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+// Keeps the Retry-After value of the final response (a 100 Continue block starts over).
+size_t captureRetryAfter(char* data, size_t size, size_t count, void* user) {
+  auto* retryAfter = static_cast<std::string*>(user);
+  std::string_view line(data, size * count);
+  if (startsWithIgnoreCase(line, "HTTP/")) {
+    retryAfter->clear();
+  } else if (startsWithIgnoreCase(line, "Retry-After:")) {
+    line.remove_prefix(std::string_view("Retry-After:").size());
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) {
+      line.remove_suffix(1);
+    }
+    retryAfter->assign(line);
+  }
+  return size * count;
+}
+
+const char* contentType(PatchType type) {
+  switch (type) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+  }
+  return "application/merge-patch+json";
+}
+
+std::string metadataField(const nlohmann::json& obj, const char* field) {
+  auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object()) {
+    return {};
+  }
+  auto value = meta->find(field);
+  return value != meta->end() && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+void requireName(const std::string& name, const char* call) {
+  if (name.empty()) {
+    throw ApiError(ApiErrorKind::kBadRequest, 0, "", std::string(call) + ": object name is empty");
+  }
+}
+
+// Writes may only be resent when the server certainly never saw them.
+bool nothingSent(CURLcode result) {
+  return result == CURLE_COULDNT_CONNECT || result == CURLE_COULDNT_RESOLVE_HOST ||
+         result == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+}  // namespace
+
+struct KubeClient::Impl {
+  KubeConfig config;
+  KubeClientOptions opts;
+  std::string baseUrl;    // config.server, with the host swapped for tls-server-name if set
+  std::string connectTo;  // routes the tls-server-name host to the real server
+  HandlePool pool;
+
+  Impl(KubeConfig cfg, KubeClientOptions o) : config(std::move(cfg)), opts(std::move(o)) {
+    initCurlOnce();
+    baseUrl = config.server;
+    if (!config.tlsServerName.empty()) {
+      routeThroughServerName();
+    }
+  }
+
+  // libcurl has no separate SNI/verification name, so the URL names tls-server-name and
+  // CURLOPT_CONNECT_TO sends the connection to the configured server.
+  void routeThroughServerName() {
+    CURLU* url = curl_url();
+    std::unique_ptr<CURLU, void (*)(CURLU*)> guard(url, curl_url_cleanup);
+    char* host = nullptr;
+    char* port = nullptr;
+    if (url == nullptr || curl_url_set(url, CURLUPART_URL, config.server.c_str(), 0) != CURLUE_OK ||
+        curl_url_get(url, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(url, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+      curl_free(host);
+      throw ApiError(ApiErrorKind::kBadRequest, 0, "",
+                     "cannot parse the server URL " + config.server);
+    }
+    connectTo = config.tlsServerName + ":" + port + ":" + host + ":" + port;
+    curl_free(host);
+    curl_free(port);
+    char* rewritten = nullptr;
+    if (curl_url_set(url, CURLUPART_HOST, config.tlsServerName.c_str(), 0) != CURLUE_OK ||
+        curl_url_get(url, CURLUPART_URL, &rewritten, 0) != CURLUE_OK) {
+      throw ApiError(ApiErrorKind::kBadRequest, 0, "",
+                     "invalid tls-server-name " + config.tlsServerName);
+    }
+    baseUrl = rewritten;
+    curl_free(rewritten);
+    while (!baseUrl.empty() && baseUrl.back() == '/') {
+      baseUrl.pop_back();
+    }
+  }
+
+  // Options every call shares: target, TLS, auth, timeouts. Returns the header list, which
+  // must outlive the transfer.
+  Slist configure(CURL* h, const std::string& url, const char* contentType,
+                  std::chrono::milliseconds timeout, Slist& connectToList, char* errorBuffer) {
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errorBuffer);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    // One request at a time per handle: HTTP/2 multiplexing would buy nothing here.
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts.connectTimeout.count()));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, opts.userAgent.c_str());
+
+    if (config.insecureSkipTlsVerify) {
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (!config.caData.empty()) {
+      curl_blob ca{config.caData.data(), config.caData.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+    }
+    if (!config.clientCertData.empty()) {
+      curl_blob cert{config.clientCertData.data(), config.clientCertData.size(), CURL_BLOB_COPY};
+      curl_blob key{config.clientKeyData.data(), config.clientKeyData.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+      curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+    }
+    if (!connectTo.empty()) {
+      append(connectToList, connectTo);
+      curl_easy_setopt(h, CURLOPT_CONNECT_TO, connectToList.get());
+    }
+
+    Slist headers;
+    append(headers, "Accept: application/json");
+    append(headers, "Expect:");  // no 100-continue round trip before large bodies
+    if (contentType != nullptr) {
+      append(headers, std::string("Content-Type: ") + contentType);
+    }
+    if (auto token = config.bearerToken()) {
+      append(headers, "Authorization: Bearer " + *token);
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    return headers;
+  }
+
+  Response performOnce(const Request& req) {
+    auto handle = pool.acquire();
+    CURL* h = handle.get();
+    char errorBuffer[CURL_ERROR_SIZE] = {};
+    Slist connectToList;
+    std::string url = baseUrl + req.path;
+    Slist headers = configure(h, url, req.body ? req.contentType : nullptr, opts.requestTimeout,
+                              connectToList, errorBuffer);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // lists can be large; let them compress
+    if (req.body) {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body->size()));
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body->data());
+    }
+    if (std::string_view(req.method) != "GET" && std::string_view(req.method) != "POST") {
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method);
+    }
+
+    Response resp;
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, appendBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, captureRetryAfter);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &resp.retryAfter);
+    resp.result = curl_easy_perform(h);
+    if (resp.result == CURLE_OK) {
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+    } else {
+      resp.error = transportError(req.method, req.path, resp.result, errorBuffer);
+    }
+    return resp;
+  }
+
+  ApiError transportError(const char* method, const std::string& path, CURLcode result,
+                          const char* errorBuffer) const {
+    auto kind =
+        result == CURLE_OPERATION_TIMEDOUT ? ApiErrorKind::kTimeout : ApiErrorKind::kTransport;
+    const char* detail = errorBuffer[0] != '\0' ? errorBuffer : curl_easy_strerror(result);
+    return ApiError(kind, 0, "", std::string(method) + " " + config.server + path + ": " + detail);
+  }
+
+  std::chrono::milliseconds backoff(int attempt, const ApiError& error) const {
+    if (error.retryAfter()) {
+      return std::min<std::chrono::milliseconds>(*error.retryAfter(), opts.maxRetryDelay);
+    }
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    auto exponential = opts.retryBaseDelay * (int64_t{1} << std::min(attempt, 20));
+    auto capped = std::min<std::chrono::milliseconds>(exponential, opts.maxRetryDelay);
+    // Jitter in [50%, 100%] keeps many clients from retrying in lockstep.
+    std::uniform_int_distribution<int64_t> jitter(capped.count() / 2, capped.count());
+    return std::chrono::milliseconds(jitter(rng));
+  }
+
+  nlohmann::json call(const Request& req) {
+    for (int attempt = 0;; ++attempt) {
+      Response resp = performOnce(req);
+      bool retriable = false;
+      std::optional<ApiError> error;
+      if (resp.result != CURLE_OK) {
+        error = std::move(resp.error);
+        retriable = req.read || nothingSent(resp.result);
+      } else if (resp.status >= 200 && resp.status < 300) {
+        return parseBody(req, resp);
+      } else {
+        error = ApiError::fromResponse(static_cast<int>(resp.status), resp.body, resp.retryAfter);
+        retriable = resp.status == 429 || (req.read && error->isRetriable());
+      }
+      if (!retriable || attempt >= opts.maxRetries) {
+        throw *error;
+      }
+      auto delay = backoff(attempt, *error);
+      spdlog::debug("{} {}: {}; retry {} of {} in {} ms", req.method, req.path, error->what(),
+                    attempt + 1, opts.maxRetries, delay.count());
+      std::this_thread::sleep_for(delay);
+    }
+  }
+
+  nlohmann::json parseBody(const Request& req, const Response& resp) const {
+    if (resp.body.empty()) {
+      return nullptr;
+    }
+    auto parsed = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+      throw ApiError(ApiErrorKind::kOther, static_cast<int>(resp.status), "",
+                     std::string(req.method) + " " + req.path + ": response is not JSON");
+    }
+    return parsed;
+  }
+
+  std::string writePath(std::string path) const {
+    return path + Query().add("fieldManager", opts.fieldManager).str();
+  }
+
+  void watch(const Resource& res, const std::string& ns, const WatchOptions& wopts,
+             const std::function<bool(const WatchEvent&)>& onEvent, const std::atomic<bool>* stop);
+};
+
+KubeClient::KubeClient(KubeConfig config, KubeClientOptions opts)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(opts))) {}
+
+KubeClient::~KubeClient() = default;
+
+const KubeConfig& KubeClient::config() const {
+  return impl_->config;
+}
+
+nlohmann::json KubeClient::get(const Resource& res, const std::string& ns,
+                               const std::string& name) {
+  requireName(name, "get");
+  return impl_->call({.method = "GET", .path = res.path(ns, name), .read = true});
+}
+
+nlohmann::json KubeClient::list(const Resource& res, const std::string& ns,
+                                const ListOptions& opts) {
+  Query query;
+  query.add("labelSelector", opts.labelSelector)
+      .add("fieldSelector", opts.fieldSelector)
+      .add("limit", opts.limit > 0 ? std::to_string(opts.limit) : "")
+      .add("continue", opts.continueToken)
+      .add("resourceVersion", opts.resourceVersion);
+  return impl_->call({.method = "GET", .path = res.path(ns) + query.str(), .read = true});
+}
+
+nlohmann::json KubeClient::create(const Resource& res, const std::string& ns,
+                                  const nlohmann::json& obj) {
+  std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
+  return impl_->call(
+      {.method = "POST", .path = impl_->writePath(res.path(target)), .body = obj.dump()});
+}
+
+nlohmann::json KubeClient::update(const Resource& res, const std::string& ns,
+                                  const nlohmann::json& obj) {
+  std::string name = metadataField(obj, "name");
+  requireName(name, "update");
+  std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
+  return impl_->call(
+      {.method = "PUT", .path = impl_->writePath(res.path(target, name)), .body = obj.dump()});
+}
+
+nlohmann::json KubeClient::updateStatus(const Resource& res, const std::string& ns,
+                                        const nlohmann::json& obj) {
+  std::string name = metadataField(obj, "name");
+  requireName(name, "updateStatus");
+  std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
+  return impl_->call({.method = "PUT",
+                      .path = impl_->writePath(res.path(target, name, "status")),
+                      .body = obj.dump()});
+}
+
+nlohmann::json KubeClient::patch(const Resource& res, const std::string& ns,
+                                 const std::string& name, PatchType type,
+                                 const nlohmann::json& patch, const std::string& subresource) {
+  requireName(name, "patch");
+  return impl_->call({.method = "PATCH",
+                      .path = impl_->writePath(res.path(ns, name, subresource)),
+                      .body = patch.dump(),
+                      .contentType = contentType(type)});
+}
+
+void KubeClient::remove(const Resource& res, const std::string& ns, const std::string& name,
+                        const DeleteOptions& opts) {
+  requireName(name, "remove");
+  Request req{.method = "DELETE", .path = res.path(ns, name)};
+  if (opts.preconditionUid || opts.preconditionResourceVersion || opts.gracePeriodSeconds) {
+    nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+    if (opts.preconditionUid) {
+      body["preconditions"]["uid"] = *opts.preconditionUid;
+    }
+    if (opts.preconditionResourceVersion) {
+      body["preconditions"]["resourceVersion"] = *opts.preconditionResourceVersion;
+    }
+    if (opts.gracePeriodSeconds) {
+      body["gracePeriodSeconds"] = *opts.gracePeriodSeconds;
+    }
+    req.body = body.dump();
+  }
+  impl_->call(req);
+}
+
+void KubeClient::bindPod(const std::string& ns, const std::string& podName,
+                         const std::string& podUid, const std::string& nodeName,
+                         const std::map<std::string, std::string>& annotations) {
+  requireName(podName, "bindPod");
+  nlohmann::json metadata = {{"name", podName}, {"namespace", ns}};
+  if (!podUid.empty()) {
+    metadata["uid"] = podUid;  // the API server refuses the binding if the pod was replaced
+  }
+  if (!annotations.empty()) {
+    metadata["annotations"] = annotations;
+  }
+  nlohmann::json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", std::move(metadata)},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodeName}}},
+  };
+  impl_->call({.method = "POST",
+               .path = impl_->writePath(resources::kPods.path(ns, podName, "binding")),
+               .body = binding.dump()});
+}
+
+void KubeClient::watch(const Resource& res, const std::string& ns, const WatchOptions& opts,
+                       const std::function<bool(const WatchEvent&)>& onEvent,
+                       const std::atomic<bool>* stop) {
+  impl_->watch(res, ns, opts, onEvent, stop);
+}
+
+namespace {
+
+// State shared with the curl callbacks of one watch. Callbacks never throw into libcurl: a
+// failure is stashed in `failure`, the transfer aborted, and the exception rethrown afterwards.
+struct WatchStream {
+  CURL* handle;
+  const std::function<bool(const WatchEvent&)>& onEvent;
+  const std::atomic<bool>* stop;
+  WatchDecoder decoder;
+  long status = 0;
+  std::string errorBody;
+  std::string retryAfter;
+  std::exception_ptr failure;
+  bool finished = false;  // stopped by the flag or by onEvent: not an error
+
+  WatchStream(CURL* h, const std::function<bool(const WatchEvent&)>& callback,
+              const std::atomic<bool>* stopFlag)
+      : handle(h),
+        onEvent(callback),
+        stop(stopFlag),
+        decoder([this](WatchEvent&& event) { return deliver(std::move(event)); }) {}
+
+  bool stopRequested() const { return stop != nullptr && stop->load(); }
+
+  bool deliver(WatchEvent&& event) {
+    if (stopRequested()) {
+      return false;
+    }
+    if (event.type == WatchEventType::kError) {
+      auto code = event.object.find("code");
+      if (code != event.object.end() && code->is_number_integer() && *code == 410) {
+        throw ApiError::fromResponse(410, event.object.dump(), "");
+      }
+    }
+    return onEvent(event);
+  }
+
+  size_t write(const char* data, size_t size) {
+    try {
+      if (status == 0) {
+        curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+      }
+      if (status != 200) {
+        errorBody.append(data,
+                         std::min(size, kMaxErrorBody - std::min(kMaxErrorBody, errorBody.size())));
+        return size;
+      }
+      if (stopRequested() || !decoder.feed(data, size)) {
+        finished = true;
+        return 0;  // aborts the transfer
+      }
+      return size;
+    } catch (...) {
+      failure = std::current_exception();
+      return 0;
+    }
+  }
+
+  static size_t onData(char* data, size_t size, size_t count, void* self) {
+    return static_cast<WatchStream*>(self)->write(data, size * count);
+  }
+};
+
+// A stream that cannot be decoded is reported like a broken connection: the caller re-watches.
+[[noreturn]] void rethrowWatchFailure(std::exception_ptr failure, const std::string& path) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const WatchDecodeError& e) {
+    throw ApiError(ApiErrorKind::kTransport, 0, "", "GET " + path + ": " + e.what());
+  }
+}
+
+// Drives one transfer through a multi handle so the stop flag is looked at every
+// kWatchPollMs even while the connection is silent.
+class MultiTransfer {
+ public:
+  explicit MultiTransfer(CURL* easy) : multi_(curl_multi_init()), easy_(easy) {
+    if (multi_ == nullptr || curl_multi_add_handle(multi_, easy_) != CURLM_OK) {
+      curl_multi_cleanup(multi_);
+      throw ApiError(ApiErrorKind::kTransport, 0, "", "cannot set up a libcurl multi handle");
+    }
+  }
+  MultiTransfer(const MultiTransfer&) = delete;
+  MultiTransfer& operator=(const MultiTransfer&) = delete;
+  ~MultiTransfer() {
+    curl_multi_remove_handle(multi_, easy_);
+    curl_multi_cleanup(multi_);
+  }
+
+  // Runs until the transfer ends (its result) or until stopRequested() (nullopt).
+  template <typename StopFn>
+  std::optional<CURLcode> run(const StopFn& stopRequested) {
+    for (;;) {
+      int running = 0;
+      CURLMcode mc = curl_multi_perform(multi_, &running);
+      if (mc != CURLM_OK) {
+        throw ApiError(ApiErrorKind::kTransport, 0, "",
+                       std::string("libcurl: ") + curl_multi_strerror(mc));
+      }
+      if (running == 0) {
+        int pending = 0;
+        while (CURLMsg* msg = curl_multi_info_read(multi_, &pending)) {
+          if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy_) {
+            return msg->data.result;
+          }
+        }
+        return CURLE_OK;
+      }
+      if (stopRequested()) {
+        return std::nullopt;
+      }
+      mc = curl_multi_poll(multi_, nullptr, 0, kWatchPollMs, nullptr);
+      if (mc != CURLM_OK) {
+        throw ApiError(ApiErrorKind::kTransport, 0, "",
+                       std::string("libcurl: ") + curl_multi_strerror(mc));
+      }
+    }
+  }
+
+ private:
+  CURLM* multi_;
+  CURL* easy_;
+};
+
+}  // namespace
+
+void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const WatchOptions& wopts,
+                             const std::function<bool(const WatchEvent&)>& onEvent,
+                             const std::atomic<bool>* stop) {
+  if (stop != nullptr && stop->load()) {
+    return;
+  }
+  Query query;
+  query.add("watch", "true")
+      .add("allowWatchBookmarks", wopts.allowWatchBookmarks ? "true" : "")
+      .add("resourceVersion", wopts.resourceVersion)
+      .add("timeoutSeconds", wopts.timeoutSeconds > 0 ? std::to_string(wopts.timeoutSeconds) : "")
+      .add("labelSelector", wopts.labelSelector)
+      .add("fieldSelector", wopts.fieldSelector);
+  std::string path = res.path(ns) + query.str();
+
+  auto handle = pool.acquire();
+  CURL* h = handle.get();
+  char errorBuffer[CURL_ERROR_SIZE] = {};
+  Slist connectToList;
+  // The server ends the watch after timeoutSeconds; the margin covers its late close.
+  auto timeout = wopts.timeoutSeconds > 0
+                     ? std::chrono::milliseconds(std::chrono::seconds(wopts.timeoutSeconds)) +
+                           opts.requestTimeout
+                     : std::chrono::milliseconds(0);
+  Slist headers = configure(h, baseUrl + path, nullptr, timeout, connectToList, errorBuffer);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(opts.watchIdleTimeout.count()));
+
+  WatchStream stream(h, onEvent, stop);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WatchStream::onData);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &stream);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, captureRetryAfter);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &stream.retryAfter);
+
+  std::optional<CURLcode> result;
+  {
+    MultiTransfer transfer(h);
+    result = transfer.run([&] { return stream.stopRequested(); });
+  }
+  if (stream.failure) {
+    rethrowWatchFailure(stream.failure, path);
+  }
+  if (!result || stream.finished) {
+    return;
+  }
+  if (*result != CURLE_OK) {
+    throw transportError("GET", path, *result, errorBuffer);
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &stream.status);
+  if (stream.status != 200) {
+    throw ApiError::fromResponse(static_cast<int>(stream.status), stream.errorBody,
+                                 stream.retryAfter);
+  }
+  try {
+    stream.decoder.finish();
+  } catch (...) {
+    rethrowWatchFailure(std::current_exception(), path);
+  }
+}
+
+}  // namespace ker
