@@ -1,0 +1,164 @@
+#include "scheduler/extender_app.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/api_error.h"
+#include "common/http_server.h"
+#include "common/informer.h"
+#include "common/metrics.h"
+#include "scheduler/binder.h"
+#include "scheduler/extender.h"
+#include "scheduler/extender_handlers.h"
+
+namespace ker {
+
+namespace {
+
+std::string joinPath(const std::string& prefix, const std::string& verb) {
+  std::string p = prefix.empty() || prefix.front() != '/' ? "/" + prefix : prefix;
+  while (p.size() > 1 && p.back() == '/') {
+    p.pop_back();
+  }
+  return (p == "/" ? "" : p) + "/" + verb;
+}
+
+HttpServerOptions serverOptions(const std::string& address, int port, const ExtenderConfig& c,
+                                bool tls) {
+  HttpServerOptions o;
+  o.bindAddress = address;
+  o.port = port;
+  o.maxBodyBytes = c.maxBodyBytes;
+  o.threads = c.threads;
+  if (tls) {
+    o.certFile = c.tlsCertFile;
+    o.keyFile = c.tlsKeyFile;
+    o.clientCaFile = c.clientCaFile;
+  }
+  return o;
+}
+
+}  // namespace
+
+struct ExtenderApp::Impl {
+  Impl(ApiClient& apiClient, ExtenderConfig c)
+      : api(apiClient),
+        config(std::move(c)),
+        devices(api, resources::kExtendedResources),
+        claims(api, resources::kExtendedResourceClaims),
+        nodes(api, resources::kNodes),
+        binder(api, index,
+               [this](const std::string& node) {
+                 if (auto cached = nodes.get(node)) {
+                   return cached->meta.labels;
+                 }
+                 return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
+               }),
+        extender(
+            index,
+            [this](const std::string& key) { return claims.get(key); },
+            [this](const std::string& node) -> std::optional<std::map<std::string, std::string>> {
+              if (auto cached = nodes.get(node)) {
+                return cached->meta.labels;
+              }
+              return std::nullopt;
+            },
+            binder, config.scoring),
+        handlers(extender, registry) {
+    devices.addHandlers({
+        .onAdd = [this](const auto& d) { index.upsert(d); },
+        .onUpdate = [this](const auto&, const auto& d) { index.upsert(d); },
+        .onDelete = [this](const auto& d) { index.remove(d->meta.name); },
+    });
+    registry.gaugeFunc("extended_resource_scheduler_cached_devices", "Devices in the cache.",
+                       [this] { return static_cast<double>(index.size()); });
+    registry.gaugeFunc("extended_resource_scheduler_cached_claims", "Claims in the cache.",
+                       [this] { return static_cast<double>(claims.size()); });
+    registry.gaugeFunc("extended_resource_scheduler_cached_nodes", "Nodes in the cache.",
+                       [this] { return static_cast<double>(nodes.size()); });
+    registry.gaugeFunc("extended_resource_scheduler_reserved_devices",
+                       "Devices held by binds in flight.",
+                       [this] { return static_cast<double>(index.reservedCount()); });
+    registry.counterFunc("extended_resource_scheduler_allocation_conflicts_total",
+                         "Bind writes that lost an optimistic-concurrency race and were re-decided.",
+                         [this] { return static_cast<double>(binder.stats().conflicts.load()); });
+    registry.counterFunc("extended_resource_scheduler_bind_undos_total",
+                         "Bind attempts rolled back.",
+                         [this] { return static_cast<double>(binder.stats().undos.load()); });
+    registry.counterFunc("extended_resource_scheduler_api_writes_total",
+                         "API writes made by binds.",
+                         [this] { return static_cast<double>(binder.stats().apiWrites.load()); });
+
+    const bool tls = !config.tlsCertFile.empty();
+    main = std::make_unique<HttpServer>(serverOptions(config.bindAddress, config.port, config, tls));
+    auto route = [this](auto method) {
+      return [this, method](const HttpRequest& req) {
+        HttpReply r = (handlers.*method)(req.body);
+        return HttpResponse{r.status, "application/json", std::move(r.body)};
+      };
+    };
+    main->post(joinPath(config.pathPrefix, "filter"), route(&ExtenderHandlers::filter));
+    main->post(joinPath(config.pathPrefix, "prioritize"), route(&ExtenderHandlers::prioritize));
+    main->post(joinPath(config.pathPrefix, "bind"), route(&ExtenderHandlers::bind));
+    HttpServer* healthServer = main.get();
+    if (config.healthPort != 0) {
+      health = std::make_unique<HttpServer>(
+          serverOptions(config.healthBindAddress, config.healthPort, config, false));
+      healthServer = health.get();
+    }
+    healthServer->mountHealth([this] { return synced(); });
+    healthServer->mountMetrics(registry);
+  }
+
+  bool synced() const { return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced(); }
+
+  ApiClient& api;
+  ExtenderConfig config;
+  metrics::Registry registry;
+  DeviceIndex index;
+  Informer<ExtendedResource> devices;
+  Informer<ExtendedResourceClaim> claims;
+  Informer<Node> nodes;
+  Binder binder;
+  Extender extender;
+  ExtenderHandlers handlers;
+  std::unique_ptr<HttpServer> main;
+  std::unique_ptr<HttpServer> health;
+};
+
+ExtenderApp::ExtenderApp(ApiClient& api, ExtenderConfig config)
+    : impl_(std::make_unique<Impl>(api, std::move(config))) {}
+
+ExtenderApp::~ExtenderApp() { stop(); }
+
+void ExtenderApp::start() {
+  impl_->devices.start();
+  impl_->claims.start();
+  impl_->nodes.start();
+  impl_->main->start();
+  if (impl_->health) {
+    impl_->health->start();
+  }
+  spdlog::info("extender serving on {}:{}{}", impl_->config.bindAddress, impl_->main->port(),
+               impl_->main->tls() ? " (HTTPS)" : "");
+}
+
+void ExtenderApp::stop() {
+  if (!impl_) {
+    return;
+  }
+  impl_->main->stop();
+  if (impl_->health) {
+    impl_->health->stop();
+  }
+  impl_->devices.stop();
+  impl_->claims.stop();
+  impl_->nodes.stop();
+}
+
+bool ExtenderApp::ready() const { return impl_->synced(); }
+int ExtenderApp::port() const { return impl_->main->port(); }
+int ExtenderApp::healthPort() const {
+  return impl_->health ? impl_->health->port() : impl_->main->port();
+}
+
+}  // namespace ker

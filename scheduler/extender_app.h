@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/api_client.h"
+#include "scheduler/allocator.h"
+
+namespace ker {
+
+struct ExtenderConfig {
+  std::string bindAddress = "0.0.0.0";
+  int port = 8888;
+  // A second, plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes reach the
+  // pod IP while the extender may listen on localhost only); 0 serves them on `port`.
+  int healthPort = 0;
+  std::string healthBindAddress = "0.0.0.0";
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
+  std::string clientCaFile;
+  std::string pathPrefix = "/";  // the path part of kube-scheduler's urlPrefix
+  ScoringStrategy scoring = ScoringStrategy::kBinpack;
+  size_t maxBodyBytes = size_t{64} << 20;
+  size_t threads = 16;
+};
+
+// The running extender: caches of devices, claims and nodes fed by watches, the decision
+// core, and the HTTP(S) server(s). Construct, start(), and stop() (or destroy) when done.
+class ExtenderApp {
+ public:
+  ExtenderApp(ApiClient& api, ExtenderConfig config);
+  ~ExtenderApp();
+  ExtenderApp(const ExtenderApp&) = delete;
+  ExtenderApp& operator=(const ExtenderApp&) = delete;
+
+  // Starts the watches and the servers; returns at once (readiness follows cache sync).
+  void start();
+  void stop();
+  bool ready() const;
+  int port() const;
+  int healthPort() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ker

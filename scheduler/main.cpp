@@ -1,0 +1,71 @@
+// extended-resource-scheduler: the scheduler extender that kube-scheduler calls to filter,
+// prioritize and bind pods that claim devices.
+#include <cstdio>
+#include <exception>
+
+#include "common/flags.h"
+#include "common/kube_client.h"
+#include "common/logging.h"
+#include "common/signals.h"
+#include "scheduler/extender_app.h"
+
+int main(int argc, char** argv) {
+  ker::blockTerminationSignals();
+  ker::FlagSet flags("extended-resource-scheduler",
+                     "Scheduler extender that allocates ExtendedResources to the claims of pods "
+                     "scheduled by the extended-resource-scheduler profile.");
+  auto* kubeconfig = flags.addString("kubeconfig", "", "kubeconfig file (default: in-cluster)");
+  auto* bindAddress = flags.addString("bind-address", "0.0.0.0", "address to serve the verbs on");
+  auto* port = flags.addInt("port", 8888, "port to serve filter, prioritize and bind on");
+  auto* healthPort = flags.addInt(
+      "health-port", 0, "plain-HTTP port for /healthz, /readyz, /metrics (0: same as --port)");
+  auto* tlsCert = flags.addString("tls-cert-file", "", "serving certificate (enables HTTPS)");
+  auto* tlsKey = flags.addString("tls-private-key-file", "", "serving certificate's key");
+  auto* clientCa = flags.addString("client-ca-file", "",
+                                   "CA for client certificates (enables mutual TLS)");
+  auto* prefix = flags.addString("path-prefix", "/", "path of kube-scheduler's urlPrefix");
+  auto* scoring = flags.addString("scoring", "binpack",
+                                  "binpack: prefer nodes left with the fewest matching free "
+                                  "devices; spread: the most");
+  auto* maxBody = flags.addInt("max-body-bytes", 64 << 20, "largest request body accepted");
+  auto* logFormat = flags.addString("log-format", "text", "text or json");
+  auto* verbosity = flags.addInt("v", 0, "log verbosity");
+  if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
+    r.print();
+    return r.exitCode();
+  }
+  auto format = ker::log::parseFormat(*logFormat);
+  if (!format || (*scoring != "binpack" && *scoring != "spread") ||
+      (tlsCert->empty() != tlsKey->empty()) || (!clientCa->empty() && tlsCert->empty())) {
+    std::fprintf(stderr,
+                 "invalid flags: --log-format is text|json, --scoring is binpack|spread, "
+                 "--tls-cert-file and --tls-private-key-file go together, and "
+                 "--client-ca-file needs them\n");
+    return 2;
+  }
+  ker::log::init(*format, static_cast<int>(*verbosity));
+
+  try {
+    ker::KubeClient api(ker::KubeConfig::load(*kubeconfig));
+    ker::ExtenderConfig config;
+    config.bindAddress = *bindAddress;
+    config.port = static_cast<int>(*port);
+    config.healthPort = static_cast<int>(*healthPort);
+    config.tlsCertFile = *tlsCert;
+    config.tlsKeyFile = *tlsKey;
+    config.clientCaFile = *clientCa;
+    config.pathPrefix = *prefix;
+    config.scoring =
+        *scoring == "spread" ? ker::ScoringStrategy::kSpread : ker::ScoringStrategy::kBinpack;
+    config.maxBodyBytes = static_cast<size_t>(*maxBody);
+    ker::ExtenderApp app(api, config);
+    app.start();
+    int sig = ker::waitForTerminationSignal();
+    ker::log::info("shutting down", {{"signal", sig}});
+    app.stop();
+  } catch (const std::exception& e) {
+    ker::log::error(std::string("fatal: ") + e.what());
+    return 1;
+  }
+  return 0;
+}
