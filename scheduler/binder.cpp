@@ -210,10 +210,14 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         if (!cached) {
           throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
         }
-        auto written = ExtendedResource::fromJson(api_.updateStatus(
-            resources::kExtendedResources, "",
+        json body =
             markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
-                .toJson()));
+                .toJson();
+        if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
+          body["metadata"]["resourceVersion"] = "1";
+        }
+        auto written = ExtendedResource::fromJson(
+            api_.updateStatus(resources::kExtendedResources, "", body));
         stats_.apiWrites++;
         attempt.devices.push_back(written);
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));

@@ -31,6 +31,10 @@ class Binder {
  public:
   Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts = 5);
 
+  // Fault injection for tests and chaos runs: the next n device writes carry a stale
+  // resourceVersion, so the API server rejects them with a real 409 Conflict.
+  void injectStaleDeviceWrites(int n) { staleWrites_ = n; }
+
   // Empty on success, else a message for the scheduler (which will retry the pod).
   std::string bind(const BindingArgs& args);
 
@@ -49,6 +53,7 @@ class Binder {
   DeviceIndex& index_;
   NodeLabelsLookup nodeLabels_;
   int maxAttempts_;
+  std::atomic<int> staleWrites_{0};
   BinderStats stats_;
 };
 

@@ -1,5 +1,7 @@
 #include "scheduler/extender_app.h"
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include "common/api_error.h"
@@ -64,6 +66,10 @@ struct ExtenderApp::Impl {
             },
             binder, config.scoring),
         handlers(extender, registry) {
+    if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
+      binder.injectStaleDeviceWrites(std::atoi(n));
+      spdlog::warn("failpoint: the next {} device writes carry a stale resourceVersion", n);
+    }
     devices.addHandlers({
         .onAdd = [this](const auto& d) { index.upsert(d); },
         .onUpdate = [this](const auto&, const auto& d) { index.upsert(d); },

@@ -1,0 +1,126 @@
+#include "extender_fixture.h"
+
+#include <httplib.h>
+
+#include "common/api_error.h"
+
+namespace ker::itest {
+
+TestEnv* ExtenderSuite::env_ = nullptr;
+KubeClient* ExtenderSuite::api_ = nullptr;
+std::unique_ptr<ChildProcess> ExtenderSuite::extender_;
+int ExtenderSuite::extenderPort_ = 0;
+int ExtenderSuite::healthPort_ = 0;
+std::string ExtenderSuite::schedulerName_;
+
+void ExtenderSuite::startStack(const Options& opts) {
+  env_ = TestEnv::get();
+  if (env_ == nullptr || extender_) {
+    return;
+  }
+  env_->ensureCrds();
+  api_ = &env_->admin();
+  extenderPort_ = freePort();
+  healthPort_ = freePort();
+  std::vector<std::string> args = {"--kubeconfig=" + env_->kubeconfig(),
+                                   "--bind-address=127.0.0.1",
+                                   "--port=" + std::to_string(extenderPort_),
+                                   "--health-port=" + std::to_string(healthPort_), "--v=2"};
+  args.insert(args.end(), opts.extenderArgs.begin(), opts.extenderArgs.end());
+  schedulerName_ = uniqueName("sched");
+  extender_ = std::make_unique<ChildProcess>(
+      env_->binary("scheduler/extended-resource-scheduler"), args,
+      env_->dir() + "/extender-" + schedulerName_ + ".log", opts.extenderEnv);
+  httplib::Client health("127.0.0.1", healthPort_);
+  bool ready = eventually(
+      [&] {
+        auto res = health.Get("/readyz");
+        return res && res->status == 200;
+      },
+      60s, 100ms);
+  if (!ready) {
+    std::string tail = extender_->logTail();
+    extender_.reset();
+    throw std::runtime_error("extender never became ready:\n" + tail);
+  }
+  if (env_->launch("start-scheduler",
+                   "--name " + schedulerName_ + " --extender-url http://127.0.0.1:" +
+                       std::to_string(extenderPort_) + " --node-cache-capable " +
+                       (opts.nodeCacheCapable ? "true" : "false")) != 0) {
+    extender_.reset();
+    throw std::runtime_error("kube-scheduler did not start");
+  }
+}
+
+void ExtenderSuite::stopStack() {
+  if (env_ != nullptr && !schedulerName_.empty()) {
+    env_->launch("stop-scheduler", "--name " + schedulerName_);
+    schedulerName_.clear();
+  }
+  extender_.reset();
+}
+
+void ExtenderSuite::SetUp() {
+  if (TestEnv::get() == nullptr) {
+    GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
+  }
+  ASSERT_TRUE(extender_) << "the extender stack is not running";
+  ASSERT_TRUE(extender_->running()) << "extender died:\n" << extender_->logTail();
+  resource_ = uniqueName("gpu") + ".example.com/gpu";
+  ns_ = createNamespace(*api_, "ext");
+}
+
+std::vector<std::string> ExtenderSuite::makeNodes(int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    names.push_back(uniqueName("node"));
+    api_->create(resources::kNodes, "", nodeObject(names.back()));
+  }
+  return names;
+}
+
+nlohmann::json ExtenderSuite::getPod(const std::string& name) {
+  return api_->get(resources::kPods, ns_, name);
+}
+
+std::string ExtenderSuite::nodeOf(const std::string& pod) {
+  return getPod(pod)["spec"].value("nodeName", "");
+}
+
+bool ExtenderSuite::waitBound(const std::string& pod, std::chrono::milliseconds timeout) {
+  return eventually([&] { return !nodeOf(pod).empty(); }, timeout, 100ms);
+}
+
+std::string ExtenderSuite::invariantViolations() {
+  std::string out;
+  FILE* p = popen((env_->binary("tools/ker-check-invariants") + " --kubeconfig " +
+                   env_->kubeconfig() + " 2>&1")
+                      .c_str(),
+                  "r");
+  char buf[4096];
+  size_t n;
+  while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) {
+    out.append(buf, n);
+  }
+  int status = p == nullptr ? -1 : pclose(p);
+  return status == 0 ? std::string() : out;
+}
+
+std::string ExtenderSuite::extenderMetrics() {
+  httplib::Client health("127.0.0.1", healthPort_);
+  auto res = health.Get("/metrics");
+  return res ? res->body : std::string();
+}
+
+double ExtenderSuite::metricValue(const std::string& text, const std::string& name) {
+  size_t pos = 0;
+  while ((pos = text.find(name + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::stod(text.substr(pos + name.size() + 1));
+    }
+    pos += name.size();
+  }
+  return -1;
+}
+
+}  // namespace ker::itest

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "test_env.h"
+
+namespace ker::itest {
+
+// Runs an extended-resource-scheduler process and a kube-scheduler whose extenders block
+// points at it, for one test suite. Every test isolates itself by a resource name of its own
+// (devices of other tests never match its claims) and nodes of its own.
+class ExtenderSuite : public ::testing::Test {
+ protected:
+  struct Options {
+    bool nodeCacheCapable = true;
+    std::vector<std::string> extenderArgs;
+    std::map<std::string, std::string> extenderEnv;
+  };
+
+  static void startStack(const Options& opts);
+  static void stopStack();
+  static void TearDownTestSuite() { stopStack(); }
+
+  void SetUp() override;
+
+  // A fresh resource name, namespace and `count` Ready nodes for this test.
+  std::string resource_;
+  std::string ns_;
+  std::vector<std::string> makeNodes(int count);
+
+  nlohmann::json getPod(const std::string& name);
+  std::string nodeOf(const std::string& pod);
+  bool waitBound(const std::string& pod, std::chrono::milliseconds timeout = 30s);
+  // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
+  std::string invariantViolations();
+  std::string extenderMetrics();
+  // The value of an unlabelled series in Prometheus text; -1 when absent.
+  static double metricValue(const std::string& text, const std::string& name);
+
+  static TestEnv* env_;
+  static KubeClient* api_;
+  static std::unique_ptr<ChildProcess> extender_;
+  static int extenderPort_;
+  static int healthPort_;
+  static std::string schedulerName_;
+};
+
+}  // namespace ker::itest
