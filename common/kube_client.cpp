@@ -137,6 +137,21 @@ struct Response {
   std::string retryAfter{};
 };
 
+struct BodyReader {
+  std::string_view body;
+  size_t offset;
+
+  static size_t read(char* buffer, size_t size, size_t count, void* self) {
+    auto* reader = static_cast<BodyReader*>(self);
+    size_t n = std::min(size * count, reader->body.size() - reader->offset);
+    std::copy_n(reader->body.data() + reader->offset, n, buffer);
+    reader->offset += n;
+    return n;
+  }
+
+  static int refuseRewind(void*, curl_off_t, int) { return CURL_SEEKFUNC_FAIL; }
+};
+
 size_t appendBody(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
@@ -305,9 +320,16 @@ struct KubeClient::Impl {
     Slist headers = configure(h, url, req.body ? req.contentType : nullptr, opts.requestTimeout,
                               connectToList, errorBuffer);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // lists can be large; let them compress
+    BodyReader reader{req.body ? std::string_view(*req.body) : std::string_view(), 0};
     if (req.body) {
+      // Streamed rather than CURLOPT_POSTFIELDS: libcurl silently resends a request whose
+      // reused connection died before any response byte, and only a body it has to rewind
+      // lets us refuse that resend of a write the server may have applied.
+      curl_easy_setopt(h, CURLOPT_POST, 1L);
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body->size()));
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body->data());
+      curl_easy_setopt(h, CURLOPT_READFUNCTION, BodyReader::read);
+      curl_easy_setopt(h, CURLOPT_READDATA, &reader);
+      curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, BodyReader::refuseRewind);
     }
     if (std::string_view(req.method) != "GET" && std::string_view(req.method) != "POST") {
       curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method);
@@ -456,21 +478,19 @@ nlohmann::json KubeClient::patch(const Resource& res, const std::string& ns,
 void KubeClient::remove(const Resource& res, const std::string& ns, const std::string& name,
                         const DeleteOptions& opts) {
   requireName(name, "remove");
-  Request req{.method = "DELETE", .path = res.path(ns, name)};
-  if (opts.preconditionUid || opts.preconditionResourceVersion || opts.gracePeriodSeconds) {
-    nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
-    if (opts.preconditionUid) {
-      body["preconditions"]["uid"] = *opts.preconditionUid;
-    }
-    if (opts.preconditionResourceVersion) {
-      body["preconditions"]["resourceVersion"] = *opts.preconditionResourceVersion;
-    }
-    if (opts.gracePeriodSeconds) {
-      body["gracePeriodSeconds"] = *opts.gracePeriodSeconds;
-    }
-    req.body = body.dump();
+  // Always with a body, even without options: only a request with a body is protected from
+  // libcurl's silent resend (see performOnce).
+  nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (opts.preconditionUid) {
+    body["preconditions"]["uid"] = *opts.preconditionUid;
   }
-  impl_->call(req);
+  if (opts.preconditionResourceVersion) {
+    body["preconditions"]["resourceVersion"] = *opts.preconditionResourceVersion;
+  }
+  if (opts.gracePeriodSeconds) {
+    body["gracePeriodSeconds"] = *opts.gracePeriodSeconds;
+  }
+  impl_->call({.method = "DELETE", .path = res.path(ns, name), .body = body.dump()});
 }
 
 void KubeClient::bindPod(const std::string& ns, const std::string& podName,
