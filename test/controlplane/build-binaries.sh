@@ -50,7 +50,7 @@ check_pins
 go_env
 
 # Bump when build_steps changes what it produces (flags, stamps) so caches get rebuilt.
-recipe=1
+recipe=2
 # Anything that changes the output changes the fingerprint; a cache with another one is rebuilt.
 fingerprint=$(
   {
@@ -85,6 +85,7 @@ if is_current; then
 fi
 
 tmp=$(mktemp -d "$cache_root/.build.XXXXXX")
+chmod 755 "$tmp"
 old=''
 cleanup() {
   rm -rf "$tmp"
@@ -101,10 +102,11 @@ build_steps() {
   # The release's own timestamp keeps the stamp reproducible.
   build_date=$(cd "$here/kubernetes" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
   # Both version packages are stamped, as Kubernetes' own build does, so --version and the
-  # apiserver's /version report the pinned release instead of v0.0.0-master.
+  # apiserver's /version report the pinned release instead of v0.0.0-master. The module zip
+  # carries no commit id, so gitCommit is cleared rather than left as "$Format:%H$".
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=("-X=$p.gitVersion=$KUBERNETES_VERSION" "-X=$p.gitMajor=1" "-X=$p.gitMinor=$k8s_minor"
-      "-X=$p.gitTreeState=clean" "-X=$p.buildDate=$build_date")
+      "-X=$p.gitTreeState=clean" "-X=$p.buildDate=$build_date" "-X=$p.gitCommit=")
   done
   log "building kube-apiserver, kube-scheduler, kubectl ${KUBERNETES_VERSION} (slow the first time)"
   (cd "$here/kubernetes" && go build -trimpath -ldflags="${ldflags[*]}" -o "$tmp/" \

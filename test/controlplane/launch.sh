@@ -339,6 +339,7 @@ start_etcd() {
 # The flags are saved so restart-apiserver brings back the very same server.
 apiserver_args() { # port
   local port=$1
+  # shellcheck disable=SC2054 # the commas are inside flag values
   APISERVER_ARGS=(
     --etcd-servers="$(env_get ETCD_URL)"
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$port"
@@ -348,10 +349,15 @@ apiserver_args() { # port
     --authorization-mode=RBAC
     --service-account-issuer="https://127.0.0.1:$port"
     --service-account-signing-key-file="$DIR/pki/sa.key" --service-account-key-file="$DIR/pki/sa.pub"
-    # No controller-manager: nothing would create the default ServiceAccounts or Endpoints.
-    --service-cluster-ip-range=10.0.0.0/24 --disable-admission-plugins=ServiceAccount
+    # No controller-manager: nothing would create the default ServiceAccounts or Endpoints,
+    # nor lift the node.kubernetes.io/not-ready taint that TaintNodesByCondition puts on every
+    # new Node (hand-made Nodes would stay unschedulable).
+    --service-cluster-ip-range=10.0.0.0/24 --disable-admission-plugins=ServiceAccount,TaintNodesByCondition
     --endpoint-reconciler-type=none
     --allow-privileged=true --profiling=false
+    # Graceful shutdown then ends ~2s after in-flight requests drain; by default it waits up to
+    # 60s for open watches (a running scheduler has some), which slows restart-apiserver and stop.
+    --shutdown-send-retry-after=true
     "${APISERVER_EXTRA[@]}"
   )
   printf '%s\n' "${APISERVER_ARGS[@]}" >"$DIR/kube-apiserver.args"

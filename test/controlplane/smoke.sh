@@ -89,8 +89,9 @@ step "start-scheduler second (https extender, other profile, managed resource)"
   --managed-resource example.com/gpu:ignored >/dev/null
 sched_url=$(env_value SCHEDULER_DEFAULT_URL)
 [[ -n "$sched_url" && -n "$(env_value SCHEDULER_SECOND_URL)" ]] || fail "scheduler keys missing in env"
-curl -fsS --max-time 5 --cacert "$(env_value CA_CERT)" "$sched_url/metrics" | grep -q '^scheduler_' ||
+metrics=$(curl -fsS --max-time 5 --cacert "$(env_value CA_CERT)" "$sched_url/metrics") ||
   fail "scheduler /metrics not served"
+grep -q '^scheduler_' <<<"$metrics" || fail "scheduler /metrics has no scheduler_ series"
 
 step "a pod for extended-resource-scheduler reaches the (absent) extender"
 k create namespace smoke >/dev/null
