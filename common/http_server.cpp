@@ -1,0 +1,408 @@
+#include "common/http_server.h"
+
+#include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/logging.h"
+
+namespace ker {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// httplib routes by regex; paths are matched literally.
+std::string literalPattern(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (std::strchr(R"(\^$.|?*+()[]{})", c) != nullptr) {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+HttpRequest convert(const httplib::Request& req) {
+  HttpRequest r;
+  r.method = req.method;
+  r.path = req.path;
+  r.remoteAddr = req.remote_addr;
+  for (const auto& [name, value] : req.headers) {
+    r.headers.emplace(lower(name), value);
+  }
+  return r;
+}
+
+void apply(const HttpResponse& from, httplib::Response& to) {
+  to.status = from.status;
+  to.set_content(from.body, from.contentType.c_str());
+}
+
+// Sends the response, then has httplib close the connection: httplib 0.11 only closes on the
+// client's request, but a body provider that reports failure after writing everything ends
+// the connection. Used where unread request bytes would otherwise be parsed as the next
+// request, or where the peer is misbehaving.
+void applyAndClose(const HttpResponse& from, httplib::Response& to) {
+  to.status = from.status;
+  to.set_header("Connection", "close");
+  to.set_content_provider(
+      from.body.size(), from.contentType.c_str(),
+      [body = from.body](size_t offset, size_t length, httplib::DataSink& sink) {
+        sink.write(body.data() + offset, length);
+        return false;
+      });
+}
+
+std::string peerKey(const std::string& addr, int port) {
+  return addr + ":" + std::to_string(port);
+}
+
+// Shuts down this process's accepted connections on port, except those serving a request in
+// flight (unless force): idle keep-alive workers wake up and finish. httplib 0.11 leaves idle
+// keep-alive connections waiting out their timeout after stop(), and offers no handle on
+// them, hence the walk over the open descriptors.
+void shutdownConnections(int port, const std::set<std::string>& spare, bool force) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    const std::string name = entry.path().filename().string();
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) {
+      continue;
+    }
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    int listening = 0;
+    socklen_t optLen = sizeof listening;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+        (local.ss_family != AF_INET && local.ss_family != AF_INET6) ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 || listening) {
+      continue;
+    }
+    // sin_port and sin6_port sit at the same offset.
+    if (ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port) != port) {
+      continue;
+    }
+    sockaddr_storage peer{};
+    len = sizeof peer;
+    char host[NI_MAXHOST];
+    char serv[NI_MAXSERV];
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+        getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+      continue;
+    }
+    if (force || spare.count(peerKey(host, std::atoi(serv))) == 0) {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+  }
+}
+
+// The declared body length when it exceeds max; a malformed header is left to httplib (400).
+bool declaredTooLarge(const httplib::Request& req, size_t max) {
+  const std::string value = req.get_header_value("Content-Length");
+  uint64_t len = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), len);
+  return !value.empty() && ec == std::errc() && end == value.data() + value.size() && len > max;
+}
+
+void requireReadable(const std::string& path, const char* what) {
+  if (!std::ifstream(path).good()) {
+    throw std::runtime_error(std::string("cannot read ") + what + " file " + path + ": " +
+                             std::strerror(errno));
+  }
+}
+
+time_t secondsOf(std::chrono::milliseconds d) {
+  return static_cast<time_t>(d.count() / 1000);
+}
+time_t microsOf(std::chrono::milliseconds d) {
+  return static_cast<time_t>(d.count() % 1000 * 1000);
+}
+
+}  // namespace
+
+std::string HttpRequest::header(std::string_view name) const {
+  auto it = headers.find(lower(name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+HttpServer::HttpServer(HttpServerOptions opts) : opts_(std::move(opts)) {}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::addRoute(std::string method, const std::string& path, HttpHandler handler) {
+  if (server_) {
+    throw std::logic_error("HttpServer: routes must be added before start()");
+  }
+  routes_.push_back(Route{std::move(method), path, std::move(handler)});
+}
+
+void HttpServer::get(const std::string& path, HttpHandler handler) {
+  addRoute("GET", path, std::move(handler));
+}
+
+void HttpServer::post(const std::string& path, HttpHandler handler) {
+  addRoute("POST", path, std::move(handler));
+}
+
+void HttpServer::mountHealth(std::function<bool()> ready) {
+  get("/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; });
+  get("/readyz", [ready = std::move(ready)](const HttpRequest&) {
+    if (!ready || ready()) {
+      return HttpResponse{200, "text/plain", "ok"};
+    }
+    return HttpResponse{503, "text/plain", "not ready"};
+  });
+}
+
+void HttpServer::mountMetrics(metrics::Registry& registry) {
+  requests_ = &registry.counter("http_requests_total", "HTTP requests by path, method and code.",
+                                {"path", "method", "code"});
+  latency_ = &registry.histogram("http_request_duration_seconds",
+                                 "HTTP request latency in seconds, by path and method.",
+                                 {"path", "method"});
+  get("/metrics", [&registry](const HttpRequest&) {
+    return HttpResponse{200, metrics::Registry::kContentType, registry.render()};
+  });
+}
+
+void HttpServer::count(const std::string& method, const std::string& path, int status,
+                       double seconds) {
+  if (requests_ == nullptr) {
+    return;
+  }
+  // Unknown paths share one label value so scanners cannot blow up the series count.
+  const bool known =
+      std::any_of(routes_.begin(), routes_.end(), [&](const Route& r) { return r.path == path; });
+  const std::string label = known ? path : "other";
+  requests_->labels({label, method, std::to_string(status)}).inc();
+  latency_->labels({label, method}).observe(seconds);
+}
+
+HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req) {
+  const auto start = std::chrono::steady_clock::now();
+  HttpResponse res;
+  try {
+    res = route.handler(req);
+  } catch (const std::exception& e) {
+    log::error("HTTP handler failed", {{"path", req.path}, {"error", e.what()}});
+    res =
+        HttpResponse{500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what()};
+  } catch (...) {
+    log::error("HTTP handler failed", {{"path", req.path}, {"error", "unknown exception"}});
+    res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
+  }
+  count(req.method, route.path, res.status,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return res;
+}
+
+HttpResponse HttpServer::tooLarge(const std::string& method, const std::string& path) {
+  count(method, path, 413, 0);
+  return HttpResponse{
+      413, "text/plain; charset=utf-8",
+      "request body exceeds the limit of " + std::to_string(opts_.maxBodyBytes) + " bytes"};
+}
+
+void HttpServer::start() {
+  if (server_) {
+    throw std::logic_error("HttpServer: already started");
+  }
+  // A peer closing early must not kill the process on the next write (httplib does not pass
+  // MSG_NOSIGNAL, and OpenSSL writes to the socket directly).
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<httplib::Server> svr;
+  if (!opts_.certFile.empty() || !opts_.keyFile.empty()) {
+    requireReadable(opts_.certFile, "TLS certificate");
+    requireReadable(opts_.keyFile, "TLS key");
+    if (!opts_.clientCaFile.empty()) {
+      requireReadable(opts_.clientCaFile, "client CA");
+    }
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        opts_.certFile.c_str(), opts_.keyFile.c_str(),
+        opts_.clientCaFile.empty() ? nullptr : opts_.clientCaFile.c_str());
+    if (!ssl->is_valid()) {
+      throw std::runtime_error("cannot load the TLS certificate, key or client CA (" +
+                               opts_.certFile + ", " + opts_.keyFile + ")");
+    }
+    SSL_CTX_set_min_proto_version(ssl->ssl_context(), TLS1_2_VERSION);
+    svr = std::move(ssl);
+  } else if (!opts_.clientCaFile.empty()) {
+    throw std::runtime_error("a client CA needs a server certificate and key (TLS)");
+  } else {
+    svr = std::make_unique<httplib::Server>();
+  }
+
+  // httplib's default sets SO_REUSEPORT, which would let a second server silently share the
+  // port; plain SO_REUSEADDR makes a clash an error while still allowing quick restarts.
+  svr->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  const size_t threads = std::max<size_t>(1, opts_.threads);
+  svr->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr->set_read_timeout(secondsOf(opts_.readTimeout), microsOf(opts_.readTimeout));
+  svr->set_write_timeout(secondsOf(opts_.writeTimeout), microsOf(opts_.writeTimeout));
+  svr->set_keep_alive_timeout(static_cast<time_t>(opts_.keepAliveTimeout.count()));
+  svr->set_keep_alive_max_count(opts_.keepAliveMaxRequests);
+  // Backstop for bodies the checks below do not see; they answer first with a clear message.
+  svr->set_payload_max_length(opts_.maxBodyBytes);
+
+  const size_t max = opts_.maxBodyBytes;
+  // Reject a declared oversize body before reading any of it, with or without
+  // "Expect: 100-continue"; the unread body makes the connection unusable, so close it.
+  svr->set_expect_100_continue_handler(
+      [this, max](const httplib::Request& req, httplib::Response& res) {
+        if (declaredTooLarge(req, max)) {
+          applyAndClose(tooLarge(req.method, req.path), res);
+          return 413;
+        }
+        return 100;
+      });
+  // A request is in flight from routing until its response is written (the logger runs
+  // last in httplib's write path); requests rejected before routing need no protection.
+  svr->set_logger([inFlight = inFlight_](const httplib::Request& req, const httplib::Response&) {
+    std::lock_guard lock(inFlight->mu);
+    inFlight->peers.erase(peerKey(req.remote_addr, req.remote_port));
+  });
+  svr->set_pre_routing_handler([this, max](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(inFlight_->mu);
+      inFlight_->peers.insert(peerKey(req.remote_addr, req.remote_port));
+    }
+    if (declaredTooLarge(req, max)) {
+      applyAndClose(tooLarge(req.method, req.path), res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  // httplib answers requests it could not read (malformed, or the peer stalled past the read
+  // timeout) with an empty 4xx and then keeps the connection; close it instead. Returning
+  // Handled for closing responses makes httplib set their Content-Length on every path.
+  svr->set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        if (res.content_provider_) {
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        // Our handlers' responses always carry a Content-Type; httplib's own errors do not.
+        if (res.body.empty() && !res.has_header("Content-Type") && res.status >= 400 &&
+            res.status < 500 && res.status != 404) {
+          applyAndClose(HttpResponse{res.status, "text/plain; charset=utf-8",
+                                     "malformed or incomplete request"},
+                        res);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      }));
+
+  for (const Route& route : routes_) {
+    const std::string pattern = literalPattern(route.path);
+    if (route.method == "GET") {
+      svr->Get(pattern, [this, route](const httplib::Request& req, httplib::Response& res) {
+        apply(dispatch(route, convert(req)), res);
+      });
+      continue;
+    }
+    // POST bodies are read through a receiver so a chunked body is cut off at the limit.
+    svr->Post(pattern, [this, route, max](const httplib::Request& req, httplib::Response& res,
+                                          const httplib::ContentReader& reader) {
+      HttpRequest r = convert(req);
+      bool exceeded = false;
+      const bool complete = reader([&](const char* data, size_t len) {
+        if (r.body.size() + len > max) {
+          exceeded = true;
+          return false;
+        }
+        r.body.append(data, len);
+        return true;
+      });
+      if (exceeded) {
+        applyAndClose(tooLarge(r.method, route.path), res);
+      } else if (!complete) {
+        applyAndClose(HttpResponse{400, "text/plain; charset=utf-8", "incomplete request body"},
+                      res);
+      } else {
+        apply(dispatch(route, r), res);
+      }
+    });
+  }
+
+  if (opts_.port == 0) {
+    port_ = svr->bind_to_any_port(opts_.bindAddress);
+  } else {
+    port_ = svr->bind_to_port(opts_.bindAddress, opts_.port) ? opts_.port : -1;
+  }
+  if (port_ < 0) {
+    port_ = 0;
+    throw std::runtime_error("cannot listen on " + opts_.bindAddress + ":" +
+                             std::to_string(opts_.port) + ": " + std::strerror(errno));
+  }
+
+  exited_ = std::make_shared<std::atomic<bool>>(false);
+  server_ = std::move(svr);
+  thread_ = std::thread([svr = server_.get(), exited = exited_] {
+    svr->listen_after_bind();
+    exited->store(true);
+  });
+  // httplib's stop() is a no-op until the accept loop runs, so wait for it; otherwise a quick
+  // stop() would leave the thread listening forever.
+  while (!server_->is_running() && !exited_->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (exited_->load()) {
+    thread_.join();
+    server_.reset();
+    throw std::runtime_error("HTTP server on port " + std::to_string(port_) + " failed to start");
+  }
+  log::info("HTTP server listening", {{"address", opts_.bindAddress},
+                                      {"port", port_},
+                                      {"tls", tls()},
+                                      {"mtls", !opts_.clientCaFile.empty()}});
+}
+
+void HttpServer::stop() {
+  if (!server_) {
+    return;
+  }
+  server_->stop();
+  const auto deadline = std::chrono::steady_clock::now() + opts_.stopGracePeriod;
+  while (!exited_->load()) {
+    std::set<std::string> busy;
+    {
+      std::lock_guard lock(inFlight_->mu);
+      busy = inFlight_->peers;
+    }
+    shutdownConnections(port_, busy, std::chrono::steady_clock::now() >= deadline);
+    // Connections that were busy go idle again after their response; look again soon.
+    for (int i = 0; i < 10 && !exited_->load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  thread_.join();
+  server_.reset();
+}
+
+}  // namespace ker

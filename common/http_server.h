@@ -1,0 +1,123 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace ker {
+
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::string body;
+  std::string remoteAddr;
+  std::multimap<std::string, std::string> headers;  // names lower-cased
+
+  // First value of a header (name matched case-insensitively), "" when absent.
+  std::string header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string contentType = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string bindAddress = "0.0.0.0";
+  int port = 0;  // 0 = an ephemeral port, see HttpServer::port()
+  // Both set: HTTPS. clientCaFile set as well: mutual TLS, a client certificate signed by
+  // that CA is required.
+  std::string certFile;
+  std::string keyFile;
+  std::string clientCaFile;
+  // Larger bodies get 413 as soon as that is known (from Content-Length, or while reading a
+  // chunked body) and the connection is closed rather than drained.
+  size_t maxBodyBytes = size_t{64} << 20;
+  // Per socket read/write: a peer that stalls this long mid-request is disconnected.
+  std::chrono::milliseconds readTimeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds writeTimeout{std::chrono::seconds(10)};
+  std::chrono::seconds keepAliveTimeout{5};  // idle time before a kept-alive connection closes
+  size_t keepAliveMaxRequests = 100;
+  // How long stop() lets requests in flight finish before cutting their connections.
+  std::chrono::milliseconds stopGracePeriod{std::chrono::seconds(5)};
+  // Worker threads; each open connection (idle keep-alive ones included) occupies one.
+  size_t threads = 8;
+};
+
+// A small HTTP(S) server over cpp-httplib. Register routes (exact paths), then start(); the
+// listener runs on its own thread. A handler that throws yields a 500 with the exception's
+// message; it never takes the server down.
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions opts);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Routes must be added before start() (std::logic_error otherwise).
+  void get(const std::string& path, HttpHandler handler);
+  void post(const std::string& path, HttpHandler handler);
+  // GET /healthz (always 200 "ok" while serving) and GET /readyz (200 when ready() returns
+  // true or is empty, else 503).
+  void mountHealth(std::function<bool()> ready = {});
+  // GET /metrics renders the registry, which must outlive the server. Requests to the other
+  // routes are counted in it (http_requests_total{path,method,code}) and timed
+  // (http_request_duration_seconds{path,method}).
+  void mountMetrics(metrics::Registry& registry);
+
+  // Binds and starts serving; throws std::runtime_error when the address cannot be bound or
+  // the TLS files cannot be loaded. Returns once the server accepts connections.
+  void start();
+  // Stops accepting, closes idle connections and joins the threads. Requests in flight
+  // finish first, for up to stopGracePeriod. Idempotent.
+  void stop();
+
+  int port() const { return port_; }  // the bound port, valid after start()
+  bool tls() const { return !opts_.certFile.empty(); }
+
+ private:
+  struct Route {
+    std::string method;
+    std::string path;
+    HttpHandler handler;
+  };
+  void addRoute(std::string method, const std::string& path, HttpHandler handler);
+  HttpResponse dispatch(const Route& route, const HttpRequest& req);
+  HttpResponse tooLarge(const std::string& method, const std::string& path);
+  void count(const std::string& method, const std::string& path, int status, double seconds);
+
+  HttpServerOptions opts_;
+  std::vector<Route> routes_;
+  metrics::CounterFamily* requests_ = nullptr;
+  metrics::HistogramFamily* latency_ = nullptr;
+  // Peers ("addr:port") whose request is being handled; stop() spares their connections.
+  struct InFlight {
+    std::mutex mu;
+    std::set<std::string> peers;
+  };
+  std::shared_ptr<InFlight> inFlight_ = std::make_shared<InFlight>();
+  std::unique_ptr<httplib::Server> server_;
+  std::shared_ptr<std::atomic<bool>> exited_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace ker

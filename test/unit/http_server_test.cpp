@@ -1,0 +1,447 @@
+#include "common/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "common/metrics.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// A plain TCP connection to the server, for requests no well-behaved client would send.
+class RawConn {
+ public:
+  explicit RawConn(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      throw std::runtime_error("connect failed");
+    }
+  }
+  ~RawConn() { ::close(fd_); }
+
+  void send(const std::string& data) {
+    ASSERT_EQ(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(data.size()));
+  }
+
+  // Reads until the peer closes (eof = true) or the timeout passes.
+  std::string readUntilClosed(std::chrono::milliseconds timeout, bool& eof) {
+    std::string out;
+    eof = false;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) {
+        continue;
+      }
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        eof = true;  // orderly close or reset: either way the server dropped us
+        break;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+HttpServerOptions loopback() {
+  HttpServerOptions opts;
+  opts.bindAddress = "127.0.0.1";
+  return opts;
+}
+
+// The response is complete and self-delimiting: one Content-Length matching the body.
+void expectWellFramed(const std::string& reply) {
+  const size_t headerEnd = reply.find("\r\n\r\n");
+  ASSERT_NE(headerEnd, std::string::npos) << reply;
+  const std::string head = reply.substr(0, headerEnd);
+  const size_t at = head.find("Content-Length: ");
+  ASSERT_NE(at, std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length: ", at + 1), std::string::npos) << head;
+  const size_t len = std::stoul(head.substr(at + 16));
+  EXPECT_EQ(reply.size() - headerEnd - 4, len) << reply;
+  EXPECT_NE(head.find("Connection: close"), std::string::npos) << head;
+}
+
+HttpResponse echo(const HttpRequest& req) {
+  return HttpResponse{200, "application/json",
+                      req.method + " " + req.path + " " + req.header("X-Test") + " " + req.body};
+}
+
+TEST(HttpServer, ServesGetAndPostOnAnEphemeralPort) {
+  HttpServerOptions opts = loopback();
+  HttpServer server(opts);
+  server.get("/hello", echo);
+  server.post("/echo", echo);
+  server.start();
+  ASSERT_GT(server.port(), 0);
+  EXPECT_FALSE(server.tls());
+
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/hello", {{"x-TEST", "v1"}});
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "GET /hello v1 ");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+
+  res = cli.Post("/echo", {{"X-Test", "v2"}}, "{\"a\":1}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "POST /echo v2 {\"a\":1}");
+
+  // Paths match literally: "." is not a regex wildcard, and other paths are 404.
+  res = cli.Get("/helloX");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_THROW(server.get("/late", echo), std::logic_error);
+}
+
+TEST(HttpServer, HandlerExceptionBecomes500AndServingContinues) {
+  HttpServer server(loopback());
+  server.post("/boom",
+              [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("kaput"); });
+  server.get("/odd", [](const HttpRequest&) -> HttpResponse { throw 42; });
+  server.get("/ok", echo);
+  server.start();
+
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Post("/boom", "x", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 500);
+  EXPECT_NE(res->body.find("kaput"), std::string::npos);
+  res = cli.Get("/odd");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 500);
+  res = cli.Get("/ok");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+class BodyLimitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions opts = loopback();
+    opts.maxBodyBytes = 1024;
+    server = std::make_unique<HttpServer>(opts);
+    server->post("/echo", [this](const HttpRequest& req) {
+      handled++;
+      return echo(req);
+    });
+    server->start();
+  }
+
+  std::unique_ptr<HttpServer> server;
+  std::atomic<int> handled{0};
+};
+
+TEST_F(BodyLimitTest, BodyAtTheLimitIsAccepted) {
+  httplib::Client cli("127.0.0.1", server->port());
+  auto res = cli.Post("/echo", std::string(1024, 'a'), "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(handled, 1);
+}
+
+TEST_F(BodyLimitTest, DeclaredOversizeGets413WithoutSendingTheBody) {
+  RawConn conn(server->port());
+  conn.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 100000000\r\n\r\n");
+  bool eof = false;
+  const std::string reply = conn.readUntilClosed(3s, eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_NE(reply.find("request body exceeds the limit of 1024 bytes"), std::string::npos);
+  EXPECT_TRUE(eof) << "the connection must be closed, not drained";
+  expectWellFramed(reply);
+  EXPECT_EQ(handled, 0);
+}
+
+TEST_F(BodyLimitTest, ExpectContinueOversizeGets413Directly) {
+  RawConn conn(server->port());
+  conn.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 5000\r\n\r\n");
+  bool eof = false;
+  const std::string reply = conn.readUntilClosed(3s, eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(reply.find("100 Continue"), std::string::npos);
+  EXPECT_TRUE(eof);
+  expectWellFramed(reply);
+  EXPECT_EQ(handled, 0);
+}
+
+TEST_F(BodyLimitTest, ChunkedOversizeIsCutOff) {
+  RawConn conn(server->port());
+  conn.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  const std::string chunk(800, 'b');
+  conn.send("320\r\n" + chunk + "\r\n");
+  conn.send("320\r\n" + chunk + "\r\n");
+  bool eof = false;
+  const std::string reply = conn.readUntilClosed(3s, eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_TRUE(eof);
+  expectWellFramed(reply);
+  EXPECT_EQ(handled, 0);
+}
+
+TEST(HttpServer, StalledClientIsDroppedWhileOthersAreServed) {
+  HttpServerOptions opts = loopback();
+  opts.readTimeout = 500ms;
+  opts.threads = 2;
+  HttpServer server(opts);
+  server.get("/ok", echo);
+  server.start();
+
+  RawConn stalled(server.port());
+  stalled.send("GET /ok HTTP/1.1\r\nHost: x\r\nX-Partial: ");
+  const auto start = std::chrono::steady_clock::now();
+
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/ok");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms) << "served while one peer stalls";
+
+  bool eof = false;
+  const std::string reply = stalled.readUntilClosed(5s, eof);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+  expectWellFramed(reply);
+  EXPECT_GE(elapsed, 400ms);
+  EXPECT_LT(elapsed, 3s);
+}
+
+TEST(HttpServer, HealthReadinessAndMetrics) {
+  metrics::Registry registry;
+  std::atomic<bool> ready{false};
+  HttpServer server(loopback());
+  server.mountHealth([&] { return ready.load(); });
+  server.mountMetrics(registry);
+  server.post("/work", echo);
+  server.start();
+
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = cli.Get("/readyz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  ready = true;
+  res = cli.Get("/readyz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+
+  ASSERT_TRUE(cli.Post("/work", "x", "text/plain"));
+  ASSERT_TRUE(cli.Get("/not-a-route"));
+  res = cli.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), metrics::Registry::kContentType);
+  EXPECT_NE(res->body.find("http_requests_total{path=\"/work\",method=\"POST\",code=\"200\"} 1\n"),
+            std::string::npos)
+      << res->body;
+  EXPECT_NE(res->body.find("http_requests_total{path=\"/readyz\",method=\"GET\",code=\"503\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(
+      res->body.find("http_request_duration_seconds_count{path=\"/work\",method=\"POST\"} 1\n"),
+      std::string::npos);
+}
+
+TEST(HttpServer, StopIsPromptWithAnIdleKeepAliveConnection) {
+  HttpServerOptions opts = loopback();
+  opts.keepAliveTimeout = 30s;
+  auto server = std::make_unique<HttpServer>(opts);
+  server->get("/ok", echo);
+  server->start();
+  httplib::Client cli("127.0.0.1", server->port());
+  cli.set_keep_alive(true);
+  ASSERT_TRUE(cli.Get("/ok"));
+
+  const auto start = std::chrono::steady_clock::now();
+  server->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  server->stop();  // idempotent
+}
+
+TEST(HttpServer, StopLetsARequestInFlightFinish) {
+  auto server = std::make_unique<HttpServer>(loopback());
+  std::atomic<bool> entered{false};
+  server->get("/slow", [&](const HttpRequest&) {
+    entered = true;
+    std::this_thread::sleep_for(300ms);
+    return HttpResponse{200, "text/plain", "done"};
+  });
+  server->start();
+  int status = 0;
+  std::string body;
+  std::thread client([&] {
+    if (auto res = httplib::Client("127.0.0.1", server->port()).Get("/slow")) {
+      status = res->status;
+      body = res->body;
+    }
+  });
+  while (!entered) {
+    std::this_thread::sleep_for(1ms);
+  }
+  server->stop();
+  client.join();
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(body, "done");
+}
+
+TEST(HttpServer, StartFailuresAreReported) {
+  HttpServer first(loopback());
+  first.start();
+  HttpServerOptions clash = loopback();
+  clash.port = first.port();
+  HttpServer second(clash);
+  EXPECT_THROW(second.start(), std::runtime_error);
+
+  HttpServerOptions badTls = loopback();
+  badTls.certFile = "/nonexistent/tls.crt";
+  badTls.keyFile = "/nonexistent/tls.key";
+  HttpServer third(badTls);
+  try {
+    third.start();
+    FAIL() << "expected a TLS error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/tls.crt"), std::string::npos);
+  }
+}
+
+// Throwaway PKI made with the openssl CLI: a CA, a server certificate for 127.0.0.1, a client
+// certificate from the CA, and one from an unrelated CA.
+class TlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/ker-http-tls-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    write("req.cnf", "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = unused\n");
+    write("server.ext",
+          "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
+          "extendedKeyUsage = serverAuth\nsubjectAltName = IP:127.0.0.1,DNS:localhost\n");
+    write("client.ext",
+          "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
+          "extendedKeyUsage = clientAuth\n");
+    const std::string script =
+        "set -e; cd " + dir +
+        "\n"
+        "key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $1.key; }\n"
+        "ca() { key $1; openssl req -config req.cnf -new -x509 -days 1 -key $1.key "
+        "-subj /CN=$1 -out $1.crt -addext basicConstraints=critical,CA:TRUE "
+        "-addext keyUsage=critical,keyCertSign,cRLSign; }\n"
+        "leaf() { key $1; openssl req -config req.cnf -new -key $1.key -subj /CN=$1 -out $1.csr; "
+        "openssl x509 -req -days 1 -in $1.csr -CA $2.crt -CAkey $2.key -CAcreateserial "
+        "-extfile $3 -out $1.crt; }\n"
+        "ca ca; ca otherca\n"
+        "leaf server ca server.ext; leaf client ca client.ext; leaf stranger otherca client.ext\n";
+    write("gen.sh", script);
+    const std::string cmd = "bash " + dir + "/gen.sh >" + dir + "/gen.log 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed, see " << dir << "/gen.log";
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+
+  static void write(const std::string& name, const std::string& content) {
+    std::ofstream(dir + "/" + name) << content;
+  }
+  static std::string path(const std::string& name) { return dir + "/" + name; }
+
+  std::unique_ptr<HttpServer> startServer(bool mutual) {
+    HttpServerOptions opts = loopback();
+    opts.certFile = path("server.crt");
+    opts.keyFile = path("server.key");
+    if (mutual) {
+      opts.clientCaFile = path("ca.crt");
+    }
+    opts.readTimeout = 1s;
+    auto server = std::make_unique<HttpServer>(opts);
+    server->get("/ok", echo);
+    server->start();
+    return server;
+  }
+
+  static std::unique_ptr<httplib::SSLClient> client(int port, const std::string& cert = {}) {
+    auto cli = cert.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", port)
+                            : std::make_unique<httplib::SSLClient>(
+                                  "127.0.0.1", port, path(cert + ".crt"), path(cert + ".key"));
+    cli->set_ca_cert_path(path("ca.crt").c_str());
+    cli->enable_server_certificate_verification(true);
+    cli->set_connection_timeout(2s);
+    cli->set_read_timeout(2s);
+    return cli;
+  }
+
+  static inline std::string dir;
+};
+
+TEST_F(TlsTest, ServesHttps) {
+  auto server = startServer(false);
+  EXPECT_TRUE(server->tls());
+  auto res = client(server->port())->Get("/ok");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+
+  // Plain HTTP to the TLS port gets no HTTP answer.
+  httplib::Client plain("127.0.0.1", server->port());
+  plain.set_read_timeout(2s);
+  auto bad = plain.Get("/ok");
+  EXPECT_TRUE(!bad || bad->status != 200);
+}
+
+TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {
+  auto server = startServer(true);
+  auto anonymous = client(server->port())->Get("/ok");
+  EXPECT_FALSE(anonymous) << "a client without a certificate must be rejected";
+
+  auto stranger = client(server->port(), "stranger")->Get("/ok");
+  EXPECT_FALSE(stranger) << "a certificate from another CA must be rejected";
+
+  auto res = client(server->port(), "client")->Get("/ok");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(TlsTest, StalledHandshakeIsDroppedWhileOthersAreServed) {
+  auto server = startServer(false);
+  RawConn stalled(server->port());
+  const auto start = std::chrono::steady_clock::now();
+  auto res = client(server->port())->Get("/ok");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  bool eof = false;
+  stalled.readUntilClosed(6s, eof);
+  EXPECT_TRUE(eof);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+}  // namespace
+}  // namespace ker
