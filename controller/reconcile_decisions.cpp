@@ -1,0 +1,207 @@
+#include "controller/reconcile_decisions.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "common/flags.h"
+
+namespace ker {
+
+namespace {
+
+using namespace action;
+
+std::string podName(const ExtendedResourceClaim& c) {
+  return objectKey(c.meta.ns, c.podRef ? c.podRef->name : "");
+}
+
+// A state that is only suspicious while young: wait until it has lasted `grace`, then act
+// (through a live read first when the data came from the cache).
+Decision afterGrace(const SteadyTime now, std::optional<SteadyTime> suspectSince, Millis grace,
+                    bool live, LiveRead read, Action act) {
+  const SteadyTime since = suspectSince.value_or(now);
+  const auto age = now - since;
+  if (age < grace) {
+    return {WaitGrace{std::chrono::ceil<Millis>(grace - age)}, since};
+  }
+  if (!live) {
+    return {VerifyLive{read, {}}, since};
+  }
+  return {std::move(act), std::nullopt};
+}
+
+// The device is Bound to this very claim (by UID when the claimRef carries one).
+bool boundTo(const ExtendedResource* d, const ExtendedResourceClaim& c) {
+  return d && d->phase == DevicePhase::kBound && d->claimRef && d->claimRef->ns == c.meta.ns &&
+         d->claimRef->name == c.meta.name &&
+         (d->claimRef->uid.empty() || d->claimRef->uid == c.meta.uid);
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += (out.empty() ? "" : ", ") + n;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* toString(ReleaseCause cause) {
+  switch (cause) {
+    case ReleaseCause::kPodDeleted:
+      return "PodDeleted";
+    case ReleaseCause::kPodReplaced:
+      return "PodReplaced";
+    case ReleaseCause::kPodFinished:
+      return "PodFinished";
+    case ReleaseCause::kNeverScheduled:
+      return "NeverScheduled";
+    case ReleaseCause::kNoHolder:
+      return "NoHolder";
+  }
+  return "Unknown";
+}
+
+bool hasStatusPhase(const ExtendedResource& device) {
+  const auto& raw = device.raw;
+  if (!raw.is_object()) {
+    return false;
+  }
+  auto status = raw.find("status");
+  if (status == raw.end() || !status->is_object()) {
+    return false;
+  }
+  auto phase = status->find("phase");
+  return phase != status->end() && phase->is_string() && !phase->get<std::string>().empty();
+}
+
+Decision decideClaim(const ClaimView& v) {
+  const ExtendedResourceClaim& c = *v.claim;
+  // An unparsable claim's status cannot be trusted to say what it holds.
+  if (!c.invalid.empty() || c.phase == ClaimPhase::kPending) {
+    return {Nothing{}, std::nullopt};
+  }
+  if (!c.podRef) {
+    return afterGrace(
+        v.now, v.suspectSince, v.grace, true, LiveRead::kHolderPod,
+        ReleaseClaim{ReleaseCause::kNoHolder,
+                     std::string("claim is ") + toString(c.phase) + " without a podRef"});
+  }
+  const PodRef& ref = *c.podRef;
+  const Pod* pod = v.holder;
+  const bool holds = pod && (ref.uid.empty() || pod->meta.uid == ref.uid);
+  if (!holds) {
+    if (!v.holderLive) {
+      return {VerifyLive{LiveRead::kHolderPod, {}}, std::nullopt};
+    }
+    if (pod) {
+      return {ReleaseClaim{ReleaseCause::kPodReplaced,
+                           "pod " + podName(c) + " was recreated (uid " + pod->meta.uid +
+                               "); the holder (uid " + ref.uid + ") is gone"},
+              std::nullopt};
+    }
+    return {ReleaseClaim{ReleaseCause::kPodDeleted,
+                         "pod " + podName(c) + " (uid " + ref.uid + ") no longer exists"},
+            std::nullopt};
+  }
+  if (pod->finished()) {
+    return {ReleaseClaim{ReleaseCause::kPodFinished, "pod " + podName(c) + " " + pod->phase},
+            std::nullopt};
+  }
+  if (pod->nodeName.empty()) {
+    return afterGrace(v.now, v.suspectSince, v.grace, v.holderLive, LiveRead::kHolderPod,
+                      ReleaseClaim{ReleaseCause::kNeverScheduled,
+                                   "pod " + podName(c) + " was not bound to a node within " +
+                                       formatDuration(v.grace) + " of holding the claim"});
+  }
+
+  std::vector<std::string> missing;
+  for (const auto& name : c.allocated) {
+    auto it = v.devices.find(name);
+    if (!boundTo(it == v.devices.end() ? nullptr : it->second, c)) {
+      missing.push_back(name);
+    }
+  }
+  if (missing.empty()) {
+    return {Nothing{}, std::nullopt};
+  }
+  if (!v.devicesLive) {
+    return {VerifyLive{LiveRead::kClaimDevices, missing}, std::nullopt};
+  }
+  std::string message = "extended resource" + std::string(missing.size() > 1 ? "s " : " ") +
+                        join(missing) + (missing.size() > 1 ? " were" : " was") +
+                        " deleted or unbound while allocated to pod " + podName(c);
+  return {MarkClaimLost{std::move(missing), std::move(message)}, std::nullopt};
+}
+
+Decision decideDevice(const DeviceView& v) {
+  const ExtendedResource& d = *v.device;
+  if (!hasStatusPhase(d)) {
+    return {InitDeviceStatus{}, std::nullopt};
+  }
+  if (!d.invalid.empty() || d.phase != DevicePhase::kBound) {
+    return {Nothing{}, std::nullopt};
+  }
+  if (!d.claimRef) {
+    return afterGrace(v.now, v.suspectSince, v.grace, true, LiveRead::kDeviceClaim,
+                      FreeDevice{"Bound without a claimRef"});
+  }
+  const ClaimRef& ref = *d.claimRef;
+  const std::string refName = objectKey(ref.ns, ref.name);
+  const ExtendedResourceClaim* c = v.claim;
+  if (!c || (!ref.uid.empty() && c->meta.uid != ref.uid)) {
+    // That claim can never come back (UIDs are never reused), so no grace is needed once a
+    // live read has confirmed it is gone.
+    if (!v.claimLive) {
+      return {VerifyLive{LiveRead::kDeviceClaim, {}}, std::nullopt};
+    }
+    return {FreeDevice{"claim " + refName + " (uid " + ref.uid + ") no longer exists"},
+            std::nullopt};
+  }
+  if (!c->invalid.empty()) {
+    return {Nothing{}, std::nullopt};
+  }
+  const bool listed =
+      (c->phase == ClaimPhase::kBound || c->phase == ClaimPhase::kLost) &&
+      std::find(c->allocated.begin(), c->allocated.end(), d.meta.name) != c->allocated.end();
+  if (listed) {
+    return {Nothing{}, std::nullopt};
+  }
+  return afterGrace(v.now, v.suspectSince, v.grace, v.claimLive, LiveRead::kDeviceClaim,
+                    FreeDevice{"claim " + refName + " does not list it"});
+}
+
+std::vector<const Pod*> podsToNudge(const NudgeView& v) {
+  std::vector<const Pod*> out;
+  for (const auto& pv : v.pods) {
+    const Pod* p = pv.pod;
+    if (!pv.unschedulable || !p->nodeName.empty() || p->schedulerName != v.schedulerName ||
+        p->meta.deleting || p->finished() || !p->invalid.empty() || p->claims.empty()) {
+      continue;
+    }
+    if (auto it = v.lastNudged.find(p->meta.uid);
+        it != v.lastNudged.end() && v.now - it->second < v.minInterval) {
+      continue;
+    }
+    const bool wants = std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
+      auto it = v.claims.find(objectKey(p->meta.ns, name));
+      return it != v.claims.end() && it->second && it->second->phase == ClaimPhase::kPending &&
+             it->second->rawResourceName == v.rawResourceName;
+    });
+    if (wants) {
+      out.push_back(p);
+    }
+  }
+  // RFC 3339 timestamps in the API's fixed format order as strings do.
+  std::sort(out.begin(), out.end(), [](const Pod* a, const Pod* b) {
+    return std::tie(a->meta.creationTimestamp, a->meta.ns, a->meta.name) <
+           std::tie(b->meta.creationTimestamp, b->meta.ns, b->meta.name);
+  });
+  if (out.size() > v.limit) {
+    out.resize(v.limit);
+  }
+  return out;
+}
+
+}  // namespace ker

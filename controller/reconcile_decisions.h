@@ -1,0 +1,139 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/objects.h"
+
+// Every decision the controller makes, as pure functions of what it has seen: no I/O, no
+// clock, no shared state. The reconciler gathers the inputs from its caches (or a live read
+// when a decision asks for one) and applies the returned action.
+namespace ker {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+using Millis = std::chrono::milliseconds;
+
+enum class ReleaseCause {
+  kPodDeleted,      // the holder no longer exists
+  kPodReplaced,     // a different pod (another UID) now has the holder's name
+  kPodFinished,     // the holder Succeeded or Failed
+  kNeverScheduled,  // the holder never got a node within the grace period (bind died midway)
+  kNoHolder,        // Bound or Lost without a podRef, past the grace period
+};
+const char* toString(ReleaseCause cause);
+
+// What a live read must fetch before the decision can be trusted.
+enum class LiveRead { kHolderPod, kClaimDevices, kDeviceClaim };
+
+namespace action {
+struct Nothing {};
+// The cache alone cannot justify a write: re-decide with a fresh read of `what`.
+struct VerifyLive {
+  LiveRead what;
+  std::vector<std::string> devices;  // for kClaimDevices: the names to read
+};
+// A suspicious state that may be a transient; look again after `remaining`.
+struct WaitGrace {
+  Millis remaining;
+};
+// The claim goes back to Pending (allocation, node and podRef cleared) and the devices it
+// lists that are still Bound to it go back to Available.
+struct ReleaseClaim {
+  ReleaseCause cause;
+  std::string message;
+};
+// Devices the claim lists are gone (or no longer Bound to it): the claim becomes Lost and
+// stops listing them.
+struct MarkClaimLost {
+  std::vector<std::string> missing;
+  std::string message;
+};
+// The device goes back to Available with its claimRef cleared.
+struct FreeDevice {
+  std::string message;
+};
+// The device has no status yet: it becomes Available.
+struct InitDeviceStatus {};
+}  // namespace action
+
+using Action =
+    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
+                 action::MarkClaimLost, action::FreeDevice, action::InitDeviceStatus>;
+
+struct Decision {
+  Action action;
+  // When the suspicious state under observation was first seen; nullopt = nothing suspicious
+  // (the caller forgets any earlier time).
+  std::optional<SteadyTime> suspectSince;
+};
+
+// Inputs for one claim.
+struct ClaimView {
+  const ExtendedResourceClaim* claim = nullptr;  // never null
+  // The pod named by the claim's podRef in the claim's namespace, whatever its UID; nullptr
+  // when there is none.
+  const Pod* holder = nullptr;
+  bool holderLive = false;  // holder (or its absence) comes from a live read
+  // Every device the claim lists, nullptr for those not found.
+  std::map<std::string, const ExtendedResource*> devices;
+  bool devicesLive = false;
+  SteadyTime now;
+  std::optional<SteadyTime> suspectSince;
+  Millis grace{0};
+};
+
+// A Bound or Lost claim is released once its holder is gone, replaced or finished, or never
+// got a node within the grace period; a Bound claim whose listed devices vanished becomes
+// Lost. Anything that would release or mark Lost because something is missing from the
+// cache is confirmed by a live read first: cache lag must never take devices from a live pod.
+Decision decideClaim(const ClaimView& v);
+
+// Inputs for one device.
+struct DeviceView {
+  const ExtendedResource* device = nullptr;  // never null
+  // The claim named by the device's claimRef, whatever its UID; nullptr when there is none.
+  const ExtendedResourceClaim* claim = nullptr;
+  bool claimLive = false;
+  SteadyTime now;
+  std::optional<SteadyTime> suspectSince;
+  Millis grace{0};
+};
+
+// A device without a status becomes Available. A Bound device whose claim (that UID) no
+// longer exists is freed once a live read confirms it. A Bound device its claim does not list
+// is freed only after that has lasted the grace period, because the extender writes devices
+// before the claim and so passes through that state on every bind.
+Decision decideDevice(const DeviceView& v);
+
+// Whether status.phase was ever written (the typed view defaults an absent status to
+// Available).
+bool hasStatusPhase(const ExtendedResource& device);
+
+// A pod as the nudge selection sees it.
+struct PendingPodView {
+  const Pod* pod = nullptr;
+  bool unschedulable = false;  // condition PodScheduled is False with reason Unschedulable
+};
+
+struct NudgeView {
+  std::string rawResourceName;  // devices of this resource became Available
+  std::string schedulerName;
+  std::vector<PendingPodView> pods;
+  // The claims, by "namespace/name"; absent ones are skipped.
+  std::map<std::string, const ExtendedResourceClaim*> claims;
+  std::map<std::string, SteadyTime> lastNudged;  // by pod UID
+  SteadyTime now;
+  Millis minInterval{0};
+  size_t limit = 0;
+};
+
+// The pods worth asking kube-scheduler to retry: unscheduled, of our scheduler, rejected as
+// unschedulable, not deleting, with a Pending claim for the resource, and not nudged within
+// minInterval; oldest first, at most limit.
+std::vector<const Pod*> podsToNudge(const NudgeView& v);
+
+}  // namespace ker

@@ -1,0 +1,507 @@
+#include <gtest/gtest.h>
+
+#include "controller/reconcile_decisions.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+
+const SteadyTime kT0{std::chrono::hours(1000)};
+const Millis kGrace = 2min;
+
+ExtendedResource boundDevice(const std::string& name, const std::string& claim,
+                             const std::string& claimUid) {
+  ExtendedResource d;
+  d.meta.name = name;
+  d.meta.uid = "uid-" + name;
+  d.rawResourceName = "nvidia.com/gpu";
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", claim, claimUid};
+  d.raw = d.toJson();
+  return d;
+}
+
+ExtendedResource availableDevice(const std::string& name) {
+  ExtendedResource d;
+  d.meta.name = name;
+  d.rawResourceName = "nvidia.com/gpu";
+  d.raw = d.toJson();
+  return d;
+}
+
+ExtendedResourceClaim boundClaim(std::vector<std::string> devices, const std::string& podUid) {
+  ExtendedResourceClaim c;
+  c.meta.name = "c";
+  c.meta.ns = "default";
+  c.meta.uid = "uid-c";
+  c.rawResourceName = "nvidia.com/gpu";
+  c.extendedResourceNum = static_cast<int64_t>(devices.size());
+  c.phase = ClaimPhase::kBound;
+  c.allocated = std::move(devices);
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p", podUid};
+  return c;
+}
+
+Pod pod(const std::string& uid, const std::string& node, const std::string& phase = "Running") {
+  Pod p;
+  p.meta.name = "p";
+  p.meta.ns = "default";
+  p.meta.uid = uid;
+  p.nodeName = node;
+  p.phase = phase;
+  p.claims = {"c"};
+  return p;
+}
+
+// The action, by value: callers often pass a temporary Decision.
+template <class A>
+A as(const Decision& d) {
+  const A* a = std::get_if<A>(&d.action);
+  EXPECT_NE(a, nullptr) << "action index " << d.action.index();
+  return a ? *a : A{};
+}
+
+// A running pod holding claim c with devices d0 and d1, all consistent.
+class ClaimDecisionTest : public ::testing::Test {
+ protected:
+  ClaimDecisionTest()
+      : d0(boundDevice("d0", "c", "uid-c")),
+        d1(boundDevice("d1", "c", "uid-c")),
+        claim(boundClaim({"d0", "d1"}, "uid-p")),
+        holder(pod("uid-p", "n1")) {
+    view.claim = &claim;
+    view.holder = &holder;
+    view.devices = {{"d0", &d0}, {"d1", &d1}};
+    view.now = kT0;
+    view.grace = kGrace;
+  }
+
+  ExtendedResource d0, d1;
+  ExtendedResourceClaim claim;
+  Pod holder;
+  ClaimView view;
+};
+
+TEST_F(ClaimDecisionTest, ConsistentClaimNeedsNothing) {
+  auto d = decideClaim(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(ClaimDecisionTest, PendingClaimNeedsNothingWhateverTheHolder) {
+  claim.phase = ClaimPhase::kPending;
+  view.holder = nullptr;
+  view.holderLive = true;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, InvalidClaimIsLeftAlone) {
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
+  view.holder = nullptr;
+  view.holderLive = true;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, HolderMissingFromCacheIsVerifiedLiveFirst) {
+  view.holder = nullptr;
+  auto d = decideClaim(view);
+  EXPECT_EQ(as<action::VerifyLive>(d).what, LiveRead::kHolderPod);
+}
+
+TEST_F(ClaimDecisionTest, HolderConfirmedGoneReleases) {
+  view.holder = nullptr;
+  view.holderLive = true;
+  auto d = decideClaim(view);
+  const auto& r = as<action::ReleaseClaim>(d);
+  EXPECT_EQ(r.cause, ReleaseCause::kPodDeleted);
+  EXPECT_NE(r.message.find("default/p"), std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(ClaimDecisionTest, DifferentPodWithTheSameNameInCacheIsVerifiedLiveFirst) {
+  Pod other = pod("uid-other", "n2");
+  view.holder = &other;
+  EXPECT_EQ(as<action::VerifyLive>(decideClaim(view)).what, LiveRead::kHolderPod);
+}
+
+TEST_F(ClaimDecisionTest, DifferentPodWithTheSameNameLiveReleases) {
+  Pod other = pod("uid-other", "n2");
+  view.holder = &other;
+  view.holderLive = true;
+  const auto& r = as<action::ReleaseClaim>(decideClaim(view));
+  EXPECT_EQ(r.cause, ReleaseCause::kPodReplaced);
+  EXPECT_NE(r.message.find("uid-other"), std::string::npos);
+}
+
+TEST_F(ClaimDecisionTest, LiveReadFindingTheHolderAliveKeepsTheClaim) {
+  view.holderLive = true;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, PodRefWithoutUidMatchesByName) {
+  claim.podRef->uid.clear();
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, FinishedHolderReleasesWithoutALiveRead) {
+  for (const char* phase : {"Succeeded", "Failed"}) {
+    holder.phase = phase;
+    const auto& r = as<action::ReleaseClaim>(decideClaim(view));
+    EXPECT_EQ(r.cause, ReleaseCause::kPodFinished);
+    EXPECT_NE(r.message.find(phase), std::string::npos);
+  }
+}
+
+TEST_F(ClaimDecisionTest, TerminatingHolderKeepsItsClaimUntilGone) {
+  holder.meta.deleting = true;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, LostClaimIsReleasedWhenItsHolderGoes) {
+  claim.phase = ClaimPhase::kLost;
+  view.holder = nullptr;
+  view.holderLive = true;
+  EXPECT_EQ(as<action::ReleaseClaim>(decideClaim(view)).cause, ReleaseCause::kPodDeleted);
+}
+
+TEST_F(ClaimDecisionTest, UnscheduledHolderStartsTheGraceClock) {
+  holder.nodeName.clear();
+  auto d = decideClaim(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, kGrace);
+  EXPECT_EQ(d.suspectSince, kT0);
+}
+
+TEST_F(ClaimDecisionTest, UnscheduledHolderWithinGraceWaitsTheRemainder) {
+  holder.nodeName.clear();
+  view.suspectSince = kT0 - 90s;
+  auto d = decideClaim(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, 30s);
+  EXPECT_EQ(d.suspectSince, kT0 - 90s);
+}
+
+TEST_F(ClaimDecisionTest, GraceRemainderRoundsUpSoTheRecheckIsNotEarly) {
+  holder.nodeName.clear();
+  view.suspectSince = kT0 - kGrace + 500us;
+  EXPECT_EQ(as<action::WaitGrace>(decideClaim(view)).remaining, 1ms);
+}
+
+TEST_F(ClaimDecisionTest, UnscheduledHolderPastGraceIsVerifiedLive) {
+  holder.nodeName.clear();
+  view.suspectSince = kT0 - kGrace;
+  auto d = decideClaim(view);
+  EXPECT_EQ(as<action::VerifyLive>(d).what, LiveRead::kHolderPod);
+  EXPECT_EQ(d.suspectSince, kT0 - kGrace);
+}
+
+TEST_F(ClaimDecisionTest, UnscheduledHolderPastGraceConfirmedLiveReleases) {
+  holder.nodeName.clear();
+  view.suspectSince = kT0 - kGrace - 1s;
+  view.holderLive = true;
+  auto d = decideClaim(view);
+  const auto& r = as<action::ReleaseClaim>(d);
+  EXPECT_EQ(r.cause, ReleaseCause::kNeverScheduled);
+  EXPECT_NE(r.message.find("2m"), std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(ClaimDecisionTest, HolderThatGotANodeClearsTheGraceClock) {
+  view.suspectSince = kT0 - 10min;
+  auto d = decideClaim(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(ClaimDecisionTest, ClaimWithoutPodRefIsReleasedOnlyAfterGrace) {
+  claim.podRef.reset();
+  auto first = decideClaim(view);
+  as<action::WaitGrace>(first);
+  view.suspectSince = first.suspectSince;
+  view.now = kT0 + kGrace;
+  EXPECT_EQ(as<action::ReleaseClaim>(decideClaim(view)).cause, ReleaseCause::kNoHolder);
+}
+
+TEST_F(ClaimDecisionTest, DeviceMissingFromCacheIsVerifiedLive) {
+  view.devices["d1"] = nullptr;
+  auto d = decideClaim(view);
+  const auto& v = as<action::VerifyLive>(d);
+  EXPECT_EQ(v.what, LiveRead::kClaimDevices);
+  EXPECT_EQ(v.devices, std::vector<std::string>{"d1"});
+}
+
+TEST_F(ClaimDecisionTest, DeviceConfirmedGoneMarksTheClaimLost) {
+  view.devices["d1"] = nullptr;
+  view.devicesLive = true;
+  const auto& lost = as<action::MarkClaimLost>(decideClaim(view));
+  EXPECT_EQ(lost.missing, std::vector<std::string>{"d1"});
+  EXPECT_NE(lost.message.find("d1"), std::string::npos);
+}
+
+TEST_F(ClaimDecisionTest, DevicesBoundElsewhereOrFreedCountAsLost) {
+  ExtendedResource recreated = availableDevice("d0");
+  ExtendedResource stolen = boundDevice("d1", "c", "uid-old-c");
+  view.devices = {{"d0", &recreated}, {"d1", &stolen}};
+  view.devicesLive = true;
+  const auto& lost = as<action::MarkClaimLost>(decideClaim(view));
+  EXPECT_EQ(lost.missing, (std::vector<std::string>{"d0", "d1"}));
+  EXPECT_NE(lost.message.find("d0, d1 were"), std::string::npos);
+}
+
+TEST_F(ClaimDecisionTest, DeviceRefWithoutUidCountsAsBound) {
+  d0.claimRef->uid.clear();
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, LostClaimWhoseRemainingDevicesAreFineNeedsNothing) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated = {"d0"};
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, UnscheduledHolderIsNotMarkedLost) {
+  // The holder's node decides first: devices matter only to a pod that runs.
+  holder.nodeName.clear();
+  view.devices["d1"] = nullptr;
+  view.devicesLive = true;
+  as<action::WaitGrace>(decideClaim(view));
+}
+
+// Device d0 Bound to claim c, which lists it.
+class DeviceDecisionTest : public ::testing::Test {
+ protected:
+  DeviceDecisionTest() : device(boundDevice("d0", "c", "uid-c")), claim(boundClaim({"d0"}, "p")) {
+    view.device = &device;
+    view.claim = &claim;
+    view.now = kT0;
+    view.grace = kGrace;
+  }
+
+  ExtendedResource device;
+  ExtendedResourceClaim claim;
+  DeviceView view;
+};
+
+TEST_F(DeviceDecisionTest, ListedByItsClaimNeedsNothing) {
+  auto d = decideDevice(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(DeviceDecisionTest, ListedByALostClaimNeedsNothing) {
+  claim.phase = ClaimPhase::kLost;
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, WithoutStatusIsInitialized) {
+  for (const auto& raw :
+       {nlohmann::json{{"metadata", {{"name", "d0"}}}}, nlohmann::json{{"status", nullptr}},
+        nlohmann::json{{"status", nlohmann::json::object()}},
+        nlohmann::json{{"status", {{"phase", ""}}}}, nlohmann::json()}) {
+    device.raw = raw;
+    as<action::InitDeviceStatus>(decideDevice(view));
+  }
+}
+
+TEST_F(DeviceDecisionTest, AvailableAndPendingDevicesNeedNothing) {
+  for (auto phase : {DevicePhase::kAvailable, DevicePhase::kPending}) {
+    device.phase = phase;
+    device.raw = device.toJson();
+    view.claim = nullptr;
+    view.claimLive = true;
+    as<action::Nothing>(decideDevice(view));
+  }
+}
+
+TEST_F(DeviceDecisionTest, InvalidDeviceWithAStatusIsLeftAlone) {
+  device.invalid = "spec.nodeAffinity: expected an object";
+  view.claim = nullptr;
+  view.claimLive = true;
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, ClaimMissingFromCacheIsVerifiedLive) {
+  view.claim = nullptr;
+  EXPECT_EQ(as<action::VerifyLive>(decideDevice(view)).what, LiveRead::kDeviceClaim);
+}
+
+TEST_F(DeviceDecisionTest, ClaimConfirmedGoneFreesAtOnce) {
+  view.claim = nullptr;
+  view.claimLive = true;
+  auto d = decideDevice(view);
+  EXPECT_NE(as<action::FreeDevice>(d).message.find("default/c"), std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(DeviceDecisionTest, RecreatedClaimWithTheSameNameIsVerifiedThenFreesAtOnce) {
+  claim.meta.uid = "uid-new-c";
+  as<action::VerifyLive>(decideDevice(view));
+  view.claimLive = true;
+  as<action::FreeDevice>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, NotYetListedIsAMidBindTransientWithinGrace) {
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  auto d = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, kGrace);
+  EXPECT_EQ(d.suspectSince, kT0);
+
+  view.suspectSince = kT0;
+  view.now = kT0 + 1s;
+  d = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, kGrace - 1s);
+  EXPECT_EQ(d.suspectSince, kT0);
+}
+
+TEST_F(DeviceDecisionTest, NotListedPastGraceIsVerifiedLiveThenFreed) {
+  claim.allocated = {"d9"};
+  view.suspectSince = kT0 - kGrace;
+  auto d = decideDevice(view);
+  EXPECT_EQ(as<action::VerifyLive>(d).what, LiveRead::kDeviceClaim);
+  EXPECT_EQ(d.suspectSince, kT0 - kGrace);
+  view.claimLive = true;
+  d = decideDevice(view);
+  EXPECT_NE(as<action::FreeDevice>(d).message.find("does not list"), std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(DeviceDecisionTest, PendingClaimListingTheDeviceStillCountsAsNotListing) {
+  claim.phase = ClaimPhase::kPending;
+  view.suspectSince = kT0 - kGrace;
+  view.claimLive = true;
+  as<action::FreeDevice>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, ListingResolvesTheSuspicion) {
+  view.suspectSince = kT0 - 30s;
+  auto d = decideDevice(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(DeviceDecisionTest, InvalidClaimIsNeverGroundsToFree) {
+  claim.invalid = "status.extendedResourceNames: expected an array";
+  claim.allocated.clear();
+  view.suspectSince = kT0 - 1h;
+  view.claimLive = true;
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, BoundWithoutClaimRefIsFreedAfterGraceWithoutARead) {
+  device.claimRef.reset();
+  view.claim = nullptr;
+  as<action::WaitGrace>(decideDevice(view));
+  view.suspectSince = kT0 - kGrace;
+  EXPECT_NE(as<action::FreeDevice>(decideDevice(view)).message.find("claimRef"), std::string::npos);
+}
+
+TEST_F(DeviceDecisionTest, ClaimRefWithoutUidMatchesByName) {
+  device.claimRef->uid.clear();
+  claim.meta.uid = "anything";
+  as<action::Nothing>(decideDevice(view));
+}
+
+class NudgeTest : public ::testing::Test {
+ protected:
+  NudgeTest() {
+    pending.meta.name = "c";
+    pending.meta.ns = "default";
+    pending.rawResourceName = "nvidia.com/gpu";
+    view.rawResourceName = "nvidia.com/gpu";
+    view.schedulerName = "extended-resource-scheduler";
+    view.claims["default/c"] = &pending;
+    view.now = kT0;
+    view.minInterval = 1s;
+    view.limit = 10;
+  }
+
+  Pod& addPod(const std::string& name, const std::string& created, bool unschedulable = true) {
+    auto p = std::make_unique<Pod>(pod("uid-" + name, ""));
+    p->meta.name = name;
+    p->meta.creationTimestamp = created;
+    p->schedulerName = "extended-resource-scheduler";
+    p->phase = "Pending";
+    pods.push_back(std::move(p));
+    view.pods.push_back({pods.back().get(), unschedulable});
+    return *pods.back();
+  }
+
+  std::vector<std::string> names() {
+    std::vector<std::string> out;
+    for (const Pod* p : podsToNudge(view)) {
+      out.push_back(p->meta.name);
+    }
+    return out;
+  }
+
+  ExtendedResourceClaim pending;
+  std::vector<std::unique_ptr<Pod>> pods;
+  NudgeView view;
+};
+
+TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
+  addPod("b", "2026-01-01T00:00:02Z");
+  addPod("a", "2026-01-01T00:00:01Z");
+  addPod("c", "2026-01-01T00:00:01Z");
+  EXPECT_EQ(names(), (std::vector<std::string>{"a", "c", "b"}));
+}
+
+TEST_F(NudgeTest, SkipsPodsThatCannotUseTheDevices) {
+  addPod("not-rejected", "1", false);
+  addPod("scheduled", "2").nodeName = "n1";
+  addPod("other-scheduler", "3").schedulerName = "default-scheduler";
+  addPod("deleting", "4").meta.deleting = true;
+  addPod("failed", "5").phase = "Failed";
+  addPod("garbled", "6").invalid = "annotation: bad name";
+  addPod("no-claims", "7").claims.clear();
+  addPod("unknown-claim", "8").claims = {"missing"};
+  EXPECT_TRUE(names().empty());
+}
+
+TEST_F(NudgeTest, OnlyPodsWithAPendingClaimForThatResource) {
+  addPod("p", "1");
+  pending.rawResourceName = "example.com/fpga";
+  EXPECT_TRUE(names().empty());
+  pending.rawResourceName = "nvidia.com/gpu";
+  pending.phase = ClaimPhase::kBound;
+  EXPECT_TRUE(names().empty());
+  pending.phase = ClaimPhase::kPending;
+  EXPECT_EQ(names(), std::vector<std::string>{"p"});
+}
+
+TEST_F(NudgeTest, AnyOfSeveralClaimsQualifies) {
+  ExtendedResourceClaim bound = pending;
+  bound.meta.name = "other";
+  bound.phase = ClaimPhase::kBound;
+  view.claims["default/other"] = &bound;
+  addPod("p", "1").claims = {"other", "c"};
+  EXPECT_EQ(names(), std::vector<std::string>{"p"});
+}
+
+TEST_F(NudgeTest, RecentlyNudgedPodsWait) {
+  addPod("p", "1");
+  view.lastNudged["uid-p"] = kT0 - 500ms;
+  EXPECT_TRUE(names().empty());
+  view.lastNudged["uid-p"] = kT0 - 1s;
+  EXPECT_EQ(names(), std::vector<std::string>{"p"});
+}
+
+TEST_F(NudgeTest, BoundedByTheLimit) {
+  for (int i = 0; i < 5; ++i) {
+    addPod("p" + std::to_string(i), std::to_string(i));
+  }
+  view.limit = 2;
+  EXPECT_EQ(names(), (std::vector<std::string>{"p0", "p1"}));
+}
+
+TEST(ReleaseCauseTest, Names) {
+  EXPECT_STREQ(toString(ReleaseCause::kPodDeleted), "PodDeleted");
+  EXPECT_STREQ(toString(ReleaseCause::kPodReplaced), "PodReplaced");
+  EXPECT_STREQ(toString(ReleaseCause::kPodFinished), "PodFinished");
+  EXPECT_STREQ(toString(ReleaseCause::kNeverScheduled), "NeverScheduled");
+  EXPECT_STREQ(toString(ReleaseCause::kNoHolder), "NoHolder");
+}
+
+}  // namespace
+}  // namespace ker
