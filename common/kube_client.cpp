@@ -662,7 +662,12 @@ void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const W
       .add("fieldSelector", wopts.fieldSelector);
   std::string path = res.path(ns) + query.str();
 
-  auto handle = pool.acquire();
+  // A watch gets a handle of its own: adding a pooled handle to a multi handle would drop the
+  // keep-alive connection it holds, and a watch's connection is rarely reusable afterwards.
+  std::unique_ptr<CURL, void (*)(CURL*)> handle(curl_easy_init(), curl_easy_cleanup);
+  if (handle == nullptr) {
+    throw ApiError(ApiErrorKind::kTransport, 0, "", "curl_easy_init failed");
+  }
   CURL* h = handle.get();
   char errorBuffer[CURL_ERROR_SIZE] = {};
   Slist connectToList;

@@ -360,14 +360,24 @@ KubeConfig KubeConfig::load(const std::string& kubeconfigFlag) {
     }
     throw std::runtime_error("none of the files in KUBECONFIG=" + list + " exists");
   }
-  if (!env("KUBERNETES_SERVICE_HOST").empty()) {
-    return inCluster();
+  std::optional<fs::path> homeConfig;
+  if (std::string home = env("HOME");
+      !home.empty() && fs::exists(fs::path(home) / ".kube/config")) {
+    homeConfig = fs::path(home) / ".kube/config";
   }
-  if (std::string home = env("HOME"); !home.empty()) {
-    fs::path path = fs::path(home) / ".kube" / "config";
-    if (fs::exists(path)) {
-      return fromKubeconfigFile(path.string());
+  if (!env("KUBERNETES_SERVICE_HOST").empty()) {
+    try {
+      return inCluster();
+    } catch (const std::runtime_error& e) {
+      // A pod without a mounted service account token may still carry a kubeconfig.
+      if (!homeConfig) {
+        throw;
+      }
+      spdlog::warn("{}; using {}", e.what(), homeConfig->string());
     }
+  }
+  if (homeConfig) {
+    return fromKubeconfigFile(homeConfig->string());
   }
   throw std::runtime_error(
       "no Kubernetes API configuration found: pass --kubeconfig, set KUBECONFIG, run in a pod "

@@ -119,7 +119,8 @@ TEST_F(KubeConfigTest, InlineBase64Data) {
 }
 
 TEST_F(KubeConfigTest, Base64OfEveryPaddingLength) {
-  for (std::string pem : {"a", "ab", "abc", "abcd", "\xff\x00\x80 binary"}) {
+  for (std::string pem : {std::string("a"), std::string("ab"), std::string("abc"),
+                          std::string("abcd"), std::string("\xff\x00\x80 binary", 10)}) {
     std::string yaml =
         kubeconfig("    certificate-authority-data: " + base64(pem) + "\n", "    token: t\n");
     EXPECT_EQ(KubeConfig::fromKubeconfigYaml(yaml, "").caData, pem);
@@ -331,6 +332,18 @@ TEST_F(KubeConfigTest, LoadFallsBackToHomeKubeConfig) {
   write("home/.kube/config", kubeconfig("", "    token: from-home\n"));
   ScopedEnv kubeconfigEnv("KUBECONFIG", std::nullopt);
   ScopedEnv serviceHost("KUBERNETES_SERVICE_HOST", std::nullopt);
+  ScopedEnv home("HOME", (dir_ / "home").string());
+  EXPECT_EQ(KubeConfig::load("").bearerToken(), "from-home");
+}
+
+TEST_F(KubeConfigTest, LoadFallsBackToHomeWhenTheServiceAccountIsMissing) {
+  if (fs::exists("/var/run/secrets/kubernetes.io/serviceaccount/token")) {
+    GTEST_SKIP() << "running in a pod with a service account";
+  }
+  write("home/.kube/config", kubeconfig("", "    token: from-home\n"));
+  ScopedEnv kubeconfigEnv("KUBECONFIG", std::nullopt);
+  ScopedEnv serviceHost("KUBERNETES_SERVICE_HOST", "10.0.0.1");
+  ScopedEnv servicePort("KUBERNETES_SERVICE_PORT", "443");
   ScopedEnv home("HOME", (dir_ / "home").string());
   EXPECT_EQ(KubeConfig::load("").bearerToken(), "from-home");
 }
