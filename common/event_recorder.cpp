@@ -1,0 +1,159 @@
+#include "common/event_recorder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "common/logging.h"
+#include "common/resource.h"
+
+namespace ker {
+
+namespace {
+
+// metav1.Time: RFC 3339 in UTC with second precision.
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+ObjectReference referenceTo(const ExtendedResourceClaim& claim) {
+  return {kApiVersion, "ExtendedResourceClaim", claim.meta.ns, claim.meta.name, claim.meta.uid};
+}
+
+ObjectReference referenceTo(const Pod& pod) {
+  return {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid};
+}
+
+EventRecorder::EventRecorder(ApiClient& api, EventRecorderOptions opts)
+    : api_(api), opts_(std::move(opts)) {}
+
+EventRecorder::~EventRecorder() {
+  stop();
+}
+
+void EventRecorder::start() {
+  std::lock_guard lock(mu_);
+  if (!thread_.joinable() && !stopping_) {
+    thread_ = std::thread([this] { run(); });
+  }
+}
+
+void EventRecorder::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    stats_.dropped += queue_.size();
+    queue_.clear();
+  }
+  wake_.notify_all();
+  idle_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+bool EventRecorder::flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_.wait_for(lock, timeout, [this] { return queue_.empty() && !posting_; });
+}
+
+void EventRecorder::record(const ObjectReference& object, EventType type, const std::string& reason,
+                           const std::string& message) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= opts_.queueSize) {
+      stats_.dropped++;
+      return;
+    }
+    queue_.push_back({object, type, reason, message, opts_.clock()});
+  }
+  wake_.notify_one();
+}
+
+std::string EventRecorder::uniqueName(const std::string& objectName,
+                                      std::chrono::system_clock::time_point at) {
+  int64_t nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  {
+    std::lock_guard lock(mu_);
+    nanos = std::max(nanos, lastNanos_ + 1);
+    lastNanos_ = nanos;
+  }
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(nanos));
+  return objectName + "." + hex;
+}
+
+nlohmann::json EventRecorder::buildEvent(const ObjectReference& object, EventType type,
+                                         const std::string& reason, const std::string& message,
+                                         std::chrono::system_clock::time_point at,
+                                         const std::string& name) const {
+  const std::string ts = rfc3339(at);
+  nlohmann::json involved = {{"apiVersion", object.apiVersion},
+                             {"kind", object.kind},
+                             {"name", object.name},
+                             {"uid", object.uid}};
+  if (!object.ns.empty()) {
+    involved["namespace"] = object.ns;
+  }
+  nlohmann::json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      // The legacy API puts an event about a cluster-scoped object in "default".
+      {"metadata", {{"name", name}, {"namespace", object.ns.empty() ? "default" : object.ns}}},
+      {"involvedObject", std::move(involved)},
+      {"reason", reason},
+      {"message", message},
+      {"type", type == EventType::kWarning ? "Warning" : "Normal"},
+      {"source", {{"component", opts_.component}}},
+      {"firstTimestamp", ts},
+      {"lastTimestamp", ts},
+      {"count", 1},
+      {"reportingComponent", opts_.component},
+  };
+  if (!opts_.instance.empty()) {
+    event["reportingInstance"] = opts_.instance;
+  }
+  return event;
+}
+
+void EventRecorder::run() {
+  for (;;) {
+    Pending next;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        return;
+      }
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      posting_ = true;
+    }
+    const std::string name = uniqueName(next.object.name, next.at);
+    const auto event = buildEvent(next.object, next.type, next.reason, next.message, next.at, name);
+    try {
+      api_.create(resources::kEvents, event["metadata"]["namespace"].get<std::string>(), event);
+      stats_.sent++;
+    } catch (const std::exception& e) {
+      stats_.failed++;
+      log::warn("event not recorded", {{"object", objectKey(next.object.ns, next.object.name)},
+                                       {"reason", next.reason},
+                                       {"error", e.what()}});
+    }
+    {
+      std::lock_guard lock(mu_);
+      posting_ = false;
+    }
+    idle_.notify_all();
+  }
+}
+
+}  // namespace ker

@@ -1,0 +1,98 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "common/api_client.h"
+#include "common/objects.h"
+
+namespace ker {
+
+// core/v1 ObjectReference: the object an event is about.
+struct ObjectReference {
+  std::string apiVersion;
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+ObjectReference referenceTo(const ExtendedResourceClaim& claim);
+ObjectReference referenceTo(const Pod& pod);
+
+enum class EventType { kNormal, kWarning };
+
+using SystemClock = std::function<std::chrono::system_clock::time_point()>;
+
+struct EventRecorderOptions {
+  std::string component = "extended-resource-controller";  // source.component
+  std::string instance;                                    // reportingInstance, e.g. host name
+  size_t queueSize = 1000;
+  SystemClock clock = std::chrono::system_clock::now;
+};
+
+struct EventRecorderStats {
+  std::atomic<uint64_t> sent{0};
+  std::atomic<uint64_t> dropped{0};  // the queue was full, or the recorder stopped first
+  std::atomic<uint64_t> failed{0};   // the API refused or could not be reached
+};
+
+// Posts core/v1 Events from one background thread, so recording never blocks a reconcile: a
+// full queue drops the event (counted) and a failed post is logged, never fatal.
+class EventRecorder {
+ public:
+  EventRecorder(ApiClient& api, EventRecorderOptions opts = {});
+  ~EventRecorder();  // stop()
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  void start();
+  // Stops at once: the post in flight completes, events still queued are dropped. Idempotent.
+  void stop();
+  // Waits until every queued event was posted (or failed); false on timeout.
+  bool flush(std::chrono::milliseconds timeout);
+
+  void record(const ObjectReference& object, EventType type, const std::string& reason,
+              const std::string& message);
+
+  const EventRecorderStats& stats() const { return stats_; }
+
+  // The Event object as posted; `name` must be unique in the namespace.
+  nlohmann::json buildEvent(const ObjectReference& object, EventType type,
+                            const std::string& reason, const std::string& message,
+                            std::chrono::system_clock::time_point at,
+                            const std::string& name) const;
+
+ private:
+  struct Pending {
+    ObjectReference object;
+    EventType type;
+    std::string reason;
+    std::string message;
+    std::chrono::system_clock::time_point at;
+  };
+  void run();
+  std::string uniqueName(const std::string& objectName, std::chrono::system_clock::time_point at);
+
+  ApiClient& api_;
+  const EventRecorderOptions opts_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  bool posting_ = false;
+  int64_t lastNanos_ = 0;  // keeps generated names unique within the process
+  EventRecorderStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace ker

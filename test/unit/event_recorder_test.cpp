@@ -1,0 +1,148 @@
+#include "common/event_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeApiClient;
+
+const auto kAt = std::chrono::system_clock::time_point(std::chrono::seconds(1136214245));
+
+ExtendedResourceClaim claim() {
+  ExtendedResourceClaim c;
+  c.meta.name = "c";
+  c.meta.ns = "team";
+  c.meta.uid = "uid-c";
+  return c;
+}
+
+EventRecorderOptions options(size_t queueSize = 100) {
+  EventRecorderOptions o;
+  o.instance = "host_1234";
+  o.queueSize = queueSize;
+  o.clock = [] { return kAt; };
+  return o;
+}
+
+std::vector<nlohmann::json> events(FakeApiClient& api, const std::string& ns) {
+  return api.list(resources::kEvents, ns, {})["items"].get<std::vector<nlohmann::json>>();
+}
+
+TEST(EventRecorderTest, PostsACompleteCoreV1Event) {
+  FakeApiClient api;
+  EventRecorder r(api, options());
+  r.start();
+  r.record(referenceTo(claim()), EventType::kNormal, "Released", "released from pod p");
+  ASSERT_TRUE(r.flush(5s));
+  auto list = events(api, "team");
+  ASSERT_EQ(list.size(), 1u);
+  const auto& e = list[0];
+  EXPECT_EQ(e["involvedObject"], (nlohmann::json{{"apiVersion", "extendedresource.io/v1alpha1"},
+                                                 {"kind", "ExtendedResourceClaim"},
+                                                 {"namespace", "team"},
+                                                 {"name", "c"},
+                                                 {"uid", "uid-c"}}));
+  EXPECT_EQ(e["reason"], "Released");
+  EXPECT_EQ(e["message"], "released from pod p");
+  EXPECT_EQ(e["type"], "Normal");
+  EXPECT_EQ(e["source"]["component"], "extended-resource-controller");
+  EXPECT_EQ(e["reportingComponent"], "extended-resource-controller");
+  EXPECT_EQ(e["reportingInstance"], "host_1234");
+  EXPECT_EQ(e["firstTimestamp"], "2006-01-02T15:04:05Z");
+  EXPECT_EQ(e["lastTimestamp"], "2006-01-02T15:04:05Z");
+  EXPECT_EQ(e["count"], 1);
+  EXPECT_EQ(e["metadata"]["namespace"], "team");
+  EXPECT_EQ(e["metadata"]["name"].get<std::string>().rfind("c.", 0), 0u);
+  EXPECT_EQ(r.stats().sent, 1u);
+}
+
+TEST(EventRecorderTest, PodEventsAndWarnings) {
+  FakeApiClient api;
+  EventRecorder r(api, options());
+  r.start();
+  Pod p;
+  p.meta.name = "p";
+  p.meta.ns = "team";
+  p.meta.uid = "uid-p";
+  r.record(referenceTo(p), EventType::kWarning, "ClaimReleased", "claim c released");
+  ASSERT_TRUE(r.flush(5s));
+  auto list = events(api, "team");
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["type"], "Warning");
+  EXPECT_EQ(list[0]["involvedObject"]["kind"], "Pod");
+  EXPECT_EQ(list[0]["involvedObject"]["apiVersion"], "v1");
+}
+
+TEST(EventRecorderTest, NamesStayUniqueForEventsAtTheSameInstant) {
+  FakeApiClient api;
+  EventRecorder r(api, options());
+  r.start();
+  for (int i = 0; i < 5; ++i) {
+    r.record(referenceTo(claim()), EventType::kNormal, "Bound", "again");
+  }
+  ASSERT_TRUE(r.flush(5s));
+  EXPECT_EQ(events(api, "team").size(), 5u);
+  EXPECT_EQ(r.stats().failed, 0u);
+}
+
+TEST(EventRecorderTest, AFullQueueDropsInsteadOfBlocking) {
+  FakeApiClient api;
+  EventRecorder r(api, options(2));
+  for (int i = 0; i < 5; ++i) {
+    r.record(referenceTo(claim()), EventType::kNormal, "Bound", std::to_string(i));
+  }
+  EXPECT_EQ(r.stats().dropped, 3u);
+  r.start();
+  ASSERT_TRUE(r.flush(5s));
+  auto list = events(api, "team");
+  ASSERT_EQ(list.size(), 2u);
+  std::set<std::string> messages{list[0]["message"], list[1]["message"]};
+  EXPECT_EQ(messages, (std::set<std::string>{"0", "1"}));
+}
+
+TEST(EventRecorderTest, FailuresAreCountedAndLaterEventsStillGo) {
+  FakeApiClient api;
+  api.failNext(FakeApiClient::Verb::kCreate,
+               ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no events for you"));
+  EventRecorder r(api, options());
+  r.start();
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "first");
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "second");
+  ASSERT_TRUE(r.flush(5s));
+  EXPECT_EQ(r.stats().failed, 1u);
+  EXPECT_EQ(r.stats().sent, 1u);
+  auto list = events(api, "team");
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["message"], "second");
+}
+
+TEST(EventRecorderTest, StopDropsWhatIsQueuedAndLaterRecords) {
+  FakeApiClient api;
+  EventRecorder r(api, options());
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "queued");
+  r.stop();
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "late");
+  r.start();
+  EXPECT_TRUE(r.flush(1s));
+  EXPECT_EQ(r.stats().dropped, 2u);
+  EXPECT_TRUE(events(api, "team").empty());
+}
+
+TEST(EventRecorderTest, ClusterScopedObjectsGoToTheDefaultNamespace) {
+  FakeApiClient api;
+  EventRecorder r(api, options());
+  auto e = r.buildEvent({"extendedresource.io/v1alpha1", "ExtendedResource", "", "gpu-0", "u"},
+                        EventType::kWarning, "Orphaned", "freed", kAt, "gpu-0.1");
+  EXPECT_EQ(e["metadata"]["namespace"], "default");
+  EXPECT_FALSE(e["involvedObject"].contains("namespace"));
+  EXPECT_EQ(e["metadata"]["name"], "gpu-0.1");
+}
+
+}  // namespace
+}  // namespace ker
