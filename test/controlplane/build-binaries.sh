@@ -84,6 +84,8 @@ if is_current; then
   exit 0
 fi
 
+# Holding the lock, any other build folder is the leftover of a killed build.
+rm -rf "$cache_root"/.build.* "$cache_root"/.old.*
 tmp=$(mktemp -d "$cache_root/.build.XXXXXX")
 chmod 755 "$tmp"
 old=''

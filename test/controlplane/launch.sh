@@ -51,9 +51,13 @@ usage() {
 # ---- DIR and its env file ------------------------------------------------------------------
 
 # Values go into DIR/env unquoted and into YAML, so DIR is kept to plain path characters.
-set_dir() {
+set_dir() { # DIR [create]
   [[ -n "${1:-}" ]] || die "missing DIR (try --help)"
-  mkdir -p "$1"
+  if [[ "${2:-}" == create ]]; then
+    mkdir -p "$1"
+  else
+    [[ -d "$1" ]] || die "no folder '$1'"
+  fi
   DIR=$(cd "$1" && pwd -P)
   [[ "$DIR" =~ ^[A-Za-z0-9_./+-]+$ ]] || die "DIR '$DIR' must consist of [A-Za-z0-9_./+-]"
   ENV_FILE="$DIR/env"
@@ -155,10 +159,14 @@ stop_component() { # NAME (DIR/NAME.pid)
   rm -f "$f"
 }
 
-tail_log() { # NAME
-  [[ -f "$DIR/$1.log" ]] || return 0
-  log "last lines of $DIR/$1.log:"
-  tail -n 40 "$DIR/$1.log" | sed 's/^/    /' >&2
+tail_log() { # NAME: the error lines and the tail of the last run's log
+  local f="$DIR/$1.log" run
+  [[ -f "$f" ]] || return 0
+  run=$(awk '/^==== /{ buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$f")
+  log "errors in the last run of $f:"
+  grep -E '^(Error:|[EF][0-9]{4} |\{"level":"(error|fatal|panic)")' <<<"$run" | tail -n 10 | cut -c1-400 | sed 's/^/    /' >&2 || true
+  log "last lines of $f:"
+  tail -n 20 <<<"$run" | cut -c1-400 | sed 's/^/    /' >&2
 }
 
 # ---- ports ---------------------------------------------------------------------------------
@@ -401,7 +409,7 @@ resolve_bin_dir() {
     BIN_DIR=${CONTROLPLANE_BIN_DIR:-}
   fi
   if [[ -z "$BIN_DIR" ]]; then
-    log "resolving binaries with build-binaries.sh (builds them the first time: slow)"
+    log "binaries from build-binaries.sh (a first build takes minutes)"
     BIN_DIR=$("$here/build-binaries.sh" | tail -n1) || die "build-binaries.sh failed"
   fi
   local b
@@ -432,7 +440,7 @@ on_start_exit() {
 }
 
 cmd_start() {
-  set_dir "${1:-}"
+  set_dir "${1:-}" create
   shift
   BIN_DIR='' TIMEOUT=$DEFAULT_TIMEOUT
   local keep_data=false sched=()
@@ -452,6 +460,12 @@ cmd_start() {
       (($# >= 2)) || die "$1 needs a value"
       sched+=("$1" "$2") && shift
       ;;
+    --name=* | --scheduler-name=* | --node-cache-capable=* | --extender-url=* | --extender-ca=* | \
+      --filter-verb=* | --prioritize-verb=* | --bind-verb=* | --preempt-verb=* | --weight=* | \
+      --http-timeout=* | --ignorable=* | --managed-resource=* | --scheduler-arg=*)
+      sched+=("${1%%=*}" "${1#*=}")
+      ;;
+    --bin-dir=* | --timeout=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" && continue ;;
     -h | --help) usage && exit 0 ;;
     *) die "start: unknown option '$1' (try --help)" ;;
     esac
@@ -512,6 +526,9 @@ start_scheduler() {
     filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
   local managed=() extra=()
   while (($#)); do
+    if [[ "$1" == --*=* ]]; then # --opt=value
+      set -- "${1%%=*}" "${1#*=}" "${@:2}"
+    fi
     (($# >= 2)) || die "$1 needs a value"
     case "$1" in
     --name) name=$2 ;;
@@ -644,6 +661,7 @@ cmd_stop_scheduler() {
   while (($#)); do
     case "$1" in
     --name) name=${2:?--name needs a value} && shift ;;
+    --name=*) name=${1#*=} ;;
     --all) all=true ;;
     *) die "stop-scheduler: unknown option '$1'" ;;
     esac
@@ -667,6 +685,7 @@ cmd_restart_apiserver() {
   while (($#)); do
     case "$1" in
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
     *) die "restart-apiserver: unknown option '$1'" ;;
     esac
     shift
@@ -703,6 +722,10 @@ stop_all() {
 }
 
 cmd_stop() {
+  if [[ -n "${1:-}" && ! -d "$1" ]]; then
+    log "no folder '$1': nothing to stop"
+    return 0
+  fi
   set_dir "${1:-}"
   (($# <= 1)) || die "stop takes only DIR"
   lock_dir
