@@ -94,6 +94,7 @@ cleanup() {
   [[ -z "$old" ]] || rm -rf "$old"
 }
 trap cleanup EXIT
+trap 'log "failed (line $LINENO: $BASH_COMMAND)"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -123,7 +124,7 @@ build_steps
 # Refuse a build that does not report what was pinned.
 got=$("$tmp/kube-apiserver" --version)
 [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
-got=$("$tmp/etcd" --version | head -n1)
+got=$("$tmp/etcd" --version | awk 'NR == 1')
 [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${ETCD_VERSION#v}'"
 
 {

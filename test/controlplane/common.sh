@@ -45,7 +45,7 @@ check_go_meets() { # required-version what
   local have
   have=$(go env GOVERSION)
   have=${have#go}
-  if [[ "$(printf '%s\n%s\n' "$1" "$have" | sort -V | head -n1)" != "$1" ]]; then
+  if [[ "$(printf '%s\n%s\n' "$1" "$have" | sort -V | awk 'NR == 1')" != "$1" ]]; then
     die "$2 needs Go >= $1, installed is $have (GOTOOLCHAIN=local)"
   fi
 }

@@ -114,8 +114,10 @@ is_alive() { # pid: running and not a zombie
 # True when pid is alive and was started for DIR (every command line names a file in DIR),
 # so a recycled pid is never signalled.
 owns_pid() {
+  local cmdline
   is_alive "$1" || return 1
-  tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$DIR/"
+  cmdline=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+  [[ "$cmdline" == *"$DIR/"* ]]
 }
 
 # launch NAME CMD...: runs CMD detached (own session, so a Ctrl-C meant for the caller does not
@@ -242,7 +244,7 @@ apiserver_ready() {
 }
 
 etcd_healthy() { # url
-  curl -fsS --max-time 5 --connect-timeout 2 "$1/health" | grep -q '"health":"true"'
+  [[ "$(curl -fsS --max-time 5 --connect-timeout 2 "$1/health")" == *'"health":"true"'* ]]
 }
 
 scheduler_ready() { # url

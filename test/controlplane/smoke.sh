@@ -45,8 +45,8 @@ got=$("$bin_dir/kube-apiserver" --version)
 step "kube-apiserver --version: $got"
 [[ "$got" == "Kubernetes $KUBERNETES_VERSION" || -n "${KUBEBUILDER_ASSETS:-}" ]] || fail "expected Kubernetes $KUBERNETES_VERSION"
 step "kube-scheduler --version: $("$bin_dir/kube-scheduler" --version)"
-step "kubectl: $("$bin_dir/kubectl" version --client | head -n1)"
-step "etcd: $("$bin_dir/etcd" --version | head -n1)"
+step "kubectl: $("$bin_dir/kubectl" version --client | awk 'NR == 1')"
+step "etcd: $("$bin_dir/etcd" --version | awk 'NR == 1')"
 
 step "launch.sh start $dir"
 "$launcher" start "$dir" --bin-dir "$bin_dir" >/dev/null
@@ -151,7 +151,7 @@ step "launch.sh stop"
 left=$(pgrep -a -f -- "$dir/" | grep -v "^$$ " || true)
 [[ -z "$left" ]] || fail "processes left behind: $left"
 for p in "${ports[@]}"; do
-  if ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then fail "port $p still listening"; fi
+  [[ -z "$(ss -Htln "sport = :$p")" ]] || fail "port $p still listening"
 done
 step "nothing left running for $dir; ports ${ports[*]} closed"
 step "PASS"
