@@ -45,9 +45,9 @@ struct HttpServerOptions {
   int port = 0;  // 0 = an ephemeral port, see HttpServer::port()
   // Both set: HTTPS. clientCaFile set as well: mutual TLS, a client certificate signed by
   // that CA is required.
-  std::string certFile;
-  std::string keyFile;
-  std::string clientCaFile;
+  std::string certFile = {};  // `= {}`: designated initializers may omit these
+  std::string keyFile = {};
+  std::string clientCaFile = {};
   // Larger bodies get 413 as soon as that is known (from Content-Length, or while reading a
   // chunked body) and the connection is closed rather than drained.
   size_t maxBodyBytes = size_t{64} << 20;

@@ -1,0 +1,389 @@
+#include "common/informer.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+
+#include "common/api_error.h"
+#include "common/logging.h"
+#include "common/objects.h"
+
+namespace ker {
+
+namespace {
+
+// A watch that ends this quickly without delivering anything counts as a failure, so a server
+// that keeps closing watches at once is not hammered.
+constexpr auto kMinHealthyWatch = std::chrono::seconds(1);
+
+std::string metaString(const nlohmann::json& obj, const char* field) {
+  auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object()) {
+    return {};
+  }
+  auto it = meta->find(field);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string keyOf(const nlohmann::json& obj) {
+  return objectKey(metaString(obj, "namespace"), metaString(obj, "name"));
+}
+
+}  // namespace
+
+InformerCore::InformerCore(ApiClient& client, Resource res, InformerOptions opts, Decode decode)
+    : client_(client),
+      res_(std::move(res)),
+      opts_([&] {
+        if (opts.name.empty()) {
+          opts.name = res_.plural;
+        }
+        return std::move(opts);
+      }()),
+      decode_(std::move(decode)) {}
+
+InformerCore::~InformerCore() {
+  stop();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  if (resyncThread_.joinable()) {
+    resyncThread_.join();
+  }
+}
+
+void InformerCore::addHandlers(Handlers handlers) {
+  if (started_) {
+    throw std::logic_error("informer " + opts_.name + ": handlers must be added before start()");
+  }
+  handlers_.push_back(std::move(handlers));
+}
+
+void InformerCore::start() {
+  if (started_) {
+    throw std::logic_error("informer " + opts_.name + " already started");
+  }
+  started_ = true;
+  thread_ = std::thread([this] { run(); });
+  if (opts_.resyncPeriod.count() > 0) {
+    resyncThread_ = std::thread([this] { resyncLoop(); });
+  }
+}
+
+void InformerCore::stop() {
+  {
+    std::lock_guard lock(waitMu_);
+    stop_ = true;
+  }
+  waitCv_.notify_all();
+  const auto self = std::this_thread::get_id();
+  for (std::thread* t : {&thread_, &resyncThread_}) {
+    if (t->joinable() && t->get_id() != self) {
+      t->join();
+    }
+  }
+}
+
+bool InformerCore::waitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(waitMu_);
+  waitCv_.wait_for(lock, timeout, [&] { return synced_.load() || stop_.load(); });
+  return synced_.load();
+}
+
+InformerCore::Object InformerCore::get(const std::string& key) const {
+  std::lock_guard lock(storeMu_);
+  auto it = store_.find(key);
+  return it == store_.end() ? nullptr : it->second.obj;
+}
+
+std::vector<InformerCore::Object> InformerCore::list() const {
+  std::lock_guard lock(storeMu_);
+  std::vector<Object> out;
+  out.reserve(store_.size());
+  for (const auto& [key, item] : store_) {
+    out.push_back(item.obj);
+  }
+  return out;
+}
+
+size_t InformerCore::size() const {
+  std::lock_guard lock(storeMu_);
+  return store_.size();
+}
+
+std::string InformerCore::lastResourceVersion() const {
+  std::lock_guard lock(storeMu_);
+  return lastRv_;
+}
+
+void InformerCore::setLastResourceVersion(const std::string& rv) {
+  if (rv.empty()) {
+    return;
+  }
+  std::lock_guard lock(storeMu_);
+  lastRv_ = rv;
+}
+
+bool InformerCore::sleep(std::chrono::milliseconds d) {
+  std::unique_lock lock(waitMu_);
+  return !waitCv_.wait_for(lock, d, [&] { return stop_.load(); });
+}
+
+void InformerCore::run() {
+  std::mt19937_64 rng(std::random_device{}());
+  int failures = 0;
+  auto backoff = [&] {
+    const auto cap = opts_.maxBackoff.count();
+    int64_t d = opts_.initialBackoff.count();
+    for (int i = 0; i < failures && d < cap; ++i) {
+      d *= 2;
+    }
+    d = std::max<int64_t>(1, std::min(d, cap));
+    ++failures;
+    return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(d / 2, d)(rng));
+  };
+
+  bool needList = true;
+  bool listedOnce = false;
+  while (!stop_) {
+    if (needList) {
+      try {
+        relist();
+      } catch (const std::exception& e) {
+        log::warn("informer list failed", {{"informer", opts_.name}, {"error", e.what()}});
+        sleep(backoff());
+        continue;
+      }
+      relists_ += listedOnce ? 1 : 0;
+      listedOnce = true;
+      needList = false;
+      failures = 0;
+    }
+
+    const auto started = std::chrono::steady_clock::now();
+    bool sawEvents = false;
+    WatchEnd end = WatchEnd::kClean;
+    try {
+      end = watchOnce(sawEvents);
+    } catch (const ApiError& e) {
+      end = e.isGone() ? WatchEnd::kGone : WatchEnd::kError;
+      if (!stop_ && !e.isGone()) {
+        log::warn("informer watch failed", {{"informer", opts_.name}, {"error", e.what()}});
+      }
+    } catch (const std::exception& e) {
+      end = WatchEnd::kError;
+      if (!stop_) {
+        log::warn("informer watch failed", {{"informer", opts_.name}, {"error", e.what()}});
+      }
+    }
+    if (stop_) {
+      break;
+    }
+    ++watchRestarts_;
+    if (end == WatchEnd::kGone) {
+      if (log::v(2)) {
+        log::info("informer resourceVersion expired, relisting", {{"informer", opts_.name}});
+      }
+      needList = true;
+    } else if (end == WatchEnd::kError ||
+               (!sawEvents && std::chrono::steady_clock::now() - started < kMinHealthyWatch)) {
+      sleep(backoff());
+    } else {
+      failures = 0;
+    }
+  }
+}
+
+void InformerCore::relist() {
+  ListOptions lo;
+  lo.labelSelector = opts_.labelSelector;
+  lo.fieldSelector = opts_.fieldSelector;
+  ApiClient::FullList full = client_.listAll(res_, opts_.ns, lo, opts_.pageSize);
+
+  std::map<std::string, Item> fresh;
+  for (const auto& obj : full.items) {
+    try {
+      fresh[keyOf(obj)] = Item{decode_(obj), metaString(obj, "resourceVersion")};
+    } catch (const std::exception& e) {
+      log::error("informer cannot decode object",
+                 {{"informer", opts_.name}, {"key", keyOf(obj)}, {"error", e.what()}});
+    }
+  }
+
+  std::lock_guard dispatch(dispatchMu_);
+  std::map<std::string, Item> old;
+  {
+    std::lock_guard lock(storeMu_);
+    // Unchanged objects keep their cached instance, so pointers handed out stay current.
+    for (auto& [key, item] : fresh) {
+      auto it = store_.find(key);
+      if (it != store_.end() && it->second.resourceVersion == item.resourceVersion) {
+        item.obj = it->second.obj;
+      }
+    }
+    old.swap(store_);
+    store_ = fresh;
+    lastRv_ = full.resourceVersion;
+  }
+  for (const auto& [key, item] : old) {
+    if (fresh.count(key) == 0) {
+      fireDelete(item.obj);
+    }
+  }
+  for (const auto& [key, item] : fresh) {
+    auto it = old.find(key);
+    if (it == old.end()) {
+      fireAdd(item.obj);
+    } else if (it->second.resourceVersion != item.resourceVersion) {
+      fireUpdate(it->second.obj, item.obj);
+    }
+  }
+  if (!synced_) {
+    {
+      std::lock_guard lock(waitMu_);
+      synced_ = true;
+    }
+    waitCv_.notify_all();
+    if (log::v(2)) {
+      log::info("informer synced", {{"informer", opts_.name}, {"items", fresh.size()}});
+    }
+  }
+}
+
+InformerCore::WatchEnd InformerCore::watchOnce(bool& sawEvents) {
+  WatchOptions wo;
+  wo.resourceVersion = lastResourceVersion();
+  wo.labelSelector = opts_.labelSelector;
+  wo.fieldSelector = opts_.fieldSelector;
+  wo.allowWatchBookmarks = true;
+  wo.timeoutSeconds = opts_.watchTimeoutSeconds;
+  WatchEnd end = WatchEnd::kClean;
+  client_.watch(
+      res_, opts_.ns, wo, [&](const WatchEvent& ev) { return onEvent(ev, end, sawEvents); },
+      &stop_);
+  return end;
+}
+
+bool InformerCore::onEvent(const WatchEvent& ev, WatchEnd& end, bool& sawEvents) {
+  sawEvents = true;
+  switch (ev.type) {
+    case WatchEventType::kBookmark:
+      setLastResourceVersion(metaString(ev.object, "resourceVersion"));
+      break;
+    case WatchEventType::kError: {
+      // Clients normally turn a 410 ERROR event into ApiError kGone; accept either form.
+      const bool gone = ev.object.value("code", 0) == 410;
+      end = gone ? WatchEnd::kGone : WatchEnd::kError;
+      if (!gone) {
+        log::warn("informer watch error event",
+                  {{"informer", opts_.name}, {"status", ev.object.value("message", "")}});
+      }
+      return false;
+    }
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified:
+      apply(ev.object, false);
+      break;
+    case WatchEventType::kDeleted:
+      apply(ev.object, true);
+      break;
+  }
+  return !stop_;
+}
+
+void InformerCore::apply(const nlohmann::json& obj, bool deleted) {
+  const std::string key = keyOf(obj);
+  const std::string rv = metaString(obj, "resourceVersion");
+  Object decoded;
+  try {
+    decoded = decode_(obj);
+  } catch (const std::exception& e) {
+    log::error("informer cannot decode object",
+               {{"informer", opts_.name}, {"key", key}, {"error", e.what()}});
+  }
+
+  std::lock_guard dispatch(dispatchMu_);
+  Object previous;
+  {
+    std::lock_guard lock(storeMu_);
+    auto it = store_.find(key);
+    if (it != store_.end()) {
+      previous = it->second.obj;
+    }
+    if (deleted) {
+      store_.erase(key);
+    } else if (decoded) {
+      store_[key] = Item{decoded, rv};
+    }
+    if (!rv.empty()) {
+      lastRv_ = rv;
+    }
+  }
+  if (deleted) {
+    if (previous) {
+      fireDelete(decoded ? decoded : previous);
+    }
+  } else if (decoded && previous) {
+    fireUpdate(previous, decoded);
+  } else if (decoded) {
+    fireAdd(decoded);
+  }
+}
+
+void InformerCore::resyncLoop() {
+  while (sleep(opts_.resyncPeriod)) {
+    if (!synced_) {
+      continue;
+    }
+    std::lock_guard dispatch(dispatchMu_);
+    for (const Object& obj : list()) {
+      if (stop_) {
+        return;
+      }
+      fireUpdate(obj, obj);
+    }
+  }
+}
+
+namespace {
+
+template <class Fn>
+void guarded(const std::string& informer, const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    log::error("informer handler failed",
+               {{"informer", informer}, {"handler", what}, {"error", e.what()}});
+  } catch (...) {
+    log::error("informer handler failed",
+               {{"informer", informer}, {"handler", what}, {"error", "unknown exception"}});
+  }
+}
+
+}  // namespace
+
+void InformerCore::fireAdd(const Object& obj) {
+  for (const auto& h : handlers_) {
+    if (h.onAdd) {
+      guarded(opts_.name, "onAdd", [&] { h.onAdd(obj); });
+    }
+  }
+}
+
+void InformerCore::fireUpdate(const Object& oldObj, const Object& newObj) {
+  for (const auto& h : handlers_) {
+    if (h.onUpdate) {
+      guarded(opts_.name, "onUpdate", [&] { h.onUpdate(oldObj, newObj); });
+    }
+  }
+}
+
+void InformerCore::fireDelete(const Object& obj) {
+  for (const auto& h : handlers_) {
+    if (h.onDelete) {
+      guarded(opts_.name, "onDelete", [&] { h.onDelete(obj); });
+    }
+  }
+}
+
+}  // namespace ker
