@@ -21,14 +21,18 @@ ApiClient::FullList ApiClient::listAll(const Resource& res, const std::string& n
     page.continueToken.clear();
     try {
       for (;;) {
-        nlohmann::json list = this->list(res, ns, page);
-        auto items = list.find("items");
-        if (items != list.end() && items->is_array()) {
+        nlohmann::json chunk = list(res, ns, page);
+        if (!chunk.is_object()) {
+          throw ApiError(ApiErrorKind::kOther, 0, "",
+                         "list " + res.path(ns) + ": the response is not a List");
+        }
+        auto items = chunk.find("items");
+        if (items != chunk.end() && items->is_array()) {
           for (auto& item : *items) {
             result.items.push_back(std::move(item));
           }
         }
-        const auto& meta = list.value("metadata", nlohmann::json::object());
+        nlohmann::json meta = chunk.value("metadata", nlohmann::json::object());
         result.resourceVersion = meta.value("resourceVersion", "");
         std::string next = meta.value("continue", "");
         if (next.empty()) {

@@ -152,9 +152,14 @@ struct BodyReader {
   static int refuseRewind(void*, curl_off_t, int) { return CURL_SEEKFUNC_FAIL; }
 };
 
-size_t appendBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
-  return size * count;
+// libcurl callbacks must not throw; returning a short count aborts the transfer instead.
+size_t appendBody(char* data, size_t size, size_t count, void* user) noexcept {
+  try {
+    static_cast<std::string*>(user)->append(data, size * count);
+    return size * count;
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
 }
 
 bool startsWithIgnoreCase(std::string_view text, std::string_view prefix) {
@@ -166,17 +171,24 @@ bool startsWithIgnoreCase(std::string_view text, std::string_view prefix) {
 }
 
 // Keeps the Retry-After value of the final response (a 100 Continue block starts over).
-size_t captureRetryAfter(char* data, size_t size, size_t count, void* user) {
+size_t captureRetryAfter(char* data, size_t size, size_t count, void* user) noexcept {
   auto* retryAfter = static_cast<std::string*>(user);
   std::string_view line(data, size * count);
   if (startsWithIgnoreCase(line, "HTTP/")) {
     retryAfter->clear();
   } else if (startsWithIgnoreCase(line, "Retry-After:")) {
     line.remove_prefix(std::string_view("Retry-After:").size());
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) {
-      line.remove_suffix(1);
+    // Only the digits of a delay in seconds are kept: no allocation, so nothing can throw.
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+      line.remove_prefix(1);
     }
-    retryAfter->assign(line);
+    size_t digits = 0;
+    while (digits < line.size() && digits < 9 &&
+           std::isdigit(static_cast<unsigned char>(line[digits]))) {
+      ++digits;
+    }
+    retryAfter->clear();
+    retryAfter->append(line.data(), digits);
   }
   return size * count;
 }
