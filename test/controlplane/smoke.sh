@@ -24,11 +24,12 @@ else
   mkdir -p "$dir"
 fi
 dir=$(cd "$dir" && pwd -P)
+env_value() { awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$dir/env"; }
 # shellcheck disable=SC2317 # invoked by trap
 cleanup() {
   local rc=$?
   trap - EXIT
-  "$launcher" stop "$dir" || rc=1
+  if [[ "$(env_value STATE 2>/dev/null)" != stopped ]]; then "$launcher" stop "$dir" || rc=1; fi
   if ((rc == 0)) && $own_dir; then rm -rf "$dir"; else step "folder kept: $dir"; fi
   exit "$rc"
 }
@@ -50,7 +51,6 @@ step "etcd: $("$bin_dir/etcd" --version | awk 'NR == 1')"
 
 step "launch.sh start $dir"
 "$launcher" start "$dir" --bin-dir "$bin_dir" >/dev/null
-env_value() { awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$dir/env"; }
 export KUBECONFIG="$dir/admin.kubeconfig"
 k() { "$bin_dir/kubectl" --request-timeout=10s "$@"; }
 
