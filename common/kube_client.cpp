@@ -296,6 +296,9 @@ struct KubeClient::Impl {
     } else if (!config.caData.empty()) {
       curl_blob ca{config.caData.data(), config.caData.size(), CURL_BLOB_COPY};
       curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+      // Trust that CA only, as client-go does: the blob replaces the default bundle file but
+      // not the default CA directory (/etc/ssl/certs on Debian).
+      curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
     }
     if (!config.clientCertData.empty()) {
       curl_blob cert{config.clientCertData.data(), config.clientCertData.size(), CURL_BLOB_COPY};
