@@ -576,8 +576,10 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
 
 Node Node::fromJson(const nlohmann::json& obj) {
   Node node;
-  Problems p;
-  readMeta(obj, node.meta, p);
+  // Node has no `invalid`: a node's garbled labels just leave them empty, which no device's
+  // label affinity matches.
+  Problems ignored;
+  readMeta(obj, node.meta, ignored);
   return node;
 }
 
