@@ -76,9 +76,14 @@ void InformerCore::stop() {
     stop_ = true;
   }
   waitCv_.notify_all();
+  // From a handler (on one of our threads), joining would deadlock: the other thread may be
+  // waiting for the dispatch lock this one holds. The destructor joins instead.
   const auto self = std::this_thread::get_id();
+  if (self == thread_.get_id() || self == resyncThread_.get_id()) {
+    return;
+  }
   for (std::thread* t : {&thread_, &resyncThread_}) {
-    if (t->joinable() && t->get_id() != self) {
+    if (t->joinable()) {
       t->join();
     }
   }
@@ -194,6 +199,20 @@ void InformerCore::run() {
   }
 }
 
+InformerCore::Object InformerCore::decode(const nlohmann::json& obj) const {
+  std::string error;
+  try {
+    return decode_(obj);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
+  }
+  log::error("informer cannot decode object",
+             {{"informer", opts_.name}, {"key", keyOf(obj)}, {"error", error}});
+  return nullptr;
+}
+
 void InformerCore::relist() {
   ListOptions lo;
   lo.labelSelector = opts_.labelSelector;
@@ -202,11 +221,8 @@ void InformerCore::relist() {
 
   std::map<std::string, Item> fresh;
   for (const auto& obj : full.items) {
-    try {
-      fresh[keyOf(obj)] = Item{decode_(obj), metaString(obj, "resourceVersion")};
-    } catch (const std::exception& e) {
-      log::error("informer cannot decode object",
-                 {{"informer", opts_.name}, {"key", keyOf(obj)}, {"error", e.what()}});
+    if (Object decoded = decode(obj)) {
+      fresh[keyOf(obj)] = Item{std::move(decoded), metaString(obj, "resourceVersion")};
     }
   }
 
@@ -294,13 +310,7 @@ bool InformerCore::onEvent(const WatchEvent& ev, WatchEnd& end, bool& sawEvents)
 void InformerCore::apply(const nlohmann::json& obj, bool deleted) {
   const std::string key = keyOf(obj);
   const std::string rv = metaString(obj, "resourceVersion");
-  Object decoded;
-  try {
-    decoded = decode_(obj);
-  } catch (const std::exception& e) {
-    log::error("informer cannot decode object",
-               {{"informer", opts_.name}, {"key", key}, {"error", e.what()}});
-  }
+  const Object decoded = decode(obj);
 
   std::lock_guard dispatch(dispatchMu_);
   Object previous;

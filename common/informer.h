@@ -92,6 +92,8 @@ class InformerCore {
   WatchEnd watchOnce(bool& sawEvents);
   bool onEvent(const WatchEvent& ev, WatchEnd& end, bool& sawEvents);
   void apply(const nlohmann::json& obj, bool deleted);
+  // nullptr (logged) when the typed view cannot be built.
+  Object decode(const nlohmann::json& obj) const;
   // Waits up to d unless stopped; returns false when stopped.
   bool sleep(std::chrono::milliseconds d);
   void setLastResourceVersion(const std::string& rv);

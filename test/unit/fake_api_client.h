@@ -444,11 +444,22 @@ class FakeApiClient : public ApiClient {
       return;
     }
     Failure& f = it->second.front();
-    ApiError err = f.error;
+    ApiError err = fresh(f.error);
     if (f.remaining > 0 && --f.remaining == 0) {
       it->second.pop_front();
     }
     throw err;
+  }
+
+  // An equal error that shares no state with e: copies of a std::runtime_error share a
+  // reference-counted message, which ThreadSanitizer (libstdc++ is not instrumented) reports
+  // as a race once the stored failure is cleared while another thread still reads its copy.
+  static ApiError fresh(const ApiError& e) {
+    const std::string prefix = ApiError(e.kind(), e.httpStatus(), "", "").what();
+    const std::string what = e.what();
+    const std::string message =
+        what.size() > prefix.size() + 2 ? what.substr(prefix.size() + 2) : std::string();
+    return ApiError(e.kind(), e.httpStatus(), e.reason(), message, e.retryAfter());
   }
 
   const nlohmann::json& find(const Resource& res, const std::string& ns, const std::string& name) {

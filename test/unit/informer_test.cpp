@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -417,6 +419,25 @@ TEST(Informer, StopIsPromptWhileWatching) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   EXPECT_EQ(api.activeWatches(), 0);
   inf.stop();  // idempotent
+}
+
+TEST(Informer, StopFromAHandlerOnlySignals) {
+  FakeApiClient api;
+  api.seed(kWidgets, widget("ns", "a", "1"));
+  InformerOptions opts = fastOptions();
+  opts.resyncPeriod = 1ms;  // keep the resync thread contending for the dispatch lock
+  auto inf = std::make_unique<Informer<Widget>>(api, kWidgets, opts);
+  std::atomic<int> stops{0};
+  inf->addHandlers({.onUpdate = [&](const auto&, const auto&) {
+    ++stops;
+    inf->stop();
+  }});
+  inf->start();
+  ASSERT_TRUE(eventually([&] { return stops > 0; }));
+  const auto start = std::chrono::steady_clock::now();
+  inf.reset();  // the destructor joins
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(api.activeWatches(), 0);
 }
 
 TEST(Informer, NamespaceAndSelectorsScopeTheCache) {
