@@ -30,13 +30,6 @@ Decision afterGrace(const SteadyTime now, std::optional<SteadyTime> suspectSince
   return {std::move(act), std::nullopt};
 }
 
-// The device is Bound to this very claim (by UID when the claimRef carries one).
-bool boundTo(const ExtendedResource* d, const ExtendedResourceClaim& c) {
-  return d && d->phase == DevicePhase::kBound && d->claimRef && d->claimRef->ns == c.meta.ns &&
-         d->claimRef->name == c.meta.name &&
-         (d->claimRef->uid.empty() || d->claimRef->uid == c.meta.uid);
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) {
@@ -61,6 +54,12 @@ const char* toString(ReleaseCause cause) {
       return "NoHolder";
   }
   return "Unknown";
+}
+
+bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
+  return d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == c.meta.ns &&
+         d.claimRef->name == c.meta.name &&
+         (d.claimRef->uid.empty() || d.claimRef->uid == c.meta.uid);
 }
 
 bool hasStatusPhase(const ExtendedResource& device) {
@@ -117,10 +116,14 @@ Decision decideClaim(const ClaimView& v) {
   }
 
   std::vector<std::string> missing;
+  std::vector<std::string> deleted;
+  std::vector<std::string> unbound;
   for (const auto& name : c.allocated) {
     auto it = v.devices.find(name);
-    if (!boundTo(it == v.devices.end() ? nullptr : it->second, c)) {
+    const ExtendedResource* d = it == v.devices.end() ? nullptr : it->second;
+    if (!d || !isBoundTo(*d, c)) {
       missing.push_back(name);
+      (d ? unbound : deleted).push_back(name);
     }
   }
   if (missing.empty()) {
@@ -129,9 +132,17 @@ Decision decideClaim(const ClaimView& v) {
   if (!v.devicesLive) {
     return {VerifyLive{LiveRead::kClaimDevices, missing}, std::nullopt};
   }
-  std::string message = "extended resource" + std::string(missing.size() > 1 ? "s " : " ") +
-                        join(missing) + (missing.size() > 1 ? " were" : " was") +
-                        " deleted or unbound while allocated to pod " + podName(c);
+  std::string message;
+  if (!deleted.empty()) {
+    message = "extended resource" + std::string(deleted.size() > 1 ? "s " : " ") + join(deleted) +
+              (deleted.size() > 1 ? " were" : " was") + " deleted";
+  }
+  if (!unbound.empty()) {
+    message += (message.empty() ? "extended resource" : "; extended resource") +
+               std::string(unbound.size() > 1 ? "s " : " ") + join(unbound) +
+               (unbound.size() > 1 ? " are" : " is") + " no longer bound to this claim";
+  }
+  message += " while held by pod " + podName(c);
   return {MarkClaimLost{std::move(missing), std::move(message)}, std::nullopt};
 }
 
@@ -168,20 +179,20 @@ Decision decideDevice(const DeviceView& v) {
   if (listed) {
     return {Nothing{}, std::nullopt};
   }
+  if (v.releasedWithClaim) {
+    return {FreeDevice{"claim " + refName + " was released"}, std::nullopt};
+  }
   return afterGrace(v.now, v.suspectSince, v.grace, v.claimLive, LiveRead::kDeviceClaim,
                     FreeDevice{"claim " + refName + " does not list it"});
 }
 
-std::vector<const Pod*> podsToNudge(const NudgeView& v) {
-  std::vector<const Pod*> out;
+NudgePlan podsToNudge(const NudgeView& v) {
+  NudgePlan plan;
+  auto later = [&](Millis d) { plan.again = plan.again ? std::min(*plan.again, d) : d; };
   for (const auto& pv : v.pods) {
     const Pod* p = pv.pod;
     if (!pv.unschedulable || !p->nodeName.empty() || p->schedulerName != v.schedulerName ||
         p->meta.deleting || p->finished() || !p->invalid.empty() || p->claims.empty()) {
-      continue;
-    }
-    if (auto it = v.lastNudged.find(p->meta.uid);
-        it != v.lastNudged.end() && v.now - it->second < v.minInterval) {
       continue;
     }
     const bool wants = std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
@@ -189,19 +200,30 @@ std::vector<const Pod*> podsToNudge(const NudgeView& v) {
       return it != v.claims.end() && it->second && it->second->phase == ClaimPhase::kPending &&
              it->second->rawResourceName == v.rawResourceName;
     });
-    if (wants) {
-      out.push_back(p);
+    if (!wants) {
+      continue;
     }
+    if (auto it = v.lastNudged.find(p->meta.uid); it != v.lastNudged.end()) {
+      if (it->second >= v.triggeredAt) {
+        continue;  // already nudged for these devices
+      }
+      if (const auto age = v.now - it->second; age < v.minInterval) {
+        later(std::chrono::ceil<Millis>(v.minInterval - age));
+        continue;
+      }
+    }
+    plan.pods.push_back(p);
   }
   // RFC 3339 timestamps in the API's fixed format order as strings do.
-  std::sort(out.begin(), out.end(), [](const Pod* a, const Pod* b) {
+  std::sort(plan.pods.begin(), plan.pods.end(), [](const Pod* a, const Pod* b) {
     return std::tie(a->meta.creationTimestamp, a->meta.ns, a->meta.name) <
            std::tie(b->meta.creationTimestamp, b->meta.ns, b->meta.name);
   });
-  if (out.size() > v.limit) {
-    out.resize(v.limit);
+  if (plan.pods.size() > v.limit) {
+    plan.pods.resize(v.limit);
+    later(Millis(0));
   }
-  return out;
+  return plan;
 }
 
 }  // namespace ker

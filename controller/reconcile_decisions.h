@@ -98,6 +98,10 @@ struct DeviceView {
   // The claim named by the device's claimRef, whatever its UID; nullptr when there is none.
   const ExtendedResourceClaim* claim = nullptr;
   bool claimLive = false;
+  // This controller released the claim (this UID) while the claim listed the device. The
+  // extender only allocates Available devices, so the device cannot be part of a bind in
+  // flight and need not wait out the grace period.
+  bool releasedWithClaim = false;
   SteadyTime now;
   std::optional<SteadyTime> suspectSince;
   Millis grace{0};
@@ -105,9 +109,13 @@ struct DeviceView {
 
 // A device without a status becomes Available. A Bound device whose claim (that UID) no
 // longer exists is freed once a live read confirms it. A Bound device its claim does not list
-// is freed only after that has lasted the grace period, because the extender writes devices
-// before the claim and so passes through that state on every bind.
+// is freed only after that has lasted the grace period (unless releasedWithClaim), because
+// the extender writes devices before the claim and so passes through that state on every
+// bind.
 Decision decideDevice(const DeviceView& v);
+
+// The device is Bound to this very claim (matched by UID when its claimRef carries one).
+bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 
 // Whether status.phase was ever written (the typed view defaults an absent status to
 // Available).
@@ -121,6 +129,7 @@ struct PendingPodView {
 
 struct NudgeView {
   std::string rawResourceName;  // devices of this resource became Available
+  SteadyTime triggeredAt;       // when they last did
   std::string schedulerName;
   std::vector<PendingPodView> pods;
   // The claims, by "namespace/name"; absent ones are skipped.
@@ -131,9 +140,17 @@ struct NudgeView {
   size_t limit = 0;
 };
 
+struct NudgePlan {
+  std::vector<const Pod*> pods;  // nudge these now
+  // Some due pods were left for later (nudged too recently, or past the limit): run again
+  // after this long.
+  std::optional<Millis> again;
+};
+
 // The pods worth asking kube-scheduler to retry: unscheduled, of our scheduler, rejected as
-// unschedulable, not deleting, with a Pending claim for the resource, and not nudged within
-// minInterval; oldest first, at most limit.
-std::vector<const Pod*> podsToNudge(const NudgeView& v);
+// unschedulable, not deleting, with a Pending claim for the resource, and not nudged since
+// the trigger. A due pod nudged less than minInterval ago is deferred, never dropped, so the
+// last of several quick triggers is always followed by a nudge. Oldest first, at most limit.
+NudgePlan podsToNudge(const NudgeView& v);
 
 }  // namespace ker

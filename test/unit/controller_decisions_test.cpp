@@ -235,7 +235,16 @@ TEST_F(ClaimDecisionTest, DeviceConfirmedGoneMarksTheClaimLost) {
   view.devicesLive = true;
   const auto& lost = as<action::MarkClaimLost>(decideClaim(view));
   EXPECT_EQ(lost.missing, std::vector<std::string>{"d1"});
-  EXPECT_NE(lost.message.find("d1"), std::string::npos);
+  EXPECT_EQ(lost.message, "extended resource d1 was deleted while held by pod default/p");
+}
+
+TEST_F(ClaimDecisionTest, LostMessageSeparatesDeletedFromUnbound) {
+  ExtendedResource freed = availableDevice("d0");
+  view.devices = {{"d0", &freed}, {"d1", nullptr}};
+  view.devicesLive = true;
+  EXPECT_EQ(as<action::MarkClaimLost>(decideClaim(view)).message,
+            "extended resource d1 was deleted; extended resource d0 is no longer bound to this "
+            "claim while held by pod default/p");
 }
 
 TEST_F(ClaimDecisionTest, DevicesBoundElsewhereOrFreedCountAsLost) {
@@ -245,7 +254,7 @@ TEST_F(ClaimDecisionTest, DevicesBoundElsewhereOrFreedCountAsLost) {
   view.devicesLive = true;
   const auto& lost = as<action::MarkClaimLost>(decideClaim(view));
   EXPECT_EQ(lost.missing, (std::vector<std::string>{"d0", "d1"}));
-  EXPECT_NE(lost.message.find("d0, d1 were"), std::string::npos);
+  EXPECT_NE(lost.message.find("d0, d1 are no longer bound"), std::string::npos);
 }
 
 TEST_F(ClaimDecisionTest, DeviceRefWithoutUidCountsAsBound) {
@@ -373,6 +382,20 @@ TEST_F(DeviceDecisionTest, PendingClaimListingTheDeviceStillCountsAsNotListing) 
   as<action::FreeDevice>(decideDevice(view));
 }
 
+TEST_F(DeviceDecisionTest, DeviceOfAClaimThisControllerReleasedIsFreedAtOnce) {
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  view.releasedWithClaim = true;
+  auto d = decideDevice(view);
+  EXPECT_NE(as<action::FreeDevice>(d).message.find("released"), std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+}
+
+TEST_F(DeviceDecisionTest, ReleasedWithClaimDoesNotOverrideAListing) {
+  view.releasedWithClaim = true;
+  as<action::Nothing>(decideDevice(view));
+}
+
 TEST_F(DeviceDecisionTest, ListingResolvesTheSuspicion) {
   view.suspectSince = kT0 - 30s;
   auto d = decideDevice(view);
@@ -411,6 +434,7 @@ class NudgeTest : public ::testing::Test {
     view.rawResourceName = "nvidia.com/gpu";
     view.schedulerName = "extended-resource-scheduler";
     view.claims["default/c"] = &pending;
+    view.triggeredAt = kT0 - 100ms;
     view.now = kT0;
     view.minInterval = 1s;
     view.limit = 10;
@@ -428,8 +452,9 @@ class NudgeTest : public ::testing::Test {
   }
 
   std::vector<std::string> names() {
+    plan = podsToNudge(view);
     std::vector<std::string> out;
-    for (const Pod* p : podsToNudge(view)) {
+    for (const Pod* p : plan.pods) {
       out.push_back(p->meta.name);
     }
     return out;
@@ -438,6 +463,7 @@ class NudgeTest : public ::testing::Test {
   ExtendedResourceClaim pending;
   std::vector<std::unique_ptr<Pod>> pods;
   NudgeView view;
+  NudgePlan plan;
 };
 
 TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
@@ -445,6 +471,7 @@ TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
   addPod("a", "2026-01-01T00:00:01Z");
   addPod("c", "2026-01-01T00:00:01Z");
   EXPECT_EQ(names(), (std::vector<std::string>{"a", "c", "b"}));
+  EXPECT_FALSE(plan.again);
 }
 
 TEST_F(NudgeTest, SkipsPodsThatCannotUseTheDevices) {
@@ -457,6 +484,7 @@ TEST_F(NudgeTest, SkipsPodsThatCannotUseTheDevices) {
   addPod("no-claims", "7").claims.clear();
   addPod("unknown-claim", "8").claims = {"missing"};
   EXPECT_TRUE(names().empty());
+  EXPECT_FALSE(plan.again);
 }
 
 TEST_F(NudgeTest, OnlyPodsWithAPendingClaimForThatResource) {
@@ -479,20 +507,34 @@ TEST_F(NudgeTest, AnyOfSeveralClaimsQualifies) {
   EXPECT_EQ(names(), std::vector<std::string>{"p"});
 }
 
-TEST_F(NudgeTest, RecentlyNudgedPodsWait) {
+TEST_F(NudgeTest, PodsNudgedSinceTheTriggerAreDone) {
   addPod("p", "1");
-  view.lastNudged["uid-p"] = kT0 - 500ms;
+  view.lastNudged["uid-p"] = view.triggeredAt;
   EXPECT_TRUE(names().empty());
-  view.lastNudged["uid-p"] = kT0 - 1s;
-  EXPECT_EQ(names(), std::vector<std::string>{"p"});
+  EXPECT_FALSE(plan.again) << "nothing left to do: no endless re-nudging";
 }
 
-TEST_F(NudgeTest, BoundedByTheLimit) {
+TEST_F(NudgeTest, RecentlyNudgedPodsAreDeferredNotDropped) {
+  addPod("p", "1");
+  addPod("q", "2");
+  view.lastNudged["uid-p"] = kT0 - 300ms;  // before the trigger, but recent
+  EXPECT_EQ(names(), std::vector<std::string>{"q"});
+  EXPECT_EQ(plan.again, 700ms);
+  view.lastNudged["uid-p"] = kT0 - 1s;
+  EXPECT_EQ(names(), (std::vector<std::string>{"p", "q"}));
+  EXPECT_FALSE(plan.again);
+}
+
+TEST_F(NudgeTest, BoundedByTheLimitWithTheRestRightAfter) {
   for (int i = 0; i < 5; ++i) {
     addPod("p" + std::to_string(i), std::to_string(i));
   }
   view.limit = 2;
   EXPECT_EQ(names(), (std::vector<std::string>{"p0", "p1"}));
+  EXPECT_EQ(plan.again, 0ms);
+  view.lastNudged["uid-p0"] = kT0;
+  view.lastNudged["uid-p1"] = kT0;
+  EXPECT_EQ(names(), (std::vector<std::string>{"p2", "p3"}));
 }
 
 TEST(ReleaseCauseTest, Names) {

@@ -1,0 +1,227 @@
+#include "controller/controller.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace ker {
+
+namespace {
+
+constexpr const char* kClaimPrefix = "claim:";
+constexpr const char* kDevicePrefix = "device:";
+constexpr const char* kNudgePrefix = "nudge:";
+
+// Available in a status the API holds (an absent status is not: the reconciler writes it,
+// and that write is the event that counts).
+bool writtenAvailable(const ExtendedResource& d) {
+  return d.phase == DevicePhase::kAvailable && hasStatusPhase(d);
+}
+
+const char* resultLabel(const ReconcileResult& r) {
+  switch (r.status) {
+    case ReconcileResult::Status::kDone:
+      return r.requeueAfter ? "requeue" : "success";
+    case ReconcileResult::Status::kRetry:
+      return r.conflict ? "conflict" : "error";
+    case ReconcileResult::Status::kAborted:
+      return "aborted";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
+                       Informer<ExtendedResourceClaim>& claims, Informer<ExtendedResource>& devices,
+                       EventRecorder* events, metrics::Registry& registry, WriteGate mayWrite,
+                       ControllerOptions opts)
+    : devices_(devices),
+      opts_(std::move(opts)),
+      metrics_(registry),
+      caches_(pods, claims, devices),
+      executor_(api, events, &metrics_, std::move(mayWrite)),
+      reconciler_(api, caches_, executor_, &metrics_, opts_.reconciler) {
+  registry.gaugeFunc("extended_resource_controller_queue_depth",
+                     "Keys waiting in the work queue, ready to be processed.",
+                     [this] { return static_cast<double>(queue_.len()); });
+
+  pods.addHandlers({
+      .onAdd = [this](const auto& p) { enqueueHeldClaims(p->meta.uid); },
+      .onUpdate = [this](const auto&, const auto& p) { enqueueHeldClaims(p->meta.uid); },
+      .onDelete = [this](const auto& p) { enqueueHeldClaims(p->meta.uid); },
+  });
+  claims.addHandlers({
+      .onAdd = [this](const auto& c) { onClaimChange(nullptr, *c); },
+      .onUpdate = [this](const auto& old, const auto& c) { onClaimChange(old.get(), *c); },
+      .onDelete = [this](const auto& c) { onClaimDelete(*c); },
+  });
+  devices.addHandlers({
+      .onAdd = [this](const auto& d) { onDeviceChange(nullptr, *d); },
+      .onUpdate = [this](const auto& old, const auto& d) { onDeviceChange(old.get(), *d); },
+      .onDelete =
+          [this](const auto& d) {
+            enqueueDevice(d->meta.name);
+            if (d->claimRef) {
+              enqueueClaim(d->claimRef->ns, d->claimRef->name);
+            }
+          },
+  });
+}
+
+Controller::~Controller() {
+  stop();
+}
+
+void Controller::start() {
+  std::lock_guard lock(runMu_);
+  if (started_) {
+    return;
+  }
+  started_ = true;
+  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
+    workers_.emplace_back([this] { worker(); });
+  }
+  log::info("controller started", {{"workers", workers_.size()}});
+}
+
+void Controller::stop() {
+  queue_.shutDown();
+  std::lock_guard lock(runMu_);
+  for (auto& t : workers_) {
+    t.join();
+  }
+  workers_.clear();
+}
+
+void Controller::enqueueClaim(const std::string& ns, const std::string& name) {
+  queue_.add(kClaimPrefix + objectKey(ns, name));
+}
+
+void Controller::enqueueDevice(const std::string& name) {
+  queue_.add(kDevicePrefix + name);
+}
+
+void Controller::enqueueHeldClaims(const std::string& podUid) {
+  std::lock_guard lock(indexMu_);
+  auto it = claimsByHolder_.find(podUid);
+  if (it == claimsByHolder_.end()) {
+    return;
+  }
+  for (const auto& key : it->second) {
+    queue_.add(kClaimPrefix + key);
+  }
+}
+
+void Controller::indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
+  std::lock_guard lock(indexMu_);
+  if (old && old->podRef) {
+    auto it = claimsByHolder_.find(old->podRef->uid);
+    if (it != claimsByHolder_.end()) {
+      it->second.erase(objectKey(old->meta.ns, old->meta.name));
+      if (it->second.empty()) {
+        claimsByHolder_.erase(it);
+      }
+    }
+  }
+  if (cur && cur->podRef) {
+    claimsByHolder_[cur->podRef->uid].insert(objectKey(cur->meta.ns, cur->meta.name));
+  }
+}
+
+void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& c) {
+  indexHolder(old, &c);
+  enqueueClaim(c.meta.ns, c.meta.name);
+  // Devices waiting out the grace period for this claim to list them can stop waiting.
+  for (const auto& name : c.allocated) {
+    enqueueDevice(name);
+  }
+  if (old) {
+    for (const auto& name : old->allocated) {
+      enqueueDevice(name);
+    }
+    if (old->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
+      executor_.recordBound(c);
+    }
+  }
+}
+
+void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
+  indexHolder(&c, nullptr);
+  enqueueClaim(c.meta.ns, c.meta.name);
+  for (const auto& name : c.allocated) {
+    enqueueDevice(name);
+  }
+  // Devices a bind in flight wrote before the claim listed them.
+  for (const auto& d : devices_.list()) {
+    if (d->claimRef && d->claimRef->ns == c.meta.ns && d->claimRef->name == c.meta.name) {
+      enqueueDevice(d->meta.name);
+    }
+  }
+}
+
+void Controller::onDeviceChange(const ExtendedResource* old, const ExtendedResource& d) {
+  enqueueDevice(d.meta.name);
+  if (d.claimRef) {
+    enqueueClaim(d.claimRef->ns, d.claimRef->name);
+  }
+  if (old && old->claimRef && !(d.claimRef && *old->claimRef == *d.claimRef)) {
+    enqueueClaim(old->claimRef->ns, old->claimRef->name);
+  }
+  if (writtenAvailable(d) && !(old && writtenAvailable(*old))) {
+    reconciler_.requestNudge(d.rawResourceName);
+    queue_.addAfter(kNudgePrefix + d.rawResourceName, opts_.nudgeDelay);
+  }
+}
+
+void Controller::worker() {
+  while (auto key = queue_.get()) {
+    process(*key);
+    queue_.done(*key);
+  }
+}
+
+void Controller::process(const std::string& key) {
+  const size_t colon = key.find(':');
+  const std::string kind = key.substr(0, colon);
+  const std::string rest = key.substr(colon + 1);
+  const auto started = std::chrono::steady_clock::now();
+  ReconcileResult r;
+  if (kind == "claim") {
+    r = reconciler_.reconcileClaim(rest);
+  } else if (kind == "device") {
+    r = reconciler_.reconcileDevice(rest);
+  } else {
+    r = reconciler_.nudge(rest);
+  }
+  metrics_.reconcileLatency.labels({kind}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  metrics_.reconciles.labels({kind, resultLabel(r)}).inc();
+
+  switch (r.status) {
+    case ReconcileResult::Status::kDone:
+      queue_.forget(key);
+      if (r.requeueAfter) {
+        queue_.addAfter(key, *r.requeueAfter);
+      }
+      break;
+    case ReconcileResult::Status::kRetry:
+      metrics_.reconcileErrors.labels({kind}).inc();
+      if (r.conflict) {
+        if (log::v(2)) {
+          log::info("reconcile conflict, retrying", {{"key", key}, {"error", r.error}});
+        }
+      } else {
+        log::warn("reconcile failed, retrying", {{"key", key}, {"error", r.error}});
+      }
+      queue_.addRateLimited(key);
+      break;
+    case ReconcileResult::Status::kAborted:
+      break;
+  }
+  for (const auto& name : r.devicesToRetry) {
+    queue_.addRateLimited(kDevicePrefix + name);
+  }
+}
+
+}  // namespace ker

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/api_client.h"
+#include "common/event_recorder.h"
+#include "controller/caches.h"
+#include "controller/controller_metrics.h"
+#include "controller/reconcile_decisions.h"
+
+namespace ker {
+
+// Merge-patched onto pending pods so kube-scheduler, which watches them, retries them.
+inline constexpr const char* kRequeueAtAnnotation = "extendedresource.io/requeue-at";
+
+// A write was about to happen while this process may not write (leadership lost).
+class NotLeading : public std::runtime_error {
+ public:
+  NotLeading() : std::runtime_error("not the leader: writes are stopped") {}
+};
+
+// Whether this process may write right now; asked before every write.
+using WriteGate = std::function<bool()>;
+
+// Applies decided actions through the API. Status writes carry the resourceVersion the
+// decision was made on, so a concurrent change fails with an ApiError Conflict and the caller
+// re-decides on fresh state; status writes go through toJson(), which keeps fields this code
+// does not own. Throws NotLeading when the gate is closed.
+class Executor {
+ public:
+  Executor(ApiClient& api, EventRecorder* events, ControllerMetrics* metrics, WriteGate mayWrite,
+           SystemClock clock = std::chrono::system_clock::now);
+
+  struct ReleaseOutcome {
+    std::vector<std::string> freed;   // devices written back to Available
+    std::vector<std::string> failed;  // devices still Bound to the released claim
+  };
+  using DeviceLookup = std::function<CachedDevice(const std::string& name)>;
+
+  // The claim goes back to Pending first, then the devices it listed: the reverse of the
+  // extender's order, so no device is Available while a claim still lists it. A device write
+  // that conflicts is retried on a fresh read: once the claim no longer lists a Bound device,
+  // nobody else may write that device (the extender only takes Available ones).
+  ReleaseOutcome releaseClaim(const ExtendedResourceClaim& claim, const action::ReleaseClaim& a,
+                              const DeviceLookup& cached);
+  void markClaimLost(const ExtendedResourceClaim& claim, const action::MarkClaimLost& a);
+  void freeDevice(const ExtendedResource& device, const action::FreeDevice& a);
+  void initDeviceStatus(const ExtendedResource& device);
+  // False when the pod no longer exists.
+  bool nudgePod(const Pod& pod);
+
+  // An event for a bind the extender made; dropped silently when the gate is closed.
+  void recordBound(const ExtendedResourceClaim& claim);
+
+  bool mayWrite() const { return !mayWrite_ || mayWrite_(); }
+
+ private:
+  enum class FreeResult { kFreed, kNothingToDo, kFailed };
+  FreeResult freeReleasedDevice(const std::string& name, const ExtendedResourceClaim& claim,
+                                const CachedDevice& cached, const std::string& message);
+  void gate() const;
+  void record(const ObjectReference& ref, EventType type, const std::string& reason,
+              const std::string& message);
+
+  ApiClient& api_;
+  EventRecorder* events_;
+  ControllerMetrics* metrics_;
+  WriteGate mayWrite_;
+  SystemClock clock_;
+};
+
+}  // namespace ker

@@ -1,0 +1,271 @@
+#include "controller/reconciler.h"
+
+#include "common/api_error.h"
+#include "common/logging.h"
+
+namespace ker {
+
+namespace {
+
+using Status = ReconcileResult::Status;
+
+// How long a nudge is remembered: far longer than any nudge run that could still consult it.
+constexpr auto kNudgeMemory = std::chrono::minutes(5);
+
+}  // namespace
+
+Reconciler::Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
+                       ControllerMetrics* metrics, ReconcilerOptions opts)
+    : api_(api), caches_(caches), executor_(executor), metrics_(metrics), opts_(std::move(opts)) {}
+
+template <class F>
+ReconcileResult Reconciler::guarded(F&& body) {
+  ReconcileResult r;
+  try {
+    return body();
+  } catch (const NotLeading&) {
+    r.status = Status::kAborted;
+  } catch (const ApiError& e) {
+    r.status = Status::kRetry;
+    r.conflict = e.isConflict();
+    r.error = e.what();
+  } catch (const std::exception& e) {
+    r.status = Status::kRetry;
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::optional<SteadyTime> Reconciler::suspect(std::map<std::string, SteadyTime>& m,
+                                              const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = m.find(key);
+  return it == m.end() ? std::nullopt : std::optional(it->second);
+}
+
+void Reconciler::setSuspect(std::map<std::string, SteadyTime>& m, const std::string& key,
+                            std::optional<SteadyTime> since) {
+  std::lock_guard lock(mu_);
+  if (since) {
+    m[key] = *since;
+  } else {
+    m.erase(key);
+  }
+}
+
+std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std::string& ns,
+                                                  const std::string& name) {
+  if (metrics_) {
+    metrics_->liveReads.inc();
+  }
+  try {
+    return api_.get(res, ns, name);
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return std::nullopt;
+    }
+    throw;
+  }
+}
+
+void Reconciler::forgetClaim(const std::string& key) {
+  std::lock_guard lock(mu_);
+  claimSuspects_.erase(key);
+}
+
+void Reconciler::forgetDevice(const std::string& name) {
+  std::lock_guard lock(mu_);
+  deviceSuspects_.erase(name);
+  releasedDevices_.erase(name);
+}
+
+size_t Reconciler::remembered() const {
+  std::lock_guard lock(mu_);
+  return claimSuspects_.size() + deviceSuspects_.size() + releasedDevices_.size();
+}
+
+ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
+  return guarded([&] {
+    const CachedClaim claim = caches_.claim(key);
+    if (!claim) {
+      forgetClaim(key);
+      return ReconcileResult{};
+    }
+    ClaimView v;
+    v.claim = claim.get();
+    v.now = opts_.clock();
+    v.grace = opts_.orphanGrace;
+    v.suspectSince = suspect(claimSuspects_, key);
+    std::shared_ptr<const Pod> holder;
+    if (claim->podRef) {
+      holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
+    }
+    v.holder = holder.get();
+    std::vector<CachedDevice> keep;  // owns what v.devices points to
+    for (const auto& name : claim->allocated) {
+      keep.push_back(caches_.device(name));
+      v.devices[name] = keep.back().get();
+    }
+
+    Decision d = decideClaim(v);
+    // At most one read of the holder, then one of the devices.
+    for (int reads = 0; reads < 2 && std::holds_alternative<action::VerifyLive>(d.action);
+         ++reads) {
+      const auto& verify = std::get<action::VerifyLive>(d.action);
+      if (verify.what == LiveRead::kHolderPod && claim->podRef) {
+        auto live = liveGet(resources::kPods, claim->meta.ns, claim->podRef->name);
+        holder = live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+        v.holder = holder.get();
+        v.holderLive = true;
+      } else {
+        for (const auto& name : verify.devices) {
+          auto live = liveGet(resources::kExtendedResources, "", name);
+          keep.push_back(
+              live ? std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(*live))
+                   : nullptr);
+          v.devices[name] = keep.back().get();
+        }
+        v.devicesLive = true;
+      }
+      d = decideClaim(v);
+    }
+    setSuspect(claimSuspects_, key, d.suspectSince);
+
+    ReconcileResult r;
+    if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
+      r.requeueAfter = wait->remaining;
+    } else if (const auto* release = std::get_if<action::ReleaseClaim>(&d.action)) {
+      auto out = executor_.releaseClaim(*claim, *release,
+                                        [&](const std::string& n) { return caches_.device(n); });
+      if (!out.failed.empty()) {
+        std::lock_guard lock(mu_);
+        for (const auto& name : out.failed) {
+          releasedDevices_[name] = claim->meta.uid;
+        }
+      }
+      r.devicesToRetry = std::move(out.failed);
+    } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
+      executor_.markClaimLost(*claim, *lost);
+    } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
+      r.status = Status::kRetry;
+      r.error = "the live reads did not settle the decision";
+    }
+    return r;
+  });
+}
+
+ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
+  return guarded([&] {
+    const CachedDevice device = caches_.device(name);
+    if (!device) {
+      forgetDevice(name);
+      return ReconcileResult{};
+    }
+    DeviceView v;
+    v.device = device.get();
+    v.now = opts_.clock();
+    v.grace = opts_.orphanGrace;
+    v.suspectSince = suspect(deviceSuspects_, name);
+    CachedClaim claim;
+    if (device->claimRef) {
+      claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
+    }
+    v.claim = claim.get();
+    {
+      std::lock_guard lock(mu_);
+      auto it = releasedDevices_.find(name);
+      if (it != releasedDevices_.end()) {
+        v.releasedWithClaim = device->phase == DevicePhase::kBound && device->claimRef &&
+                              !it->second.empty() && it->second == device->claimRef->uid;
+        if (!v.releasedWithClaim) {
+          releasedDevices_.erase(it);
+        }
+      }
+    }
+
+    Decision d = decideDevice(v);
+    if (std::holds_alternative<action::VerifyLive>(d.action) && device->claimRef) {
+      auto live =
+          liveGet(resources::kExtendedResourceClaims, device->claimRef->ns, device->claimRef->name);
+      claim = live ? std::make_shared<const ExtendedResourceClaim>(
+                         ExtendedResourceClaim::fromJson(*live))
+                   : nullptr;
+      v.claim = claim.get();
+      v.claimLive = true;
+      d = decideDevice(v);
+    }
+    setSuspect(deviceSuspects_, name, d.suspectSince);
+
+    ReconcileResult r;
+    if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
+      r.requeueAfter = wait->remaining;
+    } else if (const auto* free = std::get_if<action::FreeDevice>(&d.action)) {
+      executor_.freeDevice(*device, *free);
+      {
+        std::lock_guard lock(mu_);
+        releasedDevices_.erase(name);
+      }
+    } else if (std::holds_alternative<action::InitDeviceStatus>(d.action)) {
+      executor_.initDeviceStatus(*device);
+    } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
+      r.status = Status::kRetry;
+      r.error = "the live read did not settle the decision";
+    }
+    return r;
+  });
+}
+
+void Reconciler::requestNudge(const std::string& rawResourceName) {
+  const SteadyTime now = opts_.clock();
+  std::lock_guard lock(mu_);
+  nudgeTriggered_[rawResourceName] = now;
+}
+
+ReconcileResult Reconciler::nudge(const std::string& rawResourceName) {
+  return guarded([&] {
+    NudgeView v;
+    v.now = opts_.clock();
+    {
+      std::lock_guard lock(mu_);
+      auto trigger = nudgeTriggered_.find(rawResourceName);
+      if (trigger == nudgeTriggered_.end()) {
+        return ReconcileResult{};
+      }
+      v.triggeredAt = trigger->second;
+      // Older entries no longer defer anything; the latest trigger decides the rest.
+      std::erase_if(lastNudged_, [&](const auto& e) { return v.now - e.second > kNudgeMemory; });
+      v.lastNudged = lastNudged_;
+    }
+    v.rawResourceName = rawResourceName;
+    v.schedulerName = opts_.schedulerName;
+    v.minInterval = opts_.nudgeMinInterval;
+    v.limit = opts_.nudgeLimit;
+    const auto pods = caches_.pods();
+    std::vector<CachedClaim> keep;  // owns what v.claims points to
+    for (const auto& p : pods) {
+      // Only pods kube-scheduler parked are candidates; their claims are all the view needs.
+      if (!p->unschedulable) {
+        continue;
+      }
+      v.pods.push_back({p.get(), true});
+      for (const auto& name : p->claims) {
+        const std::string key = objectKey(p->meta.ns, name);
+        if (!v.claims.count(key)) {
+          keep.push_back(caches_.claim(key));
+          v.claims[key] = keep.back().get();
+        }
+      }
+    }
+    const NudgePlan plan = podsToNudge(v);
+    for (const Pod* pod : plan.pods) {
+      executor_.nudgePod(*pod);
+      std::lock_guard lock(mu_);
+      lastNudged_[pod->meta.uid] = v.now;
+    }
+    ReconcileResult r;
+    r.requeueAfter = plan.again;
+    return r;
+  });
+}
+
+}  // namespace ker

@@ -1,0 +1,648 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "common/api_error.h"
+#include "common/leader_election.h"
+#include "controller/reconciler.h"
+#include "fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeApiClient;
+using json = nlohmann::json;
+
+const SteadyTime kT0{std::chrono::hours(1000)};
+const std::string kGpu = "nvidia.com/gpu";
+
+// Fails the next `failDeviceWrites` status writes of devices only, so a release can get past
+// its claim write and then fail on a device.
+class FlakyApi : public FakeApiClient {
+ public:
+  json updateStatus(const Resource& res, const std::string& ns, const json& obj) override {
+    if (res.plural == "extendedresources" && failDeviceWrites > 0) {
+      --failDeviceWrites;
+      throw ApiError(ApiErrorKind::kServerError, 500, "InternalError", "etcd hiccup");
+    }
+    return FakeApiClient::updateStatus(res, ns, obj);
+  }
+  std::atomic<int> failDeviceWrites{0};
+};
+
+// The caches as plain maps, loaded from the fake API on demand so tests control the lag.
+class MapCaches : public ControllerCaches {
+ public:
+  CachedClaim claim(const std::string& key) const override { return find(claims, key); }
+  CachedDevice device(const std::string& name) const override { return find(devices, name); }
+  CachedPod pod(const std::string& key) const override { return find(podMap, key); }
+  std::vector<CachedPod> pods() const override {
+    std::vector<CachedPod> out;
+    for (const auto& [k, p] : podMap) {
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  void load(FakeApiClient& api) {
+    claims.clear();
+    devices.clear();
+    podMap.clear();
+    // Each list is held in a variable: iterating a temporary's member would dangle.
+    const json claimList = api.list(resources::kExtendedResourceClaims, "", {});
+    for (const auto& o : claimList["items"]) {
+      auto c = std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(o));
+      claims[objectKey(c->meta.ns, c->meta.name)] = c;
+    }
+    const json deviceList = api.list(resources::kExtendedResources, "", {});
+    for (const auto& o : deviceList["items"]) {
+      auto d = std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(o));
+      devices[d->meta.name] = d;
+    }
+    const json podList = api.list(resources::kPods, "", {});
+    for (const auto& o : podList["items"]) {
+      auto p = std::make_shared<const WatchedPod>(WatchedPod::fromJson(o));
+      podMap[objectKey(p->meta.ns, p->meta.name)] = p;
+    }
+  }
+
+  std::map<std::string, CachedClaim> claims;
+  std::map<std::string, CachedDevice> devices;
+  std::map<std::string, CachedPod> podMap;
+
+ private:
+  template <class M>
+  static typename M::mapped_type find(const M& m, const std::string& key) {
+    auto it = m.find(key);
+    return it == m.end() ? nullptr : it->second;
+  }
+};
+
+json podJson(const std::string& name, const std::string& node,
+             const std::string& phase = "Running") {
+  json p = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name}, {"namespace", "default"}, {"annotations", {{kClaimsAnnotation, "c"}}}}},
+      {"spec", {{"schedulerName", "extended-resource-scheduler"}}},
+      {"status", {{"phase", phase}}}};
+  if (!node.empty()) {
+    p["spec"]["nodeName"] = node;
+  }
+  return p;
+}
+
+json deviceJson(const std::string& name) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResource"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"rawResourceName", kGpu}, {"deviceID", name + "-id"}}},
+          {"status", {{"phase", "Available"}}}};
+}
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    events.start();
+    ReconcilerOptions o;
+    o.orphanGrace = 2min;
+    o.clock = [this] { return now; };
+    reconciler = std::make_unique<Reconciler>(api, caches, executor, &metrics, o);
+  }
+
+  // Pod p on n1 holding claim c, which holds d0 and d1; d2 is free. Caches loaded.
+  void seedBoundCluster(const std::string& podPhase = "Running", const std::string& node = "n1") {
+    podUid = api.seed(resources::kPods, podJson("p", node, podPhase))["metadata"]["uid"];
+    json c = {{"apiVersion", kApiVersion},
+              {"kind", "ExtendedResourceClaim"},
+              {"metadata", {{"name", "c"}, {"namespace", "default"}}},
+              {"spec", {{"rawResourceName", kGpu}, {"extendedResourceNum", 2}}},
+              {"status",
+               {{"phase", "Bound"},
+                {"extendedResourceNames", {"d0", "d1"}},
+                {"nodeName", node.empty() ? "n1" : node},
+                {"podRef", {{"name", "p"}, {"uid", podUid}}}}}};
+    claimUid = api.seed(resources::kExtendedResourceClaims, c)["metadata"]["uid"];
+    for (const char* name : {"d0", "d1"}) {
+      seedBoundDevice(name);
+    }
+    api.seed(resources::kExtendedResources, deviceJson("d2"));
+    caches.load(api);
+  }
+
+  void seedBoundDevice(const std::string& name) {
+    json d = deviceJson(name);
+    d["status"] = {{"phase", "Bound"},
+                   {"claimRef", {{"namespace", "default"}, {"name", "c"}, {"uid", claimUid}}}};
+    api.seed(resources::kExtendedResources, d);
+  }
+
+  // A Pending claim c with nothing allocated, and device d0 Bound to it: a bind in flight.
+  void seedMidBind() {
+    json c = {{"apiVersion", kApiVersion},
+              {"kind", "ExtendedResourceClaim"},
+              {"metadata", {{"name", "c"}, {"namespace", "default"}}},
+              {"spec", {{"rawResourceName", kGpu}}}};
+    claimUid = api.seed(resources::kExtendedResourceClaims, c)["metadata"]["uid"];
+    seedBoundDevice("d0");
+    caches.load(api);
+  }
+
+  json claim() { return api.peek(resources::kExtendedResourceClaims, "default", "c").value(); }
+  json device(const std::string& name) {
+    return api.peek(resources::kExtendedResources, "", name).value();
+  }
+
+  void expectReleased() {
+    auto s = claim()["status"];
+    EXPECT_EQ(s["phase"], "Pending");
+    EXPECT_FALSE(s.contains("extendedResourceNames"));
+    EXPECT_FALSE(s.contains("nodeName"));
+    EXPECT_FALSE(s.contains("podRef"));
+    EXPECT_EQ(s["reason"], "Released");
+    for (const char* name : {"d0", "d1"}) {
+      EXPECT_EQ(device(name)["status"]["phase"], "Available") << name;
+      EXPECT_FALSE(device(name)["status"].contains("claimRef")) << name;
+    }
+  }
+
+  void expectUntouched(const std::string& rvBefore) {
+    EXPECT_EQ(api.resourceVersion(), rvBefore) << "nothing may be written";
+  }
+
+  std::vector<json> eventsFor(const std::string& kind) {
+    EXPECT_TRUE(events.flush(5s));
+    std::vector<json> out;
+    const json list = api.list(resources::kEvents, "default", {});
+    for (const auto& e : list["items"]) {
+      if (e["involvedObject"]["kind"] == kind) {
+        out.push_back(e);
+      }
+    }
+    return out;
+  }
+
+  double counter(metrics::CounterFamily& f, std::vector<std::string> labels) {
+    return f.labels(labels).value();
+  }
+
+  FlakyApi api;
+  MapCaches caches;
+  metrics::Registry registry;
+  ControllerMetrics metrics{registry};
+  EventRecorder events{api, {}};
+  std::atomic<bool> leader{true};
+  Executor executor{api, &events, &metrics, [this] { return leader.load(); }};
+  SteadyTime now = kT0;
+  std::unique_ptr<Reconciler> reconciler;
+  std::string podUid;
+  std::string claimUid;
+};
+
+using Status = ReconcileResult::Status;
+
+TEST_F(ReconcilerTest, ConsistentClusterIsLeftAsIs) {
+  seedBoundCluster();
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  for (const char* d : {"d0", "d1", "d2"}) {
+    EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
+  }
+  expectUntouched(rv);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 0) << "a consistent cache needs no live read";
+}
+
+TEST_F(ReconcilerTest, DeletedPodReleasesTheClaimAndFreesItsDevices) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_TRUE(r.devicesToRetry.empty());
+  expectReleased();
+  EXPECT_EQ(device("d0")["status"]["reason"], "Released");
+  EXPECT_EQ(counter(metrics.releases, {"PodDeleted"}), 1);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 1) << "one live GET confirms the pod is gone";
+
+  auto claimEvents = eventsFor("ExtendedResourceClaim");
+  ASSERT_EQ(claimEvents.size(), 1u);
+  EXPECT_EQ(claimEvents[0]["reason"], "Released");
+  auto podEvents = eventsFor("Pod");
+  ASSERT_EQ(podEvents.size(), 1u);
+  EXPECT_EQ(podEvents[0]["reason"], "ClaimReleased");
+  EXPECT_EQ(podEvents[0]["involvedObject"]["uid"], podUid);
+}
+
+TEST_F(ReconcilerTest, ReleaseIsIdempotent) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  caches.load(api);
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  for (const char* d : {"d0", "d1"}) {
+    EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
+  }
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, PodMissingOnlyFromTheCacheKeepsItsClaim) {
+  seedBoundCluster();
+  caches.podMap.clear();
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  expectUntouched(rv);
+  EXPECT_EQ(counter(metrics.releases, {"PodDeleted"}), 0);
+  EXPECT_EQ(metrics.liveReads.value(), 1);
+}
+
+TEST_F(ReconcilerTest, RecreatedPodWithTheSameNameDoesNotHoldTheClaim) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  api.seed(resources::kPods, podJson("p", "n2"));
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+  EXPECT_EQ(counter(metrics.releases, {"PodReplaced"}), 1);
+}
+
+TEST_F(ReconcilerTest, StaleCacheShowingAnotherPodDefersToTheLiveHolder) {
+  seedBoundCluster();
+  json old = podJson("p", "n2");
+  old["metadata"]["uid"] = "uid-of-an-older-pod";
+  caches.podMap["default/p"] = std::make_shared<const WatchedPod>(WatchedPod::fromJson(old));
+  const auto rv = api.resourceVersion();
+  reconciler->reconcileClaim("default/c");
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, FinishedPodReleasesWithoutALiveRead) {
+  seedBoundCluster("Succeeded");
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 0);
+  EXPECT_EQ(counter(metrics.releases, {"PodFinished"}), 1);
+}
+
+TEST_F(ReconcilerTest, TerminatingPodKeepsItsClaim) {
+  seedBoundCluster();
+  auto p = api.peek(resources::kPods, "default", "p").value();
+  p["metadata"]["finalizers"] = {"example.com/hold"};
+  api.update(resources::kPods, "default", p);
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  ASSERT_TRUE(caches.podMap["default/p"]->meta.deleting);
+  const auto rv = api.resourceVersion();
+  reconciler->reconcileClaim("default/c");
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, LiveReadFailureRetriesWithoutWriting) {
+  seedBoundCluster();
+  caches.podMap.clear();
+  api.failNext(FakeApiClient::Verb::kGet,
+               ApiError(ApiErrorKind::kTransport, 0, "", "connection reset"));
+  const auto rv = api.resourceVersion();
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kRetry);
+  EXPECT_FALSE(r.conflict);
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, ConflictOnTheClaimIsRetriedOnFreshState) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  auto c = claim();
+  c["status"]["message"] = "touched by someone else";
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);  // the cache is stale now
+
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kRetry);
+  EXPECT_TRUE(r.conflict);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << "devices wait for the claim";
+
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  expectReleased();
+}
+
+TEST_F(ReconcilerTest, ReleaseKeepsFieldsItDoesNotOwn) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["futureField"] = "keep me";
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  auto d = device("d0");
+  d["status"]["health"] = "ok";
+  api.updateStatus(resources::kExtendedResources, "", d);
+  const json spec = claim()["spec"];
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+  EXPECT_EQ(claim()["status"]["futureField"], "keep me");
+  EXPECT_EQ(claim()["spec"], spec);
+  EXPECT_EQ(device("d0")["status"]["health"], "ok");
+}
+
+TEST_F(ReconcilerTest, ConflictingDeviceWriteDuringReleaseIsRetriedOnALiveRead) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  auto d = device("d0");
+  d["status"]["message"] = "health check";
+  api.updateStatus(resources::kExtendedResources, "", d);  // d0 is stale in the cache now
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_TRUE(r.devicesToRetry.empty());
+  expectReleased();
+}
+
+TEST_F(ReconcilerTest, DeviceBoundAfterTheCacheWasFilledIsFreedToo) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  // The cache missed the extender's write of d1: the release reads it live.
+  auto stale = device("d1");
+  stale["status"] = {{"phase", "Available"}};
+  caches.devices["d1"] =
+      std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(stale));
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+}
+
+TEST_F(ReconcilerTest, DeviceLeftBoundByAFailedWriteIsFreedWithoutGrace) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  api.failDeviceWrites = 1;
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_EQ(r.devicesToRetry, std::vector<std::string>{"d0"});
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
+  EXPECT_EQ(device("d1")["status"]["phase"], "Available");
+
+  caches.load(api);
+  r = reconciler->reconcileDevice("d0");
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_FALSE(r.requeueAfter) << "no grace: this controller released its claim";
+  expectReleased();
+  EXPECT_EQ(reconciler->remembered(), 0u);
+}
+
+TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
+  seedBoundCluster();
+  api.remove(resources::kExtendedResources, "", "d1");
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  auto s = claim()["status"];
+  EXPECT_EQ(s["phase"], "Lost");
+  EXPECT_EQ(s["extendedResourceNames"], json({"d0"}));
+  EXPECT_EQ(s["podRef"]["uid"], podUid) << "the pod still holds what is left";
+  EXPECT_EQ(s["reason"], "ExtendedResourceLost");
+  EXPECT_NE(s["message"].get<std::string>().find("d1 was deleted"), std::string::npos);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
+  auto lost = eventsFor("ExtendedResourceClaim");
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0]["reason"], "Lost");
+  EXPECT_EQ(lost[0]["type"], "Warning");
+
+  // Once the pod goes, what is left is released.
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+}
+
+TEST_F(ReconcilerTest, DeviceMissingOnlyFromTheCacheIsNotLost) {
+  seedBoundCluster();
+  caches.devices.erase("d1");
+  const auto rv = api.resourceVersion();
+  reconciler->reconcileClaim("default/c");
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, DeletedClaimFreesItsDevices) {
+  seedBoundCluster();
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  caches.load(api);
+  for (const char* name : {"d0", "d1"}) {
+    auto r = reconciler->reconcileDevice(name);
+    EXPECT_EQ(r.status, Status::kDone);
+    EXPECT_FALSE(r.requeueAfter) << "a deleted claim needs no grace";
+    EXPECT_EQ(device(name)["status"]["phase"], "Available");
+    EXPECT_EQ(device(name)["status"]["reason"], "Orphaned");
+  }
+  EXPECT_EQ(counter(metrics.repairs, {"device_freed"}), 2);
+}
+
+TEST_F(ReconcilerTest, ClaimRecreatedUnderTheSameNameFreesTheOldOnesDevices) {
+  seedBoundCluster();
+  auto c = claim();
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  c["metadata"].erase("uid");
+  c["metadata"].erase("resourceVersion");
+  c.erase("status");
+  api.seed(resources::kExtendedResourceClaims, c);
+  caches.load(api);
+  reconciler->reconcileDevice("d0");
+  EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+}
+
+TEST_F(ReconcilerTest, ClaimMissingOnlyFromTheCacheKeepsItsDevice) {
+  seedBoundCluster();
+  caches.claims.clear();
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, MidBindDeviceIsLeftAloneUntilTheGracePeriodPasses) {
+  seedMidBind();
+  const auto rv = api.resourceVersion();
+  auto r = reconciler->reconcileDevice("d0");
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_EQ(r.requeueAfter, 2min);
+  now += 90s;
+  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 30s);
+  expectUntouched(rv);
+
+  now += 30s;
+  r = reconciler->reconcileDevice("d0");
+  EXPECT_FALSE(r.requeueAfter);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+  EXPECT_NE(device("d0")["status"]["message"].get<std::string>().find("does not list"),
+            std::string::npos);
+  EXPECT_EQ(reconciler->remembered(), 0u);
+}
+
+TEST_F(ReconcilerTest, MidBindThatCompletesIsNeverTouched) {
+  seedMidBind();
+  reconciler->reconcileDevice("d0");
+  auto c = claim();
+  c["status"] = {{"phase", "Bound"},
+                 {"extendedResourceNames", {"d0"}},
+                 {"nodeName", "n1"},
+                 {"podRef", {{"name", "p"}, {"uid", "uid-p"}}}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  caches.load(api);
+  now += 1s;
+  const auto rv = api.resourceVersion();
+  auto r = reconciler->reconcileDevice("d0");
+  EXPECT_FALSE(r.requeueAfter);
+  EXPECT_EQ(reconciler->remembered(), 0u) << "the grace clock is forgotten";
+  now += 10min;
+  reconciler->reconcileDevice("d0");
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, OrphanIsReadLiveBeforeBeingFreed) {
+  seedMidBind();
+  reconciler->reconcileDevice("d0");
+  // The bind completed, but the claim cache missed it.
+  auto c = claim();
+  c["status"] = {{"phase", "Bound"}, {"extendedResourceNames", {"d0"}}, {"nodeName", "n1"}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  now += 3min;
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, ClaimOfAPodThatNeverGotANodeIsReleasedAfterGrace) {
+  seedBoundCluster("Pending", "");
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").requeueAfter, 2min);
+  now += 2min;
+  // The cache still says unbound; a live read is taken before releasing.
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+  EXPECT_EQ(counter(metrics.releases, {"NeverScheduled"}), 1);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 1);
+  EXPECT_NE(rv, api.resourceVersion());
+}
+
+TEST_F(ReconcilerTest, PodBoundMeanwhileKeepsItsClaimDespiteAStaleCache) {
+  seedBoundCluster("Pending", "");
+  reconciler->reconcileClaim("default/c");
+  api.bindPod("default", "p", podUid, "n1");
+  now += 5min;
+  const auto rv = api.resourceVersion();
+  reconciler->reconcileClaim("default/c");
+  expectUntouched(rv);
+  EXPECT_EQ(reconciler->remembered(), 0u);
+}
+
+TEST_F(ReconcilerTest, DeviceWithoutStatusBecomesAvailable) {
+  json d = deviceJson("fresh");
+  d.erase("status");
+  api.seed(resources::kExtendedResources, d);
+  caches.load(api);
+  reconciler->reconcileDevice("fresh");
+  EXPECT_EQ(device("fresh")["status"], json({{"phase", "Available"}}));
+  EXPECT_EQ(device("fresh")["spec"], d["spec"]);
+  EXPECT_EQ(counter(metrics.repairs, {"device_initialized"}), 1);
+}
+
+TEST_F(ReconcilerTest, WithoutLeadershipNothingIsWritten) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  leader = false;
+  const auto rv = api.resourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kAborted);
+  expectUntouched(rv);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kUpdateStatus), 0);
+}
+
+TEST_F(ReconcilerTest, VanishedObjectsAreForgotten) {
+  seedMidBind();
+  reconciler->reconcileDevice("d0");
+  EXPECT_EQ(reconciler->remembered(), 1u);
+  caches.devices.clear();
+  EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
+  EXPECT_EQ(reconciler->remembered(), 0u);
+}
+
+class NudgeReconcileTest : public ReconcilerTest {
+ protected:
+  // A pod kube-scheduler parked, waiting for claim w of `resource`.
+  void seedWaiting(const std::string& pod, const std::string& resource, bool parked = true) {
+    json c = {{"apiVersion", kApiVersion},
+              {"kind", "ExtendedResourceClaim"},
+              {"metadata", {{"name", pod + "-claim"}, {"namespace", "default"}}},
+              {"spec", {{"rawResourceName", resource}}}};
+    api.seed(resources::kExtendedResourceClaims, c);
+    json p = podJson(pod, "", "Pending");
+    p["metadata"]["annotations"][kClaimsAnnotation] = pod + "-claim";
+    if (parked) {
+      p["status"]["conditions"] = {
+          {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+    }
+    api.seed(resources::kPods, p);
+  }
+
+  bool nudged(const std::string& pod) {
+    return api.peek(resources::kPods, "default", pod)
+        .value()["metadata"]["annotations"]
+        .contains(kRequeueAtAnnotation);
+  }
+};
+
+TEST_F(NudgeReconcileTest, PatchesParkedPodsWaitingForTheResourceOnce) {
+  seedWaiting("gpu-pod", kGpu);
+  seedWaiting("fpga-pod", "example.com/fpga");
+  seedWaiting("fresh-pod", kGpu, false);
+  caches.load(api);
+  EXPECT_EQ(reconciler->nudge(kGpu).status, Status::kDone) << "no trigger, nothing to do";
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 0);
+
+  reconciler->requestNudge(kGpu);
+  auto r = reconciler->nudge(kGpu);
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_FALSE(r.requeueAfter);
+  EXPECT_TRUE(nudged("gpu-pod"));
+  EXPECT_FALSE(nudged("fpga-pod"));
+  EXPECT_FALSE(nudged("fresh-pod"));
+  auto ts = api.peek(resources::kPods, "default", "gpu-pod")
+                .value()["metadata"]["annotations"][kRequeueAtAnnotation]
+                .get<std::string>();
+  EXPECT_TRUE(parseMicroTime(ts)) << ts;
+  EXPECT_EQ(metrics.podNudges.value(), 1);
+
+  caches.load(api);
+  reconciler->nudge(kGpu);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 1) << "one nudge per trigger";
+}
+
+TEST_F(NudgeReconcileTest, ASecondTriggerSoonAfterIsServedOnceTheIntervalPasses) {
+  seedWaiting("gpu-pod", kGpu);
+  caches.load(api);
+  reconciler->requestNudge(kGpu);
+  reconciler->nudge(kGpu);
+  now += 200ms;
+  reconciler->requestNudge(kGpu);
+  auto r = reconciler->nudge(kGpu);
+  EXPECT_EQ(r.requeueAfter, 800ms);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 1);
+  now += 800ms;
+  r = reconciler->nudge(kGpu);
+  EXPECT_FALSE(r.requeueAfter);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 2);
+}
+
+TEST_F(NudgeReconcileTest, APodGoneMeanwhileIsSkipped) {
+  seedWaiting("gpu-pod", kGpu);
+  caches.load(api);
+  api.remove(resources::kPods, "default", "gpu-pod");
+  reconciler->requestNudge(kGpu);
+  EXPECT_EQ(reconciler->nudge(kGpu).status, Status::kDone);
+}
+
+}  // namespace
+}  // namespace ker
