@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "common/api_error.h"
 #include "common/logging.h"
@@ -150,6 +151,7 @@ void InformerCore::run() {
 
   bool needList = true;
   bool listedOnce = false;
+  bool freshList = false;  // the next watch starts from a list just made
   while (!stop_) {
     if (needList) {
       try {
@@ -162,11 +164,12 @@ void InformerCore::run() {
       relists_ += listedOnce ? 1 : 0;
       listedOnce = true;
       needList = false;
-      failures = 0;
+      freshList = true;
     }
 
     const auto started = std::chrono::steady_clock::now();
     bool sawEvents = false;
+    const bool fromFreshList = std::exchange(freshList, false);
     WatchEnd end = WatchEnd::kClean;
     try {
       end = watchOnce(sawEvents);
@@ -190,11 +193,15 @@ void InformerCore::run() {
         log::info("informer resourceVersion expired, relisting", {{"informer", opts_.name}});
       }
       needList = true;
+      // Expired straight after a list: the server is not keeping up; do not relist in a loop.
+      if (fromFreshList && !sawEvents) {
+        sleep(backoff());
+      }
     } else if (end == WatchEnd::kError ||
                (!sawEvents && std::chrono::steady_clock::now() - started < kMinHealthyWatch)) {
       sleep(backoff());
     } else {
-      failures = 0;
+      failures = 0;  // only a healthy watch proves the server well again
     }
   }
 }

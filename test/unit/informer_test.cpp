@@ -311,6 +311,19 @@ TEST(Informer, ExpiredWatchRelistsQuietlyWhenNothingChanged) {
   EXPECT_EQ(rec.events(), (std::vector<std::string>{"add ns/a=1"}));
 }
 
+TEST(Informer, PersistentGoneRelistsWithBackoff) {
+  FakeApiClient api;
+  api.failNext(Verb::kWatch, ApiError(ApiErrorKind::kGone, 410, "Expired", "too old"), -1);
+  Informer<Widget> inf(api, kWidgets, fastOptions());
+  inf.start();
+  ASSERT_TRUE(inf.waitForSync(5s));
+  std::this_thread::sleep_for(300ms);
+  inf.stop();
+  // Capped at 40 ms, each wait at least 20 ms: about 15 lists, never a tight loop.
+  EXPECT_GT(api.calls(Verb::kList), 3);
+  EXPECT_LT(api.calls(Verb::kList), 40);
+}
+
 TEST(Informer, ErrorEventsRetryOrRelist) {
   FakeApiClient api;
   Informer<Widget> inf(api, kWidgets, fastOptions());
