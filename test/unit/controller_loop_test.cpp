@@ -1,0 +1,298 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "common/api_error.h"
+#include "controller/controller.h"
+#include "fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeApiClient;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+const std::string kGpu = "nvidia.com/gpu";
+
+json podJson(const std::string& name, const std::string& node, const std::string& claims,
+             const std::string& phase = "Running") {
+  json p = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name}, {"namespace", "default"}, {"annotations", {{kClaimsAnnotation, claims}}}}},
+      {"spec", {{"schedulerName", "extended-resource-scheduler"}}},
+      {"status", {{"phase", phase}}}};
+  if (!node.empty()) {
+    p["spec"]["nodeName"] = node;
+  }
+  return p;
+}
+
+json claimJson(const std::string& name) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", {{"rawResourceName", kGpu}}}};
+}
+
+json deviceJson(const std::string& name) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResource"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"rawResourceName", kGpu}}},
+          {"status", {{"phase", "Available"}}}};
+}
+
+class ControllerLoopTest : public ::testing::Test {
+ protected:
+  ~ControllerLoopTest() override {
+    if (controller) {
+      controller->stop();
+    }
+    pods.stop();
+    claims.stop();
+    devices.stop();
+    events.stop();
+  }
+
+  void start(Millis grace = 2min) {
+    ControllerOptions o;
+    o.workers = 2;
+    o.nudgeDelay = 20ms;
+    o.reconciler.orphanGrace = grace;
+    controller = std::make_unique<Controller>(
+        api, pods, claims, devices, &events, registry, [this] { return leader.load(); }, o);
+    events.start();
+    pods.start();
+    claims.start();
+    devices.start();
+    ASSERT_TRUE(pods.waitForSync(5s) && claims.waitForSync(5s) && devices.waitForSync(5s));
+    controller->start();
+  }
+
+  // Pod p on n1 holds claim c with devices d0 and d1.
+  void seedBoundCluster(const std::string& podPhase = "Running") {
+    const std::string podUid =
+        api.seed(resources::kPods, podJson("p", "n1", "c", podPhase))["metadata"]["uid"];
+    json c = claimJson("c");
+    c["status"] = {{"phase", "Bound"},
+                   {"extendedResourceNames", {"d0", "d1"}},
+                   {"nodeName", "n1"},
+                   {"podRef", {{"name", "p"}, {"uid", podUid}}}};
+    claimUid = api.seed(resources::kExtendedResourceClaims, c)["metadata"]["uid"];
+    for (const char* name : {"d0", "d1"}) {
+      seedDeviceBoundToC(name);
+    }
+  }
+
+  void seedDeviceBoundToC(const std::string& name) {
+    json d = deviceJson(name);
+    d["status"] = {{"phase", "Bound"},
+                   {"claimRef", {{"namespace", "default"}, {"name", "c"}, {"uid", claimUid}}}};
+    api.seed(resources::kExtendedResources, d);
+  }
+
+  std::string claimPhase(const std::string& name = "c") {
+    auto c = api.peek(resources::kExtendedResourceClaims, "default", name);
+    return c ? c->value("/status/phase"_json_pointer, "") : "<gone>";
+  }
+  std::string devicePhase(const std::string& name) {
+    auto d = api.peek(resources::kExtendedResources, "", name);
+    return d ? d->value("/status/phase"_json_pointer, "") : "<gone>";
+  }
+  bool released() {
+    return claimPhase() == "Pending" && devicePhase("d0") == "Available" &&
+           devicePhase("d1") == "Available";
+  }
+
+  template <class F>
+  bool eventually(F&& cond, std::chrono::milliseconds timeout = 5s) {
+    const auto deadline = Clock::now() + timeout;
+    while (!cond()) {
+      if (Clock::now() >= deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    return true;
+  }
+
+  double reconciles(const std::string& kind, const std::string& result) {
+    return registry.counter("extended_resource_controller_reconciles_total", "", {"kind", "result"})
+        .labels({kind, result})
+        .value();
+  }
+
+  FakeApiClient api;
+  metrics::Registry registry;
+  EventRecorder events{api, {}};
+  Informer<WatchedPod> pods{api, resources::kPods};
+  Informer<ExtendedResourceClaim> claims{api, resources::kExtendedResourceClaims};
+  Informer<ExtendedResource> devices{api, resources::kExtendedResources};
+  std::atomic<bool> leader{true};
+  std::unique_ptr<Controller> controller;
+  std::string claimUid;
+};
+
+TEST_F(ControllerLoopTest, PodDeletionReleasesItsClaimWithinASecond) {
+  seedBoundCluster();
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  ASSERT_EQ(claimPhase(), "Bound");
+
+  const auto deleted = Clock::now();
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return released(); }, 5s));
+  const auto took = Clock::now() - deleted;
+  EXPECT_LT(took, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << "ms";
+}
+
+TEST_F(ControllerLoopTest, ClaimsOfPodsGoneWhileDownAreReleasedAtStart) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  start();
+  EXPECT_TRUE(eventually([&] { return released(); }));
+}
+
+TEST_F(ControllerLoopTest, FinishedPodReleasesItsClaim) {
+  seedBoundCluster();
+  start();
+  auto p = api.peek(resources::kPods, "default", "p").value();
+  p["status"]["phase"] = "Succeeded";
+  api.updateStatus(resources::kPods, "default", p);
+  EXPECT_TRUE(eventually([&] { return released(); }));
+}
+
+TEST_F(ControllerLoopTest, DeletedDeviceMakesItsClaimLost) {
+  seedBoundCluster();
+  start();
+  api.remove(resources::kExtendedResources, "", "d1");
+  ASSERT_TRUE(eventually([&] { return claimPhase() == "Lost"; }));
+  auto s = api.peek(resources::kExtendedResourceClaims, "default", "c").value()["status"];
+  EXPECT_EQ(s["extendedResourceNames"], json({"d0"}));
+  EXPECT_NE(s["message"].get<std::string>().find("d1"), std::string::npos);
+  EXPECT_EQ(devicePhase("d0"), "Bound");
+}
+
+TEST_F(ControllerLoopTest, DeletedClaimFreesItsDevices) {
+  seedBoundCluster();
+  start();
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  const auto deleted = Clock::now();
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+  EXPECT_LT(Clock::now() - deleted, 1s);
+}
+
+TEST_F(ControllerLoopTest, ConflictsAreRetried) {
+  seedBoundCluster();
+  start();
+  api.failNext(FakeApiClient::Verb::kUpdateStatus,
+               ApiError(ApiErrorKind::kConflict, 409, "Conflict", "the object has been modified"),
+               3);
+  api.remove(resources::kPods, "default", "p");
+  EXPECT_TRUE(eventually([&] { return released(); }));
+  EXPECT_GE(reconciles("claim", "conflict"), 1);
+}
+
+TEST_F(ControllerLoopTest, MidBindDeviceIsRepairedOnlyAfterTheGracePeriod) {
+  api.seed(resources::kExtendedResourceClaims, claimJson("c"));
+  claimUid =
+      api.peek(resources::kExtendedResourceClaims, "default", "c").value()["metadata"]["uid"];
+  seedDeviceBoundToC("d0");
+  const auto started = Clock::now();
+  start(600ms);
+  ASSERT_TRUE(eventually([&] { return reconciles("device", "requeue") >= 1; }));
+  EXPECT_EQ(devicePhase("d0"), "Bound") << "within the grace period";
+  ASSERT_TRUE(eventually([&] { return devicePhase("d0") == "Available"; }));
+  EXPECT_GE(Clock::now() - started, 600ms);
+}
+
+TEST_F(ControllerLoopTest, DeviceWithoutStatusIsShownAvailable) {
+  json d = deviceJson("fresh");
+  d.erase("status");
+  api.seed(resources::kExtendedResources, d);
+  start();
+  EXPECT_TRUE(eventually([&] { return devicePhase("fresh") == "Available"; }));
+}
+
+TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
+  seedBoundCluster();
+  api.seed(resources::kExtendedResourceClaims, claimJson("w"));
+  json waiting = podJson("waiting", "", "w", "Pending");
+  waiting["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  api.seed(resources::kPods, waiting);
+  start();
+  auto annotation = [&] {
+    return api.peek(resources::kPods, "default", "waiting")
+        .value()
+        .value("/metadata/annotations"_json_pointer, json::object())
+        .value(kRequeueAtAnnotation, "");
+  };
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 2; }));
+  const std::string before = annotation();
+  EXPECT_EQ(before, "") << "no device became Available yet";
+  api.remove(resources::kPods, "default", "p");
+  EXPECT_TRUE(eventually([&] { return annotation() != before; }));
+  EXPECT_TRUE(released());
+}
+
+TEST_F(ControllerLoopTest, BindsByTheExtenderGetAnEvent) {
+  api.seed(resources::kExtendedResourceClaims, claimJson("c"));
+  start();
+  auto c = api.peek(resources::kExtendedResourceClaims, "default", "c").value();
+  claimUid = c["metadata"]["uid"];
+  seedDeviceBoundToC("d0");
+  const std::string podUid = api.seed(resources::kPods, podJson("p", "n1", "c"))["metadata"]["uid"];
+  c["status"] = {{"phase", "Bound"},
+                 {"extendedResourceNames", {"d0"}},
+                 {"nodeName", "n1"},
+                 {"podRef", {{"name", "p"}, {"uid", podUid}}}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  ASSERT_TRUE(eventually([&] {
+    const json list = api.list(resources::kEvents, "default", {});
+    for (const auto& e : list["items"]) {
+      if (e["reason"] == "Bound") {
+        return e["message"] == "allocated d0 on node n1 to pod p";
+      }
+    }
+    return false;
+  }));
+  EXPECT_EQ(claimPhase(), "Bound");
+}
+
+TEST_F(ControllerLoopTest, WithoutLeadershipNothingIsWritten) {
+  seedBoundCluster();
+  leader = false;
+  const auto rv = api.resourceVersion();
+  start();
+  api.remove(resources::kPods, "default", "p");
+  const auto afterDelete = api.resourceVersion();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "aborted") >= 1; }));
+  EXPECT_EQ(api.resourceVersion(), afterDelete);
+  EXPECT_NE(rv, afterDelete);
+  EXPECT_EQ(claimPhase(), "Bound");
+}
+
+TEST_F(ControllerLoopTest, MetricsAreExported) {
+  seedBoundCluster();
+  start();
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return released(); }));
+  const std::string text = registry.render();
+  for (const char* name : {"extended_resource_controller_reconciles_total",
+                           "extended_resource_controller_reconcile_duration_seconds_bucket",
+                           "extended_resource_controller_queue_depth",
+                           "extended_resource_controller_releases_total{cause=\"PodDeleted\"} 1"}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name;
+  }
+}
+
+}  // namespace
+}  // namespace ker
