@@ -118,6 +118,8 @@ TEST_F(ClientTest, TypedStatusRoundTripKeepsUnknownFields) {
   EXPECT_EQ(written.allocated, (std::vector<std::string>{"d1", "d2"}));
   EXPECT_EQ(written.meta.labels.at("team"), "ml");
   EXPECT_EQ(written.extendedResourceNum, 2);
+  // The status above is made up; leave no claim behind that breaks the cluster's invariants.
+  api_->remove(resources::kExtendedResourceClaims, ns, "c");
 }
 
 TEST_F(ClientTest, BindPodSetsNodeAndAnnotationsUnderAUidPrecondition) {
