@@ -26,6 +26,9 @@ std::string metaString(const nlohmann::json& obj, const char* field) {
   return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// The informer whose thread this is, so stop() can tell it is called from a handler.
+thread_local const InformerCore* tRunning = nullptr;
+
 std::string keyOf(const nlohmann::json& obj) {
   return objectKey(metaString(obj, "namespace"), metaString(obj, "name"));
 }
@@ -65,9 +68,15 @@ void InformerCore::start() {
     throw std::logic_error("informer " + opts_.name + " already started");
   }
   started_ = true;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    tRunning = this;
+    run();
+  });
   if (opts_.resyncPeriod.count() > 0) {
-    resyncThread_ = std::thread([this] { resyncLoop(); });
+    resyncThread_ = std::thread([this] {
+      tRunning = this;
+      resyncLoop();
+    });
   }
 }
 
@@ -79,8 +88,7 @@ void InformerCore::stop() {
   waitCv_.notify_all();
   // From a handler (on one of our threads), joining would deadlock: the other thread may be
   // waiting for the dispatch lock this one holds. The destructor joins instead.
-  const auto self = std::this_thread::get_id();
-  if (self == thread_.get_id() || self == resyncThread_.get_id()) {
+  if (tRunning == this) {
     return;
   }
   for (std::thread* t : {&thread_, &resyncThread_}) {

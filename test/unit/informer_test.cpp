@@ -440,10 +440,11 @@ TEST(Informer, StopFromAHandlerOnlySignals) {
   InformerOptions opts = fastOptions();
   opts.resyncPeriod = 1ms;  // keep the resync thread contending for the dispatch lock
   auto inf = std::make_unique<Informer<Widget>>(api, kWidgets, opts);
+  Informer<Widget>* raw = inf.get();  // the handler must not read `inf` while it is reset
   std::atomic<int> stops{0};
-  inf->addHandlers({.onUpdate = [&](const auto&, const auto&) {
+  inf->addHandlers({.onUpdate = [&stops, raw](const auto&, const auto&) {
     ++stops;
-    inf->stop();
+    raw->stop();
   }});
   inf->start();
   ASSERT_TRUE(eventually([&] { return stops > 0; }));
