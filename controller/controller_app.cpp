@@ -1,0 +1,256 @@
+#include "controller/controller_app.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/event_recorder.h"
+#include "common/http_server.h"
+#include "common/informer.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+
+namespace ker {
+
+std::optional<std::pair<std::string, int>> parseBindAddress(const std::string& address) {
+  if (address.empty() || address == "0") {
+    return std::nullopt;
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size()) {
+    return std::nullopt;
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  for (size_t i = colon + 1; i < address.size(); ++i) {
+    if (address[i] < '0' || address[i] > '9' || port > 65535) {
+      return std::nullopt;
+    }
+    port = port * 10 + (address[i] - '0');
+  }
+  if (port > 65535) {
+    return std::nullopt;
+  }
+  return std::make_pair(host.empty() ? std::string("0.0.0.0") : host, port);
+}
+
+namespace {
+
+LeaderElectionConfig withIdentity(LeaderElectionConfig c) {
+  if (c.identity.empty()) {
+    c.identity = defaultIdentity();
+  }
+  return c;
+}
+
+InformerOptions informerOptions(Millis resync) {
+  InformerOptions o;
+  o.resyncPeriod = resync;
+  return o;
+}
+
+}  // namespace
+
+struct ControllerApp::Impl {
+  Impl(ApiClient& apiClient, ControllerAppConfig c, std::function<void()> onLost)
+      : api(apiClient),
+        config(std::move(c)),
+        onLeadershipLost(std::move(onLost)),
+        electionConfig(withIdentity(config.leaderElection)),
+        events(api,
+               [&] {
+                 EventRecorderOptions o;
+                 o.instance = electionConfig.identity;
+                 return o;
+               }()),
+        pods(api, resources::kPods),
+        claims(api, resources::kExtendedResourceClaims, informerOptions(config.resyncPeriod)),
+        devices(api, resources::kExtendedResources, informerOptions(config.resyncPeriod)) {
+    if (config.leaderElect) {
+      elector = std::make_unique<LeaderElector>(
+          api, electionConfig,
+          LeaderCallbacks{
+              .onStartedLeading = [this] { mayStart(); },
+              .onStoppedLeading = [this] { stoppedLeading(); },
+              .onNewLeader =
+                  [](const std::string& id) {
+                    log::info("new leader observed", {{"leader", id}});
+                  },
+          });
+    }
+    controller = std::make_unique<Controller>(
+        api, pods, claims, devices, &events, registry,
+        [this] { return !elector || elector->isLeader(); }, config.controller);
+
+    registry.gaugeFunc("extended_resource_controller_leader",
+                       "1 while this process holds the lease and may write.",
+                       [this] { return leading() ? 1.0 : 0.0; });
+    registry.counterFunc("extended_resource_controller_events_sent_total", "Events posted.",
+                         [this] { return static_cast<double>(events.stats().sent.load()); });
+    registry.counterFunc("extended_resource_controller_events_dropped_total",
+                         "Events dropped because the queue was full or the recorder stopped.",
+                         [this] { return static_cast<double>(events.stats().dropped.load()); });
+    registry.counterFunc("extended_resource_controller_events_failed_total",
+                         "Events the API refused or could not be sent.",
+                         [this] { return static_cast<double>(events.stats().failed.load()); });
+
+    if (auto bind = parseBindAddress(config.metricsBindAddress)) {
+      HttpServerOptions o;
+      o.bindAddress = bind->first;
+      o.port = bind->second;
+      o.threads = 4;
+      server = std::make_unique<HttpServer>(o);
+      server->mountHealth([this] { return synced(); });
+      server->mountMetrics(registry);
+    }
+  }
+
+  bool synced() const { return pods.hasSynced() && claims.hasSynced() && devices.hasSynced(); }
+  bool leading() const { return elector ? elector->isLeader() : started.load(); }
+
+  void mayStart() {
+    {
+      std::lock_guard lock(mu);
+      allowed = true;
+    }
+    cv.notify_all();
+  }
+
+  void stoppedLeading() {
+    bool fatal;
+    {
+      std::lock_guard lock(mu);
+      fatal = !stopping;
+      lost = lost || fatal;
+    }
+    cv.notify_all();
+    if (fatal) {
+      log::error("leadership lost: stopping all writes", {{"identity", electionConfig.identity}});
+      if (onLeadershipLost) {
+        onLeadershipLost();
+      }
+    }
+  }
+
+  // Starts the loop once allowed to (leading, or no election) and the caches have synced.
+  void run() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return stopping || lost || allowed; });
+    while (!stopping && !lost && !synced()) {
+      cv.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    if (stopping || lost) {
+      return;
+    }
+    started = true;
+    lock.unlock();
+    log::info("caches synced; starting the reconcile loop");
+    controller->start();
+  }
+
+  ApiClient& api;
+  const ControllerAppConfig config;
+  const std::function<void()> onLeadershipLost;
+  const LeaderElectionConfig electionConfig;
+  metrics::Registry registry;
+  EventRecorder events;
+  Informer<WatchedPod> pods;
+  Informer<ExtendedResourceClaim> claims;
+  Informer<ExtendedResource> devices;
+  std::unique_ptr<LeaderElector> elector;
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<HttpServer> server;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool allowed = false;
+  bool stopping = false;
+  bool lost = false;
+  std::atomic<bool> started{false};
+  bool stopped = false;
+  std::thread runner;
+};
+
+ControllerApp::ControllerApp(ApiClient& api, ControllerAppConfig config,
+                             std::function<void()> onLeadershipLost)
+    : impl_(std::make_unique<Impl>(api, std::move(config), std::move(onLeadershipLost))) {}
+
+ControllerApp::~ControllerApp() {
+  stop();
+}
+
+void ControllerApp::start() {
+  Impl& i = *impl_;
+  if (i.server) {
+    i.server->start();
+    log::info("serving health and metrics", {{"port", i.server->port()}});
+  }
+  i.events.start();
+  i.pods.start();
+  i.claims.start();
+  i.devices.start();
+  i.runner = std::thread([&i] { i.run(); });
+  if (i.elector) {
+    log::info("starting leader election",
+              {{"lease", i.electionConfig.ns + "/" + i.electionConfig.name},
+               {"identity", i.electionConfig.identity}});
+    i.elector->start();
+  } else {
+    i.mayStart();
+  }
+}
+
+void ControllerApp::stop() {
+  Impl& i = *impl_;
+  bool lost;
+  {
+    std::lock_guard lock(i.mu);
+    if (i.stopped) {
+      return;
+    }
+    i.stopped = true;
+    i.stopping = true;
+    lost = i.lost;
+  }
+  i.cv.notify_all();
+  if (i.runner.joinable()) {
+    i.runner.join();
+  }
+  // The loop stops writing before the lease is given up, so no successor ever overlaps it.
+  i.controller->stop();
+  if (i.elector) {
+    i.elector->stop();
+  }
+  i.pods.stop();
+  i.claims.stop();
+  i.devices.stop();
+  if (!lost) {
+    i.events.flush(std::chrono::seconds(2));
+  }
+  i.events.stop();
+  if (i.server) {
+    i.server->stop();
+  }
+}
+
+bool ControllerApp::ready() const {
+  return impl_->synced();
+}
+bool ControllerApp::leading() const {
+  return impl_->leading();
+}
+
+bool ControllerApp::leadershipLost() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->lost;
+}
+
+int ControllerApp::metricsPort() const {
+  return impl_->server ? impl_->server->port() : 0;
+}
+
+}  // namespace ker
