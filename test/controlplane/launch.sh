@@ -16,6 +16,8 @@
 #       --scheduler-name NAME  the profile's schedulerName (default: extended-resource-scheduler)
 #       --node-cache-capable true|false   (default: false)
 #       --extender-ca FILE     CA for an https extender (default: tlsConfig.insecure: true)
+#       --extender-client-cert FILE / --extender-client-key FILE
+#                              client certificate kube-scheduler presents (mutual TLS)
 #       --filter-verb V / --prioritize-verb V / --bind-verb V / --preempt-verb V
 #                              (defaults: filter, prioritize, bind, none; "" leaves a verb out)
 #       --weight N             prioritize weight (default: 1)
@@ -456,13 +458,15 @@ cmd_start() {
     --apiserver-arg=*) APISERVER_EXTRA+=("${1#*=}") ;;
     --etcd-arg) ETCD_ARGS+=("${2:?--etcd-arg needs a value}") && shift ;;
     --etcd-arg=*) ETCD_ARGS+=("${1#*=}") ;;
-    --name | --scheduler-name | --node-cache-capable | --extender-url | --extender-ca | --filter-verb | \
+    --name | --scheduler-name | --node-cache-capable | --extender-url | --extender-ca | \
+      --extender-client-cert | --extender-client-key | --filter-verb | \
       --prioritize-verb | --bind-verb | --preempt-verb | --weight | --http-timeout | --ignorable | \
       --managed-resource | --scheduler-arg)
       (($# >= 2)) || die "$1 needs a value"
       sched+=("$1" "$2") && shift
       ;;
     --name=* | --scheduler-name=* | --node-cache-capable=* | --extender-url=* | --extender-ca=* | \
+      --extender-client-cert=* | --extender-client-key=* | \
       --filter-verb=* | --prioritize-verb=* | --bind-verb=* | --preempt-verb=* | --weight=* | \
       --http-timeout=* | --ignorable=* | --managed-resource=* | --scheduler-arg=*)
       sched+=("${1%%=*}" "${1#*=}")
@@ -524,7 +528,7 @@ yaml_str() { # a double-quoted YAML scalar
 check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or false, not '$2'"; }
 
 start_scheduler() {
-  local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' \
+  local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' client_cert='' client_key='' \
     filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
   local managed=() extra=()
   while (($#)); do
@@ -538,6 +542,8 @@ start_scheduler() {
     --extender-url) url=$2 ;;
     --node-cache-capable) node_cache=$2 ;;
     --extender-ca) ca=$2 ;;
+    --extender-client-cert) client_cert=$2 ;;
+    --extender-client-key) client_key=$2 ;;
     --filter-verb) filter=$2 ;;
     --prioritize-verb) prioritize=$2 ;;
     --bind-verb) bind=$2 ;;
@@ -560,6 +566,8 @@ start_scheduler() {
   [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
   [[ -z "$ca" || -r "$ca" ]] || die "--extender-ca '$ca' is not readable"
   [[ -z "$ca" ]] || ca=$(cd "$(dirname "$ca")" && printf '%s/%s' "$(pwd -P)" "$(basename "$ca")")
+  [[ -z "$client_cert" && -z "$client_key" ]] || [[ -r "$client_cert" && -r "$client_key" ]] ||
+    die "--extender-client-cert and --extender-client-key go together and must be readable"
   if [[ "$(env_get STATE)" != running ]] || ! owns_pid "$(env_get APISERVER_PID)"; then
     die "no running control plane in $DIR (launch.sh start $DIR first)"
   fi
@@ -584,6 +592,9 @@ start_scheduler() {
         printf '    caFile: %s\n' "$(yaml_str "$ca")"
       else
         printf '    insecure: true\n'
+      fi
+      if [[ -n "$client_cert" ]]; then
+        printf '    certFile: %s\n    keyFile: %s\n' "$(yaml_str "$client_cert")" "$(yaml_str "$client_key")"
       fi
     fi
     if ((${#managed[@]})); then

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "common/api_error.h"
+#include "common/objects.h"
 
 namespace ker::itest {
 
@@ -11,6 +12,7 @@ KubeClient* ExtenderSuite::api_ = nullptr;
 std::unique_ptr<ChildProcess> ExtenderSuite::extender_;
 int ExtenderSuite::extenderPort_ = 0;
 int ExtenderSuite::healthPort_ = 0;
+std::string ExtenderSuite::extenderUrl_;
 std::string ExtenderSuite::schedulerName_;
 
 void ExtenderSuite::startStack(const Options& opts) {
@@ -26,6 +28,20 @@ void ExtenderSuite::startStack(const Options& opts) {
                                    "--bind-address=127.0.0.1",
                                    "--port=" + std::to_string(extenderPort_),
                                    "--health-port=" + std::to_string(healthPort_), "--v=2"};
+  std::string schedulerArgs = opts.nodeCacheCapable ? " --node-cache-capable true"
+                                                    : " --node-cache-capable false";
+  extenderUrl_ = (opts.https ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                 std::to_string(extenderPort_);
+  if (opts.https) {
+    args.push_back("--tls-cert-file=" + env_->value("SERVING_CERT"));
+    args.push_back("--tls-private-key-file=" + env_->value("SERVING_KEY"));
+    schedulerArgs += " --extender-ca " + env_->value("CA_CERT");
+    if (opts.mutualTls) {
+      args.push_back("--client-ca-file=" + env_->value("CA_CERT"));
+      schedulerArgs += " --extender-client-cert " + env_->value("ADMIN_CERT") +
+                       " --extender-client-key " + env_->value("ADMIN_KEY");
+    }
+  }
   args.insert(args.end(), opts.extenderArgs.begin(), opts.extenderArgs.end());
   schedulerName_ = uniqueName("sched");
   extender_ = std::make_unique<ChildProcess>(
@@ -43,10 +59,9 @@ void ExtenderSuite::startStack(const Options& opts) {
     extender_.reset();
     throw std::runtime_error("extender never became ready:\n" + tail);
   }
-  if (env_->launch("start-scheduler",
-                   "--name " + schedulerName_ + " --extender-url http://127.0.0.1:" +
-                       std::to_string(extenderPort_) + " --node-cache-capable " +
-                       (opts.nodeCacheCapable ? "true" : "false")) != 0) {
+  if (env_->launch("start-scheduler", "--name " + schedulerName_ + " --scheduler-name " +
+                                          schedulerName_ + " --extender-url " + extenderUrl_ +
+                                          schedulerArgs) != 0) {
     extender_.reset();
     throw std::runtime_error("kube-scheduler did not start");
   }
@@ -110,6 +125,45 @@ std::string ExtenderSuite::extenderMetrics() {
   httplib::Client health("127.0.0.1", healthPort_);
   auto res = health.Get("/metrics");
   return res ? res->body : std::string();
+}
+
+void ExtenderSuite::expectPlacementOnMatchingNode() {
+  auto nodes = makeNodes(3);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("p100"), nodes[0], resource_, {{"type", "p100"}}));
+  const std::string k80 = uniqueName("k80");
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(k80, nodes[1], resource_, {{"type", "k80"}}));
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "k80-erc", resource_, 1, {{"type", "k80"}}));
+  nlohmann::json pod =
+      api_->create(resources::kPods, ns_, podObject(ns_, "web", {"k80-erc"}, schedulerName_));
+
+  ASSERT_TRUE(waitBound("web")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("web"), nodes[1]);
+
+  auto claim = ExtendedResourceClaim::fromJson(
+      api_->get(resources::kExtendedResourceClaims, ns_, "k80-erc"));
+  EXPECT_EQ(claim.phase, ClaimPhase::kBound);
+  EXPECT_EQ(claim.allocated, (std::vector<std::string>{k80}));
+  EXPECT_EQ(claim.nodeName, nodes[1]);
+  ASSERT_TRUE(claim.podRef);
+  EXPECT_EQ(claim.podRef->uid, pod["metadata"]["uid"]);
+
+  auto device = ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", k80));
+  EXPECT_EQ(device.phase, DevicePhase::kBound);
+  ASSERT_TRUE(device.claimRef);
+  EXPECT_EQ(device.claimRef->name, "k80-erc");
+  EXPECT_EQ(device.claimRef->uid, claim.meta.uid);
+
+  auto annotation = nlohmann::json::parse(
+      getPod("web")["metadata"]["annotations"]["extendedresource.io/allocation"]
+          .get<std::string>());
+  EXPECT_EQ(annotation["k80-erc"][0]["name"], k80);
+  EXPECT_EQ(annotation["k80-erc"][0]["deviceID"], k80 + "-id");
+  EXPECT_EQ(annotation["k80-erc"][0]["rawResourceName"], resource_);
+
+  EXPECT_EQ(invariantViolations(), "");
 }
 
 double ExtenderSuite::metricValue(const std::string& text, const std::string& name) {

@@ -16,6 +16,8 @@ class ExtenderSuite : public ::testing::Test {
  protected:
   struct Options {
     bool nodeCacheCapable = true;
+    bool https = false;
+    bool mutualTls = false;  // with https: the extender requires kube-scheduler's client cert
     std::vector<std::string> extenderArgs;
     std::map<std::string, std::string> extenderEnv;
   };
@@ -40,11 +42,16 @@ class ExtenderSuite : public ::testing::Test {
   // The value of an unlabelled series in Prometheus text; -1 when absent.
   static double metricValue(const std::string& text, const std::string& name);
 
+  // A pod claiming a k80 among a p100 node, a k80 node and an empty node lands on the k80
+  // node; its claim, device and allocation annotation say so; no invariant is broken.
+  void expectPlacementOnMatchingNode();
+
   static TestEnv* env_;
   static KubeClient* api_;
   static std::unique_ptr<ChildProcess> extender_;
   static int extenderPort_;
   static int healthPort_;
+  static std::string extenderUrl_;
   static std::string schedulerName_;
 };
 

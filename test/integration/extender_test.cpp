@@ -9,6 +9,8 @@
 #include "common/objects.h"
 #include "extender_fixture.h"
 
+#include <httplib.h>
+
 namespace ker::itest {
 namespace {
 
@@ -24,40 +26,7 @@ class ExtenderTest : public ExtenderSuite {
 };
 
 TEST_F(ExtenderTest, PodLandsOnTheNodeWithAMatchingFreeDeviceAndItsClaimBinds) {
-  auto nodes = makeNodes(3);
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(uniqueName("p100"), nodes[0], resource_, {{"type", "p100"}}));
-  const std::string k80 = uniqueName("k80");
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(k80, nodes[1], resource_, {{"type", "k80"}}));
-  api_->create(resources::kExtendedResourceClaims, ns_,
-               claimObject(ns_, "k80-erc", resource_, 1, {{"type", "k80"}}));
-  json pod = api_->create(resources::kPods, ns_, podObject(ns_, "web", {"k80-erc"}));
-
-  ASSERT_TRUE(waitBound("web")) << extender_->logTail();
-  EXPECT_EQ(nodeOf("web"), nodes[1]);
-
-  auto claim = ExtendedResourceClaim::fromJson(
-      api_->get(resources::kExtendedResourceClaims, ns_, "k80-erc"));
-  EXPECT_EQ(claim.phase, ClaimPhase::kBound);
-  EXPECT_EQ(claim.allocated, (std::vector<std::string>{k80}));
-  EXPECT_EQ(claim.nodeName, nodes[1]);
-  ASSERT_TRUE(claim.podRef);
-  EXPECT_EQ(claim.podRef->uid, pod["metadata"]["uid"]);
-
-  auto device = ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", k80));
-  EXPECT_EQ(device.phase, DevicePhase::kBound);
-  ASSERT_TRUE(device.claimRef);
-  EXPECT_EQ(device.claimRef->name, "k80-erc");
-  EXPECT_EQ(device.claimRef->uid, claim.meta.uid);
-
-  json annotation = json::parse(
-      getPod("web")["metadata"]["annotations"]["extendedresource.io/allocation"].get<std::string>());
-  EXPECT_EQ(annotation["k80-erc"][0]["name"], k80);
-  EXPECT_EQ(annotation["k80-erc"][0]["deviceID"], k80 + "-id");
-  EXPECT_EQ(annotation["k80-erc"][0]["rawResourceName"], resource_);
-
-  EXPECT_EQ(invariantViolations(), "");
+  expectPlacementOnMatchingNode();
 }
 
 TEST_F(ExtenderTest, PodWithoutAFreeDeviceStaysPendingWithTheReason) {
@@ -66,7 +35,7 @@ TEST_F(ExtenderTest, PodWithoutAFreeDeviceStaysPendingWithTheReason) {
                deviceObject(uniqueName("p100"), nodes[0], resource_, {{"type", "p100"}}));
   api_->create(resources::kExtendedResourceClaims, ns_,
                claimObject(ns_, "k80-erc", resource_, 1, {{"type", "k80"}}));
-  api_->create(resources::kPods, ns_, podObject(ns_, "waiting", {"k80-erc"}));
+  api_->create(resources::kPods, ns_, podObject(ns_, "waiting", {"k80-erc"}, schedulerName_));
 
   std::string message;
   bool found = eventually(
@@ -93,7 +62,7 @@ TEST_F(ExtenderTest, PodWithoutAFreeDeviceStaysPendingWithTheReason) {
 
 TEST_F(ExtenderTest, MissingClaimIsReportedAndNothingIsAllocated) {
   makeNodes(1);
-  api_->create(resources::kPods, ns_, podObject(ns_, "orphan", {"no-such-claim"}));
+  api_->create(resources::kPods, ns_, podObject(ns_, "orphan", {"no-such-claim"}, schedulerName_));
   std::string message;
   ASSERT_TRUE(eventually(
       [&] {
@@ -126,7 +95,8 @@ TEST_F(ExtenderTest, FiftyPodsRacingForTwentyDevicesBindExactlyTwenty) {
   }
   for (int i = 0; i < 50; ++i) {
     api_->create(resources::kPods, ns_,
-                 podObject(ns_, "racer-" + std::to_string(i), {"claim-" + std::to_string(i)}));
+                 podObject(ns_, "racer-" + std::to_string(i), {"claim-" + std::to_string(i)},
+                           schedulerName_));
   }
 
   auto boundPods = [&] {
@@ -176,11 +146,55 @@ TEST_F(ExtenderTest, BindRecoversFromAnInjectedWriteConflict) {
   api_->create(resources::kExtendedResources, "",
                deviceObject(uniqueName("dev"), nodes[0], resource_, {}));
   api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "c", resource_, 1));
-  api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}));
+  api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}, schedulerName_));
   ASSERT_TRUE(waitBound("p")) << extender_->logTail();
   EXPECT_GE(metricValue(extenderMetrics(), "extended_resource_scheduler_allocation_conflicts_total"),
             1.0);
   EXPECT_EQ(invariantViolations(), "");
+}
+
+// nodeCacheCapable: false: kube-scheduler sends whole Node objects and reads back the
+// passing ones; the extender answers from the request's nodes.
+class ExtenderNodeListTest : public ExtenderSuite {
+ protected:
+  static void SetUpTestSuite() { startStack({.nodeCacheCapable = false}); }
+};
+
+TEST_F(ExtenderNodeListTest, PodLandsOnTheNodeWithAMatchingFreeDevice) {
+  expectPlacementOnMatchingNode();
+}
+
+TEST_F(ExtenderNodeListTest, LabelBasedDeviceAffinityUsesTheRequestsNodeLabels) {
+  auto nodes = makeNodes(2);
+  api_->patch(resources::kNodes, "", nodes[1], PatchType::kMerge,
+              {{"metadata", {{"labels", {{"rack", "r7"}}}}}});
+  json device = deviceObject(uniqueName("rackdev"), "unused", resource_, {});
+  device["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"] =
+      json::array({{{"matchExpressions", {{{"key", "rack"}, {"operator", "In"}, {"values", {"r7"}}}}}}});
+  api_->create(resources::kExtendedResources, "", device);
+  api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "c", resource_, 1));
+  api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}, schedulerName_));
+  ASSERT_TRUE(waitBound("p")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("p"), nodes[1]);
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// HTTPS with a client-certificate check, as kube-scheduler's tlsConfig can present one.
+class ExtenderMutualTlsTest : public ExtenderSuite {
+ protected:
+  static void SetUpTestSuite() { startStack({.https = true, .mutualTls = true}); }
+};
+
+TEST_F(ExtenderMutualTlsTest, SchedulerWithAClientCertificateGetsPodsPlaced) {
+  expectPlacementOnMatchingNode();
+}
+
+TEST_F(ExtenderMutualTlsTest, ClientWithoutACertificateIsRefused) {
+  httplib::SSLClient client("127.0.0.1", extenderPort_);
+  client.set_ca_cert_path(env_->value("CA_CERT").c_str());
+  client.set_connection_timeout(5);
+  auto res = client.Post("/filter", "{}", "application/json");
+  EXPECT_FALSE(res) << "status " << (res ? res->status : 0);
 }
 
 }  // namespace
