@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds (once) etcd, kube-apiserver, kube-scheduler and kubectl at the versions pinned in
+# Builds (once) etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl at the versions pinned in
 # versions.env and prints the folder holding them as the last line of stdout.
 #
 #   build-binaries.sh              build if needed, print the bin dir
@@ -61,7 +61,7 @@ fingerprint=$(
 
 is_current() {
   local b
-  for b in etcd kube-apiserver kube-scheduler kubectl; do
+  for b in etcd "${KUBERNETES_TOOLS[@]}"; do
     [[ -x "$bin_dir/$b" ]] || return 1
   done
   grep -qx "fingerprint=$fingerprint" "$bin_dir/BUILDINFO" 2>/dev/null

@@ -5,7 +5,7 @@ CONTROLPLANE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034 # used by the scripts that source this file
 REPO_ROOT=$(cd "$CONTROLPLANE_HERE/../.." && pwd)
 # shellcheck disable=SC2034
-KUBERNETES_TOOLS=(kube-apiserver kube-scheduler kubectl)
+KUBERNETES_TOOLS=(kube-apiserver kube-scheduler kube-controller-manager kubectl)
 
 log() { printf '[controlplane] %s\n' "$*" >&2; }
 die() {
