@@ -28,6 +28,12 @@
 #       --scheduler-arg ARG    extra kube-scheduler flag (repeatable)
 #       --timeout SECONDS
 #   launch.sh stop-scheduler DIR [--name NAME | --all]
+#   launch.sh start-controller-manager DIR [--timeout SECONDS]
+#                              kube-controller-manager with the controllers a kubelet-less
+#                              cluster can use (deployments, replicasets, garbage collection,
+#                              namespaces, service accounts)
+#   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE
+#                              writes a kubeconfig holding a fresh token of that ServiceAccount
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
 #   launch.sh stop DIR                       stops everything started in DIR, waits for exit
 #   launch.sh status DIR                     prints which components run; exit 1 if any is down
@@ -639,6 +645,97 @@ start_scheduler() {
   die "kube-scheduler '$name' could not bind a free port in 3 attempts"
 }
 
+# ---- kube-controller-manager and service-account credentials -------------------------------
+
+start_controller_manager() {
+  local port rc attempt
+  [[ "$(env_get STATE)" == running ]] || die "no running control plane in $DIR (launch.sh start $DIR first)"
+  BIN_DIR=$(env_get BIN_DIR)
+  [[ -x "$BIN_DIR/kube-controller-manager" ]] || die "no kube-controller-manager in $BIN_DIR"
+  for attempt in 1 2 3; do
+    pick_port
+    port=$PORT
+    launch kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+      --kubeconfig="$(env_get KUBECONFIG)" --leader-elect=false \
+      --controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token \
+      --service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
+      --bind-address=127.0.0.1 --secure-port="$port" \
+      --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key" \
+      --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics --v=1
+    env_set CONTROLLER_MANAGER_PID "$LAUNCHED_PID" CONTROLLER_MANAGER_URL "https://127.0.0.1:$port" \
+      CONTROLLER_MANAGER_LOG "$DIR/kube-controller-manager.log"
+    rc=0
+    wait_ready "$LAUNCHED_PID" kube-controller-manager "$TIMEOUT" controller_manager_ready \
+      "https://127.0.0.1:$port" || rc=$?
+    if ((rc == 0)); then
+      log "kube-controller-manager ready at https://127.0.0.1:$port"
+      return 0
+    fi
+    if ((rc == 2)) && bind_failed kube-controller-manager; then
+      continue
+    fi
+    break
+  done
+  stop_component kube-controller-manager
+  tail_log kube-controller-manager
+  die "kube-controller-manager did not become ready"
+}
+
+controller_manager_ready() { # url
+  [[ "$(curl -fsS --max-time 5 --connect-timeout 2 --cacert "$DIR/pki/ca.crt" "$1/healthz")" == ok ]]
+}
+
+cmd_start_controller_manager() {
+  set_dir "${1:-}"
+  shift
+  TIMEOUT=$DEFAULT_TIMEOUT
+  while (($#)); do
+    case "$1" in
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
+    *) die "start-controller-manager: unknown option '$1' (try --help)" ;;
+    esac
+    shift
+  done
+  lock_dir
+  start_controller_manager
+  printf '%s\n' "$ENV_FILE"
+}
+
+# A token from the TokenRequest API, so a component runs with exactly the rights its
+# ServiceAccount's RBAC grants.
+cmd_sa_kubeconfig() {
+  set_dir "${1:-}"
+  (($# == 4)) || die "usage: sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE"
+  local ns=$2 sa=$3 out=$4 token
+  token=$("$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" create token "$sa" \
+    -n "$ns" --duration=24h) || die "could not create a token for serviceaccount $ns/$sa"
+  (
+    umask 077
+    cat >"$out" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-extended-resource
+  cluster:
+    server: $(env_get APISERVER_URL)
+    certificate-authority-data: $(b64 "$DIR/pki/ca.crt")
+users:
+- name: $ns-$sa
+  user:
+    token: $token
+contexts:
+- name: kube-extended-resource
+  context:
+    cluster: kube-extended-resource
+    user: $ns-$sa
+    namespace: $ns
+current-context: kube-extended-resource
+KUBECONFIG
+  )
+  printf '%s\n' "$out"
+}
+
 cmd_start_scheduler() {
   set_dir "${1:-}"
   shift
@@ -724,6 +821,8 @@ cmd_restart_apiserver() {
 stop_all() {
   local n port
   for n in $(all_scheduler_names); do stop_scheduler "$n"; done
+  stop_component kube-controller-manager
+  env_unset CONTROLLER_MANAGER_PID
   port=$(env_get APISERVER_PORT)
   stop_component kube-apiserver
   stop_component etcd
@@ -749,7 +848,9 @@ cmd_stop() {
 cmd_status() {
   set_dir "${1:-}"
   local ok=0 f name pid
-  for name in etcd kube-apiserver $(all_scheduler_names | sed 's/^/scheduler-/'); do
+  local optional=''
+  [[ ! -f "$DIR/kube-controller-manager.pid" ]] || optional=kube-controller-manager
+  for name in etcd kube-apiserver $optional $(all_scheduler_names | sed 's/^/scheduler-/'); do
     f="$DIR/$name.pid"
     pid=$(cat "$f" 2>/dev/null || true)
     if owns_pid "$pid"; then
@@ -769,6 +870,8 @@ main() {
   start) cmd_start "$@" ;;
   start-scheduler) cmd_start_scheduler "$@" ;;
   stop-scheduler) cmd_stop_scheduler "$@" ;;
+  start-controller-manager) cmd_start_controller_manager "$@" ;;
+  sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
   restart-apiserver) cmd_restart_apiserver "$@" ;;
   stop) cmd_stop "$@" ;;
   status) cmd_status "$@" ;;
