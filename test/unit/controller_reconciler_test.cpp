@@ -644,5 +644,29 @@ TEST_F(NudgeReconcileTest, APodGoneMeanwhileIsSkipped) {
   EXPECT_EQ(reconciler->nudge(kGpu).status, Status::kDone);
 }
 
+TEST(WatchedPodTest, ReadsWhetherKubeSchedulerParkedThePod) {
+  auto parse = [](json conditions) {
+    json p = podJson("p", "", "Pending");
+    p["status"]["conditions"] = std::move(conditions);
+    return WatchedPod::fromJson(p);
+  };
+  EXPECT_TRUE(parse({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}},
+                     {{"type", "Ready"}, {"status", "False"}}})
+                  .unschedulable);
+  EXPECT_FALSE(parse({{{"type", "PodScheduled"}, {"status", "True"}}}).unschedulable);
+  EXPECT_FALSE(
+      parse({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulerError"}}})
+          .unschedulable);
+  EXPECT_FALSE(parse(json::array()).unschedulable);
+  EXPECT_FALSE(parse("garbage").unschedulable);
+  EXPECT_FALSE(WatchedPod::fromJson(json("not an object")).unschedulable);
+
+  const WatchedPod p =
+      parse({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}});
+  EXPECT_EQ(p.meta.name, "p");
+  EXPECT_EQ(p.claims, std::vector<std::string>{"c"});
+  EXPECT_EQ(p.schedulerName, "extended-resource-scheduler");
+}
+
 }  // namespace
 }  // namespace ker

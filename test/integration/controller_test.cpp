@@ -1,0 +1,335 @@
+// The controller binary against a real kube-apiserver and kube-scheduler, with the extender
+// binding pods: releases, Lost claims, orphan repair, the pending-pod nudge measured end to
+// end, and leader hand-over.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <iostream>
+
+#include "common/api_error.h"
+#include "common/objects.h"
+#include "extender_fixture.h"
+
+namespace ker::itest {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+long long millisSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+class ControllerTest : public ExtenderSuite {
+ protected:
+  static constexpr auto kGrace = 3s;
+
+  static void SetUpTestSuite() {
+    startStack({});
+    if (env_ != nullptr) {
+      lease_ = uniqueName("ctl-lease");
+      controller_ = startController(controllerPort_);
+    }
+  }
+
+  static void TearDownTestSuite() {
+    standby_.reset();
+    controller_.reset();
+    stopStack();
+  }
+
+  // Starts a controller instance serving metrics on a fresh port; waits until it is ready.
+  static std::unique_ptr<ChildProcess> startController(int& port) {
+    port = freePort();
+    auto child = std::make_unique<ChildProcess>(
+        env_->binary("controller/extended-resource-controller"),
+        std::vector<std::string>{
+            "--kubeconfig=" + env_->kubeconfig(),
+            "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
+            "--scheduler-name=" + schedulerName_, "--leader-elect-lease-name=" + lease_,
+            "--leader-elect-namespace=kube-system", "--orphan-grace-period=3s",
+            "--leader-elect-retry-period=200ms", "--leader-elect-renew-deadline=2s",
+            "--leader-elect-lease-duration=4s", "--v=2"},
+        env_->dir() + "/controller-" + lease_ + "-" + std::to_string(port) + ".log");
+    httplib::Client health("127.0.0.1", port);
+    if (!eventually(
+            [&] {
+              auto res = health.Get("/readyz");
+              return res && res->status == 200;
+            },
+            60s, 100ms)) {
+      throw std::runtime_error("controller never became ready:\n" + child->logTail());
+    }
+    return child;
+  }
+
+  static std::string metricsOf(int port) {
+    httplib::Client client("127.0.0.1", port);
+    auto res = client.Get("/metrics");
+    return res ? res->body : std::string();
+  }
+
+  static bool leads(int port) {
+    return metricValue(metricsOf(port), "extended_resource_controller_leader") == 1;
+  }
+
+  void SetUp() override {
+    ExtenderSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    ASSERT_TRUE(controller_ && controller_->running())
+        << "controller died:\n"
+        << (controller_ ? controller_->logTail() : "");
+    ASSERT_TRUE(eventually([] { return leads(controllerPort_); }, 30s)) << controller_->logTail();
+    node_ = makeNodes(1)[0];
+  }
+
+  // Leaves the cluster as it found it: pods go, the controller releases their claims, then
+  // claims and devices go. Other suites check invariants over the whole cluster.
+  void TearDown() override {
+    if (api_ == nullptr || ns_.empty()) {
+      return;
+    }
+    const json pods = api_->list(resources::kPods, ns_, {});
+    for (const auto& p : pods["items"]) {
+      deletePodNow(*api_, ns_, p["metadata"]["name"]);
+    }
+    eventually(
+        [&] {
+          const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
+          for (const auto& c : claims["items"]) {
+            if (c.value("/status/phase"_json_pointer, "Pending") != "Pending") {
+              return false;
+            }
+          }
+          return true;
+        },
+        10s);
+    const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
+    for (const auto& c : claims["items"]) {
+      removeIgnoringMissing(resources::kExtendedResourceClaims, ns_, c["metadata"]["name"]);
+    }
+    for (const auto& d : devices_) {
+      removeIgnoringMissing(resources::kExtendedResources, "", d);
+    }
+  }
+
+  void removeIgnoringMissing(const Resource& res, const std::string& ns, const std::string& name) {
+    try {
+      api_->remove(res, ns, name);
+    } catch (const ApiError& e) {
+      if (!e.isNotFound()) {
+        throw;
+      }
+    }
+  }
+
+  std::string makeDevice() {
+    devices_.push_back(uniqueName("dev"));
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(devices_.back(), node_, resource_, {{"type", "k80"}}));
+    return devices_.back();
+  }
+
+  // Creates claim `claim` for `count` devices and pod `pod` holding it.
+  json createPod(const std::string& pod, const std::string& claim, int count = 1) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, claim, resource_, count, {{"type", "k80"}}));
+    return api_->create(resources::kPods, ns_, podObject(ns_, pod, {claim}, schedulerName_));
+  }
+
+  std::string claimPhase(const std::string& claim) {
+    return api_->get(resources::kExtendedResourceClaims, ns_, claim)
+        .value("/status/phase"_json_pointer, "");
+  }
+  json claimStatus(const std::string& claim) {
+    return api_->get(resources::kExtendedResourceClaims, ns_, claim).value("status", json());
+  }
+  std::string devicePhase(const std::string& device) {
+    return api_->get(resources::kExtendedResources, "", device)
+        .value("/status/phase"_json_pointer, "");
+  }
+  bool released(const std::string& claim, const std::vector<std::string>& devices) {
+    if (claimPhase(claim) != "Pending") {
+      return false;
+    }
+    for (const auto& d : devices) {
+      if (devicePhase(d) != "Available") {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string logs() {
+    return "controller:\n" + controller_->logTail() + "\nextender:\n" + extender_->logTail();
+  }
+
+  std::string node_;
+  std::vector<std::string> devices_;
+
+  static std::unique_ptr<ChildProcess> controller_;
+  static std::unique_ptr<ChildProcess> standby_;
+  static int controllerPort_;
+  static std::string lease_;
+};
+
+std::unique_ptr<ChildProcess> ControllerTest::controller_;
+std::unique_ptr<ChildProcess> ControllerTest::standby_;
+int ControllerTest::controllerPort_ = 0;
+std::string ControllerTest::lease_;
+
+TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
+  const std::vector<std::string> devices = {makeDevice(), makeDevice()};
+  createPod("web", "two", 2);
+  ASSERT_TRUE(waitBound("web")) << logs();
+  ASSERT_EQ(claimPhase("two"), "Bound");
+
+  const auto deleted = Clock::now();
+  deletePodNow(*api_, ns_, "web");
+  ASSERT_TRUE(eventually([&] { return released("two", devices); }, 10s, 10ms)) << logs();
+  const auto took = millisSince(deleted);
+  std::cout << "pod deletion -> claim and devices released: " << took << " ms\n";
+  RecordProperty("release_ms", std::to_string(took));
+  EXPECT_LT(took, 1000);
+
+  const json status = claimStatus("two");
+  EXPECT_FALSE(status.contains("podRef"));
+  EXPECT_FALSE(status.contains("extendedResourceNames"));
+  EXPECT_EQ(status.value("reason", ""), "Released");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundPromptlyAfterTheRelease) {
+  const std::string device = makeDevice();
+  createPod("first", "first-claim");
+  ASSERT_TRUE(waitBound("first")) << logs();
+  createPod("second", "second-claim");
+  // kube-scheduler tried it and parked it as unschedulable: only a cluster event brings it back.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json conditions =
+            getPod("second").value("/status/conditions"_json_pointer, json::array());
+        for (const auto& c : conditions) {
+          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+              c.value("reason", "") == "Unschedulable") {
+            return true;
+          }
+        }
+        return false;
+      },
+      30s))
+      << logs();
+
+  const auto deleted = Clock::now();
+  deletePodNow(*api_, ns_, "first");
+  ASSERT_TRUE(eventually([&] { return released("first-claim", {device}); }, 10s, 10ms)) << logs();
+  const auto releasedAfter = millisSince(deleted);
+  const auto releasedAt = Clock::now();
+  // Without the nudge, the parked pod would wait for kube-scheduler's 5-minute flush of
+  // unschedulable pods.
+  ASSERT_TRUE(waitBound("second", 30s)) << logs();
+  const auto boundAfter = millisSince(releasedAt);
+  std::cout << "pod deletion -> release: " << releasedAfter
+            << " ms; release -> waiting pod bound: " << boundAfter << " ms\n";
+  RecordProperty("release_to_binding_ms", std::to_string(boundAfter));
+  EXPECT_LT(boundAfter, 15000) << "kube-scheduler's pod backoff is at most 10s";
+
+  EXPECT_TRUE(
+      getPod("second")["metadata"]["annotations"].contains("extendedresource.io/requeue-at"));
+  EXPECT_EQ(claimPhase("second-claim"), "Bound");
+  EXPECT_GE(
+      metricValue(metricsOf(controllerPort_), "extended_resource_controller_pod_nudges_total"), 1);
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ControllerTest, AFinishedPodReleasesItsClaim) {
+  const std::string device = makeDevice();
+  createPod("job", "job-claim");
+  ASSERT_TRUE(waitBound("job")) << logs();
+  json pod = getPod("job");
+  pod["status"]["phase"] = "Succeeded";
+  api_->updateStatus(resources::kPods, ns_, pod);
+  EXPECT_TRUE(eventually([&] { return released("job-claim", {device}); }, 10s)) << logs();
+}
+
+TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
+  const std::vector<std::string> devices = {makeDevice(), makeDevice()};
+  createPod("web", "two", 2);
+  ASSERT_TRUE(waitBound("web")) << logs();
+  const auto allocated = claimStatus("two")["extendedResourceNames"];
+  const std::string gone = allocated[0];
+  const std::string kept = allocated[1];
+  api_->remove(resources::kExtendedResources, "", gone);
+
+  ASSERT_TRUE(eventually([&] { return claimPhase("two") == "Lost"; }, 10s)) << logs();
+  const json status = claimStatus("two");
+  EXPECT_NE(status.value("message", "").find(gone), std::string::npos) << status.dump();
+  EXPECT_EQ(status["extendedResourceNames"], json({kept}));
+  EXPECT_EQ(devicePhase(kept), "Bound") << "the pod still uses it";
+
+  // When the pod goes, what is left is released.
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return released("two", {kept}); }, 10s)) << logs();
+}
+
+TEST_F(ControllerTest, DeletingABoundClaimFreesItsDevices) {
+  const std::string device = makeDevice();
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  ASSERT_EQ(devicePhase(device), "Bound");
+  const auto deleted = Clock::now();
+  api_->remove(resources::kExtendedResourceClaims, ns_, "c");
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s, 10ms)) << logs();
+  EXPECT_LT(millisSince(deleted), 1000);
+}
+
+TEST_F(ControllerTest, AHalfWrittenBindIsRepairedOnlyAfterTheGracePeriod) {
+  const std::string device = makeDevice();
+  const json claim = api_->create(resources::kExtendedResourceClaims, ns_,
+                                  claimObject(ns_, "c", resource_, 1, {{"type", "k80"}}));
+  // What an extender that died between its device write and its claim write leaves behind.
+  json d = api_->get(resources::kExtendedResources, "", device);
+  d["status"] = {
+      {"phase", "Bound"},
+      {"claimRef", {{"namespace", ns_}, {"name", "c"}, {"uid", claim["metadata"]["uid"]}}}};
+  api_->updateStatus(resources::kExtendedResources, "", d);
+  const auto written = Clock::now();
+
+  EXPECT_FALSE(eventually([&] { return devicePhase(device) == "Available"; }, 1500ms))
+      << "repaired within the grace period";
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 15s)) << logs();
+  EXPECT_GE(millisSince(written), 2900);
+}
+
+TEST_F(ControllerTest, ANewDeviceWithoutStatusShowsAvailable) {
+  const std::string device = makeDevice();
+  EXPECT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
+}
+
+TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
+  int standbyPort = 0;
+  standby_ = startController(standbyPort);
+  EXPECT_FALSE(leads(standbyPort)) << "only one instance leads";
+  EXPECT_TRUE(leads(controllerPort_));
+
+  const auto stopped = Clock::now();
+  controller_->stop();
+  ASSERT_TRUE(eventually([&] { return leads(standbyPort); }, 20s)) << standby_->logTail();
+  const auto took = millisSince(stopped);
+  std::cout << "leader stopped -> standby leads: " << took << " ms\n";
+  EXPECT_LT(took, 3000) << "the stopped leader gave its lease up";
+
+  // The new leader does the work.
+  controller_ = std::move(standby_);
+  controllerPort_ = standbyPort;
+  const std::string device = makeDevice();
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
+}
+
+}  // namespace
+}  // namespace ker::itest
