@@ -71,8 +71,10 @@ bool hasStatusPhase(const ExtendedResource& device) {
   if (status == raw.end() || !status->is_object()) {
     return false;
   }
+  // A phase of the wrong type is set, if garbled: the device is invalid, not uninitialized.
   auto phase = status->find("phase");
-  return phase != status->end() && phase->is_string() && !phase->get<std::string>().empty();
+  return phase != status->end() && !phase->is_null() &&
+         !(phase->is_string() && phase->get<std::string>().empty());
 }
 
 Decision decideClaim(const ClaimView& v) {

@@ -117,8 +117,7 @@ Decision decideDevice(const DeviceView& v);
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 
-// Whether status.phase was ever written (the typed view defaults an absent status to
-// Available).
+// Whether status.phase is set (the typed view defaults an absent status to Available).
 bool hasStatusPhase(const ExtendedResource& device);
 
 // A pod as the nudge selection sees it.

@@ -312,6 +312,12 @@ TEST_F(DeviceDecisionTest, WithoutStatusIsInitialized) {
   }
 }
 
+TEST_F(DeviceDecisionTest, GarbledPhaseIsInvalidNotUninitialized) {
+  device.raw = {{"status", {{"phase", 7}}}};
+  device.invalid = "status.phase: expected a string, got number";
+  as<action::Nothing>(decideDevice(view));
+}
+
 TEST_F(DeviceDecisionTest, AvailableAndPendingDevicesNeedNothing) {
   for (auto phase : {DevicePhase::kAvailable, DevicePhase::kPending}) {
     device.phase = phase;
