@@ -44,6 +44,9 @@ test: build controlplane-binaries ## run every test (unit and integration)
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/run-integration.sh $(BUILD_DIR)
 
+run: build controlplane-binaries ## run the whole system locally (Ctrl-C stops it)
+	deploy/run-local.sh $(BUILD_DIR)
+
 fmt: ## format the C++ sources in place
 	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format -i
 

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   auto* port = flags.addInt("port", 8888, "port to serve filter, prioritize and bind on");
   auto* healthPort = flags.addInt(
       "health-port", 0, "plain-HTTP port for /healthz, /readyz, /metrics (0: same as --port)");
+  auto* healthBindAddress =
+      flags.addString("health-bind-address", "0.0.0.0", "address for --health-port");
   auto* tlsCert = flags.addString("tls-cert-file", "", "serving certificate (enables HTTPS)");
   auto* tlsKey = flags.addString("tls-private-key-file", "", "serving certificate's key");
   auto* clientCa = flags.addString("client-ca-file", "",
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
     config.bindAddress = *bindAddress;
     config.port = static_cast<int>(*port);
     config.healthPort = static_cast<int>(*healthPort);
+    config.healthBindAddress = *healthBindAddress;
     config.tlsCertFile = *tlsCert;
     config.tlsKeyFile = *tlsKey;
     config.clientCaFile = *clientCa;
