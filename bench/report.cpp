@@ -1,0 +1,218 @@
+#include "bench/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ker::bench {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string num(double v, int digits = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Milliseconds with the precision that matters at their scale.
+std::string ms(double v) {
+  return num(v, v < 1 ? 3 : v < 100 ? 2 : 0);
+}
+
+std::string kb(double bytes) {
+  return bytes < 1048576 ? num(bytes / 1024, 1) + " KB" : num(bytes / 1048576, 1) + " MB";
+}
+
+double d(const ojson& j, const char* key) {
+  return j.contains(key) ? j[key].get<double>() : 0;
+}
+
+// `measured` against an upper bound (or a lower bound when !atMost).
+ojson target(const std::string& name, double measured, double bound, bool atMost,
+             const std::string& unit) {
+  const bool pass = atMost ? measured <= bound : measured >= bound;
+  std::string margin;
+  if (pass) {
+    margin = atMost ? num((1 - measured / bound) * 100, 0) + "% under"
+                    : num((measured / bound - 1) * 100, 0) + "% over";
+  } else {
+    margin = atMost ? num(measured / bound, 2) + "x the bound"
+                    : num(measured / bound * 100, 0) + "% of the bound";
+  }
+  return {
+      {"target", name},
+      {"measured", measured},
+      {"bound", bound},
+      {"unit", unit},
+      {"pass", pass},
+      {"margin", margin},
+      {"text", (pass ? "PASS " : "MISS ") + num(measured, 2) + " " + unit + " vs " +
+                   (atMost ? "<= " : ">= ") + num(bound, 2) + " " + unit + " (" + margin + ")"}};
+}
+
+const ojson* largestCluster(const ojson& results) {
+  const ojson* best = nullptr;
+  for (const auto& c : results["clusters"]) {
+    if (best == nullptr || c["nodes"].get<size_t>() > (*best)["nodes"].get<size_t>()) {
+      best = &c;
+    }
+  }
+  return best;
+}
+
+ojson judge(const ojson& results) {
+  ojson targets = ojson::array();
+  if (const ojson* c = largestCluster(results)) {
+    const std::string at = std::to_string((*c)["nodes"].get<size_t>()) + " nodes";
+    double filterP99 = 0, prioP99 = 0, filterRps = 1e18, listRatio = 0, listP99 = 0;
+    for (const auto& r : (*c)["verbs"]) {
+      if (r["mode"] == "NodeNames" && r["verb"] == "filter") {
+        filterP99 = std::max(filterP99, d(r["c1"], "p99_ms"));
+        filterRps = std::min(filterRps, d(r["c8"], "rps"));
+      } else if (r["mode"] == "NodeNames") {
+        prioP99 = std::max(prioP99, d(r["c1"], "p99_ms"));
+      } else if (r["verb"] == "filter") {
+        listRatio = std::max(listRatio, d(r, "ratio_p99_to_floor"));
+        listP99 = std::max(listP99, d(r["c1"], "p99_ms"));
+      }
+    }
+    targets.push_back(target("NodeNames filter p99, " + at, filterP99, 2, true, "ms"));
+    targets.push_back(target("NodeNames prioritize p99, " + at, prioP99, 2, true, "ms"));
+    targets.push_back(target("NodeNames filter req/s at concurrency 8, " + at,
+                             filterRps == 1e18 ? 0 : filterRps, 2000, false, "req/s"));
+    targets.push_back(
+        target("NodeList filter p99 / transport floor p99, " + at + " (p99 " + ms(listP99) + " ms)",
+               listRatio, 3, true, "x"));
+    targets.push_back(target("extender peak RSS (VmHWM) with " + at + " and " +
+                                 std::to_string((*c)["devices"].get<size_t>()) +
+                                 " devices cached, NodeNames load",
+                             d((*c)["memory_after_nodenames"], "peak_mb"), 200, true, "MB"));
+  }
+  if (results.contains("bind")) {
+    for (const auto& b : results["bind"]["batches"]) {
+      targets.push_back(target(
+          "bind API writes, " + std::to_string(b["claims_per_pod"].get<int>()) + " claim(s) / " +
+              std::to_string(b["devices_per_pod"].get<int>()) + " device(s) per pod, concurrency " +
+              std::to_string(b["concurrency"].get<int>()),
+          d(b, "api_writes_per_bind_metric"), d(b, "write_budget_per_bind"), true, "writes"));
+    }
+  }
+  if (results.contains("controller")) {
+    const auto& c = results["controller"];
+    if (c["done"].get<bool>()) {
+      targets.push_back(
+          target(std::to_string(c["pods"].get<size_t>()) + " releases by the controller",
+                 d(c, "release_seconds"), 10, true, "s"));
+    } else {
+      targets.push_back({{"target", "1000 releases by the controller within 10 s"},
+                         {"pass", false},
+                         {"text", "NOT DONE: " + c.value("not_done", std::string("unknown"))}});
+    }
+  }
+  return targets;
+}
+
+std::string markdown(const ojson& r) {
+  std::ostringstream md;
+  const auto& m = r["machine"];
+  md << "# Extender benchmark\n\n"
+     << "Run " << r["generated_at"].get<std::string>() << " on " << m["cores"].get<int>()
+     << " cores (" << m.value("cpu", std::string("unknown CPU")) << "); "
+     << m["note"].get<std::string>() << ". Latencies are client-side, over HTTP/1.1 keep-alive "
+     << "with the headers kube-scheduler's Go client sends (Accept-Encoding: gzip); "
+     << "medians of the runs noted in latest.json.\n\n";
+
+  md << "## Clusters\n\n"
+     << "| nodes | devices | node object | nodes/s created | devices/s created | extender "
+        "ready | RSS after sync | peak RSS NodeNames | peak RSS NodeList |\n"
+     << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& c : r["clusters"]) {
+    const auto& p = c["population"];
+    md << "| " << c["nodes"].get<size_t>() << " | " << c["devices"].get<size_t>() << " | "
+       << kb(d(c, "node_object_bytes_avg")) << " | " << num(d(p, "nodes_per_second"), 0) << " | "
+       << num(d(p, "devices_per_second"), 0) << " | " << num(d(c, "extender_ready_seconds"), 2)
+       << " s | " << num(d(c["memory_after_sync"], "rss_mb"), 0) << " MB | "
+       << num(d(c["memory_after_nodenames"], "peak_mb"), 0) << " MB | "
+       << num(d(c["memory_after_nodelist"], "peak_mb"), 0) << " MB |\n";
+  }
+
+  md << "\n## filter and prioritize\n\n"
+     << "c=1: one connection; c=8: eight. Floor: the same body sent to a server on the "
+        "extender's own HTTP stack that only answers `{}`. DOM: `nlohmann::json::parse` of "
+        "the body.\n\n"
+     << "| nodes | mode | verb | claims | request | reply (wire) | p50 | p99 | floor p99 | "
+        "p99/floor | DOM parse | p50/DOM | req/s c=1 | req/s c=8 | floor req/s c=8 |\n"
+     << "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& c : r["clusters"]) {
+    for (const auto& v : c["verbs"]) {
+      md << "| " << v["nodes"].get<size_t>() << " | " << v["mode"].get<std::string>() << " | "
+         << v["verb"].get<std::string>() << " | " << v["claims_per_pod"].get<int>() << " | "
+         << kb(d(v, "request_bytes")) << " | " << kb(d(v, "reply_bytes")) << " ("
+         << kb(d(v, "reply_wire_bytes")) << ") | " << ms(d(v["c1"], "p50_ms")) << " ms | "
+         << ms(d(v["c1"], "p99_ms")) << " ms | " << ms(d(v["floor_c1"], "p99_ms")) << " ms | "
+         << num(d(v, "ratio_p99_to_floor"), 1) << "x | " << ms(d(v, "dom_parse_ms")) << " ms | "
+         << num(d(v, "ratio_p50_to_dom_parse"), 2) << "x | " << num(d(v["c1"], "rps"), 0) << " | "
+         << num(d(v["c8"], "rps"), 0) << " | " << num(d(v["floor_c8"], "rps"), 0) << " |\n";
+    }
+  }
+
+  if (r.contains("bind")) {
+    const auto& b = r["bind"];
+    md << "\n## bind (" << b["nodes"].get<size_t>() << "-node cluster)\n\n"
+       << "API requests counted twice: writes by the extender's own "
+          "`extended_resource_scheduler_api_writes_total`, reads and writes from the "
+          "kube-apiserver audit log (the extender runs as a user of its own).\n\n"
+       << "| claims/pod | devices/pod | concurrency | binds | failed | p50 | p99 | binds/s | "
+          "writes/bind | reads/bind (audit) | writes/bind (audit) | write budget |\n"
+       << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const auto& x : b["batches"]) {
+      md << "| " << x["claims_per_pod"].get<int>() << " | " << x["devices_per_pod"].get<int>()
+         << " | " << x["concurrency"].get<int>() << " | " << x["binds"].get<size_t>() << " | "
+         << x["failed"].get<size_t>() << " | " << ms(d(x, "p50_ms")) << " ms | "
+         << ms(d(x, "p99_ms")) << " ms | " << num(d(x, "rps"), 1) << " | "
+         << num(d(x, "api_writes_per_bind_metric"), 2) << " | "
+         << num(d(x, "api_reads_per_bind_audit"), 2) << " | "
+         << num(d(x, "api_writes_per_bind_audit"), 2) << " | "
+         << x["write_budget_per_bind"].get<int>() << " |\n";
+    }
+  }
+
+  if (r.contains("controller")) {
+    const auto& c = r["controller"];
+    md << "\n## controller\n\n";
+    if (c["done"].get<bool>()) {
+      md << c["pods"].get<size_t>() << " bound pods (" << c["claims_bound"].get<size_t>()
+         << " claims, " << c["devices_bound"].get<size_t>()
+         << " devices) deleted at once (deletes took " << num(d(c, "delete_seconds"), 2)
+         << " s): every claim Pending and every device Available after "
+         << num(d(c, "release_seconds"), 2) << " s; " << num(d(c, "api_reads_per_pod"), 2)
+         << " reads and " << num(d(c, "api_writes_per_pod"), 2)
+         << " writes per released pod (audit log).\n";
+    } else {
+      md << "NOT DONE: " << c.value("not_done", std::string("unknown")) << "\n";
+    }
+  }
+
+  md << "\n## Targets\n\n| target | result |\n|---|---|\n";
+  for (const auto& t : r["targets"]) {
+    md << "| " << t["target"].get<std::string>() << " | " << t["text"].get<std::string>() << " |\n";
+  }
+  return md.str();
+}
+
+}  // namespace
+
+std::string writeResults(ojson& results, const std::string& outDir) {
+  results["targets"] = judge(results);
+  std::filesystem::create_directories(outDir);
+  std::ofstream(outDir + "/latest.json") << results.dump(2) << "\n";
+  const std::string md = markdown(results);
+  std::ofstream(outDir + "/latest.md") << md;
+  return md;
+}
+
+}  // namespace ker::bench

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Benchmarks the extender and the controller against a real, loopback-only control plane and
+# writes bench/results/latest.json and latest.md (also printed).
+#
+#   bench/run.sh [extender_bench flags...]     e.g. bench/run.sh --sizes 100 --repeats 1
+#
+# Builds into $BENCH_BUILD_DIR (default build-bench, Release), starts etcd + kube-apiserver
+# with an audit policy that logs the extender's and the controller's requests, and always
+# stops them on exit. KEEP_BENCH_DIR=1 keeps the work folder (logs, audit log) after success;
+# after a failure it is always kept.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
+jobs=${JOBS:-2}
+launcher=$root/test/controlplane/launch.sh
+extender_user=ker-bench-extender
+controller_user=ker-bench-controller
+
+log() { printf '[bench/run.sh] %s\n' "$*" >&2; }
+
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build_dir" -j "$jobs" --target extender_bench extended-resource-scheduler
+controller_bin=$build_dir/controller/extended-resource-controller
+# The controller is measured when it builds; the rest of the benchmark does not need it.
+if ! cmake --build "$build_dir" -j "$jobs" --target extended-resource-controller; then
+  log "extended-resource-controller does not build: its part is reported as not done"
+  controller_bin=''
+fi
+
+bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ker-bench.XXXXXX")
+cp_dir=$work/controlplane
+
+# shellcheck disable=SC2317 # invoked by trap
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if ! "$launcher" stop "$cp_dir" >/dev/null; then
+    log "stopping the control plane in $cp_dir failed"
+    ((rc != 0)) || rc=1
+  fi
+  if ((rc != 0)) || [[ "${KEEP_BENCH_DIR:-0}" == 1 ]]; then
+    log "work folder kept: $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Metadata-level events for the two measured users only: counting their requests costs the
+# API server next to nothing, and nobody else's requests are logged.
+cat >"$work/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  users: ["$extender_user", "$controller_user"]
+- level: None
+EOF
+
+log "starting the control plane in $cp_dir"
+env_file=$("$launcher" start "$cp_dir" --bin-dir "$bin_dir" \
+  --apiserver-arg=--audit-policy-file="$work/audit-policy.yaml" \
+  --apiserver-arg=--audit-log-path="$work/audit.log" | tail -n1)
+env_get() { sed -n "s/^$1=//p" "$env_file" | tail -n1; }
+kubeconfig=$(env_get KUBECONFIG)
+kubectl=$(env_get KUBECTL)
+
+"$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
+"$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
+  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+
+# A client certificate per measured component, so the audit log tells their requests apart.
+user_kubeconfig() { # USER -> prints the kubeconfig path
+  local user=$1 pki=$work/pki
+  mkdir -p "$pki"
+  printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+    'extendedKeyUsage=clientAuth' >"$pki/client.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -subj "/O=system:masters/CN=$user" -keyout "$pki/$user.key" -out "$pki/$user.csr" 2>/dev/null
+  openssl x509 -req -in "$pki/$user.csr" -CA "$(env_get CA_CERT)" -CAkey "$(env_get CA_KEY)" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 2 -extfile "$pki/client.ext" \
+    -out "$pki/$user.crt" 2>/dev/null
+  cat >"$work/$user.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster:
+    server: $(env_get APISERVER_URL)
+    certificate-authority-data: $(base64 -w0 <"$(env_get CA_CERT)")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 <"$pki/$user.crt")
+    client-key-data: $(base64 -w0 <"$pki/$user.key")
+contexts:
+- name: bench
+  context:
+    cluster: bench
+    user: $user
+current-context: bench
+EOF
+  echo "$work/$user.kubeconfig"
+}
+
+mkdir -p "$root/bench/results"
+"$build_dir/bench/extender_bench" \
+  --kubeconfig "$kubeconfig" \
+  --extender-kubeconfig "$(user_kubeconfig "$extender_user")" --extender-user "$extender_user" \
+  --controller-kubeconfig "$(user_kubeconfig "$controller_user")" --controller-user "$controller_user" \
+  --audit-log "$work/audit.log" \
+  --scheduler-binary "$build_dir/scheduler/extended-resource-scheduler" \
+  --controller-binary "$controller_bin" \
+  --work-dir "$work" --out-dir "$root/bench/results" "$@"
