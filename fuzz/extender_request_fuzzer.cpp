@@ -1,0 +1,211 @@
+// libFuzzer target: one request body through each of the extender's verbs (filter,
+// prioritize, bind), as anyone who can reach its port could POST it, over a small in-memory
+// cluster so that bind runs its real logic against the fake API server. Beyond what the
+// sanitizers catch, it aborts when a reply breaks what kube-scheduler relies on.
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "common/invariants.h"
+#include "common/metrics.h"
+#include "common/objects.h"
+#include "common/resource.h"
+#include "scheduler/binder.h"
+#include "scheduler/device_index.h"
+#include "scheduler/extender.h"
+#include "scheduler/extender_handlers.h"
+#include "scheduler/extender_wire.h"
+#include "test/unit/extender_cluster.h"
+#include "test/unit/fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using Labels = std::map<std::string, std::string>;
+
+[[noreturn]] void violated(const char* verb, const std::string& what, const HttpReply& reply) {
+  std::fprintf(stderr, "%s: %s\nreply %d: %.2000s\n", verb, what.c_str(), reply.status,
+               reply.body.c_str());
+  std::abort();
+}
+
+// A fresh cluster per input: bind writes to the API, and every input must replay alike.
+// The extender's caches are filled from the API, as its informers would after a sync.
+struct World {
+  World() {
+    testing::seedExtenderCluster(api);
+    for (const json& d : items(resources::kExtendedResources)) {
+      index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(d)));
+    }
+    for (const json& c : items(resources::kExtendedResourceClaims)) {
+      auto claim =
+          std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
+      claims[objectKey(claim->meta.ns, claim->meta.name)] = claim;
+    }
+    for (const json& n : items(resources::kNodes)) {
+      Node node = Node::fromJson(n);
+      nodes[node.meta.name] = node.meta.labels;
+    }
+  }
+
+  json items(const Resource& res) { return api.list(res, "", ListOptions{})["items"]; }
+
+  ClusterSnapshot snapshot() {
+    ClusterSnapshot s;
+    for (const json& d : items(resources::kExtendedResources)) {
+      s.devices.push_back(ExtendedResource::fromJson(d));
+    }
+    for (const json& c : items(resources::kExtendedResourceClaims)) {
+      s.claims.push_back(ExtendedResourceClaim::fromJson(c));
+    }
+    for (const json& p : items(resources::kPods)) {
+      s.pods.push_back(Pod::fromJson(p));
+    }
+    for (const json& n : items(resources::kNodes)) {
+      s.nodes.push_back(Node::fromJson(n));
+    }
+    return s;
+  }
+
+  testing::FakeApiClient api;
+  DeviceIndex index;
+  std::map<std::string, ClaimPtr> claims;
+  std::map<std::string, Labels> nodes;
+  Binder binder{api, index, [this](const std::string& node) {
+                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
+                }};
+  Extender extender{index,
+                    [this](const std::string& key) -> ClaimPtr {
+                      auto it = claims.find(key);
+                      return it == claims.end() ? nullptr : it->second;
+                    },
+                    [this](const std::string& node) -> std::optional<Labels> {
+                      auto it = nodes.find(node);
+                      return it == nodes.end() ? std::nullopt : std::optional(it->second);
+                    },
+                    binder, ScoringStrategy::kBinpack};
+  metrics::Registry registry;
+  ExtenderHandlers handlers{extender, registry};
+};
+
+// Every reply is JSON kube-scheduler can decode: 200, or 400 with the reason in Error. A 500
+// means an exception other than WireError escaped: hostile input must not cause those.
+json decode(const char* verb, const HttpReply& reply) {
+  if (reply.status != 200 && reply.status != 400) {
+    violated(verb, "status other than 200 or 400", reply);
+  }
+  json body;
+  try {
+    body = json::parse(reply.body);
+  } catch (const json::exception& e) {
+    violated(verb, std::string("reply is not JSON: ") + e.what(), reply);
+  }
+  if (reply.status == 400 && (!body.is_object() || !body.contains("Error") ||
+                              !body["Error"].is_string() || body["Error"].empty())) {
+    violated(verb, "400 without an Error message", reply);
+  }
+  return body;
+}
+
+void checkFilter(const HttpReply& reply, const ExtenderArgs& args) {
+  const json body = decode("filter", reply);
+  if (reply.status != 200) {
+    return;
+  }
+  const std::set<std::string> asked(args.nodeNames.begin(), args.nodeNames.end());
+  std::set<std::string> answered;
+  for (const json& n : body.at("NodeNames")) {
+    if (asked.count(n.get<std::string>()) == 0) {
+      violated("filter", "passes a node it was not asked about", reply);
+    }
+    answered.insert(n.get<std::string>());
+  }
+  for (const char* failed : {"FailedNodes", "FailedAndUnresolvableNodes"}) {
+    for (const auto& [node, why] : body.at(failed).items()) {
+      if (asked.count(node) == 0 || why.get<std::string>().empty()) {
+        violated("filter", std::string(failed) + " holds an unknown node or no reason", reply);
+      }
+      answered.insert(node);
+    }
+  }
+  if (answered != asked) {
+    violated("filter", "some candidate node is neither passed nor failed", reply);
+  }
+  if (args.hasNodeList && body.at("Nodes").at("items").size() != body.at("NodeNames").size()) {
+    violated("filter", "Nodes.items does not match NodeNames", reply);
+  }
+}
+
+void checkPrioritize(const HttpReply& reply, const ExtenderArgs& args) {
+  const json body = decode("prioritize", reply);
+  if (reply.status != 200) {
+    return;
+  }
+  if (body.size() != args.nodeNames.size()) {
+    violated("prioritize", "not one score per candidate", reply);
+  }
+  for (size_t i = 0; i < args.nodeNames.size(); ++i) {
+    const int score = body[i].at("Score").get<int>();
+    if (body[i].at("Host") != args.nodeNames[i] || score < 0 || score > 10) {
+      violated("prioritize", "host out of order or score outside 0..10", reply);
+    }
+  }
+}
+
+void checkBind(const HttpReply& reply, World& world, std::string_view input) {
+  const json body = decode("bind", reply);
+  if (reply.status == 200 && body.at("Error").empty()) {
+    // Success means the pod really is on the node the scheduler asked for.
+    const BindingArgs args = parseBindingArgs(input);
+    auto pod = world.api.peek(resources::kPods, args.podNamespace, args.podName);
+    if (!pod || Pod::fromJson(*pod).nodeName != args.node) {
+      violated("bind", "reported success but the pod is not bound to " + args.node, reply);
+    }
+  }
+  // Whatever the request, the cluster stays consistent: a failed bind undoes its writes.
+  for (const std::string& v : checkInvariants(world.snapshot())) {
+    violated("bind", "cluster invariant broken: " + v, reply);
+  }
+}
+
+}  // namespace
+}  // namespace ker
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);  // failed binds log; that is expected here
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  ker::World world;
+
+  // Filter and prioritize parse the same ExtenderArgs; the checks need the parsed candidates.
+  std::optional<ker::ExtenderArgs> args;
+  try {
+    args = ker::parseExtenderArgs(input);
+  } catch (const ker::WireError&) {
+  }
+  const ker::HttpReply filtered = world.handlers.filter(input);
+  if (args.has_value() != (filtered.status == 200)) {
+    ker::violated("filter", "answer disagrees with parseExtenderArgs", filtered);
+  }
+  if (args) {
+    ker::checkFilter(filtered, *args);
+    ker::checkPrioritize(world.handlers.prioritize(input), *args);
+  } else {
+    ker::decode("prioritize", world.handlers.prioritize(input));
+  }
+  ker::checkBind(world.handlers.bind(input), world, input);
+  return 0;
+}
