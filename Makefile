@@ -12,7 +12,7 @@ TAG ?= dev
 # Debian packages the build, the tests and the tools need.
 DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
-  libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format
+  libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format clang-16 libclang-rt-16-dev
 
 .PHONY: help deps build test unit-test integration-test controlplane-binaries run fmt fmt-check docker-build clean
 
@@ -58,3 +58,8 @@ docker-build: ## build the container image $(IMAGE):$(TAG) holding both binaries
 
 clean: ## remove the build folder
 	rm -rf $(BUILD_DIR)
+
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz: deps ## build the libFuzzer targets with clang into build-fuzz/ and run each for FUZZ_SECONDS (default 60)
+	JOBS=$(JOBS) fuzz/run.sh $(FUZZ_SECONDS)
