@@ -20,6 +20,8 @@ void blockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+void ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN); }
+
 int waitForTerminationSignal() {
   sigset_t set = terminationSignals();
   int sig = 0;

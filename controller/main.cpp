@@ -14,6 +14,7 @@
 
 int main(int argc, char** argv) {
   ker::blockTerminationSignals();
+  ker::ignoreBrokenPipes();
   ker::FlagSet flags("extended-resource-controller",
                      "Reconciles ExtendedResources and ExtendedResourceClaims with the pods that "
                      "hold them.");

@@ -11,6 +11,7 @@
 
 int main(int argc, char** argv) {
   ker::blockTerminationSignals();
+  ker::ignoreBrokenPipes();
   ker::FlagSet flags("extended-resource-scheduler",
                      "Scheduler extender that allocates ExtendedResources to the claims of pods "
                      "scheduled by the extended-resource-scheduler profile.");

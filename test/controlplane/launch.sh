@@ -585,7 +585,7 @@ start_scheduler() {
   {
     printf '%s\n' 'apiVersion: kubescheduler.config.k8s.io/v1' 'kind: KubeSchedulerConfiguration' \
       'leaderElection:' '  leaderElect: false' 'clientConnection:' "  kubeconfig: $(yaml_str "$DIR/scheduler.kubeconfig")" \
-      'profiles:' "- schedulerName: $(yaml_str "$profile")" 'extenders:' "- urlPrefix: $(yaml_str "$url")"
+      'profiles:' "- schedulerName: $(yaml_str "$profile")" '  percentageOfNodesToScore: 100' 'extenders:' "- urlPrefix: $(yaml_str "$url")"
     [[ -z "$filter" ]] || printf '  filterVerb: %s\n' "$(yaml_str "$filter")"
     [[ -z "$prioritize" ]] || printf '  prioritizeVerb: %s\n' "$(yaml_str "$prioritize")"
     [[ -z "$bind" ]] || printf '  bindVerb: %s\n' "$(yaml_str "$bind")"

@@ -24,7 +24,10 @@ void ExtenderSuite::startStack(const Options& opts) {
   api_ = &env_->admin();
   extenderPort_ = freePort();
   healthPort_ = freePort();
-  std::vector<std::string> args = {"--kubeconfig=" + env_->kubeconfig(),
+  // The extender runs with the ServiceAccount and RBAC that deploy/extender.yaml defines, so
+  // every test also shows those rights are enough.
+  std::vector<std::string> args = {
+      "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-scheduler"),
                                    "--bind-address=127.0.0.1",
                                    "--port=" + std::to_string(extenderPort_),
                                    "--health-port=" + std::to_string(healthPort_), "--v=2"};

@@ -166,11 +166,13 @@ TEST_F(ExtenderNodeListTest, PodLandsOnTheNodeWithAMatchingFreeDevice) {
 
 TEST_F(ExtenderNodeListTest, LabelBasedDeviceAffinityUsesTheRequestsNodeLabels) {
   auto nodes = makeNodes(2);
+  // A rack of this test's own: the affinity must not match other tests' nodes.
+  const std::string rack = uniqueName("rack");
   api_->patch(resources::kNodes, "", nodes[1], PatchType::kMerge,
-              {{"metadata", {{"labels", {{"rack", "r7"}}}}}});
+              {{"metadata", {{"labels", {{"rack", rack}}}}}});
   json device = deviceObject(uniqueName("rackdev"), "unused", resource_, {});
   device["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"] =
-      json::array({{{"matchExpressions", {{{"key", "rack"}, {"operator", "In"}, {"values", {"r7"}}}}}}});
+      json::array({{{"matchExpressions", {{{"key", "rack"}, {"operator", "In"}, {"values", {rack}}}}}}});
   api_->create(resources::kExtendedResources, "", device);
   api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "c", resource_, 1));
   api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}, schedulerName_));

@@ -19,12 +19,19 @@
 #include <thread>
 
 #include "common/api_error.h"
+#include "common/signals.h"
 
 extern char** environ;
 
 namespace ker::itest {
 
 namespace {
+
+// Test clients write to servers that are meant to hang up on them.
+const bool kBrokenPipesIgnored = [] {
+  ignoreBrokenPipes();
+  return true;
+}();
 
 std::string shellQuote(const std::string& s) {
   std::string out = "'";
@@ -140,6 +147,35 @@ void TestEnv::ensureCrds() {
       },
       30s);
   crdsReady_ = true;
+}
+
+void TestEnv::ensureDeployRbac() {
+  if (rbacReady_) {
+    return;
+  }
+  for (const char* file : {"deploy/extender.yaml", "deploy/deployment.yaml"}) {
+    // The Deployments' images cannot run without a kubelet; everything else is applied as is.
+    std::string cmd = "awk 'BEGIN { RS = \"\\n---\\n\"; ORS = \"\\n---\\n\" } "
+                      "!/(^|\\n)kind: Deployment\\n/' " +
+                      shellQuote(repoRoot() + "/" + file) + " | ";
+    std::string out;
+    std::string bin = values_.count("BIN_DIR") ? value("BIN_DIR") + "/kubectl" : "kubectl";
+    if (runShell(cmd + shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) +
+                     " apply -f -",
+                 &out) != 0) {
+      throw std::runtime_error(std::string("applying ") + file + " failed: " + out);
+    }
+  }
+  rbacReady_ = true;
+}
+
+std::string TestEnv::serviceAccountKubeconfig(const std::string& name) {
+  ensureDeployRbac();
+  std::string file = dir_ + "/" + uniqueName(name) + ".kubeconfig";
+  if (launch("sa-kubeconfig", "kube-system " + shellQuote(name) + " " + shellQuote(file)) != 0) {
+    throw std::runtime_error("no token for serviceaccount kube-system/" + name);
+  }
+  return file;
 }
 
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout,

@@ -37,6 +37,10 @@ class TestEnv {
 
   // Applies crds/ once and waits for both CRDs to be Established.
   void ensureCrds();
+  // Applies the ServiceAccounts and RBAC of deploy/ (every document but the Deployments) once.
+  void ensureDeployRbac();
+  // A kubeconfig holding a fresh token of kube-system/NAME, a ServiceAccount of deploy/.
+  std::string serviceAccountKubeconfig(const std::string& name);
 
  private:
   TestEnv(std::string envFile);
@@ -44,6 +48,7 @@ class TestEnv {
   std::map<std::string, std::string> values_;
   std::unique_ptr<KubeClient> admin_;
   bool crdsReady_ = false;
+  bool rbacReady_ = false;
 };
 
 #define KER_REQUIRE_ENV()                                                              \

@@ -1,0 +1,110 @@
+// The RBAC of deploy/ is least privilege: each component's ServiceAccount may do what the
+// component needs (the extender and controller suites run with these credentials, which
+// shows it is enough) and nothing beyond it that matters.
+#include <gtest/gtest.h>
+
+#include "test_env.h"
+
+namespace ker::itest {
+namespace {
+
+struct Check {
+  std::string request;  // arguments to `kubectl auth can-i`
+  bool allowed;
+};
+
+class RbacTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = TestEnv::get();
+    if (env_ == nullptr) {
+      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
+    }
+    env_->ensureCrds();
+    env_->ensureDeployRbac();
+  }
+
+  void expectRights(const std::string& serviceAccount, const std::vector<Check>& checks) {
+    for (const auto& c : checks) {
+      std::string out;
+      int rc = env_->kubectl("auth can-i " + c.request +
+                                 " --as=system:serviceaccount:kube-system:" + serviceAccount,
+                             &out);
+      EXPECT_EQ(rc == 0, c.allowed) << serviceAccount << " can-i " << c.request << ": " << out;
+    }
+  }
+
+  TestEnv* env_ = nullptr;
+};
+
+TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
+  expectRights("extended-resource-scheduler",
+               {
+                   {"list extendedresources.extendedresource.io", true},
+                   {"watch extendedresourceclaims.extendedresource.io -A", true},
+                   {"update extendedresources.extendedresource.io --subresource=status", true},
+                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
+                    true},
+                   {"create pods --subresource=binding -A", true},
+                   {"watch nodes", true},
+                   {"create events -A", true},
+                   {"get leases/extended-resource-scheduler -n kube-system", true},
+                   {"update leases/extended-resource-scheduler -n kube-system", true},
+                   // Devices and claims are the users': the extender only writes status.
+                   {"update extendedresources.extendedresource.io", false},
+                   {"create extendedresources.extendedresource.io", false},
+                   {"delete extendedresources.extendedresource.io", false},
+                   {"update extendedresourceclaims.extendedresource.io -A", false},
+                   {"delete extendedresourceclaims.extendedresource.io -A", false},
+                   {"update leases/extended-resource-controller -n kube-system", false},
+                   {"get secrets -A", false},
+                   {"update nodes", false},
+                   {"create pods -A", false},
+               });
+}
+
+TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
+  expectRights("extended-resource-controller",
+               {
+                   {"watch pods -A", true},
+                   {"patch pods -A", true},
+                   {"list extendedresources.extendedresource.io", true},
+                   {"update extendedresources.extendedresource.io --subresource=status", true},
+                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
+                    true},
+                   {"create events -A", true},
+                   {"create leases -n kube-system", true},
+                   {"update leases/extended-resource-controller -n kube-system", true},
+                   {"update leases/extended-resource-scheduler -n kube-system", false},
+                   {"update leases/kube-scheduler -n kube-system", false},
+                   {"create pods --subresource=binding -A", false},
+                   {"delete pods -A", false},
+                   {"update extendedresources.extendedresource.io", false},
+                   {"delete extendedresourceclaims.extendedresource.io -A", false},
+                   {"get secrets -A", false},
+                   {"list nodes", false},
+                   {"create leases -n default", false},
+               });
+}
+
+TEST_F(RbacTest, NoRoleOfDeployUsesWildcards) {
+  std::string out;
+  ASSERT_EQ(env_->kubectl("get clusterrole extended-resource-scheduler-extender "
+                          "extended-resource-controller -o json",
+                          &out),
+            0)
+      << out;
+  auto roles = nlohmann::json::parse(out);
+  for (const auto& role : roles["items"]) {
+    for (const auto& rule : role["rules"]) {
+      for (const char* field : {"verbs", "resources", "apiGroups"}) {
+        for (const auto& v : rule.value(field, nlohmann::json::array())) {
+          EXPECT_NE(v, "*") << role["metadata"]["name"] << " " << field;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ker::itest
