@@ -1,0 +1,222 @@
+#include "scheduler/binder.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/api_error.h"
+#include "fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiClient;
+using Verb = FakeApiClient::Verb;
+
+json deviceJson(const std::string& name, const std::string& node) {
+  json requirement = {{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}};
+  json term = {{"matchFields", json::array({requirement})}};
+  json affinity = {{"required", {{"nodeSelectorTerms", json::array({term})}}}};
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResource"},
+          {"metadata", {{"name", name}, {"uid", "uid-" + name}}},
+          {"spec",
+           {{"rawResourceName", "nvidia.com/gpu"},
+            {"deviceID", name + "-id"},
+            {"properties", {{"type", "k80"}}},
+            {"nodeAffinity", affinity}}}};
+}
+
+json claimJson(const std::string& name) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}}},
+          {"spec",
+           {{"rawResourceName", "nvidia.com/gpu"},
+            {"extendedResourceNum", 1},
+            {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}};
+}
+
+json podJson(const std::string& name, const std::string& claim) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "default"},
+            {"uid", "uid-" + name},
+            {"annotations", {{kClaimsAnnotation, claim}}}}},
+          {"spec", {{"containers", {{{"name", "c"}, {"image", "x"}}}}}}};
+}
+
+class BinderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const auto& name : {"d0", "d1"}) {
+      index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+          api_.seed(resources::kExtendedResources, deviceJson(name, "n1")))));
+    }
+    api_.seed(resources::kExtendedResourceClaims, claimJson("c"));
+    api_.seed(resources::kPods, podJson("p", "c"));
+  }
+
+  // The fake assigns UIDs on create, as the API server does.
+  std::string uidOf(const Resource& res, const std::string& ns, const std::string& name) {
+    return (*api_.peek(res, ns, name))["metadata"]["uid"];
+  }
+  BindingArgs args(const std::string& pod = "p", const std::string& node = "n1") {
+    return {pod, "default", uidOf(resources::kPods, "default", pod), node};
+  }
+  ExtendedResource device(const std::string& name) {
+    return ExtendedResource::fromJson(*api_.peek(resources::kExtendedResources, "", name));
+  }
+  ExtendedResourceClaim claim(const std::string& name) {
+    return ExtendedResourceClaim::fromJson(
+        *api_.peek(resources::kExtendedResourceClaims, "default", name));
+  }
+  int writes() {
+    return api_.calls(Verb::kUpdateStatus) + api_.calls(Verb::kUpdate) + api_.calls(Verb::kPatch) +
+           api_.calls(Verb::kBind) + api_.calls(Verb::kCreate);
+  }
+
+  FakeApiClient api_;
+  DeviceIndex index_;
+  Binder binder_{api_, index_,
+                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+};
+
+TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
+  ASSERT_EQ(binder_.bind(args()), "");
+
+  auto c = claim("c");
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  ASSERT_EQ(c.allocated.size(), 1u);
+  EXPECT_EQ(c.nodeName, "n1");
+  EXPECT_EQ(c.podRef, (PodRef{"p", args().podUid}));
+  auto d = device(c.allocated[0]);
+  EXPECT_EQ(d.phase, DevicePhase::kBound);
+  EXPECT_EQ(d.claimRef, (ClaimRef{"default", "c", c.meta.uid}));
+
+  auto bindings = api_.bindings();
+  ASSERT_EQ(bindings.size(), 1u);
+  EXPECT_EQ(bindings[0].node, "n1");
+  EXPECT_EQ(bindings[0].uid, args().podUid);
+  auto allocation = json::parse(bindings[0].annotations.at(kAllocationAnnotation));
+  EXPECT_EQ(allocation["c"][0]["name"], c.allocated[0]);
+  EXPECT_EQ(allocation["c"][0]["deviceID"], c.allocated[0] + "-id");
+  EXPECT_EQ(allocation["c"][0]["rawResourceName"], "nvidia.com/gpu");
+  // One write per device, one per claim, one Binding.
+  EXPECT_EQ(writes(), 3);
+  EXPECT_EQ(binder_.stats().apiWrites.load(), 3u);
+}
+
+TEST_F(BinderTest, ADeviceTakenBehindAStaleCacheIsRedecidedNotOverwritten) {
+  // Another replica bound d0 and d1's cached resourceVersions are now stale; only d1 is free.
+  auto taken = device("d0");
+  taken.phase = DevicePhase::kBound;
+  taken.claimRef = ClaimRef{"default", "other", "uid-other"};
+  api_.updateStatus(resources::kExtendedResources, "", taken.toJson());
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(claim("c").allocated, (std::vector<std::string>{"d1"}));
+  EXPECT_EQ(device("d0").claimRef, (ClaimRef{"default", "other", "uid-other"}));
+  EXPECT_GE(binder_.stats().conflicts.load(), 1u);
+}
+
+TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
+  std::string error = binder_.bind(args());
+  EXPECT_NE(error.find("no"), std::string::npos) << error;
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kPending);
+  EXPECT_TRUE(claim("c").allocated.empty());
+  EXPECT_FALSE(claim("c").podRef);
+  for (const auto& name : {"d0", "d1"}) {
+    EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
+    EXPECT_FALSE(device(name).claimRef) << name;
+  }
+  EXPECT_TRUE(api_.bindings().empty());
+  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_GE(binder_.stats().undos.load(), 1u);
+}
+
+TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
+  auto d = device("d1");
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
+  index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+      api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
+  auto c = claim("c");
+  c.phase = ClaimPhase::kBound;
+  c.allocated = {"d1"};
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p", args().podUid};
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  const int before = writes();
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(writes() - before, 1);  // the Binding only
+  auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
+  EXPECT_EQ(allocation["c"][0]["name"], "d1");
+  EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
+}
+
+TEST_F(BinderTest, ARetriedBindOfAnAlreadyBoundPodSucceedsWithoutWriting) {
+  ASSERT_EQ(binder_.bind(args()), "");
+  const int before = writes();
+  EXPECT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(writes(), before);
+  EXPECT_NE(binder_.bind(args("p", "n2")), "");
+}
+
+TEST_F(BinderTest, ARecreatedPodIsNotBoundWithTheOldUid) {
+  std::string error = binder_.bind({"p", "default", "uid-of-an-older-p", "n1"});
+  EXPECT_NE(error.find("recreated"), std::string::npos) << error;
+  EXPECT_EQ(writes(), 0);
+}
+
+TEST_F(BinderTest, NoFreeDeviceOnTheNodeFailsWithTheFilterReason) {
+  std::string error = binder_.bind(args("p", "n2"));
+  EXPECT_EQ(error, "claim default/c: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
+  EXPECT_EQ(writes(), 0);
+}
+
+// Two extender replicas, each with its own cache, race for the only device: the API's
+// resourceVersion check lets exactly one win, and the loser leaves nothing behind.
+TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
+  for (int round = 0; round < 20; ++round) {
+    FakeApiClient api;
+    auto dev = ExtendedResource::fromJson(
+        api.seed(resources::kExtendedResources, deviceJson("only", "n1")));
+    api.seed(resources::kExtendedResourceClaims, claimJson("c1"));
+    api.seed(resources::kExtendedResourceClaims, claimJson("c2"));
+    api.seed(resources::kPods, podJson("p1", "c1"));
+    api.seed(resources::kPods, podJson("p2", "c2"));
+    auto noLabels = [](const std::string&) { return std::map<std::string, std::string>{}; };
+    DeviceIndex index1, index2;
+    index1.upsert(std::make_shared<const ExtendedResource>(dev));
+    index2.upsert(std::make_shared<const ExtendedResource>(dev));
+    Binder b1(api, index1, noLabels), b2(api, index2, noLabels);
+    std::string e1, e2;
+    auto uid = [&](const std::string& pod) -> std::string {
+      return (*api.peek(resources::kPods, "default", pod))["metadata"]["uid"];
+    };
+    std::thread t1([&, u = uid("p1")] { e1 = b1.bind({"p1", "default", u, "n1"}); });
+    std::thread t2([&, u = uid("p2")] { e2 = b2.bind({"p2", "default", u, "n1"}); });
+    t1.join();
+    t2.join();
+
+    ASSERT_NE(e1.empty(), e2.empty()) << "round " << round << ": '" << e1 << "' / '" << e2 << "'";
+    const std::string winner = e1.empty() ? "c1" : "c2";
+    const std::string loser = e1.empty() ? "c2" : "c1";
+    auto d = ExtendedResource::fromJson(*api.peek(resources::kExtendedResources, "", "only"));
+    EXPECT_EQ(d.claimRef->name, winner);
+    auto lost = ExtendedResourceClaim::fromJson(
+        *api.peek(resources::kExtendedResourceClaims, "default", loser));
+    EXPECT_EQ(lost.phase, ClaimPhase::kPending);
+    EXPECT_TRUE(lost.allocated.empty());
+    EXPECT_EQ(api.bindings().size(), 1u);
+  }
+}
+
+}  // namespace
+}  // namespace ker
