@@ -96,8 +96,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
   for (const auto& d : s.devices) {
     if (d.phase != DevicePhase::kBound) {
       if (auto it = allocatedTo.find(d.meta.name); it != allocatedTo.end()) {
-        out.push_back("device " + d.meta.name + " is " + toString(d.phase) +
-                      " but allocated to " + it->second);
+        out.push_back("device " + d.meta.name + " is " + toString(d.phase) + " but allocated to " +
+                      it->second);
       }
       continue;
     }
@@ -127,8 +127,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       }
       const auto& c = *it->second;
       if (c.phase != ClaimPhase::kBound || !c.podRef || c.podRef->uid != p.meta.uid) {
-        out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) +
-                      " runs on " + p.nodeName + " but does not hold its claim " + key);
+        out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs on " + p.nodeName +
+                      " but does not hold its claim " + key);
       } else if (c.nodeName != p.nodeName) {
         out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs on " + p.nodeName +
                       " but its claim " + key + " is on " + c.nodeName);

@@ -1,11 +1,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ker {
 
@@ -85,7 +84,7 @@ struct ExtendedResource {
   std::string rawResourceName;
   std::string deviceID;
   std::map<std::string, std::string> properties;
-  NodeSelector nodeAffinity;  // spec.nodeAffinity.required
+  NodeSelector nodeAffinity;                    // spec.nodeAffinity.required
   DevicePhase phase = DevicePhase::kAvailable;  // an absent status counts as Available
   std::optional<ClaimRef> claimRef;
   std::string reason;
@@ -107,9 +106,9 @@ struct ExtendedResourceClaim {
   LabelSelector metadataRequirements;
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
-  std::vector<std::string> allocated;      // status.extendedResourceNames
-  std::string nodeName;                    // status.nodeName
-  std::optional<PodRef> podRef;            // status.podRef
+  std::vector<std::string> allocated;       // status.extendedResourceNames
+  std::string nodeName;                     // status.nodeName
+  std::optional<PodRef> podRef;             // status.podRef
   std::string reason;
   std::string message;
   std::string invalid;

@@ -20,7 +20,9 @@ void blockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-void ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN); }
+void ignoreBrokenPipes() {
+  signal(SIGPIPE, SIG_IGN);
+}
 
 int waitForTerminationSignal() {
   sigset_t set = terminationSignals();

@@ -22,7 +22,9 @@ bool deviceSatisfiesClaim(const ExtendedResource& device, const ExtendedResource
 
 namespace {
 
-std::string claimKey(const ExtendedResourceClaim& c) { return objectKey(c.meta.ns, c.meta.name); }
+std::string claimKey(const ExtendedResourceClaim& c) {
+  return objectKey(c.meta.ns, c.meta.name);
+}
 
 // "nvidia.com/gpu with type=k80" or just "nvidia.com/gpu" when the selector is empty.
 std::string describeWant(const ExtendedResourceClaim& c) {

@@ -48,8 +48,9 @@ std::string allocationAnnotation(
   for (const auto& [claim, devices] : byClaimName) {
     json list = json::array();
     for (const auto* d : devices) {
-      list.push_back(
-          {{"name", d->meta.name}, {"deviceID", d->deviceID}, {"rawResourceName", d->rawResourceName}});
+      list.push_back({{"name", d->meta.name},
+                      {"deviceID", d->deviceID},
+                      {"rawResourceName", d->rawResourceName}});
     }
     out[claim] = std::move(list);
   }
@@ -160,9 +161,9 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
   try {
     claims = resolveClaims(pod, [&](const std::string& key) -> ClaimPtr {
       try {
-        return std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(
-            api_.get(resources::kExtendedResourceClaims, pod.meta.ns,
-                     key.substr(key.find('/') + 1))));
+        return std::make_shared<const ExtendedResourceClaim>(
+            ExtendedResourceClaim::fromJson(api_.get(resources::kExtendedResourceClaims,
+                                                     pod.meta.ns, key.substr(key.find('/') + 1))));
       } catch (const ApiError& e) {
         if (e.isNotFound()) {
           return nullptr;
@@ -210,14 +211,13 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         if (!cached) {
           throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
         }
-        json body =
-            markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
-                .toJson();
+        json body = markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
+                        .toJson();
         if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
           body["metadata"]["resourceVersion"] = "1";
         }
-        auto written = ExtendedResource::fromJson(
-            api_.updateStatus(resources::kExtendedResources, "", body));
+        auto written =
+            ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
         stats_.apiWrites++;
         attempt.devices.push_back(written);
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
@@ -233,8 +233,8 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
       for (const auto& name : claim->allocated) {
         DevicePtr dev = index_.get(name);
         if (!dev) {
-          dev = std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
-              api_.get(resources::kExtendedResources, "", name)));
+          dev = std::make_shared<const ExtendedResource>(
+              ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)));
         }
         keepAlive.push_back(dev);
         annotation[claim->meta.name].push_back(dev.get());

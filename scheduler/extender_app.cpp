@@ -1,8 +1,8 @@
 #include "scheduler/extender_app.h"
 
-#include <cstdlib>
-
 #include <spdlog/spdlog.h>
+
+#include <cstdlib>
 
 #include "common/api_error.h"
 #include "common/http_server.h"
@@ -56,8 +56,7 @@ struct ExtenderApp::Impl {
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                }),
         extender(
-            index,
-            [this](const std::string& key) { return claims.get(key); },
+            index, [this](const std::string& key) { return claims.get(key); },
             [this](const std::string& node) -> std::optional<std::map<std::string, std::string>> {
               if (auto cached = nodes.get(node)) {
                 return cached->meta.labels;
@@ -84,9 +83,10 @@ struct ExtenderApp::Impl {
     registry.gaugeFunc("extended_resource_scheduler_reserved_devices",
                        "Devices held by binds in flight.",
                        [this] { return static_cast<double>(index.reservedCount()); });
-    registry.counterFunc("extended_resource_scheduler_allocation_conflicts_total",
-                         "Bind writes that lost an optimistic-concurrency race and were re-decided.",
-                         [this] { return static_cast<double>(binder.stats().conflicts.load()); });
+    registry.counterFunc(
+        "extended_resource_scheduler_allocation_conflicts_total",
+        "Bind writes that lost an optimistic-concurrency race and were re-decided.",
+        [this] { return static_cast<double>(binder.stats().conflicts.load()); });
     registry.counterFunc("extended_resource_scheduler_bind_undos_total",
                          "Bind attempts rolled back.",
                          [this] { return static_cast<double>(binder.stats().undos.load()); });
@@ -95,7 +95,8 @@ struct ExtenderApp::Impl {
                          [this] { return static_cast<double>(binder.stats().apiWrites.load()); });
 
     const bool tls = !config.tlsCertFile.empty();
-    main = std::make_unique<HttpServer>(serverOptions(config.bindAddress, config.port, config, tls));
+    main =
+        std::make_unique<HttpServer>(serverOptions(config.bindAddress, config.port, config, tls));
     auto route = [this](auto method) {
       return [this, method](const HttpRequest& req) {
         HttpReply r = (handlers.*method)(req.body);
@@ -134,7 +135,9 @@ struct ExtenderApp::Impl {
 ExtenderApp::ExtenderApp(ApiClient& api, ExtenderConfig config)
     : impl_(std::make_unique<Impl>(api, std::move(config))) {}
 
-ExtenderApp::~ExtenderApp() { stop(); }
+ExtenderApp::~ExtenderApp() {
+  stop();
+}
 
 void ExtenderApp::start() {
   impl_->devices.start();
@@ -161,8 +164,12 @@ void ExtenderApp::stop() {
   impl_->nodes.stop();
 }
 
-bool ExtenderApp::ready() const { return impl_->synced(); }
-int ExtenderApp::port() const { return impl_->main->port(); }
+bool ExtenderApp::ready() const {
+  return impl_->synced();
+}
+int ExtenderApp::port() const {
+  return impl_->main->port();
+}
 int ExtenderApp::healthPort() const {
   return impl_->health ? impl_->health->port() : impl_->main->port();
 }

@@ -1,8 +1,8 @@
 #include "scheduler/extender_handlers.h"
 
-#include <chrono>
-
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 namespace ker {
 

@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
       flags.addString("health-bind-address", "0.0.0.0", "address for --health-port");
   auto* tlsCert = flags.addString("tls-cert-file", "", "serving certificate (enables HTTPS)");
   auto* tlsKey = flags.addString("tls-private-key-file", "", "serving certificate's key");
-  auto* clientCa = flags.addString("client-ca-file", "",
-                                   "CA for client certificates (enables mutual TLS)");
+  auto* clientCa =
+      flags.addString("client-ca-file", "", "CA for client certificates (enables mutual TLS)");
   auto* prefix = flags.addString("path-prefix", "/", "path of kube-scheduler's urlPrefix");
   auto* scoring = flags.addString("scoring", "binpack",
                                   "binpack: prefer nodes left with the fewest matching free "

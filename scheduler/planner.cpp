@@ -68,10 +68,10 @@ NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std:
   }
   if (!claims.fixedNode.empty() && claims.fixedNode != nodeName) {
     plan.unresolvable = true;
-    plan.message = "claim " +
-                   objectKey(claims.boundToPod.front()->meta.ns,
-                             claims.boundToPod.front()->meta.name) +
-                   " is already bound to this pod on node " + claims.fixedNode;
+    plan.message =
+        "claim " +
+        objectKey(claims.boundToPod.front()->meta.ns, claims.boundToPod.front()->meta.name) +
+        " is already bound to this pod on node " + claims.fixedNode;
     return plan;
   }
   if (claims.pending.empty()) {

@@ -76,9 +76,10 @@ TEST_F(ClientTest, WatchFromATooOldResourceVersionIsGone) {
   // server answers 410 either as the HTTP status or as an ERROR event.
   std::atomic<bool> stop{false};
   try {
-    api_->watch(resources::kExtendedResourceClaims, "",
-                WatchOptions{.resourceVersion = "1", .timeoutSeconds = 5},
-                [](const WatchEvent&) { return true; }, &stop);
+    api_->watch(
+        resources::kExtendedResourceClaims, "",
+        WatchOptions{.resourceVersion = "1", .timeoutSeconds = 5},
+        [](const WatchEvent&) { return true; }, &stop);
     GTEST_SKIP() << "server still had resourceVersion 1 (history not compacted yet)";
   } catch (const ApiError& e) {
     EXPECT_TRUE(e.isGone()) << e.what();
@@ -106,8 +107,8 @@ TEST_F(ClientTest, TypedStatusRoundTripKeepsUnknownFields) {
   std::string ns = createNamespace(*api_, "roundtrip");
   json obj = claimObject(ns, "c", "x.io/g", 2);
   obj["metadata"]["labels"] = {{"team", "ml"}};
-  auto claim = ExtendedResourceClaim::fromJson(
-      api_->create(resources::kExtendedResourceClaims, ns, obj));
+  auto claim =
+      ExtendedResourceClaim::fromJson(api_->create(resources::kExtendedResourceClaims, ns, obj));
   claim.phase = ClaimPhase::kBound;
   claim.allocated = {"d1", "d2"};
   claim.nodeName = "n1";

@@ -65,8 +65,7 @@ TEST_F(CrdTest, SchemaRejectsInvalidObjects) {
 
   json claimNoResource = claimObject("default", uniqueName("bad"), "x.io/gpu", 1);
   claimNoResource["spec"].erase("rawResourceName");
-  expectInvalid(resources::kExtendedResourceClaims, "default", claimNoResource,
-                "rawResourceName");
+  expectInvalid(resources::kExtendedResourceClaims, "default", claimNoResource, "rawResourceName");
 }
 
 TEST_F(CrdTest, ClaimCountDefaultsToOne) {

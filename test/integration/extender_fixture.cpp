@@ -28,13 +28,12 @@ void ExtenderSuite::startStack(const Options& opts) {
   // every test also shows those rights are enough.
   std::vector<std::string> args = {
       "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-scheduler"),
-                                   "--bind-address=127.0.0.1",
-                                   "--port=" + std::to_string(extenderPort_),
-                                   "--health-port=" + std::to_string(healthPort_), "--v=2"};
-  std::string schedulerArgs = opts.nodeCacheCapable ? " --node-cache-capable true"
-                                                    : " --node-cache-capable false";
-  extenderUrl_ = (opts.https ? "https://127.0.0.1:" : "http://127.0.0.1:") +
-                 std::to_string(extenderPort_);
+      "--bind-address=127.0.0.1", "--port=" + std::to_string(extenderPort_),
+      "--health-port=" + std::to_string(healthPort_), "--v=2"};
+  std::string schedulerArgs =
+      opts.nodeCacheCapable ? " --node-cache-capable true" : " --node-cache-capable false";
+  extenderUrl_ =
+      (opts.https ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(extenderPort_);
   if (opts.https) {
     args.push_back("--tls-cert-file=" + env_->value("SERVING_CERT"));
     args.push_back("--tls-private-key-file=" + env_->value("SERVING_KEY"));
@@ -111,10 +110,10 @@ bool ExtenderSuite::waitBound(const std::string& pod, std::chrono::milliseconds 
 
 std::string ExtenderSuite::invariantViolations() {
   std::string out;
-  FILE* p = popen((env_->binary("tools/ker-check-invariants") + " --kubeconfig " +
-                   env_->kubeconfig() + " 2>&1")
-                      .c_str(),
-                  "r");
+  FILE* p = popen(
+      (env_->binary("tools/ker-check-invariants") + " --kubeconfig " + env_->kubeconfig() + " 2>&1")
+          .c_str(),
+      "r");
   char buf[4096];
   size_t n;
   while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) {

@@ -1,6 +1,7 @@
 // The extender behind the real kube-scheduler (nodeCacheCapable: true): placement, reasons
 // for Pending pods, races for scarce devices, and recovery from write conflicts.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <map>
 #include <set>
@@ -8,8 +9,6 @@
 #include "common/api_error.h"
 #include "common/objects.h"
 #include "extender_fixture.h"
-
-#include <httplib.h>
 
 namespace ker::itest {
 namespace {
@@ -148,8 +147,9 @@ TEST_F(ExtenderTest, BindRecoversFromAnInjectedWriteConflict) {
   api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "c", resource_, 1));
   api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}, schedulerName_));
   ASSERT_TRUE(waitBound("p")) << extender_->logTail();
-  EXPECT_GE(metricValue(extenderMetrics(), "extended_resource_scheduler_allocation_conflicts_total"),
-            1.0);
+  EXPECT_GE(
+      metricValue(extenderMetrics(), "extended_resource_scheduler_allocation_conflicts_total"),
+      1.0);
   EXPECT_EQ(invariantViolations(), "");
 }
 
@@ -171,8 +171,8 @@ TEST_F(ExtenderNodeListTest, LabelBasedDeviceAffinityUsesTheRequestsNodeLabels) 
   api_->patch(resources::kNodes, "", nodes[1], PatchType::kMerge,
               {{"metadata", {{"labels", {{"rack", rack}}}}}});
   json device = deviceObject(uniqueName("rackdev"), "unused", resource_, {});
-  device["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"] =
-      json::array({{{"matchExpressions", {{{"key", "rack"}, {"operator", "In"}, {"values", {rack}}}}}}});
+  device["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"] = json::array(
+      {{{"matchExpressions", {{{"key", "rack"}, {"operator", "In"}, {"values", {rack}}}}}}});
   api_->create(resources::kExtendedResources, "", device);
   api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "c", resource_, 1));
   api_->create(resources::kPods, ns_, podObject(ns_, "p", {"c"}, schedulerName_));

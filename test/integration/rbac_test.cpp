@@ -27,9 +27,9 @@ class RbacTest : public ::testing::Test {
   void expectRights(const std::string& serviceAccount, const std::vector<Check>& checks) {
     for (const auto& c : checks) {
       std::string out;
-      int rc = env_->kubectl("auth can-i " + c.request +
-                                 " --as=system:serviceaccount:kube-system:" + serviceAccount,
-                             &out);
+      int rc = env_->kubectl(
+          "auth can-i " + c.request + " --as=system:serviceaccount:kube-system:" + serviceAccount,
+          &out);
       EXPECT_EQ(rc == 0, c.allowed) << serviceAccount << " can-i " << c.request << ": " << out;
     }
   }
@@ -38,53 +38,53 @@ class RbacTest : public ::testing::Test {
 };
 
 TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
-  expectRights("extended-resource-scheduler",
-               {
-                   {"list extendedresources.extendedresource.io", true},
-                   {"watch extendedresourceclaims.extendedresource.io -A", true},
-                   {"update extendedresources.extendedresource.io --subresource=status", true},
-                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
-                    true},
-                   {"create pods --subresource=binding -A", true},
-                   {"watch nodes", true},
-                   {"create events -A", true},
-                   {"get leases/extended-resource-scheduler -n kube-system", true},
-                   {"update leases/extended-resource-scheduler -n kube-system", true},
-                   // Devices and claims are the users': the extender only writes status.
-                   {"update extendedresources.extendedresource.io", false},
-                   {"create extendedresources.extendedresource.io", false},
-                   {"delete extendedresources.extendedresource.io", false},
-                   {"update extendedresourceclaims.extendedresource.io -A", false},
-                   {"delete extendedresourceclaims.extendedresource.io -A", false},
-                   {"update leases/extended-resource-controller -n kube-system", false},
-                   {"get secrets -A", false},
-                   {"update nodes", false},
-                   {"create pods -A", false},
-               });
+  expectRights(
+      "extended-resource-scheduler",
+      {
+          {"list extendedresources.extendedresource.io", true},
+          {"watch extendedresourceclaims.extendedresource.io -A", true},
+          {"update extendedresources.extendedresource.io --subresource=status", true},
+          {"update extendedresourceclaims.extendedresource.io --subresource=status -A", true},
+          {"create pods --subresource=binding -A", true},
+          {"watch nodes", true},
+          {"create events -A", true},
+          {"get leases/extended-resource-scheduler -n kube-system", true},
+          {"update leases/extended-resource-scheduler -n kube-system", true},
+          // Devices and claims are the users': the extender only writes status.
+          {"update extendedresources.extendedresource.io", false},
+          {"create extendedresources.extendedresource.io", false},
+          {"delete extendedresources.extendedresource.io", false},
+          {"update extendedresourceclaims.extendedresource.io -A", false},
+          {"delete extendedresourceclaims.extendedresource.io -A", false},
+          {"update leases/extended-resource-controller -n kube-system", false},
+          {"get secrets -A", false},
+          {"update nodes", false},
+          {"create pods -A", false},
+      });
 }
 
 TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
-  expectRights("extended-resource-controller",
-               {
-                   {"watch pods -A", true},
-                   {"patch pods -A", true},
-                   {"list extendedresources.extendedresource.io", true},
-                   {"update extendedresources.extendedresource.io --subresource=status", true},
-                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
-                    true},
-                   {"create events -A", true},
-                   {"create leases -n kube-system", true},
-                   {"update leases/extended-resource-controller -n kube-system", true},
-                   {"update leases/extended-resource-scheduler -n kube-system", false},
-                   {"update leases/kube-scheduler -n kube-system", false},
-                   {"create pods --subresource=binding -A", false},
-                   {"delete pods -A", false},
-                   {"update extendedresources.extendedresource.io", false},
-                   {"delete extendedresourceclaims.extendedresource.io -A", false},
-                   {"get secrets -A", false},
-                   {"list nodes", false},
-                   {"create leases -n default", false},
-               });
+  expectRights(
+      "extended-resource-controller",
+      {
+          {"watch pods -A", true},
+          {"patch pods -A", true},
+          {"list extendedresources.extendedresource.io", true},
+          {"update extendedresources.extendedresource.io --subresource=status", true},
+          {"update extendedresourceclaims.extendedresource.io --subresource=status -A", true},
+          {"create events -A", true},
+          {"create leases -n kube-system", true},
+          {"update leases/extended-resource-controller -n kube-system", true},
+          {"update leases/extended-resource-scheduler -n kube-system", false},
+          {"update leases/kube-scheduler -n kube-system", false},
+          {"create pods --subresource=binding -A", false},
+          {"delete pods -A", false},
+          {"update extendedresources.extendedresource.io", false},
+          {"delete extendedresourceclaims.extendedresource.io -A", false},
+          {"get secrets -A", false},
+          {"list nodes", false},
+          {"create leases -n default", false},
+      });
 }
 
 TEST_F(RbacTest, NoRoleOfDeployUsesWildcards) {

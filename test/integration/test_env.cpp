@@ -105,8 +105,7 @@ std::string TestEnv::binary(const std::string& relativePath) const {
 
 int TestEnv::kubectl(const std::string& args, std::string* out) const {
   std::string bin = values_.count("BIN_DIR") ? value("BIN_DIR") + "/kubectl" : "kubectl";
-  return runShell(shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) + " " + args,
-                  out);
+  return runShell(shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) + " " + args, out);
 }
 
 int TestEnv::launch(const std::string& subcommand, const std::string& args) const {
@@ -155,14 +154,15 @@ void TestEnv::ensureDeployRbac() {
   }
   for (const char* file : {"deploy/extender.yaml", "deploy/deployment.yaml"}) {
     // The Deployments' images cannot run without a kubelet; everything else is applied as is.
-    std::string cmd = "awk 'BEGIN { RS = \"\\n---\\n\"; ORS = \"\\n---\\n\" } "
-                      "!/(^|\\n)kind: Deployment\\n/' " +
-                      shellQuote(repoRoot() + "/" + file) + " | ";
+    std::string cmd =
+        "awk 'BEGIN { RS = \"\\n---\\n\"; ORS = \"\\n---\\n\" } "
+        "!/(^|\\n)kind: Deployment\\n/' " +
+        shellQuote(repoRoot() + "/" + file) + " | ";
     std::string out;
     std::string bin = values_.count("BIN_DIR") ? value("BIN_DIR") + "/kubectl" : "kubectl";
-    if (runShell(cmd + shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) +
-                     " apply -f -",
-                 &out) != 0) {
+    if (runShell(
+            cmd + shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) + " apply -f -",
+            &out) != 0) {
       throw std::runtime_error(std::string("applying ") + file + " failed: " + out);
     }
   }
@@ -234,7 +234,9 @@ ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::str
   }
 }
 
-ChildProcess::~ChildProcess() { stop(); }
+ChildProcess::~ChildProcess() {
+  stop();
+}
 
 bool ChildProcess::running() {
   if (pid_ <= 0) {
@@ -308,14 +310,14 @@ nlohmann::json nodeObject(const std::string& name,
                           const std::map<std::string, std::string>& labels) {
   nlohmann::json allLabels = labels;
   allLabels["kubernetes.io/hostname"] = name;
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", allLabels}}},
-          {"status",
-           {{"allocatable", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
-            {"capacity", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
-            {"conditions",
-             {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", name}, {"labels", allLabels}}},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
+        {"capacity", {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}}},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}}}}};
 }
 
 nlohmann::json deviceObject(const std::string& name, const std::string& node,
@@ -347,8 +349,7 @@ nlohmann::json claimObject(const std::string& ns, const std::string& name,
 }
 
 nlohmann::json podObject(const std::string& ns, const std::string& name,
-                         const std::vector<std::string>& claims,
-                         const std::string& schedulerName) {
+                         const std::vector<std::string>& claims, const std::string& schedulerName) {
   std::string annotation;
   for (const auto& c : claims) {
     annotation += (annotation.empty() ? "" : ",") + c;

@@ -4,10 +4,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/kube_client.h"
 
@@ -51,10 +50,10 @@ class TestEnv {
   bool rbacReady_ = false;
 };
 
-#define KER_REQUIRE_ENV()                                                              \
-  ::ker::itest::TestEnv* env = ::ker::itest::TestEnv::get();                           \
-  if (env == nullptr) {                                                                \
-    GTEST_SKIP() << "KER_TEST_ENV is not set: run the integration tests with "         \
+#define KER_REQUIRE_ENV()                                                             \
+  ::ker::itest::TestEnv* env = ::ker::itest::TestEnv::get();                          \
+  if (env == nullptr) {                                                               \
+    GTEST_SKIP() << "KER_TEST_ENV is not set: run the integration tests with "        \
                     "`make integration-test`, which starts a control plane for them"; \
   }
 

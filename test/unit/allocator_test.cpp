@@ -54,7 +54,8 @@ TEST(FitClaims, CountsDistinctDevices) {
   auto three = claim("three", 3, {{"type", "k80"}});
   fit = fitClaims({&three}, ptrs(devs));
   EXPECT_FALSE(fit.fits);
-  EXPECT_EQ(fit.message, "claim default/three: 2 of 3 free nvidia.com/gpu with type=k80 on this node");
+  EXPECT_EQ(fit.message,
+            "claim default/three: 2 of 3 free nvidia.com/gpu with type=k80 on this node");
 }
 
 // Greedy allocation in claim order would give the broad claim the only k80 and fail the

@@ -20,7 +20,9 @@ std::vector<std::string> names(const std::vector<DevicePtr>& v) {
   return out;
 }
 
-DevicePtr ptr(ExtendedResource d) { return std::make_shared<const ExtendedResource>(std::move(d)); }
+DevicePtr ptr(ExtendedResource d) {
+  return std::make_shared<const ExtendedResource>(std::move(d));
+}
 
 TEST(DeviceIndex, FreeOnNodeUsesAffinityPhaseAndResource) {
   DeviceIndex idx;

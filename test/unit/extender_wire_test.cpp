@@ -40,8 +40,8 @@ TEST(ParseExtenderArgs, KeysMatchCaseInsensitivelyLikeGo) {
 }
 
 TEST(ParseExtenderArgs, NullNodesAndNodeNamesMeanNoCandidates) {
-  auto args =
-      parseExtenderArgs(R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":null})");
+  auto args = parseExtenderArgs(
+      R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":null,"NodeNames":null})");
   EXPECT_TRUE(args.nodeNames.empty());
   EXPECT_FALSE(args.hasNodeList);
 }
@@ -58,11 +58,15 @@ TEST(ParseExtenderArgs, BadBodiesGetClearErrors) {
       {R"({"Pod":null})", "Pod is required"},
       {R"({"Pod":"x"})", "Pod must be an object"},
       {R"({"Pod":{"metadata":{"name":"p"}}})", "metadata.uid are required"},
-      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":"a"})", "NodeNames must be an array"},
-      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":[1]})", "NodeNames must hold strings"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":"a"})",
+       "NodeNames must be an array"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":[1]})",
+       "NodeNames must hold strings"},
       {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":[]})", "Nodes must be a NodeList"},
-      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":{}}})", "Nodes.items must be an array"},
-      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":[{"metadata":{}}]}})", "metadata.name is required"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":{}}})",
+       "Nodes.items must be an array"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"Nodes":{"items":[{"metadata":{}}]}})",
+       "metadata.name is required"},
       {"{\"Pod\":{\"metadata\":{\"name\":\"\xff\xfe\",\"uid\":\"u\"}}}", "malformed JSON"},
       {std::string(100000, '['), "nested deeper"},
   };

@@ -51,7 +51,8 @@ TEST_F(PlannerTest, PendingClaimFitsOnlyWhereDevicesAre) {
   auto no = planNode(pc, "pod-uid", "n2", {}, index_);
   EXPECT_FALSE(no.fits);
   EXPECT_FALSE(no.unresolvable);
-  EXPECT_EQ(no.message, "claim default/k80-erc: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
+  EXPECT_EQ(no.message,
+            "claim default/k80-erc: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
 }
 
 TEST_F(PlannerTest, MissingLostHeldAndInvalidClaimsAreUnresolvable) {
