@@ -1,0 +1,1345 @@
+// The chaos soak: two extender replicas (each behind its own kube-scheduler, both serving the
+// same profile, so they race for every pod) and two leader-elected controller replicas run
+// against a real control plane while pods with claims come and go and faults are injected in
+// turn. At checkpoints and at the end it lets the cluster settle and checks that the invariant
+// checker finds nothing, that every Pending pod has no free matching device, and that no claim
+// is held by a pod that is gone. test/soak/run.sh prepares the control plane and runs it.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/api_error.h"
+#include "common/flags.h"
+#include "common/informer.h"
+#include "common/kube_client.h"
+#include "common/logging.h"
+#include "common/objects.h"
+#include "common/signals.h"
+#include "test/soak/process.h"
+#include "test/soak/tcp_proxy.h"
+
+namespace ker::soak {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kNamespace = "soak";
+constexpr const char* kResource = "soak.example.com/gpu";
+constexpr const char* kProfile = "extended-resource-scheduler";
+constexpr const char* kFailpointEnv = "KER_FAILPOINT_STALE_DEVICE_WRITES";
+constexpr int kFailpointWrites = 20;
+// Longer than kube-scheduler's extender httpTimeout (5s): the paused extender's verbs time out
+// and it resumes binds kube-scheduler has given up on, with a cache that missed 8s of events.
+constexpr auto kPauseLength = 8s;
+
+std::atomic<int> gSignal{0};
+const Clock::time_point gStart = Clock::now();
+
+bool interrupted() {
+  return gSignal.load() != 0;
+}
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fixed(double v, int decimals = 1) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void say(const std::string& msg) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  std::printf("[soak +%6.1fs] %s\n", secondsSince(gStart), msg.c_str());
+  std::fflush(stdout);
+}
+
+// Sleeps up to d; false when the soak was interrupted meanwhile.
+bool sleepFor(Clock::duration d) {
+  const auto until = Clock::now() + d;
+  while (!interrupted()) {
+    const auto now = Clock::now();
+    if (now >= until) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - now, 100ms));
+  }
+  return false;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// KEY=VALUE lines of the control plane's env file (see test/controlplane/launch.sh).
+std::map<std::string, std::string> readEnvFile(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(readFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto eq = line.find('='); eq != std::string::npos) {
+      out[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(2);
+  auto res = client.Get("/metrics");
+  if (!res || res->status != 200) {
+    return std::nullopt;
+  }
+  return res->body;
+}
+
+bool ready(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(1);
+  client.set_read_timeout(2);
+  auto res = client.Get("/readyz");
+  return res && res->status == 200;
+}
+
+// The value of an unlabelled series in Prometheus text; -1 when absent.
+double metricValue(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ' ') {
+      return std::stod(line.substr(name.size() + 1));
+    }
+  }
+  return -1;
+}
+
+// A port the kernel hands out on 127.0.0.1, released at once for a component to bind.
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("no free port on 127.0.0.1");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// ---- the objects the soak creates ---------------------------------------------------------
+
+std::string nodeName(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "soak-node-%03d", i);
+  return buf;
+}
+
+std::string rackOf(int node) {
+  return "rack-" + std::to_string(node / 10);
+}
+
+json nodeObject(int i) {
+  const json resources = {{"cpu", "16"}, {"memory", "64Gi"}, {"pods", "110"}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", nodeName(i)},
+        {"labels", {{"kubernetes.io/hostname", nodeName(i)}, {"rack", rackOf(i)}}}}},
+      {"status",
+       {{"capacity", resources},
+        {"allocatable", resources},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}}}}};
+}
+
+// Two k80s for every p100. Devices are spread evenly over the nodes; every fourth is
+// reachable from a whole rack by node label, the others from their node by name, so both
+// kinds of affinity are exercised.
+std::string deviceType(int d) {
+  return d % 3 == 2 ? "p100" : "k80";
+}
+
+json deviceObject(int d, int devices, int nodes) {
+  const int node = static_cast<int>(static_cast<int64_t>(d) * nodes / devices);
+  json term =
+      d % 4 == 3
+          ? json{{"matchExpressions",
+                  {{{"key", "rack"}, {"operator", "In"}, {"values", {rackOf(node)}}}}}}
+          : json{{"matchFields",
+                  {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {nodeName(node)}}}}}};
+  char name[32];
+  std::snprintf(name, sizeof name, "soak-dev-%03d", d);
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResource"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"rawResourceName", kResource},
+            {"deviceID", "GPU-" + std::to_string(d)},
+            {"properties", {{"type", deviceType(d)}}},
+            {"nodeAffinity", {{"required", {{"nodeSelectorTerms", {term}}}}}}}}};
+}
+
+json claimObject(const std::string& name, const std::string& type) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", kNamespace}}},
+          {"spec",
+           {{"rawResourceName", kResource},
+            {"extendedResourceNum", 1},
+            {"metadataRequirements", {{"matchLabels", {{"type", type}}}}}}}};
+}
+
+json podObject(const std::string& name) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name}, {"namespace", kNamespace}, {"annotations", {{kClaimsAnnotation, name}}}}},
+      {"spec",
+       {{"schedulerName", kProfile},
+        {"terminationGracePeriodSeconds", 0},
+        {"containers",
+         {{{"name", "app"},
+           {"image", "registry.k8s.io/pause:3.10"},
+           {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}};
+}
+
+// ---- configuration ------------------------------------------------------------------------
+
+struct Options {
+  std::string controlplaneDir;
+  std::string launcher;
+  std::string buildDir;
+  std::string workDir;
+  std::string extenderKubeconfig;
+  std::string controllerKubeconfig;
+  double seconds = 300;
+  int nodes = 300;
+  int devices = 150;
+  int pods = 0;  // 0: 1.5 x devices
+  double deleteRate = 3;
+  double createRate = 8;
+  double faultInterval = 0;  // 0: seconds / (fault kinds + 1), within 10..30 s
+  int checkpointEvery = 3;
+  std::chrono::milliseconds orphanGrace = 10s;
+  std::chrono::milliseconds settleTimeout = 120s;
+  uint64_t seed = 0;
+};
+
+enum class Fault {
+  kExtenderKillMidBind,
+  kControllerLeaderKill,
+  kApiserverRestart,
+  kWatchCut,
+  kConflictInjection,
+  kExtenderPause,
+};
+constexpr Fault kFaultOrder[] = {Fault::kExtenderKillMidBind, Fault::kControllerLeaderKill,
+                                 Fault::kApiserverRestart,    Fault::kWatchCut,
+                                 Fault::kConflictInjection,   Fault::kExtenderPause};
+
+const char* faultName(Fault f) {
+  switch (f) {
+    case Fault::kExtenderKillMidBind:
+      return "extender-kill-mid-bind";
+    case Fault::kControllerLeaderKill:
+      return "controller-leader-kill";
+    case Fault::kApiserverRestart:
+      return "apiserver-restart";
+    case Fault::kWatchCut:
+      return "watch-cut";
+    case Fault::kConflictInjection:
+      return "conflict-injection";
+    case Fault::kExtenderPause:
+      return "extender-pause";
+  }
+  return "?";
+}
+
+// A state the soak cannot get past (a component that does not come back): the run ends there
+// and fails.
+struct Stuck : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Extender {
+  std::string name;
+  int port = 0;
+  int healthPort = 0;
+  std::unique_ptr<Process> proc;
+  bool wanted = false;    // supervision restarts it when it is not running
+  double conflicts = 0;   // allocation conflicts of the current run, as last scraped
+  std::string scheduler;  // the kube-scheduler instance calling it
+};
+
+struct Controller {
+  std::string name;
+  int metricsPort = 0;
+  std::unique_ptr<Process> proc;
+  bool wanted = false;
+  Clock::time_point lastStart;
+};
+
+// What a settled cluster is checked for; every entry is a violation once settling is over.
+struct Verdict {
+  std::vector<std::string> problems;
+  size_t bound = 0;
+  size_t pending = 0;
+  std::map<std::string, int> freeByType;
+};
+
+class Soak {
+ public:
+  explicit Soak(Options o);
+  int run();
+
+ private:
+  // setup
+  void createObjects();
+  void startExtender(Extender& e, const std::map<std::string, std::string>& env = {});
+  void stopExtender(Extender& e, bool hard);
+  void startController(Controller& c);
+  void startScheduler(const Extender& e);
+  std::string proxiedKubeconfig(const std::string& file, const std::string& name);
+  // churn
+  void creatorLoop(uint64_t seed);
+  void deleterLoop(uint64_t seed);
+  void monitorLoop();
+  void createPod(std::mt19937_64& rng);
+  void deletePod(const Pod& pod, bool withClaim);
+  size_t deleteBoundPods(size_t n);
+  void noteApiError(const std::exception& e);
+  void pauseChurn();
+  void resumeChurn();
+  double churnSeconds() const;
+  // faults
+  void inject(Fault f, size_t round);
+  int leaderIndex();
+  void scrapeConflicts(Extender& e);
+  // checks
+  Verdict evaluate();
+  void checkpoint(bool final);
+  void collectReleasedClaims();
+  void supervise();
+  void violation(const std::string& text);
+  int report();
+
+  Options o_;
+  std::map<std::string, std::string> env_;
+  std::unique_ptr<KubeClient> api_;    // churn
+  std::unique_ptr<KubeClient> check_;  // checks and the safety monitor
+  std::unique_ptr<TcpProxy> proxy_;
+  std::unique_ptr<Informer<Pod>> pods_;
+  Extender extenders_[2];
+  Controller controllers_[2];
+  std::string extenderKubeconfig_;
+  std::string controllerKubeconfig_;
+  std::string launchLog_;
+
+  std::atomic<bool> stopChurn_{false};
+  std::atomic<bool> churnPaused_{false};
+  std::atomic<int> inFlight_{0};
+  std::atomic<uint64_t> nextPod_{0};
+  Clock::time_point churnStart_;
+  Clock::duration pausedFor_{};
+  Clock::time_point pausedAt_;
+
+  std::atomic<uint64_t> podsCreated_{0};
+  std::atomic<uint64_t> podsDeleted_{0};
+  std::atomic<uint64_t> boundDeleted_{0};
+  std::atomic<uint64_t> claimsDeletedWithPod_{0};
+  std::atomic<uint64_t> claimsCollected_{0};
+  std::atomic<uint64_t> safetySamples_{0};
+  double conflictsSeen_ = 0;
+
+  mutable std::mutex mu_;
+  std::set<std::string> scheduledUids_;
+  std::map<std::string, uint64_t> apiErrors_;
+  std::set<std::string> violationKeys_;
+  std::vector<std::string> violations_;
+  std::map<Fault, std::vector<std::string>> faults_;
+  std::vector<std::string> checkpoints_;
+  std::map<std::string, uint64_t> exits_;
+  std::vector<std::string> findings_;  // notable but not violations of the contract
+  std::string stuck_;
+};
+
+Soak::Soak(Options o) : o_(std::move(o)) {
+  env_ = readEnvFile(o_.controlplaneDir + "/env");
+  launchLog_ = o_.workDir + "/launch.log";
+  KubeClientOptions opts;
+  opts.requestTimeout = 15s;
+  opts.userAgent = "ker-soak";
+  api_ = std::make_unique<KubeClient>(KubeConfig::fromKubeconfigFile(env_.at("KUBECONFIG")), opts);
+  check_ =
+      std::make_unique<KubeClient>(KubeConfig::fromKubeconfigFile(env_.at("KUBECONFIG")), opts);
+  if (o_.pods == 0) {
+    o_.pods = o_.devices * 3 / 2;
+  }
+  if (o_.faultInterval <= 0) {
+    o_.faultInterval = std::clamp(o_.seconds / (std::size(kFaultOrder) + 1), 10.0, 30.0);
+  }
+  const char* letters[] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    Extender& e = extenders_[i];
+    e.name = std::string("extender-") + letters[i];
+    e.scheduler = std::string("soak-") + letters[i];
+    e.port = freePort();
+    e.healthPort = freePort();
+    controllers_[i].name = "controller-" + std::to_string(i + 1);
+    controllers_[i].metricsPort = freePort();
+  }
+}
+
+void Soak::violation(const std::string& text) {
+  std::lock_guard lock(mu_);
+  if (violationKeys_.insert(text).second) {
+    violations_.push_back(text);
+    say("VIOLATION: " + text);
+  }
+}
+
+void Soak::noteApiError(const std::exception& e) {
+  const auto* api = dynamic_cast<const ApiError*>(&e);
+  std::lock_guard lock(mu_);
+  ++apiErrors_[api != nullptr ? toString(api->kind()) : "other"];
+}
+
+// ---- setup --------------------------------------------------------------------------------
+
+void Soak::createObjects() {
+  try {
+    api_->create(
+        resources::kNamespaces, "",
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}});
+  } catch (const ApiError& e) {
+    if (!e.isAlreadyExists()) {
+      throw;
+    }
+  }
+  // A few writers at once: a few hundred sequential creates would dominate a short run.
+  auto parallel = [](int count, const std::function<void(int)>& fn) {
+    std::atomic<int> next{0};
+    std::exception_ptr failure;
+    std::mutex failureMu;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = next++; i < count; i = next++) {
+          try {
+            fn(i);
+          } catch (...) {
+            std::lock_guard lock(failureMu);
+            failure = std::current_exception();
+          }
+        }
+      });
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
+  };
+  parallel(o_.nodes, [&](int i) { api_->create(resources::kNodes, "", nodeObject(i)); });
+  parallel(o_.devices, [&](int d) {
+    api_->create(resources::kExtendedResources, "", deviceObject(d, o_.devices, o_.nodes));
+  });
+}
+
+std::string Soak::proxiedKubeconfig(const std::string& file, const std::string& name) {
+  std::string text = readFile(file);
+  const std::string from = env_.at("APISERVER_URL");
+  const std::string to = "https://127.0.0.1:" + std::to_string(proxy_->port());
+  auto pos = text.find(from);
+  if (pos == std::string::npos) {
+    throw std::runtime_error(file + " does not name " + from);
+  }
+  text.replace(pos, from.size(), to);
+  const std::string out = o_.workDir + "/" + name + ".kubeconfig";
+  std::ofstream(out) << text;
+  return out;
+}
+
+void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& env) {
+  if (!e.proc) {
+    e.proc = std::make_unique<Process>(
+        o_.buildDir + "/scheduler/extended-resource-scheduler",
+        std::vector<std::string>{"--kubeconfig=" + extenderKubeconfig_, "--bind-address=127.0.0.1",
+                                 "--port=" + std::to_string(e.port),
+                                 "--health-bind-address=127.0.0.1",
+                                 "--health-port=" + std::to_string(e.healthPort), "--v=2"},
+        o_.workDir + "/" + e.name + ".log");
+  }
+  // A port still held by the killed run, or an informer that cannot sync while the API server
+  // restarts, fails an attempt; a few attempts ride that out.
+  for (int attempt = 1; attempt <= 3 && !interrupted(); ++attempt) {
+    e.proc->start(env);
+    e.conflicts = 0;
+    const auto deadline = Clock::now() + 60s;
+    while (Clock::now() < deadline && e.proc->running() && !ready(e.healthPort)) {
+      sleepFor(100ms);
+    }
+    if (e.proc->running() && ready(e.healthPort)) {
+      e.wanted = true;
+      return;
+    }
+    say(e.name + " not ready (attempt " + std::to_string(attempt) + "); log tail:\n" +
+        e.proc->logTail(1500));
+    e.proc->kill();
+    sleepFor(1s);
+  }
+  throw Stuck(e.name + " did not become ready in 3 attempts");
+}
+
+void Soak::scrapeConflicts(Extender& e) {
+  if (auto text = scrape(e.healthPort)) {
+    e.conflicts = std::max(
+        e.conflicts, metricValue(*text, "extended_resource_scheduler_allocation_conflicts_total"));
+  }
+}
+
+void Soak::stopExtender(Extender& e, bool hard) {
+  e.wanted = false;
+  if (hard) {
+    e.proc->kill();
+  } else {
+    scrapeConflicts(e);
+    e.proc->stop();
+  }
+  conflictsSeen_ += e.conflicts;
+  e.conflicts = 0;
+}
+
+void Soak::startController(Controller& c) {
+  if (!c.proc) {
+    c.proc = std::make_unique<Process>(
+        o_.buildDir + "/controller/extended-resource-controller",
+        std::vector<std::string>{
+            "--kubeconfig=" + controllerKubeconfig_,
+            "--metrics-bind-address=127.0.0.1:" + std::to_string(c.metricsPort),
+            "--orphan-grace-period=" + formatDuration(o_.orphanGrace),
+            // Short lease timings make a hand-over take seconds, so several fit in a run.
+            "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+            "--leader-elect-retry-period=500ms", "--v=2"},
+        o_.workDir + "/" + c.name + ".log");
+  }
+  c.proc->start();
+  c.wanted = true;
+  c.lastStart = Clock::now();
+}
+
+void Soak::startScheduler(const Extender& e) {
+  const int rc = runCommand(
+      {o_.launcher, "start-scheduler", o_.controlplaneDir, "--name", e.scheduler,
+       "--scheduler-name", kProfile, "--extender-url", "http://127.0.0.1:" + std::to_string(e.port),
+       "--node-cache-capable", "true", "--timeout", "120"},
+      launchLog_);
+  if (rc != 0) {
+    throw Stuck("kube-scheduler " + e.scheduler + " did not start (see " + launchLog_ + ")");
+  }
+  env_ = readEnvFile(o_.controlplaneDir + "/env");
+}
+
+// ---- churn --------------------------------------------------------------------------------
+
+double Soak::churnSeconds() const {
+  auto paused = pausedFor_;
+  if (churnPaused_) {
+    paused += Clock::now() - pausedAt_;
+  }
+  return std::chrono::duration<double>(Clock::now() - churnStart_ - paused).count();
+}
+
+void Soak::pauseChurn() {
+  pausedAt_ = Clock::now();
+  churnPaused_ = true;
+  while (inFlight_.load() > 0) {
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+void Soak::resumeChurn() {
+  pausedFor_ += Clock::now() - pausedAt_;
+  churnPaused_ = false;
+}
+
+// Each pod has a claim of its own, named like it, for one device of a random type.
+void Soak::createPod(std::mt19937_64& rng) {
+  const std::string name = "p-" + std::to_string(++nextPod_);
+  const std::string type = std::uniform_int_distribution<int>(0, 2)(rng) == 2 ? "p100" : "k80";
+  try {
+    api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
+    api_->create(resources::kPods, kNamespace, podObject(name));
+    ++podsCreated_;
+  } catch (const std::exception& e) {
+    // A claim left without its pod is collected at the next checkpoint.
+    noteApiError(e);
+    sleepFor(500ms);
+  }
+}
+
+void Soak::deletePod(const Pod& pod, bool withClaim) {
+  try {
+    api_->remove(resources::kPods, kNamespace, pod.meta.name,
+                 DeleteOptions{.preconditionUid = pod.meta.uid, .gracePeriodSeconds = 0});
+    ++podsDeleted_;
+    if (!pod.nodeName.empty()) {
+      ++boundDeleted_;
+    }
+    if (withClaim) {
+      api_->remove(resources::kExtendedResourceClaims, kNamespace, pod.meta.name);
+      ++claimsDeletedWithPod_;
+    }
+  } catch (const ApiError& e) {
+    if (!e.isNotFound()) {
+      noteApiError(e);
+      sleepFor(500ms);
+    }
+  } catch (const std::exception& e) {
+    noteApiError(e);
+  }
+}
+
+void Soak::creatorLoop(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto pace = std::chrono::duration<double>(1.0 / o_.createRate);
+  while (!stopChurn_ && !interrupted()) {
+    ++inFlight_;
+    if (churnPaused_ || pods_->size() >= static_cast<size_t>(o_.pods)) {
+      --inFlight_;
+      sleepFor(100ms);
+      continue;
+    }
+    createPod(rng);
+    --inFlight_;
+    sleepFor(std::chrono::duration_cast<Clock::duration>(pace));
+  }
+}
+
+// Deletes pods at the configured rate, mostly bound ones so devices keep changing hands. A
+// third of the claims go with their pod (the controller frees their devices); the others stay,
+// so checkpoints can see they were released.
+void Soak::deleterLoop(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto pace = std::chrono::duration<double>(1.0 / o_.deleteRate);
+  while (!stopChurn_ && !interrupted()) {
+    sleepFor(std::chrono::duration_cast<Clock::duration>(pace));
+    ++inFlight_;
+    if (churnPaused_ || stopChurn_) {
+      --inFlight_;
+      continue;
+    }
+    std::vector<Informer<Pod>::Ptr> all, bound;
+    for (const auto& p : pods_->list()) {
+      if (!p->meta.deleting) {
+        all.push_back(p);
+        if (!p->nodeName.empty()) {
+          bound.push_back(p);
+        }
+      }
+    }
+    const bool pickBound = !bound.empty() && std::uniform_int_distribution<int>(0, 4)(rng) != 0;
+    const auto& from = pickBound ? bound : all;
+    if (!from.empty()) {
+      const auto& victim = from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+      deletePod(*victim, std::uniform_int_distribution<int>(0, 2)(rng) == 0);
+    }
+    --inFlight_;
+  }
+}
+
+// Frees devices now, so binds are in flight a moment later: deletes up to n bound pods.
+size_t Soak::deleteBoundPods(size_t n) {
+  size_t done = 0;
+  for (const auto& p : pods_->list()) {
+    if (done == n) {
+      break;
+    }
+    if (!p->nodeName.empty() && !p->meta.deleting) {
+      deletePod(*p, false);
+      ++done;
+    }
+  }
+  return done;
+}
+
+// The safety property that must hold at every instant, not only when the cluster is quiet: no
+// device is handed to two live pods. Each sample is one consistent list, so two pods in it
+// naming the same device in their allocation annotations did hold it at the same time.
+void Soak::monitorLoop() {
+  while (!stopChurn_ && !interrupted()) {
+    try {
+      const auto list = check_->listAll(resources::kPods, kNamespace, {});
+      std::map<std::string, std::string> holder;
+      for (const auto& item : list.items) {
+        const std::string name = item["metadata"]["name"];
+        if (item["spec"].value("nodeName", "").empty()) {
+          continue;
+        }
+        const json annotations = item["metadata"].value("annotations", json::object());
+        if (!annotations.contains(kAllocationAnnotation)) {
+          violation("pod " + name + " is bound without an allocation annotation");
+          continue;
+        }
+        const json allocation =
+            json::parse(annotations[kAllocationAnnotation].get<std::string>(), nullptr, false);
+        if (!allocation.is_object()) {
+          violation("pod " + name + " has a garbled allocation annotation");
+          continue;
+        }
+        for (const auto& [claim, devices] : allocation.items()) {
+          for (const auto& d : devices) {
+            const std::string device = d.value("name", "");
+            auto [it, fresh] = holder.emplace(device, name);
+            if (!fresh) {
+              violation("device " + device + " is allocated to live pods " + it->second + " and " +
+                        name + " at once (list resourceVersion " + list.resourceVersion + ")");
+            }
+          }
+        }
+      }
+      ++safetySamples_;
+    } catch (const std::exception&) {
+      // The API server may be restarting; the next sample will tell.
+    }
+    sleepFor(2s);
+  }
+}
+
+// ---- faults -------------------------------------------------------------------------------
+
+// Index of the controller whose metrics say it leads; -1 when none does.
+int Soak::leaderIndex() {
+  for (int i = 0; i < 2; ++i) {
+    if (auto text = scrape(controllers_[i].metricsPort);
+        text && metricValue(*text, "extended_resource_controller_leader") == 1) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+void Soak::inject(Fault f, size_t round) {
+  Extender& ext = extenders_[round % 2];
+  std::string detail;
+  const auto t0 = Clock::now();
+  say("fault " + std::to_string(round + 1) + ": " + faultName(f));
+  switch (f) {
+    case Fault::kExtenderKillMidBind: {
+      // Devices freed now are re-allocated within a second or so; the kill lands while the
+      // extender holds reservations, i.e. between its first write and its last.
+      deleteBoundPods(6);
+      double reserved = 0;
+      const auto deadline = Clock::now() + 15s;
+      while (Clock::now() < deadline && !interrupted()) {
+        if (auto text = scrape(ext.healthPort)) {
+          ext.conflicts = std::max(
+              ext.conflicts,
+              metricValue(*text, "extended_resource_scheduler_allocation_conflicts_total"));
+          reserved = metricValue(*text, "extended_resource_scheduler_reserved_devices");
+          if (reserved > 0) {
+            break;
+          }
+        }
+        std::this_thread::sleep_for(5ms);
+      }
+      stopExtender(ext, true);
+      const auto killed = Clock::now();
+      startExtender(ext);
+      detail = ext.name + " SIGKILLed " +
+               (reserved > 0 ? "mid-bind (" + fixed(reserved, 0) + " devices reserved)"
+                             : std::string("with no bind seen in flight within 15s")) +
+               ", ready again after " + fixed(secondsSince(killed)) + "s";
+      break;
+    }
+    case Fault::kControllerLeaderKill: {
+      int leader = -1;
+      const auto deadline = Clock::now() + 30s;
+      while ((leader = leaderIndex()) < 0 && Clock::now() < deadline && sleepFor(200ms)) {
+        supervise();
+      }
+      if (leader < 0) {
+        violation("no controller replica leads (30s before the leader-kill fault)");
+        detail = "no leader to kill";
+        break;
+      }
+      Controller& dead = controllers_[leader];
+      dead.wanted = false;
+      dead.proc->kill();
+      const auto killed = Clock::now();
+      bool tookOver = false;
+      while (secondsSince(killed) < 30 && sleepFor(100ms)) {
+        if (leaderIndex() == 1 - leader) {
+          tookOver = true;
+          break;
+        }
+      }
+      const double took = secondsSince(killed);
+      startController(dead);
+      if (!tookOver) {
+        violation("controller " + controllers_[1 - leader].name +
+                  " did not take over within 30s of the leader's SIGKILL");
+      }
+      detail = dead.name + " (leader) SIGKILLed; " + controllers_[1 - leader].name +
+               (tookOver ? " leads after " + fixed(took) + "s" : " never took over");
+      break;
+    }
+    case Fault::kApiserverRestart: {
+      const int rc = runCommand(
+          {o_.launcher, "restart-apiserver", o_.controlplaneDir, "--timeout", "120"}, launchLog_);
+      if (rc != 0) {
+        throw Stuck("kube-apiserver did not come back (see " + launchLog_ + ")");
+      }
+      detail = "kube-apiserver down and back in " + fixed(secondsSince(t0)) + "s";
+      break;
+    }
+    case Fault::kWatchCut: {
+      const uint64_t before = proxy_->accepted();
+      const size_t cut = proxy_->cutAll();
+      sleepFor(5s);
+      detail = std::to_string(cut) + " connections of the extenders and controllers cut; " +
+               std::to_string(proxy_->accepted() - before) + " new ones within 5s";
+      break;
+    }
+    case Fault::kConflictInjection: {
+      stopExtender(ext, false);
+      startExtender(ext, {{kFailpointEnv, std::to_string(kFailpointWrites)}});
+      deleteBoundPods(6);
+      detail =
+          ext.name + " restarted with " + kFailpointEnv + "=" + std::to_string(kFailpointWrites);
+      break;
+    }
+    case Fault::kExtenderPause: {
+      deleteBoundPods(6);
+      std::this_thread::sleep_for(300ms);
+      ext.proc->signal(SIGSTOP);
+      sleepFor(kPauseLength);
+      ext.proc->signal(SIGCONT);
+      detail = ext.name + " SIGSTOPped for " +
+               fixed(std::chrono::duration<double>(kPauseLength).count(), 0) + "s";
+      break;
+    }
+  }
+  say("  " + detail);
+  std::lock_guard lock(mu_);
+  faults_[f].push_back(detail);
+}
+
+// ---- supervision and checks ---------------------------------------------------------------
+
+// Restarts what died on its own, as a Deployment would, and says why it died. A controller
+// that lost its lease (the API server was away longer than the renew deadline) exits 1 by
+// design; any other exit of a component is a finding, a crash by signal a violation.
+void Soak::supervise() {
+  for (auto& e : extenders_) {
+    if (e.wanted && !e.proc->running()) {
+      const int status = e.proc->lastStatus().value_or(0);
+      const std::string what = e.name + " exited on its own: " + describeStatus(status);
+      if (WIFSIGNALED(status)) {
+        violation(what);
+      } else {
+        std::lock_guard lock(mu_);
+        findings_.push_back(what);
+      }
+      {
+        std::lock_guard lock(mu_);
+        ++exits_[e.name + " " + describeStatus(status)];
+      }
+      conflictsSeen_ += e.conflicts;
+      startExtender(e);
+    }
+  }
+  for (auto& c : controllers_) {
+    if (c.wanted && !c.proc->running()) {
+      if (secondsSince(c.lastStart) < 1) {
+        continue;  // no restart loop faster than a second
+      }
+      const int status = c.proc->lastStatus().value_or(0);
+      const bool lostLease = WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                             c.proc->logTail(3000).find("leadershipLost=true") != std::string::npos;
+      const std::string why = lostLease ? "exit 1 (lost its lease)" : describeStatus(status);
+      {
+        std::lock_guard lock(mu_);
+        ++exits_[c.name + " " + why];
+        if (!lostLease && !WIFSIGNALED(status)) {
+          findings_.push_back(c.name + " exited: " + why + "; last log lines:\n" +
+                              c.proc->logTail(600));
+        }
+      }
+      if (WIFSIGNALED(status)) {
+        violation(c.name + " crashed: " + why);
+      }
+      startController(c);
+    }
+  }
+  for (const auto& e : extenders_) {
+    std::string key = "SCHEDULER_" + e.scheduler;
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](char ch) { return ch == '-' ? '_' : static_cast<char>(std::toupper(ch)); });
+    auto it = env_.find(key + "_PID");
+    if (it != env_.end() && ::kill(std::stoi(it->second), 0) != 0) {
+      {
+        std::lock_guard lock(mu_);
+        findings_.push_back("kube-scheduler " + e.scheduler + " exited; restarted");
+      }
+      runCommand({o_.launcher, "stop-scheduler", o_.controlplaneDir, "--name", e.scheduler},
+                 launchLog_);
+      startScheduler(e);
+    }
+  }
+}
+
+Verdict Soak::evaluate() {
+  Verdict v;
+  const std::string out = o_.workDir + "/checker.out";
+  std::remove(out.c_str());
+  const int rc = runCommand(
+      {o_.buildDir + "/tools/ker-check-invariants", "--kubeconfig", env_.at("KUBECONFIG")}, out);
+  std::istringstream checker(readFile(out));
+  for (std::string line; std::getline(checker, line);) {
+    if (line.rfind("VIOLATION: ", 0) == 0) {
+      v.problems.push_back("invariant: " + line.substr(11));
+    }
+  }
+  if (rc != 0 && v.problems.empty()) {
+    v.problems.push_back("ker-check-invariants failed (exit " + std::to_string(rc) +
+                         "): " + readFile(out));
+  }
+  try {
+    std::map<std::string, std::vector<std::string>> freeDevices;  // type -> names
+    for (const auto& item : check_->listAll(resources::kExtendedResources, "", {}).items) {
+      const auto d = ExtendedResource::fromJson(item);
+      if (d.phase == DevicePhase::kAvailable && !d.claimRef) {
+        freeDevices[d.properties.count("type") ? d.properties.at("type") : ""].push_back(
+            d.meta.name);
+      }
+    }
+    for (const auto& [type, names] : freeDevices) {
+      v.freeByType[type] = static_cast<int>(names.size());
+    }
+    std::map<std::string, ExtendedResourceClaim> claims;
+    for (const auto& item :
+         check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
+      auto c = ExtendedResourceClaim::fromJson(item);
+      claims.emplace(c.meta.name, std::move(c));
+    }
+    const auto pods = check_->listAll(resources::kPods, kNamespace, {}).items;
+    std::set<std::string> liveUids;
+    for (const auto& item : pods) {
+      liveUids.insert(item["metadata"].value("uid", ""));
+    }
+    for (const auto& [name, c] : claims) {
+      if (c.phase == ClaimPhase::kBound && c.podRef && !liveUids.count(c.podRef->uid)) {
+        v.problems.push_back("claim " + std::string(kNamespace) + "/" + name +
+                             " is still Bound to deleted pod " + c.podRef->name + " (uid " +
+                             c.podRef->uid + "): not released");
+      }
+    }
+    for (const auto& item : pods) {
+      const Pod p = Pod::fromJson(item);
+      if (!p.nodeName.empty()) {
+        ++v.bound;
+        continue;
+      }
+      ++v.pending;
+      auto c = claims.find(p.meta.name);
+      if (c == claims.end()) {
+        v.problems.push_back("pod " + p.meta.name + " is Pending and its claim is gone");
+        continue;
+      }
+      const auto& want = c->second.metadataRequirements.matchLabels;
+      const std::string type = want.count("type") ? want.at("type") : "";
+      const auto& free = freeDevices[type];
+      if (free.empty()) {
+        continue;  // the reason it waits: no free device of its type
+      }
+      std::string said;
+      for (const auto& cond : item.value("/status/conditions"_json_pointer, json::array())) {
+        if (cond.value("type", "") == "PodScheduled") {
+          said = cond.value("reason", "") + ": " + cond.value("message", "");
+        }
+      }
+      v.problems.push_back("pod " + p.meta.name + " (claim " + c->second.meta.name + ", " + type +
+                           ") is Pending although " + std::to_string(free.size()) + " " + type +
+                           " devices are free (" + free.front() + ", ...); PodScheduled: " +
+                           (said.empty() ? "none" : said.substr(0, 300)));
+    }
+  } catch (const std::exception& e) {
+    v.problems.push_back(std::string("cannot list the cluster: ") + e.what());
+  }
+  return v;
+}
+
+// Claims whose pod is gone and which were released are of no further use; collecting them
+// keeps the object count flat over a long run.
+void Soak::collectReleasedClaims() {
+  try {
+    std::set<std::string> podNames;
+    for (const auto& item : check_->listAll(resources::kPods, kNamespace, {}).items) {
+      podNames.insert(item["metadata"]["name"].get<std::string>());
+    }
+    for (const auto& item :
+         check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
+      const auto c = ExtendedResourceClaim::fromJson(item);
+      if (!podNames.count(c.meta.name) && c.phase != ClaimPhase::kBound) {
+        check_->remove(resources::kExtendedResourceClaims, kNamespace, c.meta.name);
+        ++claimsCollected_;
+      }
+    }
+  } catch (const std::exception& e) {
+    noteApiError(e);
+  }
+}
+
+// Stops the churn, lets the cluster settle and checks it. Transient states of binds and
+// releases in flight are expected while settling; what is still wrong when the settle time is
+// up is a violation (or the system is stuck, which is as bad).
+void Soak::checkpoint(bool final) {
+  const size_t n = checkpoints_.size() + 1;
+  const double at = churnSeconds();
+  say("checkpoint " + std::to_string(n) + (final ? " (final)" : "") + " at churn t=" + fixed(at) +
+      "s: settling");
+  if (!final) {
+    pauseChurn();
+  }
+  const auto t0 = Clock::now();
+  if (final) {
+    // Half-written binds left by killed extenders are repaired only after the grace period.
+    const auto graceEnd = t0 + o_.orphanGrace + 2s;
+    while (Clock::now() < graceEnd && sleepFor(500ms)) {
+      supervise();
+    }
+  }
+  Verdict v;
+  const auto deadline = t0 + o_.settleTimeout;
+  while (true) {
+    supervise();
+    v = evaluate();
+    if (v.problems.empty() || Clock::now() >= deadline || !sleepFor(2s)) {
+      break;
+    }
+  }
+  const double settled = secondsSince(t0);
+  std::string line = "#" + std::to_string(n) + (final ? " final" : "") +
+                     " at churn t=" + fixed(at) + "s: " + std::to_string(v.bound) +
+                     " pods bound, " + std::to_string(v.pending) + " Pending, free devices k80 " +
+                     std::to_string(v.freeByType["k80"]) + " p100 " +
+                     std::to_string(v.freeByType["p100"]) + "; ";
+  if (v.problems.empty()) {
+    line += "clean after " + fixed(settled) + "s";
+  } else {
+    line += std::to_string(v.problems.size()) + " problems after " + fixed(settled) +
+            "s (settle limit reached)";
+    std::ofstream dump(o_.workDir + "/checkpoint-" + std::to_string(n) + ".txt");
+    for (const auto& p : v.problems) {
+      violation(p);
+      dump << p << "\n";
+    }
+    for (auto& e : extenders_) {
+      dump << "\n==== " << e.name << " log tail\n" << e.proc->logTail(4000);
+    }
+    for (auto& c : controllers_) {
+      dump << "\n==== " << c.name << " log tail\n" << c.proc->logTail(4000);
+    }
+  }
+  say("checkpoint " + line);
+  checkpoints_.push_back(line);
+  for (auto& e : extenders_) {
+    scrapeConflicts(e);
+  }
+  collectReleasedClaims();
+  if (!final) {
+    resumeChurn();
+  }
+}
+
+int Soak::report() {
+  for (auto& e : extenders_) {
+    conflictsSeen_ += e.conflicts;
+    e.conflicts = 0;
+  }
+  std::ostringstream r;
+  r << "==== soak report ====\n";
+  r << "size: " << o_.nodes << " nodes, " << o_.devices << " devices, " << o_.pods
+    << " pods wanted at once; churn " << fixed(o_.seconds, 0) << "s (deletes " << o_.deleteRate
+    << "/s), a fault every " << fixed(o_.faultInterval) << "s; wall time "
+    << fixed(secondsSince(gStart)) << "s\n";
+  std::lock_guard lock(mu_);
+  r << "pods: created " << podsCreated_ << ", scheduled " << scheduledUids_.size() << ", deleted "
+    << podsDeleted_ << " (" << boundDeleted_ << " of them bound)\n";
+  r << "claims: deleted with their pod " << claimsDeletedWithPod_ << ", collected after release "
+    << claimsCollected_ << "\n";
+  size_t faultCount = 0;
+  for (const auto& [f, details] : faults_) {
+    faultCount += details.size();
+  }
+  r << "faults: " << faultCount << "\n";
+  for (Fault f : kFaultOrder) {
+    const auto it = faults_.find(f);
+    r << "  " << faultName(f) << ": " << (it == faults_.end() ? 0 : it->second.size()) << "\n";
+    if (it != faults_.end()) {
+      for (const auto& d : it->second) {
+        r << "    - " << d << "\n";
+      }
+    }
+  }
+  r << "allocation conflicts counted by the extenders: " << fixed(conflictsSeen_, 0) << "\n";
+  r << "component exits:";
+  if (exits_.empty()) {
+    r << " none";
+  }
+  r << "\n";
+  for (const auto& [what, count] : exits_) {
+    r << "  " << what << ": " << count << "\n";
+  }
+  r << "API errors met by the churn:";
+  if (apiErrors_.empty()) {
+    r << " none";
+  }
+  for (const auto& [kind, count] : apiErrors_) {
+    r << " " << kind << " " << count;
+  }
+  r << "\n";
+  r << "safety samples (no device held by two live pods): " << safetySamples_ << "\n";
+  r << "checkpoints: " << checkpoints_.size() << "\n";
+  for (const auto& c : checkpoints_) {
+    r << "  " << c << "\n";
+  }
+  for (const auto& f : findings_) {
+    r << "finding: " << f << "\n";
+  }
+  if (!stuck_.empty()) {
+    r << "STUCK: " << stuck_ << "\n";
+  }
+  r << "violations: " << violations_.size() << "\n";
+  for (const auto& v : violations_) {
+    r << "  " << v << "\n";
+  }
+  const bool ok = violations_.empty() && stuck_.empty() && !interrupted();
+  r << "result: " << (ok ? "PASS" : interrupted() ? "INTERRUPTED" : "FAIL") << "\n";
+  std::ofstream(o_.workDir + "/report.txt") << r.str();
+  std::printf("%s", r.str().c_str());
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+int Soak::run() {
+  std::vector<std::thread> threads;
+  auto stopEverything = [&] {
+    stopChurn_ = true;
+    for (auto& t : threads) {
+      t.join();
+    }
+    threads.clear();
+    if (pods_) {
+      pods_->stop();
+    }
+    for (auto& c : controllers_) {
+      c.wanted = false;
+      if (c.proc) {
+        c.proc->stop();
+      }
+    }
+    for (auto& e : extenders_) {
+      if (e.proc && e.wanted) {
+        stopExtender(e, false);
+      }
+    }
+  };
+  try {
+    say("creating " + std::to_string(o_.nodes) + " nodes and " + std::to_string(o_.devices) +
+        " devices");
+    createObjects();
+    proxy_ = std::make_unique<TcpProxy>(std::stoi(env_.at("APISERVER_PORT")));
+    extenderKubeconfig_ = proxiedKubeconfig(o_.extenderKubeconfig, "extender");
+    controllerKubeconfig_ = proxiedKubeconfig(o_.controllerKubeconfig, "controller");
+    for (auto& e : extenders_) {
+      startExtender(e);
+      startScheduler(e);
+      say(e.name + " on :" + std::to_string(e.port) + " behind kube-scheduler " + e.scheduler);
+    }
+    for (auto& c : controllers_) {
+      startController(c);
+    }
+    const auto leaderDeadline = Clock::now() + 60s;
+    while (leaderIndex() < 0) {
+      if (Clock::now() > leaderDeadline || !sleepFor(200ms)) {
+        throw Stuck("no controller replica became leader within 60s");
+      }
+      supervise();
+    }
+    pods_ = std::make_unique<Informer<Pod>>(*check_, resources::kPods,
+                                            InformerOptions{.name = "soak-pods", .ns = kNamespace});
+    auto noteScheduled = [this](const Informer<Pod>::Ptr& p) {
+      if (!p->nodeName.empty()) {
+        std::lock_guard lock(mu_);
+        scheduledUids_.insert(p->meta.uid);
+      }
+    };
+    pods_->addHandlers(
+        {.onAdd = noteScheduled,
+         .onUpdate = [noteScheduled](const auto&, const auto& p) { noteScheduled(p); }});
+    pods_->start();
+    if (!pods_->waitForSync(60s)) {
+      throw Stuck("the soak's pod informer did not sync");
+    }
+
+    say("churn for " + fixed(o_.seconds, 0) + "s, a fault every " + fixed(o_.faultInterval) +
+        "s, a checkpoint every " + std::to_string(o_.checkpointEvery) + " faults");
+    churnStart_ = Clock::now();
+    threads.emplace_back([this] { creatorLoop(o_.seed * 3 + 1); });
+    threads.emplace_back([this] { deleterLoop(o_.seed * 3 + 2); });
+    threads.emplace_back([this] { monitorLoop(); });
+    size_t faultsDone = 0;
+    while (!interrupted() && churnSeconds() < o_.seconds) {
+      supervise();
+      if (churnSeconds() >= static_cast<double>(faultsDone + 1) * o_.faultInterval) {
+        inject(kFaultOrder[faultsDone % std::size(kFaultOrder)], faultsDone);
+        ++faultsDone;
+        if (faultsDone % static_cast<size_t>(o_.checkpointEvery) == 0 &&
+            o_.seconds - churnSeconds() >= 1.5 * o_.faultInterval) {
+          checkpoint(false);
+        }
+      }
+      sleepFor(200ms);
+    }
+    stopChurn_ = true;
+    for (auto& t : threads) {
+      t.join();
+    }
+    threads.clear();
+    if (!interrupted()) {
+      say("churn over; final checkpoint");
+      checkpoint(true);
+      if (leaderIndex() < 0) {
+        violation("no controller replica leads at the end");
+      }
+    }
+  } catch (const std::exception& e) {
+    // Stuck, or the setup failed: either way the run ends here, and fails.
+    say(std::string("STUCK: ") + e.what());
+    std::lock_guard lock(mu_);
+    stuck_ = e.what();
+  }
+  stopEverything();
+  proxy_.reset();
+  return report();
+}
+
+}  // namespace
+}  // namespace ker::soak
+
+int main(int argc, char** argv) {
+  ker::blockTerminationSignals();
+  ker::ignoreBrokenPipes();
+  ker::FlagSet flags("soak",
+                     "Chaos soak of the extender and the controller against a real control plane "
+                     "(run by test/soak/run.sh).");
+  ker::soak::Options o;
+  auto* controlplane = flags.addString("controlplane-dir", "", "launch.sh's folder (its env file)");
+  auto* launcher = flags.addString("launcher", "", "test/controlplane/launch.sh");
+  auto* buildDir = flags.addString("build-dir", "", "build folder holding the binaries");
+  auto* workDir = flags.addString("work-dir", "", "folder for logs, kubeconfigs and the report");
+  auto* extenderKc = flags.addString(
+      "extender-kubeconfig", "", "kubeconfig of the extended-resource-scheduler ServiceAccount");
+  auto* controllerKc = flags.addString(
+      "controller-kubeconfig", "", "kubeconfig of the extended-resource-controller ServiceAccount");
+  auto* seconds = flags.addDouble("seconds", o.seconds, "how long pods churn and faults happen");
+  auto* nodes = flags.addInt("nodes", o.nodes, "nodes to create");
+  auto* devices = flags.addInt("devices", o.devices, "devices to create, spread over the nodes");
+  auto* pods = flags.addInt("pods", 0, "pods wanted at once (0: 1.5 x devices)");
+  auto* deleteRate = flags.addDouble("delete-rate", o.deleteRate, "pod deletions per second");
+  auto* createRate = flags.addDouble("create-rate", o.createRate, "most pod creations per second");
+  auto* faultInterval = flags.addDouble(
+      "fault-interval", 0, "seconds of churn between faults (0: seconds / 7, within 10..30)");
+  auto* checkpointEvery =
+      flags.addInt("checkpoint-every", o.checkpointEvery, "a checkpoint after this many faults");
+  auto* grace =
+      flags.addDuration("orphan-grace-period", o.orphanGrace, "the controllers' orphan grace");
+  auto* settle = flags.addDuration("settle-timeout", o.settleTimeout,
+                                   "how long a checkpoint waits for the cluster to settle");
+  auto* seed = flags.addInt("seed", 0, "random seed (0: random)");
+  if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
+    r.print();
+    return r.exitCode();
+  }
+  for (const auto* required :
+       {controlplane, launcher, buildDir, workDir, extenderKc, controllerKc}) {
+    if (required->empty()) {
+      std::fprintf(stderr,
+                   "--controlplane-dir, --launcher, --build-dir, --work-dir, "
+                   "--extender-kubeconfig and --controller-kubeconfig are required\n");
+      return 2;
+    }
+  }
+  if (*seconds <= 0 || *nodes < 1 || *devices < 1 || *deleteRate <= 0 || *createRate <= 0 ||
+      *checkpointEvery < 1) {
+    std::fprintf(stderr, "sizes and rates must be positive\n");
+    return 2;
+  }
+  o.controlplaneDir = *controlplane;
+  o.launcher = *launcher;
+  o.buildDir = *buildDir;
+  o.workDir = *workDir;
+  o.extenderKubeconfig = *extenderKc;
+  o.controllerKubeconfig = *controllerKc;
+  o.seconds = *seconds;
+  o.nodes = static_cast<int>(*nodes);
+  o.devices = static_cast<int>(*devices);
+  o.pods = static_cast<int>(*pods);
+  o.deleteRate = *deleteRate;
+  o.createRate = *createRate;
+  o.faultInterval = *faultInterval;
+  o.checkpointEvery = static_cast<int>(*checkpointEvery);
+  o.orphanGrace = *grace;
+  o.settleTimeout = *settle;
+  o.seed = *seed != 0 ? static_cast<uint64_t>(*seed) : std::random_device{}();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(o.seed));
+
+  // The client library's own warnings (watches failing while the API server restarts) go to a
+  // file, so the soak's output stays readable.
+  static std::ofstream clientLog(o.workDir + "/soak-client.log");
+  ker::log::init(ker::log::Format::kText, 0, &clientLog);
+  std::thread([] { ker::soak::gSignal = ker::waitForTerminationSignal(); }).detach();
+  try {
+    ker::soak::Soak soak(o);
+    const int rc = soak.run();
+    return ker::soak::gSignal != 0 ? 128 + ker::soak::gSignal : rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "soak: %s\n", e.what());
+    return 2;
+  }
+}
