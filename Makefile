@@ -63,3 +63,8 @@ FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz: deps ## build the libFuzzer targets with clang into build-fuzz/ and run each for FUZZ_SECONDS (default 60)
 	JOBS=$(JOBS) fuzz/run.sh $(FUZZ_SECONDS)
+
+SOAK_SECONDS ?= 300
+.PHONY: soak
+soak: build controlplane-binaries ## chaos soak on a real control plane: SOAK_SECONDS (default 300) of pod churn and faults, 300 nodes
+	test/soak/run.sh --build-dir $(BUILD_DIR) --seconds $(SOAK_SECONDS)
