@@ -82,10 +82,11 @@ TEST_F(ExtenderTest, FiftyPodsRacingForTwentyDevicesBindExactlyTwenty) {
   auto nodes = makeNodes(4);
   std::set<std::string> devices;
   for (int i = 0; i < 20; ++i) {
-    devices.insert(uniqueName("dev"));
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(*devices.rbegin(), nodes[static_cast<size_t>(i % 4)], resource_,
-                              {{"type", "k80"}}));
+    const std::string name = uniqueName("dev");
+    devices.insert(name);
+    api_->create(
+        resources::kExtendedResources, "",
+        deviceObject(name, nodes[static_cast<size_t>(i % 4)], resource_, {{"type", "k80"}}));
   }
   for (int i = 0; i < 50; ++i) {
     std::string c = "claim-" + std::to_string(i);
