@@ -129,6 +129,33 @@ bool ready(int port) {
   return res && res->status == 200;
 }
 
+// Counter series of one run of a component (a restart starts them from zero), keyed as
+// written in Prometheus text: name{labels}, or the name alone.
+using Series = std::map<std::string, double>;
+
+const std::vector<std::string> kExtenderCounters = {
+    "extended_resource_scheduler_allocation_conflicts_total",
+    "extended_resource_scheduler_bind_undos_total"};
+const std::vector<std::string> kControllerCounters = {
+    "extended_resource_controller_releases_total", "extended_resource_controller_repairs_total",
+    "extended_resource_controller_pod_nudges_total"};
+
+Series seriesOf(const std::string& text, const std::vector<std::string>& families) {
+  Series out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const auto& f : families) {
+      if (line.size() > f.size() && line.compare(0, f.size(), f) == 0 &&
+          (line[f.size()] == ' ' || line[f.size()] == '{')) {
+        const auto space = line.rfind(' ');
+        out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+      }
+    }
+  }
+  return out;
+}
+
 // The value of an unlabelled series in Prometheus text; -1 when absent.
 double metricValue(const std::string& text, const std::string& name) {
   std::istringstream in(text);
@@ -235,6 +262,27 @@ json podObject(const std::string& name) {
            {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}};
 }
 
+// The device names in an allocation annotation's value; nullopt when it is not one.
+std::optional<std::vector<std::string>> allocatedDevices(const std::string& annotation) {
+  const json allocation = json::parse(annotation, nullptr, false);
+  if (!allocation.is_object()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& [claim, devices] : allocation.items()) {
+    if (!devices.is_array()) {
+      return std::nullopt;
+    }
+    for (const auto& d : devices) {
+      if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) {
+        return std::nullopt;
+      }
+      out.push_back(d["name"]);
+    }
+  }
+  return out;
+}
+
 // ---- configuration ------------------------------------------------------------------------
 
 struct Options {
@@ -299,7 +347,7 @@ struct Extender {
   int healthPort = 0;
   std::unique_ptr<Process> proc;
   bool wanted = false;    // supervision restarts it when it is not running
-  double conflicts = 0;   // allocation conflicts of the current run, as last scraped
+  Series counted;         // of the current run, as last scraped
   std::string scheduler;  // the kube-scheduler instance calling it
 };
 
@@ -308,6 +356,7 @@ struct Controller {
   int metricsPort = 0;
   std::unique_ptr<Process> proc;
   bool wanted = false;
+  Series counted;
   Clock::time_point lastStart;
 };
 
@@ -337,22 +386,27 @@ class Soak {
   void deleterLoop(uint64_t seed);
   void monitorLoop();
   void createPod(std::mt19937_64& rng);
-  void deletePod(const Pod& pod, bool withClaim);
-  size_t deleteBoundPods(size_t n);
+  std::vector<std::string> deletePod(const Pod& pod, bool withClaim);
+  std::vector<std::string> deleteBoundPods(size_t n);
+  std::string awaitReleases(const std::vector<std::string>& devices, Clock::time_point since);
   void noteApiError(const std::exception& e);
+  void note(const std::string& line);
+  void deviceChanged(const ExtendedResource& d);
   void pauseChurn();
   void resumeChurn();
   double churnSeconds() const;
   // faults
   void inject(Fault f, size_t round);
   int leaderIndex();
-  void scrapeConflicts(Extender& e);
+  void scrapeCounters();
+  void endRun(Series& counted);
   // checks
   Verdict evaluate();
   void checkpoint(bool final);
   void collectReleasedClaims();
   void supervise();
   void violation(const std::string& text);
+  void reportReleases(std::ostream& r) const;
   int report();
 
   Options o_;
@@ -361,6 +415,7 @@ class Soak {
   std::unique_ptr<KubeClient> check_;  // checks and the safety monitor
   std::unique_ptr<TcpProxy> proxy_;
   std::unique_ptr<Informer<Pod>> pods_;
+  std::unique_ptr<Informer<ExtendedResource>> devices_;
   Extender extenders_[2];
   Controller controllers_[2];
   std::string extenderKubeconfig_;
@@ -381,7 +436,8 @@ class Soak {
   std::atomic<uint64_t> claimsDeletedWithPod_{0};
   std::atomic<uint64_t> claimsCollected_{0};
   std::atomic<uint64_t> safetySamples_{0};
-  double conflictsSeen_ = 0;
+  Series totals_;  // counters of the component runs that ended
+  Clock::time_point lastScrape_;
 
   mutable std::mutex mu_;
   std::set<std::string> scheduledUids_;
@@ -393,11 +449,29 @@ class Soak {
   std::map<std::string, uint64_t> exits_;
   std::vector<std::string> findings_;  // notable but not violations of the contract
   std::string stuck_;
+  std::ofstream churnLog_;
+  // Devices held by pods the churn deleted, until the devices informer shows them released.
+  struct Held {
+    std::string claim;
+    std::string pod;
+    Clock::time_point since;
+    double at;  // soak time of the deletion
+  };
+  std::map<std::string, Held> awaitingRelease_;
+  struct Release {
+    double seconds;
+    double at;
+    std::string device;
+    std::string pod;
+  };
+  std::vector<Release> releases_;
+  std::vector<std::pair<double, Fault>> faultTimes_;  // soak time it began, kind
 };
 
 Soak::Soak(Options o) : o_(std::move(o)) {
   env_ = readEnvFile(o_.controlplaneDir + "/env");
   launchLog_ = o_.workDir + "/launch.log";
+  churnLog_.open(o_.workDir + "/churn.log");
   KubeClientOptions opts;
   opts.requestTimeout = 15s;
   opts.userAgent = "ker-soak";
@@ -434,6 +508,24 @@ void Soak::noteApiError(const std::exception& e) {
   const auto* api = dynamic_cast<const ApiError*>(&e);
   std::lock_guard lock(mu_);
   ++apiErrors_[api != nullptr ? toString(api->kind()) : "other"];
+}
+
+// One line per churn action, with the soak time, for reading alongside the components' logs.
+void Soak::note(const std::string& line) {
+  std::lock_guard lock(mu_);
+  churnLog_ << fixed(secondsSince(gStart), 3) << " " << line << "\n";
+}
+
+void Soak::deviceChanged(const ExtendedResource& d) {
+  std::lock_guard lock(mu_);
+  auto it = awaitingRelease_.find(d.meta.name);
+  if (it == awaitingRelease_.end() ||
+      (d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == kNamespace &&
+       d.claimRef->name == it->second.claim)) {
+    return;
+  }
+  releases_.push_back({secondsSince(it->second.since), it->second.at, d.meta.name, it->second.pod});
+  awaitingRelease_.erase(it);
 }
 
 // ---- setup --------------------------------------------------------------------------------
@@ -507,7 +599,6 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
   // restarts, fails an attempt; a few attempts ride that out.
   for (int attempt = 1; attempt <= 3 && !interrupted(); ++attempt) {
     e.proc->start(env);
-    e.conflicts = 0;
     const auto deadline = Clock::now() + 60s;
     while (Clock::now() < deadline && e.proc->running() && !ready(e.healthPort)) {
       sleepFor(100ms);
@@ -524,23 +615,38 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
   throw Stuck(e.name + " did not become ready in 3 attempts");
 }
 
-void Soak::scrapeConflicts(Extender& e) {
-  if (auto text = scrape(e.healthPort)) {
-    e.conflicts = std::max(
-        e.conflicts, metricValue(*text, "extended_resource_scheduler_allocation_conflicts_total"));
+// Counters are scraped every couple of seconds and before a component is stopped on purpose,
+// so a run that ends by a kill or a crash loses at most the last seconds of its counts.
+void Soak::scrapeCounters() {
+  for (auto& e : extenders_) {
+    if (auto text = e.wanted ? scrape(e.healthPort) : std::nullopt) {
+      e.counted = seriesOf(*text, kExtenderCounters);
+    }
   }
+  for (auto& c : controllers_) {
+    if (auto text = c.wanted ? scrape(c.metricsPort) : std::nullopt) {
+      c.counted = seriesOf(*text, kControllerCounters);
+    }
+  }
+  lastScrape_ = Clock::now();
+}
+
+void Soak::endRun(Series& counted) {
+  for (const auto& [k, v] : counted) {
+    totals_[k] += v;
+  }
+  counted.clear();
 }
 
 void Soak::stopExtender(Extender& e, bool hard) {
-  e.wanted = false;
   if (hard) {
     e.proc->kill();
   } else {
-    scrapeConflicts(e);
+    scrapeCounters();
     e.proc->stop();
   }
-  conflictsSeen_ += e.conflicts;
-  e.conflicts = 0;
+  e.wanted = false;
+  endRun(e.counted);
 }
 
 void Soak::startController(Controller& c) {
@@ -604,17 +710,35 @@ void Soak::createPod(std::mt19937_64& rng) {
     api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
     api_->create(resources::kPods, kNamespace, podObject(name));
     ++podsCreated_;
+    note("create " + name + " " + type);
   } catch (const std::exception& e) {
+    note("create " + name + " failed: " + e.what());
     // A claim left without its pod is collected at the next checkpoint.
     noteApiError(e);
     sleepFor(500ms);
   }
 }
 
-void Soak::deletePod(const Pod& pod, bool withClaim) {
+// The devices a bound pod holds start waiting for their release before the delete is sent:
+// the controller may free them before the delete call even returns. Returns them once the pod
+// is deleted.
+std::vector<std::string> Soak::deletePod(const Pod& pod, bool withClaim) {
+  std::vector<std::string> held;
+  if (auto a = pod.meta.annotations.find(kAllocationAnnotation);
+      a != pod.meta.annotations.end() && !pod.nodeName.empty()) {
+    held = allocatedDevices(a->second).value_or(std::vector<std::string>{});
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& d : held) {
+      awaitingRelease_[d] = {pod.meta.name, pod.meta.name, Clock::now(), secondsSince(gStart)};
+    }
+  }
+  bool deleted = false;
   try {
     api_->remove(resources::kPods, kNamespace, pod.meta.name,
                  DeleteOptions{.preconditionUid = pod.meta.uid, .gracePeriodSeconds = 0});
+    deleted = true;
     ++podsDeleted_;
     if (!pod.nodeName.empty()) {
       ++boundDeleted_;
@@ -631,6 +755,18 @@ void Soak::deletePod(const Pod& pod, bool withClaim) {
   } catch (const std::exception& e) {
     noteApiError(e);
   }
+  note("delete " + pod.meta.name + " uid " + pod.meta.uid +
+       (pod.nodeName.empty() ? " pending" : " on " + pod.nodeName) +
+       (held.empty() ? "" : " holding " + held.front()) +
+       (deleted ? (withClaim ? ", claim deleted too" : ", claim kept") : ": failed"));
+  if (!deleted) {
+    std::lock_guard lock(mu_);
+    for (const auto& d : held) {
+      awaitingRelease_.erase(d);
+    }
+    held.clear();
+  }
+  return held;
 }
 
 void Soak::creatorLoop(uint64_t seed) {
@@ -682,18 +818,37 @@ void Soak::deleterLoop(uint64_t seed) {
 }
 
 // Frees devices now, so binds are in flight a moment later: deletes up to n bound pods.
-size_t Soak::deleteBoundPods(size_t n) {
+std::vector<std::string> Soak::deleteBoundPods(size_t n) {
+  std::vector<std::string> devices;
   size_t done = 0;
   for (const auto& p : pods_->list()) {
     if (done == n) {
       break;
     }
     if (!p->nodeName.empty() && !p->meta.deleting) {
-      deletePod(*p, false);
+      auto held = deletePod(*p, false);
+      devices.insert(devices.end(), held.begin(), held.end());
       ++done;
     }
   }
-  return done;
+  return devices;
+}
+
+// Waits until the devices are released, up to 30s after `since`, when their pods were deleted;
+// says how long that took. A probe of how fast the controller acts right after a fault.
+std::string Soak::awaitReleases(const std::vector<std::string>& devices, Clock::time_point since) {
+  size_t left = devices.size();
+  while (left > 0 && secondsSince(since) < 30 && sleepFor(20ms)) {
+    std::lock_guard lock(mu_);
+    left = static_cast<size_t>(std::count_if(devices.begin(), devices.end(), [&](const auto& d) {
+      return awaitingRelease_.count(d) > 0;
+    }));
+  }
+  const std::string n = std::to_string(devices.size());
+  return left == 0 ? "the " + n + " devices of pods deleted right after were released within " +
+                         fixed(secondsSince(since), 2) + "s"
+                   : std::to_string(left) + " of the " + n +
+                         " devices of pods deleted right after were not released within 30s";
 }
 
 // The safety property that must hold at every instant, not only when the cluster is quiet: no
@@ -714,20 +869,17 @@ void Soak::monitorLoop() {
           violation("pod " + name + " is bound without an allocation annotation");
           continue;
         }
-        const json allocation =
-            json::parse(annotations[kAllocationAnnotation].get<std::string>(), nullptr, false);
-        if (!allocation.is_object()) {
+        const auto devices =
+            allocatedDevices(annotations[kAllocationAnnotation].get<std::string>());
+        if (!devices) {
           violation("pod " + name + " has a garbled allocation annotation");
           continue;
         }
-        for (const auto& [claim, devices] : allocation.items()) {
-          for (const auto& d : devices) {
-            const std::string device = d.value("name", "");
-            auto [it, fresh] = holder.emplace(device, name);
-            if (!fresh) {
-              violation("device " + device + " is allocated to live pods " + it->second + " and " +
-                        name + " at once (list resourceVersion " + list.resourceVersion + ")");
-            }
+        for (const auto& device : *devices) {
+          auto [it, fresh] = holder.emplace(device, name);
+          if (!fresh) {
+            violation("device " + device + " is allocated to live pods " + it->second + " and " +
+                      name + " at once (list resourceVersion " + list.resourceVersion + ")");
           }
         }
       }
@@ -753,10 +905,16 @@ int Soak::leaderIndex() {
 }
 
 void Soak::inject(Fault f, size_t round) {
-  Extender& ext = extenders_[round % 2];
+  // Each kind of fault takes the two extenders in turn.
+  Extender& ext = extenders_[faults_[f].size() % 2];
   std::string detail;
   const auto t0 = Clock::now();
   say("fault " + std::to_string(round + 1) + ": " + faultName(f));
+  note(std::string("fault ") + faultName(f));
+  {
+    std::lock_guard lock(mu_);
+    faultTimes_.emplace_back(secondsSince(gStart), f);
+  }
   switch (f) {
     case Fault::kExtenderKillMidBind: {
       // Devices freed now are re-allocated within a second or so; the kill lands while the
@@ -766,9 +924,7 @@ void Soak::inject(Fault f, size_t round) {
       const auto deadline = Clock::now() + 15s;
       while (Clock::now() < deadline && !interrupted()) {
         if (auto text = scrape(ext.healthPort)) {
-          ext.conflicts = std::max(
-              ext.conflicts,
-              metricValue(*text, "extended_resource_scheduler_allocation_conflicts_total"));
+          ext.counted = seriesOf(*text, kExtenderCounters);
           reserved = metricValue(*text, "extended_resource_scheduler_reserved_devices");
           if (reserved > 0) {
             break;
@@ -797,9 +953,12 @@ void Soak::inject(Fault f, size_t round) {
         break;
       }
       Controller& dead = controllers_[leader];
+      scrapeCounters();
       dead.wanted = false;
       dead.proc->kill();
+      endRun(dead.counted);
       const auto killed = Clock::now();
+      const auto devices = deleteBoundPods(3);
       bool tookOver = false;
       while (secondsSince(killed) < 30 && sleepFor(100ms)) {
         if (leaderIndex() == 1 - leader) {
@@ -808,13 +967,15 @@ void Soak::inject(Fault f, size_t round) {
         }
       }
       const double took = secondsSince(killed);
+      const std::string released = awaitReleases(devices, killed);
       startController(dead);
       if (!tookOver) {
         violation("controller " + controllers_[1 - leader].name +
                   " did not take over within 30s of the leader's SIGKILL");
       }
       detail = dead.name + " (leader) SIGKILLed; " + controllers_[1 - leader].name +
-               (tookOver ? " leads after " + fixed(took) + "s" : " never took over");
+               (tookOver ? " leads after " + fixed(took) + "s" : " never took over") + "; " +
+               released;
       break;
     }
     case Fault::kApiserverRestart: {
@@ -829,9 +990,10 @@ void Soak::inject(Fault f, size_t round) {
     case Fault::kWatchCut: {
       const uint64_t before = proxy_->accepted();
       const size_t cut = proxy_->cutAll();
-      sleepFor(5s);
-      detail = std::to_string(cut) + " connections of the extenders and controllers cut; " +
-               std::to_string(proxy_->accepted() - before) + " new ones within 5s";
+      const auto cutAt = Clock::now();
+      const std::string released = awaitReleases(deleteBoundPods(3), cutAt);
+      detail = std::to_string(cut) + " connections of the extenders and controllers cut, " +
+               std::to_string(proxy_->accepted() - before) + " new ones since; " + released;
       break;
     }
     case Fault::kConflictInjection: {
@@ -878,7 +1040,7 @@ void Soak::supervise() {
         std::lock_guard lock(mu_);
         ++exits_[e.name + " " + describeStatus(status)];
       }
-      conflictsSeen_ += e.conflicts;
+      endRun(e.counted);
       startExtender(e);
     }
   }
@@ -902,6 +1064,7 @@ void Soak::supervise() {
       if (WIFSIGNALED(status)) {
         violation(c.name + " crashed: " + why);
       }
+      endRun(c.counted);
       startController(c);
     }
   }
@@ -983,19 +1146,27 @@ Verdict Soak::evaluate() {
       const auto& want = c->second.metadataRequirements.matchLabels;
       const std::string type = want.count("type") ? want.at("type") : "";
       const auto& free = freeDevices[type];
-      if (free.empty()) {
-        continue;  // the reason it waits: no free device of its type
-      }
-      std::string said;
+      std::string reason;
+      std::string message;
       for (const auto& cond : item.value("/status/conditions"_json_pointer, json::array())) {
         if (cond.value("type", "") == "PodScheduled") {
-          said = cond.value("reason", "") + ": " + cond.value("message", "");
+          reason = cond.value("reason", "");
+          message = cond.value("message", "");
         }
       }
-      v.problems.push_back("pod " + p.meta.name + " (claim " + c->second.meta.name + ", " + type +
-                           ") is Pending although " + std::to_string(free.size()) + " " + type +
-                           " devices are free (" + free.front() + ", ...); PodScheduled: " +
-                           (said.empty() ? "none" : said.substr(0, 300)));
+      const std::string said =
+          reason.empty() ? "no PodScheduled condition" : reason + ": " + message.substr(0, 300);
+      if (!free.empty()) {
+        v.problems.push_back("pod " + p.meta.name + " (" + type + ") is Pending although " +
+                             std::to_string(free.size()) + " " + type + " devices are free (" +
+                             free.front() + ", ...); " + said);
+      } else if (reason != "Unschedulable" ||
+                 message.find("claim " + std::string(kNamespace) + "/" + p.meta.name +
+                              ": 0 of 1 free") == std::string::npos) {
+        // It has to wait, and kube-scheduler must say why: the extender's no-free-device reason.
+        v.problems.push_back("pod " + p.meta.name + " (" + type +
+                             ") is Pending without the no-free-device reason; " + said);
+      }
     }
   } catch (const std::exception& e) {
     v.problems.push_back(std::string("cannot list the cluster: ") + e.what());
@@ -1077,20 +1248,43 @@ void Soak::checkpoint(bool final) {
   }
   say("checkpoint " + line);
   checkpoints_.push_back(line);
-  for (auto& e : extenders_) {
-    scrapeConflicts(e);
-  }
   collectReleasedClaims();
   if (!final) {
     resumeChurn();
   }
 }
 
-int Soak::report() {
-  for (auto& e : extenders_) {
-    conflictsSeen_ += e.conflicts;
-    e.conflicts = 0;
+// How long devices stayed Bound after the pod holding them was deleted, and what happened just
+// before the slowest releases.
+void Soak::reportReleases(std::ostream& r) const {
+  std::vector<Release> sorted = releases_;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Release& a, const Release& b) { return a.seconds < b.seconds; });
+  r << "device release after its pod's deletion: " << sorted.size() << " seen";
+  if (sorted.empty()) {
+    r << "\n";
+    return;
   }
+  auto pct = [&](double p) {
+    return fixed(sorted[static_cast<size_t>(p * static_cast<double>(sorted.size() - 1))].seconds,
+                 2);
+  };
+  r << "; p50 " << pct(0.5) << "s, p90 " << pct(0.9) << "s, p99 " << pct(0.99) << "s, max "
+    << pct(1) << "s; " << awaitingRelease_.size() << " never seen released\n";
+  for (size_t i = 0; i < std::min<size_t>(5, sorted.size()); ++i) {
+    const Release& s = sorted[sorted.size() - 1 - i];
+    std::string after = "no fault before";
+    for (const auto& [t, f] : faultTimes_) {
+      if (t <= s.at) {
+        after = fixed(s.at - t) + "s after " + faultName(f) + " began";
+      }
+    }
+    r << "  " << fixed(s.seconds, 2) << "s: " << s.device << " of pod " << s.pod << " deleted at +"
+      << fixed(s.at) << "s, " << after << "\n";
+  }
+}
+
+int Soak::report() {
   std::ostringstream r;
   r << "==== soak report ====\n";
   r << "size: " << o_.nodes << " nodes, " << o_.devices << " devices, " << o_.pods
@@ -1116,7 +1310,10 @@ int Soak::report() {
       }
     }
   }
-  r << "allocation conflicts counted by the extenders: " << fixed(conflictsSeen_, 0) << "\n";
+  r << "counters, summed over every run of the extenders and controllers:\n";
+  for (const auto& [series, value] : totals_) {
+    r << "  " << series << " " << fixed(value, 0) << "\n";
+  }
   r << "component exits:";
   if (exits_.empty()) {
     r << " none";
@@ -1134,6 +1331,7 @@ int Soak::report() {
   }
   r << "\n";
   r << "safety samples (no device held by two live pods): " << safetySamples_ << "\n";
+  reportReleases(r);
   r << "checkpoints: " << checkpoints_.size() << "\n";
   for (const auto& c : checkpoints_) {
     r << "  " << c << "\n";
@@ -1167,11 +1365,16 @@ int Soak::run() {
     if (pods_) {
       pods_->stop();
     }
+    if (devices_) {
+      devices_->stop();
+    }
+    scrapeCounters();
     for (auto& c : controllers_) {
       c.wanted = false;
       if (c.proc) {
         c.proc->stop();
       }
+      endRun(c.counted);
     }
     for (auto& e : extenders_) {
       if (e.proc && e.wanted) {
@@ -1212,9 +1415,13 @@ int Soak::run() {
     pods_->addHandlers(
         {.onAdd = noteScheduled,
          .onUpdate = [noteScheduled](const auto&, const auto& p) { noteScheduled(p); }});
+    devices_ = std::make_unique<Informer<ExtendedResource>>(
+        *check_, resources::kExtendedResources, InformerOptions{.name = "soak-devices"});
+    devices_->addHandlers({.onUpdate = [this](const auto&, const auto& d) { deviceChanged(*d); }});
     pods_->start();
-    if (!pods_->waitForSync(60s)) {
-      throw Stuck("the soak's pod informer did not sync");
+    devices_->start();
+    if (!pods_->waitForSync(60s) || !devices_->waitForSync(60s)) {
+      throw Stuck("the soak's informers did not sync");
     }
 
     say("churn for " + fixed(o_.seconds, 0) + "s, a fault every " + fixed(o_.faultInterval) +
@@ -1226,6 +1433,9 @@ int Soak::run() {
     size_t faultsDone = 0;
     while (!interrupted() && churnSeconds() < o_.seconds) {
       supervise();
+      if (secondsSince(lastScrape_) >= 2) {
+        scrapeCounters();
+      }
       if (churnSeconds() >= static_cast<double>(faultsDone + 1) * o_.faultInterval) {
         inject(kFaultOrder[faultsDone % std::size(kFaultOrder)], faultsDone);
         ++faultsDone;
