@@ -88,8 +88,34 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Every write that decides who holds a device, with request and response bodies: when the soak
+# finds two pods on one device, audit.log tells which replica wrote what, in which order (each
+# replica has a token of its own; its credential ID is in user.extra). Nudges and lease
+# renewals are left out: they are most of the traffic and decide nothing.
+cat >"$work/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: RequestResponse
+  verbs: ["create", "update", "patch", "delete"]
+  resources:
+  - group: extendedresource.io
+    resources: ["extendedresources/status", "extendedresourceclaims/status", "extendedresourceclaims"]
+  - group: ""
+    resources: ["pods/binding"]
+- level: Metadata
+  verbs: ["create", "delete"]
+  resources:
+  - group: ""
+    resources: ["pods"]
+- level: None
+EOF
+
 log "starting the control plane in $cp"
-env_file=$("$launcher" start "$cp" --bin-dir "$bin_dir" | tail -n1)
+env_file=$("$launcher" start "$cp" --bin-dir "$bin_dir" \
+  --apiserver-arg=--audit-policy-file="$work/audit-policy.yaml" \
+  --apiserver-arg=--audit-log-path="$work/audit.log" | tail -n1)
 env_get() { sed -n "s/^$1=//p" "$env_file" | tail -n1; }
 kubectl=("$(env_get KUBECTL)" --kubeconfig "$(env_get KUBECONFIG)")
 
@@ -99,16 +125,12 @@ kubectl=("$(env_get KUBECTL)" --kubeconfig "$(env_get KUBECONFIG)")
 # The ServiceAccounts and RBAC of deploy/. No kube-controller-manager runs, so the
 # Deployments in the same files stay inert: the soak runs the binaries itself.
 "${kubectl[@]}" apply -f "$root/deploy/extender.yaml" -f "$root/deploy/deployment.yaml" >/dev/null
-"$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$work/extender-sa.kubeconfig" >/dev/null
-"$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$work/controller-sa.kubeconfig" >/dev/null
 
 # A bound on the whole run beyond the soak's own: churn, setup, and settling at checkpoints.
 limit=$((seconds * 2 + 1200))
 log "running the soak (${seconds}s of churn; at most ${limit}s in all)"
 timeout --kill-after=30 "$limit" "$build_dir/test/soak/soak" \
   --controlplane-dir "$cp" --launcher "$launcher" --build-dir "$build_dir" --work-dir "$work" \
-  --extender-kubeconfig "$work/extender-sa.kubeconfig" \
-  --controller-kubeconfig "$work/controller-sa.kubeconfig" \
   --seconds "$seconds" "${size[@]}" "${extra[@]}" &
 soak_pid=$!
 wait "$soak_pid"

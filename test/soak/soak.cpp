@@ -290,8 +290,6 @@ struct Options {
   std::string launcher;
   std::string buildDir;
   std::string workDir;
-  std::string extenderKubeconfig;
-  std::string controllerKubeconfig;
   double seconds = 300;
   int nodes = 300;
   int devices = 150;
@@ -380,7 +378,7 @@ class Soak {
   void stopExtender(Extender& e, bool hard);
   void startController(Controller& c);
   void startScheduler(const Extender& e);
-  std::string proxiedKubeconfig(const std::string& file, const std::string& name);
+  std::string replicaKubeconfig(const std::string& serviceAccount, const std::string& name);
   // churn
   void creatorLoop(uint64_t seed);
   void deleterLoop(uint64_t seed);
@@ -405,7 +403,8 @@ class Soak {
   void checkpoint(bool final);
   void collectReleasedClaims();
   void supervise();
-  void violation(const std::string& text);
+  // `key` identifies the problem across samples (default: the text), so it is reported once.
+  void violation(const std::string& text, const std::string& key = {});
   void reportReleases(std::ostream& r) const;
   int report();
 
@@ -418,8 +417,6 @@ class Soak {
   std::unique_ptr<Informer<ExtendedResource>> devices_;
   Extender extenders_[2];
   Controller controllers_[2];
-  std::string extenderKubeconfig_;
-  std::string controllerKubeconfig_;
   std::string launchLog_;
 
   std::atomic<bool> stopChurn_{false};
@@ -496,9 +493,9 @@ Soak::Soak(Options o) : o_(std::move(o)) {
   }
 }
 
-void Soak::violation(const std::string& text) {
+void Soak::violation(const std::string& text, const std::string& key) {
   std::lock_guard lock(mu_);
-  if (violationKeys_.insert(text).second) {
+  if (violationKeys_.insert(key.empty() ? text : key).second) {
     violations_.push_back(text);
     say("VIOLATION: " + text);
   }
@@ -571,7 +568,15 @@ void Soak::createObjects() {
   });
 }
 
-std::string Soak::proxiedKubeconfig(const std::string& file, const std::string& name) {
+// A kubeconfig for one replica: a token of its own (the audit log tells replicas apart by the
+// token's credential ID) and the proxy as the server.
+std::string Soak::replicaKubeconfig(const std::string& serviceAccount, const std::string& name) {
+  const std::string file = o_.workDir + "/" + name + "-sa.kubeconfig";
+  if (runCommand(
+          {o_.launcher, "sa-kubeconfig", o_.controlplaneDir, "kube-system", serviceAccount, file},
+          launchLog_) != 0) {
+    throw std::runtime_error("no token for serviceaccount kube-system/" + serviceAccount);
+  }
   std::string text = readFile(file);
   const std::string from = env_.at("APISERVER_URL");
   const std::string to = "https://127.0.0.1:" + std::to_string(proxy_->port());
@@ -589,10 +594,12 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
   if (!e.proc) {
     e.proc = std::make_unique<Process>(
         o_.buildDir + "/scheduler/extended-resource-scheduler",
-        std::vector<std::string>{"--kubeconfig=" + extenderKubeconfig_, "--bind-address=127.0.0.1",
-                                 "--port=" + std::to_string(e.port),
-                                 "--health-bind-address=127.0.0.1",
-                                 "--health-port=" + std::to_string(e.healthPort), "--v=2"},
+        // --v=4 logs why each bind attempt was retried: the story of a race, when one goes wrong.
+        std::vector<std::string>{
+            "--kubeconfig=" + replicaKubeconfig("extended-resource-scheduler", e.name),
+            "--bind-address=127.0.0.1", "--port=" + std::to_string(e.port),
+            "--health-bind-address=127.0.0.1", "--health-port=" + std::to_string(e.healthPort),
+            "--v=4"},
         o_.workDir + "/" + e.name + ".log");
   }
   // A port still held by the killed run, or an informer that cannot sync while the API server
@@ -654,7 +661,7 @@ void Soak::startController(Controller& c) {
     c.proc = std::make_unique<Process>(
         o_.buildDir + "/controller/extended-resource-controller",
         std::vector<std::string>{
-            "--kubeconfig=" + controllerKubeconfig_,
+            "--kubeconfig=" + replicaKubeconfig("extended-resource-controller", c.name),
             "--metrics-bind-address=127.0.0.1:" + std::to_string(c.metricsPort),
             "--orphan-grace-period=" + formatDuration(o_.orphanGrace),
             // Short lease timings make a hand-over take seconds, so several fit in a run.
@@ -879,7 +886,9 @@ void Soak::monitorLoop() {
           auto [it, fresh] = holder.emplace(device, name);
           if (!fresh) {
             violation("device " + device + " is allocated to live pods " + it->second + " and " +
-                      name + " at once (list resourceVersion " + list.resourceVersion + ")");
+                          name + " at once (first seen in the list at resourceVersion " +
+                          list.resourceVersion + ")",
+                      "shared " + device + " " + it->second + " " + name);
           }
         }
       }
@@ -1387,8 +1396,6 @@ int Soak::run() {
         " devices");
     createObjects();
     proxy_ = std::make_unique<TcpProxy>(std::stoi(env_.at("APISERVER_PORT")));
-    extenderKubeconfig_ = proxiedKubeconfig(o_.extenderKubeconfig, "extender");
-    controllerKubeconfig_ = proxiedKubeconfig(o_.controllerKubeconfig, "controller");
     for (auto& e : extenders_) {
       startExtender(e);
       startScheduler(e);
@@ -1483,10 +1490,6 @@ int main(int argc, char** argv) {
   auto* launcher = flags.addString("launcher", "", "test/controlplane/launch.sh");
   auto* buildDir = flags.addString("build-dir", "", "build folder holding the binaries");
   auto* workDir = flags.addString("work-dir", "", "folder for logs, kubeconfigs and the report");
-  auto* extenderKc = flags.addString(
-      "extender-kubeconfig", "", "kubeconfig of the extended-resource-scheduler ServiceAccount");
-  auto* controllerKc = flags.addString(
-      "controller-kubeconfig", "", "kubeconfig of the extended-resource-controller ServiceAccount");
   auto* seconds = flags.addDouble("seconds", o.seconds, "how long pods churn and faults happen");
   auto* nodes = flags.addInt("nodes", o.nodes, "nodes to create");
   auto* devices = flags.addInt("devices", o.devices, "devices to create, spread over the nodes");
@@ -1506,12 +1509,10 @@ int main(int argc, char** argv) {
     r.print();
     return r.exitCode();
   }
-  for (const auto* required :
-       {controlplane, launcher, buildDir, workDir, extenderKc, controllerKc}) {
+  for (const auto* required : {controlplane, launcher, buildDir, workDir}) {
     if (required->empty()) {
       std::fprintf(stderr,
-                   "--controlplane-dir, --launcher, --build-dir, --work-dir, "
-                   "--extender-kubeconfig and --controller-kubeconfig are required\n");
+                   "--controlplane-dir, --launcher, --build-dir and --work-dir are required\n");
       return 2;
     }
   }
@@ -1524,8 +1525,6 @@ int main(int argc, char** argv) {
   o.launcher = *launcher;
   o.buildDir = *buildDir;
   o.workDir = *workDir;
-  o.extenderKubeconfig = *extenderKc;
-  o.controllerKubeconfig = *controllerKc;
   o.seconds = *seconds;
   o.nodes = static_cast<int>(*nodes);
   o.devices = static_cast<int>(*devices);
