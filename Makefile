@@ -40,9 +40,13 @@ unit-test: build ## run the unit tests only
 integration-test: build controlplane-binaries ## run the integration tests against a real control plane
 	test/run-integration.sh $(BUILD_DIR)
 
-test: build controlplane-binaries ## run every test (unit and integration)
+# How long `make test` fuzzes each target (`make fuzz` runs longer).
+TEST_FUZZ_SECONDS ?= 30
+
+test: build controlplane-binaries ## run every test: unit, integration, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/run-integration.sh $(BUILD_DIR)
+	JOBS=$(JOBS) fuzz/run.sh $(TEST_FUZZ_SECONDS)
 
 run: build controlplane-binaries ## run the whole system locally (Ctrl-C stops it)
 	deploy/run-local.sh $(BUILD_DIR)
