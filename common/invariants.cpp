@@ -31,9 +31,19 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
   std::map<std::string, std::string> allocatedTo;  // device -> claim key
   for (const auto& c : s.claims) {
     const std::string key = objectKey(c.meta.ns, c.meta.name);
-    if (c.phase != ClaimPhase::kBound) {
-      if (!c.allocated.empty() && c.phase == ClaimPhase::kPending) {
+    if (c.phase == ClaimPhase::kPending) {
+      if (!c.allocated.empty()) {
         out.push_back("claim " + key + " is Pending but lists devices");
+      }
+      continue;
+    }
+    if (c.phase == ClaimPhase::kLost) {
+      // A Lost claim keeps the devices it still has for the pod that uses them.
+      for (const auto& name : c.allocated) {
+        auto [it, fresh] = allocatedTo.emplace(name, key);
+        if (!fresh) {
+          out.push_back("device " + name + " is allocated to both " + it->second + " and " + key);
+        }
       }
       continue;
     }

@@ -16,7 +16,8 @@ struct ClusterSnapshot {
 };
 
 // Checks every invariant of the data model and returns one readable line per violation:
-// - a device is in at most one claim's allocation;
+// - a device is in at most one claim's allocation (a Lost claim keeps the devices it still
+//   lists);
 // - a Bound device's claimRef names an existing Bound claim (same UID) that lists it, and
 //   every device a Bound claim lists is Bound to that claim;
 // - every allocation satisfies its claim (resource, selector, named list, count) and each

@@ -52,6 +52,14 @@ TEST_F(InvariantsTest, ConsistentClusterHasNoViolations) {
   EXPECT_TRUE(checkInvariants(s).empty());
 }
 
+TEST_F(InvariantsTest, LostClaimKeepsItsRemainingDevicesBound) {
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.claims[0].reason = "ExtendedResourceLost";
+  EXPECT_TRUE(checkInvariants(s).empty());
+  s.devices[0].claimRef = ClaimRef{"default", "other", "uid-other"};
+  expectViolation("device d0 is Bound to claim default/other which does not list it");
+}
+
 TEST_F(InvariantsTest, DeviceInTwoAllocations) {
   auto c2 = claim("c2", 1, {{"type", "k80"}});
   c2.phase = ClaimPhase::kBound;
