@@ -136,7 +136,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         continue;
       }
       const auto& c = *it->second;
-      if (c.phase != ClaimPhase::kBound || !c.podRef || c.podRef->uid != p.meta.uid) {
+      // A Lost claim lost a device under its running pod: reported there, not inconsistent.
+      if (c.phase == ClaimPhase::kPending || !c.podRef || c.podRef->uid != p.meta.uid) {
         out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs on " + p.nodeName +
                       " but does not hold its claim " + key);
       } else if (c.nodeName != p.nodeName) {
