@@ -1,8 +1,37 @@
 #include "scheduler/device_index.h"
 
+#include <algorithm>
+
 #include "common/node_selector.h"
 
 namespace ker {
+
+namespace {
+
+// Whether every term is exactly one valid `metadata.name In [node]` requirement: then the
+// selector matches precisely the nodes pinnedNodes() lists, and evaluating it per node and
+// request would only repeat what upsert already knows.
+bool onlyPinned(const NodeSelector& selector) {
+  if (selector.terms.empty()) {
+    return false;
+  }
+  for (const auto& term : selector.terms) {
+    if (!term.matchExpressions.empty() || term.matchFields.size() != 1) {
+      return false;
+    }
+    const auto& req = term.matchFields.front();
+    if (req.key != "metadata.name" || req.op != "In" || req.values.size() != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool byName(const auto& entry, const std::string& name) {
+  return entry.device->meta.name < name;
+}
+
+}  // namespace
 
 std::set<std::string> pinnedNodes(const NodeSelector& selector) {
   std::set<std::string> nodes;
@@ -28,11 +57,16 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
   if (byRes != pinned_.end()) {
     for (const auto& node : pinnedNodes(device.nodeAffinity)) {
       auto it = byRes->second.find(node);
-      if (it != byRes->second.end()) {
-        it->second.erase(name);
-        if (it->second.empty()) {
-          byRes->second.erase(it);
-        }
+      if (it == byRes->second.end()) {
+        continue;
+      }
+      auto& entries = it->second;
+      auto pos = std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>);
+      if (pos != entries.end() && pos->device->meta.name == name) {
+        entries.erase(pos);
+      }
+      if (entries.empty()) {
+        byRes->second.erase(it);
       }
     }
   }
@@ -44,6 +78,10 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
 
 void DeviceIndex::upsert(DevicePtr device) {
   const std::string name = device->meta.name;
+  const Entry entry{
+      device,
+      device->invalid.empty() && device->phase == DevicePhase::kAvailable && !device->meta.deleting,
+      onlyPinned(device->nodeAffinity)};
   {
     std::unique_lock lock(mu_);
     auto it = devices_.find(name);
@@ -52,10 +90,13 @@ void DeviceIndex::upsert(DevicePtr device) {
     }
     auto nodes = pinnedNodes(device->nodeAffinity);
     if (nodes.empty()) {
-      floating_[device->rawResourceName].insert(name);
+      floating_[device->rawResourceName][name] = entry;
     } else {
+      auto& byNode = pinned_[device->rawResourceName];
       for (const auto& node : nodes) {
-        pinned_[device->rawResourceName][node].insert(name);
+        auto& entries = byNode[node];
+        entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>),
+                       entry);
       }
     }
     devices_[name] = device;
@@ -64,6 +105,7 @@ void DeviceIndex::upsert(DevicePtr device) {
     // The write a reservation stood in for is now visible.
     std::lock_guard lock(reservationsMu_);
     reservations_.erase(name);
+    reservationCount_ = reservations_.size();
   }
 }
 
@@ -79,6 +121,7 @@ void DeviceIndex::remove(const std::string& name) {
   }
   std::lock_guard lock(reservationsMu_);
   reservations_.erase(name);
+  reservationCount_ = reservations_.size();
 }
 
 DevicePtr DeviceIndex::get(const std::string& name) const {
@@ -98,49 +141,41 @@ bool DeviceIndex::reservedByOther(const std::string& name, const std::string& po
   return it != reservations_.end() && it->second.podUid != podUid && it->second.expires > now;
 }
 
-std::vector<DevicePtr> DeviceIndex::freeOnNode(
-    const std::string& rawResourceName, const std::string& nodeName,
-    const std::map<std::string, std::string>& nodeLabels, const std::string& exceptPodUid) const {
+std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceName,
+                                               const std::string& nodeName,
+                                               const std::map<std::string, std::string>& nodeLabels,
+                                               const std::string& exceptPodUid) const {
   std::vector<DevicePtr> candidates;
   {
     std::shared_lock lock(mu_);
-    auto consider = [&](const std::string& name) {
-      auto it = devices_.find(name);
-      if (it == devices_.end()) {
-        return;
-      }
-      const auto& dev = *it->second;
-      if (dev.invalid.empty() && dev.phase == DevicePhase::kAvailable && !dev.meta.deleting &&
-          matches(dev.nodeAffinity, nodeName, nodeLabels)) {
-        candidates.push_back(it->second);
+    auto consider = [&](const Entry& e) {
+      if (e.eligible && (e.pinnedOnly || matches(e.device->nodeAffinity, nodeName, nodeLabels))) {
+        candidates.push_back(e.device);
       }
     };
     if (auto byRes = pinned_.find(rawResourceName); byRes != pinned_.end()) {
       if (auto onNode = byRes->second.find(nodeName); onNode != byRes->second.end()) {
-        for (const auto& name : onNode->second) {
-          consider(name);
+        candidates.reserve(onNode->second.size());
+        for (const auto& e : onNode->second) {
+          consider(e);
         }
       }
     }
     if (auto fl = floating_.find(rawResourceName); fl != floating_.end()) {
-      for (const auto& name : fl->second) {
-        consider(name);
+      for (const auto& [name, e] : fl->second) {
+        consider(e);
       }
     }
   }
-  std::lock_guard lock(reservationsMu_);
-  if (reservations_.empty()) {
+  if (reservationCount_.load(std::memory_order_acquire) == 0) {
     return candidates;
   }
+  std::lock_guard lock(reservationsMu_);
   const auto now = Clock::now();
-  std::vector<DevicePtr> result;
-  result.reserve(candidates.size());
-  for (auto& dev : candidates) {
-    if (!reservedByOther(dev->meta.name, exceptPodUid, now)) {
-      result.push_back(std::move(dev));
-    }
-  }
-  return result;
+  std::erase_if(candidates, [&](const DevicePtr& d) {
+    return reservedByOther(d->meta.name, exceptPodUid, now);
+  });
+  return candidates;
 }
 
 bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,
@@ -155,12 +190,14 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
   for (const auto& name : names) {
     reservations_[name] = Reservation{podUid, now + ttl};
   }
+  reservationCount_ = reservations_.size();
   return true;
 }
 
 void DeviceIndex::unreserve(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
   std::erase_if(reservations_, [&](const auto& kv) { return kv.second.podUid == podUid; });
+  reservationCount_ = reservations_.size();
 }
 
 size_t DeviceIndex::reservedCount() const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -30,8 +31,7 @@ class DeviceIndex {
 
   // Devices of rawResourceName that are valid, Available, reachable from the node, and not
   // reserved by a bind of a pod other than exceptPodUid.
-  std::vector<DevicePtr> freeOnNode(const std::string& rawResourceName,
-                                    const std::string& nodeName,
+  std::vector<DevicePtr> freeOnNode(const std::string& rawResourceName, const std::string& nodeName,
                                     const std::map<std::string, std::string>& nodeLabels,
                                     const std::string& exceptPodUid = {}) const;
 
@@ -48,6 +48,15 @@ class DeviceIndex {
     std::string podUid;
     Clock::time_point expires;
   };
+  // A device as the filter's hot path needs it, with what never changes for one version of
+  // the object worked out once at upsert instead of once per node and request.
+  struct Entry {
+    DevicePtr device;
+    bool eligible = false;  // valid, Available and not being deleted
+    // Its affinity is single-value metadata.name In terms only, so every node it is indexed
+    // under matches without evaluating the selector.
+    bool pinnedOnly = false;
+  };
   bool reservedByOther(const std::string& name, const std::string& podUid,
                        Clock::time_point now) const;
   void unindex(const ExtendedResource& device);
@@ -55,13 +64,17 @@ class DeviceIndex {
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, DevicePtr> devices_;
   // Devices whose affinity names its nodes through matchFields metadata.name In, by resource
-  // and node: the common case, answered without evaluating every device.
-  std::unordered_map<std::string, std::unordered_map<std::string, std::set<std::string>>> pinned_;
-  // Every other device (label-based affinity), by resource; evaluated per node.
-  std::unordered_map<std::string, std::set<std::string>> floating_;
+  // and node, sorted by name: the common case, answered without looking at other nodes'
+  // devices.
+  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<Entry>>> pinned_;
+  // Every other device (label-based affinity), by resource and name; evaluated per node.
+  std::unordered_map<std::string, std::map<std::string, Entry>> floating_;
 
   mutable std::mutex reservationsMu_;
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
+  // reservations_.size(), readable without the lock: the filter skips the lock when no bind
+  // is in flight, which is nearly always.
+  std::atomic<size_t> reservationCount_{0};
 };
 
 // The node names a selector can only match, when every term pins metadata.name with In;

@@ -4,11 +4,16 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "scheduler/json_text.h"
+
 namespace ker {
 
 namespace {
 
 using json = nlohmann::json;
+using Kind = JsonReader::Kind;
+
+constexpr int kMaxDepth = 64;
 
 bool equalsFold(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -31,6 +36,74 @@ const json* field(const json& obj, std::string_view name) {
   return nullptr;
 }
 
+// The member `field` would pick from candidates whose keys all equal `name` but for case,
+// in document order: a later duplicate replaces an earlier one, as in a parsed document,
+// and without an exact key the first key in byte order (a document's key order) wins.
+template <class Member>
+Member* pick(std::vector<Member>& members, std::string_view name) {
+  Member* best = nullptr;
+  for (auto& m : members) {
+    const bool exact = m.key == name;
+    if (best == nullptr || (exact && best->key != name) ||
+        (exact == (best->key == name) && m.key <= best->key)) {
+      best = &m;
+    }
+  }
+  return best;
+}
+
+// nlohmann::json::type_name() for the kind, so messages read as before.
+const char* typeName(Kind kind) {
+  switch (kind) {
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "boolean";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kString:
+      return "string";
+    case Kind::kArray:
+      return "array";
+    case Kind::kObject:
+      return "object";
+  }
+  return "unknown";
+}
+
+json parseValidated(std::string_view text) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    throw WireError(std::string("malformed JSON: ") + e.what());
+  }
+}
+
+struct PodMember {
+  std::string key;
+  Kind kind;
+  std::string_view text;
+};
+
+struct NamesMember {
+  std::string key;
+  Kind kind;
+  bool allStrings = true;
+  std::vector<std::string> names;
+};
+
+struct ItemsMember {
+  std::string key;
+  Kind kind;
+  std::vector<std::pair<Kind, std::string_view>> elements;
+};
+
+struct NodesMember {
+  std::string key;
+  Kind kind;
+  std::vector<ItemsMember> items;
+};
+
 std::string stringField(const json& obj, std::string_view name, bool required) {
   const json* v = field(obj, name);
   if (v == nullptr || v->is_null()) {
@@ -45,6 +118,19 @@ std::string stringField(const json& obj, std::string_view name, bool required) {
   return v->get<std::string>();
 }
 
+void appendStringMap(std::string& out, const std::map<std::string, std::string>& m) {
+  out += '{';
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    out += first ? "" : ",";
+    first = false;
+    appendJsonString(out, k);
+    out += ':';
+    appendJsonString(out, v);
+  }
+  out += '}';
+}
+
 }  // namespace
 
 nlohmann::json parseJsonBounded(std::string_view body, int maxDepth) {
@@ -52,71 +138,140 @@ nlohmann::json parseJsonBounded(std::string_view body, int maxDepth) {
     throw WireError("empty request body");
   }
   try {
-    return json::parse(body.begin(), body.end(),
-                       [maxDepth](int depth, json::parse_event_t, json&) {
-                         if (depth > maxDepth) {
-                           throw WireError("JSON nested deeper than " +
-                                           std::to_string(maxDepth) + " levels");
-                         }
-                         return true;
-                       });
+    return json::parse(body.begin(), body.end(), [maxDepth](int depth, json::parse_event_t, json&) {
+      if (depth > maxDepth) {
+        throw WireError("JSON nested deeper than " + std::to_string(maxDepth) + " levels");
+      }
+      return true;
+    });
   } catch (const json::exception& e) {
     throw WireError(std::string("malformed JSON: ") + e.what());
   }
 }
 
 ExtenderArgs parseExtenderArgs(std::string_view body) {
-  json doc = parseJsonBounded(body);
-  if (!doc.is_object()) {
-    throw WireError(std::string("ExtenderArgs must be a JSON object, got ") + doc.type_name());
+  if (body.empty()) {
+    throw WireError("empty request body");
   }
+  JsonReader r(body, kMaxDepth);
+  if (const Kind top = r.peek(); top != Kind::kObject) {
+    r.skip();
+    r.finish();  // malformed JSON is reported before the wrong shape, as by a parser
+    throw WireError(std::string("ExtenderArgs must be a JSON object, got ") + typeName(top));
+  }
+  // One pass records the members the fields could come from; the checks follow once the
+  // whole body is known to be JSON.
+  std::vector<PodMember> pods;
+  std::vector<NamesMember> nameLists;
+  std::vector<NodesMember> nodeLists;
+  std::string key;
+  r.openObject();
+  while (r.next(key)) {
+    if (equalsFold(key, "Pod")) {
+      const Kind kind = r.peek();
+      pods.push_back({key, kind, r.skip()});
+    } else if (equalsFold(key, "NodeNames")) {
+      NamesMember m{key, r.peek()};
+      if (m.kind != Kind::kArray) {
+        r.skip();
+      } else {
+        r.openArray();
+        while (r.next()) {
+          if (r.peek() == Kind::kString) {
+            m.names.push_back(r.readString());
+          } else {
+            m.allStrings = false;
+            r.skip();
+          }
+        }
+      }
+      nameLists.push_back(std::move(m));
+    } else if (equalsFold(key, "Nodes")) {
+      NodesMember m{key, r.peek()};
+      if (m.kind != Kind::kObject) {
+        r.skip();
+      } else {
+        std::string inner;
+        r.openObject();
+        while (r.next(inner)) {
+          if (!equalsFold(inner, "items")) {
+            r.skip();
+            continue;
+          }
+          ItemsMember items{inner, r.peek()};
+          if (items.kind != Kind::kArray) {
+            r.skip();
+          } else {
+            r.openArray();
+            while (r.next()) {
+              const Kind kind = r.peek();
+              items.elements.emplace_back(kind, r.skip());
+            }
+          }
+          m.items.push_back(std::move(items));
+        }
+      }
+      nodeLists.push_back(std::move(m));
+    } else {
+      r.skip();
+    }
+  }
+  r.finish();
+
   ExtenderArgs args;
-  const json* pod = field(doc, "Pod");
-  if (pod == nullptr || pod->is_null()) {
+  const PodMember* pod = pick(pods, "Pod");
+  if (pod == nullptr || pod->kind == Kind::kNull) {
     throw WireError("Pod is required");
   }
-  if (!pod->is_object()) {
-    throw WireError(std::string("Pod must be an object, got ") + pod->type_name());
+  if (pod->kind != Kind::kObject) {
+    throw WireError(std::string("Pod must be an object, got ") + typeName(pod->kind));
   }
-  args.pod = Pod::fromJson(*pod);
+  args.pod = Pod::fromJson(parseValidated(pod->text));
   if (args.pod.meta.name.empty() || args.pod.meta.uid.empty()) {
     throw WireError("Pod.metadata.name and Pod.metadata.uid are required");
   }
 
-  const json* nodeNames = field(doc, "NodeNames");
-  const json* nodes = field(doc, "Nodes");
-  if (nodeNames != nullptr && !nodeNames->is_null()) {
-    if (!nodeNames->is_array()) {
-      throw WireError(std::string("NodeNames must be an array, got ") + nodeNames->type_name());
+  NamesMember* names = pick(nameLists, "NodeNames");
+  NodesMember* nodes = pick(nodeLists, "Nodes");
+  if (names != nullptr && names->kind != Kind::kNull) {
+    if (names->kind != Kind::kArray) {
+      throw WireError(std::string("NodeNames must be an array, got ") + typeName(names->kind));
     }
-    args.nodeNames.reserve(nodeNames->size());
-    for (const auto& n : *nodeNames) {
-      if (!n.is_string()) {
-        throw WireError("NodeNames must hold strings");
-      }
-      args.nodeNames.push_back(n.get<std::string>());
+    if (!names->allStrings) {
+      throw WireError("NodeNames must hold strings");
     }
-  } else if (nodes != nullptr && !nodes->is_null()) {
-    if (!nodes->is_object()) {
-      throw WireError(std::string("Nodes must be a NodeList object, got ") + nodes->type_name());
+    args.nodeNames = std::move(names->names);
+  } else if (nodes != nullptr && nodes->kind != Kind::kNull) {
+    if (nodes->kind != Kind::kObject) {
+      throw WireError(std::string("Nodes must be a NodeList object, got ") + typeName(nodes->kind));
     }
     args.hasNodeList = true;
-    const json* items = field(*nodes, "items");
-    if (items != nullptr && !items->is_null()) {
-      if (!items->is_array()) {
+    const ItemsMember* items = pick(nodes->items, "items");
+    if (items != nullptr && items->kind != Kind::kNull) {
+      if (items->kind != Kind::kArray) {
         throw WireError("Nodes.items must be an array");
       }
-      args.nodeItems.reserve(items->size());
-      for (const auto& item : *items) {
-        if (!item.is_object()) {
+      if (!items->elements.empty()) {
+        const char* first = items->elements.front().second.data();
+        const auto& last = items->elements.back().second;
+        args.nodeText.assign(first, last.data() + last.size());
+      }
+      args.nodeItems.reserve(items->elements.size());
+      args.nodeNames.reserve(items->elements.size());
+      args.nodeSpans.reserve(items->elements.size());
+      for (const auto& [kind, text] : items->elements) {
+        if (kind != Kind::kObject) {
           throw WireError("Nodes.items must hold Node objects");
         }
+        json item = parseValidated(text);
         Node node = Node::fromJson(item);
         if (node.meta.name.empty()) {
           throw WireError("Nodes.items[].metadata.name is required");
         }
-        args.nodeNames.push_back(node.meta.name);
-        args.nodeItems.push_back(item);
+        args.nodeNames.push_back(std::move(node.meta.name));
+        args.nodeItems.push_back(std::move(item));
+        args.nodeSpans.emplace_back(
+            static_cast<size_t>(text.data() - items->elements.front().second.data()), text.size());
       }
     }
   }
@@ -143,42 +298,79 @@ BindingArgs parseBindingArgs(std::string_view body) {
   return args;
 }
 
+// Written directly rather than through a document: for thousands of nodes the reply is most
+// of the filter's output, and in NodeList mode it carries the Node objects' original bytes.
+// Keys come in the order nlohmann::json's sorted objects used, so NodeNames-mode replies are
+// byte for byte what they were.
 std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args) {
-  json out = json::object();
-  out["FailedNodes"] = reply.failed;
-  out["FailedAndUnresolvableNodes"] = reply.failedUnresolvable;
-  out["Error"] = reply.error;
-  out["NodeNames"] = reply.passing;
-  if (args.hasNodeList) {
-    std::unordered_map<std::string_view, const json*> byName;
-    for (size_t i = 0; i < args.nodeItems.size(); ++i) {
-      byName.emplace(args.nodeNames[i], &args.nodeItems[i]);
+  std::string out;
+  size_t estimate = 128 + reply.error.size();
+  for (const auto& name : reply.passing) {
+    estimate += name.size() + 3;
+  }
+  for (const auto* failed : {&reply.failed, &reply.failedUnresolvable}) {
+    for (const auto& [node, message] : *failed) {
+      estimate += node.size() + message.size() + 6;
     }
-    json items = json::array();
+  }
+  out.reserve(estimate + (args.hasNodeList ? args.nodeText.size() : 0));
+  out += "{\"Error\":";
+  appendJsonString(out, reply.error);
+  out += ",\"FailedAndUnresolvableNodes\":";
+  appendStringMap(out, reply.failedUnresolvable);
+  out += ",\"FailedNodes\":";
+  appendStringMap(out, reply.failed);
+  out += ",\"NodeNames\":[";
+  for (size_t i = 0; i < reply.passing.size(); ++i) {
+    out += i == 0 ? "" : ",";
+    appendJsonString(out, reply.passing[i]);
+  }
+  out += "],\"Nodes\":";
+  if (args.hasNodeList) {
+    std::unordered_map<std::string_view, size_t> byName;
+    for (size_t i = 0; i < args.nodeSpans.size(); ++i) {
+      byName.emplace(args.nodeNames[i], i);
+    }
+    out += "{\"items\":[";
+    bool first = true;
     for (const auto& name : reply.passing) {
       if (auto it = byName.find(name); it != byName.end()) {
-        items.push_back(*it->second);
+        out += first ? "" : ",";
+        first = false;
+        const auto [offset, length] = args.nodeSpans[it->second];
+        out.append(args.nodeText, offset, length);
       }
     }
-    out["Nodes"] = json{{"metadata", json::object()}, {"items", std::move(items)}};
+    out += "],\"metadata\":{}}";
   } else {
-    out["Nodes"] = nullptr;
+    out += "null";
   }
-  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += '}';
+  return out;
 }
 
 std::string renderPriorities(const std::vector<std::pair<std::string, int>>& scores) {
-  json out = json::array();
-  for (const auto& [host, score] : scores) {
-    out.push_back({{"Host", host}, {"Score", score}});
+  std::string out = "[";
+  out.reserve(scores.size() * 32 + 2);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    out += i == 0 ? "{\"Host\":" : ",{\"Host\":";
+    appendJsonString(out, scores[i].first);
+    out += ",\"Score\":" + std::to_string(scores[i].second) + "}";
   }
-  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += ']';
+  return out;
 }
 
-std::string renderBindingReply(const std::string& error) { return json{{"Error", error}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string renderBindingReply(const std::string& error) {
+  std::string out = "{\"Error\":";
+  appendJsonString(out, error);
+  return out + "}";
+}
 
 std::string renderError(const std::string& error) {
-  return json{{"Error", error}, {"NodeNames", nullptr}, {"Nodes", nullptr}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out = "{\"Error\":";
+  appendJsonString(out, error);
+  return out + ",\"NodeNames\":null,\"Nodes\":null}";
 }
 
 }  // namespace ker

@@ -1,14 +1,13 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/objects.h"
 
@@ -30,6 +29,10 @@ struct ExtenderArgs {
   std::vector<nlohmann::json> nodeItems;
   // Names in request order, from NodeNames or from the Node objects' metadata.name.
   std::vector<std::string> nodeNames;
+  // The Node objects' bytes as they came, parallel to nodeItems: (offset, length) in
+  // nodeText. The filter's reply splices them instead of serialising nodeItems again.
+  std::string nodeText;
+  std::vector<std::pair<size_t, size_t>> nodeSpans;
 };
 
 struct BindingArgs {
@@ -39,7 +42,9 @@ struct BindingArgs {
   std::string node;
 };
 
-// Both throw WireError with a message naming the offending field.
+// Both throw WireError with a message naming the offending field. parseExtenderArgs reads
+// the body in one pass and builds a document only for the Pod and each Node object: a
+// NodeNames request for thousands of nodes allocates little more than the names.
 ExtenderArgs parseExtenderArgs(std::string_view body);
 BindingArgs parseBindingArgs(std::string_view body);
 

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ker {
+
+// Reads JSON text (RFC 8259) in one forward pass without building a document: the caller
+// walks the parts it needs and skips the rest, and everything read or skipped is validated as
+// strictly as nlohmann::json::parse does (UTF-8, escapes and surrogate pairs, number syntax,
+// control characters, nesting at most maxDepth containers deep, nothing after the value).
+// Errors throw WireError: "malformed JSON: ..." or "JSON nested deeper than N levels".
+class JsonReader {
+ public:
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+
+  JsonReader(std::string_view text, int maxDepth);
+
+  // The kind of the next value, after whitespace.
+  Kind peek();
+  // Validates the next value and returns its bytes.
+  std::string_view skip();
+  // Reads a string value, escapes decoded.
+  std::string readString();
+
+  // Walking a container: open it, then call next() before each member or element; it
+  // returns false (and closes the container) at its end. In an object, next() reads the
+  // member's key (decoded) and the colon, leaving the reader at the value.
+  void openObject();
+  void openArray();
+  bool next();
+  bool next(std::string& key);
+
+  // Fails unless only whitespace is left.
+  void finish();
+  size_t offset() const { return pos_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const;
+  void space();
+  void expect(char c);
+  void open(char c);
+  bool more(char close);
+  void string(std::string* out);
+  void number();
+  void literal(std::string_view word);
+  void utf8();
+  unsigned hex4();
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  int maxDepth_;
+  int depth_ = 0;
+  // Per open container: whether an element was read (a comma is due before the next).
+  std::vector<bool> started_;
+};
+
+// Appends s as a JSON string literal, escaped as nlohmann::json::dump does: '"', '\\' and
+// control characters; other characters as UTF-8; bytes that are not valid UTF-8 become
+// U+FFFD. Go's encoding/json decodes the result to the same string.
+void appendJsonString(std::string& out, std::string_view s);
+
+}  // namespace ker

@@ -1,0 +1,86 @@
+// The index answers from what upsert worked out; these cases make sure that shortcut never
+// changes an answer the full node-selector evaluation would give.
+#include <gtest/gtest.h>
+
+#include "scheduler/device_index.h"
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::device;
+
+std::vector<std::string> names(const std::vector<DevicePtr>& v) {
+  std::vector<std::string> out;
+  for (const auto& d : v) {
+    out.push_back(d->meta.name);
+  }
+  return out;
+}
+
+DevicePtr ptr(ExtendedResource d) {
+  return std::make_shared<const ExtendedResource>(std::move(d));
+}
+
+NodeSelectorRequirement pin(std::vector<std::string> nodes) {
+  return {"metadata.name", "In", std::move(nodes)};
+}
+
+TEST(DeviceIndexFastPath, PinsWithMoreConditionsAreStillEvaluated) {
+  DeviceIndex idx;
+  auto zoned = device("zoned", "n1", {});
+  zoned.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {pin({"n1"})}}};
+  idx.upsert(ptr(zoned));
+  // Several names in one requirement: the API refuses that, so it never matches.
+  auto multi = device("multi", "n1", {});
+  multi.nodeAffinity.terms = {NodeSelectorTerm{{}, {pin({"n1", "n2"})}}};
+  idx.upsert(ptr(multi));
+  auto twoTerms = device("two-terms", "n1", {});
+  twoTerms.nodeAffinity.terms = {NodeSelectorTerm{{}, {pin({"n1"})}},
+                                 NodeSelectorTerm{{}, {pin({"n2"})}}};
+  idx.upsert(ptr(twoTerms));
+
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {{"zone", "a"}})),
+            (std::vector<std::string>{"two-terms", "zoned"}));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {{"zone", "b"}})),
+            (std::vector<std::string>{"two-terms"}));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n2", {})),
+            (std::vector<std::string>{"two-terms"}));
+}
+
+TEST(DeviceIndexFastPath, EligibilityFollowsEachNewVersion) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  auto deleting = device("a", "n1", {});
+  deleting.meta.deleting = true;
+  idx.upsert(ptr(deleting));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}).empty());
+  idx.upsert(ptr(device("a", "n1", {})));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(idx.size(), 1u);
+}
+
+TEST(DeviceIndexFastPath, DevicesComeInNameOrderWhateverTheArrivalOrder) {
+  DeviceIndex idx;
+  for (const char* n : {"gpu3", "gpu1", "gpu2", "gpu0"}) {
+    idx.upsert(ptr(device(n, "n1", {})));
+  }
+  idx.remove("gpu2");
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})),
+            (std::vector<std::string>{"gpu0", "gpu1", "gpu3"}));
+}
+
+TEST(DeviceIndexFastPath, ReservationsAreCheckedOnlyWhileAnyExist) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2").empty());
+  idx.remove("a");
+  EXPECT_EQ(idx.reservedCount(), 0u);
+  idx.upsert(ptr(device("a", "n1", {})));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
+            (std::vector<std::string>{"a"}));
+}
+
+}  // namespace
+}  // namespace ker

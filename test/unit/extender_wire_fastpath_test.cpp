@@ -1,0 +1,120 @@
+// The one-pass reader and the direct renderers of extender_wire: same decisions and same
+// bytes as decoding and encoding through nlohmann::json documents.
+#include <gtest/gtest.h>
+
+#include "scheduler/extender_wire.h"
+#include "testdata.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::readTestdata;
+
+const char* const kPod = R"({"metadata":{"name":"p","namespace":"ns","uid":"u"}})";
+
+// Node objects as Go writes them: struct field order, \u003c escapes, nothing sorted.
+const std::string kNodeA =
+    R"({"metadata":{"name":"node-a","labels":{"zone":"z1"}},"spec":{},"status":{"conditions":)"
+    R"([{"type":"Ready","status":"True","message":"ready \u003cok\u003e"}],"capacity":{"cpu":"8"}}})";
+const std::string kNodeB =
+    R"({"metadata":{"name":"node-b"},"status":{"allocatable":{"pods":"1e2"}}})";
+
+std::string nodeListBody() {
+  return std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"metadata":{},"items":[)" + kNodeA + "," +
+         kNodeB + R"(]},"NodeNames":null})";
+}
+
+TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
+  const auto args = parseExtenderArgs(nodeListBody());
+  ASSERT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(args.nodeItems[0], json::parse(kNodeA));
+  EXPECT_EQ(args.nodeItems[1], json::parse(kNodeB));
+  FilterReply r;
+  r.passing = {"node-b", "node-a"};
+  const std::string out = renderFilterReply(r, args);
+  EXPECT_NE(out.find(R"("items":[)" + kNodeB + "," + kNodeA + "]"), std::string::npos) << out;
+  const auto decoded = json::parse(out);
+  EXPECT_EQ(decoded["Nodes"]["metadata"], json::object());
+  EXPECT_EQ(decoded["NodeNames"], json::array({"node-b", "node-a"}));
+}
+
+TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
+  const auto args = parseExtenderArgs(nodeListBody());
+  FilterReply r;
+  r.passing = {"node-a"};
+  r.failed["node-b"] = "no";
+  const auto decoded = json::parse(renderFilterReply(r, args));
+  ASSERT_EQ(decoded["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ(decoded["Nodes"]["items"][0], json::parse(kNodeA));
+  EXPECT_EQ(decoded["FailedNodes"]["node-b"], "no");
+}
+
+// What the replies were when they were nlohmann documents: the renderers keep those bytes.
+TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
+  const auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
+  FilterReply r;
+  r.passing = {"node-a", "node-\xc3\xa9"};
+  r.failed["node-b"] = "claim default/k80-erc: 0 of 1 free \"nvidia.com/gpu\"\n\t<here>";
+  r.failedUnresolvable["node-c"] = std::string("ctl\x01", 4);
+  json doc = json::object();
+  doc["FailedNodes"] = r.failed;
+  doc["FailedAndUnresolvableNodes"] = r.failedUnresolvable;
+  doc["Error"] = r.error;
+  doc["NodeNames"] = r.passing;
+  doc["Nodes"] = nullptr;
+  EXPECT_EQ(renderFilterReply(r, args), doc.dump());
+  EXPECT_EQ(
+      renderFilterReply(FilterReply{}, args),
+      R"({"Error":"","FailedAndUnresolvableNodes":{},"FailedNodes":{},"NodeNames":[],"Nodes":null})");
+
+  const std::vector<std::pair<std::string, int>> scores = {{"a", 10}, {"b\"", 0}, {"c", -1}};
+  json prio = json::array();
+  for (const auto& [host, score] : scores) {
+    prio.push_back({{"Host", host}, {"Score", score}});
+  }
+  EXPECT_EQ(renderPriorities(scores), prio.dump());
+  EXPECT_EQ(renderPriorities({}), "[]");
+  EXPECT_EQ(renderBindingReply("x \"y\""), json({{"Error", "x \"y\""}}).dump());
+  EXPECT_EQ(renderError("e"),
+            json({{"Error", "e"}, {"NodeNames", nullptr}, {"Nodes", nullptr}}).dump());
+}
+
+TEST(ExtenderWireFastPath, FieldsResolveAsInADecodedDocument) {
+  const std::string pod = std::string(R"("Pod":)") + kPod;
+  // The exact key wins wherever it is; of duplicates, the last.
+  auto args =
+      parseExtenderArgs("{" + pod + R"(,"NodeNames":["x"],"nodenames":["y"],"NodeNames":["z"]})");
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"z"}));
+  // Without an exact key, the first in byte order: "NODENAMES" sorts before "nodeNames".
+  args = parseExtenderArgs("{" + pod + R"(,"nodeNames":["lower"],"NODENAMES":["upper"]})");
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"upper"}));
+  // Keys are compared decoded.
+  args = parseExtenderArgs(R"({"\u0050od":)" + std::string(kPod) + R"(,"Node\u004eames":["n"]})");
+  EXPECT_EQ(args.pod.meta.name, "p");
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"n"}));
+  // NodeNames wins over Nodes; a null NodeNames falls back to Nodes.
+  args = parseExtenderArgs("{" + pod + R"(,"Nodes":{"items":[]},"NodeNames":["n"]})");
+  EXPECT_FALSE(args.hasNodeList);
+  args = parseExtenderArgs("{" + pod + R"(,"NodeNames":null,"nodes":{"ITEMS":[)" + kNodeB + "]}}");
+  EXPECT_TRUE(args.hasNodeList);
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-b"}));
+}
+
+TEST(ExtenderWireFastPath, MalformedJsonAnywhereIsReportedBeforeShapeErrors) {
+  const std::string pod = std::string(R"("Pod":)") + kPod;
+  for (const std::string& body : {"{" + pod + R"(,"NodeNames":[1],"x":tru})",
+                                  "{" + pod + R"(,"Nodes":{"items":[7]}} trailing)",
+                                  std::string("[1,2"), "{" + pod + R"(,"Other":"\q"})"}) {
+    try {
+      parseExtenderArgs(body);
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const WireError& e) {
+      EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos)
+          << body << " gave: " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ker
