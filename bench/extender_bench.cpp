@@ -59,6 +59,8 @@ struct Config {
   int repeats = 3;
   std::chrono::milliseconds duration{1500};
   int workers = 32;
+  bool nodeNamesMode = true;
+  bool nodeListMode = true;
 };
 
 double seconds(Clock::time_point since) {
@@ -137,6 +139,18 @@ Extender startExtender(const Config& cfg, const std::string& logName) {
   }
   ext.readySeconds = seconds(start);
   return ext;
+}
+
+bool exists(ApiClient& api, const Resource& res, const std::string& name) {
+  try {
+    api.get(res, "", name);
+    return true;
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return false;
+    }
+    throw;
+  }
 }
 
 // The pod as kube-scheduler holds it: its informer drops metadata.managedFields.
@@ -231,6 +245,20 @@ ojson repeatedLoad(int port, const std::string& path, const std::string& body, L
           {"p99_ms", median(p99)}, {"rps", median(rps)},   {"errors", errors}};
 }
 
+struct HandlerTotals {
+  double seconds = 0;
+  double calls = 0;
+  double cpu = 0;
+};
+
+HandlerTotals handlerTotals(const Extender& ext, const std::string& verb) {
+  const std::string m = ext.metrics();
+  const std::string series = "extended_resource_scheduler_request_duration_seconds";
+  const std::string label = "{verb=\"" + verb + "\"}";
+  return {std::max(metric(m, series + "_sum" + label), 0.0),
+          std::max(metric(m, series + "_count" + label), 0.0), cpuSeconds(ext.process->pid())};
+}
+
 ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floor,
                  const std::vector<Probe>& probes, const std::vector<std::string>& names,
                  const std::vector<std::string>& nodes, bool nodeList) {
@@ -261,9 +289,17 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
         opts.concurrency = conc;
         opts.duration = cfg.duration;
         opts.warmupPerConnection = big ? 1 : 3;
-        opts.minRequests = big ? static_cast<size_t>(conc) * 2 + 3 : 20;
+        opts.minRequests = big ? static_cast<size_t>(std::max(conc, 3)) : 20;
         const std::string c = conc == 1 ? "c1" : "c8";
+        const auto before = handlerTotals(ext, verb);
         row[c] = repeatedLoad(ext.port, path, body, opts, repeats);
+        const auto after = handlerTotals(ext, verb);
+        const double calls = std::max(after.calls - before.calls, 1.0);
+        // Server-side cost per call, warm-ups included: the handler's own time from the
+        // extender's histogram, and the process's CPU time, which other load on the machine
+        // disturbs far less than wall-clock latency.
+        row[c]["handler_ms_mean"] = (after.seconds - before.seconds) * 1000 / calls;
+        row[c]["extender_cpu_ms_per_call"] = (after.cpu - before.cpu) * 1000 / calls;
         row["floor_" + c] = repeatedLoad(floor.port(), path, body, opts, repeats);
       }
       row["ratio_p99_to_floor"] = row["c1"]["p99_ms"].get<double>() /
@@ -272,7 +308,9 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
       say(std::string(nodeList ? "NodeList " : "NodeNames ") + verb + " " +
           std::to_string(names.size()) + " nodes, " + std::to_string(probe.claims) +
           " claim(s): p50 " + fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
-          fmt(row["c1"]["p99_ms"].get<double>(), 3) + " ms, " +
+          fmt(row["c1"]["p99_ms"].get<double>(), 3) + " ms, handler " +
+          fmt(row["c1"]["handler_ms_mean"].get<double>(), 3) + " ms, CPU " +
+          fmt(row["c1"]["extender_cpu_ms_per_call"].get<double>(), 3) + " ms/call, " +
           fmt(row["c8"]["rps"].get<double>(), 0) + " req/s at c=8; floor p99 " +
           fmt(row["floor_c1"]["p99_ms"].get<double>(), 3) + " ms; DOM parse " + fmt(dom, 3) +
           " ms");
@@ -564,6 +602,14 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   return out;
 }
 
+// The 1-minute load average: how busy the shared machine was besides this run.
+double loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  in >> load;
+  return load;
+}
+
 ojson machine() {
   ojson m = {{"cores", std::thread::hardware_concurrency()}};
   std::ifstream cpu("/proc/cpuinfo");
@@ -575,6 +621,7 @@ ojson machine() {
     }
   }
   m["note"] = "etcd, kube-apiserver, the extender and the load generator share these cores";
+  m["load_average_at_start"] = loadAverage();
   return m;
 }
 
@@ -618,6 +665,13 @@ int run(const Config& cfg) {
     ojson cluster = {{"nodes", size}, {"devices", size * kDevicesPerNode}};
     say("populating " + std::to_string(size) + " nodes, " + std::to_string(size * kDevicesPerNode) +
         " devices");
+    // A cluster left by an earlier run against the same control plane is reused as it is.
+    if (exists(api, resources::kNodes, nodeName(size - 1)) &&
+        exists(api, resources::kExtendedResources, deviceName(size - 1, kDevicesPerNode - 1))) {
+      say("reusing the " + std::to_string(size) + " nodes already there");
+      populated = size;
+      cluster["reused_earlier_population"] = true;
+    }
     auto nodeStats =
         createAll(api, resources::kNodes, "", populated, size, kubeletNode, cfg.workers);
     auto deviceStats = createAll(
@@ -661,12 +715,17 @@ int run(const Config& cfg) {
     cluster["memory_after_sync"] = memoryJson(memoryOf(ext.process->pid()));
     say("extender ready after " + fmt(ext.readySeconds) + " s, RSS " +
         fmt(memoryOf(ext.process->pid()).rss / 1048576.0, 1) + " MB");
-    ojson rows = benchVerbs(cfg, ext, floor, probes, names, nodes, false);
-    cluster["memory_after_nodenames"] = memoryJson(memoryOf(ext.process->pid()));
-    for (auto& r : benchVerbs(cfg, ext, floor, probes, names, nodes, true)) {
-      rows.push_back(std::move(r));
+    ojson rows = ojson::array();
+    if (cfg.nodeNamesMode) {
+      rows = benchVerbs(cfg, ext, floor, probes, names, nodes, false);
+      cluster["memory_after_nodenames"] = memoryJson(memoryOf(ext.process->pid()));
     }
-    cluster["memory_after_nodelist"] = memoryJson(memoryOf(ext.process->pid()));
+    if (cfg.nodeListMode) {
+      for (auto& r : benchVerbs(cfg, ext, floor, probes, names, nodes, true)) {
+        rows.push_back(std::move(r));
+      }
+      cluster["memory_after_nodelist"] = memoryJson(memoryOf(ext.process->pid()));
+    }
     cluster["verbs"] = std::move(rows);
     ext.process->stop();
 
@@ -685,6 +744,7 @@ int run(const Config& cfg) {
     results["clusters"].push_back(std::move(cluster));
     writeResults(results, cfg.outDir);  // partial results survive a later failure
   }
+  results["machine"]["load_average_at_end"] = loadAverage();
   const std::string md = writeResults(results, cfg.outDir);
   std::cout << md << std::flush;
   return 0;
@@ -715,11 +775,13 @@ int main(int argc, char** argv) {
   auto* duration = flags.addDuration("duration", std::chrono::milliseconds(1500),
                                      "length of one measurement run");
   auto* workers = flags.addInt("workers", 32, "concurrent API clients while populating");
+  auto* modes = flags.addString("modes", "NodeNames,NodeList", "request modes to measure");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
     r.print();
     return r.exitCode();
   }
   ker::log::init(ker::log::Format::kText, 0);
+  ker::bench::stopChildrenOnSignal();
   ker::bench::Config cfg{.adminKubeconfig = *admin,
                          .extenderKubeconfig = *extKube,
                          .controllerKubeconfig = *ctlKube,
@@ -734,7 +796,9 @@ int main(int argc, char** argv) {
                          .bindPods = static_cast<size_t>(*bindPods),
                          .repeats = static_cast<int>(*repeats),
                          .duration = *duration,
-                         .workers = static_cast<int>(*workers)};
+                         .workers = static_cast<int>(*workers),
+                         .nodeNamesMode = modes->find("NodeNames") != std::string::npos,
+                         .nodeListMode = modes->find("NodeList") != std::string::npos};
   std::stringstream list(*sizes);
   std::string item;
   while (std::getline(list, item, ',')) {

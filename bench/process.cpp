@@ -9,7 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +21,41 @@
 extern char** environ;
 
 namespace ker::bench {
+
+namespace {
+
+std::mutex& childrenMu() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::set<int>& children() {
+  static std::set<int> pids;
+  return pids;
+}
+
+}  // namespace
+
+void stopChildrenOnSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::lock_guard lock(childrenMu());
+    for (int pid : children()) {
+      kill(pid, SIGTERM);
+    }
+    for (int pid : children()) {
+      int status;
+      waitpid(pid, &status, 0);
+    }
+    std::_Exit(128 + sig);
+  }).detach();
+}
 
 Process::Process(const std::string& binary, const std::vector<std::string>& args,
                  const std::string& logFile)
@@ -40,6 +79,8 @@ Process::Process(const std::string& binary, const std::vector<std::string>& args
     pid_ = -1;
     throw std::runtime_error("cannot start " + binary + ": error " + std::to_string(rc));
   }
+  std::lock_guard lock(childrenMu());
+  children().insert(pid_);
 }
 
 Process::~Process() {
@@ -52,10 +93,16 @@ bool Process::running() {
   }
   int status;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
+    forget();
     return false;
   }
   return true;
+}
+
+void Process::forget() {
+  std::lock_guard lock(childrenMu());
+  children().erase(pid_);
+  pid_ = -1;
 }
 
 void Process::stop(std::chrono::milliseconds grace) {
@@ -71,7 +118,7 @@ void Process::stop(std::chrono::milliseconds grace) {
     kill(pid_, SIGKILL);
     int status;
     waitpid(pid_, &status, 0);
-    pid_ = -1;
+    forget();
   }
 }
 
@@ -101,6 +148,26 @@ Memory memoryOf(int pid) {
     }
   }
   return m;
+}
+
+double cpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces: state is
+  // field 3, utime and stime are fields 14 and 15.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) {
+    return 0;
+  }
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) {
+      ticks += std::stod(field);
+    }
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 int freePort() {

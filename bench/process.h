@@ -22,9 +22,15 @@ class Process {
   std::string logTail(size_t bytes = 3000) const;
 
  private:
+  void forget();
+
   int pid_ = -1;
   std::string logFile_;
 };
+
+// From now on SIGINT and SIGTERM stop every running Process before the bench exits, so an
+// interrupted run leaves no extender or controller behind. Call before starting threads.
+void stopChildrenOnSignal();
 
 // Memory of a process from /proc/PID/status, in bytes (0 when unreadable): the resident set
 // now (VmRSS) and its peak since the process started (VmHWM).
@@ -33,6 +39,9 @@ struct Memory {
   double peak = 0;
 };
 Memory memoryOf(int pid);
+
+// CPU time (user + system) a process has used so far, in seconds; 0 when unreadable.
+double cpuSeconds(int pid);
 
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int freePort();

@@ -31,11 +31,17 @@ fi
 bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ker-bench.XXXXXX")
 cp_dir=$work/controlplane
+bench_pid=''
 
 # shellcheck disable=SC2317 # invoked by trap
 on_exit() {
   local rc=$?
   trap - EXIT INT TERM
+  # The bench stops the extender or controller it runs when it gets SIGTERM.
+  if [[ -n "$bench_pid" ]] && kill -0 "$bench_pid" 2>/dev/null; then
+    kill -TERM "$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+  fi
   if ! "$launcher" stop "$cp_dir" >/dev/null; then
     log "stopping the control plane in $cp_dir failed"
     ((rc != 0)) || rc=1
@@ -117,4 +123,6 @@ mkdir -p "$root/bench/results"
   --audit-log "$work/audit.log" \
   --scheduler-binary "$build_dir/scheduler/extended-resource-scheduler" \
   --controller-binary "$controller_bin" \
-  --work-dir "$work" --out-dir "$root/bench/results" "$@"
+  --work-dir "$work" --out-dir "$root/bench/results" "$@" &
+bench_pid=$!
+wait "$bench_pid"
