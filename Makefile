@@ -72,3 +72,8 @@ SOAK_SECONDS ?= 300
 .PHONY: soak
 soak: build controlplane-binaries ## chaos soak on a real control plane: SOAK_SECONDS (default 300) of pod churn and faults, 300 nodes
 	test/soak/run.sh --build-dir $(BUILD_DIR) --seconds $(SOAK_SECONDS)
+
+BENCH_ARGS ?=
+.PHONY: bench
+bench: deps controlplane-binaries ## benchmark extender and controller on a real control plane (100/1,000/5,000 nodes) into bench/results/
+	JOBS=$(JOBS) bench/run.sh $(BENCH_ARGS)
