@@ -14,18 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public ApiTest {
  protected:
-  void SetUp() override {
-    env_ = TestEnv::get();
-    if (env_ == nullptr) {
-      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
-    }
-    env_->ensureCrds();
-    api_ = &env_->admin();
-  }
-  TestEnv* env_ = nullptr;
-  KubeClient* api_ = nullptr;
 };
 
 TEST_F(ClientTest, ListAllPaginatesOverMoreObjectsThanOnePage) {

@@ -10,17 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-class CrdTest : public ::testing::Test {
+class CrdTest : public ApiTest {
  protected:
-  void SetUp() override {
-    env_ = TestEnv::get();
-    if (env_ == nullptr) {
-      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
-    }
-    env_->ensureCrds();
-    api_ = &env_->admin();
-  }
-
   // Expects a create to be rejected by schema validation with a message naming `field`.
   void expectInvalid(const Resource& res, const std::string& ns, const json& obj,
                      const std::string& field) {
@@ -32,9 +23,6 @@ class CrdTest : public ::testing::Test {
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
-
-  TestEnv* env_ = nullptr;
-  KubeClient* api_ = nullptr;
 };
 
 TEST_F(CrdTest, BothCrdsAreEstablishedWithShortNamesAndCategory) {

@@ -17,16 +17,13 @@ namespace {
 
 using nlohmann::json;
 
-class InformerTest : public ::testing::Test {
+class InformerTest : public ApiTest {
  protected:
   void SetUp() override {
-    env_ = TestEnv::get();
-    if (env_ == nullptr) {
-      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
+    ApiTest::SetUp();
+    if (env_ != nullptr) {
+      ns_ = createNamespace(*api_, "informer");
     }
-    env_->ensureCrds();
-    api_ = &env_->admin();
-    ns_ = createNamespace(*api_, "informer");
   }
 
   std::set<std::string> serverNames() {
@@ -51,8 +48,6 @@ class InformerTest : public ::testing::Test {
     api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, name, "x.io/g", 1));
   }
 
-  TestEnv* env_ = nullptr;
-  KubeClient* api_ = nullptr;
   std::string ns_;
 };
 

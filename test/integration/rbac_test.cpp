@@ -13,15 +13,13 @@ struct Check {
   bool allowed;
 };
 
-class RbacTest : public ::testing::Test {
+class RbacTest : public ApiTest {
  protected:
   void SetUp() override {
-    env_ = TestEnv::get();
-    if (env_ == nullptr) {
-      GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
+    ApiTest::SetUp();
+    if (env_ != nullptr) {
+      env_->ensureDeployRbac();
     }
-    env_->ensureCrds();
-    env_->ensureDeployRbac();
   }
 
   void expectRights(const std::string& serviceAccount, const std::vector<Check>& checks) {
@@ -33,8 +31,6 @@ class RbacTest : public ::testing::Test {
       EXPECT_EQ(rc == 0, c.allowed) << serviceAccount << " can-i " << c.request << ": " << out;
     }
   }
-
-  TestEnv* env_ = nullptr;
 };
 
 TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -50,12 +52,23 @@ class TestEnv {
   bool rbacReady_ = false;
 };
 
-#define KER_REQUIRE_ENV()                                                             \
-  ::ker::itest::TestEnv* env = ::ker::itest::TestEnv::get();                          \
-  if (env == nullptr) {                                                               \
-    GTEST_SKIP() << "KER_TEST_ENV is not set: run the integration tests with "        \
-                    "`make integration-test`, which starts a control plane for them"; \
+// A test against the shared control plane with the CRDs applied; skips, saying how to run
+// it, when there is none.
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = TestEnv::get();
+    if (env_ == nullptr) {
+      GTEST_SKIP() << "KER_TEST_ENV is not set: run the integration tests with "
+                      "`make integration-test`, which starts a control plane for them";
+    }
+    env_->ensureCrds();
+    api_ = &env_->admin();
   }
+
+  TestEnv* env_ = nullptr;
+  KubeClient* api_ = nullptr;
+};
 
 // Polls `done` until it returns true or `timeout` passes; returns its last answer.
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s,
