@@ -196,14 +196,13 @@ std::string rackOf(int node) {
   return "rack-" + std::to_string(node / 10);
 }
 
-json nodeObject(int i) {
+json nodeObject(const std::string& name, const std::string& rack) {
   const json resources = {{"cpu", "16"}, {"memory", "64Gi"}, {"pods", "110"}};
   return {
       {"apiVersion", "v1"},
       {"kind", "Node"},
       {"metadata",
-       {{"name", nodeName(i)},
-        {"labels", {{"kubernetes.io/hostname", nodeName(i)}, {"rack", rackOf(i)}}}}},
+       {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}, {"rack", rack}}}}},
       {"status",
        {{"capacity", resources},
         {"allocatable", resources},
@@ -295,7 +294,7 @@ struct Options {
   int devices = 150;
   int pods = 0;  // 0: 1.5 x devices
   double deleteRate = 3;
-  double createRate = 8;
+  double createRate = 20;
   double faultInterval = 0;  // 0: seconds / (fault kinds + 1), within 10..30 s
   int checkpointEvery = 3;
   std::chrono::milliseconds orphanGrace = 10s;
@@ -387,6 +386,7 @@ class Soak {
   std::vector<std::string> deletePod(const Pod& pod, bool withClaim);
   std::vector<std::string> deleteBoundPods(size_t n);
   std::string awaitReleases(const std::vector<std::string>& devices, Clock::time_point since);
+  std::string probeNodeCaches(Clock::time_point since);
   void noteApiError(const std::exception& e);
   void note(const std::string& line);
   void deviceChanged(const ExtendedResource& d);
@@ -562,7 +562,8 @@ void Soak::createObjects() {
       std::rethrow_exception(failure);
     }
   };
-  parallel(o_.nodes, [&](int i) { api_->create(resources::kNodes, "", nodeObject(i)); });
+  parallel(o_.nodes,
+           [&](int i) { api_->create(resources::kNodes, "", nodeObject(nodeName(i), rackOf(i))); });
   parallel(o_.devices, [&](int d) {
     api_->create(resources::kExtendedResources, "", deviceObject(d, o_.devices, o_.nodes));
   });
@@ -776,10 +777,13 @@ std::vector<std::string> Soak::deletePod(const Pod& pod, bool withClaim) {
   return held;
 }
 
+// Each action is paced from its start, so the API calls' own time counts toward the pace.
 void Soak::creatorLoop(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const auto pace = std::chrono::duration<double>(1.0 / o_.createRate);
+  const auto pace = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(1.0 / o_.createRate));
   while (!stopChurn_ && !interrupted()) {
+    const auto started = Clock::now();
     ++inFlight_;
     if (churnPaused_ || pods_->size() >= static_cast<size_t>(o_.pods)) {
       --inFlight_;
@@ -788,7 +792,7 @@ void Soak::creatorLoop(uint64_t seed) {
     }
     createPod(rng);
     --inFlight_;
-    sleepFor(std::chrono::duration_cast<Clock::duration>(pace));
+    sleepFor(started + pace - Clock::now());
   }
 }
 
@@ -797,9 +801,12 @@ void Soak::creatorLoop(uint64_t seed) {
 // so checkpoints can see they were released.
 void Soak::deleterLoop(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const auto pace = std::chrono::duration<double>(1.0 / o_.deleteRate);
+  const auto pace = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(1.0 / o_.deleteRate));
+  auto last = Clock::now();
   while (!stopChurn_ && !interrupted()) {
-    sleepFor(std::chrono::duration_cast<Clock::duration>(pace));
+    sleepFor(last + pace - Clock::now());
+    last = Clock::now();
     ++inFlight_;
     if (churnPaused_ || stopChurn_) {
       --inFlight_;
@@ -898,6 +905,44 @@ void Soak::monitorLoop() {
     }
     sleepFor(2s);
   }
+}
+
+// How long each extender's node cache takes to show a node created right after `since`: the
+// time its watch takes to come back after a cut. Nothing else creates nodes, so the count is
+// exact; the probe node is deleted afterwards.
+std::string Soak::probeNodeCaches(Clock::time_point since) {
+  const std::string name = "soak-probe-" + std::to_string(faultTimes_.size());
+  try {
+    api_->create(resources::kNodes, "", nodeObject(name, "probe"));
+  } catch (const std::exception& e) {
+    return std::string("no probe node: ") + e.what();
+  }
+  double seen[2] = {-1, -1};
+  while (secondsSince(since) < 60 && (seen[0] < 0 || seen[1] < 0) && sleepFor(50ms)) {
+    for (int i = 0; i < 2; ++i) {
+      auto text = seen[i] < 0 ? scrape(extenders_[i].healthPort) : std::nullopt;
+      if (text && metricValue(*text, "extended_resource_scheduler_cached_nodes") > o_.nodes) {
+        seen[i] = secondsSince(since);
+      }
+    }
+  }
+  try {
+    api_->remove(resources::kNodes, "", name);
+  } catch (const std::exception& e) {
+    noteApiError(e);
+  }
+  std::string out = "a node created right after showed in the node cache of";
+  for (int i = 0; i < 2; ++i) {
+    out += std::string(i == 0 ? " " : ", ") + extenders_[i].name +
+           (seen[i] < 0 ? " not within 60s" : " after " + fixed(seen[i], 2) + "s");
+    if (seen[i] < 0 || seen[i] > 5) {
+      std::lock_guard lock(mu_);
+      findings_.push_back(extenders_[i].name + "'s watches took " +
+                          (seen[i] < 0 ? "over 60s" : fixed(seen[i], 1) + "s") +
+                          " to resume after a cut (node cache probe)");
+    }
+  }
+  return out;
 }
 
 // ---- faults -------------------------------------------------------------------------------
@@ -1001,8 +1046,10 @@ void Soak::inject(Fault f, size_t round) {
       const size_t cut = proxy_->cutAll();
       const auto cutAt = Clock::now();
       const std::string released = awaitReleases(deleteBoundPods(3), cutAt);
+      const std::string caches = probeNodeCaches(cutAt);
       detail = std::to_string(cut) + " connections of the extenders and controllers cut, " +
-               std::to_string(proxy_->accepted() - before) + " new ones since; " + released;
+               std::to_string(proxy_->accepted() - before) + " new ones since; " + released + "; " +
+               caches;
       break;
     }
     case Fault::kConflictInjection: {
