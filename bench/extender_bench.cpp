@@ -260,8 +260,9 @@ HandlerTotals handlerTotals(const Extender& ext, const std::string& verb) {
 }
 
 ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floor,
-                 const std::vector<Probe>& probes, const std::vector<std::string>& names,
-                 const std::vector<std::string>& nodes, bool nodeList) {
+                 const FloorServer& stackFloor, const std::vector<Probe>& probes,
+                 const std::vector<std::string>& names, const std::vector<std::string>& nodes,
+                 bool nodeList) {
   ojson rows = ojson::array();
   for (const auto& probe : probes) {
     const std::string body =
@@ -301,6 +302,7 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
         row[c]["handler_ms_mean"] = (after.seconds - before.seconds) * 1000 / calls;
         row[c]["extender_cpu_ms_per_call"] = (after.cpu - before.cpu) * 1000 / calls;
         row["floor_" + c] = repeatedLoad(floor.port(), path, body, opts, repeats);
+        row["stack_floor_" + c] = repeatedLoad(stackFloor.port(), path, body, opts, repeats);
       }
       row["ratio_p99_to_floor"] = row["c1"]["p99_ms"].get<double>() /
                                   std::max(row["floor_c1"]["p99_ms"].get<double>(), 1e-6);
@@ -312,8 +314,9 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
           fmt(row["c1"]["handler_ms_mean"].get<double>(), 3) + " ms, CPU " +
           fmt(row["c1"]["extender_cpu_ms_per_call"].get<double>(), 3) + " ms/call, " +
           fmt(row["c8"]["rps"].get<double>(), 0) + " req/s at c=8; floor p99 " +
-          fmt(row["floor_c1"]["p99_ms"].get<double>(), 3) + " ms; DOM parse " + fmt(dom, 3) +
-          " ms");
+          fmt(row["floor_c1"]["p99_ms"].get<double>(), 3) +
+          " ms (extender's stack: " + fmt(row["stack_floor_c1"]["p99_ms"].get<double>(), 3) +
+          " ms); DOM parse " + fmt(dom, 3) + " ms");
       rows.push_back(std::move(row));
     }
   }
@@ -659,7 +662,8 @@ int run(const Config& cfg) {
       1);
   const std::vector<Probe> probes = {{1, schedulerPod(api, kProbeNs, "probe-1")},
                                      {2, schedulerPod(api, kProbeNs, "probe-2")}};
-  FloorServer floor;
+  FloorServer floor(FloorServer::Stack::kTransport);
+  FloorServer stackFloor(FloorServer::Stack::kExtenderStack);
   size_t populated = 0;
   for (size_t size : cfg.sizes) {
     ojson cluster = {{"nodes", size}, {"devices", size * kDevicesPerNode}};
@@ -717,11 +721,11 @@ int run(const Config& cfg) {
         fmt(memoryOf(ext.process->pid()).rss / 1048576.0, 1) + " MB");
     ojson rows = ojson::array();
     if (cfg.nodeNamesMode) {
-      rows = benchVerbs(cfg, ext, floor, probes, names, nodes, false);
+      rows = benchVerbs(cfg, ext, floor, stackFloor, probes, names, nodes, false);
       cluster["memory_after_nodenames"] = memoryJson(memoryOf(ext.process->pid()));
     }
     if (cfg.nodeListMode) {
-      for (auto& r : benchVerbs(cfg, ext, floor, probes, names, nodes, true)) {
+      for (auto& r : benchVerbs(cfg, ext, floor, stackFloor, probes, names, nodes, true)) {
         rows.push_back(std::move(r));
       }
       cluster["memory_after_nodelist"] = memoryJson(memoryOf(ext.process->pid()));

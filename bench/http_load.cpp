@@ -1,6 +1,7 @@
 #include "bench/http_load.h"
 
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "common/http_server.h"
+#include "scheduler/extender_app.h"
 
 namespace ker::bench {
 
@@ -316,25 +318,50 @@ LoadResult runLoad(int port, const std::string& path, const std::string& body,
   return r;
 }
 
-FloorServer::FloorServer() {
-  HttpServerOptions opts;
-  opts.bindAddress = "127.0.0.1";
-  opts.threads = 16;  // the extender's default (ExtenderConfig::threads)
-  server_ = std::make_unique<HttpServer>(opts);
-  for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
-    server_->post(verb, [](const HttpRequest&) {
-      return HttpResponse{200, "application/json", "{}"};
-    });
+FloorServer::FloorServer(Stack stack) {
+  const ExtenderConfig extender;  // the extender's defaults: thread count, body limit
+  if (stack == Stack::kExtenderStack) {
+    HttpServerOptions opts;
+    opts.bindAddress = "127.0.0.1";
+    opts.threads = extender.threads;
+    opts.maxBodyBytes = extender.maxBodyBytes;
+    stack_ = std::make_unique<HttpServer>(opts);
+    for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
+      stack_->post(verb, [](const HttpRequest&) {
+        return HttpResponse{200, "application/json", "{}"};
+      });
+    }
+    stack_->start();
+    port_ = stack_->port();
+    return;
   }
-  server_->start();
+  const HttpServerOptions defaults;
+  bare_ = std::make_unique<httplib::Server>();
+  bare_->new_task_queue = [n = extender.threads] { return new httplib::ThreadPool(n); };
+  bare_->set_tcp_nodelay(true);
+  bare_->set_keep_alive_max_count(defaults.keepAliveMaxRequests);
+  bare_->set_keep_alive_timeout(defaults.keepAliveTimeout.count());
+  bare_->set_payload_max_length(extender.maxBodyBytes);
+  bare_->Post(R"(/(filter|prioritize|bind))", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{}", "application/json");
+  });
+  port_ = bare_->bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) {
+    throw std::runtime_error("the transport floor server cannot bind 127.0.0.1");
+  }
+  // The socket already listens: connections made before the accept loop runs wait in the
+  // backlog.
+  thread_ = std::thread([this] { bare_->listen_after_bind(); });
 }
 
 FloorServer::~FloorServer() {
-  server_->stop();
-}
-
-int FloorServer::port() const {
-  return server_->port();
+  if (stack_) {
+    stack_->stop();
+  }
+  if (bare_) {
+    bare_->stop();
+    thread_.join();
+  }
 }
 
 double domParseMs(const std::string& body, int runs) {

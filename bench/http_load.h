@@ -5,7 +5,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+namespace httplib {
+class Server;
+}
 
 namespace ker {
 class HttpServer;
@@ -70,16 +75,22 @@ struct LoadResult {
 LoadResult runLoad(int port, const std::string& path, const std::string& body,
                    const LoadOptions& opts);
 
-// The transport floor: the extender's own HTTP server stack (ker::HttpServer, same thread
-// count, body limit and keep-alive settings) with handlers that only answer 200 "{}".
+// A server that reads each request's body and answers 200 "{}", doing nothing else.
+// kTransport: cpp-httplib as the extender uses it (thread pool, keep-alive, body limit) but with
+// TCP_NODELAY, so it measures moving the bytes. kExtenderStack: the extender's own
+// ker::HttpServer as configured today, so it also shows what that stack adds to every call.
 class FloorServer {
  public:
-  FloorServer();
+  enum class Stack { kTransport, kExtenderStack };
+  explicit FloorServer(Stack stack);
   ~FloorServer();
-  int port() const;
+  int port() const { return port_; }
 
  private:
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<HttpServer> stack_;
+  std::unique_ptr<httplib::Server> bare_;
+  std::thread thread_;
+  int port_ = 0;
 };
 
 // Median time of a plain nlohmann::json::parse of body, the naive decoder, in milliseconds.
