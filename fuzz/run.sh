@@ -12,6 +12,12 @@ build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 # clang 16: the code captures structured bindings in lambdas, which clang 14 rejects.
 cxx=${FUZZ_CXX:-clang++-16}
 
+# Symbolized sanitizer reports: clang-16's runtime looks only in its own folder, which holds
+# no llvm-symbolizer unless the llvm-16 package is installed; any version will do.
+if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" ]] && command -v llvm-symbolizer >/dev/null; then
+  export ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer)
+fi
+
 cmake -S "$root/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 targets=()
 for src in "$root"/fuzz/*_fuzzer.cpp; do
