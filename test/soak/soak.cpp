@@ -449,8 +449,7 @@ class Soak {
   std::ofstream churnLog_;
   // Devices held by pods the churn deleted, until the devices informer shows them released.
   struct Held {
-    std::string claim;
-    std::string pod;
+    std::string pod;  // and its claim, of the same name
     Clock::time_point since;
     double at;  // soak time of the deletion
   };
@@ -518,7 +517,7 @@ void Soak::deviceChanged(const ExtendedResource& d) {
   auto it = awaitingRelease_.find(d.meta.name);
   if (it == awaitingRelease_.end() ||
       (d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == kNamespace &&
-       d.claimRef->name == it->second.claim)) {
+       d.claimRef->name == it->second.pod)) {
     return;
   }
   releases_.push_back({secondsSince(it->second.since), it->second.at, d.meta.name, it->second.pod});
@@ -739,7 +738,7 @@ std::vector<std::string> Soak::deletePod(const Pod& pod, bool withClaim) {
   {
     std::lock_guard lock(mu_);
     for (const auto& d : held) {
-      awaitingRelease_[d] = {pod.meta.name, pod.meta.name, Clock::now(), secondsSince(gStart)};
+      awaitingRelease_[d] = {pod.meta.name, Clock::now(), secondsSince(gStart)};
     }
   }
   bool deleted = false;
