@@ -207,9 +207,18 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
       const auto key = objectKey(claim->meta.ns, claim->meta.name);
       const auto& names = plan.assignment.at(key);
       for (const auto& name : names) {
+        // The cache may have moved on since the plan (another replica's write arriving by
+        // watch). Only a snapshot that is still free may be written over: its resourceVersion
+        // then guarantees nobody took the device in between. Writing over a newer, Bound
+        // version would pass the precondition and steal the device.
         DevicePtr cached = index_.get(name);
         if (!cached) {
           throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
+        }
+        if (cached->phase != DevicePhase::kAvailable || cached->claimRef ||
+            !cached->invalid.empty() || cached->meta.deleting) {
+          throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
+                         "device " + name + " was taken while this bind was deciding");
         }
         json body = markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
                         .toJson();
