@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "common/label_selector.h"
 #include "common/node_selector.h"
@@ -334,6 +335,8 @@ const char* toString(ClaimPhase phase) {
 
 std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
   std::vector<std::string> out;
+  // A set, not a scan of `out`: an annotation may hold up to 256 KiB of names.
+  std::unordered_set<std::string> seen;
   size_t start = 0;
   while (start <= value.size()) {
     size_t comma = value.find(',', start);
@@ -350,7 +353,7 @@ std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
                                   "\" is not a valid claim name (a DNS-1123 subdomain: lowercase "
                                   "alphanumerics, '-' and '.', at most 253 characters)");
     }
-    if (std::find(out.begin(), out.end(), name) == out.end()) {
+    if (seen.insert(name).second) {
       out.push_back(std::move(name));
     }
   }
