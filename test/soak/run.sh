@@ -19,13 +19,14 @@ launcher=$root/test/controlplane/launch.sh
 log() { printf '[soak/run.sh] %s\n' "$*" >&2; }
 
 build_dir=$root/build
-seconds=${SOAK_SECONDS:-300}
+seconds=''
+default_seconds=${SOAK_SECONDS:-300}
 size=(--nodes 300 --devices 150 --delete-rate 3)
 extra=()
 while (($#)); do
   case "$1" in
   --reduced)
-    seconds=90
+    default_seconds=90
     size=(--nodes 50 --devices 30 --delete-rate 1.5)
     ;;
   --build-dir) build_dir=${2:?--build-dir needs a value} && shift ;;
@@ -38,6 +39,7 @@ while (($#)); do
   esac
   shift
 done
+seconds=${seconds:-$default_seconds}
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || {
   log "--seconds must be a positive integer"
   exit 2
