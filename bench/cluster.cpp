@@ -71,9 +71,10 @@ json kubeletNode(size_t i) {
   json images = json::array();
   for (size_t k = 0; k < 50; ++k) {
     const std::string repo = kImages[k % std::size(kImages)];
-    json names = {repo + "@sha256:" + hex(k * 7919 + 1, 64)};
-    if (k % 3 == 0) {
-      names.push_back(repo + ":v1." + std::to_string(k));
+    // As the container runtime reports them: by tag, some by digest as well.
+    json names = {repo + ":v1." + std::to_string(k)};
+    if (k % 5 == 0) {
+      names.push_back(repo + "@sha256:" + hex(k * 7919 + 1, 64));
     }
     images.push_back({{"names", names}, {"sizeBytes", 1000000 + k * 7340033}});
   }
