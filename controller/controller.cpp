@@ -217,6 +217,9 @@ void Controller::process(const std::string& key) {
       queue_.addRateLimited(key);
       break;
     case ReconcileResult::Status::kAborted:
+      // Writes were refused because leadership was in doubt (e.g. a renewal outlasting the
+      // renew deadline during an API outage); the work is still owed if leadership holds.
+      queue_.addRateLimited(key);
       break;
   }
   for (const auto& name : r.devicesToRetry) {
