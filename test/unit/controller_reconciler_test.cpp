@@ -168,8 +168,15 @@ class ReconcilerTest : public ::testing::Test {
     }
   }
 
+  // Events are written asynchronously: both the snapshot and the comparison wait for the
+  // recorder, so an event of an earlier step never looks like a write of a later one.
+  std::string settledResourceVersion() {
+    EXPECT_TRUE(events.flush(5s));
+    return api.resourceVersion();
+  }
+
   void expectUntouched(const std::string& rvBefore) {
-    EXPECT_EQ(api.resourceVersion(), rvBefore) << "nothing may be written";
+    EXPECT_EQ(settledResourceVersion(), rvBefore) << "nothing may be written";
   }
 
   std::vector<json> eventsFor(const std::string& kind) {
@@ -205,7 +212,7 @@ using Status = ReconcileResult::Status;
 
 TEST_F(ReconcilerTest, ConsistentClusterIsLeftAsIs) {
   seedBoundCluster();
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   for (const char* d : {"d0", "d1", "d2"}) {
     EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
@@ -241,7 +248,7 @@ TEST_F(ReconcilerTest, ReleaseIsIdempotent) {
   caches.load(api);
   reconciler->reconcileClaim("default/c");
   caches.load(api);
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   for (const char* d : {"d0", "d1"}) {
     EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
@@ -252,7 +259,7 @@ TEST_F(ReconcilerTest, ReleaseIsIdempotent) {
 TEST_F(ReconcilerTest, PodMissingOnlyFromTheCacheKeepsItsClaim) {
   seedBoundCluster();
   caches.podMap.clear();
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   expectUntouched(rv);
   EXPECT_EQ(counter(metrics.releases, {"PodDeleted"}), 0);
@@ -274,7 +281,7 @@ TEST_F(ReconcilerTest, StaleCacheShowingAnotherPodDefersToTheLiveHolder) {
   json old = podJson("p", "n2");
   old["metadata"]["uid"] = "uid-of-an-older-pod";
   caches.podMap["default/p"] = std::make_shared<const WatchedPod>(WatchedPod::fromJson(old));
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   reconciler->reconcileClaim("default/c");
   expectUntouched(rv);
 }
@@ -295,7 +302,7 @@ TEST_F(ReconcilerTest, TerminatingPodKeepsItsClaim) {
   api.remove(resources::kPods, "default", "p");
   caches.load(api);
   ASSERT_TRUE(caches.podMap["default/p"]->meta.deleting);
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   reconciler->reconcileClaim("default/c");
   expectUntouched(rv);
 }
@@ -305,7 +312,7 @@ TEST_F(ReconcilerTest, LiveReadFailureRetriesWithoutWriting) {
   caches.podMap.clear();
   api.failNext(FakeApiClient::Verb::kGet,
                ApiError(ApiErrorKind::kTransport, 0, "", "connection reset"));
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   auto r = reconciler->reconcileClaim("default/c");
   EXPECT_EQ(r.status, Status::kRetry);
   EXPECT_FALSE(r.conflict);
@@ -422,7 +429,7 @@ TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
 TEST_F(ReconcilerTest, DeviceMissingOnlyFromTheCacheIsNotLost) {
   seedBoundCluster();
   caches.devices.erase("d1");
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   reconciler->reconcileClaim("default/c");
   expectUntouched(rv);
 }
@@ -457,14 +464,14 @@ TEST_F(ReconcilerTest, ClaimRecreatedUnderTheSameNameFreesTheOldOnesDevices) {
 TEST_F(ReconcilerTest, ClaimMissingOnlyFromTheCacheKeepsItsDevice) {
   seedBoundCluster();
   caches.claims.clear();
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
   expectUntouched(rv);
 }
 
 TEST_F(ReconcilerTest, MidBindDeviceIsLeftAloneUntilTheGracePeriodPasses) {
   seedMidBind();
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   auto r = reconciler->reconcileDevice("d0");
   EXPECT_EQ(r.status, Status::kDone);
   EXPECT_EQ(r.requeueAfter, 2min);
@@ -492,7 +499,7 @@ TEST_F(ReconcilerTest, MidBindThatCompletesIsNeverTouched) {
   api.updateStatus(resources::kExtendedResourceClaims, "default", c);
   caches.load(api);
   now += 1s;
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   auto r = reconciler->reconcileDevice("d0");
   EXPECT_FALSE(r.requeueAfter);
   EXPECT_EQ(reconciler->remembered(), 0u) << "the grace clock is forgotten";
@@ -509,14 +516,14 @@ TEST_F(ReconcilerTest, OrphanIsReadLiveBeforeBeingFreed) {
   c["status"] = {{"phase", "Bound"}, {"extendedResourceNames", {"d0"}}, {"nodeName", "n1"}};
   api.updateStatus(resources::kExtendedResourceClaims, "default", c);
   now += 3min;
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
   expectUntouched(rv);
 }
 
 TEST_F(ReconcilerTest, ClaimOfAPodThatNeverGotANodeIsReleasedAfterGrace) {
   seedBoundCluster("Pending", "");
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").requeueAfter, 2min);
   now += 2min;
   // The cache still says unbound; a live read is taken before releasing.
@@ -532,7 +539,7 @@ TEST_F(ReconcilerTest, PodBoundMeanwhileKeepsItsClaimDespiteAStaleCache) {
   reconciler->reconcileClaim("default/c");
   api.bindPod("default", "p", podUid, "n1");
   now += 5min;
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   reconciler->reconcileClaim("default/c");
   expectUntouched(rv);
   EXPECT_EQ(reconciler->remembered(), 0u);
@@ -554,7 +561,7 @@ TEST_F(ReconcilerTest, WithoutLeadershipNothingIsWritten) {
   api.remove(resources::kPods, "default", "p");
   caches.load(api);
   leader = false;
-  const auto rv = api.resourceVersion();
+  const auto rv = settledResourceVersion();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kAborted);
   expectUntouched(rv);
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kUpdateStatus), 0);
