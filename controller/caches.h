@@ -1,7 +1,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/informer.h"
@@ -22,6 +24,9 @@ class ControllerCaches {
   virtual CachedDevice device(const std::string& name) const = 0;
   virtual CachedPod pod(const std::string& key) const = 0;  // "namespace/name"
   virtual std::vector<CachedPod> pods() const = 0;
+  // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
+  // pod's absence is as certain as a live read would make it.
+  virtual bool podDeleted(const std::string& uid) const = 0;
 };
 
 class InformerCaches : public ControllerCaches {
@@ -34,11 +39,27 @@ class InformerCaches : public ControllerCaches {
   CachedDevice device(const std::string& name) const override { return devices_.get(name); }
   CachedPod pod(const std::string& key) const override { return pods_.get(key); }
   std::vector<CachedPod> pods() const override { return pods_.list(); }
+  bool podDeleted(const std::string& uid) const override {
+    std::lock_guard lock(mu_);
+    return deletedPods_.count(uid) > 0;
+  }
+
+  // Kept only for pods that hold claims, and forgotten once no claim names them.
+  void setPodDeleted(const std::string& uid, bool deleted) {
+    std::lock_guard lock(mu_);
+    if (deleted) {
+      deletedPods_.insert(uid);
+    } else {
+      deletedPods_.erase(uid);
+    }
+  }
 
  private:
   const Informer<WatchedPod>& pods_;
   const Informer<ExtendedResourceClaim>& claims_;
   const Informer<ExtendedResource>& devices_;
+  mutable std::mutex mu_;
+  std::unordered_set<std::string> deletedPods_;
 };
 
 }  // namespace ker

@@ -43,13 +43,13 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
       executor_(api, events, &metrics_, std::move(mayWrite)),
       reconciler_(api, caches_, executor_, &metrics_, opts_.reconciler) {
   registry.gaugeFunc("extended_resource_controller_queue_depth",
-                     "Keys waiting in the work queue, ready to be processed.",
-                     [this] { return static_cast<double>(queue_.len()); });
+                     "Keys waiting in the work queues, ready to be processed.",
+                     [this] { return static_cast<double>(queueLength()); });
 
   pods.addHandlers({
-      .onAdd = [this](const auto& p) { enqueueHeldClaims(p->meta.uid); },
-      .onUpdate = [this](const auto&, const auto& p) { enqueueHeldClaims(p->meta.uid); },
-      .onDelete = [this](const auto& p) { enqueueHeldClaims(p->meta.uid); },
+      .onAdd = [this](const auto& p) { onPodChange(*p); },
+      .onUpdate = [this](const auto&, const auto& p) { onPodChange(*p); },
+      .onDelete = [this](const auto& p) { onPodDelete(*p); },
   });
   claims.addHandlers({
       .onAdd = [this](const auto& c) { onClaimChange(nullptr, *c); },
@@ -79,14 +79,20 @@ void Controller::start() {
     return;
   }
   started_ = true;
-  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
-    workers_.emplace_back([this] { worker(); });
+  const int claimWorkers = std::max(1, opts_.workers);
+  const int deviceWorkers = std::max(1, opts_.deviceWorkers);
+  for (int i = 0; i < claimWorkers; ++i) {
+    workers_.emplace_back([this] { worker(queue_); });
   }
-  log::info("controller started", {{"workers", workers_.size()}});
+  for (int i = 0; i < deviceWorkers; ++i) {
+    workers_.emplace_back([this] { worker(deviceQueue_); });
+  }
+  log::info("controller started", {{"workers", claimWorkers}, {"deviceWorkers", deviceWorkers}});
 }
 
 void Controller::stop() {
   queue_.shutDown();
+  deviceQueue_.shutDown();
   std::lock_guard lock(runMu_);
   for (auto& t : workers_) {
     t.join();
@@ -99,7 +105,7 @@ void Controller::enqueueClaim(const std::string& ns, const std::string& name) {
 }
 
 void Controller::enqueueDevice(const std::string& name) {
-  queue_.add(kDevicePrefix + name);
+  deviceQueue_.add(kDevicePrefix + name);
 }
 
 void Controller::enqueueHeldClaims(const std::string& podUid) {
@@ -113,14 +119,49 @@ void Controller::enqueueHeldClaims(const std::string& podUid) {
   }
 }
 
+void Controller::onPodChange(const WatchedPod& p) {
+  enqueueHeldClaims(p.meta.uid);
+  const bool garbled = !p.invalid.empty() && p.meta.annotations.count(kClaimsAnnotation) > 0;
+  std::lock_guard lock(indexMu_);
+  auto it = invalidPodsWarned_.find(p.meta.uid);
+  if (!garbled) {
+    if (it != invalidPodsWarned_.end()) {
+      invalidPodsWarned_.erase(it);
+    }
+    return;
+  }
+  // Once per problem, not on every update of the pod; while writes are gated the warning is
+  // left for a later update.
+  if ((it == invalidPodsWarned_.end() || it->second != p.invalid) &&
+      executor_.recordInvalidPod(p)) {
+    invalidPodsWarned_[p.meta.uid] = p.invalid;
+  }
+}
+
+void Controller::onPodDelete(const WatchedPod& p) {
+  {
+    std::lock_guard lock(indexMu_);
+    invalidPodsWarned_.erase(p.meta.uid);
+    if (claimsByHolder_.count(p.meta.uid)) {
+      caches_.setPodDeleted(p.meta.uid, true);
+    }
+  }
+  enqueueHeldClaims(p.meta.uid);
+}
+
 void Controller::indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
   std::lock_guard lock(indexMu_);
+  // Unchanged: removing and re-adding it would forget that the holder was seen deleted.
+  if (old && cur && old->podRef && cur->podRef && old->podRef->uid == cur->podRef->uid) {
+    return;
+  }
   if (old && old->podRef) {
     auto it = claimsByHolder_.find(old->podRef->uid);
     if (it != claimsByHolder_.end()) {
       it->second.erase(objectKey(old->meta.ns, old->meta.name));
       if (it->second.empty()) {
         claimsByHolder_.erase(it);
+        caches_.setPodDeleted(old->podRef->uid, false);
       }
     }
   }
@@ -174,14 +215,14 @@ void Controller::onDeviceChange(const ExtendedResource* old, const ExtendedResou
   }
 }
 
-void Controller::worker() {
-  while (auto key = queue_.get()) {
-    process(*key);
-    queue_.done(*key);
+void Controller::worker(WorkQueue& queue) {
+  while (auto key = queue.get()) {
+    process(queue, *key);
+    queue.done(*key);
   }
 }
 
-void Controller::process(const std::string& key) {
+void Controller::process(WorkQueue& queue, const std::string& key) {
   const size_t colon = key.find(':');
   const std::string kind = key.substr(0, colon);
   const std::string rest = key.substr(colon + 1);
@@ -200,9 +241,9 @@ void Controller::process(const std::string& key) {
 
   switch (r.status) {
     case ReconcileResult::Status::kDone:
-      queue_.forget(key);
+      queue.forget(key);
       if (r.requeueAfter) {
-        queue_.addAfter(key, *r.requeueAfter);
+        queue.addAfter(key, *r.requeueAfter);
       }
       break;
     case ReconcileResult::Status::kRetry:
@@ -214,16 +255,16 @@ void Controller::process(const std::string& key) {
       } else {
         log::warn("reconcile failed, retrying", {{"key", key}, {"error", r.error}});
       }
-      queue_.addRateLimited(key);
+      queue.addRateLimited(key);
       break;
     case ReconcileResult::Status::kAborted:
       // Writes were refused because leadership was in doubt (e.g. a renewal outlasting the
       // renew deadline during an API outage); the work is still owed if leadership holds.
-      queue_.addRateLimited(key);
+      queue.addRateLimited(key);
       break;
   }
   for (const auto& name : r.devicesToRetry) {
-    queue_.addRateLimited(kDevicePrefix + name);
+    deviceQueue_.addRateLimited(kDevicePrefix + name);
   }
 }
 

@@ -22,7 +22,11 @@
 namespace ker {
 
 struct ControllerOptions {
-  int workers = 4;
+  // Concurrent claim reconciles (releases) and nudges. A release is a few serial API calls,
+  // so throughput is bounded by how many run at once, not by this process's CPU.
+  int workers = 16;
+  // Concurrent device reconciles: repairs and first status writes, rarely urgent.
+  int deviceWorkers = 4;
   // Wait this long after devices became Available before nudging pending pods, so one nudge
   // covers a burst (a release frees its devices one write at a time) and the extender's own
   // cache has seen them.
@@ -32,9 +36,11 @@ struct ControllerOptions {
 
 // The watch-driven loop: informer events become work-queue keys ("claim:ns/name",
 // "device:name", "nudge:rawResourceName"), which workers hand to the reconciler, retrying
-// failures with backoff and rechecking grace periods when they end. Handlers are registered on
-// construction, so build the controller before starting the informers; keys queue up until
-// start(). Writes happen only while the gate is open.
+// failures with backoff and rechecking grace periods when they end. Devices have a queue and
+// workers of their own (as controller-runtime runs one controller per kind), so a backlog of
+// device work, e.g. thousands of new devices to initialize, never delays releases. Handlers
+// are registered on construction, so build the controller before starting the informers; keys
+// queue up until start(). Writes happen only while the gate is open.
 class Controller {
  public:
   Controller(ApiClient& api, Informer<WatchedPod>& pods, Informer<ExtendedResourceClaim>& claims,
@@ -49,12 +55,14 @@ class Controller {
   // Shuts the queue down and joins the workers (each finishes its current key). Idempotent.
   void stop();
 
-  size_t queueLength() const { return queue_.len(); }
+  size_t queueLength() const { return queue_.len() + deviceQueue_.len(); }
   Reconciler& reconciler() { return reconciler_; }
 
  private:
-  void worker();
-  void process(const std::string& key);
+  void worker(WorkQueue& queue);
+  void process(WorkQueue& queue, const std::string& key);
+  void onPodChange(const WatchedPod& p);
+  void onPodDelete(const WatchedPod& p);
   void enqueueHeldClaims(const std::string& podUid);
   void enqueueClaim(const std::string& ns, const std::string& name);
   void enqueueDevice(const std::string& name);
@@ -69,10 +77,12 @@ class Controller {
   InformerCaches caches_;
   Executor executor_;
   Reconciler reconciler_;
-  WorkQueue queue_;
+  WorkQueue queue_;  // claims and nudges
+  WorkQueue deviceQueue_;
 
   std::mutex indexMu_;
   std::map<std::string, std::set<std::string>> claimsByHolder_;  // pod UID -> claim keys
+  std::map<std::string, std::string> invalidPodsWarned_;         // pod UID -> problem warned of
 
   std::mutex runMu_;
   bool started_ = false;

@@ -65,6 +65,8 @@ struct ControllerApp::Impl {
                [&] {
                  EventRecorderOptions o;
                  o.instance = electionConfig.identity;
+                 // Room for a mass release (an event per claim) posted by one thread.
+                 o.queueSize = 10000;
                  return o;
                }()),
         pods(api, resources::kPods),

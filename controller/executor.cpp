@@ -57,24 +57,46 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   next.reason = "Released";
   next.message = a.message;
   gate();
-  api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
-  if (metrics_) {
-    metrics_->releases.labels({toString(a.cause)}).inc();
+  bool claimDeleted = false;
+  try {
+    api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
+  } catch (const ApiError& e) {
+    // Deleted with its pod: nothing left to release on the claim, but its devices still
+    // point at it.
+    if (!e.isNotFound()) {
+      throw;
+    }
+    claimDeleted = true;
   }
-  log::info("released claim", {{"claim", key(claim)},
-                               {"cause", toString(a.cause)},
-                               {"devices", claim.allocated},
-                               {"why", a.message}});
-  record(referenceTo(claim), EventType::kNormal, "Released", a.message);
-  if (claim.podRef) {
-    record({"v1", "Pod", claim.meta.ns, claim.podRef->name, claim.podRef->uid}, EventType::kNormal,
-           "ClaimReleased", "claim " + claim.meta.name + " released: " + a.message);
+  if (claimDeleted) {
+    log::info("claim to release was deleted; freeing its devices",
+              {{"claim", key(claim)}, {"devices", claim.allocated}});
+  } else {
+    if (metrics_) {
+      metrics_->releases.labels({toString(a.cause)}).inc();
+    }
+    log::info("released claim", {{"claim", key(claim)},
+                                 {"cause", toString(a.cause)},
+                                 {"devices", claim.allocated},
+                                 {"why", a.message}});
+    record(referenceTo(claim), EventType::kNormal, "Released", a.message);
+    // A pod that no longer exists (or was replaced: events are matched by UID) has nobody to
+    // read its events.
+    const bool podGone =
+        a.cause == ReleaseCause::kPodDeleted || a.cause == ReleaseCause::kPodReplaced;
+    if (claim.podRef && !podGone) {
+      record({"v1", "Pod", claim.meta.ns, claim.podRef->name, claim.podRef->uid},
+             EventType::kNormal, "ClaimReleased",
+             "claim " + claim.meta.name + " released: " + a.message);
+    }
   }
 
   ReleaseOutcome out;
-  const std::string message = "claim " + key(claim) + " was released";
+  const std::string reason = claimDeleted ? "Orphaned" : "Released";
+  const std::string message =
+      "claim " + key(claim) + (claimDeleted ? " was deleted" : " was released");
   for (const auto& name : claim.allocated) {
-    switch (freeReleasedDevice(name, claim, cached(name), message)) {
+    switch (freeReleasedDevice(name, claim, cached(name), reason, message)) {
       case FreeResult::kFreed:
         out.freed.push_back(name);
         break;
@@ -91,6 +113,7 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
 Executor::FreeResult Executor::freeReleasedDevice(const std::string& name,
                                                   const ExtendedResourceClaim& claim,
                                                   const CachedDevice& cached,
+                                                  const std::string& reason,
                                                   const std::string& message) {
   std::optional<ExtendedResource> device;
   if (cached && isBoundTo(*cached, claim)) {
@@ -119,9 +142,12 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name,
     gate();
     try {
       api_.updateStatus(resources::kExtendedResources, "",
-                        available(*device, "Released", message).toJson());
+                        available(*device, reason, message).toJson());
       return FreeResult::kFreed;
     } catch (const ApiError& e) {
+      if (e.isNotFound()) {
+        return FreeResult::kNothingToDo;
+      }
       if (!e.isConflict()) {
         log::warn("freeing a released device failed", {{"device", name}, {"error", e.what()}});
         return FreeResult::kFailed;
@@ -172,6 +198,65 @@ void Executor::initDeviceStatus(const ExtendedResource& device) {
   if (log::v(2)) {
     log::info("initialized device status", {{"device", device.meta.name}});
   }
+}
+
+template <class Object>
+void Executor::patchInvalid(const Object& obj, const Resource& res, nlohmann::json status) {
+  // A merge patch of just these fields: whatever else the object holds (a Bound device's
+  // claimRef, a claim's allocation) stays as it is, parsable or not. The resourceVersion makes
+  // it conditional on the object the decision was made on.
+  const nlohmann::json patch = {{"metadata", {{"resourceVersion", obj.meta.resourceVersion}}},
+                                {"status", std::move(status)}};
+  gate();
+  api_.patch(res, obj.meta.ns, obj.meta.name, PatchType::kMerge, patch, "status");
+}
+
+template <class Object>
+void Executor::markInvalid(const Object& obj, const Resource& res, bool initPhase) {
+  nlohmann::json status = {{"reason", kInvalidReason}, {"message", obj.invalid}};
+  if (initPhase) {
+    status["phase"] = toString(DevicePhase::kAvailable);
+  }
+  patchInvalid(obj, res, std::move(status));
+  if (metrics_) {
+    metrics_->repairs.labels({"marked_invalid"}).inc();
+  }
+  log::warn("invalid object", {{"kind", res.plural},
+                               {"object", objectKey(obj.meta.ns, obj.meta.name)},
+                               {"why", obj.invalid}});
+}
+
+template <class Object>
+void Executor::clearInvalid(const Object& obj, const Resource& res) {
+  patchInvalid(obj, res, {{"reason", nullptr}, {"message", nullptr}});
+  log::info("object is valid again",
+            {{"kind", res.plural}, {"object", objectKey(obj.meta.ns, obj.meta.name)}});
+}
+
+void Executor::markDeviceInvalid(const ExtendedResource& device) {
+  markInvalid(device, resources::kExtendedResources, !hasStatusPhase(device));
+}
+
+void Executor::markClaimInvalid(const ExtendedResourceClaim& claim) {
+  markInvalid(claim, resources::kExtendedResourceClaims, false);
+  record(referenceTo(claim), EventType::kWarning, kInvalidReason, claim.invalid);
+}
+
+void Executor::clearDeviceInvalid(const ExtendedResource& device) {
+  clearInvalid(device, resources::kExtendedResources);
+}
+
+void Executor::clearClaimInvalid(const ExtendedResourceClaim& claim) {
+  clearInvalid(claim, resources::kExtendedResourceClaims);
+}
+
+bool Executor::recordInvalidPod(const Pod& pod) {
+  if (!mayWrite()) {
+    return false;
+  }
+  record(referenceTo(pod), EventType::kWarning, "InvalidClaims",
+         std::string("annotation ") + kClaimsAnnotation + " cannot be used: " + pod.invalid);
+  return true;
 }
 
 bool Executor::nudgePod(const Pod& pod) {

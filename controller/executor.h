@@ -15,6 +15,8 @@ namespace ker {
 
 // Merge-patched onto pending pods so kube-scheduler, which watches them, retries them.
 inline constexpr const char* kRequeueAtAnnotation = "extendedresource.io/requeue-at";
+// status.reason of a device or claim whose spec or status cannot be parsed.
+inline constexpr const char* kInvalidReason = "Invalid";
 
 // A write was about to happen while this process may not write (leadership lost).
 class NotLeading : public std::runtime_error {
@@ -43,12 +45,24 @@ class Executor {
   // The claim goes back to Pending first, then the devices it listed: the reverse of the
   // extender's order, so no device is Available while a claim still lists it. A device write
   // that conflicts is retried on a fresh read: once the claim no longer lists a Bound device,
-  // nobody else may write that device (the extender only takes Available ones).
+  // nobody else may write that device (the extender only takes Available ones). A claim
+  // deleted meanwhile (404) has nothing left to release, but its devices are still freed.
   ReleaseOutcome releaseClaim(const ExtendedResourceClaim& claim, const action::ReleaseClaim& a,
                               const DeviceLookup& cached);
   void markClaimLost(const ExtendedResourceClaim& claim, const action::MarkClaimLost& a);
   void freeDevice(const ExtendedResource& device, const action::FreeDevice& a);
   void initDeviceStatus(const ExtendedResource& device);
+  // status.reason Invalid and status.message the parse error, nothing else touched (an
+  // absent device phase becomes Available, as initDeviceStatus would write it). The claim
+  // also gets a Warning event.
+  void markDeviceInvalid(const ExtendedResource& device);
+  void markClaimInvalid(const ExtendedResourceClaim& claim);
+  // Removes that reason and message once the object was fixed.
+  void clearDeviceInvalid(const ExtendedResource& device);
+  void clearClaimInvalid(const ExtendedResourceClaim& claim);
+  // A Warning event on a pod whose claims annotation cannot be parsed; false when the gate is
+  // closed (nothing recorded).
+  bool recordInvalidPod(const Pod& pod);
   // False when the pod no longer exists.
   bool nudgePod(const Pod& pod);
 
@@ -60,7 +74,14 @@ class Executor {
  private:
   enum class FreeResult { kFreed, kNothingToDo, kFailed };
   FreeResult freeReleasedDevice(const std::string& name, const ExtendedResourceClaim& claim,
-                                const CachedDevice& cached, const std::string& message);
+                                const CachedDevice& cached, const std::string& reason,
+                                const std::string& message);
+  template <class Object>
+  void patchInvalid(const Object& obj, const Resource& res, nlohmann::json status);
+  template <class Object>
+  void markInvalid(const Object& obj, const Resource& res, bool initPhase);
+  template <class Object>
+  void clearInvalid(const Object& obj, const Resource& res);
   void gate() const;
   void record(const ObjectReference& ref, EventType type, const std::string& reason,
               const std::string& message);

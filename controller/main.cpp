@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   using std::chrono::minutes;
   using std::chrono::seconds;
   auto* kubeconfig = flags.addString("kubeconfig", "", "kubeconfig file (default: in-cluster)");
-  auto* workers = flags.addInt("workers", 4, "concurrent reconciles");
+  auto* workers = flags.addInt("workers", 16, "concurrent claim reconciles (releases)");
+  auto* deviceWorkers = flags.addInt("device-workers", 4, "concurrent device reconciles");
   auto* resync = flags.addDuration("resync-period", minutes(5),
                                    "how often every claim and device is reconciled again");
   auto* grace = flags.addDuration("orphan-grace-period", minutes(2),
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   auto format = ker::log::parseFormat(*logFormat);
   ker::ControllerAppConfig config;
   config.controller.workers = static_cast<int>(*workers);
+  config.controller.deviceWorkers = static_cast<int>(*deviceWorkers);
   config.controller.reconciler.orphanGrace = *grace;
   config.controller.reconciler.schedulerName = *schedulerName;
   config.resyncPeriod = *resync;
@@ -63,11 +65,12 @@ int main(int argc, char** argv) {
   config.leaderElection.identity = ker::defaultIdentity();
   config.metricsBindAddress = *metricsAddress;
   try {
-    if (!format || *workers < 1 ||
+    if (!format || *workers < 1 || *deviceWorkers < 1 ||
         (*metricsAddress != "0" && !metricsAddress->empty() &&
          !ker::parseBindAddress(*metricsAddress))) {
       throw std::invalid_argument(
-          "--log-format is text|json, --workers at least 1, --metrics-bind-address host:port");
+          "--log-format is text|json, --workers and --device-workers at least 1, "
+          "--metrics-bind-address host:port");
     }
     ker::LeaderElector::validate(config.leaderElection);
   } catch (const std::invalid_argument& e) {

@@ -26,6 +26,14 @@ ReconcileResult Reconciler::guarded(F&& body) {
   } catch (const NotLeading&) {
     r.status = Status::kAborted;
   } catch (const ApiError& e) {
+    // The object written was deleted meanwhile: its delete event queues it again, and the
+    // reconcile then finds nothing to do.
+    if (e.isNotFound()) {
+      if (log::v(2)) {
+        log::info("reconciled object is gone", {{"error", e.what()}});
+      }
+      return r;
+    }
     r.status = Status::kRetry;
     r.conflict = e.isConflict();
     r.error = e.what();
@@ -79,6 +87,15 @@ void Reconciler::forgetDevice(const std::string& name) {
   releasedDevices_.erase(name);
 }
 
+namespace {
+
+template <class Object>
+bool markedInvalid(const Object& obj) {
+  return obj.reason == kInvalidReason && obj.message == obj.invalid;
+}
+
+}  // namespace
+
 size_t Reconciler::remembered() const {
   std::lock_guard lock(mu_);
   return claimSuspects_.size() + deviceSuspects_.size() + releasedDevices_.size();
@@ -91,6 +108,17 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       forgetClaim(key);
       return ReconcileResult{};
     }
+    // Its status cannot be trusted to say what it holds, so nothing else is done with it.
+    if (!claim->invalid.empty()) {
+      if (!markedInvalid(*claim)) {
+        executor_.markClaimInvalid(*claim);
+      }
+      return ReconcileResult{};
+    }
+    if (claim->reason == kInvalidReason) {
+      executor_.clearClaimInvalid(*claim);
+      return ReconcileResult{};  // the write brings it back with the status as it is now
+    }
     ClaimView v;
     v.claim = claim.get();
     v.now = opts_.clock();
@@ -99,6 +127,9 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     std::shared_ptr<const Pod> holder;
     if (claim->podRef) {
       holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
+      const std::string& uid = claim->podRef->uid;
+      v.holderLive =
+          !uid.empty() && (!holder || holder->meta.uid != uid) && caches_.podDeleted(uid);
     }
     v.holder = holder.get();
     std::vector<CachedDevice> keep;  // owns what v.devices points to
@@ -159,6 +190,17 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     const CachedDevice device = caches_.device(name);
     if (!device) {
       forgetDevice(name);
+      return ReconcileResult{};
+    }
+    // Never repaired: its status cannot be trusted either.
+    if (!device->invalid.empty()) {
+      if (!markedInvalid(*device) || !hasStatusPhase(*device)) {
+        executor_.markDeviceInvalid(*device);
+      }
+      return ReconcileResult{};
+    }
+    if (device->reason == kInvalidReason) {
+      executor_.clearDeviceInvalid(*device);
       return ReconcileResult{};
     }
     DeviceView v;

@@ -150,6 +150,46 @@ TEST_F(ControllerLoopTest, PodDeletionReleasesItsClaimWithinASecond) {
   const auto took = Clock::now() - deleted;
   EXPECT_LT(took, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                       << "ms";
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 0) << "the watch saw the pod deleted";
+}
+
+TEST_F(ControllerLoopTest, ClaimDeletedWithItsPodFreesItsDevicesWithoutRetries) {
+  seedBoundCluster();
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  api.remove(resources::kPods, "default", "p");
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+  EXPECT_EQ(reconciles("claim", "error"), 0);
+  EXPECT_EQ(reconciles("device", "error"), 0);
+}
+
+TEST_F(ControllerLoopTest, GarbledClaimsAnnotationGetsOneWarningAndBlocksNothing) {
+  seedBoundCluster();
+  api.seed(resources::kPods, podJson("garbled", "", "Not_A_Claim!", "Pending"));
+  start();
+  auto warnings = [&] {
+    int n = 0;
+    const json list = api.list(resources::kEvents, "default", {});
+    for (const auto& e : list["items"]) {
+      if (e["involvedObject"]["name"] == "garbled") {
+        EXPECT_EQ(e["type"], "Warning");
+        EXPECT_EQ(e["reason"], "InvalidClaims");
+        EXPECT_NE(e["message"].get<std::string>().find("Not_A_Claim!"), std::string::npos);
+        n++;
+      }
+    }
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return warnings() == 1; }));
+  auto p = api.peek(resources::kPods, "default", "garbled").value();
+  p["metadata"]["labels"] = {{"touched", "yes"}};
+  api.update(resources::kPods, "default", p);
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return released(); }));
+  ASSERT_TRUE(events.flush(5s));
+  EXPECT_EQ(warnings(), 1) << "once per problem, not per update";
 }
 
 TEST_F(ControllerLoopTest, ClaimsOfPodsGoneWhileDownAreReleasedAtStart) {
