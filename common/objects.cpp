@@ -281,8 +281,8 @@ void setOrErase(json& obj, const char* key, const std::string& value) {
 // raw with metadata.resourceVersion taken from meta and status reset to an object, ready for
 // the typed status fields to be written over it. A raw that is not an object (a view built in
 // code rather than parsed) gets a minimal skeleton instead.
-json prepareWrite(const json& raw, const ObjectMeta& meta, const char* kind) {
-  json out = raw;
+json prepareWrite(const RawObject& raw, const ObjectMeta& meta, const char* kind) {
+  json out = raw.parse();
   if (!out.is_object()) {
     out = json{{"apiVersion", kApiVersion}, {"kind", kind}, {"metadata", json::object()}};
     setOrErase(out["metadata"], "name", meta.name);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/raw_object.h"
+
 namespace ker {
 
 inline constexpr const char* kGroup = "extendedresource.io";
@@ -77,8 +79,8 @@ const char* toString(ClaimPhase phase);
 
 // One ExtendedResource (device). Parsing is lenient: a field of the wrong shape sets
 // `invalid` (a human-readable reason) instead of throwing, so one bad object never blocks
-// the others. `raw` keeps the whole object so updates never drop fields this code does not
-// know about.
+// the others. `raw` keeps the object so updates never drop fields this code does not know
+// about.
 struct ExtendedResource {
   ObjectMeta meta;
   std::string rawResourceName;
@@ -90,7 +92,7 @@ struct ExtendedResource {
   std::string reason;
   std::string message;
   std::string invalid;
-  nlohmann::json raw;
+  RawObject raw;
 
   static ExtendedResource fromJson(const nlohmann::json& obj);
   // raw with the status fields overlaid (spec and metadata are never rewritten from the
@@ -112,7 +114,7 @@ struct ExtendedResourceClaim {
   std::string reason;
   std::string message;
   std::string invalid;
-  nlohmann::json raw;
+  RawObject raw;
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
   nlohmann::json toJson() const;  // as ExtendedResource::toJson

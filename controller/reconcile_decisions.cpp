@@ -63,7 +63,7 @@ bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
 }
 
 bool hasStatusPhase(const ExtendedResource& device) {
-  const auto& raw = device.raw;
+  const nlohmann::json raw = device.raw.parse();
   if (!raw.is_object()) {
     return false;
   }

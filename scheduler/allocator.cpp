@@ -1,6 +1,7 @@
 #include "scheduler/allocator.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "common/label_selector.h"
@@ -39,17 +40,22 @@ std::string describeWant(const ExtendedResourceClaim& c) {
   return want;
 }
 
-// Kuhn's augmenting-path matching with each claim expanded into extendedResourceNum slots.
+// Kuhn's augmenting-path matching with each claim expanded into extendedResourceNum slots;
+// a slot's edges are its claim's eligible devices, referenced rather than copied.
 class SlotMatcher {
  public:
-  SlotMatcher(std::vector<std::vector<size_t>> slotEdges, size_t deviceCount)
-      : edges_(std::move(slotEdges)), deviceToSlot_(deviceCount, kNone) {}
+  SlotMatcher(const std::vector<std::vector<size_t>>& eligible, std::vector<size_t> slotClaim,
+              size_t deviceCount)
+      : eligible_(eligible),
+        slotClaim_(std::move(slotClaim)),
+        deviceToSlot_(deviceCount, kNone),
+        visitedIn_(deviceCount, 0) {}
 
   // Returns the number of slots matched.
   size_t run() {
     size_t matched = 0;
-    for (size_t slot = 0; slot < edges_.size(); ++slot) {
-      visited_.assign(deviceToSlot_.size(), false);
+    for (size_t slot = 0; slot < slotClaim_.size(); ++slot) {
+      ++round_;  // a new round forgets the previous one's visits without clearing them
       if (augment(slot)) {
         ++matched;
       } else {
@@ -61,15 +67,16 @@ class SlotMatcher {
   }
 
   size_t slotOfDevice(size_t device) const { return deviceToSlot_[device]; }
+  size_t claimOfSlot(size_t slot) const { return slotClaim_[slot]; }
   static constexpr size_t kNone = static_cast<size_t>(-1);
 
  private:
   bool augment(size_t slot) {
-    for (size_t dev : edges_[slot]) {
-      if (visited_[dev]) {
+    for (size_t dev : eligible_[slotClaim_[slot]]) {
+      if (visitedIn_[dev] == round_) {
         continue;
       }
-      visited_[dev] = true;
+      visitedIn_[dev] = round_;
       if (deviceToSlot_[dev] == kNone || augment(deviceToSlot_[dev])) {
         deviceToSlot_[dev] = slot;
         return true;
@@ -78,16 +85,17 @@ class SlotMatcher {
     return false;
   }
 
-  std::vector<std::vector<size_t>> edges_;
+  const std::vector<std::vector<size_t>>& eligible_;
+  std::vector<size_t> slotClaim_;
   std::vector<size_t> deviceToSlot_;
-  std::vector<bool> visited_;
+  std::vector<size_t> visitedIn_;
+  size_t round_ = 0;
 };
 
 }  // namespace
 
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
               const std::vector<const ExtendedResource*>& freeDevices) {
-  Fit fit;
   std::vector<std::vector<size_t>> eligible(claims.size());
   std::vector<bool> matchesAny(freeDevices.size(), false);
   for (size_t c = 0; c < claims.size(); ++c) {
@@ -98,7 +106,21 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
       }
     }
   }
-  fit.matchingFree = static_cast<size_t>(std::count(matchesAny.begin(), matchesAny.end(), true));
+  std::vector<const std::string*> names;
+  names.reserve(freeDevices.size());
+  for (const auto* d : freeDevices) {
+    names.push_back(&d->meta.name);
+  }
+  return fitEligible(claims, eligible, freeDevices.size(),
+                     static_cast<size_t>(std::count(matchesAny.begin(), matchesAny.end(), true)),
+                     &names);
+}
+
+Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
+                const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
+                size_t matchingFree, const std::vector<const std::string*>* names) {
+  Fit fit;
+  fit.matchingFree = matchingFree;
 
   // Each claim on its own first: the message then names the claim that cannot be served.
   for (size_t c = 0; c < claims.size(); ++c) {
@@ -110,19 +132,30 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
       return fit;
     }
   }
+  // One claim with enough eligible devices fits by the check above, and takes the first
+  // ones, as the matching below would.
+  if (claims.size() == 1) {
+    fit.fits = true;
+    if (names != nullptr) {
+      auto& chosen = fit.assignment[claimKey(*claims[0])];
+      const auto want = static_cast<size_t>(std::max<int64_t>(claims[0]->extendedResourceNum, 0));
+      for (size_t k = 0; k < want; ++k) {
+        chosen.push_back(*(*names)[eligible[0][k]]);
+      }
+      std::sort(chosen.begin(), chosen.end());
+    }
+    return fit;
+  }
 
-  std::vector<std::vector<size_t>> slotEdges;
   std::vector<size_t> slotClaim;
-  size_t totalWanted = 0;
   for (size_t c = 0; c < claims.size(); ++c) {
     for (int64_t k = 0; k < claims[c]->extendedResourceNum; ++k) {
-      slotEdges.push_back(eligible[c]);
       slotClaim.push_back(c);
     }
-    totalWanted += static_cast<size_t>(claims[c]->extendedResourceNum);
   }
-  SlotMatcher matcher(std::move(slotEdges), freeDevices.size());
-  if (matcher.run() < totalWanted) {
+  const size_t totalWanted = slotClaim.size();
+  SlotMatcher matcher(eligible, std::move(slotClaim), deviceCount);
+  if (fit.matchingFree < totalWanted || matcher.run() < totalWanted) {
     std::ostringstream msg;
     msg << "claims ";
     for (size_t c = 0; c < claims.size(); ++c) {
@@ -138,39 +171,46 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
     fit.message = msg.str();
     return fit;
   }
-  for (size_t d = 0; d < freeDevices.size(); ++d) {
+  fit.fits = true;
+  if (names == nullptr) {
+    return fit;
+  }
+  for (size_t d = 0; d < deviceCount; ++d) {
     size_t slot = matcher.slotOfDevice(d);
     if (slot != SlotMatcher::kNone) {
-      fit.assignment[claimKey(*claims[slotClaim[slot]])].push_back(freeDevices[d]->meta.name);
+      fit.assignment[claimKey(*claims[matcher.claimOfSlot(slot)])].push_back(*(*names)[d]);
     }
   }
-  for (auto& [key, names] : fit.assignment) {
-    std::sort(names.begin(), names.end());
+  for (auto& [key, chosen] : fit.assignment) {
+    std::sort(chosen.begin(), chosen.end());
   }
-  fit.fits = true;
   return fit;
 }
 
-std::map<std::string, int> scoreNodes(const std::map<std::string, size_t>& leftoverByNode,
-                                      ScoringStrategy strategy) {
-  std::map<std::string, int> scores;
-  if (leftoverByNode.empty()) {
-    return scores;
+std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
+                            ScoringStrategy strategy) {
+  std::vector<int> scores(leftover.size(), 0);
+  size_t lo = SIZE_MAX;
+  size_t hi = 0;
+  for (const auto& l : leftover) {
+    if (l) {
+      lo = std::min(lo, *l);
+      hi = std::max(hi, *l);
+    }
   }
-  auto [minIt, maxIt] =
-      std::minmax_element(leftoverByNode.begin(), leftoverByNode.end(),
-                          [](const auto& a, const auto& b) { return a.second < b.second; });
-  const size_t lo = minIt->second;
-  const size_t hi = maxIt->second;
-  for (const auto& [node, leftover] : leftoverByNode) {
+  for (size_t i = 0; i < leftover.size(); ++i) {
+    if (!leftover[i]) {
+      continue;
+    }
     if (hi == lo) {
-      scores[node] = 10;
+      scores[i] = 10;
       continue;
     }
     // Fraction of the way from the best to the worst candidate, in integer arithmetic so the
     // result is exact and stable.
-    size_t fromBest = strategy == ScoringStrategy::kBinpack ? leftover - lo : hi - leftover;
-    scores[node] = static_cast<int>(10 - (fromBest * 10 + (hi - lo) / 2) / (hi - lo));
+    const size_t fromBest =
+        strategy == ScoringStrategy::kBinpack ? *leftover[i] - lo : hi - *leftover[i];
+    scores[i] = static_cast<int>(10 - (fromBest * 10 + (hi - lo) / 2) / (hi - lo));
   }
   return scores;
 }

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,21 @@ struct Fit {
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
               const std::vector<const ExtendedResource*>& freeDevices);
 
+// fitClaims once eligibility is known: eligible[c] lists the indexes (into the node's free
+// devices, deviceCount of them, matchingFree matching some claim) that claim c may take.
+// `names`, when given, names each device so the assignment can be filled; without it only
+// fits/message/matchingFree are worked out, which is all filter and prioritize need.
+Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
+                const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
+                size_t matchingFree, const std::vector<const std::string*>* names);
+
 enum class ScoringStrategy { kBinpack, kSpread };
 
 // Scores candidate nodes 0..10 (the extender maximum) from how many matching devices each
 // would leave free after the allocation: binpack prefers the fewest, spread the most. Scores
-// are normalised across the candidates so the best node gets 10 and the worst 0.
-std::map<std::string, int> scoreNodes(const std::map<std::string, size_t>& leftoverByNode,
-                                      ScoringStrategy strategy);
+// are normalised across the candidates so the best node gets 10 and the worst 0; a node
+// that does not fit (nullopt) scores 0. Indexed like the input.
+std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
+                            ScoringStrategy strategy);
 
 }  // namespace ker

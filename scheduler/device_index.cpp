@@ -31,6 +31,15 @@ bool byName(const auto& entry, const std::string& name) {
   return entry.device->meta.name < name;
 }
 
+// Length-prefixed, so no key or value can make two different maps read the same.
+std::string canonicalText(const std::map<std::string, std::string>& properties) {
+  std::string out;
+  for (const auto& [k, v] : properties) {
+    out += std::to_string(k.size()) + ':' + k + std::to_string(v.size()) + ':' + v;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::set<std::string> pinnedNodes(const NodeSelector& selector) {
@@ -51,7 +60,32 @@ std::set<std::string> pinnedNodes(const NodeSelector& selector) {
   return nodes;
 }
 
+const DeviceIndex::PropertySet& DeviceIndex::internProperties(const ExtendedResource& device) {
+  auto [it, added] = propertySets_.try_emplace(canonicalText(device.properties));
+  PropertySet& set = it->second;
+  if (added) {
+    if (freeSlots_.empty()) {
+      set.slot = nextSlot_++;
+    } else {
+      set.slot = freeSlots_.back();
+      freeSlots_.pop_back();
+    }
+    set.id = nextPropertiesId_++;
+  }
+  ++set.devices;
+  return set;
+}
+
+void DeviceIndex::releaseProperties(const ExtendedResource& device) {
+  auto it = propertySets_.find(canonicalText(device.properties));
+  if (it != propertySets_.end() && --it->second.devices == 0) {
+    freeSlots_.push_back(it->second.slot);
+    propertySets_.erase(it);
+  }
+}
+
 void DeviceIndex::unindex(const ExtendedResource& device) {
+  releaseProperties(device);
   const auto& name = device.meta.name;
   auto byRes = pinned_.find(device.rawResourceName);
   if (byRes != pinned_.end()) {
@@ -78,7 +112,7 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
 
 void DeviceIndex::upsert(DevicePtr device) {
   const std::string name = device->meta.name;
-  const Entry entry{
+  Entry entry{
       device,
       device->invalid.empty() && device->phase == DevicePhase::kAvailable && !device->meta.deleting,
       onlyPinned(device->nodeAffinity)};
@@ -88,6 +122,9 @@ void DeviceIndex::upsert(DevicePtr device) {
     if (it != devices_.end()) {
       unindex(*it->second);
     }
+    const PropertySet& props = internProperties(*device);
+    entry.propertiesSlot = props.slot;
+    entry.propertiesId = props.id;
     auto nodes = pinnedNodes(device->nodeAffinity);
     if (nodes.empty()) {
       floating_[device->rawResourceName][name] = entry;
@@ -130,6 +167,12 @@ DevicePtr DeviceIndex::get(const std::string& name) const {
   return it == devices_.end() ? nullptr : it->second;
 }
 
+bool DeviceIndex::hasLabelPlacedDevices(const std::string& rawResourceName) const {
+  std::shared_lock lock(mu_);
+  auto it = floating_.find(rawResourceName);
+  return it != floating_.end() && !it->second.empty();
+}
+
 size_t DeviceIndex::size() const {
   std::shared_lock lock(mu_);
   return devices_.size();
@@ -145,37 +188,10 @@ std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceNam
                                                const std::string& nodeName,
                                                const std::map<std::string, std::string>& nodeLabels,
                                                const std::string& exceptPodUid) const {
-  std::vector<DevicePtr> candidates;
-  {
-    std::shared_lock lock(mu_);
-    auto consider = [&](const Entry& e) {
-      if (e.eligible && (e.pinnedOnly || matches(e.device->nodeAffinity, nodeName, nodeLabels))) {
-        candidates.push_back(e.device);
-      }
-    };
-    if (auto byRes = pinned_.find(rawResourceName); byRes != pinned_.end()) {
-      if (auto onNode = byRes->second.find(nodeName); onNode != byRes->second.end()) {
-        candidates.reserve(onNode->second.size());
-        for (const auto& e : onNode->second) {
-          consider(e);
-        }
-      }
-    }
-    if (auto fl = floating_.find(rawResourceName); fl != floating_.end()) {
-      for (const auto& [name, e] : fl->second) {
-        consider(e);
-      }
-    }
-  }
-  if (reservationCount_.load(std::memory_order_acquire) == 0) {
-    return candidates;
-  }
-  std::lock_guard lock(reservationsMu_);
-  const auto now = Clock::now();
-  std::erase_if(candidates, [&](const DevicePtr& d) {
-    return reservedByOther(d->meta.name, exceptPodUid, now);
-  });
-  return candidates;
+  std::vector<DevicePtr> out;
+  visitFree(rawResourceName, nodeName, nodeLabels, exceptPodUid,
+            [&](const FreeDevice& d) { out.push_back(d.device); });
+  return out;
 }
 
 bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,

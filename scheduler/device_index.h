@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/node_selector.h"
 #include "common/objects.h"
 
 namespace ker {
@@ -35,6 +37,27 @@ class DeviceIndex {
                                     const std::map<std::string, std::string>& nodeLabels,
                                     const std::string& exceptPodUid = {}) const;
 
+  // Whether some device of the resource is placed by node labels rather than by name.
+  bool hasLabelPlacedDevices(const std::string& rawResourceName) const;
+
+  // A free device as visitFree shows it. Devices with equal properties share propertiesId
+  // (unique for as long as the index lives) and propertiesSlot (dense, reused once no device
+  // has those properties any more), so a caller can decide a selector once per distinct set
+  // of properties instead of once per device.
+  struct FreeDevice {
+    const DevicePtr& device;
+    uint32_t propertiesSlot;
+    uint64_t propertiesId;
+  };
+
+  // freeOnNode without copies: calls fn(const FreeDevice&) for each such device, in name
+  // order for devices placed by name, under the index's read lock (fn must not call back
+  // into the index).
+  template <class Fn>
+  void visitFree(const std::string& rawResourceName, const std::string& nodeName,
+                 const std::map<std::string, std::string>& nodeLabels,
+                 const std::string& exceptPodUid, Fn&& fn) const;
+
   // Takes the devices for a pod's bind, all or none: false when any is already reserved by
   // another pod. Reservations end with unreserve(), when the device is seen in any phase but
   // Available, or after `ttl` as a safety net against a bind that never finished.
@@ -56,13 +79,27 @@ class DeviceIndex {
     // Its affinity is single-value metadata.name In terms only, so every node it is indexed
     // under matches without evaluating the selector.
     bool pinnedOnly = false;
+    uint32_t propertiesSlot = 0;
+    uint64_t propertiesId = 0;
+  };
+  struct PropertySet {
+    uint32_t slot = 0;
+    uint64_t id = 0;
+    size_t devices = 0;
   };
   bool reservedByOther(const std::string& name, const std::string& podUid,
                        Clock::time_point now) const;
   void unindex(const ExtendedResource& device);
+  const PropertySet& internProperties(const ExtendedResource& device);
+  void releaseProperties(const ExtendedResource& device);
 
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, DevicePtr> devices_;
+  // Distinct property sets by their canonical text; see FreeDevice.
+  std::unordered_map<std::string, PropertySet> propertySets_;
+  std::vector<uint32_t> freeSlots_;
+  uint32_t nextSlot_ = 0;
+  uint64_t nextPropertiesId_ = 1;
   // Devices whose affinity names its nodes through matchFields metadata.name In, by resource
   // and node, sorted by name: the common case, answered without looking at other nodes'
   // devices.
@@ -76,6 +113,41 @@ class DeviceIndex {
   // is in flight, which is nearly always.
   std::atomic<size_t> reservationCount_{0};
 };
+
+template <class Fn>
+void DeviceIndex::visitFree(const std::string& rawResourceName, const std::string& nodeName,
+                            const std::map<std::string, std::string>& nodeLabels,
+                            const std::string& exceptPodUid, Fn&& fn) const {
+  std::shared_lock lock(mu_);
+  // Reservations are rare; their lock is taken only while some exist. Lock order: mu_ first.
+  std::unique_lock<std::mutex> reservations;
+  Clock::time_point now;
+  if (reservationCount_.load(std::memory_order_acquire) != 0) {
+    reservations = std::unique_lock(reservationsMu_);
+    now = Clock::now();
+  }
+  auto consider = [&](const Entry& e) {
+    if (!e.eligible || (!e.pinnedOnly && !matches(e.device->nodeAffinity, nodeName, nodeLabels))) {
+      return;
+    }
+    if (reservations.owns_lock() && reservedByOther(e.device->meta.name, exceptPodUid, now)) {
+      return;
+    }
+    fn(FreeDevice{e.device, e.propertiesSlot, e.propertiesId});
+  };
+  if (auto byRes = pinned_.find(rawResourceName); byRes != pinned_.end()) {
+    if (auto onNode = byRes->second.find(nodeName); onNode != byRes->second.end()) {
+      for (const auto& e : onNode->second) {
+        consider(e);
+      }
+    }
+  }
+  if (auto fl = floating_.find(rawResourceName); fl != floating_.end()) {
+    for (const auto& [name, e] : fl->second) {
+      consider(e);
+    }
+  }
+}
 
 // The node names a selector can only match, when every term pins metadata.name with In;
 // empty when the selector may match nodes by labels.

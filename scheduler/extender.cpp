@@ -2,20 +2,37 @@
 
 namespace ker {
 
-Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNodeLabels nodeLabels,
-                   Binder& binder, ScoringStrategy scoring)
+Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
+                   ScoringStrategy scoring)
     : index_(index),
       claims_(std::move(claims)),
-      nodeLabels_(std::move(nodeLabels)),
+      nodes_(std::move(nodes)),
       binder_(binder),
       scoring_(scoring) {}
 
-std::optional<std::map<std::string, std::string>> Extender::labelsOf(const ExtenderArgs& args,
-                                                                     size_t i) {
-  if (args.hasNodeList) {
-    return Node::fromJson(args.nodeItems[i]).meta.labels;
+template <class Fn>
+void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn) {
+  for (size_t i = 0; i < args.nodeNames.size(); ++i) {
+    const std::string& name = args.nodeNames[i];
+    if (args.hasNodeList) {
+      fn(i, std::optional(fitter.plan(name, args.nodeLabels[i], false)));
+      continue;
+    }
+    if (!fitter.needsNodeLabels()) {
+      // Every device of these resources names its nodes: a node the cache has not seen yet
+      // is answered from the devices placed on it, like any other.
+      static const std::map<std::string, std::string> kNoLabels;
+      fn(i, std::optional(fitter.plan(name, kNoLabels, false)));
+      continue;
+    }
+    // The cached node is held only while its labels are read.
+    auto node = nodes_(name);
+    if (!node) {
+      fn(i, std::optional<NodePlan>());
+      continue;
+    }
+    fn(i, std::optional(fitter.plan(name, node->meta.labels, false)));
   }
-  return nodeLabels_(args.nodeNames[i]);
 }
 
 FilterReply Extender::filter(const ExtenderArgs& args) {
@@ -26,25 +43,25 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
     return reply;
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
-  for (size_t i = 0; i < args.nodeNames.size(); ++i) {
-    const auto& node = args.nodeNames[i];
-    if (!claims.unresolvable.empty()) {
+  if (!claims.unresolvable.empty()) {
+    for (const auto& node : args.nodeNames) {
       reply.failedUnresolvable[node] = claims.unresolvable;
-      continue;
     }
-    auto labels = labelsOf(args, i);
-    if (!labels) {
-      reply.failed[node] = "node " + node + " is not yet known to the extender";
-      continue;
-    }
-    NodePlan plan = planNode(claims, args.pod.meta.uid, node, *labels, index_);
-    if (plan.fits) {
-      reply.passing.push_back(node);
-    } else if (plan.unresolvable) {
-      reply.failedUnresolvable[node] = plan.message;
-    } else {
-      reply.failed[node] = plan.message;
-    }
+  } else {
+    NodeFitter fitter(claims, args.pod.meta.uid, index_);
+    reply.passing.reserve(args.nodeNames.size());
+    planEach(args, fitter, [&](size_t i, std::optional<NodePlan> plan) {
+      const std::string& node = args.nodeNames[i];
+      if (!plan) {
+        reply.failed[node] = "node " + node + " is not yet known to the extender";
+      } else if (plan->fits) {
+        reply.passing.push_back(node);
+      } else if (plan->unresolvable) {
+        reply.failedUnresolvable[node] = std::move(plan->message);
+      } else {
+        reply.failed[node] = std::move(plan->message);
+      }
+    });
   }
   stats_.nodesPassed += reply.passing.size();
   stats_.nodesFailed += args.nodeNames.size() - reply.passing.size();
@@ -54,28 +71,20 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
 std::vector<std::pair<std::string, int>> Extender::prioritize(const ExtenderArgs& args) {
   std::vector<std::pair<std::string, int>> out;
   out.reserve(args.nodeNames.size());
-  if (args.pod.claims.empty()) {
-    for (const auto& node : args.nodeNames) {
-      out.emplace_back(node, 0);
-    }
-    return out;
+  std::vector<int> scores(args.nodeNames.size(), 0);
+  if (!args.pod.claims.empty()) {
+    const PodClaims claims = resolveClaims(args.pod, claims_);
+    NodeFitter fitter(claims, args.pod.meta.uid, index_);
+    std::vector<std::optional<size_t>> leftover(args.nodeNames.size());
+    planEach(args, fitter, [&](size_t i, std::optional<NodePlan> plan) {
+      if (plan && plan->fits) {
+        leftover[i] = plan->leftover;
+      }
+    });
+    scores = scoreNodes(leftover, scoring_);
   }
-  const PodClaims claims = resolveClaims(args.pod, claims_);
-  std::map<std::string, size_t> leftover;
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
-    auto labels = labelsOf(args, i);
-    if (!labels) {
-      continue;
-    }
-    NodePlan plan = planNode(claims, args.pod.meta.uid, args.nodeNames[i], *labels, index_);
-    if (plan.fits) {
-      leftover[args.nodeNames[i]] = plan.leftover;
-    }
-  }
-  auto scores = scoreNodes(leftover, scoring_);
-  for (const auto& node : args.nodeNames) {
-    auto it = scores.find(node);
-    out.emplace_back(node, it == scores.end() ? 0 : it->second);
+    out.emplace_back(args.nodeNames[i], scores[i]);
   }
   return out;
 }

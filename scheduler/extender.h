@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,10 +17,8 @@
 
 namespace ker {
 
-// Labels of a node from the extender's own cache (nodeCacheCapable mode); nullopt when the
-// node is not known.
-using CachedNodeLabels =
-    std::function<std::optional<std::map<std::string, std::string>>(const std::string& node)>;
+// A node from the extender's own cache (nodeCacheCapable mode); null when it is not known.
+using CachedNode = std::function<std::shared_ptr<const Node>(const std::string& node)>;
 
 struct ExtenderStats {
   std::atomic<uint64_t> nodesPassed{0};
@@ -30,7 +29,7 @@ struct ExtenderStats {
 // The extender's three verbs over the in-memory state; no HTTP here.
 class Extender {
  public:
-  Extender(DeviceIndex& index, ClaimLookup claims, CachedNodeLabels nodeLabels, Binder& binder,
+  Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
            ScoringStrategy scoring);
 
   FilterReply filter(const ExtenderArgs& args);
@@ -40,12 +39,14 @@ class Extender {
   const ExtenderStats& stats() const { return stats_; }
 
  private:
-  // Labels of the i-th candidate: from the request's Node object, else the cache.
-  std::optional<std::map<std::string, std::string>> labelsOf(const ExtenderArgs& args, size_t i);
+  // Fits the pod on each candidate in turn: fn(i, plan), or fn(i, nullopt) for a node the
+  // extender does not know.
+  template <class Fn>
+  void planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn);
 
   DeviceIndex& index_;
   ClaimLookup claims_;
-  CachedNodeLabels nodeLabels_;
+  CachedNode nodes_;
   Binder& binder_;
   ScoringStrategy scoring_;
   ExtenderStats stats_;

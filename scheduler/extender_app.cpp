@@ -57,13 +57,7 @@ struct ExtenderApp::Impl {
                }),
         extender(
             index, [this](const std::string& key) { return claims.get(key); },
-            [this](const std::string& node) -> std::optional<std::map<std::string, std::string>> {
-              if (auto cached = nodes.get(node)) {
-                return cached->meta.labels;
-              }
-              return std::nullopt;
-            },
-            binder, config.scoring),
+            [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
         handlers(extender, registry) {
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
       binder.injectStaleDeviceWrites(std::atoi(n));

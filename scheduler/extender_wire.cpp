@@ -92,10 +92,17 @@ struct NamesMember {
   std::vector<std::string> names;
 };
 
+struct NodeItem {
+  Kind kind;
+  std::string_view text;
+  std::string name;  // of Node objects only
+  std::map<std::string, std::string> labels;
+};
+
 struct ItemsMember {
   std::string key;
   Kind kind;
-  std::vector<std::pair<Kind, std::string_view>> elements;
+  std::vector<NodeItem> elements;
 };
 
 struct NodesMember {
@@ -116,6 +123,47 @@ std::string stringField(const json& obj, std::string_view name, bool required) {
     throw WireError(std::string(name) + " must be a string, got " + v->type_name());
   }
   return v->get<std::string>();
+}
+
+// metadata.name and metadata.labels of the Node object at the reader, read as
+// Node::fromJson reads them, without building a document: a name of the wrong type reads as
+// empty, and labels that are not all strings as no labels. A later duplicate key wins.
+void readNodeMeta(JsonReader& r, std::string& name, std::map<std::string, std::string>& labels) {
+  std::string key;
+  r.openObject();
+  while (r.next(key)) {
+    if (key != "metadata" || r.peek() != Kind::kObject) {
+      r.skip();
+      continue;
+    }
+    r.openObject();
+    while (r.next(key)) {
+      if (key == "name") {
+        name = r.peek() == Kind::kString ? r.readString() : (r.skip(), std::string());
+      } else if (key == "labels" && r.peek() == Kind::kObject) {
+        labels.clear();
+        bool allStrings = true;
+        std::string labelKey;
+        r.openObject();
+        while (r.next(labelKey)) {
+          if (r.peek() == Kind::kString) {
+            labels[labelKey] = r.readString();
+          } else {
+            allStrings = false;
+            r.skip();
+          }
+        }
+        if (!allStrings) {
+          labels.clear();
+        }
+      } else {
+        if (key == "labels") {
+          labels.clear();
+        }
+        r.skip();
+      }
+    }
+  }
 }
 
 void appendStringMap(std::string& out, const std::map<std::string, std::string>& m) {
@@ -204,8 +252,15 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
           } else {
             r.openArray();
             while (r.next()) {
-              const Kind kind = r.peek();
-              items.elements.emplace_back(kind, r.skip());
+              NodeItem& item = items.elements.emplace_back();
+              item.kind = r.peek();
+              const size_t start = r.offset();
+              if (item.kind == Kind::kObject) {
+                readNodeMeta(r, item.name, item.labels);
+              } else {
+                r.skip();
+              }
+              item.text = body.substr(start, r.offset() - start);
             }
           }
           m.items.push_back(std::move(items));
@@ -246,32 +301,31 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
       throw WireError(std::string("Nodes must be a NodeList object, got ") + typeName(nodes->kind));
     }
     args.hasNodeList = true;
-    const ItemsMember* items = pick(nodes->items, "items");
+    ItemsMember* items = pick(nodes->items, "items");
     if (items != nullptr && items->kind != Kind::kNull) {
       if (items->kind != Kind::kArray) {
         throw WireError("Nodes.items must be an array");
       }
       if (!items->elements.empty()) {
-        const char* first = items->elements.front().second.data();
-        const auto& last = items->elements.back().second;
+        const char* first = items->elements.front().text.data();
+        const auto& last = items->elements.back().text;
         args.nodeText.assign(first, last.data() + last.size());
       }
-      args.nodeItems.reserve(items->elements.size());
+      args.nodeLabels.reserve(items->elements.size());
       args.nodeNames.reserve(items->elements.size());
       args.nodeSpans.reserve(items->elements.size());
-      for (const auto& [kind, text] : items->elements) {
-        if (kind != Kind::kObject) {
+      for (auto& item : items->elements) {
+        if (item.kind != Kind::kObject) {
           throw WireError("Nodes.items must hold Node objects");
         }
-        json item = parseValidated(text);
-        Node node = Node::fromJson(item);
-        if (node.meta.name.empty()) {
+        if (item.name.empty()) {
           throw WireError("Nodes.items[].metadata.name is required");
         }
-        args.nodeNames.push_back(std::move(node.meta.name));
-        args.nodeItems.push_back(std::move(item));
+        const std::string_view text = item.text;
+        args.nodeNames.push_back(std::move(item.name));
+        args.nodeLabels.push_back(std::move(item.labels));
         args.nodeSpans.emplace_back(
-            static_cast<size_t>(text.data() - items->elements.front().second.data()), text.size());
+            static_cast<size_t>(text.data() - items->elements.front().text.data()), text.size());
       }
     }
   }

@@ -23,16 +23,21 @@ class WireError : public std::invalid_argument {
 // field name first, then case-insensitively.
 struct ExtenderArgs {
   Pod pod;
-  // nodeCacheCapable: false sends the candidate Node objects; kept whole so the filter can
-  // return the passing ones unchanged.
+  // nodeCacheCapable: false sends the candidate Node objects. Only their names and labels
+  // are read; their bytes are kept so the filter can return the passing ones unchanged.
   bool hasNodeList = false;
-  std::vector<nlohmann::json> nodeItems;
   // Names in request order, from NodeNames or from the Node objects' metadata.name.
   std::vector<std::string> nodeNames;
-  // The Node objects' bytes as they came, parallel to nodeItems: (offset, length) in
-  // nodeText. The filter's reply splices them instead of serialising nodeItems again.
+  // The Node objects' metadata.labels, parallel to nodeNames (NodeList mode).
+  std::vector<std::map<std::string, std::string>> nodeLabels;
+  // The Node objects' bytes as they came, parallel to nodeNames: (offset, length) in
+  // nodeText. The filter's reply splices them instead of serialising the nodes again.
   std::string nodeText;
   std::vector<std::pair<size_t, size_t>> nodeSpans;
+
+  std::string_view nodeObjectText(size_t i) const {
+    return std::string_view(nodeText).substr(nodeSpans[i].first, nodeSpans[i].second);
+  }
 };
 
 struct BindingArgs {
@@ -43,8 +48,8 @@ struct BindingArgs {
 };
 
 // Both throw WireError with a message naming the offending field. parseExtenderArgs reads
-// the body in one pass and builds a document only for the Pod and each Node object: a
-// NodeNames request for thousands of nodes allocates little more than the names.
+// the body in one pass and builds a document only for the Pod; of each Node object it keeps
+// the name and labels, so neither mode allocates much more than what the decision reads.
 ExtenderArgs parseExtenderArgs(std::string_view body);
 BindingArgs parseBindingArgs(std::string_view body);
 

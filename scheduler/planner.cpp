@@ -1,6 +1,6 @@
 #include "scheduler/planner.h"
 
-#include <set>
+#include <algorithm>
 
 #include "common/label_selector.h"
 
@@ -58,53 +58,110 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
   return out;
 }
 
-NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,
-                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index) {
+NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index)
+    : claims_(claims), podUid_(std::move(podUid)), index_(index) {
+  for (const auto& c : claims.pending) {
+    auto res = std::find(resources_.begin(), resources_.end(), c->rawResourceName);
+    if (res == resources_.end()) {
+      resources_.push_back(c->rawResourceName);
+      claimsOf_.emplace_back();
+      res = resources_.end() - 1;
+      needsNodeLabels_ = needsNodeLabels_ || index.hasLabelPlacedDevices(c->rawResourceName);
+    }
+    claimsOf_[static_cast<size_t>(res - resources_.begin())].push_back(pending_.size());
+    pending_.push_back(c.get());
+    wanted_ += static_cast<size_t>(std::max<int64_t>(c->extendedResourceNum, 0));
+  }
+  memo_.resize(pending_.size());
+  eligible_.resize(pending_.size());
+}
+
+// The device is of the claim's resource. Only the memo is read in the common case: the device
+// object itself is dereferenced for a named list alone, as touching tens of thousands of
+// scattered objects per request is what cost the most.
+bool NodeFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
+  const ExtendedResourceClaim& c = *pending_[claim];
+  if (c.extendedResourceNames) {
+    const auto& names = *c.extendedResourceNames;
+    if (std::find(names.begin(), names.end(), device.device->meta.name) == names.end()) {
+      return false;
+    }
+  }
+  auto& memo = memo_[claim];
+  if (device.propertiesSlot >= memo.size()) {
+    memo.resize(device.propertiesSlot + 1);
+  }
+  Memo& m = memo[device.propertiesSlot];
+  if (m.propertiesId != device.propertiesId) {
+    m.propertiesId = device.propertiesId;
+    m.matches = matches(c.metadataRequirements, device.device->properties);
+  }
+  return m.matches;
+}
+
+NodePlan NodeFitter::plan(const std::string& nodeName,
+                          const std::map<std::string, std::string>& nodeLabels,
+                          bool withAssignment) {
   NodePlan plan;
-  if (!claims.unresolvable.empty()) {
+  if (!claims_.unresolvable.empty()) {
     plan.unresolvable = true;
-    plan.message = claims.unresolvable;
+    plan.message = claims_.unresolvable;
     return plan;
   }
-  if (!claims.fixedNode.empty() && claims.fixedNode != nodeName) {
+  if (!claims_.fixedNode.empty() && claims_.fixedNode != nodeName) {
     plan.unresolvable = true;
-    plan.message =
-        "claim " +
-        objectKey(claims.boundToPod.front()->meta.ns, claims.boundToPod.front()->meta.name) +
-        " is already bound to this pod on node " + claims.fixedNode;
+    const auto& bound = *claims_.boundToPod.front();
+    plan.message = "claim " + objectKey(bound.meta.ns, bound.meta.name) +
+                   " is already bound to this pod on node " + claims_.fixedNode;
     return plan;
   }
-  if (claims.pending.empty()) {
+  if (pending_.empty()) {
     plan.fits = true;
     return plan;
   }
-  std::set<std::string> resources;
-  for (const auto& c : claims.pending) {
-    resources.insert(c->rawResourceName);
+  for (auto& e : eligible_) {
+    e.clear();
   }
-  std::vector<DevicePtr> free;
-  for (const auto& res : resources) {
-    auto some = index.freeOnNode(res, nodeName, nodeLabels, podUid);
-    free.insert(free.end(), std::make_move_iterator(some.begin()),
-                std::make_move_iterator(some.end()));
+  devices_.clear();
+  size_t deviceCount = 0;
+  size_t matchingFree = 0;
+  for (size_t r = 0; r < resources_.size(); ++r) {
+    const auto& claimsOf = claimsOf_[r];
+    index_.visitFree(resources_[r], nodeName, nodeLabels, podUid_,
+                     [&](const DeviceIndex::FreeDevice& d) {
+                       bool any = false;
+                       for (size_t c : claimsOf) {
+                         if (eligible(c, d)) {
+                           eligible_[c].push_back(deviceCount);
+                           any = true;
+                         }
+                       }
+                       matchingFree += any ? 1 : 0;
+                       if (withAssignment) {
+                         devices_.push_back(d.device);
+                       }
+                       ++deviceCount;
+                     });
   }
-  std::vector<const ExtendedResource*> devices;
-  devices.reserve(free.size());
-  for (const auto& d : free) {
-    devices.push_back(d.get());
+  std::vector<const std::string*> names;
+  if (withAssignment) {
+    names.reserve(devices_.size());
+    for (const auto& d : devices_) {
+      names.push_back(&d->meta.name);
+    }
   }
-  std::vector<const ExtendedResourceClaim*> pending;
-  size_t wanted = 0;
-  for (const auto& c : claims.pending) {
-    pending.push_back(c.get());
-    wanted += static_cast<size_t>(c->extendedResourceNum);
-  }
-  Fit fit = fitClaims(pending, devices);
+  Fit fit = fitEligible(pending_, eligible_, deviceCount, matchingFree,
+                        withAssignment ? &names : nullptr);
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);
   plan.assignment = std::move(fit.assignment);
-  plan.leftover = fit.matchingFree > wanted ? fit.matchingFree - wanted : 0;
+  plan.leftover = matchingFree > wanted_ ? matchingFree - wanted_ : 0;
   return plan;
+}
+
+NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,
+                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index) {
+  return NodeFitter(claims, podUid, index).plan(nodeName, nodeLabels, true);
 }
 
 }  // namespace ker

@@ -38,7 +38,44 @@ struct NodePlan {
   size_t leftover = 0;  // matching free devices left after this allocation (for scoring)
 };
 
-// Decides whether the pod's claims fit on one node, from the index's current state.
+// Decides, node by node, whether one pod's claims fit, from the index's current state. Built
+// once per request: each claim's selector is decided once per distinct set of device
+// properties, and a node costs a walk over its own devices. Not thread-safe; one per request.
+class NodeFitter {
+ public:
+  NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index);
+
+  // withAssignment: also choose the devices (bind); filter and prioritize only need whether
+  // the claims fit and how many matching devices would be left.
+  NodePlan plan(const std::string& nodeName, const std::map<std::string, std::string>& nodeLabels,
+                bool withAssignment);
+
+  // Whether a node's labels can change the answer: only devices placed by label affinity
+  // read them. When false, plan() may be given empty labels for any node.
+  bool needsNodeLabels() const { return needsNodeLabels_; }
+
+ private:
+  struct Memo {
+    uint64_t propertiesId = 0;  // 0: not decided yet
+    bool matches = false;
+  };
+  bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
+
+  const PodClaims& claims_;
+  std::string podUid_;
+  const DeviceIndex& index_;
+  std::vector<std::string> resources_;         // distinct resources of the pending claims
+  std::vector<std::vector<size_t>> claimsOf_;  // per resource, the pending claims wanting it
+  std::vector<const ExtendedResourceClaim*> pending_;
+  bool needsNodeLabels_ = false;
+  size_t wanted_ = 0;
+  std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
+  // Scratch reused across nodes.
+  std::vector<std::vector<size_t>> eligible_;
+  std::vector<DevicePtr> devices_;
+};
+
+// One node's plan with the devices chosen: NodeFitter for a single node.
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,
                   const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index);
 

@@ -137,27 +137,24 @@ TEST(FitClaims, EveryAssignedDeviceIsDistinctAndSatisfiesItsClaim) {
 }
 
 TEST(ScoreNodes, BinpackPrefersFewestLeftover) {
-  auto s = scoreNodes({{"a", 0}, {"b", 5}, {"c", 10}}, ScoringStrategy::kBinpack);
-  EXPECT_EQ(s.at("a"), 10);
-  EXPECT_EQ(s.at("b"), 5);
-  EXPECT_EQ(s.at("c"), 0);
+  EXPECT_EQ(scoreNodes({0, 5, 10}, ScoringStrategy::kBinpack), (std::vector<int>{10, 5, 0}));
 }
 
 TEST(ScoreNodes, SpreadPrefersMostLeftover) {
-  auto s = scoreNodes({{"a", 0}, {"b", 5}, {"c", 10}}, ScoringStrategy::kSpread);
-  EXPECT_EQ(s.at("a"), 0);
-  EXPECT_EQ(s.at("b"), 5);
-  EXPECT_EQ(s.at("c"), 10);
+  EXPECT_EQ(scoreNodes({0, 5, 10}, ScoringStrategy::kSpread), (std::vector<int>{0, 5, 10}));
+}
+
+TEST(ScoreNodes, NodesThatDoNotFitScoreZeroAndDoNotShiftTheScale) {
+  EXPECT_EQ(scoreNodes({std::nullopt, 2, 4, std::nullopt}, ScoringStrategy::kBinpack),
+            (std::vector<int>{0, 10, 0, 0}));
+  EXPECT_EQ(scoreNodes({std::nullopt}, ScoringStrategy::kBinpack), (std::vector<int>{0}));
 }
 
 TEST(ScoreNodes, EqualCandidatesAllScoreTheMaximumAndStayInRange) {
-  auto s = scoreNodes({{"a", 3}, {"b", 3}}, ScoringStrategy::kBinpack);
-  EXPECT_EQ(s.at("a"), 10);
-  EXPECT_EQ(s.at("b"), 10);
-  s = scoreNodes({{"a", 0}, {"b", 1}, {"c", 1000000}}, ScoringStrategy::kBinpack);
-  for (const auto& [n, v] : s) {
-    EXPECT_GE(v, 0) << n;
-    EXPECT_LE(v, 10) << n;
+  EXPECT_EQ(scoreNodes({3, 3}, ScoringStrategy::kBinpack), (std::vector<int>{10, 10}));
+  for (int v : scoreNodes({0, 1, 1000000}, ScoringStrategy::kBinpack)) {
+    EXPECT_GE(v, 0);
+    EXPECT_LE(v, 10);
   }
   EXPECT_TRUE(scoreNodes({}, ScoringStrategy::kSpread).empty());
 }

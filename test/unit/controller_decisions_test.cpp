@@ -313,7 +313,7 @@ TEST_F(DeviceDecisionTest, WithoutStatusIsInitialized) {
 }
 
 TEST_F(DeviceDecisionTest, GarbledPhaseIsInvalidNotUninitialized) {
-  device.raw = {{"status", {{"phase", 7}}}};
+  device.raw = nlohmann::json{{"status", {{"phase", 7}}}};
   device.invalid = "status.phase: expected a string, got number";
   as<action::Nothing>(decideDevice(view));
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "scheduler_fixtures.h"
 
@@ -100,6 +101,51 @@ TEST(DeviceIndex, ExpiredReservationsDoNotHideDevices) {
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
             (std::vector<std::string>{"a"}));
   EXPECT_TRUE(idx.reserve({"a"}, "pod-2"));
+}
+
+TEST(DeviceIndex, EqualPropertiesShareAnIdAndAFreedSlotGetsANewId) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("b", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("c", "n1", {{"type", "p100"}})));
+  auto seen = [&] {
+    std::map<std::string, std::pair<uint32_t, uint64_t>> out;
+    idx.visitFree("nvidia.com/gpu", "n1", {}, "", [&](const DeviceIndex::FreeDevice& d) {
+      out[d.device->meta.name] = {d.propertiesSlot, d.propertiesId};
+    });
+    return out;
+  };
+  auto before = seen();
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_EQ(before["a"], before["b"]);
+  EXPECT_NE(before["a"].first, before["c"].first);
+  EXPECT_NE(before["a"].second, before["c"].second);
+
+  // c's properties are gone with it; its slot is reused by a new set under a new id, so a
+  // caller's memo keyed by slot cannot mistake the new set for the old one.
+  idx.remove("c");
+  idx.upsert(ptr(device("d", "n1", {{"type", "a100"}})));
+  auto after = seen();
+  EXPECT_EQ(after["d"].first, before["c"].first);
+  EXPECT_NE(after["d"].second, before["c"].second);
+  EXPECT_EQ(after["a"], before["a"]);
+
+  // A device whose properties change moves to the other set.
+  idx.upsert(ptr(device("b", "n1", {{"type", "a100"}})));
+  EXPECT_EQ(seen()["b"], after["d"]);
+}
+
+TEST(DeviceIndex, LabelPlacedDevicesAreKnownPerResource) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  EXPECT_FALSE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
+  auto floating = device("f", "", {});
+  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"z1"}}}, {}}}};
+  idx.upsert(ptr(floating));
+  EXPECT_TRUE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
+  EXPECT_FALSE(idx.hasLabelPlacedDevices("example.com/fpga"));
+  idx.remove("f");
+  EXPECT_FALSE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
 }
 
 TEST(PinnedNodes, OnlyWhenEveryTermPinsNames) {

@@ -28,8 +28,10 @@ std::string nodeListBody() {
 TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
   const auto args = parseExtenderArgs(nodeListBody());
   ASSERT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
-  EXPECT_EQ(args.nodeItems[0], json::parse(kNodeA));
-  EXPECT_EQ(args.nodeItems[1], json::parse(kNodeB));
+  EXPECT_EQ(args.nodeObjectText(0), kNodeA);
+  EXPECT_EQ(args.nodeObjectText(1), kNodeB);
+  EXPECT_EQ(args.nodeLabels[0], (std::map<std::string, std::string>{{"zone", "z1"}}));
+  EXPECT_TRUE(args.nodeLabels[1].empty());
   FilterReply r;
   r.passing = {"node-b", "node-a"};
   const std::string out = renderFilterReply(r, args);
@@ -113,6 +115,31 @@ TEST(ExtenderWireFastPath, MalformedJsonAnywhereIsReportedBeforeShapeErrors) {
       EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos)
           << body << " gave: " << e.what();
     }
+  }
+}
+
+TEST(ExtenderWireFastPath, NodeListReadsNamesAndLabelsAsNodeFromJsonDoes) {
+  auto body = [](const std::string& items) {
+    return std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[)" + items + "]}}";
+  };
+  // A later duplicate wins; labels that are not all strings read as none; other members of
+  // metadata and of the node are skipped whatever they hold.
+  auto args = parseExtenderArgs(body(
+      R"({"kind":"Node","metadata":{"name":"old","labels":{"a":"1"},"name":"n1","uid":"u"}},)"
+      R"({"metadata":{"labels":{"a":"1","b":2},"name":"n2"}},)"
+      R"({"metadata":{"labels":null,"name":"n3","annotations":{"x":[1,{"y":null}]}}},)"
+      R"({"status":{"metadata":{"name":"decoy"}},"metadata":{"labels":{"z":"é"},"name":"n4"}})"));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(args.nodeLabels[0], (std::map<std::string, std::string>{{"a", "1"}}));
+  EXPECT_TRUE(args.nodeLabels[1].empty());
+  EXPECT_TRUE(args.nodeLabels[2].empty());
+  EXPECT_EQ(args.nodeLabels[3], (std::map<std::string, std::string>{{"z", "\xc3\xa9"}}));
+  for (size_t i = 0; i < args.nodeNames.size(); ++i) {
+    EXPECT_EQ(Node::fromJson(json::parse(args.nodeObjectText(i))).meta.labels, args.nodeLabels[i])
+        << i;
+  }
+  for (const char* bad : {R"({"metadata":{"name":7}})", R"({"metadata":"n1"})", R"({})"}) {
+    EXPECT_THROW(parseExtenderArgs(body(bad)), WireError) << bad;
   }
 }
 

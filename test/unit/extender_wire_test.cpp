@@ -24,8 +24,8 @@ TEST(ParseExtenderArgs, NodeListModeKeepsWholeNodes) {
   auto args = parseExtenderArgs(readTestdata("filter_nodelist.json"));
   ASSERT_TRUE(args.hasNodeList);
   EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
-  ASSERT_EQ(args.nodeItems.size(), 2u);
-  EXPECT_EQ(args.nodeItems[0]["status"]["images"].size(), 1u);
+  ASSERT_EQ(args.nodeSpans.size(), 2u);
+  EXPECT_EQ(json::parse(args.nodeObjectText(0))["status"]["images"].size(), 1u);
 }
 
 TEST(ParseExtenderArgs, KeysMatchCaseInsensitivelyLikeGo) {
@@ -114,7 +114,7 @@ TEST(RenderFilterReply, NodeListModeReturnsPassingNodesWhole) {
   r.passing = {"node-a"};
   auto out = json::parse(renderFilterReply(r, args));
   ASSERT_EQ(out["Nodes"]["items"].size(), 1u);
-  EXPECT_EQ(out["Nodes"]["items"][0], args.nodeItems[0]);
+  EXPECT_EQ(out["Nodes"]["items"][0], json::parse(args.nodeObjectText(0)));
 }
 
 TEST(RenderPriorities, HostScorePairsAsIntegers) {

@@ -55,6 +55,50 @@ TEST_F(PlannerTest, PendingClaimFitsOnlyWhereDevicesAre) {
             "claim default/k80-erc: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
 }
 
+TEST_F(PlannerTest, OneFitterAnswersEveryNodeAsPlanNodeDoes) {
+  addClaim(claim("k80-erc", 1, {{"type", "k80"}}));
+  addClaim(claim("pair-erc", 2, {}));
+  auto named = claim("named-erc", 1, {{"type", "k80"}});
+  named.extendedResourceNames = std::vector<std::string>{"gpu-n2-1"};
+  addClaim(named);
+  for (const std::string node : {"n1", "n2", "n3"}) {
+    for (int i = 0; i < 3; ++i) {
+      // Every node holds k80s and p100s, so selector decisions are shared across nodes.
+      addDevice(device("gpu-" + node + "-" + std::to_string(i), node,
+                       {{"type", i == 0 ? "p100" : "k80"}}));
+    }
+  }
+  for (const auto& claims : std::vector<std::vector<std::string>>{
+           {"k80-erc"}, {"k80-erc", "pair-erc"}, {"named-erc"}, {"named-erc", "k80-erc"}}) {
+    const auto pc = resolve(pod(claims));
+    NodeFitter fitter(pc, "pod-uid", index_);
+    EXPECT_FALSE(fitter.needsNodeLabels());
+    for (const std::string node : {"n1", "n2", "n3", "n4"}) {
+      const auto want = planNode(pc, "pod-uid", node, {}, index_);
+      const auto got = fitter.plan(node, {}, false);
+      EXPECT_EQ(got.fits, want.fits) << node << " " << claims.size();
+      EXPECT_EQ(got.message, want.message) << node;
+      EXPECT_EQ(got.leftover, want.leftover) << node;
+      EXPECT_TRUE(got.assignment.empty());
+    }
+  }
+  const auto pc = resolve(pod({"named-erc"}));
+  EXPECT_TRUE(planNode(pc, "pod-uid", "n2", {}, index_).fits);
+  EXPECT_FALSE(planNode(pc, "pod-uid", "n1", {}, index_).fits);
+}
+
+TEST_F(PlannerTest, LabelPlacedDevicesMakeTheFitterAskForLabels) {
+  addClaim(claim("any", 1, {}));
+  auto floating = device("zonal", "", {});
+  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"z1"}}}, {}}}};
+  addDevice(floating);
+  const auto pc = resolve(pod({"any"}));
+  NodeFitter fitter(pc, "pod-uid", index_);
+  EXPECT_TRUE(fitter.needsNodeLabels());
+  EXPECT_TRUE(fitter.plan("n9", {{"zone", "z1"}}, false).fits);
+  EXPECT_FALSE(fitter.plan("n9", {{"zone", "z2"}}, false).fits);
+}
+
 TEST_F(PlannerTest, MissingLostHeldAndInvalidClaimsAreUnresolvable) {
   auto lost = claim("lost", 1);
   lost.phase = ClaimPhase::kLost;

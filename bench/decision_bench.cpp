@@ -1,0 +1,143 @@
+// The extender's request handlers in-process, without HTTP or an API server: what one filter
+// or prioritize call costs in decoding, deciding and rendering, with the same cluster shapes
+// and request bodies as extender_bench. A quick loop for profiling (perf record) and for
+// checking an optimisation before the full `make bench`.
+//
+//   decision_bench [--nodes 5000] [--iterations 200]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/cluster.h"
+#include "common/flags.h"
+#include "common/metrics.h"
+#include "scheduler/binder.h"
+#include "scheduler/extender.h"
+#include "scheduler/extender_handlers.h"
+#include "test/unit/fake_api_client.h"
+
+namespace ker::bench {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Percentiles {
+  double p50 = 0;
+  double p99 = 0;
+};
+
+Percentiles percentiles(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1))];
+  };
+  return {at(0.50), at(0.99)};
+}
+
+int run(int argc, char** argv) {
+  FlagSet flags("decision_bench", "Times the extender's handlers in-process.");
+  auto* nodeCount = flags.addInt("nodes", 5000, "nodes in the cluster (8 devices each)");
+  auto* iterations = flags.addInt("iterations", 200, "calls per verb and mode");
+  auto* modes = flags.addString("modes", "NodeNames,NodeList", "request modes to measure");
+  if (auto r = flags.parse(argc, argv); r.status != FlagParseResult::kOk) {
+    r.print();
+    return r.exitCode();
+  }
+  const auto n = static_cast<size_t>(*nodeCount);
+
+  DeviceIndex index;
+  std::unordered_map<std::string, std::shared_ptr<const Node>> nodes;
+  std::vector<std::string> names;
+  std::vector<json> nodeObjects;
+  for (size_t i = 0; i < n; ++i) {
+    json node = kubeletNode(i);
+    auto parsed = std::make_shared<const Node>(Node::fromJson(node));
+    nodes[parsed->meta.name] = parsed;
+    names.push_back(parsed->meta.name);
+    nodeObjects.push_back(std::move(node));
+    for (int d = 0; d < kDevicesPerNode; ++d) {
+      index.upsert(
+          std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(device(i, d))));
+    }
+  }
+  std::map<std::string, ClaimPtr> claims;
+  for (const auto& [name, count, type] :
+       {std::tuple{"one-k80", 1, "k80"}, std::tuple{"two-any", 2, ""}}) {
+    json c = claim("bench", name, count, type);
+    c["metadata"]["uid"] = std::string("uid-") + name;
+    claims["bench/" + std::string(name)] =
+        std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
+  }
+
+  testing::FakeApiClient api;
+  Binder binder(api, index, [&](const std::string& node) { return nodes.at(node)->meta.labels; });
+  Extender extender(
+      index,
+      [&](const std::string& key) {
+        auto it = claims.find(key);
+        return it == claims.end() ? nullptr : it->second;
+      },
+      [&](const std::string& node) -> std::shared_ptr<const Node> {
+        auto it = nodes.find(node);
+        return it == nodes.end() ? nullptr : it->second;
+      },
+      binder, ScoringStrategy::kBinpack);
+  metrics::Registry registry;
+  ExtenderHandlers handlers(extender, registry);
+
+  std::printf("%zu nodes, %zu devices\n", n, index.size());
+  std::printf("%-10s %-10s %-7s %10s %10s %10s\n", "mode", "verb", "claims", "body", "p50 ms",
+              "p99 ms");
+  for (const bool nodeList : {false, true}) {
+    if (modes->find(nodeList ? "NodeList" : "NodeNames") == std::string::npos) {
+      continue;
+    }
+    for (const auto& podClaims :
+         {std::vector<std::string>{"one-k80"}, std::vector<std::string>{"one-k80", "two-any"}}) {
+      json pod = bench::pod("bench", "p", podClaims);
+      pod["metadata"]["uid"] = "pod-uid";
+      std::string body = "{\"Pod\":" + pod.dump();
+      if (nodeList) {
+        body += ",\"Nodes\":{\"apiVersion\":\"v1\",\"kind\":\"NodeList\",\"items\":[";
+        for (size_t i = 0; i < n; ++i) {
+          body += (i ? "," : "") + nodeObjects[i].dump();
+        }
+        body += "]},\"NodeNames\":null}";
+      } else {
+        body += ",\"Nodes\":null,\"NodeNames\":" + json(names).dump() + "}";
+      }
+      for (const bool filter : {true, false}) {
+        std::vector<double> ms;
+        const int64_t calls = nodeList ? std::max<int64_t>(5, *iterations / 20) : *iterations;
+        for (int64_t k = 0; k < calls; ++k) {
+          const auto t0 = Clock::now();
+          HttpReply r = filter ? handlers.filter(body) : handlers.prioritize(body);
+          ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          if (r.status != 200) {
+            std::fprintf(stderr, "unexpected status %d: %s\n", r.status, r.body.c_str());
+            return 1;
+          }
+        }
+        const auto p = percentiles(ms);
+        std::printf("%-10s %-10s %-7zu %9.1fK %10.3f %10.3f\n", nodeList ? "NodeList" : "NodeNames",
+                    filter ? "filter" : "prioritize", podClaims.size(),
+                    static_cast<double>(body.size()) / 1024, p.p50, p.p99);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ker::bench
+
+int main(int argc, char** argv) {
+  return ker::bench::run(argc, argv);
+}
