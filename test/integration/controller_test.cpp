@@ -360,6 +360,60 @@ TEST_F(ControllerTest, ANewDeviceWithoutStatusShowsAvailable) {
   EXPECT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
 }
 
+// Objects the API accepts but the parser rejects: each gets a reason (or, for a pod, an event)
+// and none of them stops the others from being served.
+TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
+  const json valuelessIn = {{"key", "type"}, {"operator", "In"}};
+  devices_.push_back(uniqueName("bad-dev"));
+  const std::string badDevice = devices_.back();
+  json d = deviceObject(badDevice, node_, resource_, {{"type", "k80"}});
+  d["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"] =
+      json::array({valuelessIn});
+  api_->create(resources::kExtendedResources, "", d);
+  json c = claimObject(ns_, "bad-claim", resource_, 1, {});
+  c["spec"]["metadataRequirements"] = {{"matchExpressions", json::array({valuelessIn})}};
+  api_->create(resources::kExtendedResourceClaims, ns_, c);
+  json pod = podObject(ns_, "garbled", {"x"}, schedulerName_);
+  pod["metadata"]["annotations"][kClaimsAnnotation] = "Not_A_Claim!";
+  api_->create(resources::kPods, ns_, pod);
+
+  auto status = [&](const Resource& res, const std::string& ns, const std::string& name) {
+    return api_->get(res, ns, name).value("status", json::object());
+  };
+  ASSERT_TRUE(eventually(
+      [&] {
+        return status(resources::kExtendedResources, "", badDevice).value("reason", "") ==
+                   "Invalid" &&
+               status(resources::kExtendedResourceClaims, ns_, "bad-claim").value("reason", "") ==
+                   "Invalid";
+      },
+      10s))
+      << logs();
+  EXPECT_NE(status(resources::kExtendedResources, "", badDevice).value("message", "").find("In"),
+            std::string::npos);
+  EXPECT_EQ(status(resources::kExtendedResources, "", badDevice).value("phase", ""), "Available");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json events = api_->list(resources::kEvents, ns_, {});
+        for (const auto& e : events["items"]) {
+          if (e["involvedObject"].value("name", "") == "garbled" &&
+              e.value("reason", "") == "InvalidClaims") {
+            return e.value("type", "") == "Warning";
+          }
+        }
+        return false;
+      },
+      10s))
+      << logs();
+
+  const std::string device = makeDevice();
+  createPod("web", "good");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  EXPECT_EQ(claimStatus("good")["extendedResourceNames"], json({device}));
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return released("good", {device}); }, 10s)) << logs();
+}
+
 TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   int standbyPort = 0;
   standby_ = startController(standbyPort);
