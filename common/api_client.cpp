@@ -14,9 +14,23 @@ constexpr int kMaxListRestarts = 3;
 
 ApiClient::FullList ApiClient::listAll(const Resource& res, const std::string& ns, ListOptions opts,
                                        int64_t pageSize) {
+  FullList result;
+  result.resourceVersion = listEach(
+      res, ns, std::move(opts), pageSize,
+      [&](nlohmann::json& item) { result.items.push_back(std::move(item)); },
+      [&] { result.items.clear(); });
+  return result;
+}
+
+std::string ApiClient::listEach(const Resource& res, const std::string& ns, ListOptions opts,
+                                int64_t pageSize,
+                                const std::function<void(nlohmann::json&)>& onItem,
+                                const std::function<void()>& onRestart) {
   opts.limit = pageSize > 0 ? pageSize : 0;
   for (int restart = 0;; ++restart) {
-    FullList result;
+    if (restart > 0) {
+      onRestart();
+    }
     ListOptions page = opts;
     page.continueToken.clear();
     try {
@@ -29,14 +43,13 @@ ApiClient::FullList ApiClient::listAll(const Resource& res, const std::string& n
         auto items = chunk.find("items");
         if (items != chunk.end() && items->is_array()) {
           for (auto& item : *items) {
-            result.items.push_back(std::move(item));
+            onItem(item);
           }
         }
         nlohmann::json meta = chunk.value("metadata", nlohmann::json::object());
-        result.resourceVersion = meta.value("resourceVersion", "");
         std::string next = meta.value("continue", "");
         if (next.empty()) {
-          return result;
+          return meta.value("resourceVersion", "");
         }
         if (next == page.continueToken) {
           throw ApiError(ApiErrorKind::kOther, 0, "",

@@ -87,6 +87,15 @@ class ApiClient {
   };
   FullList listAll(const Resource& res, const std::string& ns, ListOptions opts,
                    int64_t pageSize = 500);
+
+  // listAll without holding every item at once: onItem gets each item of a page as the page
+  // arrives (it may move from it), and onRestart is called before a restarted listing
+  // delivers the first page again, so the caller can drop what it had. Returns the list's
+  // resourceVersion. A cache of tens of thousands of objects then never holds more than one
+  // page of documents.
+  std::string listEach(const Resource& res, const std::string& ns, ListOptions opts,
+                       int64_t pageSize, const std::function<void(nlohmann::json&)>& onItem,
+                       const std::function<void()>& onRestart);
 };
 
 }  // namespace ker

@@ -232,14 +232,16 @@ void InformerCore::relist() {
   ListOptions lo;
   lo.labelSelector = opts_.labelSelector;
   lo.fieldSelector = opts_.fieldSelector;
-  ApiClient::FullList full = client_.listAll(res_, opts_.ns, lo, opts_.pageSize);
-
+  // Decoded page by page: the typed objects are a fraction of the documents' size.
   std::map<std::string, Item> fresh;
-  for (const auto& obj : full.items) {
-    if (Object decoded = decode(obj)) {
-      fresh[keyOf(obj)] = Item{std::move(decoded), metaString(obj, "resourceVersion")};
-    }
-  }
+  const std::string listRv = client_.listEach(
+      res_, opts_.ns, lo, opts_.pageSize,
+      [&](nlohmann::json& obj) {
+        if (Object decoded = decode(obj)) {
+          fresh[keyOf(obj)] = Item{std::move(decoded), metaString(obj, "resourceVersion")};
+        }
+      },
+      [&] { fresh.clear(); });
 
   std::lock_guard dispatch(dispatchMu_);
   std::map<std::string, Item> old;
@@ -254,7 +256,7 @@ void InformerCore::relist() {
     }
     old.swap(store_);
     store_ = fresh;
-    lastRv_ = full.resourceVersion;
+    lastRv_ = listRv;
   }
   for (const auto& [key, item] : old) {
     if (fresh.count(key) == 0) {

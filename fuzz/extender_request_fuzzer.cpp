@@ -31,7 +31,6 @@ namespace ker {
 namespace {
 
 using nlohmann::json;
-using Labels = std::map<std::string, std::string>;
 
 [[noreturn]] void violated(const char* verb, const std::string& what, const HttpReply& reply) {
   std::fprintf(stderr, "%s: %s\nreply %d: %.2000s\n", verb, what.c_str(), reply.status,
@@ -55,7 +54,7 @@ struct World {
     }
     for (const json& n : items(resources::kNodes)) {
       Node node = Node::fromJson(n);
-      nodes[node.meta.name] = node.meta.labels;
+      nodes[node.meta.name] = std::make_shared<const Node>(node);
     }
   }
 
@@ -81,7 +80,7 @@ struct World {
   testing::FakeApiClient api;
   DeviceIndex index;
   std::map<std::string, ClaimPtr> claims;
-  std::map<std::string, Labels> nodes;
+  std::map<std::string, std::shared_ptr<const Node>> nodes;
   Binder binder{api, index, [this](const std::string& node) {
                   return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                 }};
@@ -90,9 +89,9 @@ struct World {
                       auto it = claims.find(key);
                       return it == claims.end() ? nullptr : it->second;
                     },
-                    [this](const std::string& node) -> std::optional<Labels> {
+                    [this](const std::string& node) -> std::shared_ptr<const Node> {
                       auto it = nodes.find(node);
-                      return it == nodes.end() ? std::nullopt : std::optional(it->second);
+                      return it == nodes.end() ? nullptr : it->second;
                     },
                     binder, ScoringStrategy::kBinpack};
   metrics::Registry registry;
