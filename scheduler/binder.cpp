@@ -199,6 +199,9 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
     error = "devices were taken by a concurrent bind";
     return Outcome::kRetry;
   }
+  if (plannedHook_) {
+    plannedHook_();
+  }
 
   std::map<std::string, std::vector<const ExtendedResource*>> annotation;
   std::vector<DevicePtr> keepAlive;

@@ -34,6 +34,9 @@ class Binder {
   // Fault injection for tests and chaos runs: the next n device writes carry a stale
   // resourceVersion, so the API server rejects them with a real 409 Conflict.
   void injectStaleDeviceWrites(int n) { staleWrites_ = n; }
+  // Test seam: runs after each attempt's plan is made and its devices reserved, before any
+  // write, so a test can land another replica's write and its watch event in between.
+  void onPlannedForTesting(std::function<void()> hook) { plannedHook_ = std::move(hook); }
 
   // Empty on success, else a message for the scheduler (which will retry the pod).
   std::string bind(const BindingArgs& args);
@@ -54,6 +57,7 @@ class Binder {
   NodeLabelsLookup nodeLabels_;
   int maxAttempts_;
   std::atomic<int> staleWrites_{0};
+  std::function<void()> plannedHook_;
   BinderStats stats_;
 };
 

@@ -123,6 +123,33 @@ TEST_F(BinderTest, ADeviceTakenBehindAStaleCacheIsRedecidedNotOverwritten) {
   EXPECT_GE(binder_.stats().conflicts.load(), 1u);
 }
 
+TEST_F(BinderTest, AWatchUpdateBetweenPlanAndWriteIsNotWrittenOver) {
+  // The interleaving the chaos soak caught: this replica plans on d0 while its cache shows it
+  // Available; another replica's write of d0 then arrives by watch before this one writes.
+  // The newer cached version carries the right resourceVersion, so writing over it would pass
+  // the precondition and give d0 to two claims.
+  bool landed = false;
+  binder_.onPlannedForTesting([&] {
+    if (landed) {
+      return;
+    }
+    landed = true;
+    auto taken = device("d0");
+    taken.phase = DevicePhase::kBound;
+    taken.claimRef = ClaimRef{"default", "other", "uid-other"};
+    index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+        api_.updateStatus(resources::kExtendedResources, "", taken.toJson()))));
+  });
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_TRUE(landed);
+  EXPECT_EQ(device("d0").claimRef, (ClaimRef{"default", "other", "uid-other"}));
+  EXPECT_EQ(claim("c").allocated, (std::vector<std::string>{"d1"}));
+  EXPECT_EQ(device("d1").claimRef,
+            (ClaimRef{"default", "c", uidOf(resources::kExtendedResourceClaims, "default", "c")}));
+  EXPECT_GE(binder_.stats().conflicts.load(), 1u);
+}
+
 TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
   std::string error = binder_.bind(args());
