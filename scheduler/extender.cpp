@@ -12,26 +12,20 @@ Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Bin
 
 template <class Fn>
 void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn) {
+  static const std::map<std::string, std::string> kNoLabels;
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string& name = args.nodeNames[i];
-    if (args.hasNodeList) {
-      fn(i, std::optional(fitter.plan(name, args.nodeLabels[i], false)));
-      continue;
-    }
     if (!fitter.needsNodeLabels()) {
       // Every device of these resources names its nodes: a node the cache has not seen yet
       // is answered from the devices placed on it, like any other.
-      static const std::map<std::string, std::string> kNoLabels;
       fn(i, std::optional(fitter.plan(name, kNoLabels, false)));
-      continue;
-    }
-    // The cached node is held only while its labels are read.
-    auto node = nodes_(name);
-    if (!node) {
+    } else if (args.hasNodeList) {
+      fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false)));
+    } else if (auto node = nodes_(name)) {
+      fn(i, std::optional(fitter.plan(name, node->meta.labels, false)));
+    } else {
       fn(i, std::optional<NodePlan>());
-      continue;
     }
-    fn(i, std::optional(fitter.plan(name, node->meta.labels, false)));
   }
 }
 

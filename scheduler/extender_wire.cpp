@@ -96,7 +96,7 @@ struct NodeItem {
   Kind kind;
   std::string_view text;
   std::string name;  // of Node objects only
-  std::map<std::string, std::string> labels;
+  std::string_view labels;
 };
 
 struct ItemsMember {
@@ -125,10 +125,10 @@ std::string stringField(const json& obj, std::string_view name, bool required) {
   return v->get<std::string>();
 }
 
-// metadata.name and metadata.labels of the Node object at the reader, read as
-// Node::fromJson reads them, without building a document: a name of the wrong type reads as
-// empty, and labels that are not all strings as no labels. A later duplicate key wins.
-void readNodeMeta(JsonReader& r, std::string& name, std::map<std::string, std::string>& labels) {
+// metadata.name and the text of metadata.labels of the Node object at the reader, as
+// Node::fromJson reads them: a name of the wrong type reads as empty; a later duplicate key
+// wins.
+void readNodeMeta(JsonReader& r, std::string& name, std::string_view& labels) {
   std::string key;
   r.openObject();
   while (r.next(key)) {
@@ -140,26 +140,9 @@ void readNodeMeta(JsonReader& r, std::string& name, std::map<std::string, std::s
     while (r.next(key)) {
       if (key == "name") {
         name = r.peek() == Kind::kString ? r.readString() : (r.skip(), std::string());
-      } else if (key == "labels" && r.peek() == Kind::kObject) {
-        labels.clear();
-        bool allStrings = true;
-        std::string labelKey;
-        r.openObject();
-        while (r.next(labelKey)) {
-          if (r.peek() == Kind::kString) {
-            labels[labelKey] = r.readString();
-          } else {
-            allStrings = false;
-            r.skip();
-          }
-        }
-        if (!allStrings) {
-          labels.clear();
-        }
+      } else if (key == "labels") {
+        labels = r.peek() == Kind::kObject ? r.skip() : (r.skip(), std::string_view());
       } else {
-        if (key == "labels") {
-          labels.clear();
-        }
         r.skip();
       }
     }
@@ -306,14 +289,9 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
       if (items->kind != Kind::kArray) {
         throw WireError("Nodes.items must be an array");
       }
-      if (!items->elements.empty()) {
-        const char* first = items->elements.front().text.data();
-        const auto& last = items->elements.back().text;
-        args.nodeText.assign(first, last.data() + last.size());
-      }
-      args.nodeLabels.reserve(items->elements.size());
+      args.nodeObjects.reserve(items->elements.size());
       args.nodeNames.reserve(items->elements.size());
-      args.nodeSpans.reserve(items->elements.size());
+      args.nodeLabelsText.reserve(items->elements.size());
       for (auto& item : items->elements) {
         if (item.kind != Kind::kObject) {
           throw WireError("Nodes.items must hold Node objects");
@@ -321,15 +299,31 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
         if (item.name.empty()) {
           throw WireError("Nodes.items[].metadata.name is required");
         }
-        const std::string_view text = item.text;
         args.nodeNames.push_back(std::move(item.name));
-        args.nodeLabels.push_back(std::move(item.labels));
-        args.nodeSpans.emplace_back(
-            static_cast<size_t>(text.data() - items->elements.front().text.data()), text.size());
+        args.nodeObjects.push_back(item.text);
+        args.nodeLabelsText.push_back(item.labels);
       }
     }
   }
   return args;
+}
+
+std::map<std::string, std::string> ExtenderArgs::nodeLabels(size_t i) const {
+  std::map<std::string, std::string> labels;
+  if (nodeLabelsText[i].empty()) {
+    return labels;
+  }
+  // Validated with the whole body already.
+  JsonReader r(nodeLabelsText[i], kMaxDepth);
+  std::string key;
+  r.openObject();
+  while (r.next(key)) {
+    if (r.peek() != Kind::kString) {
+      return {};
+    }
+    labels[key] = r.readString();
+  }
+  return labels;
 }
 
 BindingArgs parseBindingArgs(std::string_view body) {
@@ -367,7 +361,12 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
       estimate += node.size() + message.size() + 6;
     }
   }
-  out.reserve(estimate + (args.hasNodeList ? args.nodeText.size() : 0));
+  if (args.hasNodeList) {
+    for (const auto& node : args.nodeObjects) {
+      estimate += node.size() + 1;
+    }
+  }
+  out.reserve(estimate);
   out += "{\"Error\":";
   appendJsonString(out, reply.error);
   out += ",\"FailedAndUnresolvableNodes\":";
@@ -382,7 +381,7 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
   out += "],\"Nodes\":";
   if (args.hasNodeList) {
     std::unordered_map<std::string_view, size_t> byName;
-    for (size_t i = 0; i < args.nodeSpans.size(); ++i) {
+    for (size_t i = 0; i < args.nodeObjects.size(); ++i) {
       byName.emplace(args.nodeNames[i], i);
     }
     out += "{\"items\":[";
@@ -391,8 +390,7 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
       if (auto it = byName.find(name); it != byName.end()) {
         out += first ? "" : ",";
         first = false;
-        const auto [offset, length] = args.nodeSpans[it->second];
-        out.append(args.nodeText, offset, length);
+        out += args.nodeObjects[it->second];
       }
     }
     out += "],\"metadata\":{}}";

@@ -23,21 +23,21 @@ class WireError : public std::invalid_argument {
 // field name first, then case-insensitively.
 struct ExtenderArgs {
   Pod pod;
-  // nodeCacheCapable: false sends the candidate Node objects. Only their names and labels
-  // are read; their bytes are kept so the filter can return the passing ones unchanged.
+  // nodeCacheCapable: false sends the candidate Node objects. Only their names are read up
+  // front; their bytes are kept so the filter can return the passing ones unchanged, and
+  // their labels are parsed only if some device is placed by labels. The views point into
+  // the request body, which must outlive the args: a NodeList body can be tens of MB.
   bool hasNodeList = false;
   // Names in request order, from NodeNames or from the Node objects' metadata.name.
   std::vector<std::string> nodeNames;
-  // The Node objects' metadata.labels, parallel to nodeNames (NodeList mode).
-  std::vector<std::map<std::string, std::string>> nodeLabels;
-  // The Node objects' bytes as they came, parallel to nodeNames: (offset, length) in
-  // nodeText. The filter's reply splices them instead of serialising the nodes again.
-  std::string nodeText;
-  std::vector<std::pair<size_t, size_t>> nodeSpans;
+  // Parallel to nodeNames (NodeList mode): each Node object's bytes as they came, and the
+  // text of its metadata.labels value (empty when absent).
+  std::vector<std::string_view> nodeObjects;
+  std::vector<std::string_view> nodeLabelsText;
 
-  std::string_view nodeObjectText(size_t i) const {
-    return std::string_view(nodeText).substr(nodeSpans[i].first, nodeSpans[i].second);
-  }
+  // The i-th Node's metadata.labels as Node::fromJson reads them: labels that are not all
+  // strings read as none.
+  std::map<std::string, std::string> nodeLabels(size_t i) const;
 };
 
 struct BindingArgs {

@@ -26,12 +26,13 @@ std::string nodeListBody() {
 }
 
 TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
-  const auto args = parseExtenderArgs(nodeListBody());
+  const std::string body = nodeListBody();
+  const auto args = parseExtenderArgs(body);
   ASSERT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
-  EXPECT_EQ(args.nodeObjectText(0), kNodeA);
-  EXPECT_EQ(args.nodeObjectText(1), kNodeB);
-  EXPECT_EQ(args.nodeLabels[0], (std::map<std::string, std::string>{{"zone", "z1"}}));
-  EXPECT_TRUE(args.nodeLabels[1].empty());
+  EXPECT_EQ(args.nodeObjects[0], kNodeA);
+  EXPECT_EQ(args.nodeObjects[1], kNodeB);
+  EXPECT_EQ(args.nodeLabels(0), (std::map<std::string, std::string>{{"zone", "z1"}}));
+  EXPECT_TRUE(args.nodeLabels(1).empty());
   FilterReply r;
   r.passing = {"node-b", "node-a"};
   const std::string out = renderFilterReply(r, args);
@@ -42,7 +43,8 @@ TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
 }
 
 TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
-  const auto args = parseExtenderArgs(nodeListBody());
+  const std::string body = nodeListBody();
+  const auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a"};
   r.failed["node-b"] = "no";
@@ -124,18 +126,19 @@ TEST(ExtenderWireFastPath, NodeListReadsNamesAndLabelsAsNodeFromJsonDoes) {
   };
   // A later duplicate wins; labels that are not all strings read as none; other members of
   // metadata and of the node are skipped whatever they hold.
-  auto args = parseExtenderArgs(body(
+  const std::string text = body(
       R"({"kind":"Node","metadata":{"name":"old","labels":{"a":"1"},"name":"n1","uid":"u"}},)"
       R"({"metadata":{"labels":{"a":"1","b":2},"name":"n2"}},)"
       R"({"metadata":{"labels":null,"name":"n3","annotations":{"x":[1,{"y":null}]}}},)"
-      R"({"status":{"metadata":{"name":"decoy"}},"metadata":{"labels":{"z":"é"},"name":"n4"}})"));
+      R"({"status":{"metadata":{"name":"decoy"}},"metadata":{"labels":{"z":"\u00e9"},"name":"n4"}})");
+  const auto args = parseExtenderArgs(text);
   EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
-  EXPECT_EQ(args.nodeLabels[0], (std::map<std::string, std::string>{{"a", "1"}}));
-  EXPECT_TRUE(args.nodeLabels[1].empty());
-  EXPECT_TRUE(args.nodeLabels[2].empty());
-  EXPECT_EQ(args.nodeLabels[3], (std::map<std::string, std::string>{{"z", "\xc3\xa9"}}));
+  EXPECT_EQ(args.nodeLabels(0), (std::map<std::string, std::string>{{"a", "1"}}));
+  EXPECT_TRUE(args.nodeLabels(1).empty());
+  EXPECT_TRUE(args.nodeLabels(2).empty());
+  EXPECT_EQ(args.nodeLabels(3), (std::map<std::string, std::string>{{"z", "\xc3\xa9"}}));
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
-    EXPECT_EQ(Node::fromJson(json::parse(args.nodeObjectText(i))).meta.labels, args.nodeLabels[i])
+    EXPECT_EQ(Node::fromJson(json::parse(args.nodeObjects[i])).meta.labels, args.nodeLabels(i))
         << i;
   }
   for (const char* bad : {R"({"metadata":{"name":7}})", R"({"metadata":"n1"})", R"({})"}) {

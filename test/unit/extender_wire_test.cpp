@@ -21,11 +21,12 @@ TEST(ParseExtenderArgs, NodeNamesModeAsKubeSchedulerSendsIt) {
 }
 
 TEST(ParseExtenderArgs, NodeListModeKeepsWholeNodes) {
-  auto args = parseExtenderArgs(readTestdata("filter_nodelist.json"));
+  const std::string body = readTestdata("filter_nodelist.json");
+  auto args = parseExtenderArgs(body);
   ASSERT_TRUE(args.hasNodeList);
   EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
-  ASSERT_EQ(args.nodeSpans.size(), 2u);
-  EXPECT_EQ(json::parse(args.nodeObjectText(0))["status"]["images"].size(), 1u);
+  ASSERT_EQ(args.nodeObjects.size(), 2u);
+  EXPECT_EQ(json::parse(args.nodeObjects[0])["status"]["images"].size(), 1u);
 }
 
 TEST(ParseExtenderArgs, KeysMatchCaseInsensitivelyLikeGo) {
@@ -109,12 +110,13 @@ TEST(RenderFilterReply, NodeNamesMode) {
 }
 
 TEST(RenderFilterReply, NodeListModeReturnsPassingNodesWhole) {
-  auto args = parseExtenderArgs(readTestdata("filter_nodelist.json"));
+  const std::string body = readTestdata("filter_nodelist.json");
+  auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a"};
   auto out = json::parse(renderFilterReply(r, args));
   ASSERT_EQ(out["Nodes"]["items"].size(), 1u);
-  EXPECT_EQ(out["Nodes"]["items"][0], json::parse(args.nodeObjectText(0)));
+  EXPECT_EQ(out["Nodes"]["items"][0], json::parse(args.nodeObjects[0]));
 }
 
 TEST(RenderPriorities, HostScorePairsAsIntegers) {
