@@ -22,23 +22,9 @@ bool equalsFold(std::string_view a, std::string_view b) {
          });
 }
 
-// Go's encoding/json: an exact key wins, else the first case-insensitive match.
-const json* field(const json& obj, std::string_view name) {
-  auto exact = obj.find(std::string(name));
-  if (exact != obj.end()) {
-    return &*exact;
-  }
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    if (equalsFold(it.key(), name)) {
-      return &*it;
-    }
-  }
-  return nullptr;
-}
-
-// The member `field` would pick from candidates whose keys all equal `name` but for case,
-// in document order: a later duplicate replaces an earlier one, as in a parsed document,
-// and without an exact key the first key in byte order (a document's key order) wins.
+// The member Go's encoding/json would pick from candidates whose keys all equal `name` but for
+// case, in document order: a later duplicate replaces an earlier one, as in a parsed document, and
+// without an exact key the first key in byte order (a document's key order) wins.
 template <class Member>
 Member* pick(std::vector<Member>& members, std::string_view name) {
   Member* best = nullptr;
@@ -111,20 +97,6 @@ struct NodesMember {
   std::vector<ItemsMember> items;
 };
 
-std::string stringField(const json& obj, std::string_view name, bool required) {
-  const json* v = field(obj, name);
-  if (v == nullptr || v->is_null()) {
-    if (required) {
-      throw WireError(std::string(name) + " is required");
-    }
-    return {};
-  }
-  if (!v->is_string()) {
-    throw WireError(std::string(name) + " must be a string, got " + v->type_name());
-  }
-  return v->get<std::string>();
-}
-
 // metadata.name and the text of metadata.labels of the Node object at the reader, as
 // Node::fromJson reads them: a name of the wrong type reads as empty; a later duplicate key
 // wins.
@@ -163,22 +135,6 @@ void appendStringMap(std::string& out, const std::map<std::string, std::string>&
 }
 
 }  // namespace
-
-nlohmann::json parseJsonBounded(std::string_view body, int maxDepth) {
-  if (body.empty()) {
-    throw WireError("empty request body");
-  }
-  try {
-    return json::parse(body.begin(), body.end(), [maxDepth](int depth, json::parse_event_t, json&) {
-      if (depth > maxDepth) {
-        throw WireError("JSON nested deeper than " + std::to_string(maxDepth) + " levels");
-      }
-      return true;
-    });
-  } catch (const json::exception& e) {
-    throw WireError(std::string("malformed JSON: ") + e.what());
-  }
-}
 
 ExtenderArgs parseExtenderArgs(std::string_view body) {
   if (body.empty()) {
@@ -326,20 +282,77 @@ std::map<std::string, std::string> ExtenderArgs::nodeLabels(size_t i) const {
   return labels;
 }
 
-BindingArgs parseBindingArgs(std::string_view body) {
-  json doc = parseJsonBounded(body);
-  if (!doc.is_object()) {
-    throw WireError(std::string("ExtenderBindingArgs must be a JSON object, got ") +
-                    doc.type_name());
+namespace {
+
+struct StringMember {
+  std::string key;
+  Kind kind;
+  std::string value;  // when kind is kString
+};
+
+// The string field `name` from the members read, as Go's encoding/json picks it.
+std::string bindingField(std::vector<StringMember>& members, std::string_view name, bool required) {
+  std::vector<StringMember> candidates;
+  for (auto& m : members) {
+    if (equalsFold(m.key, name)) {
+      candidates.push_back(m);
+    }
   }
+  const StringMember* m = pick(candidates, name);
+  if (m == nullptr || m->kind == Kind::kNull) {
+    if (required) {
+      throw WireError(std::string(name) + " is required");
+    }
+    return {};
+  }
+  if (m->kind != Kind::kString) {
+    throw WireError(std::string(name) + " must be a string, got " + typeName(m->kind));
+  }
+  return m->value;
+}
+
+}  // namespace
+
+// One forward pass, like parseExtenderArgs: a hostile body costs linear time and keeps only
+// the four strings it can name.
+BindingArgs parseBindingArgs(std::string_view body) {
+  if (body.empty()) {
+    throw WireError("empty request body");
+  }
+  JsonReader r(body, kMaxDepth);
+  if (const Kind top = r.peek(); top != Kind::kObject) {
+    r.skip();
+    r.finish();
+    throw WireError(std::string("ExtenderBindingArgs must be a JSON object, got ") + typeName(top));
+  }
+  std::vector<StringMember> members;
+  std::string key;
+  r.openObject();
+  while (r.next(key)) {
+    const bool wanted = equalsFold(key, "PodName") || equalsFold(key, "PodNamespace") ||
+                        equalsFold(key, "PodUID") || equalsFold(key, "Node");
+    if (!wanted) {
+      r.skip();
+      continue;
+    }
+    StringMember m{key, r.peek(), {}};
+    if (m.kind == Kind::kString) {
+      m.value = r.readString();
+    } else {
+      r.skip();
+    }
+    members.push_back(std::move(m));
+  }
+  r.finish();
+
   BindingArgs args;
-  args.podName = stringField(doc, "PodName", true);
-  args.podNamespace = stringField(doc, "PodNamespace", false);
+  args.podName = bindingField(members, "PodName", true);
+  args.podNamespace = bindingField(members, "PodNamespace", false);
   if (args.podNamespace.empty()) {
     args.podNamespace = "default";
   }
-  args.podUid = stringField(doc, "PodUID", true);
-  args.node = stringField(doc, "Node", true);
+  args.podUid = bindingField(members, "PodUID", true);
+  args.node = bindingField(members, "Node", true);
   if (args.podName.empty() || args.podUid.empty() || args.node.empty()) {
     throw WireError("PodName, PodUID and Node must not be empty");
   }

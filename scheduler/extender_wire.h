@@ -53,10 +53,6 @@ struct BindingArgs {
 ExtenderArgs parseExtenderArgs(std::string_view body);
 BindingArgs parseBindingArgs(std::string_view body);
 
-// Parses JSON with a bound on nesting depth, so hostile bodies cannot exhaust the stack or
-// the heap through nesting; throws WireError.
-nlohmann::json parseJsonBounded(std::string_view body, int maxDepth = 64);
-
 struct FilterReply {
   std::vector<std::string> passing;  // node names, in request order
   std::map<std::string, std::string> failed;

@@ -95,6 +95,20 @@ TEST(ParseBindingArgs, FieldsAndErrors) {
   EXPECT_THROW(parseBindingArgs("null"), WireError);
 }
 
+TEST(ParseBindingArgs, KeysResolveAsGoDecodesThem) {
+  // An exact key wins over a case-insensitive one wherever it is; among duplicates of the
+  // same key the last wins; unknown members of any shape are skipped.
+  auto b = parseBindingArgs(
+      R"({"node":"lower","PodName":"p","PodUID":"u","Node":"exact","Extra":{"a":[1,2,{}]}})");
+  EXPECT_EQ(b.node, "exact");
+  b = parseBindingArgs(R"({"PodName":"p","PodUID":"u","Node":"first","Node":"second"})");
+  EXPECT_EQ(b.node, "second");
+  b = parseBindingArgs(R"({"PODNAME":"p","poduid":"u","NODE":"n","PodNamespace":null})");
+  EXPECT_EQ(b.podName, "p");
+  EXPECT_EQ(b.podNamespace, "default");
+  EXPECT_THROW(parseBindingArgs(R"({"PodName":"p","PodUID":"u","Node":"n"} x)"), WireError);
+}
+
 TEST(RenderFilterReply, NodeNamesMode) {
   auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
   FilterReply r;
