@@ -52,9 +52,11 @@ HttpRequest convert(const httplib::Request& req) {
   return r;
 }
 
-void apply(const HttpResponse& from, httplib::Response& to) {
+// Moves the body: a filter reply in NodeList mode can be tens of MB.
+void apply(HttpResponse&& from, httplib::Response& to) {
   to.status = from.status;
-  to.set_content(from.body, from.contentType.c_str());
+  to.body = std::move(from.body);
+  to.set_header("Content-Type", from.contentType);
 }
 
 // Sends the response, then has httplib close the connection: httplib 0.11 only closes on the
