@@ -1,20 +1,25 @@
 #include "common/http_server.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <charconv>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <utility>
 
 #include "common/logging.h"
 
@@ -78,25 +83,57 @@ std::string peerKey(const std::string& addr, int port) {
   return addr + ":" + std::to_string(port);
 }
 
-// Shuts down this process's accepted connections on port, except those serving a request in
-// flight (unless force): idle keep-alive workers wake up and finish. httplib 0.11 leaves idle
-// keep-alive connections waiting out their timeout after stop(), and offers no handle on
-// them, hence the walk over the open descriptors.
-void shutdownConnections(int port, const std::set<std::string>& spare, bool force) {
+// Owns a descriptor.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&&) = delete;
+  ~UniqueFd() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// A connection this process accepted on the server's port. It is checked and shut down through
+// a duplicate descriptor: httplib may close its own at any time and the number be reused by
+// another socket, while the duplicate keeps naming the one that was checked.
+struct Connection {
+  UniqueFd fd;
+  ino_t inode;
+  std::string peer;
+};
+
+// httplib 0.11 offers no handle on its connections, hence the walk over the open descriptors.
+// Every non-listening socket here on the server's port is one it accepted: connect() never
+// picks a port a listener is bound to.
+std::vector<Connection> acceptedConnections(int port) {
+  std::vector<Connection> out;
+  // The listing may show the duplicates made along the way, under their own numbers.
+  std::set<ino_t> seen;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    int fd = -1;
+    int n = -1;
     const std::string name = entry.path().filename().string();
-    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) {
+    struct stat st {};
+    if (std::from_chars(name.data(), name.data() + name.size(), n).ec != std::errc() ||
+        fstat(n, &st) != 0 || !S_ISSOCK(st.st_mode)) {
       continue;
     }
+    UniqueFd fd(fcntl(n, F_DUPFD_CLOEXEC, 0));
     sockaddr_storage local{};
     socklen_t len = sizeof local;
     int listening = 0;
     socklen_t optLen = sizeof listening;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+    if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !seen.insert(st.st_ino).second ||
+        getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
         (local.ss_family != AF_INET && local.ss_family != AF_INET6) ||
-        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 || listening) {
+        getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 || listening) {
       continue;
     }
     // sin_port and sin6_port sit at the same offset.
@@ -107,13 +144,23 @@ void shutdownConnections(int port, const std::set<std::string>& spare, bool forc
     len = sizeof peer;
     char host[NI_MAXHOST];
     char serv[NI_MAXSERV];
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+    if (getpeername(fd.get(), reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
         getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
       continue;
     }
-    if (force || spare.count(peerKey(host, std::atoi(serv))) == 0) {
-      ::shutdown(fd, SHUT_RDWR);
+    out.push_back(Connection{std::move(fd), st.st_ino, peerKey(host, std::atoi(serv))});
+  }
+  return out;
+}
+
+// Shuts down this process's accepted connections on port, except those serving a request in
+// flight (unless force): idle keep-alive workers wake up and finish. httplib 0.11 leaves idle
+// keep-alive connections waiting out their timeout after stop().
+void shutdownConnections(int port, const std::set<std::string>& spare, bool force) {
+  for (const Connection& c : acceptedConnections(port)) {
+    if (force || spare.count(c.peer) == 0) {
+      ::shutdown(c.fd.get(), SHUT_RDWR);
     }
   }
 }
@@ -139,6 +186,9 @@ time_t secondsOf(std::chrono::milliseconds d) {
 time_t microsOf(std::chrono::milliseconds d) {
   return static_cast<time_t>(d.count() % 1000 * 1000);
 }
+
+// How often the watchdog looks for connections past their request deadline.
+constexpr std::chrono::milliseconds kWatchInterval{500};
 
 }  // namespace
 
@@ -184,6 +234,11 @@ void HttpServer::mountMetrics(metrics::Registry& registry) {
   latency_ = &registry.histogram("http_request_duration_seconds",
                                  "HTTP request latency in seconds, by path and method.",
                                  {"path", "method"});
+  timedOut_ = &registry
+                   .counter("http_connections_timed_out_total",
+                            "HTTP connections shut down for receiving a request or sending a "
+                            "response too slowly.")
+                   .get();
   get("/metrics", [&registry](const HttpRequest&) {
     return HttpResponse{200, metrics::Registry::kContentType, registry.render()};
   });
@@ -202,7 +257,12 @@ void HttpServer::count(const std::string& method, const std::string& path, int s
   latency_->labels({label, method}).observe(seconds);
 }
 
-HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req) {
+HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
+                                  const std::string& peer) {
+  {
+    std::lock_guard lock(peers_->mu);
+    peers_->handling.insert(peer);
+  }
   const auto start = std::chrono::steady_clock::now();
   HttpResponse res;
   try {
@@ -214,6 +274,12 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req) {
   } catch (...) {
     log::error("HTTP handler failed", {{"path", req.path}, {"error", "unknown exception"}});
     res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
+  }
+  {
+    const auto now = Clock::now();
+    std::lock_guard lock(peers_->mu);
+    peers_->handling.erase(peer);
+    peers_->deadlines[peer] = {now, now + opts_.requestTimeout};  // to write the response
   }
   count(req.method, route.path, res.status,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -230,6 +296,9 @@ HttpResponse HttpServer::tooLarge(const std::string& method, const std::string& 
 void HttpServer::start() {
   if (server_) {
     throw std::logic_error("HttpServer: already started");
+  }
+  if (opts_.requestTimeout <= std::chrono::milliseconds::zero()) {
+    throw std::invalid_argument("HttpServer: requestTimeout must be positive");
   }
   // A peer closing early must not kill the process on the next write (httplib does not pass
   // MSG_NOSIGNAL, and OpenSSL writes to the socket directly).
@@ -288,14 +357,19 @@ void HttpServer::start() {
       });
   // A request is in flight from routing until its response is written (the logger runs
   // last in httplib's write path); requests rejected before routing need no protection.
-  svr->set_logger([inFlight = inFlight_](const httplib::Request& req, const httplib::Response&) {
-    std::lock_guard lock(inFlight->mu);
-    inFlight->peers.erase(peerKey(req.remote_addr, req.remote_port));
+  // Then the connection waits for its next request, with a fresh deadline.
+  svr->set_logger([peers = peers_, idle = opts_.keepAliveTimeout + opts_.requestTimeout](
+                      const httplib::Request& req, const httplib::Response&) {
+    const auto now = Clock::now();
+    const std::string peer = peerKey(req.remote_addr, req.remote_port);
+    std::lock_guard lock(peers->mu);
+    peers->inFlight.erase(peer);
+    peers->deadlines[peer] = {now, now + idle};
   });
   svr->set_pre_routing_handler([this, max](const httplib::Request& req, httplib::Response& res) {
     {
-      std::lock_guard lock(inFlight_->mu);
-      inFlight_->peers.insert(peerKey(req.remote_addr, req.remote_port));
+      std::lock_guard lock(peers_->mu);
+      peers_->inFlight.insert(peerKey(req.remote_addr, req.remote_port));
     }
     if (declaredTooLarge(req, max)) {
       applyAndClose(tooLarge(req.method, req.path), res);
@@ -327,7 +401,7 @@ void HttpServer::start() {
     const std::string pattern = literalPattern(route.path);
     if (route.method == "GET") {
       svr->Get(pattern, [this, route](const httplib::Request& req, httplib::Response& res) {
-        apply(dispatch(route, convert(req)), res);
+        apply(dispatch(route, convert(req), peerKey(req.remote_addr, req.remote_port)), res);
       });
       continue;
     }
@@ -350,7 +424,7 @@ void HttpServer::start() {
         applyAndClose(HttpResponse{400, "text/plain; charset=utf-8", "incomplete request body"},
                       res);
       } else {
-        apply(dispatch(route, r), res);
+        apply(dispatch(route, r, peerKey(req.remote_addr, req.remote_port)), res);
       }
     });
   }
@@ -386,19 +460,74 @@ void HttpServer::start() {
                                       {"port", port_},
                                       {"tls", tls()},
                                       {"mtls", !opts_.clientCaFile.empty()}});
+  // The read and write timeouts are per socket call, so a peer trickling a byte at a time
+  // would hold a worker for as long as it likes; the watchdog bounds a whole request instead.
+  watchdog_ = std::jthread([this](std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any wake;  // woken by stop()'s request_stop()
+    std::unique_lock lock(mu);
+    std::map<ino_t, Watched> watched;
+    while (!wake.wait_for(lock, stop, kWatchInterval, [&stop] { return stop.stop_requested(); })) {
+      cutOverdue(watched);
+    }
+  });
+}
+
+void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
+  const auto now = Clock::now();
+  // Walked outside the lock, which handlers take on entry and exit.
+  const std::vector<Connection> connections = acceptedConnections(port_);
+  std::map<ino_t, Watched> seen;
+  std::vector<std::string> cut;
+  {
+    std::lock_guard lock(peers_->mu);
+    std::set<std::string> present;
+    for (const Connection& c : connections) {
+      auto it = watched.find(c.inode);
+      Watched w = it != watched.end() ? it->second : Watched{now};
+      // A deadline set before the connection was first seen is an earlier connection's from
+      // the same addr:port, or this one's from before the first look: either way, start over.
+      auto d = peers_->deadlines.find(c.peer);
+      const Clock::time_point deadline =
+          d != peers_->deadlines.end() && d->second.set >= w.firstSeen
+              ? d->second.at
+              : w.firstSeen + opts_.keepAliveTimeout + opts_.requestTimeout;
+      // Shut down under the lock, so a handler that has started is never cut.
+      if (!w.cut && now > deadline && peers_->handling.count(c.peer) == 0) {
+        ::shutdown(c.fd.get(), SHUT_RDWR);
+        w.cut = true;
+        cut.push_back(c.peer);
+      }
+      present.insert(c.peer);
+      seen.emplace(c.inode, w);
+    }
+    std::erase_if(peers_->deadlines, [&](const auto& d) { return present.count(d.first) == 0; });
+  }
+  watched = std::move(seen);
+  for (const std::string& peer : cut) {
+    log::warn("HTTP connection too slow to send its request or take its response; closed",
+              {{"peer", peer}, {"port", port_}});
+    if (timedOut_ != nullptr) {
+      timedOut_->inc();
+    }
+  }
 }
 
 void HttpServer::stop() {
   if (!server_) {
     return;
   }
+  watchdog_.request_stop();
+  if (watchdog_.joinable()) {  // not when start() failed to create it
+    watchdog_.join();
+  }
   server_->stop();
   const auto deadline = std::chrono::steady_clock::now() + opts_.stopGracePeriod;
   while (!exited_->load()) {
     std::set<std::string> busy;
     {
-      std::lock_guard lock(inFlight_->mu);
-      busy = inFlight_->peers;
+      std::lock_guard lock(peers_->mu);
+      busy = peers_->inFlight;
     }
     shutdownConnections(port_, busy, std::chrono::steady_clock::now() >= deadline);
     // Connections that were busy go idle again after their response; look again soon.

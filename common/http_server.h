@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -55,6 +57,13 @@ struct HttpServerOptions {
   std::chrono::milliseconds readTimeout{std::chrono::seconds(10)};
   std::chrono::milliseconds writeTimeout{std::chrono::seconds(10)};
   std::chrono::seconds keepAliveTimeout{5};  // idle time before a kept-alive connection closes
+  // Per request, for peers that trickle bytes just fast enough to dodge the timeouts above:
+  // a connection still receiving a request keepAliveTimeout + requestTimeout after it was
+  // accepted or sent its previous response (httplib tells nothing of when the next request
+  // starts; an idle connection waits at most keepAliveTimeout for it), or still sending a
+  // response requestTimeout after the handler returned, is shut down. Time in a handler never
+  // counts. Checked every half second; must be positive.
+  std::chrono::milliseconds requestTimeout{std::chrono::seconds(30)};
   size_t keepAliveMaxRequests = 100;
   // How long stop() lets requests in flight finish before cutting their connections.
   std::chrono::milliseconds stopGracePeriod{std::chrono::seconds(5)};
@@ -80,11 +89,13 @@ class HttpServer {
   void mountHealth(std::function<bool()> ready = {});
   // GET /metrics renders the registry, which must outlive the server. Requests to the other
   // routes are counted in it (http_requests_total{path,method,code}) and timed
-  // (http_request_duration_seconds{path,method}).
+  // (http_request_duration_seconds{path,method}), and so are connections cut for missing
+  // requestTimeout (http_connections_timed_out_total).
   void mountMetrics(metrics::Registry& registry);
 
   // Binds and starts serving; throws std::runtime_error when the address cannot be bound or
-  // the TLS files cannot be loaded. Returns once the server accepts connections.
+  // the TLS files cannot be loaded (std::invalid_argument for a requestTimeout that is not
+  // positive). Returns once the server accepts connections.
   void start();
   // Stops accepting, closes idle connections and joins the threads. Requests in flight
   // finish first, for up to stopGracePeriod. Idempotent.
@@ -99,25 +110,45 @@ class HttpServer {
     std::string path;
     HttpHandler handler;
   };
+  using Clock = std::chrono::steady_clock;
+  // A connection the watchdog has seen, by socket inode: fds are reused, inodes are not.
+  struct Watched {
+    Clock::time_point firstSeen;
+    bool cut = false;  // logged and counted once
+  };
+
   void addRoute(std::string method, const std::string& path, HttpHandler handler);
-  HttpResponse dispatch(const Route& route, const HttpRequest& req);
+  HttpResponse dispatch(const Route& route, const HttpRequest& req, const std::string& peer);
   HttpResponse tooLarge(const std::string& method, const std::string& path);
   void count(const std::string& method, const std::string& path, int status, double seconds);
+  // Shuts down the connections past their deadline; watched is the watchdog's memory.
+  void cutOverdue(std::map<ino_t, Watched>& watched);
 
   HttpServerOptions opts_;
   std::vector<Route> routes_;
   metrics::CounterFamily* requests_ = nullptr;
   metrics::HistogramFamily* latency_ = nullptr;
-  // Peers ("addr:port") whose request is being handled; stop() spares their connections.
-  struct InFlight {
+  metrics::Counter* timedOut_ = nullptr;
+  // Per peer ("addr:port"), as httplib's callbacks see them.
+  struct Peers {
     std::mutex mu;
-    std::set<std::string> peers;
+    // From routing until the response is written; stop() spares their connections.
+    std::set<std::string> inFlight;
+    // Inside a handler; the watchdog spares their connections.
+    std::set<std::string> handling;
+    // The request deadline set when a handler returned or a response was written, and when.
+    struct Deadline {
+      Clock::time_point set;
+      Clock::time_point at;
+    };
+    std::map<std::string, Deadline> deadlines;
   };
-  std::shared_ptr<InFlight> inFlight_ = std::make_shared<InFlight>();
+  std::shared_ptr<Peers> peers_ = std::make_shared<Peers>();
   std::unique_ptr<httplib::Server> server_;
   std::shared_ptr<std::atomic<bool>> exited_;
   std::thread thread_;
   int port_ = 0;
+  std::jthread watchdog_;  // cuts connections that miss requestTimeout
 };
 
 }  // namespace ker

@@ -45,6 +45,44 @@ class RawConn {
               static_cast<ssize_t>(data.size()));
   }
 
+  // Sends without failing the test: false once the server has dropped the connection.
+  bool trySend(const std::string& data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+
+  // Whether the server has closed or reset the connection, without waiting.
+  bool closedByPeer() {
+    pollfd p{fd_, POLLIN, 0};
+    char c;
+    return ::poll(&p, 1, 0) > 0 && ::recv(fd_, &c, 1, MSG_DONTWAIT | MSG_PEEK) <= 0;
+  }
+
+  // Reads one response framed by Content-Length; what arrived when the peer closes or the
+  // timeout passes first.
+  std::string readResponse(std::chrono::milliseconds timeout) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const size_t headerEnd = out.find("\r\n\r\n");
+      const size_t at = out.find("Content-Length: ");
+      if (headerEnd != std::string::npos && at < headerEnd &&
+          out.size() >= headerEnd + 4 + std::stoul(out.substr(at + 16))) {
+        break;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) {
+        continue;
+      }
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        break;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
   // Reads until the peer closes (eof = true) or the timeout passes.
   std::string readUntilClosed(std::chrono::milliseconds timeout, bool& eof) {
     std::string out;
@@ -334,6 +372,112 @@ TEST(HttpServer, StartFailuresAreReported) {
     FAIL() << "expected a TLS error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/tls.crt"), std::string::npos);
+  }
+}
+
+// Deadlines small enough for a test: a connection gets keepAliveTimeout + requestTimeout (2 s)
+// to send each request, and requestTimeout to take each response.
+HttpServerOptions quickDeadlines() {
+  HttpServerOptions opts = loopback();
+  opts.keepAliveTimeout = 1s;
+  opts.requestTimeout = 1s;
+  return opts;
+}
+
+double timedOut(metrics::Registry& registry) {
+  return registry.counter("http_connections_timed_out_total", "").get().value();
+}
+
+TEST(HttpServer, PeerTricklingItsRequestIsCutAtTheDeadline) {
+  metrics::Registry registry;
+  HttpServer server(quickDeadlines());
+  server.mountMetrics(registry);
+  server.get("/ok", echo);
+  server.start();
+
+  const auto start = std::chrono::steady_clock::now();
+  RawConn slow(server.port());
+  // A byte every 200 ms, well within the read timeout; the headers never end.
+  const std::string request = "GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(60, 'a');
+  bool closed = false;
+  for (size_t i = 0; i < request.size() && !closed; ++i) {
+    std::this_thread::sleep_for(200ms);
+    closed = slow.closedByPeer() || !slow.trySend(request.substr(i, 1));
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(closed) << "still connected after "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                      << " ms";
+  EXPECT_GE(elapsed, 2s) << "cut before keepAliveTimeout + requestTimeout";
+
+  // Counted just after the cut.
+  for (int i = 0; i < 250 && timedOut(registry) < 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(timedOut(registry), 1);
+
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/ok");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST(HttpServer, HandlerSlowerThanTheRequestTimeoutIsNotCut) {
+  metrics::Registry registry;
+  std::atomic<int> calls{0};
+  const std::string body(1 << 20, 'x');
+  HttpServer server(quickDeadlines());  // after what its handler uses: it may outlive a failure
+  server.mountMetrics(registry);
+  server.get("/slow", [&](const HttpRequest&) {
+    ++calls;
+    // Past both deadlines, over several watchdog rounds.
+    std::this_thread::sleep_for(3s);
+    return HttpResponse{200, "text/plain", body};
+  });
+  server.start();
+
+  httplib::Client cli("127.0.0.1", server.port());
+  cli.set_read_timeout(20s);
+  auto res = cli.Get("/slow");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body.size(), body.size());
+  EXPECT_TRUE(res->body == body);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(timedOut(registry), 0);
+}
+
+TEST(HttpServer, KeepAliveClientWithinTheDeadlinesKeepsItsConnection) {
+  metrics::Registry registry;
+  HttpServerOptions opts = loopback();
+  opts.keepAliveTimeout = 2s;
+  opts.requestTimeout = 500ms;
+  HttpServer server(opts);
+  server.mountMetrics(registry);
+  server.get("/ok", echo);
+  server.start();
+
+  // Idle longer than requestTimeout between requests, never longer than keepAliveTimeout, and
+  // connected well past keepAliveTimeout + requestTimeout: each response renews the deadline.
+  RawConn conn(server.port());
+  for (int i = 0; i < 4; ++i) {
+    if (i > 0) {
+      std::this_thread::sleep_for(1200ms);
+    }
+    conn.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string reply = conn.readResponse(5s);
+    ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << "request " << i << ": " << reply;
+    EXPECT_TRUE(reply.ends_with("\r\n\r\nGET /ok  ")) << reply;
+  }
+  EXPECT_EQ(timedOut(registry), 0);
+}
+
+TEST(HttpServer, NonPositiveRequestTimeoutIsRejected) {
+  for (const std::chrono::milliseconds timeout : {0ms, -1000ms}) {
+    HttpServerOptions opts = loopback();
+    opts.requestTimeout = timeout;
+    HttpServer server(opts);
+    EXPECT_THROW(server.start(), std::invalid_argument) << timeout.count();
   }
 }
 
