@@ -43,9 +43,10 @@ integration-test: build controlplane-binaries ## run the integration tests again
 # How long `make test` fuzzes each target (`make fuzz` runs longer).
 TEST_FUZZ_SECONDS ?= 30
 
-test: build controlplane-binaries ## run every test: unit, integration, a bounded fuzz run
+test: build controlplane-binaries ## run every test: unit, integration, the reduced chaos soak, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/run-integration.sh $(BUILD_DIR)
+	cd $(BUILD_DIR) && ctest -L soak --output-on-failure
 	JOBS=$(JOBS) fuzz/run.sh $(TEST_FUZZ_SECONDS)
 
 run: build controlplane-binaries ## run the whole system locally (Ctrl-C stops it)

@@ -27,7 +27,9 @@ class ControllerTest : public ExtenderSuite {
   static void SetUpTestSuite() {
     startStack({});
     if (env_ != nullptr) {
-      lease_ = uniqueName("ctl-lease");
+      // The credentials and Lease deploy/deployment.yaml gives the controller, so a missing
+      // permission fails here rather than in a user's cluster.
+      kubeconfig_ = env_->serviceAccountKubeconfig("extended-resource-controller");
       controller_ = startController(controllerPort_);
     }
   }
@@ -44,13 +46,12 @@ class ControllerTest : public ExtenderSuite {
     auto child = std::make_unique<ChildProcess>(
         env_->binary("controller/extended-resource-controller"),
         std::vector<std::string>{
-            "--kubeconfig=" + env_->kubeconfig(),
+            "--kubeconfig=" + kubeconfig_,
             "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
-            "--scheduler-name=" + schedulerName_, "--leader-elect-lease-name=" + lease_,
-            "--leader-elect-namespace=kube-system", "--orphan-grace-period=3s",
+            "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
             "--leader-elect-retry-period=200ms", "--leader-elect-renew-deadline=2s",
             "--leader-elect-lease-duration=4s", "--v=2"},
-        env_->dir() + "/controller-" + lease_ + "-" + std::to_string(port) + ".log");
+        env_->dir() + "/controller-" + std::to_string(port) + ".log");
     httplib::Client health("127.0.0.1", port);
     if (!eventually(
             [&] {
@@ -190,13 +191,13 @@ class ControllerTest : public ExtenderSuite {
   static std::unique_ptr<ChildProcess> controller_;
   static std::unique_ptr<ChildProcess> standby_;
   static int controllerPort_;
-  static std::string lease_;
+  static std::string kubeconfig_;
 };
 
 std::unique_ptr<ChildProcess> ControllerTest::controller_;
 std::unique_ptr<ChildProcess> ControllerTest::standby_;
 int ControllerTest::controllerPort_ = 0;
-std::string ControllerTest::lease_;
+std::string ControllerTest::kubeconfig_;
 
 TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   const std::vector<std::string> devices = {makeDevice(), makeDevice()};
