@@ -57,6 +57,11 @@ const char* typeName(Kind kind) {
   return "unknown";
 }
 
+// The Pod is read into a document, which takes about ten times its text: bound it by what
+// the API can store (kube-apiserver refuses request bodies over 3 MiB) so a hostile body
+// cannot make the extender hold gigabytes.
+constexpr size_t kMaxPodBytes = size_t{3} << 20;
+
 json parseValidated(std::string_view text) {
   try {
     return json::parse(text.begin(), text.end());
@@ -219,6 +224,10 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
   }
   if (pod->kind != Kind::kObject) {
     throw WireError(std::string("Pod must be an object, got ") + typeName(pod->kind));
+  }
+  if (pod->text.size() > kMaxPodBytes) {
+    throw WireError("Pod of " + std::to_string(pod->text.size()) + " bytes exceeds the limit of " +
+                    std::to_string(kMaxPodBytes) + " bytes");
   }
   args.pod = Pod::fromJson(parseValidated(pod->text));
   if (args.pod.meta.name.empty() || args.pod.meta.uid.empty()) {

@@ -57,9 +57,10 @@ class JsonReader {
   std::vector<bool> started_;
 };
 
-// Appends s as a JSON string literal, escaped as nlohmann::json::dump does: '"', '\\' and
-// control characters; other characters as UTF-8; bytes that are not valid UTF-8 become
-// U+FFFD. Go's encoding/json decodes the result to the same string.
+// Appends s as a JSON string literal: '"', '\\' and control characters escaped, other
+// characters as UTF-8. Each byte that does not begin a valid UTF-8 sequence becomes U+FFFD,
+// as Go's encoding/json does when it decodes such bytes, so the output is always valid JSON.
+// (nlohmann's dump(replace) may replace a broken sequence by fewer U+FFFD.)
 void appendJsonString(std::string& out, std::string_view s);
 
 }  // namespace ker

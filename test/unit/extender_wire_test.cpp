@@ -70,6 +70,9 @@ TEST(ParseExtenderArgs, BadBodiesGetClearErrors) {
        "metadata.name is required"},
       {"{\"Pod\":{\"metadata\":{\"name\":\"\xff\xfe\",\"uid\":\"u\"}}}", "malformed JSON"},
       {std::string(100000, '['), "nested deeper"},
+      {R"({"Pod":{"metadata":{"name":"p","uid":"u","annotations":{"a":")" +
+           std::string(size_t{3} << 20, 'x') + R"("}}},"NodeNames":["n"]})",
+       "exceeds the limit of 3145728 bytes"},
   };
   for (const auto& c : cases) {
     try {
