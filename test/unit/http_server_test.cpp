@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -60,35 +61,27 @@ class RawConn {
   // Reads one response framed by Content-Length; what arrived when the peer closes or the
   // timeout passes first.
   std::string readResponse(std::chrono::milliseconds timeout) {
-    std::string out;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
+    bool eof = false;
+    return readUntil(timeout, eof, [](const std::string& out) {
       const size_t headerEnd = out.find("\r\n\r\n");
       const size_t at = out.find("Content-Length: ");
-      if (headerEnd != std::string::npos && at < headerEnd &&
-          out.size() >= headerEnd + 4 + std::stoul(out.substr(at + 16))) {
-        break;
-      }
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) {
-        continue;
-      }
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        break;
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
+      return headerEnd != std::string::npos && at < headerEnd &&
+             out.size() >= headerEnd + 4 + std::stoul(out.substr(at + 16));
+    });
   }
 
   // Reads until the peer closes (eof = true) or the timeout passes.
   std::string readUntilClosed(std::chrono::milliseconds timeout, bool& eof) {
+    return readUntil(timeout, eof, [](const std::string&) { return false; });
+  }
+
+ private:
+  std::string readUntil(std::chrono::milliseconds timeout, bool& eof,
+                        const std::function<bool(const std::string&)>& complete) {
     std::string out;
     eof = false;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
+    while (!complete(out) && std::chrono::steady_clock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, 20) <= 0) {
         continue;
