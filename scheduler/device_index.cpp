@@ -87,27 +87,24 @@ void DeviceIndex::releaseProperties(const ExtendedResource& device) {
 void DeviceIndex::unindex(const ExtendedResource& device) {
   releaseProperties(device);
   const auto& name = device.meta.name;
-  auto byRes = pinned_.find(device.rawResourceName);
-  if (byRes != pinned_.end()) {
-    for (const auto& node : pinnedNodes(device.nodeAffinity)) {
-      auto it = byRes->second.find(node);
-      if (it == byRes->second.end()) {
-        continue;
-      }
-      auto& entries = it->second;
-      auto pos = std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>);
-      if (pos != entries.end() && pos->device->meta.name == name) {
-        entries.erase(pos);
-      }
-      if (entries.empty()) {
-        byRes->second.erase(it);
-      }
+  auto res = resources_.find(device.rawResourceName);
+  if (res == resources_.end()) {
+    return;
+  }
+  auto& pinned = res->second.pinned;
+  for (const auto& node : pinnedNodes(device.nodeAffinity)) {
+    const uint32_t slot = nodes_.find(node);
+    if (slot >= pinned.size()) {
+      continue;
+    }
+    auto& entries = pinned[slot];
+    auto pos = std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>);
+    if (pos != entries.end() && pos->device->meta.name == name) {
+      entries.erase(pos);
+      nodes_.release(slot);
     }
   }
-  auto fl = floating_.find(device.rawResourceName);
-  if (fl != floating_.end()) {
-    fl->second.erase(name);
-  }
+  res->second.floating.erase(name);
 }
 
 void DeviceIndex::upsert(DevicePtr device) {
@@ -126,15 +123,17 @@ void DeviceIndex::upsert(DevicePtr device) {
     entry.propertiesSlot = props.slot;
     entry.propertiesId = props.id;
     auto nodes = pinnedNodes(device->nodeAffinity);
+    Resource& res = resources_[device->rawResourceName];
     if (nodes.empty()) {
-      floating_[device->rawResourceName][name] = entry;
-    } else {
-      auto& byNode = pinned_[device->rawResourceName];
-      for (const auto& node : nodes) {
-        auto& entries = byNode[node];
-        entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>),
-                       entry);
+      res.floating[name] = entry;
+    }
+    for (const auto& node : nodes) {
+      const uint32_t slot = nodes_.acquire(node);
+      if (slot >= res.pinned.size()) {
+        res.pinned.resize(slot + 1);
       }
+      auto& entries = res.pinned[slot];
+      entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>), entry);
     }
     devices_[name] = device;
   }
@@ -169,8 +168,8 @@ DevicePtr DeviceIndex::get(const std::string& name) const {
 
 bool DeviceIndex::hasLabelPlacedDevices(const std::string& rawResourceName) const {
   std::shared_lock lock(mu_);
-  auto it = floating_.find(rawResourceName);
-  return it != floating_.end() && !it->second.empty();
+  auto it = resources_.find(rawResourceName);
+  return it != resources_.end() && !it->second.floating.empty();
 }
 
 size_t DeviceIndex::size() const {

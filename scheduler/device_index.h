@@ -14,6 +14,7 @@
 
 #include "common/node_selector.h"
 #include "common/objects.h"
+#include "scheduler/node_slots.h"
 
 namespace ker {
 
@@ -100,12 +101,16 @@ class DeviceIndex {
   std::vector<uint32_t> freeSlots_;
   uint32_t nextSlot_ = 0;
   uint64_t nextPropertiesId_ = 1;
-  // Devices whose affinity names its nodes through matchFields metadata.name In, by resource
-  // and node, sorted by name: the common case, answered without looking at other nodes'
-  // devices.
-  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<Entry>>> pinned_;
-  // Every other device (label-based affinity), by resource and name; evaluated per node.
-  std::unordered_map<std::string, std::map<std::string, Entry>> floating_;
+  struct Resource {
+    // Devices whose affinity names its nodes through matchFields metadata.name In, by node
+    // slot, sorted by name: the common case, answered without looking at other nodes'
+    // devices.
+    std::vector<std::vector<Entry>> pinned;
+    // Every other device (label-based affinity), by name; evaluated per node.
+    std::map<std::string, Entry> floating;
+  };
+  NodeSlots nodes_;  // the nodes some device is pinned to
+  std::unordered_map<std::string, Resource> resources_;
 
   mutable std::mutex reservationsMu_;
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
@@ -135,17 +140,17 @@ void DeviceIndex::visitFree(const std::string& rawResourceName, const std::strin
     }
     fn(FreeDevice{e.device, e.propertiesSlot, e.propertiesId});
   };
-  if (auto byRes = pinned_.find(rawResourceName); byRes != pinned_.end()) {
-    if (auto onNode = byRes->second.find(nodeName); onNode != byRes->second.end()) {
-      for (const auto& e : onNode->second) {
-        consider(e);
-      }
-    }
+  auto res = resources_.find(rawResourceName);
+  if (res == resources_.end()) {
+    return;
   }
-  if (auto fl = floating_.find(rawResourceName); fl != floating_.end()) {
-    for (const auto& [name, e] : fl->second) {
+  if (uint32_t slot = nodes_.find(nodeName); slot < res->second.pinned.size()) {
+    for (const auto& e : res->second.pinned[slot]) {
       consider(e);
     }
+  }
+  for (const auto& [name, e] : res->second.floating) {
+    consider(e);
   }
 }
 
