@@ -65,12 +65,15 @@ const DeviceIndex::PropertySet& DeviceIndex::internProperties(const ExtendedReso
   PropertySet& set = it->second;
   if (added) {
     if (freeSlots_.empty()) {
-      set.slot = nextSlot_++;
+      set.slot = static_cast<uint32_t>(propertySlots_.size());
+      propertySlots_.push_back(&set);
     } else {
       set.slot = freeSlots_.back();
       freeSlots_.pop_back();
+      propertySlots_[set.slot] = &set;
     }
     set.id = nextPropertiesId_++;
+    set.properties = device.properties;
   }
   ++set.devices;
   return set;
@@ -80,8 +83,35 @@ void DeviceIndex::releaseProperties(const ExtendedResource& device) {
   auto it = propertySets_.find(canonicalText(device.properties));
   if (it != propertySets_.end() && --it->second.devices == 0) {
     freeSlots_.push_back(it->second.slot);
+    propertySlots_[it->second.slot] = nullptr;
     propertySets_.erase(it);
   }
+}
+
+DeviceIndex::NodeSummary DeviceIndex::summarise(const std::vector<Entry>& entries) {
+  NodeSummary summary;
+  for (const auto& e : entries) {
+    if (!e.eligible) {
+      continue;
+    }
+    if (!e.pinnedOnly) {
+      summary.exact = false;
+      break;
+    }
+    auto* end = summary.group + summary.groups;
+    auto* group = std::find_if(summary.group, end,
+                               [&](const auto& g) { return g.propertiesSlot == e.propertiesSlot; });
+    if (group == end) {
+      if (summary.groups == NodeSummary::kMaxGroups) {
+        summary.exact = false;
+        break;
+      }
+      ++summary.groups;
+      *group = {e.propertiesSlot, 0};
+    }
+    ++group->count;
+  }
+  return summary;
 }
 
 void DeviceIndex::unindex(const ExtendedResource& device) {
@@ -101,6 +131,7 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
     auto pos = std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>);
     if (pos != entries.end() && pos->device->meta.name == name) {
       entries.erase(pos);
+      res->second.summaries[slot] = summarise(entries);
       nodes_.release(slot);
     }
   }
@@ -131,9 +162,11 @@ void DeviceIndex::upsert(DevicePtr device) {
       const uint32_t slot = nodes_.acquire(node);
       if (slot >= res.pinned.size()) {
         res.pinned.resize(slot + 1);
+        res.summaries.resize(slot + 1);
       }
       auto& entries = res.pinned[slot];
       entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>), entry);
+      res.summaries[slot] = summarise(entries);
     }
     devices_[name] = device;
   }

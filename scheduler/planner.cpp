@@ -70,6 +70,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
     }
     claimsOf_[static_cast<size_t>(res - resources_.begin())].push_back(pending_.size());
     pending_.push_back(c.get());
+    hasNamedLists_ = hasNamedLists_ || c->extendedResourceNames.has_value();
     wanted_ += static_cast<size_t>(std::max<int64_t>(c->extendedResourceNum, 0));
   }
   memo_.resize(pending_.size());
@@ -87,14 +88,20 @@ bool NodeFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
       return false;
     }
   }
+  return selects(claim, device.propertiesSlot, device.propertiesId, device.device->properties);
+}
+
+// The claim's selector against a set of properties, decided once per set.
+bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
+                         const std::map<std::string, std::string>& properties) {
   auto& memo = memo_[claim];
-  if (device.propertiesSlot >= memo.size()) {
-    memo.resize(device.propertiesSlot + 1);
+  if (propertiesSlot >= memo.size()) {
+    memo.resize(propertiesSlot + 1);
   }
-  Memo& m = memo[device.propertiesSlot];
-  if (m.propertiesId != device.propertiesId) {
-    m.propertiesId = device.propertiesId;
-    m.matches = matches(c.metadataRequirements, device.device->properties);
+  Memo& m = memo[propertiesSlot];
+  if (m.propertiesId != propertiesId) {
+    m.propertiesId = propertiesId;
+    m.matches = matches(pending_[claim]->metadataRequirements, properties);
   }
   return m.matches;
 }
@@ -127,6 +134,23 @@ NodePlan NodeFitter::plan(const std::string& nodeName,
   size_t matchingFree = 0;
   for (size_t r = 0; r < resources_.size(); ++r) {
     const auto& claimsOf = claimsOf_[r];
+    // Counts are all filter and prioritize need; a named list needs each device's name.
+    if (!withAssignment && !hasNamedLists_ &&
+        index_.visitFreeGroups(resources_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
+          bool any = false;
+          for (size_t c : claimsOf) {
+            if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
+              for (size_t k = 0; k < g.count; ++k) {
+                eligible_[c].push_back(deviceCount + k);
+              }
+              any = true;
+            }
+          }
+          matchingFree += any ? g.count : 0;
+          deviceCount += g.count;
+        })) {
+      continue;
+    }
     index_.visitFree(resources_[r], nodeName, nodeLabels, podUid_,
                      [&](const DeviceIndex::FreeDevice& d) {
                        bool any = false;

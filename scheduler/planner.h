@@ -60,6 +60,8 @@ class NodeFitter {
     bool matches = false;
   };
   bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
+  bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
+               const std::map<std::string, std::string>& properties);
 
   const PodClaims& claims_;
   std::string podUid_;
@@ -68,6 +70,7 @@ class NodeFitter {
   std::vector<std::vector<size_t>> claimsOf_;  // per resource, the pending claims wanting it
   std::vector<const ExtendedResourceClaim*> pending_;
   bool needsNodeLabels_ = false;
+  bool hasNamedLists_ = false;  // some claim lists its devices by name
   size_t wanted_ = 0;
   std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
   // Scratch reused across nodes.

@@ -2,6 +2,9 @@
 // changes an answer the full node-selector evaluation would give.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "scheduler/device_index.h"
 #include "scheduler_fixtures.h"
 
@@ -80,6 +83,66 @@ TEST(DeviceIndexFastPath, ReservationsAreCheckedOnlyWhileAnyExist) {
   idx.upsert(ptr(device("a", "n1", {})));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
             (std::vector<std::string>{"a"}));
+}
+
+// What visitFreeGroups reports for a node, as free devices by type; nullopt when it declines.
+std::optional<std::map<std::string, uint32_t>> groups(const DeviceIndex& idx,
+                                                      const std::string& node) {
+  std::map<std::string, uint32_t> out;
+  if (!idx.visitFreeGroups("nvidia.com/gpu", node, [&](const DeviceIndex::FreeGroup& g) {
+        out[g.properties.at("type")] += g.count;
+      })) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+TEST(DeviceIndexFastPath, GroupsCountEligiblePinnedDevicesBySet) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("b", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("c", "n1", {{"type", "p100"}})));
+  auto bound = device("d", "n1", {{"type", "p100"}});
+  bound.phase = DevicePhase::kBound;
+  idx.upsert(ptr(bound));
+  idx.upsert(ptr(device("e", "n2", {{"type", "k80"}})));
+  using Counts = std::map<std::string, uint32_t>;
+  EXPECT_EQ(groups(idx, "n1"), (Counts{{"k80", 2}, {"p100", 1}}));
+  EXPECT_EQ(groups(idx, "n2"), (Counts{{"k80", 1}}));
+  EXPECT_EQ(groups(idx, "n3"), Counts{});
+  // Kept current as devices change and go.
+  idx.remove("a");
+  auto nowFree = device("d", "n1", {{"type", "p100"}});
+  idx.upsert(ptr(nowFree));
+  EXPECT_EQ(groups(idx, "n1"), (Counts{{"k80", 1}, {"p100", 2}}));
+  idx.remove("e");
+  EXPECT_EQ(groups(idx, "n2"), Counts{});
+}
+
+TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
+  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // a bind in flight
+  idx.unreserve("pod-1");
+  ASSERT_TRUE(groups(idx, "n1").has_value());
+
+  auto zoned = device("zoned", "n1", {{"type", "k80"}});
+  zoned.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {pin({"n1"})}}};
+  idx.upsert(ptr(zoned));
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // the node's labels decide
+  idx.remove("zoned");
+
+  for (int i = 0; i < 8; ++i) {  // more property sets than a summary holds
+    idx.upsert(ptr(device("many" + std::to_string(i), "n2", {{"type", std::to_string(i)}})));
+  }
+  EXPECT_EQ(groups(idx, "n2"), std::nullopt);
+  EXPECT_TRUE(groups(idx, "n1").has_value());
+
+  auto floating = device("floating", "", {{"type", "k80"}});
+  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}}};
+  idx.upsert(ptr(floating));
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // may be on any node
 }
 
 }  // namespace

@@ -172,5 +172,21 @@ TEST_F(PlannerTest, DevicesReservedByAnotherPodAreNotOffered) {
   EXPECT_FALSE(plan.fits);
 }
 
+TEST_F(PlannerTest, FilterAnswersRespectBindsInFlight) {
+  addClaim(claim("two", 2, {}));
+  addDevice(device("gpu-0", "n1", {}));
+  addDevice(device("gpu-1", "n1", {}));
+  const auto pc = resolve(pod({"two"}));
+  ASSERT_TRUE(index_.reserve({"gpu-1"}, "other-pod"));
+  EXPECT_FALSE(NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false).fits);
+  index_.unreserve("other-pod");
+  ASSERT_TRUE(index_.reserve({"gpu-1"}, "pod-uid"));  // its own bind retried
+  EXPECT_TRUE(NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false).fits);
+  index_.unreserve("pod-uid");
+  const auto plan = NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false);
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.leftover, 0u);
+}
+
 }  // namespace
 }  // namespace ker
