@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "scheduler_fixtures.h"
@@ -157,6 +159,45 @@ TEST(ScoreNodes, EqualCandidatesAllScoreTheMaximumAndStayInRange) {
     EXPECT_LE(v, 10);
   }
   EXPECT_TRUE(scoreNodes({}, ScoringStrategy::kSpread).empty());
+}
+
+// Without names (filter, prioritize) a greedy pass may answer first; it must never say
+// anything the full matching would not, including the message when the pod does not fit.
+TEST(FitEligible, CountsOnlyAnswersAgreeWithTheMatching) {
+  std::mt19937 rng(11);
+  std::vector<ExtendedResourceClaim> owned;
+  for (int k = 0; k < 4; ++k) {
+    owned.push_back(claim("c" + std::to_string(k), 1));
+  }
+  for (int round = 0; round < 3000; ++round) {
+    const size_t claimCount = 1 + rng() % 4;
+    const size_t deviceCount = rng() % 2 == 0 ? rng() % 9 : 60 + rng() % 10;
+    std::vector<const ExtendedResourceClaim*> claims;
+    std::vector<std::vector<size_t>> eligible(claimCount);
+    std::vector<bool> matching(deviceCount, false);
+    for (size_t c = 0; c < claimCount; ++c) {
+      owned[c].extendedResourceNum = static_cast<int64_t>(rng() % 4);
+      claims.push_back(&owned[c]);
+      for (size_t d = 0; d < deviceCount; ++d) {
+        if (rng() % 3 == 0) {
+          eligible[c].push_back(d);
+          matching[d] = true;
+        }
+      }
+    }
+    const auto matchingFree =
+        static_cast<size_t>(std::count(matching.begin(), matching.end(), true));
+    std::vector<std::string> deviceNames(deviceCount);
+    std::vector<const std::string*> names;
+    for (size_t d = 0; d < deviceCount; ++d) {
+      deviceNames[d] = "d" + std::to_string(d);
+      names.push_back(&deviceNames[d]);
+    }
+    const Fit full = fitEligible(claims, eligible, deviceCount, matchingFree, &names);
+    const Fit counts = fitEligible(claims, eligible, deviceCount, matchingFree, nullptr);
+    ASSERT_EQ(counts.fits, full.fits) << "round " << round;
+    ASSERT_EQ(counts.message, full.message) << "round " << round;
+  }
 }
 
 }  // namespace
