@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace ker {
@@ -17,6 +18,11 @@ struct Case {
   std::string reason;
   ApiErrorKind kind;
 };
+
+// ctest names each case by its printed parameter; without this it prints the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.httpStatus << ' ' << (c.reason.empty() ? "(no reason)" : c.reason);
+}
 
 class ApiErrorKindTest : public testing::TestWithParam<Case> {};
 
