@@ -33,7 +33,7 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   FilterReply reply;
   if (args.pod.claims.empty() && args.pod.invalid.empty()) {
     stats_.podsWithoutClaims++;
-    reply.passing = args.nodeNames;
+    reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
     return reply;
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
@@ -62,8 +62,8 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   return reply;
 }
 
-std::vector<std::pair<std::string, int>> Extender::prioritize(const ExtenderArgs& args) {
-  std::vector<std::pair<std::string, int>> out;
+std::vector<std::pair<std::string_view, int>> Extender::prioritize(const ExtenderArgs& args) {
+  std::vector<std::pair<std::string_view, int>> out;
   out.reserve(args.nodeNames.size());
   std::vector<int> scores(args.nodeNames.size(), 0);
   if (!args.pod.claims.empty()) {

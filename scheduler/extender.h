@@ -33,7 +33,8 @@ class Extender {
            ScoringStrategy scoring);
 
   FilterReply filter(const ExtenderArgs& args);
-  std::vector<std::pair<std::string, int>> prioritize(const ExtenderArgs& args);
+  // Scores by node name; the names are views of args.nodeNames.
+  std::vector<std::pair<std::string_view, int>> prioritize(const ExtenderArgs& args);
   std::string bind(const BindingArgs& args) { return binder_.bind(args); }
 
   const ExtenderStats& stats() const { return stats_; }

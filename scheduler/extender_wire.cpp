@@ -423,7 +423,7 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
   return out;
 }
 
-std::string renderPriorities(const std::vector<std::pair<std::string, int>>& scores) {
+std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores) {
   std::string out = "[";
   out.reserve(scores.size() * 32 + 2);
   for (size_t i = 0; i < scores.size(); ++i) {

@@ -54,7 +54,8 @@ ExtenderArgs parseExtenderArgs(std::string_view body);
 BindingArgs parseBindingArgs(std::string_view body);
 
 struct FilterReply {
-  std::vector<std::string> passing;  // node names, in request order
+  // Node names in request order: views of the request's names, which outlive the reply.
+  std::vector<std::string_view> passing;
   std::map<std::string, std::string> failed;
   std::map<std::string, std::string> failedUnresolvable;
   std::string error;
@@ -62,7 +63,7 @@ struct FilterReply {
 
 // Answers in the mode the request used: NodeNames, or the passing Node objects whole.
 std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args);
-std::string renderPriorities(const std::vector<std::pair<std::string, int>>& scores);
+std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores);
 std::string renderBindingReply(const std::string& error);
 // A filter-shaped error body (also valid for bind: only Error is read).
 std::string renderError(const std::string& error);

@@ -72,7 +72,7 @@ TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
       renderFilterReply(FilterReply{}, args),
       R"({"Error":"","FailedAndUnresolvableNodes":{},"FailedNodes":{},"NodeNames":[],"Nodes":null})");
 
-  const std::vector<std::pair<std::string, int>> scores = {{"a", 10}, {"b\"", 0}, {"c", -1}};
+  const std::vector<std::pair<std::string_view, int>> scores = {{"a", 10}, {"b\"", 0}, {"c", -1}};
   json prio = json::array();
   for (const auto& [host, score] : scores) {
     prio.push_back({{"Host", host}, {"Score", score}});
