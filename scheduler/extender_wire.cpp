@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <unordered_map>
 
 #include "scheduler/json_text.h"
@@ -429,7 +430,12 @@ std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>
   for (size_t i = 0; i < scores.size(); ++i) {
     out += i == 0 ? "{\"Host\":" : ",{\"Host\":";
     appendJsonString(out, scores[i].first);
-    out += ",\"Score\":" + std::to_string(scores[i].second) + "}";
+    // No temporaries: one per node was a fifth of the prioritize reply's cost.
+    char score[16];
+    const auto end = std::to_chars(score, score + sizeof score, scores[i].second).ptr;
+    out += ",\"Score\":";
+    out.append(score, end);
+    out += '}';
   }
   out += ']';
   return out;

@@ -406,6 +406,9 @@ void appendJsonString(std::string& out, std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const size_t run = i;
+    while (i + 8 <= s.size() && plainWord(s.data() + i)) {
+      i += 8;
+    }
     while (i < s.size()) {
       const auto c = static_cast<unsigned char>(s[i]);
       if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
