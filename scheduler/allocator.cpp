@@ -143,19 +143,43 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
                      &names);
 }
 
+ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) {
+  for (const auto* c : claims) {
+    keys.push_back(claimKey(*c));
+    wants.push_back(describeWant(*c));
+  }
+}
+
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
-                size_t matchingFree, const std::vector<const std::string*>* names) {
+                size_t matchingFree, const std::vector<const std::string*>* names,
+                const ClaimTexts* texts) {
   Fit fit;
   fit.matchingFree = matchingFree;
+  std::optional<ClaimTexts> ownTexts;
+  auto words = [&]() -> const ClaimTexts& {
+    if (texts == nullptr && !ownTexts) {
+      ownTexts.emplace(claims);
+    }
+    return texts != nullptr ? *texts : *ownTexts;
+  };
 
   // Each claim on its own first: the message then names the claim that cannot be served.
   for (size_t c = 0; c < claims.size(); ++c) {
     const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
     if (eligible[c].size() < want) {
-      fit.message = "claim " + claimKey(*claims[c]) + ": " + std::to_string(eligible[c].size()) +
-                    " of " + std::to_string(want) + " free " + describeWant(*claims[c]) +
-                    " on this node";
+      const ClaimTexts& w = words();
+      std::string& m = fit.message;
+      m.reserve(48 + w.keys[c].size() + w.wants[c].size());
+      m += "claim ";
+      m += w.keys[c];
+      m += ": ";
+      m += std::to_string(eligible[c].size());
+      m += " of ";
+      m += std::to_string(want);
+      m += " free ";
+      m += w.wants[c];
+      m += " on this node";
       return fit;
     }
   }
@@ -191,7 +215,7 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
     std::ostringstream msg;
     msg << "claims ";
     for (size_t c = 0; c < claims.size(); ++c) {
-      msg << (c ? ", " : "") << claimKey(*claims[c]);
+      msg << (c ? ", " : "") << words().keys[c];
     }
     msg << ": need " << totalWanted << " distinct devices together";
     if (fit.matchingFree < totalWanted) {

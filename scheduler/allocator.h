@@ -32,13 +32,24 @@ struct Fit {
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
               const std::vector<const ExtendedResource*>& freeDevices);
 
+// What failure messages say of each claim, indexed like the claims: worked out once per
+// request, as a filter may fail hundreds of nodes in the same words.
+struct ClaimTexts {
+  ClaimTexts() = default;
+  explicit ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims);
+  std::vector<std::string> keys;   // namespace/name
+  std::vector<std::string> wants;  // "nvidia.com/gpu with type=k80"
+};
+
 // fitClaims once eligibility is known: eligible[c] lists the indexes (into the node's free
 // devices, deviceCount of them, matchingFree matching some claim) that claim c may take.
 // `names`, when given, names each device so the assignment can be filled; without it only
 // fits/message/matchingFree are worked out, which is all filter and prioritize need.
+// `texts`, when given, must be the claims' ClaimTexts; otherwise a failure works them out.
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
-                size_t matchingFree, const std::vector<const std::string*>* names);
+                size_t matchingFree, const std::vector<const std::string*>* names,
+                const ClaimTexts* texts = nullptr);
 
 enum class ScoringStrategy { kBinpack, kSpread };
 

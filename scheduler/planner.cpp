@@ -75,6 +75,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
   }
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
+  texts_ = ClaimTexts(pending_);
 }
 
 // The device is of the claim's resource. Only the memo is read in the common case: the device
@@ -175,7 +176,7 @@ NodePlan NodeFitter::plan(const std::string& nodeName,
     }
   }
   Fit fit = fitEligible(pending_, eligible_, deviceCount, matchingFree,
-                        withAssignment ? &names : nullptr);
+                        withAssignment ? &names : nullptr, &texts_);
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);
   plan.assignment = std::move(fit.assignment);

@@ -72,6 +72,7 @@ class NodeFitter {
   bool needsNodeLabels_ = false;
   bool hasNamedLists_ = false;  // some claim lists its devices by name
   size_t wanted_ = 0;
+  ClaimTexts texts_;                     // of pending_
   std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;

@@ -197,6 +197,11 @@ TEST(FitEligible, CountsOnlyAnswersAgreeWithTheMatching) {
     const Fit counts = fitEligible(claims, eligible, deviceCount, matchingFree, nullptr);
     ASSERT_EQ(counts.fits, full.fits) << "round " << round;
     ASSERT_EQ(counts.message, full.message) << "round " << round;
+    // Texts worked out once per request say what the claims would have said themselves.
+    const ClaimTexts texts(claims);
+    const Fit shared = fitEligible(claims, eligible, deviceCount, matchingFree, nullptr, &texts);
+    ASSERT_EQ(shared.fits, full.fits) << "round " << round;
+    ASSERT_EQ(shared.message, full.message) << "round " << round;
   }
 }
 
