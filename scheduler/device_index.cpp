@@ -1,6 +1,7 @@
 #include "scheduler/device_index.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/node_selector.h"
 
@@ -173,8 +174,9 @@ void DeviceIndex::upsert(DevicePtr device) {
   if (device->phase != DevicePhase::kAvailable) {
     // The write a reservation stood in for is now visible.
     std::lock_guard lock(reservationsMu_);
-    reservations_.erase(name);
-    reservationCount_ = reservations_.size();
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      dropReservation(it);
+    }
   }
 }
 
@@ -189,8 +191,9 @@ void DeviceIndex::remove(const std::string& name) {
     devices_.erase(it);
   }
   std::lock_guard lock(reservationsMu_);
-  reservations_.erase(name);
-  reservationCount_ = reservations_.size();
+  if (auto it = reservations_.find(name); it != reservations_.end()) {
+    dropReservation(it);
+  }
 }
 
 DevicePtr DeviceIndex::get(const std::string& name) const {
@@ -226,8 +229,20 @@ std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceNam
   return out;
 }
 
+void DeviceIndex::dropReservation(std::unordered_map<std::string, Reservation>::iterator it) {
+  for (const auto& node : it->second.nodes) {
+    auto n = reservedNodes_.find(node);
+    if (n != reservedNodes_.end() && --n->second == 0) {
+      reservedNodes_.erase(n);
+    }
+  }
+  reservations_.erase(it);
+  reservationCount_ = reservations_.size();
+}
+
 bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,
                           Clock::duration ttl) {
+  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
   std::lock_guard lock(reservationsMu_);
   const auto now = Clock::now();
   for (const auto& name : names) {
@@ -236,7 +251,17 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
     }
   }
   for (const auto& name : names) {
-    reservations_[name] = Reservation{podUid, now + ttl};
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      dropReservation(it);
+    }
+    Reservation r{podUid, now + ttl, {}};
+    if (auto d = devices_.find(name); d != devices_.end()) {
+      for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
+        ++reservedNodes_[node];
+        r.nodes.push_back(node);
+      }
+    }
+    reservations_.emplace(name, std::move(r));
   }
   reservationCount_ = reservations_.size();
   return true;
@@ -244,8 +269,13 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
 
 void DeviceIndex::unreserve(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
-  std::erase_if(reservations_, [&](const auto& kv) { return kv.second.podUid == podUid; });
-  reservationCount_ = reservations_.size();
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    auto next = std::next(it);
+    if (it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+    it = next;
+  }
 }
 
 size_t DeviceIndex::reservedCount() const {

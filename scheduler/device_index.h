@@ -68,9 +68,9 @@ class DeviceIndex {
   };
 
   // visitFree counted by property set: fn(const FreeGroup&) once per set, when the answer is
-  // known without looking at devices one by one: no bind is in flight, and every device of
-  // the resource that could be on the node is pinned to it by name alone. Otherwise returns
-  // false without calling fn. Same lock rules as visitFree.
+  // known without looking at devices one by one: no bind in flight holds a device pinned to
+  // the node, and every device of the resource that could be on the node is pinned to it by
+  // name alone. Otherwise returns false without calling fn. Same lock rules as visitFree.
   template <class Fn>
   bool visitFreeGroups(const std::string& rawResourceName, const std::string& nodeName,
                        Fn&& fn) const;
@@ -87,6 +87,7 @@ class DeviceIndex {
   struct Reservation {
     std::string podUid;
     Clock::time_point expires;
+    std::vector<std::string> nodes;  // the device's pinned nodes when it was reserved
   };
   // A device as the filter's hot path needs it, with what never changes for one version of
   // the object worked out once at upsert instead of once per node and request.
@@ -122,6 +123,8 @@ class DeviceIndex {
   static NodeSummary summarise(const std::vector<Entry>& entries);
   bool reservedByOther(const std::string& name, const std::string& podUid,
                        Clock::time_point now) const;
+  // Erases a reservation and its counts in reservedNodes_; reservationsMu_ held.
+  void dropReservation(std::unordered_map<std::string, Reservation>::iterator it);
   void unindex(const ExtendedResource& device);
   const PropertySet& internProperties(const ExtendedResource& device);
   void releaseProperties(const ExtendedResource& device);
@@ -147,6 +150,11 @@ class DeviceIndex {
 
   mutable std::mutex reservationsMu_;
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
+  // Reservations per pinned node: a bind in flight sends only its own nodes down the
+  // device-by-device path, where reservations are checked; the other nodes keep using their
+  // summaries. (A device whose affinity changes while reserved is counted on its old nodes
+  // until the reservation ends; the bind's own checks still keep it from being shared.)
+  std::unordered_map<std::string, uint32_t> reservedNodes_;
   // reservations_.size(), readable without the lock: the filter skips the lock when no bind
   // is in flight, which is nearly always.
   std::atomic<size_t> reservationCount_{0};
@@ -192,7 +200,10 @@ bool DeviceIndex::visitFreeGroups(const std::string& rawResourceName, const std:
                                   Fn&& fn) const {
   std::shared_lock lock(mu_);
   if (reservationCount_.load(std::memory_order_acquire) != 0) {
-    return false;
+    std::lock_guard reservations(reservationsMu_);
+    if (reservedNodes_.count(nodeName) != 0) {
+      return false;
+    }
   }
   auto res = resources_.find(rawResourceName);
   if (res == resources_.end()) {

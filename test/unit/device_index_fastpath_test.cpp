@@ -123,7 +123,7 @@ TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
   ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
-  EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // a bind in flight
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // a bind in flight on this node
   idx.unreserve("pod-1");
   ASSERT_TRUE(groups(idx, "n1").has_value());
 
@@ -143,6 +143,47 @@ TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
   floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}}};
   idx.upsert(ptr(floating));
   EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // may be on any node
+}
+
+// Binds are nearly always in flight under load: only the nodes holding a reserved device
+// lose the summary, and only until the reservation ends, however it ends.
+TEST(DeviceIndexFastPath, AReservationSendsOnlyItsOwnNodesDeviceByDevice) {
+  using Counts = std::map<std::string, uint32_t>;
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("b", "n1", {{"type", "k80"}})));
+  idx.upsert(ptr(device("c", "n2", {{"type", "k80"}})));
+  auto both = device("both", "n3", {{"type", "k80"}});
+  both.nodeAffinity.terms = {NodeSelectorTerm{{}, {pin({"n3"})}},
+                             NodeSelectorTerm{{}, {pin({"n4"})}}};
+  idx.upsert(ptr(both));
+
+  ASSERT_TRUE(idx.reserve({"a", "b"}, "pod-1"));
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);
+  EXPECT_EQ(groups(idx, "n2"), (Counts{{"k80", 1}}));
+  // One of two reservations on n1 ends: the other still holds it back.
+  auto aBound = device("a", "n1", {{"type", "k80"}});
+  aBound.phase = DevicePhase::kBound;
+  idx.upsert(ptr(aBound));
+  EXPECT_EQ(groups(idx, "n1"), std::nullopt);
+  idx.remove("b");
+  EXPECT_EQ(groups(idx, "n1"), Counts{});
+
+  ASSERT_TRUE(idx.reserve({"both"}, "pod-2"));
+  EXPECT_EQ(groups(idx, "n3"), std::nullopt);
+  EXPECT_EQ(groups(idx, "n4"), std::nullopt);
+  // A retried bind reserving again counts once.
+  ASSERT_TRUE(idx.reserve({"both"}, "pod-2"));
+  idx.unreserve("pod-2");
+  EXPECT_EQ(groups(idx, "n3"), (Counts{{"k80", 1}}));
+  EXPECT_EQ(groups(idx, "n4"), (Counts{{"k80", 1}}));
+
+  // A refused reservation counts nothing.
+  ASSERT_TRUE(idx.reserve({"c"}, "pod-3"));
+  EXPECT_FALSE(idx.reserve({"both", "c"}, "pod-4"));
+  EXPECT_EQ(groups(idx, "n3"), (Counts{{"k80", 1}}));
+  EXPECT_EQ(groups(idx, "n2"), std::nullopt);
+  EXPECT_EQ(idx.reservedCount(), 1u);
 }
 
 }  // namespace
