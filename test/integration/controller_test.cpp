@@ -45,12 +45,12 @@ class ControllerTest : public ExtenderSuite {
     port = freePort();
     auto child = std::make_unique<ChildProcess>(
         env_->binary("controller/extended-resource-controller"),
-        std::vector<std::string>{
-            "--kubeconfig=" + kubeconfig_,
-            "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
-            "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
-            "--leader-elect-retry-period=200ms", "--leader-elect-renew-deadline=2s",
-            "--leader-elect-lease-duration=4s", "--v=2"},
+        std::vector<std::string>{"--kubeconfig=" + kubeconfig_,
+                                 "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
+                                 "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
+                                 "--leader-elect-retry-period=200ms",
+                                 "--leader-elect-renew-deadline=2s",
+                                 "--leader-elect-lease-duration=4s", "--v=2"},
         env_->dir() + "/controller-" + std::to_string(port) + ".log");
     httplib::Client health("127.0.0.1", port);
     if (!eventually(
