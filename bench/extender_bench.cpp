@@ -543,8 +543,26 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
     out["not_done"] = "the controller did not become ready: " + controller.logTail(600);
     return out;
   }
-  // A steady state first: the controller's initial pass must not be counted as releases.
-  std::this_thread::sleep_for(3s);
+  // A steady state first: the controller's initial pass (a status for every device created
+  // without one: thousands here) must not be counted with the releases, nor slow them.
+  int idlePolls = 0;
+  const bool settled = waitFor(
+      [&] {
+        try {
+          const double depth = metric(Connection(port, false).get("/metrics").body,
+                                      "extended_resource_controller_queue_depth");
+          idlePolls = depth == 0 ? idlePolls + 1 : 0;
+        } catch (const std::exception&) {
+          idlePolls = 0;
+        }
+        return idlePolls >= 5;
+      },
+      300s, 200ms);
+  if (!settled) {
+    out["not_done"] = "the controller's work queue never emptied before the deletes";
+    return out;
+  }
+  std::this_thread::sleep_for(1s);
   const auto wallFrom = std::chrono::system_clock::now();
   const auto start = Clock::now();
   parallelFor(pods.size(), cfg.workers, [&](size_t i) {
