@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "common/api_error.h"
 #include "scheduler/planner.h"
 
@@ -62,6 +64,8 @@ struct Binder::Attempt {
   std::vector<ExtendedResource> devices;
   std::vector<ExtendedResourceClaim> claims;
   std::string podUid;
+  // A claim write that threw: it may still have been applied (a reply lost).
+  std::optional<ExtendedResourceClaim> unconfirmedClaim;
 };
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts)
@@ -99,6 +103,18 @@ void Binder::refreshDevice(const std::string& name) {
 
 void Binder::undo(Attempt& attempt) {
   stats_.undos++;
+  if (const auto& c = attempt.unconfirmedClaim) {
+    try {
+      auto live = ExtendedResourceClaim::fromJson(
+          api_.get(resources::kExtendedResourceClaims, c->meta.ns, c->meta.name));
+      if (live.podRef && live.podRef->uid == attempt.podUid) {
+        attempt.claims.push_back(std::move(live));
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("bind undo: claim {}/{} may be left bound: {}", c->meta.ns, c->meta.name,
+                   e.what());
+    }
+  }
   for (auto it = attempt.claims.rbegin(); it != attempt.claims.rend(); ++it) {
     try {
       api_.updateStatus(resources::kExtendedResourceClaims, it->meta.ns,
@@ -120,6 +136,30 @@ void Binder::undo(Attempt& attempt) {
     }
   }
   index_.unreserve(attempt.podUid);
+}
+
+// A claim already Bound to the pod is no proof that its devices are: an earlier attempt
+// whose claim write was applied but whose reply was lost undid its device writes. Each device
+// is read fresh; one put back to Available is bound again (its resourceVersion guarding
+// against a concurrent taker) before the pod may be bound.
+DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
+                                const std::string& podUid, Attempt& attempt) {
+  auto live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+  if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
+    return std::make_shared<const ExtendedResource>(std::move(live));
+  }
+  if (live.phase != DevicePhase::kAvailable || live.claimRef || !live.invalid.empty() ||
+      live.meta.deleting || !index_.reserve({name}, podUid)) {
+    throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
+                   "device " + name + " of claim " + objectKey(claim.meta.ns, claim.meta.name) +
+                       " is no longer bound to it");
+  }
+  auto written = ExtendedResource::fromJson(api_.updateStatus(
+      resources::kExtendedResources, "",
+      markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson()));
+  stats_.apiWrites++;
+  attempt.devices.push_back(written);
+  return std::make_shared<const ExtendedResource>(std::move(written));
 }
 
 std::string Binder::boundTo(const Pod& pod) {
@@ -235,21 +275,18 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
         annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
+      attempt.unconfirmedClaim = *claim;
       auto bound = ExtendedResourceClaim::fromJson(
           api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
                             markClaimBound(*claim, pod, args.node, names).toJson()));
+      attempt.unconfirmedClaim.reset();
       stats_.apiWrites++;
       attempt.claims.push_back(std::move(bound));
     }
     for (const auto& claim : claims.boundToPod) {
       for (const auto& name : claim->allocated) {
-        DevicePtr dev = index_.get(name);
-        if (!dev) {
-          dev = std::make_shared<const ExtendedResource>(
-              ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)));
-        }
-        keepAlive.push_back(dev);
-        annotation[claim->meta.name].push_back(dev.get());
+        keepAlive.push_back(reclaimDevice(*claim, name, pod.meta.uid, attempt));
+        annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
     }
     stats_.apiWrites++;

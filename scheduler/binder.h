@@ -50,6 +50,8 @@ class Binder {
   void undo(Attempt& attempt);
   void refreshDevice(const std::string& name);
   // The live pod's node, or empty when unbound, recreated or unreadable.
+  DevicePtr reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
+                          const std::string& podUid, Attempt& attempt);
   std::string boundTo(const Pod& pod);
 
   ApiClient& api_;

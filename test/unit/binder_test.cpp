@@ -187,6 +187,73 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
   EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
 }
 
+TEST_F(BinderTest, AClaimWriteWhoseReplyIsLostIsUndoneWithItsDevices) {
+  api_.loseNextStatusReplies(resources::kExtendedResourceClaims);
+  ASSERT_EQ(binder_.bind(args()), "");  // the retry allocates afresh and binds
+  ASSERT_EQ(api_.bindings().size(), 1u);
+  const auto c = claim("c");
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  ASSERT_EQ(c.allocated.size(), 1u);
+  const auto d = device(c.allocated[0]);
+  EXPECT_EQ(d.phase, DevicePhase::kBound);
+  ASSERT_TRUE(d.claimRef);
+  EXPECT_EQ(d.claimRef->uid, c.meta.uid);
+  EXPECT_GE(binder_.stats().undos.load(), 1u);
+}
+
+TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
+  api_.loseNextStatusReplies(resources::kExtendedResourceClaims);
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
+  EXPECT_NE(binder_.bind(args()), "");
+  EXPECT_TRUE(api_.bindings().empty());
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kPending);
+  EXPECT_FALSE(claim("c").podRef);
+  for (const auto& name : {"d0", "d1"}) {
+    EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
+  }
+}
+
+// The claim write of an earlier attempt was applied but its reply lost, so that attempt
+// undid its device write: the claim says Bound to this pod, the device says Available.
+TEST_F(BinderTest, ARetriedBindBindsAgainADeviceALostReplyPutBack) {
+  auto c = claim("c");
+  c.phase = ClaimPhase::kBound;
+  c.allocated = {"d1"};
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p", args().podUid};
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(device("d1").phase, DevicePhase::kBound);
+  ASSERT_TRUE(device("d1").claimRef);
+  EXPECT_EQ(device("d1").claimRef->uid, claim("c").meta.uid);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
+  ASSERT_EQ(api_.bindings().size(), 1u);
+  auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
+  EXPECT_EQ(allocation["c"][0]["name"], "d1");
+}
+
+TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
+  api_.seed(resources::kExtendedResourceClaims, claimJson("other"));
+  auto d = device("d1");
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", "other", claim("other").meta.uid};
+  api_.updateStatus(resources::kExtendedResources, "", d.toJson());
+  auto c = claim("c");
+  c.phase = ClaimPhase::kBound;
+  c.allocated = {"d1"};
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p", args().podUid};
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+
+  const std::string error = binder_.bind(args());
+  EXPECT_NE(error.find("device d1 of claim default/c is no longer bound to it"), std::string::npos)
+      << error;
+  EXPECT_TRUE(api_.bindings().empty());
+  EXPECT_EQ(device("d1").claimRef->name, "other");
+  EXPECT_EQ(index_.reservedCount(), 0u);
+}
+
 TEST_F(BinderTest, ARetriedBindOfAnAlreadyBoundPodSucceedsWithoutWriting) {
   ASSERT_EQ(binder_.bind(args()), "");
   const int before = writes();

@@ -124,7 +124,13 @@ class FakeApiClient : public ApiClient {
     checkPreconditions(cur, obj);
     nlohmann::json next = cur;
     copyField(obj, next, "status");
-    return write(res, cur, std::move(next));
+    nlohmann::json written = write(res, cur, std::move(next));
+    if (auto lost = lostStatusReplies_.find(resKey(res));
+        lost != lostStatusReplies_.end() && lost->second > 0) {
+      --lost->second;
+      throw ApiError(ApiErrorKind::kTransport, 0, "", "connection cut after the request was sent");
+    }
+    return written;
   }
 
   nlohmann::json patch(const Resource& res, const std::string& ns, const std::string& name,
@@ -304,6 +310,12 @@ class FakeApiClient : public ApiClient {
   void failNext(Verb verb, const ApiError& error, int times = 1) {
     std::lock_guard lock(mu_);
     failures_[verb].push_back(Failure{error, times});
+  }
+  // The next `times` status updates of res are applied, then throw a transport error: the
+  // reply lost after the server acted.
+  void loseNextStatusReplies(const Resource& res, int times = 1) {
+    std::lock_guard lock(mu_);
+    lostStatusReplies_[resKey(res)] += times;
   }
   void clearFailures() {
     std::lock_guard lock(mu_);
@@ -722,6 +734,7 @@ class FakeApiClient : public ApiClient {
   std::deque<Entry> log_;
   std::map<std::string, std::map<std::string, nlohmann::json>> store_;  // resKey -> key -> obj
   std::map<Verb, std::deque<Failure>> failures_;
+  std::map<std::string, int> lostStatusReplies_;
   std::map<Verb, int> calls_;
   std::vector<Binding> bindings_;
 };
