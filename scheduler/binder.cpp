@@ -64,8 +64,11 @@ struct Binder::Attempt {
   std::vector<ExtendedResource> devices;
   std::vector<ExtendedResourceClaim> claims;
   std::string podUid;
-  // A claim write that threw: it may still have been applied (a reply lost).
+  // A claim write that threw without a definite answer (transport error, timeout, 5xx): it
+  // may still have been applied. With the devices it listed: another replica binding the same
+  // pod may have bound the claim too, with other devices.
   std::optional<ExtendedResourceClaim> unconfirmedClaim;
+  std::vector<std::string> unconfirmedDevices;
 };
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts)
@@ -107,7 +110,8 @@ void Binder::undo(Attempt& attempt) {
     try {
       auto live = ExtendedResourceClaim::fromJson(
           api_.get(resources::kExtendedResourceClaims, c->meta.ns, c->meta.name));
-      if (live.podRef && live.podRef->uid == attempt.podUid) {
+      if (live.podRef && live.podRef->uid == attempt.podUid &&
+          live.allocated == attempt.unconfirmedDevices) {
         attempt.claims.push_back(std::move(live));
       }
     } catch (const std::exception& e) {
@@ -276,6 +280,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
       attempt.unconfirmedClaim = *claim;
+      attempt.unconfirmedDevices = names;
       auto bound = ExtendedResourceClaim::fromJson(
           api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
                             markClaimBound(*claim, pod, args.node, names).toJson()));
@@ -303,6 +308,9 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
     }
   } catch (const ApiError& e) {
     error = e.what();
+    if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
+      attempt.unconfirmedClaim.reset();  // refused: nothing was written
+    }
     undo(attempt);
     for (const auto& name : taken) {
       if (e.isConflict() || e.isNotFound()) {
