@@ -74,6 +74,15 @@ class BinderTest : public ::testing::Test {
     return ExtendedResourceClaim::fromJson(
         *api_.peek(resources::kExtendedResourceClaims, "default", name));
   }
+  // Claim c as an earlier attempt left it: Bound to pod p on n1 with device d1.
+  void bindClaimToPodWithD1() {
+    auto c = claim("c");
+    c.phase = ClaimPhase::kBound;
+    c.allocated = {"d1"};
+    c.nodeName = "n1";
+    c.podRef = PodRef{"p", args().podUid};
+    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  }
   int writes() {
     return api_.calls(Verb::kUpdateStatus) + api_.calls(Verb::kUpdate) + api_.calls(Verb::kPatch) +
            api_.calls(Verb::kBind) + api_.calls(Verb::kCreate);
@@ -172,12 +181,7 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
   d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
   index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
       api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
-  auto c = claim("c");
-  c.phase = ClaimPhase::kBound;
-  c.allocated = {"d1"};
-  c.nodeName = "n1";
-  c.podRef = PodRef{"p", args().podUid};
-  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  bindClaimToPodWithD1();
   const int before = writes();
 
   ASSERT_EQ(binder_.bind(args()), "");
@@ -216,12 +220,7 @@ TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
 // The claim write of an earlier attempt was applied but its reply lost, so that attempt
 // undid its device write: the claim says Bound to this pod, the device says Available.
 TEST_F(BinderTest, ARetriedBindBindsAgainADeviceALostReplyPutBack) {
-  auto c = claim("c");
-  c.phase = ClaimPhase::kBound;
-  c.allocated = {"d1"};
-  c.nodeName = "n1";
-  c.podRef = PodRef{"p", args().podUid};
-  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  bindClaimToPodWithD1();
 
   ASSERT_EQ(binder_.bind(args()), "");
   EXPECT_EQ(device("d1").phase, DevicePhase::kBound);
@@ -239,12 +238,7 @@ TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
   d.phase = DevicePhase::kBound;
   d.claimRef = ClaimRef{"default", "other", claim("other").meta.uid};
   api_.updateStatus(resources::kExtendedResources, "", d.toJson());
-  auto c = claim("c");
-  c.phase = ClaimPhase::kBound;
-  c.allocated = {"d1"};
-  c.nodeName = "n1";
-  c.podRef = PodRef{"p", args().podUid};
-  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  bindClaimToPodWithD1();
 
   const std::string error = binder_.bind(args());
   EXPECT_NE(error.find("device d1 of claim default/c is no longer bound to it"), std::string::npos)
