@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <optional>
-
 #include "common/api_error.h"
 #include "scheduler/planner.h"
 
@@ -42,6 +40,11 @@ ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref
   return device;
 }
 
+// Whether a bind may take the device: nobody holds it and nothing keeps it from use.
+bool takeable(const ExtendedResource& d) {
+  return d.phase == DevicePhase::kAvailable && !d.claimRef && d.invalid.empty() && !d.meta.deleting;
+}
+
 }  // namespace
 
 std::string allocationAnnotation(
@@ -67,7 +70,7 @@ struct Binder::Attempt {
   // A claim write that threw without a definite answer (transport error, timeout, 5xx): it
   // may still have been applied. With the devices it listed: another replica binding the same
   // pod may have bound the claim too, with other devices.
-  std::optional<ExtendedResourceClaim> unconfirmedClaim;
+  const ExtendedResourceClaim* unconfirmedClaim = nullptr;
   std::vector<std::string> unconfirmedDevices;
 };
 
@@ -106,7 +109,7 @@ void Binder::refreshDevice(const std::string& name) {
 
 void Binder::undo(Attempt& attempt) {
   stats_.undos++;
-  if (const auto& c = attempt.unconfirmedClaim) {
+  if (const ExtendedResourceClaim* c = attempt.unconfirmedClaim) {
     try {
       auto live = ExtendedResourceClaim::fromJson(
           api_.get(resources::kExtendedResourceClaims, c->meta.ns, c->meta.name));
@@ -152,8 +155,7 @@ DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::s
   if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
     return std::make_shared<const ExtendedResource>(std::move(live));
   }
-  if (live.phase != DevicePhase::kAvailable || live.claimRef || !live.invalid.empty() ||
-      live.meta.deleting || !index_.reserve({name}, podUid)) {
+  if (!takeable(live) || !index_.reserve({name}, podUid)) {
     throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
                    "device " + name + " of claim " + objectKey(claim.meta.ns, claim.meta.name) +
                        " is no longer bound to it");
@@ -262,8 +264,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         if (!cached) {
           throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
         }
-        if (cached->phase != DevicePhase::kAvailable || cached->claimRef ||
-            !cached->invalid.empty() || cached->meta.deleting) {
+        if (!takeable(*cached)) {
           throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
                          "device " + name + " was taken while this bind was deciding");
         }
@@ -279,12 +280,12 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
         annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
-      attempt.unconfirmedClaim = *claim;
+      attempt.unconfirmedClaim = claim.get();
       attempt.unconfirmedDevices = names;
       auto bound = ExtendedResourceClaim::fromJson(
           api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
                             markClaimBound(*claim, pod, args.node, names).toJson()));
-      attempt.unconfirmedClaim.reset();
+      attempt.unconfirmedClaim = nullptr;
       stats_.apiWrites++;
       attempt.claims.push_back(std::move(bound));
     }
@@ -309,7 +310,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
   } catch (const ApiError& e) {
     error = e.what();
     if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
-      attempt.unconfirmedClaim.reset();  // refused: nothing was written
+      attempt.unconfirmedClaim = nullptr;  // refused: nothing was written
     }
     undo(attempt);
     for (const auto& name : taken) {

@@ -34,12 +34,6 @@ uint32_t NodeSlots::find(std::string_view name, uint64_t hash) const {
   }
 }
 
-void NodeSlots::prefetch(uint64_t hash) const {
-  if (!cells_.empty()) {
-    __builtin_prefetch(&cells_[home(hash)]);
-  }
-}
-
 void NodeSlots::place(uint64_t hash, uint32_t slot) {
   size_t i = home(hash);
   while (cells_[i].slot != kNone) {

@@ -19,13 +19,8 @@ class NodeSlots {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  static uint64_t hash(std::string_view name);
-
-  // The node's slot, or kNone when no device is placed on it. `hash` is hash(name).
-  uint32_t find(std::string_view name, uint64_t hash) const;
+  // The node's slot, or kNone when no device is placed on it.
   uint32_t find(std::string_view name) const { return find(name, hash(name)); }
-  // Asks the CPU to start loading the cell a find() of `hash` would probe first.
-  void prefetch(uint64_t hash) const;
 
   // The node's slot, assigned if it has none; each call must be matched by a release().
   uint32_t acquire(std::string_view name);
@@ -44,6 +39,8 @@ class NodeSlots {
     uint32_t size = 0;
     char head[kHead];  // the name's first bytes; the rest is in names_[slot]
   };
+  static uint64_t hash(std::string_view name);
+  uint32_t find(std::string_view name, uint64_t hash) const;
   bool same(const Cell& cell, std::string_view name, uint64_t hash) const;
   size_t home(uint64_t hash) const { return hash & (cells_.size() - 1); }
   void place(uint64_t hash, uint32_t slot);
