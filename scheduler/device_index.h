@@ -72,7 +72,7 @@ class DeviceIndex {
   // the node, and every device of the resource that could be on the node is pinned to it by
   // name alone. Otherwise returns false without calling fn. Same lock rules as visitFree.
   template <class Fn>
-  bool visitFreeGroups(const std::string& rawResourceName, const std::string& nodeName,
+  bool visitFreeGroups(const std::string& rawResourceName, std::string_view nodeName,
                        Fn&& fn) const;
 
   // Takes the devices for a pod's bind, all or none: false when any is already reserved by
@@ -196,12 +196,12 @@ void DeviceIndex::visitFree(const std::string& rawResourceName, const std::strin
 }
 
 template <class Fn>
-bool DeviceIndex::visitFreeGroups(const std::string& rawResourceName, const std::string& nodeName,
+bool DeviceIndex::visitFreeGroups(const std::string& rawResourceName, std::string_view nodeName,
                                   Fn&& fn) const {
   std::shared_lock lock(mu_);
   if (reservationCount_.load(std::memory_order_acquire) != 0) {
     std::lock_guard reservations(reservationsMu_);
-    if (reservedNodes_.count(nodeName) != 0) {
+    if (reservedNodes_.count(std::string(nodeName)) != 0) {
       return false;
     }
   }

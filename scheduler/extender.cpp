@@ -14,14 +14,14 @@ template <class Fn>
 void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn) {
   static const std::map<std::string, std::string> kNoLabels;
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
-    const std::string& name = args.nodeNames[i];
+    const std::string_view name = args.nodeNames[i];
     if (!fitter.needsNodeLabels()) {
       // Every device of these resources names its nodes: a node the cache has not seen yet
       // is answered from the devices placed on it, like any other.
       fn(i, std::optional(fitter.plan(name, kNoLabels, false)));
     } else if (args.hasNodeList) {
       fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false)));
-    } else if (auto node = nodes_(name)) {
+    } else if (auto node = nodes_(std::string(name))) {
       fn(i, std::optional(fitter.plan(name, node->meta.labels, false)));
     } else {
       fn(i, std::optional<NodePlan>());
@@ -38,22 +38,23 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
   if (!claims.unresolvable.empty()) {
-    for (const auto& node : args.nodeNames) {
-      reply.failedUnresolvable[node] = claims.unresolvable;
+    for (const auto node : args.nodeNames) {
+      reply.failedUnresolvable[std::string(node)] = claims.unresolvable;
     }
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     reply.passing.reserve(args.nodeNames.size());
     planEach(args, fitter, [&](size_t i, std::optional<NodePlan> plan) {
-      const std::string& node = args.nodeNames[i];
+      const std::string_view node = args.nodeNames[i];
       if (!plan) {
-        reply.failed[node] = "node " + node + " is not yet known to the extender";
+        reply.failed[std::string(node)] =
+            "node " + std::string(node) + " is not yet known to the extender";
       } else if (plan->fits) {
         reply.passing.push_back(node);
       } else if (plan->unresolvable) {
-        reply.failedUnresolvable[node] = std::move(plan->message);
+        reply.failedUnresolvable[std::string(node)] = std::move(plan->message);
       } else {
-        reply.failed[node] = std::move(plan->message);
+        reply.failed[std::string(node)] = std::move(plan->message);
       }
     });
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <unordered_map>
 
 #include "scheduler/json_text.h"
@@ -81,13 +82,13 @@ struct NamesMember {
   std::string key;
   Kind kind;
   bool allStrings = true;
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
 };
 
 struct NodeItem {
   Kind kind;
   std::string_view text;
-  std::string name;  // of Node objects only
+  std::string_view name;  // of Node objects only
   std::string_view labels;
 };
 
@@ -103,10 +104,18 @@ struct NodesMember {
   std::vector<ItemsMember> items;
 };
 
+// A string read as a view; one that had escapes is kept decoded in `decoded`.
+std::string_view readName(JsonReader& r, std::deque<std::string>& decoded) {
+  std::string scratch;
+  const std::string_view name = r.readStringView(scratch);
+  return name.data() == scratch.data() ? decoded.emplace_back(std::move(scratch)) : name;
+}
+
 // metadata.name and the text of metadata.labels of the Node object at the reader, as
 // Node::fromJson reads them: a name of the wrong type reads as empty; a later duplicate key
 // wins.
-void readNodeMeta(JsonReader& r, std::string& name, std::string_view& labels) {
+void readNodeMeta(JsonReader& r, std::string_view& name, std::string_view& labels,
+                  std::deque<std::string>& decoded) {
   std::string key;
   r.openObject();
   while (r.next(key)) {
@@ -117,7 +126,7 @@ void readNodeMeta(JsonReader& r, std::string& name, std::string_view& labels) {
     r.openObject();
     while (r.next(key)) {
       if (key == "name") {
-        name = r.peek() == Kind::kString ? r.readString() : (r.skip(), std::string());
+        name = r.peek() == Kind::kString ? readName(r, decoded) : (r.skip(), std::string_view());
       } else if (key == "labels") {
         labels = r.peek() == Kind::kObject ? r.skip() : (r.skip(), std::string_view());
       } else {
@@ -157,6 +166,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
   std::vector<PodMember> pods;
   std::vector<NamesMember> nameLists;
   std::vector<NodesMember> nodeLists;
+  ExtenderArgs args;
   std::string key;
   r.openObject();
   while (r.next(key)) {
@@ -171,7 +181,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
         r.openArray();
         while (r.next()) {
           if (r.peek() == Kind::kString) {
-            m.names.push_back(r.readString());
+            m.names.push_back(readName(r, args.decodedNames));
           } else {
             m.allStrings = false;
             r.skip();
@@ -201,7 +211,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
               item.kind = r.peek();
               const size_t start = r.offset();
               if (item.kind == Kind::kObject) {
-                readNodeMeta(r, item.name, item.labels);
+                readNodeMeta(r, item.name, item.labels, args.decodedNames);
               } else {
                 r.skip();
               }
@@ -218,7 +228,6 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
   }
   r.finish();
 
-  ExtenderArgs args;
   const PodMember* pod = pick(pods, "Pod");
   if (pod == nullptr || pod->kind == Kind::kNull) {
     throw WireError("Pod is required");
@@ -265,7 +274,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
         if (item.name.empty()) {
           throw WireError("Nodes.items[].metadata.name is required");
         }
-        args.nodeNames.push_back(std::move(item.name));
+        args.nodeNames.push_back(item.name);
         args.nodeObjects.push_back(item.text);
         args.nodeLabelsText.push_back(item.labels);
       }

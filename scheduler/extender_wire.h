@@ -1,5 +1,6 @@
 #pragma once
 
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,8 +29,10 @@ struct ExtenderArgs {
   // their labels are parsed only if some device is placed by labels. The views point into
   // the request body, which must outlive the args: a NodeList body can be tens of MB.
   bool hasNodeList = false;
-  // Names in request order, from NodeNames or from the Node objects' metadata.name.
-  std::vector<std::string> nodeNames;
+  // Names in request order, from NodeNames or from the Node objects' metadata.name: views
+  // into the body, or into decodedNames for the rare name written with escapes.
+  std::vector<std::string_view> nodeNames;
+  std::deque<std::string> decodedNames;  // a deque: its strings never move
   // Parallel to nodeNames (NodeList mode): each Node object's bytes as they came, and the
   // text of its metadata.labels value (empty when absent).
   std::vector<std::string_view> nodeObjects;

@@ -212,6 +212,22 @@ std::string JsonReader::readString() {
   return out;
 }
 
+std::string_view JsonReader::readStringView(std::string& decoded) {
+  if (peek() != Kind::kString) {
+    fail("expected a string");
+  }
+  const size_t start = pos_;
+  string(nullptr);
+  const std::string_view raw = text_.substr(start + 1, pos_ - start - 2);
+  if (raw.find('\\') == std::string_view::npos) {
+    return raw;
+  }
+  pos_ = start;
+  decoded.clear();
+  string(&decoded);
+  return decoded;
+}
+
 void JsonReader::finish() {
   space();
   if (pos_ != text_.size()) {

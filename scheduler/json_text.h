@@ -24,6 +24,10 @@ class JsonReader {
   std::string_view skip();
   // Reads a string value, escapes decoded.
   std::string readString();
+  // readString without a copy when it can: a string without escapes is its own bytes, so
+  // the view points into the text; otherwise it is decoded into `decoded`, which the view
+  // then points into.
+  std::string_view readStringView(std::string& decoded);
 
   // Walking a container: open it, then call next() before each member or element; it
   // returns false (and closes the container) at its end. In an object, next() reads the

@@ -107,7 +107,7 @@ bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propert
   return m.matches;
 }
 
-NodePlan NodeFitter::plan(const std::string& nodeName,
+NodePlan NodeFitter::plan(std::string_view nodeName,
                           const std::map<std::string, std::string>& nodeLabels,
                           bool withAssignment) {
   NodePlan plan;
@@ -127,32 +127,21 @@ NodePlan NodeFitter::plan(const std::string& nodeName,
     plan.fits = true;
     return plan;
   }
+  // Counts are all filter and prioritize need; a named list needs each device's name.
+  if (!withAssignment && !hasNamedLists_ && pending_.size() <= 64 &&
+      planFromGroups(nodeName, plan)) {
+    return plan;
+  }
   for (auto& e : eligible_) {
     e.clear();
   }
   devices_.clear();
+  const std::string node(nodeName);
   size_t deviceCount = 0;
   size_t matchingFree = 0;
   for (size_t r = 0; r < resources_.size(); ++r) {
     const auto& claimsOf = claimsOf_[r];
-    // Counts are all filter and prioritize need; a named list needs each device's name.
-    if (!withAssignment && !hasNamedLists_ &&
-        index_.visitFreeGroups(resources_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
-          bool any = false;
-          for (size_t c : claimsOf) {
-            if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
-              for (size_t k = 0; k < g.count; ++k) {
-                eligible_[c].push_back(deviceCount + k);
-              }
-              any = true;
-            }
-          }
-          matchingFree += any ? g.count : 0;
-          deviceCount += g.count;
-        })) {
-      continue;
-    }
-    index_.visitFree(resources_[r], nodeName, nodeLabels, podUid_,
+    index_.visitFree(resources_[r], node, nodeLabels, podUid_,
                      [&](const DeviceIndex::FreeDevice& d) {
                        bool any = false;
                        for (size_t c : claimsOf) {
@@ -182,6 +171,65 @@ NodePlan NodeFitter::plan(const std::string& nodeName,
   plan.assignment = std::move(fit.assignment);
   plan.leftover = matchingFree > wanted_ ? matchingFree - wanted_ : 0;
   return plan;
+}
+
+bool NodeFitter::planFromGroups(std::string_view nodeName, NodePlan& plan) {
+  groups_.clear();
+  for (size_t r = 0; r < resources_.size(); ++r) {
+    const bool counted =
+        index_.visitFreeGroups(resources_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
+          uint64_t claims = 0;
+          for (size_t c : claimsOf_[r]) {
+            if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
+              claims |= uint64_t{1} << c;
+            }
+          }
+          if (claims != 0) {
+            groups_.push_back({claims, g.count});
+          }
+        });
+    if (!counted) {
+      return false;
+    }
+  }
+  // Devices no claim may take change nothing, and devices the same claims may take are
+  // interchangeable: merged, the groups describe the node's shape for these claims alone.
+  std::sort(groups_.begin(), groups_.end(),
+            [](const Group& a, const Group& b) { return a.claims < b.claims; });
+  size_t kept = 0;
+  for (const Group& g : groups_) {
+    if (kept != 0 && groups_[kept - 1].claims == g.claims) {
+      groups_[kept - 1].count += g.count;
+    } else {
+      groups_[kept++] = g;
+    }
+  }
+  groups_.resize(kept);
+  shape_.assign(reinterpret_cast<const char*>(groups_.data()), groups_.size() * sizeof(Group));
+  auto [outcome, added] = outcomes_.try_emplace(shape_);
+  if (added) {
+    for (auto& e : eligible_) {
+      e.clear();
+    }
+    size_t deviceCount = 0;
+    for (const Group& g : groups_) {
+      for (size_t c = 0; c < pending_.size(); ++c) {
+        if ((g.claims >> c & 1) != 0) {
+          for (size_t k = 0; k < g.count; ++k) {
+            eligible_[c].push_back(deviceCount + k);
+          }
+        }
+      }
+      deviceCount += g.count;
+    }
+    Fit fit = fitEligible(pending_, eligible_, deviceCount, deviceCount, nullptr, &texts_);
+    outcome->second = {fit.fits, std::move(fit.message),
+                       deviceCount > wanted_ ? deviceCount - wanted_ : 0};
+  }
+  plan.fits = outcome->second.fits;
+  plan.message = outcome->second.message;
+  plan.leftover = outcome->second.leftover;
+  return true;
 }
 
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,

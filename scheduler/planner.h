@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/objects.h"
@@ -47,7 +48,7 @@ class NodeFitter {
 
   // withAssignment: also choose the devices (bind); filter and prioritize only need whether
   // the claims fit and how many matching devices would be left.
-  NodePlan plan(const std::string& nodeName, const std::map<std::string, std::string>& nodeLabels,
+  NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
                 bool withAssignment);
 
   // Whether a node's labels can change the answer: only devices placed by label affinity
@@ -59,6 +60,14 @@ class NodeFitter {
     uint64_t propertiesId = 0;  // 0: not decided yet
     bool matches = false;
   };
+  // The free devices of one property set, reduced to what decides a fit: which claims may
+  // take them (bit c for pending claim c) and how many there are.
+  struct Group {
+    uint64_t claims;
+    uint64_t count;
+  };
+  // Plans from the node's counted groups when the index can give them; false otherwise.
+  bool planFromGroups(std::string_view nodeName, NodePlan& plan);
   bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
   bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
                const std::map<std::string, std::string>& properties);
@@ -74,9 +83,19 @@ class NodeFitter {
   size_t wanted_ = 0;
   ClaimTexts texts_;                     // of pending_
   std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
+  // Outcomes by the nodes' groups (their bytes, in canonical order): nodes of one pool have
+  // the same free devices, so a request decides each distinct shape once.
+  struct Outcome {
+    bool fits = false;
+    std::string message;
+    size_t leftover = 0;
+  };
+  std::unordered_map<std::string, Outcome> outcomes_;
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;
   std::vector<DevicePtr> devices_;
+  std::vector<Group> groups_;
+  std::string shape_;
 };
 
 // One node's plan with the devices chosen: NodeFitter for a single node.

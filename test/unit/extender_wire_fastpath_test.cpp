@@ -28,7 +28,7 @@ std::string nodeListBody() {
 TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
   const std::string body = nodeListBody();
   const auto args = parseExtenderArgs(body);
-  ASSERT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
+  ASSERT_EQ(args.nodeNames, (std::vector<std::string_view>{"node-a", "node-b"}));
   EXPECT_EQ(args.nodeObjects[0], kNodeA);
   EXPECT_EQ(args.nodeObjects[1], kNodeB);
   EXPECT_EQ(args.nodeLabels(0), (std::map<std::string, std::string>{{"zone", "z1"}}));
@@ -89,20 +89,20 @@ TEST(ExtenderWireFastPath, FieldsResolveAsInADecodedDocument) {
   // The exact key wins wherever it is; of duplicates, the last.
   auto args =
       parseExtenderArgs("{" + pod + R"(,"NodeNames":["x"],"nodenames":["y"],"NodeNames":["z"]})");
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"z"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"z"}));
   // Without an exact key, the first in byte order: "NODENAMES" sorts before "nodeNames".
   args = parseExtenderArgs("{" + pod + R"(,"nodeNames":["lower"],"NODENAMES":["upper"]})");
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"upper"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"upper"}));
   // Keys are compared decoded.
   args = parseExtenderArgs(R"({"\u0050od":)" + std::string(kPod) + R"(,"Node\u004eames":["n"]})");
   EXPECT_EQ(args.pod.meta.name, "p");
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"n"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"n"}));
   // NodeNames wins over Nodes; a null NodeNames falls back to Nodes.
   args = parseExtenderArgs("{" + pod + R"(,"Nodes":{"items":[]},"NodeNames":["n"]})");
   EXPECT_FALSE(args.hasNodeList);
   args = parseExtenderArgs("{" + pod + R"(,"NodeNames":null,"nodes":{"ITEMS":[)" + kNodeB + "]}}");
   EXPECT_TRUE(args.hasNodeList);
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-b"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"node-b"}));
 }
 
 TEST(ExtenderWireFastPath, MalformedJsonAnywhereIsReportedBeforeShapeErrors) {
@@ -132,7 +132,7 @@ TEST(ExtenderWireFastPath, NodeListReadsNamesAndLabelsAsNodeFromJsonDoes) {
       R"({"metadata":{"labels":null,"name":"n3","annotations":{"x":[1,{"y":null}]}}},)"
       R"({"status":{"metadata":{"name":"decoy"}},"metadata":{"labels":{"z":"\u00e9"},"name":"n4"}})");
   const auto args = parseExtenderArgs(text);
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"n1", "n2", "n3", "n4"}));
   EXPECT_EQ(args.nodeLabels(0), (std::map<std::string, std::string>{{"a", "1"}}));
   EXPECT_TRUE(args.nodeLabels(1).empty());
   EXPECT_TRUE(args.nodeLabels(2).empty());

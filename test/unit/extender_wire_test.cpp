@@ -17,14 +17,14 @@ TEST(ParseExtenderArgs, NodeNamesModeAsKubeSchedulerSendsIt) {
   EXPECT_EQ(args.pod.meta.uid, "6f1c2d3e-aaaa-bbbb-cccc-000000000001");
   EXPECT_EQ(args.pod.claims, (std::vector<std::string>{"k80-erc"}));
   EXPECT_FALSE(args.hasNodeList);
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b", "node-c"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"node-a", "node-b", "node-c"}));
 }
 
 TEST(ParseExtenderArgs, NodeListModeKeepsWholeNodes) {
   const std::string body = readTestdata("filter_nodelist.json");
   auto args = parseExtenderArgs(body);
   ASSERT_TRUE(args.hasNodeList);
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"node-a", "node-b"}));
   ASSERT_EQ(args.nodeObjects.size(), 2u);
   EXPECT_EQ(json::parse(args.nodeObjects[0])["status"]["images"].size(), 1u);
 }
@@ -33,11 +33,43 @@ TEST(ParseExtenderArgs, KeysMatchCaseInsensitivelyLikeGo) {
   auto args = parseExtenderArgs(
       R"({"pod":{"metadata":{"name":"p","namespace":"ns","uid":"u"}},"nodenames":["a"]})");
   EXPECT_EQ(args.pod.meta.name, "p");
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"a"}));
   // An exact match wins over a case-insensitive one.
   args = parseExtenderArgs(
       R"({"nodeNames":["wrong"],"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":["right"]})");
-  EXPECT_EQ(args.nodeNames, (std::vector<std::string>{"right"}));
+  EXPECT_EQ(args.nodeNames, (std::vector<std::string_view>{"right"}));
+}
+
+// Names are views into the body unless written with escapes; those are decoded into the
+// args, and must stay valid however many there are and after the args move.
+TEST(ParseExtenderArgs, EscapedNodeNamesAreDecodedAndOutliveAMove) {
+  std::string names;
+  std::string items;
+  std::vector<std::string> want;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string n = std::to_string(i);
+    names += (i ? "," : "") + (i % 2 ? "\"node-\\u0041" + n + "\"" : "\"node-" + n + "\"");
+    items += (i ? "," : "") + std::string(R"({"metadata":{"name":"n\u00e9)") + n + "\"}}";
+    want.push_back(i % 2 ? "node-A" + n : "node-" + n);
+  }
+  const std::string pod = R"("Pod":{"metadata":{"name":"p","uid":"u"}})";
+  const std::string namesBody = "{" + pod + ",\"NodeNames\":[" + names + "]}";
+  ExtenderArgs parsed = parseExtenderArgs(namesBody);
+  const ExtenderArgs args = std::move(parsed);
+  ASSERT_EQ(args.nodeNames.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(args.nodeNames[i], want[i]);
+  }
+  // Unescaped names point into the body itself.
+  EXPECT_EQ(args.nodeNames[0].data(), namesBody.data() + namesBody.find("node-0"));
+
+  const std::string listBody = "{" + pod + ",\"Nodes\":{\"items\":[" + items + "]}}";
+  ExtenderArgs list = parseExtenderArgs(listBody);
+  const ExtenderArgs moved = std::move(list);
+  ASSERT_EQ(moved.nodeNames.size(), 1000u);
+  for (size_t i = 0; i < moved.nodeNames.size(); ++i) {
+    EXPECT_EQ(moved.nodeNames[i], "n\xc3\xa9" + std::to_string(i));
+  }
 }
 
 TEST(ParseExtenderArgs, NullNodesAndNodeNamesMeanNoCandidates) {

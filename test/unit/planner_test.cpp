@@ -87,6 +87,62 @@ TEST_F(PlannerTest, OneFitterAnswersEveryNodeAsPlanNodeDoes) {
   EXPECT_FALSE(planNode(pc, "pod-uid", "n1", {}, index_).fits);
 }
 
+// The fitter decides each distinct shape of free devices once per request: nodes of equal
+// shape (even with different property sets the claims treat alike) share an answer, nodes of
+// other shapes get their own, and a node whose devices change is decided afresh.
+TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
+  addClaim(claim("k80-erc", 1, {{"type", "k80"}}));
+  addClaim(claim("pair-erc", 2, {}));
+  addClaim(claim("k80-pair", 2, {{"type", "k80"}}));
+  const std::map<std::string, std::vector<std::map<std::string, std::string>>> nodes = {
+      {"a1", {{{"type", "k80"}}, {{"type", "k80"}}, {{"type", "p100"}}}},
+      {"a2", {{{"type", "k80"}, {"zone", "b"}}, {{"type", "k80"}}, {{"type", "p100"}}}},
+      {"b1", {{{"type", "k80"}}}},
+      {"c1", {{{"type", "p100"}}, {{"type", "p100"}}, {{"type", "p100"}}}},
+      {"d1", {{{"type", "k80"}}, {{"type", "k80"}}, {{"type", "k80"}}, {{"type", "k80"}}}},
+  };
+  for (const auto& [node, props] : nodes) {
+    for (size_t i = 0; i < props.size(); ++i) {
+      addDevice(device("gpu-" + node + "-" + std::to_string(i), node, props[i]));
+    }
+  }
+  auto same = [&](NodeFitter& fitter, const PodClaims& pc, const std::string& node) {
+    const auto want = planNode(pc, "pod-uid", node, {}, index_);
+    const auto got = fitter.plan(node, {}, false);
+    EXPECT_EQ(got.fits, want.fits) << node;
+    EXPECT_EQ(got.message, want.message) << node;
+    EXPECT_EQ(got.leftover, want.leftover) << node;
+    return got.fits;
+  };
+  for (const auto& claims : std::vector<std::vector<std::string>>{{"k80-erc"},
+                                                                  {"pair-erc"},
+                                                                  {"k80-pair"},
+                                                                  {"k80-erc", "pair-erc"},
+                                                                  {"k80-erc", "k80-pair"},
+                                                                  {"k80-pair", "pair-erc"}}) {
+    const auto pc = resolve(pod(claims));
+    NodeFitter fitter(pc, "pod-uid", index_);
+    for (int round = 0; round < 2; ++round) {
+      for (const std::string node : {"d1", "a1", "c1", "a2", "b1", "zz"}) {
+        same(fitter, pc, node);
+      }
+    }
+  }
+  const auto pc = resolve(pod({"k80-erc", "k80-pair"}));
+  NodeFitter fitter(pc, "pod-uid", index_);
+  EXPECT_TRUE(same(fitter, pc, "d1"));
+  EXPECT_FALSE(same(fitter, pc, "a1"));
+  // One k80 more on a1 lets it serve these claims; two fewer on d1 do not.
+  addDevice(device("gpu-a1-9", "a1", {{"type", "k80"}, {"zone", "c"}}));
+  for (const std::string name : {"gpu-d1-0", "gpu-d1-1"}) {
+    auto taken = device(name, "d1", {{"type", "k80"}});
+    taken.phase = DevicePhase::kBound;
+    addDevice(taken);
+  }
+  EXPECT_TRUE(same(fitter, pc, "a1"));
+  EXPECT_FALSE(same(fitter, pc, "d1"));
+}
+
 TEST_F(PlannerTest, LabelPlacedDevicesMakeTheFitterAskForLabels) {
   addClaim(claim("any", 1, {}));
   auto floating = device("zonal", "", {});
