@@ -202,6 +202,15 @@ DevicePtr DeviceIndex::get(const std::string& name) const {
   return it == devices_.end() ? nullptr : it->second;
 }
 
+DeviceIndex::ResourceHandle DeviceIndex::resource(const std::string& rawResourceName) const {
+  std::shared_lock lock(mu_);
+  ResourceHandle handle;
+  if (auto it = resources_.find(rawResourceName); it != resources_.end()) {
+    handle.resource_ = &it->second;
+  }
+  return handle;
+}
+
 bool DeviceIndex::hasLabelPlacedDevices(const std::string& rawResourceName) const {
   std::shared_lock lock(mu_);
   auto it = resources_.find(rawResourceName);

@@ -67,13 +67,25 @@ class DeviceIndex {
     uint32_t count;
   };
 
+ private:
+  struct Resource;
+
+ public:
+  // A resource looked up once for many nodes. The index never drops a resource, so a handle
+  // stays valid as long as the index; a resource the index did not have yet reads as one
+  // without devices.
+  class ResourceHandle {
+    friend class DeviceIndex;
+    const Resource* resource_ = nullptr;
+  };
+  ResourceHandle resource(const std::string& rawResourceName) const;
+
   // visitFree counted by property set: fn(const FreeGroup&) once per set, when the answer is
   // known without looking at devices one by one: no bind in flight holds a device pinned to
   // the node, and every device of the resource that could be on the node is pinned to it by
   // name alone. Otherwise returns false without calling fn. Same lock rules as visitFree.
   template <class Fn>
-  bool visitFreeGroups(const std::string& rawResourceName, std::string_view nodeName,
-                       Fn&& fn) const;
+  bool visitFreeGroups(ResourceHandle resource, std::string_view nodeName, Fn&& fn) const;
 
   // Takes the devices for a pod's bind, all or none: false when any is already reserved by
   // another pod. Reservations end with unreserve(), when the device is seen in any phase but
@@ -196,7 +208,7 @@ void DeviceIndex::visitFree(const std::string& rawResourceName, const std::strin
 }
 
 template <class Fn>
-bool DeviceIndex::visitFreeGroups(const std::string& rawResourceName, std::string_view nodeName,
+bool DeviceIndex::visitFreeGroups(ResourceHandle resource, std::string_view nodeName,
                                   Fn&& fn) const {
   std::shared_lock lock(mu_);
   if (reservationCount_.load(std::memory_order_acquire) != 0) {
@@ -205,18 +217,18 @@ bool DeviceIndex::visitFreeGroups(const std::string& rawResourceName, std::strin
       return false;
     }
   }
-  auto res = resources_.find(rawResourceName);
-  if (res == resources_.end()) {
+  const Resource* res = resource.resource_;
+  if (res == nullptr) {
     return true;
   }
-  if (!res->second.floating.empty()) {
+  if (!res->floating.empty()) {
     return false;
   }
   const uint32_t slot = nodes_.find(nodeName);
-  if (slot >= res->second.summaries.size()) {
+  if (slot >= res->summaries.size()) {
     return true;
   }
-  const NodeSummary& summary = res->second.summaries[slot];
+  const NodeSummary& summary = res->summaries[slot];
   if (!summary.exact) {
     return false;
   }

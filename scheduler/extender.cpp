@@ -11,18 +11,18 @@ Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Bin
       scoring_(scoring) {}
 
 template <class Fn>
-void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn) {
+void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn) {
   static const std::map<std::string, std::string> kNoLabels;
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
     if (!fitter.needsNodeLabels()) {
       // Every device of these resources names its nodes: a node the cache has not seen yet
       // is answered from the devices placed on it, like any other.
-      fn(i, std::optional(fitter.plan(name, kNoLabels, false)));
+      fn(i, std::optional(fitter.plan(name, kNoLabels, false, withMessage)));
     } else if (args.hasNodeList) {
-      fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false)));
+      fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false, withMessage)));
     } else if (auto node = nodes_(std::string(name))) {
-      fn(i, std::optional(fitter.plan(name, node->meta.labels, false)));
+      fn(i, std::optional(fitter.plan(name, node->meta.labels, false, withMessage)));
     } else {
       fn(i, std::optional<NodePlan>());
     }
@@ -38,23 +38,24 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
   if (!claims.unresolvable.empty()) {
+    reply.failedUnresolvable.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
-      reply.failedUnresolvable[std::string(node)] = claims.unresolvable;
+      reply.failedUnresolvable.emplace_back(node, claims.unresolvable);
     }
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     reply.passing.reserve(args.nodeNames.size());
-    planEach(args, fitter, [&](size_t i, std::optional<NodePlan> plan) {
+    planEach(args, fitter, true, [&](size_t i, std::optional<NodePlan> plan) {
       const std::string_view node = args.nodeNames[i];
       if (!plan) {
-        reply.failed[std::string(node)] =
-            "node " + std::string(node) + " is not yet known to the extender";
+        reply.failed.emplace_back(
+            node, "node " + std::string(node) + " is not yet known to the extender");
       } else if (plan->fits) {
         reply.passing.push_back(node);
       } else if (plan->unresolvable) {
-        reply.failedUnresolvable[std::string(node)] = std::move(plan->message);
+        reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
       } else {
-        reply.failed[std::string(node)] = std::move(plan->message);
+        reply.failed.emplace_back(node, std::move(plan->message));
       }
     });
   }
@@ -71,7 +72,7 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
     const PodClaims claims = resolveClaims(args.pod, claims_);
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     std::vector<std::optional<size_t>> leftover(args.nodeNames.size());
-    planEach(args, fitter, [&](size_t i, std::optional<NodePlan> plan) {
+    planEach(args, fitter, false, [&](size_t i, std::optional<NodePlan> plan) {
       if (plan && plan->fits) {
         leftover[i] = plan->leftover;
       }

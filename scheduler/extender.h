@@ -43,7 +43,7 @@ class Extender {
   // Fits the pod on each candidate in turn: fn(i, plan), or fn(i, nullopt) for a node the
   // extender does not know.
   template <class Fn>
-  void planEach(const ExtenderArgs& args, NodeFitter& fitter, Fn&& fn);
+  void planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn);
 
   DeviceIndex& index_;
   ClaimLookup claims_;

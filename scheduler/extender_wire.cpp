@@ -136,7 +136,8 @@ void readNodeMeta(JsonReader& r, std::string_view& name, std::string_view& label
   }
 }
 
-void appendStringMap(std::string& out, const std::map<std::string, std::string>& m) {
+void appendStringMap(std::string& out,
+                     const std::vector<std::pair<std::string_view, std::string>>& m) {
   out += '{';
   bool first = true;
   for (const auto& [k, v] : m) {

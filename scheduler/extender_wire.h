@@ -59,8 +59,10 @@ BindingArgs parseBindingArgs(std::string_view body);
 struct FilterReply {
   // Node names in request order: views of the request's names, which outlive the reply.
   std::vector<std::string_view> passing;
-  std::map<std::string, std::string> failed;
-  std::map<std::string, std::string> failedUnresolvable;
+  // Failed nodes in request order with why; the names are views like passing's. (A name
+  // asked twice is answered twice; Go's decoder keeps the last of duplicate keys.)
+  std::vector<std::pair<std::string_view, std::string>> failed;
+  std::vector<std::pair<std::string_view, std::string>> failedUnresolvable;
   std::string error;
 };
 

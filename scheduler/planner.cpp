@@ -73,6 +73,9 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
     hasNamedLists_ = hasNamedLists_ || c->extendedResourceNames.has_value();
     wanted_ += static_cast<size_t>(std::max<int64_t>(c->extendedResourceNum, 0));
   }
+  for (const auto& r : resources_) {
+    handles_.push_back(index.resource(r));
+  }
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
   texts_ = ClaimTexts(pending_);
@@ -108,8 +111,8 @@ bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propert
 }
 
 NodePlan NodeFitter::plan(std::string_view nodeName,
-                          const std::map<std::string, std::string>& nodeLabels,
-                          bool withAssignment) {
+                          const std::map<std::string, std::string>& nodeLabels, bool withAssignment,
+                          bool withMessage) {
   NodePlan plan;
   if (!claims_.unresolvable.empty()) {
     plan.unresolvable = true;
@@ -129,7 +132,7 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   }
   // Counts are all filter and prioritize need; a named list needs each device's name.
   if (!withAssignment && !hasNamedLists_ && pending_.size() <= 64 &&
-      planFromGroups(nodeName, plan)) {
+      planFromGroups(nodeName, withMessage, plan)) {
     return plan;
   }
   for (auto& e : eligible_) {
@@ -173,11 +176,11 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   return plan;
 }
 
-bool NodeFitter::planFromGroups(std::string_view nodeName, NodePlan& plan) {
+bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan) {
   groups_.clear();
   for (size_t r = 0; r < resources_.size(); ++r) {
     const bool counted =
-        index_.visitFreeGroups(resources_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
+        index_.visitFreeGroups(handles_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
           uint64_t claims = 0;
           for (size_t c : claimsOf_[r]) {
             if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
@@ -194,8 +197,12 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, NodePlan& plan) {
   }
   // Devices no claim may take change nothing, and devices the same claims may take are
   // interchangeable: merged, the groups describe the node's shape for these claims alone.
-  std::sort(groups_.begin(), groups_.end(),
-            [](const Group& a, const Group& b) { return a.claims < b.claims; });
+  // Insertion sort: a node has a handful of groups.
+  for (size_t i = 1; i < groups_.size(); ++i) {
+    for (size_t j = i; j > 0 && groups_[j].claims < groups_[j - 1].claims; --j) {
+      std::swap(groups_[j], groups_[j - 1]);
+    }
+  }
   size_t kept = 0;
   for (const Group& g : groups_) {
     if (kept != 0 && groups_[kept - 1].claims == g.claims) {
@@ -206,6 +213,19 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, NodePlan& plan) {
   }
   groups_.resize(kept);
   shape_.assign(reinterpret_cast<const char*>(groups_.data()), groups_.size() * sizeof(Group));
+  // Neighbours in a request are usually of one pool: try the previous node's shape first.
+  if (last_ == nullptr || last_->first != shape_) {
+    last_ = &*decide();
+  }
+  plan.fits = last_->second.fits;
+  if (withMessage) {
+    plan.message = last_->second.message;
+  }
+  plan.leftover = last_->second.leftover;
+  return true;
+}
+
+std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decide() {
   auto [outcome, added] = outcomes_.try_emplace(shape_);
   if (added) {
     for (auto& e : eligible_) {
@@ -226,10 +246,7 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, NodePlan& plan) {
     outcome->second = {fit.fits, std::move(fit.message),
                        deviceCount > wanted_ ? deviceCount - wanted_ : 0};
   }
-  plan.fits = outcome->second.fits;
-  plan.message = outcome->second.message;
-  plan.leftover = outcome->second.leftover;
-  return true;
+  return outcome;
 }
 
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,

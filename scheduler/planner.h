@@ -47,9 +47,10 @@ class NodeFitter {
   NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index);
 
   // withAssignment: also choose the devices (bind); filter and prioritize only need whether
-  // the claims fit and how many matching devices would be left.
+  // the claims fit and how many matching devices would be left. withMessage false leaves out
+  // why a node does not fit (prioritize does not say).
   NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
-                bool withAssignment);
+                bool withAssignment, bool withMessage = true);
 
   // Whether a node's labels can change the answer: only devices placed by label affinity
   // read them. When false, plan() may be given empty labels for any node.
@@ -67,7 +68,14 @@ class NodeFitter {
     uint64_t count;
   };
   // Plans from the node's counted groups when the index can give them; false otherwise.
-  bool planFromGroups(std::string_view nodeName, NodePlan& plan);
+  bool planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan);
+  struct Outcome {
+    bool fits = false;
+    std::string message;
+    size_t leftover = 0;
+  };
+  // The outcome for the groups_ of shape_, decided now if no node had that shape before.
+  std::unordered_map<std::string, Outcome>::iterator decide();
   bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
   bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
                const std::map<std::string, std::string>& properties);
@@ -75,8 +83,9 @@ class NodeFitter {
   const PodClaims& claims_;
   std::string podUid_;
   const DeviceIndex& index_;
-  std::vector<std::string> resources_;         // distinct resources of the pending claims
-  std::vector<std::vector<size_t>> claimsOf_;  // per resource, the pending claims wanting it
+  std::vector<std::string> resources_;                // distinct resources of the pending claims
+  std::vector<DeviceIndex::ResourceHandle> handles_;  // parallel to resources_
+  std::vector<std::vector<size_t>> claimsOf_;         // per resource, the pending claims wanting it
   std::vector<const ExtendedResourceClaim*> pending_;
   bool needsNodeLabels_ = false;
   bool hasNamedLists_ = false;  // some claim lists its devices by name
@@ -85,12 +94,8 @@ class NodeFitter {
   std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
   // Outcomes by the nodes' groups (their bytes, in canonical order): nodes of one pool have
   // the same free devices, so a request decides each distinct shape once.
-  struct Outcome {
-    bool fits = false;
-    std::string message;
-    size_t leftover = 0;
-  };
   std::unordered_map<std::string, Outcome> outcomes_;
+  const std::pair<const std::string, Outcome>* last_ = nullptr;  // the previous node's
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;
   std::vector<DevicePtr> devices_;

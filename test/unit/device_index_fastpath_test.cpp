@@ -89,9 +89,9 @@ TEST(DeviceIndexFastPath, ReservationsAreCheckedOnlyWhileAnyExist) {
 std::optional<std::map<std::string, uint32_t>> groups(const DeviceIndex& idx,
                                                       const std::string& node) {
   std::map<std::string, uint32_t> out;
-  if (!idx.visitFreeGroups("nvidia.com/gpu", node, [&](const DeviceIndex::FreeGroup& g) {
-        out[g.properties.at("type")] += g.count;
-      })) {
+  if (!idx.visitFreeGroups(
+          idx.resource("nvidia.com/gpu"), node,
+          [&](const DeviceIndex::FreeGroup& g) { out[g.properties.at("type")] += g.count; })) {
     return std::nullopt;
   }
   return out;

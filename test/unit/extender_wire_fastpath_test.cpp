@@ -47,7 +47,7 @@ TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
   const auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a"};
-  r.failed["node-b"] = "no";
+  r.failed = {{"node-b", "no"}};
   const auto decoded = json::parse(renderFilterReply(r, args));
   ASSERT_EQ(decoded["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(decoded["Nodes"]["items"][0], json::parse(kNodeA));
@@ -59,11 +59,12 @@ TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
   const auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
   FilterReply r;
   r.passing = {"node-a", "node-\xc3\xa9"};
-  r.failed["node-b"] = "claim default/k80-erc: 0 of 1 free \"nvidia.com/gpu\"\n\t<here>";
-  r.failedUnresolvable["node-c"] = std::string("ctl\x01", 4);
+  r.failed = {{"node-b", "claim default/k80-erc: 0 of 1 free \"nvidia.com/gpu\"\n\t<here>"}};
+  r.failedUnresolvable = {{"node-c", std::string("ctl\x01", 4)}};
   json doc = json::object();
-  doc["FailedNodes"] = r.failed;
-  doc["FailedAndUnresolvableNodes"] = r.failedUnresolvable;
+  doc["FailedNodes"] = {{r.failed[0].first, r.failed[0].second}};
+  doc["FailedAndUnresolvableNodes"] = {
+      {r.failedUnresolvable[0].first, r.failedUnresolvable[0].second}};
   doc["Error"] = r.error;
   doc["NodeNames"] = r.passing;
   doc["Nodes"] = nullptr;

@@ -148,12 +148,12 @@ TEST(RenderFilterReply, NodeNamesMode) {
   auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
   FilterReply r;
   r.passing = {"node-a"};
-  r.failed["node-b"] = "claim default/k80-erc: 0 of 1 free nvidia.com/gpu on this node";
-  r.failedUnresolvable["node-c"] = "x";
+  r.failed = {{"node-b", "claim default/k80-erc: 0 of 1 free nvidia.com/gpu on this node"}};
+  r.failedUnresolvable = {{"node-c", "x"}};
   auto out = json::parse(renderFilterReply(r, args));
   EXPECT_EQ(out["NodeNames"], json::array({"node-a"}));
   EXPECT_TRUE(out["Nodes"].is_null());
-  EXPECT_EQ(out["FailedNodes"]["node-b"], r.failed["node-b"]);
+  EXPECT_EQ(out["FailedNodes"]["node-b"], r.failed[0].second);
   EXPECT_EQ(out["FailedAndUnresolvableNodes"]["node-c"], "x");
   EXPECT_EQ(out["Error"], "");
 }
