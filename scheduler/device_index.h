@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -86,6 +88,14 @@ class DeviceIndex {
   // name alone. Otherwise returns false without calling fn. Same lock rules as visitFree.
   template <class Fn>
   bool visitFreeGroups(ResourceHandle resource, std::string_view nodeName, Fn&& fn) const;
+
+  // visitFreeGroups for a run of at most kRun nodes under one read lock, their lookups
+  // overlapped: fn(k, const FreeGroup&) for nodes[k], and counted[k] set to what
+  // visitFreeGroups would have returned for it.
+  static constexpr size_t kRun = 64;
+  template <class Fn>
+  void visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
+                       uint8_t* counted, Fn&& fn) const;
 
   // Takes the devices for a pod's bind, all or none: false when any is already reserved by
   // another pod. Reservations end with unreserve(), when the device is seen in any phase but
@@ -238,6 +248,49 @@ bool DeviceIndex::visitFreeGroups(ResourceHandle resource, std::string_view node
     fn(FreeGroup{group.propertiesSlot, set.id, set.properties, group.count});
   }
   return true;
+}
+
+template <class Fn>
+void DeviceIndex::visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
+                                  uint8_t* counted, Fn&& fn) const {
+  std::shared_lock lock(mu_);
+  std::unique_lock<std::mutex> reservations;
+  if (reservationCount_.load(std::memory_order_acquire) != 0) {
+    reservations = std::unique_lock(reservationsMu_);
+  }
+  const Resource* res = resource.resource_;
+  if (res == nullptr || !res->floating.empty()) {
+    std::fill(counted, counted + nodes.size(), res == nullptr ? 1 : 0);
+    return;
+  }
+  uint32_t slots[kRun];
+  nodes_.findMany(nodes.first(std::min(nodes.size(), kRun)), slots);
+  for (size_t k = 0; k < nodes.size() && k < kRun; ++k) {
+    if (slots[k] < res->summaries.size()) {
+      __builtin_prefetch(&res->summaries[slots[k]]);
+    }
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    counted[k] = 0;
+    if (k >= kRun ||
+        (reservations.owns_lock() && reservedNodes_.count(std::string(nodes[k])) != 0)) {
+      continue;
+    }
+    counted[k] = 1;
+    if (slots[k] >= res->summaries.size()) {
+      continue;
+    }
+    const NodeSummary& summary = res->summaries[slots[k]];
+    if (!summary.exact) {
+      counted[k] = 0;
+      continue;
+    }
+    for (size_t g = 0; g < summary.groups; ++g) {
+      const auto& group = summary.group[g];
+      const PropertySet& set = *propertySlots_[group.propertiesSlot];
+      fn(k, FreeGroup{group.propertiesSlot, set.id, set.properties, group.count});
+    }
+  }
 }
 
 // The node names a selector can only match, when every term pins metadata.name with In;

@@ -12,14 +12,19 @@ Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Bin
 
 template <class Fn>
 void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn) {
-  static const std::map<std::string, std::string> kNoLabels;
+  if (!fitter.needsNodeLabels()) {
+    // Every device of these resources names its nodes: a node the cache has not seen yet
+    // is answered from the devices placed on it, like any other.
+    std::vector<NodePlan> plans;
+    fitter.planAll(args.nodeNames, withMessage, plans);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      fn(i, std::optional(std::move(plans[i])));
+    }
+    return;
+  }
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
-    if (!fitter.needsNodeLabels()) {
-      // Every device of these resources names its nodes: a node the cache has not seen yet
-      // is answered from the devices placed on it, like any other.
-      fn(i, std::optional(fitter.plan(name, kNoLabels, false, withMessage)));
-    } else if (args.hasNodeList) {
+    if (args.hasNodeList) {
       fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false, withMessage)));
     } else if (auto node = nodes_(std::string(name))) {
       fn(i, std::optional(fitter.plan(name, node->meta.labels, false, withMessage)));

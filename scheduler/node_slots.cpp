@@ -34,6 +34,23 @@ uint32_t NodeSlots::find(std::string_view name, uint64_t hash) const {
   }
 }
 
+void NodeSlots::findMany(std::span<const std::string_view> names, uint32_t* out) const {
+  constexpr size_t kRun = 16;
+  uint64_t hashes[kRun];
+  for (size_t start = 0; start < names.size(); start += kRun) {
+    const size_t n = std::min(kRun, names.size() - start);
+    for (size_t i = 0; i < n; ++i) {
+      hashes[i] = hash(names[start + i]);
+      if (!cells_.empty()) {
+        __builtin_prefetch(&cells_[home(hashes[i])]);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      out[start + i] = find(names[start + i], hashes[i]);
+    }
+  }
+}
+
 void NodeSlots::place(uint64_t hash, uint32_t slot) {
   size_t i = home(hash);
   while (cells_[i].slot != kNone) {

@@ -195,6 +195,64 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, Nod
       return false;
     }
   }
+  planShape(withMessage, plan);
+  return true;
+}
+
+void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
+                         std::vector<NodePlan>& out) {
+  static const std::map<std::string, std::string> kNoLabels;
+  out.clear();
+  out.resize(nodes.size());
+  if (!claims_.unresolvable.empty() || !claims_.fixedNode.empty() || pending_.empty() ||
+      hasNamedLists_ || pending_.size() > 64) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      out[i] = plan(nodes[i], kNoLabels, false, withMessage);
+    }
+    return;
+  }
+  for (size_t start = 0; start < nodes.size(); start += DeviceIndex::kRun) {
+    const auto run = nodes.subspan(start, std::min(DeviceIndex::kRun, nodes.size() - start));
+    counted_.assign(run.size(), 1);
+    runCounted_.resize(run.size());
+    runGroups_.clear();
+    for (size_t r = 0; r < resources_.size(); ++r) {
+      index_.visitFreeGroups(
+          handles_[r], run, runCounted_.data(), [&](size_t k, const DeviceIndex::FreeGroup& g) {
+            uint64_t claims = 0;
+            for (size_t c : claimsOf_[r]) {
+              if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
+                claims |= uint64_t{1} << c;
+              }
+            }
+            if (claims != 0) {
+              runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count}});
+            }
+          });
+      for (size_t k = 0; k < run.size(); ++k) {
+        counted_[k] &= runCounted_[k];
+      }
+    }
+    if (resources_.size() > 1) {
+      std::stable_sort(runGroups_.begin(), runGroups_.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    size_t next = 0;
+    for (size_t k = 0; k < run.size(); ++k) {
+      groups_.clear();
+      for (; next < runGroups_.size() && runGroups_[next].first == k; ++next) {
+        groups_.push_back(runGroups_[next].second);
+      }
+      if (counted_[k] != 0) {
+        planShape(withMessage, out[start + k]);
+      } else {
+        out[start + k] = plan(run[k], kNoLabels, false, withMessage);
+      }
+    }
+  }
+}
+
+void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
   // Devices no claim may take change nothing, and devices the same claims may take are
   // interchangeable: merged, the groups describe the node's shape for these claims alone.
   // Insertion sort: a node has a handful of groups.
@@ -222,7 +280,6 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, Nod
     plan.message = last_->second.message;
   }
   plan.leftover = last_->second.leftover;
-  return true;
 }
 
 std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decide() {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,12 @@ class NodeFitter {
   NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
                 bool withAssignment, bool withMessage = true);
 
+  // plan(nodes[k], {}, false, withMessage) into out[k] for each node, for a fitter that does
+  // not need node labels: nodes are looked up in runs, so filter and prioritize pay the
+  // index's lock and lookups once per run rather than once per node.
+  void planAll(std::span<const std::string_view> nodes, bool withMessage,
+               std::vector<NodePlan>& out);
+
   // Whether a node's labels can change the answer: only devices placed by label affinity
   // read them. When false, plan() may be given empty labels for any node.
   bool needsNodeLabels() const { return needsNodeLabels_; }
@@ -69,6 +76,8 @@ class NodeFitter {
   };
   // Plans from the node's counted groups when the index can give them; false otherwise.
   bool planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan);
+  // The plan for the node whose groups are in groups_.
+  void planShape(bool withMessage, NodePlan& plan);
   struct Outcome {
     bool fits = false;
     std::string message;
@@ -101,6 +110,9 @@ class NodeFitter {
   std::vector<DevicePtr> devices_;
   std::vector<Group> groups_;
   std::string shape_;
+  std::vector<std::pair<uint32_t, Group>> runGroups_;  // (node in the run, group)
+  std::vector<uint8_t> counted_;
+  std::vector<uint8_t> runCounted_;
 };
 
 // One node's plan with the devices chosen: NodeFitter for a single node.

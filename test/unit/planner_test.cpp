@@ -128,6 +128,29 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
       }
     }
   }
+  // planAll answers in runs as plan() does node by node, also for a node where another
+  // pod's bind holds a device and the runs' counted path must give way.
+  ASSERT_TRUE(index_.reserve({"gpu-d1-3"}, "other-pod"));
+  std::vector<std::string_view> many;
+  const std::vector<std::string> names = {"d1", "a1", "c1", "a2", "b1", "zz"};
+  for (size_t i = 0; i < 150; ++i) {
+    many.push_back(names[i * 7 % names.size()]);
+  }
+  for (const auto& claims : std::vector<std::vector<std::string>>{
+           {"k80-erc"}, {"k80-pair", "pair-erc"}, {"k80-erc", "k80-pair"}}) {
+    const auto pc = resolve(pod(claims));
+    NodeFitter fitter(pc, "pod-uid", index_);
+    std::vector<NodePlan> plans;
+    fitter.planAll(many, /*withMessage=*/true, plans);
+    ASSERT_EQ(plans.size(), many.size());
+    for (size_t i = 0; i < many.size(); ++i) {
+      const auto want = planNode(pc, "pod-uid", std::string(many[i]), {}, index_);
+      EXPECT_EQ(plans[i].fits, want.fits) << many[i];
+      EXPECT_EQ(plans[i].message, want.message) << many[i];
+      EXPECT_EQ(plans[i].leftover, want.leftover) << many[i];
+    }
+  }
+  index_.unreserve("other-pod");
   const auto pc = resolve(pod({"k80-erc", "k80-pair"}));
   NodeFitter fitter(pc, "pod-uid", index_);
   EXPECT_TRUE(same(fitter, pc, "d1"));
