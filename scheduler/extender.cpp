@@ -15,21 +15,28 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
   if (!fitter.needsNodeLabels()) {
     // Every device of these resources names its nodes: a node the cache has not seen yet
     // is answered from the devices placed on it, like any other.
+    // In runs, so the plans in hand stay few and warm in the cache.
+    const std::span<const std::string_view> names = args.nodeNames;
     std::vector<NodePlan> plans;
-    fitter.planAll(args.nodeNames, withMessage, plans);
-    for (size_t i = 0; i < plans.size(); ++i) {
-      fn(i, std::optional(std::move(plans[i])));
+    for (size_t start = 0; start < names.size(); start += DeviceIndex::kRun) {
+      fitter.planAll(names.subspan(start, std::min(DeviceIndex::kRun, names.size() - start)),
+                     withMessage, plans);
+      for (size_t k = 0; k < plans.size(); ++k) {
+        fn(start + k, &plans[k]);
+      }
     }
     return;
   }
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
     if (args.hasNodeList) {
-      fn(i, std::optional(fitter.plan(name, args.nodeLabels(i), false, withMessage)));
+      NodePlan plan = fitter.plan(name, args.nodeLabels(i), false, withMessage);
+      fn(i, &plan);
     } else if (auto node = nodes_(std::string(name))) {
-      fn(i, std::optional(fitter.plan(name, node->meta.labels, false, withMessage)));
+      NodePlan plan = fitter.plan(name, node->meta.labels, false, withMessage);
+      fn(i, &plan);
     } else {
-      fn(i, std::optional<NodePlan>());
+      fn(i, nullptr);
     }
   }
 }
@@ -50,7 +57,7 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     reply.passing.reserve(args.nodeNames.size());
-    planEach(args, fitter, true, [&](size_t i, std::optional<NodePlan> plan) {
+    planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
       const std::string_view node = args.nodeNames[i];
       if (!plan) {
         reply.failed.emplace_back(
@@ -77,7 +84,7 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
     const PodClaims claims = resolveClaims(args.pod, claims_);
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     std::vector<std::optional<size_t>> leftover(args.nodeNames.size());
-    planEach(args, fitter, false, [&](size_t i, std::optional<NodePlan> plan) {
+    planEach(args, fitter, false, [&](size_t i, NodePlan* plan) {
       if (plan && plan->fits) {
         leftover[i] = plan->leftover;
       }

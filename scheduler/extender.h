@@ -40,8 +40,8 @@ class Extender {
   const ExtenderStats& stats() const { return stats_; }
 
  private:
-  // Fits the pod on each candidate in turn: fn(i, plan), or fn(i, nullopt) for a node the
-  // extender does not know.
+  // Fits the pod on each candidate in turn: fn(i, NodePlan*), which may take from the plan,
+  // or fn(i, nullptr) for a node the extender does not know.
   template <class Fn>
   void planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn);
 

@@ -202,7 +202,8 @@ bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, Nod
 void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
                          std::vector<NodePlan>& out) {
   static const std::map<std::string, std::string> kNoLabels;
-  out.clear();
+  // Elements already there are overwritten whole rather than made anew: a caller planning
+  // in runs reuses them.
   out.resize(nodes.size());
   if (!claims_.unresolvable.empty() || !claims_.fixedNode.empty() || pending_.empty() ||
       hasNamedLists_ || pending_.size() > 64) {
@@ -276,9 +277,13 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
     last_ = &*decide();
   }
   plan.fits = last_->second.fits;
+  plan.unresolvable = false;
   if (withMessage) {
     plan.message = last_->second.message;
+  } else {
+    plan.message.clear();
   }
+  plan.assignment.clear();
   plan.leftover = last_->second.leftover;
 }
 

@@ -53,7 +53,8 @@ class NodeFitter {
   NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
                 bool withAssignment, bool withMessage = true);
 
-  // plan(nodes[k], {}, false, withMessage) into out[k] for each node, for a fitter that does
+  // plan(nodes[k], {}, false, withMessage) into out[k] for each node (out is resized to the
+  // nodes; elements already there are overwritten), for a fitter that does
   // not need node labels: nodes are looked up in runs, so filter and prioritize pay the
   // index's lock and lookups once per run rather than once per node.
   void planAll(std::span<const std::string_view> nodes, bool withMessage,
