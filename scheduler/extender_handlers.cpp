@@ -49,7 +49,7 @@ HttpReply ExtenderHandlers::filter(std::string_view body) {
 HttpReply ExtenderHandlers::prioritize(std::string_view body) {
   return timed("prioritize", [&] {
     ExtenderArgs args = parseExtenderArgs(body);
-    return HttpReply{200, renderPriorities(extender_.prioritize(args))};
+    return HttpReply{200, renderPriorities(extender_.prioritize(args), args.decodedNames.empty())};
   });
 }
 

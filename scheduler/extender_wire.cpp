@@ -136,6 +136,19 @@ void readNodeMeta(JsonReader& r, std::string_view& name, std::string_view& label
   }
 }
 
+// A node name from the request: one read without escapes is valid JSON string text as it
+// stands (the reader refused control characters and broken UTF-8), and appendJsonString
+// would copy it unchanged.
+void appendName(std::string& out, std::string_view name, bool verbatim) {
+  if (verbatim) {
+    out += '"';
+    out += name;
+    out += '"';
+  } else {
+    appendJsonString(out, name);
+  }
+}
+
 void appendStringMap(std::string& out,
                      const std::vector<std::pair<std::string_view, std::string>>& m) {
   out += '{';
@@ -407,9 +420,10 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
   out += ",\"FailedNodes\":";
   appendStringMap(out, reply.failed);
   out += ",\"NodeNames\":[";
+  const bool verbatim = args.decodedNames.empty();
   for (size_t i = 0; i < reply.passing.size(); ++i) {
     out += i == 0 ? "" : ",";
-    appendJsonString(out, reply.passing[i]);
+    appendName(out, reply.passing[i], verbatim);
   }
   out += "],\"Nodes\":";
   if (args.hasNodeList) {
@@ -434,12 +448,13 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
   return out;
 }
 
-std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores) {
+std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores,
+                             bool verbatimHosts) {
   std::string out = "[";
   out.reserve(scores.size() * 32 + 2);
   for (size_t i = 0; i < scores.size(); ++i) {
     out += i == 0 ? "{\"Host\":" : ",{\"Host\":";
-    appendJsonString(out, scores[i].first);
+    appendName(out, scores[i].first, verbatimHosts);
     // No temporaries: one per node was a fifth of the prioritize reply's cost.
     char score[16];
     const auto end = std::to_chars(score, score + sizeof score, scores[i].second).ptr;

@@ -68,7 +68,10 @@ struct FilterReply {
 
 // Answers in the mode the request used: NodeNames, or the passing Node objects whole.
 std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args);
-std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores);
+// verbatimHosts: every host is a name as it stood in a request without escapes (as when
+// args.decodedNames is empty), so its bytes are already its JSON text.
+std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores,
+                             bool verbatimHosts = false);
 std::string renderBindingReply(const std::string& error);
 // A filter-shaped error body (also valid for bind: only Error is read).
 std::string renderError(const std::string& error);

@@ -217,10 +217,10 @@ std::string_view JsonReader::readStringView(std::string& decoded) {
     fail("expected a string");
   }
   const size_t start = pos_;
+  escaped_ = false;
   string(nullptr);
-  const std::string_view raw = text_.substr(start + 1, pos_ - start - 2);
-  if (raw.find('\\') == std::string_view::npos) {
-    return raw;
+  if (!escaped_) {
+    return text_.substr(start + 1, pos_ - start - 2);
   }
   pos_ = start;
   decoded.clear();
@@ -312,6 +312,7 @@ void JsonReader::string(std::string* out) {
       continue;
     }
     ++pos_;  // the backslash
+    escaped_ = true;
     const char e = pos_ < text_.size() ? text_[pos_++] : '\0';
     char plain = '\0';
     switch (e) {

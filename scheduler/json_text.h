@@ -59,6 +59,7 @@ class JsonReader {
   int depth_ = 0;
   // Per open container: whether an element was read (a comma is due before the next).
   std::vector<bool> started_;
+  bool escaped_ = false;  // the last string read had an escape
 };
 
 // Appends s as a JSON string literal: '"', '\\' and control characters escaped, other

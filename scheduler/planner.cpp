@@ -271,20 +271,38 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
     }
   }
   groups_.resize(kept);
-  shape_.assign(reinterpret_cast<const char*>(groups_.data()), groups_.size() * sizeof(Group));
-  // Neighbours in a request are usually of one pool: try the previous node's shape first.
-  if (last_ == nullptr || last_->first != shape_) {
-    last_ = &*decide();
+  const Outcome* outcome = recentOutcome();
+  if (outcome == nullptr) {
+    shape_.assign(reinterpret_cast<const char*>(groups_.data()), groups_.size() * sizeof(Group));
+    outcome = &decide()->second;
+    if (groups_.size() <= Recent::kMaxGroups) {
+      Recent& r = recent_[nextRecent_++ % std::size(recent_)];
+      r.groups = groups_.size();
+      std::copy(groups_.begin(), groups_.end(), r.group);
+      r.outcome = outcome;
+    }
   }
-  plan.fits = last_->second.fits;
+  plan.fits = outcome->fits;
   plan.unresolvable = false;
   if (withMessage) {
-    plan.message = last_->second.message;
+    plan.message = outcome->message;
   } else {
     plan.message.clear();
   }
   plan.assignment.clear();
-  plan.leftover = last_->second.leftover;
+  plan.leftover = outcome->leftover;
+}
+
+const NodeFitter::Outcome* NodeFitter::recentOutcome() const {
+  for (const Recent& r : recent_) {
+    if (r.outcome != nullptr && r.groups == groups_.size() &&
+        std::equal(groups_.begin(), groups_.end(), r.group, [](const Group& a, const Group& b) {
+          return a.claims == b.claims && a.count == b.count;
+        })) {
+      return r.outcome;
+    }
+  }
+  return nullptr;
 }
 
 std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decide() {

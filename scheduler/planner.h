@@ -105,7 +105,17 @@ class NodeFitter {
   // Outcomes by the nodes' groups (their bytes, in canonical order): nodes of one pool have
   // the same free devices, so a request decides each distinct shape once.
   std::unordered_map<std::string, Outcome> outcomes_;
-  const std::pair<const std::string, Outcome>* last_ = nullptr;  // the previous node's
+  // The last few shapes seen, checked before the table: a pool's nodes come in long runs
+  // with the odd node of another shape between them.
+  struct Recent {
+    static constexpr size_t kMaxGroups = 4;
+    size_t groups = 0;
+    Group group[kMaxGroups];
+    const Outcome* outcome = nullptr;
+  };
+  Recent recent_[4];
+  size_t nextRecent_ = 0;
+  const Outcome* recentOutcome() const;
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;
   std::vector<DevicePtr> devices_;

@@ -168,6 +168,31 @@ TEST(RenderFilterReply, NodeListModeReturnsPassingNodesWhole) {
   EXPECT_EQ(out["Nodes"]["items"][0], json::parse(args.nodeObjects[0]));
 }
 
+// Names read without escapes are copied into replies as they stood; a request with any
+// escaped name has every name escaped as needed. Both read back as the names asked.
+TEST(RenderReplies, NodeNamesComeBackAsAsked) {
+  const std::string pod = R"("Pod":{"metadata":{"name":"p","uid":"u"}})";
+  for (const std::string& names : {std::string("[\"plain\",\"caf\xc3\xa9\",\"\xe2\x82\xac-1\"]"),
+                                   std::string(R"(["plain","q\"uote","caf\u00e9"])")}) {
+    const std::string body = "{" + pod + ",\"NodeNames\":" + names + "}";
+    const auto args = parseExtenderArgs(body);
+    const json want = json::parse(names);
+    FilterReply r;
+    std::vector<std::pair<std::string_view, int>> scores;
+    for (const auto name : args.nodeNames) {
+      r.passing.push_back(name);
+      scores.emplace_back(name, 1);
+    }
+    EXPECT_EQ(json::parse(renderFilterReply(r, args))["NodeNames"], want) << names;
+    const std::string prio = renderPriorities(scores, args.decodedNames.empty());
+    EXPECT_EQ(prio, renderPriorities(scores, false)) << names;
+    const json hosts = json::parse(prio);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(hosts[i]["Host"], want[i]) << names;
+    }
+  }
+}
+
 TEST(RenderPriorities, HostScorePairsAsIntegers) {
   auto out = json::parse(renderPriorities({{"a", 10}, {"b", 0}}));
   ASSERT_TRUE(out.is_array());
