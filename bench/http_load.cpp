@@ -86,14 +86,17 @@ void Connection::close() {
 }
 
 bool Connection::readMore() {
-  constexpr size_t kChunk = 1 << 20;
-  const size_t old = in_.size();
-  in_.resize(old + kChunk);
+  constexpr size_t kChunk = 1 << 18;
+  if (!chunk_) {
+    chunk_ = std::make_unique_for_overwrite<char[]>(kChunk);
+  }
   ssize_t n;
   do {
-    n = ::recv(fd_, in_.data() + old, kChunk, 0);
+    n = ::recv(fd_, chunk_.get(), kChunk, 0);
   } while (n < 0 && errno == EINTR);
-  in_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  if (n > 0) {
+    in_.append(chunk_.get(), static_cast<size_t>(n));
+  }
   return n > 0;
 }
 
