@@ -409,6 +409,11 @@ void HttpServer::start() {
     svr->Post(pattern, [this, route, max](const httplib::Request& req, httplib::Response& res,
                                           const httplib::ContentReader& reader) {
       HttpRequest r = convert(req);
+      // Room for the whole body up front (NodeList bodies run to tens of MB): growing by
+      // doubling copied it several times over. Pages are only touched as bytes arrive.
+      if (const auto length = req.get_header_value<uint64_t>("Content-Length"); length > 0) {
+        r.body.reserve(std::min<uint64_t>(length, max));
+      }
       bool exceeded = false;
       const bool complete = reader([&](const char* data, size_t len) {
         if (r.body.size() + len > max) {
