@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -176,7 +178,12 @@ class DeviceIndex {
   // device-by-device path, where reservations are checked; the other nodes keep using their
   // summaries. (A device whose affinity changes while reserved is counted on its old nodes
   // until the reservation ends; the bind's own checks still keep it from being shared.)
-  std::unordered_map<std::string, uint32_t> reservedNodes_;
+  // Looked up by the request's name views without making strings of them.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> reservedNodes_;
   // reservations_.size(), readable without the lock: the filter skips the lock when no bind
   // is in flight, which is nearly always.
   std::atomic<size_t> reservationCount_{0};
@@ -223,7 +230,7 @@ bool DeviceIndex::visitFreeGroups(ResourceHandle resource, std::string_view node
   std::shared_lock lock(mu_);
   if (reservationCount_.load(std::memory_order_acquire) != 0) {
     std::lock_guard reservations(reservationsMu_);
-    if (reservedNodes_.count(std::string(nodeName)) != 0) {
+    if (reservedNodes_.contains(nodeName)) {
       return false;
     }
   }
@@ -270,10 +277,33 @@ void DeviceIndex::visitFreeGroups(ResourceHandle resource, std::span<const std::
       __builtin_prefetch(&res->summaries[slots[k]]);
     }
   }
+  // A few binds in flight (the usual case under load) are compared by slot, which costs less
+  // than hashing every candidate's name again; a reserved node without a slot has no pinned
+  // devices, so counting it finds none either way.
+  constexpr size_t kFewReserved = 16;
+  uint32_t reservedSlots[kFewReserved];
+  size_t fewReserved = 0;
+  const bool bySlot = reservations.owns_lock() && reservedNodes_.size() <= kFewReserved;
+  if (bySlot) {
+    for (const auto& [name, holds] : reservedNodes_) {
+      if (const uint32_t slot = nodes_.find(name); slot != NodeSlots::kNone) {
+        reservedSlots[fewReserved++] = slot;
+      }
+    }
+  }
+  auto reserved = [&](size_t k) {
+    if (!reservations.owns_lock()) {
+      return false;
+    }
+    if (bySlot) {
+      return std::find(reservedSlots, reservedSlots + fewReserved, slots[k]) !=
+             reservedSlots + fewReserved;
+    }
+    return reservedNodes_.contains(nodes[k]);
+  };
   for (size_t k = 0; k < nodes.size(); ++k) {
     counted[k] = 0;
-    if (k >= kRun ||
-        (reservations.owns_lock() && reservedNodes_.count(std::string(nodes[k])) != 0)) {
+    if (k >= kRun || reserved(k)) {
       continue;
     }
     counted[k] = 1;

@@ -4,6 +4,8 @@
 
 #include <map>
 #include <optional>
+#include <span>
+#include <string_view>
 
 #include "scheduler/device_index.h"
 #include "scheduler_fixtures.h"
@@ -117,6 +119,61 @@ TEST(DeviceIndexFastPath, GroupsCountEligiblePinnedDevicesBySet) {
   EXPECT_EQ(groups(idx, "n1"), (Counts{{"k80", 1}, {"p100", 2}}));
   idx.remove("e");
   EXPECT_EQ(groups(idx, "n2"), Counts{});
+}
+
+// The run form answers each node as the single-node form does, whether few or many binds
+// are in flight (they are checked by slot or by name), for nodes with and without devices.
+TEST(DeviceIndexFastPath, RunsAnswerAsSingleNodesDo) {
+  DeviceIndex idx;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 100; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    nodes.push_back(node);
+    if (i % 5 == 4) {
+      continue;  // no devices
+    }
+    for (int d = 0; d < 3; ++d) {
+      idx.upsert(ptr(
+          device(node + "-gpu-" + std::to_string(d), node, {{"type", d == 0 ? "p100" : "k80"}})));
+    }
+  }
+  const std::vector<std::string_view> views(nodes.begin(), nodes.end());
+  auto check = [&](const std::string& when) {
+    for (size_t start = 0; start < views.size(); start += DeviceIndex::kRun) {
+      const auto run =
+          std::span(views).subspan(start, std::min(DeviceIndex::kRun, views.size() - start));
+      std::vector<uint8_t> counted(run.size());
+      std::vector<std::map<std::string, uint32_t>> got(run.size());
+      idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), run, counted.data(),
+                          [&](size_t k, const DeviceIndex::FreeGroup& g) {
+                            got[k][g.properties.at("type")] += g.count;
+                          });
+      for (size_t k = 0; k < run.size(); ++k) {
+        const auto want = groups(idx, std::string(run[k]));
+        EXPECT_EQ(counted[k] != 0, want.has_value()) << when << " " << run[k];
+        if (want && counted[k] != 0) {
+          EXPECT_EQ(got[k], *want) << when << " " << run[k];
+        }
+      }
+    }
+  };
+  check("no binds");
+  ASSERT_TRUE(idx.reserve({"node-3-gpu-1", "node-77-gpu-0"}, "pod-a"));
+  check("two nodes reserved");
+  std::vector<std::string> many;
+  for (int i = 10; i < 70; i += 2) {
+    if (i % 5 != 4) {
+      many.push_back("node-" + std::to_string(i) + "-gpu-2");
+    }
+  }
+  ASSERT_TRUE(idx.reserve(many, "pod-b"));
+  ASSERT_GT(many.size(), 16u);
+  check("many nodes reserved");
+  idx.unreserve("pod-b");
+  idx.remove("node-3-gpu-0");
+  idx.remove("node-3-gpu-1");
+  idx.remove("node-3-gpu-2");
+  check("a reserved node's devices gone");
 }
 
 TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
