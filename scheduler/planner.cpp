@@ -176,18 +176,22 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   return plan;
 }
 
+uint64_t NodeFitter::claimsTaking(size_t resource, const DeviceIndex::FreeGroup& group) {
+  uint64_t claims = 0;
+  for (size_t c : claimsOf_[resource]) {
+    if (selects(c, group.propertiesSlot, group.propertiesId, group.properties)) {
+      claims |= uint64_t{1} << c;
+    }
+  }
+  return claims;
+}
+
 bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan) {
   groups_.clear();
   for (size_t r = 0; r < resources_.size(); ++r) {
     const bool counted =
         index_.visitFreeGroups(handles_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
-          uint64_t claims = 0;
-          for (size_t c : claimsOf_[r]) {
-            if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
-              claims |= uint64_t{1} << c;
-            }
-          }
-          if (claims != 0) {
+          if (const uint64_t claims = claimsTaking(r, g); claims != 0) {
             groups_.push_back({claims, g.count});
           }
         });
@@ -220,13 +224,7 @@ void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessa
     for (size_t r = 0; r < resources_.size(); ++r) {
       index_.visitFreeGroups(
           handles_[r], run, runCounted_.data(), [&](size_t k, const DeviceIndex::FreeGroup& g) {
-            uint64_t claims = 0;
-            for (size_t c : claimsOf_[r]) {
-              if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
-                claims |= uint64_t{1} << c;
-              }
-            }
-            if (claims != 0) {
+            if (const uint64_t claims = claimsTaking(r, g); claims != 0) {
               runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count}});
             }
           });

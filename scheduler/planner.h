@@ -53,10 +53,10 @@ class NodeFitter {
   NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
                 bool withAssignment, bool withMessage = true);
 
-  // plan(nodes[k], {}, false, withMessage) into out[k] for each node (out is resized to the
-  // nodes; elements already there are overwritten), for a fitter that does
-  // not need node labels: nodes are looked up in runs, so filter and prioritize pay the
-  // index's lock and lookups once per run rather than once per node.
+  // plan(nodes[k], {}, false, withMessage) into out[k] for each node, for a fitter that does
+  // not need node labels (out is resized to the nodes; elements already there are
+  // overwritten). Nodes are looked up in runs, so filter and prioritize pay the index's lock
+  // and lookups once per run rather than once per node.
   void planAll(std::span<const std::string_view> nodes, bool withMessage,
                std::vector<NodePlan>& out);
 
@@ -75,6 +75,8 @@ class NodeFitter {
     uint64_t claims;
     uint64_t count;
   };
+  // The pending claims (bit c for claim c) of the resource that may take the group's devices.
+  uint64_t claimsTaking(size_t resource, const DeviceIndex::FreeGroup& group);
   // Plans from the node's counted groups when the index can give them; false otherwise.
   bool planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan);
   // The plan for the node whose groups are in groups_.
