@@ -135,9 +135,9 @@ std::string markdown(const ojson& r) {
   md << "# Extender benchmark\n\n"
      << "Run " << r["generated_at"].get<std::string>() << " on " << m["cores"].get<int>()
      << " cores (" << m.value("cpu", std::string("unknown CPU")) << "); "
-     << m["note"].get<std::string>() << ", and other work on the machine raised the 1-minute "
-     << "load average to " << num(d(m, "load_average_at_start"), 1) << " at the start and "
-     << num(d(m, "load_average_at_end"), 1)
+     << m["note"].get<std::string>() << "; the 1-minute load average, which counts those "
+     << "processes and anything else running, was " << num(d(m, "load_average_at_start"), 1)
+     << " at the start and " << num(d(m, "load_average_at_end"), 1)
      << " at the end. Latencies are client-side, over HTTP/1.1 keep-alive "
      << "with the headers kube-scheduler's Go client sends (Accept-Encoding: gzip); "
      << "medians of the runs noted in latest.json.\n\n";
