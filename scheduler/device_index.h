@@ -227,34 +227,10 @@ void DeviceIndex::visitFree(const std::string& rawResourceName, const std::strin
 template <class Fn>
 bool DeviceIndex::visitFreeGroups(ResourceHandle resource, std::string_view nodeName,
                                   Fn&& fn) const {
-  std::shared_lock lock(mu_);
-  if (reservationCount_.load(std::memory_order_acquire) != 0) {
-    std::lock_guard reservations(reservationsMu_);
-    if (reservedNodes_.contains(nodeName)) {
-      return false;
-    }
-  }
-  const Resource* res = resource.resource_;
-  if (res == nullptr) {
-    return true;
-  }
-  if (!res->floating.empty()) {
-    return false;
-  }
-  const uint32_t slot = nodes_.find(nodeName);
-  if (slot >= res->summaries.size()) {
-    return true;
-  }
-  const NodeSummary& summary = res->summaries[slot];
-  if (!summary.exact) {
-    return false;
-  }
-  for (size_t g = 0; g < summary.groups; ++g) {
-    const auto& group = summary.group[g];
-    const PropertySet& set = *propertySlots_[group.propertiesSlot];
-    fn(FreeGroup{group.propertiesSlot, set.id, set.properties, group.count});
-  }
-  return true;
+  uint8_t counted = 0;
+  visitFreeGroups(resource, std::span(&nodeName, 1), &counted,
+                  [&](size_t, const FreeGroup& group) { fn(group); });
+  return counted != 0;
 }
 
 template <class Fn>

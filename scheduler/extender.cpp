@@ -15,16 +15,7 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
   if (!fitter.needsNodeLabels()) {
     // Every device of these resources names its nodes: a node the cache has not seen yet
     // is answered from the devices placed on it, like any other.
-    // In runs, so the plans in hand stay few and warm in the cache.
-    const std::span<const std::string_view> names = args.nodeNames;
-    std::vector<NodePlan> plans;
-    for (size_t start = 0; start < names.size(); start += DeviceIndex::kRun) {
-      fitter.planAll(names.subspan(start, std::min(DeviceIndex::kRun, names.size() - start)),
-                     withMessage, plans);
-      for (size_t k = 0; k < plans.size(); ++k) {
-        fn(start + k, &plans[k]);
-      }
-    }
+    fitter.planAll(args.nodeNames, withMessage, [&](size_t i, NodePlan& plan) { fn(i, &plan); });
     return;
   }
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {

@@ -76,6 +76,9 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
   for (const auto& r : resources_) {
     handles_.push_back(index.resource(r));
   }
+  // Counts are all filter and prioritize need; a named list needs each device's name, and
+  // a claim's bit in a group must fit in 64.
+  countable_ = !hasNamedLists_ && pending_.size() <= 64;
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
   texts_ = ClaimTexts(pending_);
@@ -130,11 +133,18 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
     plan.fits = true;
     return plan;
   }
-  // Counts are all filter and prioritize need; a named list needs each device's name.
-  if (!withAssignment && !hasNamedLists_ && pending_.size() <= 64 &&
-      planFromGroups(nodeName, withMessage, plan)) {
-    return plan;
+  if (!withAssignment && countable_) {
+    countRun(std::span(&nodeName, 1), withMessage);
+    if (counted_[0] != 0) {
+      return std::move(runPlans_[0]);
+    }
   }
+  return planDevices(nodeName, nodeLabels, withAssignment);
+}
+
+NodePlan NodeFitter::planDevices(std::string_view nodeName,
+                                 const std::map<std::string, std::string>& nodeLabels,
+                                 bool withAssignment) {
   for (auto& e : eligible_) {
     e.clear();
   }
@@ -169,6 +179,7 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   }
   Fit fit = fitEligible(pending_, eligible_, deviceCount, matchingFree,
                         withAssignment ? &names : nullptr, &texts_);
+  NodePlan plan;
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);
   plan.assignment = std::move(fit.assignment);
@@ -176,77 +187,63 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   return plan;
 }
 
-uint64_t NodeFitter::claimsTaking(size_t resource, const DeviceIndex::FreeGroup& group) {
-  uint64_t claims = 0;
-  for (size_t c : claimsOf_[resource]) {
-    if (selects(c, group.propertiesSlot, group.propertiesId, group.properties)) {
-      claims |= uint64_t{1} << c;
-    }
-  }
-  return claims;
-}
-
-bool NodeFitter::planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan) {
-  groups_.clear();
-  for (size_t r = 0; r < resources_.size(); ++r) {
-    const bool counted =
-        index_.visitFreeGroups(handles_[r], nodeName, [&](const DeviceIndex::FreeGroup& g) {
-          if (const uint64_t claims = claimsTaking(r, g); claims != 0) {
-            groups_.push_back({claims, g.count});
-          }
-        });
-    if (!counted) {
-      return false;
-    }
-  }
-  planShape(withMessage, plan);
-  return true;
-}
-
 void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
-                         std::vector<NodePlan>& out) {
+                         const std::function<void(size_t, NodePlan&)>& fn) {
   static const std::map<std::string, std::string> kNoLabels;
-  // Elements already there are overwritten whole rather than made anew: a caller planning
-  // in runs reuses them.
-  out.resize(nodes.size());
-  if (!claims_.unresolvable.empty() || !claims_.fixedNode.empty() || pending_.empty() ||
-      hasNamedLists_ || pending_.size() > 64) {
+  if (!countable_ || !claims_.unresolvable.empty() || !claims_.fixedNode.empty() ||
+      pending_.empty()) {
     for (size_t i = 0; i < nodes.size(); ++i) {
-      out[i] = plan(nodes[i], kNoLabels, false, withMessage);
+      NodePlan plan = this->plan(nodes[i], kNoLabels, false, withMessage);
+      fn(i, plan);
     }
     return;
   }
   for (size_t start = 0; start < nodes.size(); start += DeviceIndex::kRun) {
     const auto run = nodes.subspan(start, std::min(DeviceIndex::kRun, nodes.size() - start));
-    counted_.assign(run.size(), 1);
-    runCounted_.resize(run.size());
-    runGroups_.clear();
-    for (size_t r = 0; r < resources_.size(); ++r) {
-      index_.visitFreeGroups(
-          handles_[r], run, runCounted_.data(), [&](size_t k, const DeviceIndex::FreeGroup& g) {
-            if (const uint64_t claims = claimsTaking(r, g); claims != 0) {
-              runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count}});
-            }
-          });
-      for (size_t k = 0; k < run.size(); ++k) {
-        counted_[k] &= runCounted_[k];
-      }
-    }
-    if (resources_.size() > 1) {
-      std::stable_sort(runGroups_.begin(), runGroups_.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
-    size_t next = 0;
+    countRun(run, withMessage);
     for (size_t k = 0; k < run.size(); ++k) {
-      groups_.clear();
-      for (; next < runGroups_.size() && runGroups_[next].first == k; ++next) {
-        groups_.push_back(runGroups_[next].second);
+      if (counted_[k] == 0) {
+        runPlans_[k] = planDevices(run[k], kNoLabels, false);
       }
-      if (counted_[k] != 0) {
-        planShape(withMessage, out[start + k]);
-      } else {
-        out[start + k] = plan(run[k], kNoLabels, false, withMessage);
-      }
+      fn(start + k, runPlans_[k]);
+    }
+  }
+}
+
+void NodeFitter::countRun(std::span<const std::string_view> run, bool withMessage) {
+  counted_.assign(run.size(), 1);
+  runCounted_.resize(run.size());
+  runPlans_.resize(run.size());
+  runGroups_.clear();
+  for (size_t r = 0; r < resources_.size(); ++r) {
+    index_.visitFreeGroups(handles_[r], run, runCounted_.data(),
+                           [&](size_t k, const DeviceIndex::FreeGroup& g) {
+                             uint64_t claims = 0;
+                             for (size_t c : claimsOf_[r]) {
+                               if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
+                                 claims |= uint64_t{1} << c;
+                               }
+                             }
+                             if (claims != 0) {
+                               runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count}});
+                             }
+                           });
+    for (size_t k = 0; k < run.size(); ++k) {
+      counted_[k] &= runCounted_[k];
+    }
+  }
+  if (resources_.size() > 1) {
+    std::stable_sort(runGroups_.begin(), runGroups_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  size_t next = 0;
+  for (size_t k = 0; k < run.size(); ++k) {
+    groups_.clear();
+    for (; next < runGroups_.size() && runGroups_[next].first == k; ++next) {
+      groups_.push_back(runGroups_[next].second);
+    }
+    if (counted_[k] != 0) {
+      planShape(withMessage, runPlans_[k]);
     }
   }
 }

@@ -53,12 +53,12 @@ class NodeFitter {
   NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
                 bool withAssignment, bool withMessage = true);
 
-  // plan(nodes[k], {}, false, withMessage) into out[k] for each node, for a fitter that does
-  // not need node labels (out is resized to the nodes; elements already there are
-  // overwritten). Nodes are looked up in runs, so filter and prioritize pay the index's lock
-  // and lookups once per run rather than once per node.
+  // fn(k, plan) with plan(nodes[k], {}, false, withMessage) for each node, for a fitter that
+  // does not need node labels. Nodes are looked up in runs, so filter and prioritize pay the
+  // index's lock and lookups once per run rather than once per node; the plans are the
+  // fitter's scratch, so fn may take from them but not keep them.
   void planAll(std::span<const std::string_view> nodes, bool withMessage,
-               std::vector<NodePlan>& out);
+               const std::function<void(size_t, NodePlan&)>& fn);
 
   // Whether a node's labels can change the answer: only devices placed by label affinity
   // read them. When false, plan() may be given empty labels for any node.
@@ -75,10 +75,12 @@ class NodeFitter {
     uint64_t claims;
     uint64_t count;
   };
-  // The pending claims (bit c for claim c) of the resource that may take the group's devices.
-  uint64_t claimsTaking(size_t resource, const DeviceIndex::FreeGroup& group);
-  // Plans from the node's counted groups when the index can give them; false otherwise.
-  bool planFromGroups(std::string_view nodeName, bool withMessage, NodePlan& plan);
+  // Plans a run of at most DeviceIndex::kRun nodes from their counted groups into
+  // runPlans_[k], where the index can count them (counted_[k] set).
+  void countRun(std::span<const std::string_view> run, bool withMessage);
+  // The node's free devices one by one: what a bind needs, and what the counts cannot say.
+  NodePlan planDevices(std::string_view nodeName,
+                       const std::map<std::string, std::string>& nodeLabels, bool withAssignment);
   // The plan for the node whose groups are in groups_.
   void planShape(bool withMessage, NodePlan& plan);
   struct Outcome {
@@ -101,6 +103,7 @@ class NodeFitter {
   std::vector<const ExtendedResourceClaim*> pending_;
   bool needsNodeLabels_ = false;
   bool hasNamedLists_ = false;  // some claim lists its devices by name
+  bool countable_ = false;      // nodes can be planned from counted groups
   size_t wanted_ = 0;
   ClaimTexts texts_;                     // of pending_
   std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
@@ -126,6 +129,7 @@ class NodeFitter {
   std::vector<std::pair<uint32_t, Group>> runGroups_;  // (node in the run, group)
   std::vector<uint8_t> counted_;
   std::vector<uint8_t> runCounted_;
+  std::vector<NodePlan> runPlans_;
 };
 
 // One node's plan with the devices chosen: NodeFitter for a single node.

@@ -141,7 +141,10 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
     const auto pc = resolve(pod(claims));
     NodeFitter fitter(pc, "pod-uid", index_);
     std::vector<NodePlan> plans;
-    fitter.planAll(many, /*withMessage=*/true, plans);
+    fitter.planAll(many, /*withMessage=*/true, [&](size_t i, NodePlan& plan) {
+      EXPECT_EQ(i, plans.size());
+      plans.push_back(plan);
+    });
     ASSERT_EQ(plans.size(), many.size());
     for (size_t i = 0; i < many.size(); ++i) {
       const auto want = planNode(pc, "pod-uid", std::string(many[i]), {}, index_);
