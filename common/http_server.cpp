@@ -57,11 +57,54 @@ HttpRequest convert(const httplib::Request& req) {
   return r;
 }
 
-// Moves the body: a filter reply in NodeList mode can be tens of MB.
-void apply(HttpResponse&& from, httplib::Response& to) {
+// Moves the body: a filter reply in NodeList mode can be tens of MB. A response with inserts
+// keeps the request body until it is written, through a small buffer: one send per piece
+// would be thousands of small writes for a NodeList reply.
+void apply(HttpResponse&& from, std::string&& requestBody, httplib::Response& to) {
   to.status = from.status;
-  to.body = std::move(from.body);
-  to.set_header("Content-Type", from.contentType);
+  if (from.inserts.empty()) {
+    to.body = std::move(from.body);
+    to.set_header("Content-Type", from.contentType);
+    return;
+  }
+  auto body = std::make_shared<const SplicedBody>(
+      SplicedBody{std::move(from.body), std::move(from.inserts)});
+  if (!body->fits(requestBody.size())) {
+    log::error("HTTP handler answered with slices outside its request", {});
+    to.status = 500;
+    to.set_content("internal error", "text/plain; charset=utf-8");
+    return;
+  }
+  auto request = std::make_shared<const std::string>(std::move(requestBody));
+  // httplib asks for the whole body at once: it serves Range requests for GET alone, and
+  // GET requests have no body to splice from.
+  to.set_content_provider(body->size(), from.contentType,
+                          [body, request](size_t offset, size_t, httplib::DataSink& sink) {
+                            constexpr size_t kChunk = size_t{256} << 10;
+                            if (offset != 0) {
+                              return false;
+                            }
+                            std::string buffer;
+                            buffer.reserve(kChunk);
+                            bool failed = false;
+                            auto flush = [&] {
+                              failed = !sink.write(buffer.data(), buffer.size());
+                              buffer.clear();
+                              return !failed;
+                            };
+                            body->forEachPiece(*request, [&](std::string_view piece) {
+                              while (!piece.empty()) {
+                                const size_t n = std::min(piece.size(), kChunk - buffer.size());
+                                buffer.append(piece.data(), n);
+                                piece.remove_prefix(n);
+                                if (buffer.size() == kChunk && !flush()) {
+                                  return false;
+                                }
+                              }
+                              return true;
+                            });
+                            return !failed && (buffer.empty() || flush());
+                          });
 }
 
 // Sends the response, then has httplib close the connection: httplib 0.11 only closes on the
@@ -401,7 +444,7 @@ void HttpServer::start() {
     const std::string pattern = literalPattern(route.path);
     if (route.method == "GET") {
       svr->Get(pattern, [this, route](const httplib::Request& req, httplib::Response& res) {
-        apply(dispatch(route, convert(req), peerKey(req.remote_addr, req.remote_port)), res);
+        apply(dispatch(route, convert(req), peerKey(req.remote_addr, req.remote_port)), {}, res);
       });
       continue;
     }
@@ -429,7 +472,8 @@ void HttpServer::start() {
         applyAndClose(HttpResponse{400, "text/plain; charset=utf-8", "incomplete request body"},
                       res);
       } else {
-        apply(dispatch(route, r, peerKey(req.remote_addr, req.remote_port)), res);
+        HttpResponse response = dispatch(route, r, peerKey(req.remote_addr, req.remote_port));
+        apply(std::move(response), std::move(r.body), res);
       }
     });
   }

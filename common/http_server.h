@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/spliced_body.h"
 
 namespace httplib {
 class Server;
@@ -38,6 +39,9 @@ struct HttpResponse {
   int status = 200;
   std::string contentType = "text/plain; charset=utf-8";
   std::string body;
+  // Slices of the request body inserted into `body` (see SplicedBody): the server keeps the
+  // request until the response is written and copies nothing up front.
+  std::vector<SplicedBody::Insert> inserts = {};
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

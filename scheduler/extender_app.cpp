@@ -98,7 +98,8 @@ struct ExtenderApp::Impl {
         // accepts gzip (kube-scheduler's Go client does): the extender is a sidecar on
         // loopback, where gzip cost the extender ~110 ms of CPU per 35 MB NodeList reply and
         // ~0.4 ms per 100 KB NodeNames reply.
-        return HttpResponse{r.status, "application/json; charset=utf-8", std::move(r.body)};
+        return HttpResponse{r.status, "application/json; charset=utf-8", std::move(r.body),
+                            std::move(r.inserts)};
       };
     };
     main->post(joinPath(config.pathPrefix, "filter"), route(&ExtenderHandlers::filter));

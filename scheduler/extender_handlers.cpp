@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <utility>
 
 namespace ker {
 
@@ -42,7 +43,8 @@ HttpReply ExtenderHandlers::filter(std::string_view body) {
     decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
     decisions_.labels({"filter", "failed"})
         .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));
-    return HttpReply{200, renderFilterReply(reply, args)};
+    SplicedBody rendered = renderFilterReply(reply, args);
+    return HttpReply{200, std::move(rendered.text), std::move(rendered.inserts)};
   });
 }
 

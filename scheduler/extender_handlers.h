@@ -2,8 +2,10 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/metrics.h"
+#include "common/spliced_body.h"
 #include "scheduler/extender.h"
 
 namespace ker {
@@ -11,6 +13,7 @@ namespace ker {
 struct HttpReply {
   int status = 200;
   std::string body;
+  std::vector<SplicedBody::Insert> inserts = {};  // slices of the request body, see SplicedBody
 };
 
 // The extender's HTTP verbs as functions of the request body: decoding, the decision, the

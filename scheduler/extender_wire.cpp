@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 
 #include "scheduler/json_text.h"
@@ -181,6 +182,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
   std::vector<NamesMember> nameLists;
   std::vector<NodesMember> nodeLists;
   ExtenderArgs args;
+  args.body = body;
   std::string key;
   r.openObject();
   while (r.next(key)) {
@@ -396,8 +398,9 @@ BindingArgs parseBindingArgs(std::string_view body) {
 // of the filter's output, and in NodeList mode it carries the Node objects' original bytes.
 // Keys come in the order nlohmann::json's sorted objects used, so NodeNames-mode replies are
 // byte for byte what they were.
-std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args) {
-  std::string out;
+SplicedBody renderFilterReply(const FilterReply& reply, const ExtenderArgs& args) {
+  SplicedBody body;
+  std::string& out = body.text;
   size_t estimate = 128 + reply.error.size();
   for (const auto& name : reply.passing) {
     estimate += name.size() + 3;
@@ -405,11 +408,6 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
   for (const auto* failed : {&reply.failed, &reply.failedUnresolvable}) {
     for (const auto& [node, message] : *failed) {
       estimate += node.size() + message.size() + 6;
-    }
-  }
-  if (args.hasNodeList) {
-    for (const auto& node : args.nodeObjects) {
-      estimate += node.size() + 1;
     }
   }
   out.reserve(estimate);
@@ -431,13 +429,21 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
     for (size_t i = 0; i < args.nodeObjects.size(); ++i) {
       byName.emplace(args.nodeNames[i], i);
     }
+    const std::less<const char*> before;
+    const char* const from = args.body.data();
+    const char* const to = from + args.body.size();
     out += "{\"items\":[";
     bool first = true;
     for (const auto& name : reply.passing) {
       if (auto it = byName.find(name); it != byName.end()) {
         out += first ? "" : ",";
         first = false;
-        out += args.nodeObjects[it->second];
+        const std::string_view node = args.nodeObjects[it->second];
+        if (!before(node.data(), from) && !before(to, node.data() + node.size())) {
+          body.insertRequestBytes(static_cast<size_t>(node.data() - from), node.size());
+        } else {
+          out += node;  // args not read from args.body
+        }
       }
     }
     out += "],\"metadata\":{}}";
@@ -445,7 +451,7 @@ std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
     out += "null";
   }
   out += '}';
-  return out;
+  return body;
 }
 
 std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores,

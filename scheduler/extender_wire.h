@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/objects.h"
+#include "common/spliced_body.h"
 
 namespace ker {
 
@@ -29,6 +30,7 @@ struct ExtenderArgs {
   // their labels are parsed only if some device is placed by labels. The views point into
   // the request body, which must outlive the args: a NodeList body can be tens of MB.
   bool hasNodeList = false;
+  std::string_view body;  // the request the views below point into
   // Names in request order, from NodeNames or from the Node objects' metadata.name: views
   // into the body, or into decodedNames for the rare name written with escapes.
   std::vector<std::string_view> nodeNames;
@@ -66,8 +68,9 @@ struct FilterReply {
   std::string error;
 };
 
-// Answers in the mode the request used: NodeNames, or the passing Node objects whole.
-std::string renderFilterReply(const FilterReply& reply, const ExtenderArgs& args);
+// Answers in the mode the request used: NodeNames, or the passing Node objects whole, as
+// slices of args.body inserted into the reply rather than copies.
+SplicedBody renderFilterReply(const FilterReply& reply, const ExtenderArgs& args);
 // verbatimHosts: every host is a name as it stood in a request without escapes (as when
 // args.decodedNames is empty), so its bytes are already its JSON text.
 std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores,

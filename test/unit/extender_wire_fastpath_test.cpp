@@ -35,7 +35,12 @@ TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
   EXPECT_TRUE(args.nodeLabels(1).empty());
   FilterReply r;
   r.passing = {"node-b", "node-a"};
-  const std::string out = renderFilterReply(r, args);
+  const SplicedBody rendered = renderFilterReply(r, args);
+  // The Node objects are the request's own bytes, not copies.
+  ASSERT_EQ(rendered.inserts.size(), 2u);
+  EXPECT_EQ(body.substr(rendered.inserts[0].offset, rendered.inserts[0].length), kNodeB);
+  EXPECT_EQ(body.substr(rendered.inserts[1].offset, rendered.inserts[1].length), kNodeA);
+  const std::string out = rendered.join(body);
   EXPECT_NE(out.find(R"("items":[)" + kNodeB + "," + kNodeA + "]"), std::string::npos) << out;
   const auto decoded = json::parse(out);
   EXPECT_EQ(decoded["Nodes"]["metadata"], json::object());
@@ -48,7 +53,7 @@ TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
   FilterReply r;
   r.passing = {"node-a"};
   r.failed = {{"node-b", "no"}};
-  const auto decoded = json::parse(renderFilterReply(r, args));
+  const auto decoded = json::parse(renderFilterReply(r, args).join(body));
   ASSERT_EQ(decoded["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(decoded["Nodes"]["items"][0], json::parse(kNodeA));
   EXPECT_EQ(decoded["FailedNodes"]["node-b"], "no");
@@ -56,7 +61,8 @@ TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
 
 // What the replies were when they were nlohmann documents: the renderers keep those bytes.
 TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
-  const auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
+  const std::string body = readTestdata("filter_nodenames.json");
+  const auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a", "node-\xc3\xa9"};
   r.failed = {{"node-b", "claim default/k80-erc: 0 of 1 free \"nvidia.com/gpu\"\n\t<here>"}};
@@ -68,9 +74,9 @@ TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
   doc["Error"] = r.error;
   doc["NodeNames"] = r.passing;
   doc["Nodes"] = nullptr;
-  EXPECT_EQ(renderFilterReply(r, args), doc.dump());
+  EXPECT_EQ(renderFilterReply(r, args).join(body), doc.dump());
   EXPECT_EQ(
-      renderFilterReply(FilterReply{}, args),
+      renderFilterReply(FilterReply{}, args).join(body),
       R"({"Error":"","FailedAndUnresolvableNodes":{},"FailedNodes":{},"NodeNames":[],"Nodes":null})");
 
   const std::vector<std::pair<std::string_view, int>> scores = {{"a", 10}, {"b\"", 0}, {"c", -1}};

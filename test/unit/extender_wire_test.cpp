@@ -145,12 +145,15 @@ TEST(ParseBindingArgs, KeysResolveAsGoDecodesThem) {
 }
 
 TEST(RenderFilterReply, NodeNamesMode) {
-  auto args = parseExtenderArgs(readTestdata("filter_nodenames.json"));
+  const std::string body = readTestdata("filter_nodenames.json");
+  auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a"};
   r.failed = {{"node-b", "claim default/k80-erc: 0 of 1 free nvidia.com/gpu on this node"}};
   r.failedUnresolvable = {{"node-c", "x"}};
-  auto out = json::parse(renderFilterReply(r, args));
+  const SplicedBody rendered = renderFilterReply(r, args);
+  EXPECT_TRUE(rendered.inserts.empty());
+  auto out = json::parse(rendered.text);
   EXPECT_EQ(out["NodeNames"], json::array({"node-a"}));
   EXPECT_TRUE(out["Nodes"].is_null());
   EXPECT_EQ(out["FailedNodes"]["node-b"], r.failed[0].second);
@@ -163,7 +166,7 @@ TEST(RenderFilterReply, NodeListModeReturnsPassingNodesWhole) {
   auto args = parseExtenderArgs(body);
   FilterReply r;
   r.passing = {"node-a"};
-  auto out = json::parse(renderFilterReply(r, args));
+  auto out = json::parse(renderFilterReply(r, args).join(body));
   ASSERT_EQ(out["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(out["Nodes"]["items"][0], json::parse(args.nodeObjects[0]));
 }
@@ -183,7 +186,7 @@ TEST(RenderReplies, NodeNamesComeBackAsAsked) {
       r.passing.push_back(name);
       scores.emplace_back(name, 1);
     }
-    EXPECT_EQ(json::parse(renderFilterReply(r, args))["NodeNames"], want) << names;
+    EXPECT_EQ(json::parse(renderFilterReply(r, args).join(body))["NodeNames"], want) << names;
     const std::string prio = renderPriorities(scores, args.decodedNames.empty());
     EXPECT_EQ(prio, renderPriorities(scores, false)) << names;
     const json hosts = json::parse(prio);

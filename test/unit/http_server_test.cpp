@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -151,6 +152,50 @@ TEST(HttpServer, ServesGetAndPostOnAnEphemeralPort) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
   EXPECT_THROW(server.get("/late", echo), std::logic_error);
+}
+
+// A reply spliced from the request (as the NodeList filter answers) arrives whole, also
+// when it is larger than the buffer it is written through.
+TEST(HttpServer, SplicedRepliesCarryTheRequestBytes) {
+  HttpServer server(loopback());
+  server.post("/splice", [](const HttpRequest& req) {
+    HttpResponse res{200, "application/json", "<"};
+    for (size_t at = 0; at < req.body.size(); at += 1000) {
+      res.inserts.push_back({res.body.size(), at, std::min<size_t>(1000, req.body.size() - at)});
+      res.body += "|";
+    }
+    res.body += ">";
+    return res;
+  });
+  server.post("/outside", [](const HttpRequest& req) {
+    return HttpResponse{200, "text/plain", "x", {{0, req.body.size(), 1}}};
+  });
+  server.start();
+
+  std::string request;
+  for (int i = 0; request.size() < (size_t{700} << 10); ++i) {
+    request += std::to_string(i) + ",";
+  }
+  std::string want = "<";
+  for (size_t at = 0; at < request.size(); at += 1000) {
+    want += request.substr(at, 1000) + "|";
+  }
+  want += ">";
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Post("/splice", request, "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(res->body.size(), want.size());
+  EXPECT_EQ(res->body, want);
+
+  // A handler's slip is a 500, not a read past the request.
+  res = cli.Post("/outside", "abc", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 500);
+  res = cli.Post("/splice", "still serving", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "<still serving|>");
 }
 
 TEST(HttpServer, HandlerExceptionBecomes500AndServingContinues) {
