@@ -22,7 +22,7 @@
 #include "bench/audit.h"
 #include "bench/cluster.h"
 #include "bench/http_load.h"
-#include "bench/process.h"
+#include "bench/process_usage.h"
 #include "bench/report.h"
 #include "common/api_error.h"
 #include "common/flags.h"
@@ -30,6 +30,8 @@
 #include "common/kube_client.h"
 #include "common/logging.h"
 #include "common/objects.h"
+#include "test/support/child_process.h"
+#include "test/support/free_port.h"
 
 namespace ker::bench {
 namespace {
@@ -38,6 +40,8 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using testsupport::ChildProcess;
+using testsupport::freePort;
 
 constexpr const char* kProbeNs = "bench";
 constexpr const char* kBindNs = "bench-bind";
@@ -103,7 +107,7 @@ bool waitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
 
 // An extender process serving on loopback, with its health port.
 struct Extender {
-  std::unique_ptr<Process> process;
+  std::unique_ptr<ChildProcess> process;
   int port = 0;
   int healthPort = 0;
   double readySeconds = 0;
@@ -116,12 +120,13 @@ Extender startExtender(const Config& cfg, const std::string& logName) {
   ext.port = freePort();
   ext.healthPort = freePort();
   const auto start = Clock::now();
-  ext.process = std::make_unique<Process>(
+  ext.process = std::make_unique<ChildProcess>(
       cfg.schedulerBinary,
       std::vector<std::string>{"--kubeconfig=" + cfg.extenderKubeconfig, "--bind-address=127.0.0.1",
                                "--port=" + std::to_string(ext.port),
                                "--health-port=" + std::to_string(ext.healthPort)},
       cfg.workDir + "/" + logName);
+  ext.process->start();
   const bool ready = waitFor(
       [&] {
         if (!ext.process->running()) {
@@ -135,7 +140,7 @@ Extender startExtender(const Config& cfg, const std::string& logName) {
       },
       300s, 20ms);
   if (!ready) {
-    throw std::runtime_error("the extender never became ready:\n" + ext.process->logTail());
+    throw std::runtime_error("the extender never became ready:\n" + ext.process->logTail(3000));
   }
   ext.readySeconds = seconds(start);
   return ext;
@@ -527,10 +532,11 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   out["claims_bound"] = bound;
   out["devices_bound"] = held.size();
   const int port = freePort();
-  Process controller(cfg.controllerBinary,
-                     {"--kubeconfig=" + cfg.controllerKubeconfig, "--leader-elect=false",
-                      "--metrics-bind-address=127.0.0.1:" + std::to_string(port)},
-                     cfg.workDir + "/controller.log");
+  ChildProcess controller(cfg.controllerBinary,
+                          {"--kubeconfig=" + cfg.controllerKubeconfig, "--leader-elect=false",
+                           "--metrics-bind-address=127.0.0.1:" + std::to_string(port)},
+                          cfg.workDir + "/controller.log");
+  controller.start();
   const bool ready = waitFor(
       [&] {
         try {
@@ -804,7 +810,7 @@ int main(int argc, char** argv) {
     return r.exitCode();
   }
   ker::log::init(ker::log::Format::kText, 0);
-  ker::bench::stopChildrenOnSignal();
+  ker::testsupport::stopChildrenOnSignal();
   ker::bench::Config cfg{.adminKubeconfig = *admin,
                          .extenderKubeconfig = *extKube,
                          .controllerKubeconfig = *ctlKube,

@@ -52,6 +52,7 @@ class ControllerTest : public ExtenderSuite {
                                  "--leader-elect-renew-deadline=2s",
                                  "--leader-elect-lease-duration=4s", "--v=2"},
         env_->dir() + "/controller-" + std::to_string(port) + ".log");
+    child->start();
     httplib::Client health("127.0.0.1", port);
     if (!eventually(
             [&] {

@@ -46,9 +46,10 @@ void ExtenderSuite::startStack(const Options& opts) {
   }
   args.insert(args.end(), opts.extenderArgs.begin(), opts.extenderArgs.end());
   schedulerName_ = uniqueName("sched");
-  extender_ = std::make_unique<ChildProcess>(
-      env_->binary("scheduler/extended-resource-scheduler"), args,
-      env_->dir() + "/extender-" + schedulerName_ + ".log", opts.extenderEnv);
+  extender_ =
+      std::make_unique<ChildProcess>(env_->binary("scheduler/extended-resource-scheduler"), args,
+                                     env_->dir() + "/extender-" + schedulerName_ + ".log");
+  extender_->start(opts.extenderEnv);
   httplib::Client health("127.0.0.1", healthPort_);
   bool ready = eventually(
       [&] {

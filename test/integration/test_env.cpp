@@ -1,27 +1,17 @@
 #include "test_env.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "common/api_error.h"
 #include "common/signals.h"
-
-extern char** environ;
 
 namespace ker::itest {
 
@@ -190,107 +180,6 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds tim
     }
     std::this_thread::sleep_for(interval);
   }
-}
-
-ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,
-                           const std::string& logFile,
-                           const std::map<std::string, std::string>& env)
-    : logFile_(logFile) {
-  std::vector<std::string> argStore;
-  argStore.push_back(binary);
-  argStore.insert(argStore.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argStore) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-
-  std::vector<std::string> envStore;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    if (!env.count(kv.substr(0, kv.find('=')))) {
-      envStore.push_back(kv);
-    }
-  }
-  for (const auto& [k, v] : env) {
-    envStore.push_back(k + "=" + v);
-  }
-  std::vector<char*> envp;
-  for (auto& e : envStore) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw std::runtime_error("cannot start " + binary + ": " + std::to_string(rc));
-  }
-}
-
-ChildProcess::~ChildProcess() {
-  stop();
-}
-
-bool ChildProcess::running() {
-  if (pid_ <= 0) {
-    return false;
-  }
-  int status;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
-    return false;
-  }
-  return true;
-}
-
-void ChildProcess::stop(bool hard, std::chrono::milliseconds grace) {
-  if (!running()) {
-    return;
-  }
-  kill(pid_, hard ? SIGKILL : SIGTERM);
-  if (!eventually([&] { return !running(); }, grace, 20ms)) {
-    kill(pid_, SIGKILL);
-    int status;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-}
-
-std::string ChildProcess::logTail(size_t bytes) const {
-  std::ifstream in(logFile_, std::ios::binary | std::ios::ate);
-  if (!in) {
-    return "(no log)";
-  }
-  auto size = static_cast<size_t>(in.tellg());
-  size_t from = size > bytes ? size - bytes : 0;
-  in.seekg(static_cast<std::streamoff>(from));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("no free port");
-  }
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 std::string uniqueName(const std::string& prefix) {

@@ -11,10 +11,14 @@
 #include <vector>
 
 #include "common/kube_client.h"
+#include "test/support/child_process.h"
+#include "test/support/free_port.h"
 
 namespace ker::itest {
 
 using namespace std::chrono_literals;
+using testsupport::ChildProcess;
+using testsupport::freePort;
 
 // The control plane started by test/run-integration.sh, described by the KEY=VALUE file named
 // in $KER_TEST_ENV (written by test/controlplane/launch.sh).
@@ -74,28 +78,6 @@ class ApiTest : public ::testing::Test {
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s,
                 std::chrono::milliseconds interval = 50ms);
 
-// A child process with output to a log file; stopped (TERM, then KILL) when destroyed.
-class ChildProcess {
- public:
-  ChildProcess(const std::string& binary, const std::vector<std::string>& args,
-               const std::string& logFile, const std::map<std::string, std::string>& env = {});
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  int pid() const { return pid_; }
-  bool running();
-  // SIGTERM (or SIGKILL when hard), then waits up to `grace` before SIGKILL.
-  void stop(bool hard = false, std::chrono::milliseconds grace = 10s);
-  std::string logTail(size_t bytes = 4000) const;
-
- private:
-  int pid_ = -1;
-  std::string logFile_;
-};
-
-// A free TCP port on 127.0.0.1.
-int freePort();
 // A name unique to this test process: prefix + counter + random suffix.
 std::string uniqueName(const std::string& prefix);
 

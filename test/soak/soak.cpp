@@ -4,11 +4,8 @@
 // turn. At checkpoints and at the end it lets the cluster settle and checks that the invariant
 // checker finds nothing, that every Pending pod has no free matching device, and that no claim
 // is held by a pod that is gone. test/soak/run.sh prepares the control plane and runs it.
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -34,8 +32,9 @@
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/signals.h"
-#include "test/soak/process.h"
 #include "test/soak/tcp_proxy.h"
+#include "test/support/child_process.h"
+#include "test/support/free_port.h"
 
 namespace ker::soak {
 namespace {
@@ -43,6 +42,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 using namespace std::chrono_literals;
+using testsupport::ChildProcess;
+using testsupport::freePort;
 
 constexpr const char* kNamespace = "soak";
 constexpr const char* kResource = "soak.example.com/gpu";
@@ -52,6 +53,9 @@ constexpr int kFailpointWrites = 20;
 // Longer than kube-scheduler's extender httpTimeout (5s): the paused extender's verbs time out
 // and it resumes binds kube-scheduler has given up on, with a cache that missed 8s of events.
 constexpr auto kPauseLength = 8s;
+// The extenders and controllers die with the soak, even a SIGKILLed one; the soak starts them
+// from its main thread, which the parent-death signal is tied to.
+constexpr testsupport::ChildProcessOptions kComponent{.dieWithParent = true};
 
 std::atomic<int> gSignal{0};
 const Clock::time_point gStart = Clock::now();
@@ -156,6 +160,31 @@ Series seriesOf(const std::string& text, const std::vector<std::string>& familie
   return out;
 }
 
+// Runs a command to completion with its output appended to logFile; returns its exit code
+// (-1 when it could not run or ended by a signal).
+int runCommand(const std::vector<std::string>& argv, const std::string& logFile) {
+  ChildProcess command(argv[0], {argv.begin() + 1, argv.end()}, logFile);
+  try {
+    command.start();
+  } catch (const std::runtime_error&) {
+    return -1;
+  }
+  command.wait();
+  const int status = *command.lastStatus();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// "exit 1", "signal 9 (Killed)", from a wait status.
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) {
+    return "exit " + std::to_string(WEXITSTATUS(status));
+  }
+  if (WIFSIGNALED(status)) {
+    return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  return "status " + std::to_string(status);
+}
+
 // The value of an unlabelled series in Prometheus text; -1 when absent.
 double metricValue(const std::string& text, const std::string& name) {
   std::istringstream in(text);
@@ -167,21 +196,6 @@ double metricValue(const std::string& text, const std::string& name) {
     }
   }
   return -1;
-}
-
-// A port the kernel hands out on 127.0.0.1, released at once for a component to bind.
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error("no free port on 127.0.0.1");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // ---- the objects the soak creates ---------------------------------------------------------
@@ -342,7 +356,7 @@ struct Extender {
   std::string name;
   int port = 0;
   int healthPort = 0;
-  std::unique_ptr<Process> proc;
+  std::unique_ptr<ChildProcess> proc;
   bool wanted = false;    // supervision restarts it when it is not running
   Series counted;         // of the current run, as last scraped
   std::string scheduler;  // the kube-scheduler instance calling it
@@ -351,7 +365,7 @@ struct Extender {
 struct Controller {
   std::string name;
   int metricsPort = 0;
-  std::unique_ptr<Process> proc;
+  std::unique_ptr<ChildProcess> proc;
   bool wanted = false;
   Series counted;
   Clock::time_point lastStart;
@@ -592,7 +606,7 @@ std::string Soak::replicaKubeconfig(const std::string& serviceAccount, const std
 
 void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& env) {
   if (!e.proc) {
-    e.proc = std::make_unique<Process>(
+    e.proc = std::make_unique<ChildProcess>(
         o_.buildDir + "/scheduler/extended-resource-scheduler",
         // --v=4 logs why each bind attempt was retried: the story of a race, when one goes wrong.
         std::vector<std::string>{
@@ -600,7 +614,7 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
             "--bind-address=127.0.0.1", "--port=" + std::to_string(e.port),
             "--health-bind-address=127.0.0.1", "--health-port=" + std::to_string(e.healthPort),
             "--v=4"},
-        o_.workDir + "/" + e.name + ".log");
+        o_.workDir + "/" + e.name + ".log", kComponent);
   }
   // A port still held by the killed run, or an informer that cannot sync while the API server
   // restarts, fails an attempt; a few attempts ride that out.
@@ -658,7 +672,7 @@ void Soak::stopExtender(Extender& e, bool hard) {
 
 void Soak::startController(Controller& c) {
   if (!c.proc) {
-    c.proc = std::make_unique<Process>(
+    c.proc = std::make_unique<ChildProcess>(
         o_.buildDir + "/controller/extended-resource-controller",
         std::vector<std::string>{
             "--kubeconfig=" + replicaKubeconfig("extended-resource-controller", c.name),
@@ -667,7 +681,7 @@ void Soak::startController(Controller& c) {
             // Short lease timings make a hand-over take seconds, so several fit in a run.
             "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
             "--leader-elect-retry-period=500ms", "--v=2"},
-        o_.workDir + "/" + c.name + ".log");
+        o_.workDir + "/" + c.name + ".log", kComponent);
   }
   c.proc->start();
   c.wanted = true;
