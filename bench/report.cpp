@@ -217,7 +217,17 @@ std::string markdown(const ojson& r) {
          << " s): every claim Pending and every device Available after "
          << num(d(c, "release_seconds"), 2) << " s; " << num(d(c, "api_reads_per_pod"), 2)
          << " reads and " << num(d(c, "api_writes_per_pod"), 2)
-         << " writes per released pod (audit log).\n";
+         << " writes per released pod (audit log).";
+      if (c.contains("cpu_seconds") && !c["cpu_seconds"].empty()) {
+        md << " CPU time meanwhile:";
+        const char* sep = " ";
+        for (const auto& [name, used] : c["cpu_seconds"].items()) {
+          md << sep << name << " " << num(used.get<double>(), 2) << " s";
+          sep = ", ";
+        }
+        md << " (" << num(d(c, "cores_busy"), 2) << " cores busy on average)";
+      }
+      md << "\n";
     } else {
       md << "NOT DONE: " << c.value("not_done", std::string("unknown")) << "\n";
     }

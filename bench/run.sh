@@ -123,6 +123,7 @@ mkdir -p "$root/bench/results"
   --audit-log "$work/audit.log" \
   --scheduler-binary "$build_dir/scheduler/extended-resource-scheduler" \
   --controller-binary "$controller_bin" \
+  --apiserver-pid "$(env_get APISERVER_PID)" --etcd-pid "$(env_get ETCD_PID)" \
   --work-dir "$work" --out-dir "$root/bench/results" "$@" &
 bench_pid=$!
 wait "$bench_pid"
