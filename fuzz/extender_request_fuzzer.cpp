@@ -100,13 +100,18 @@ struct World {
 
 // Every reply is JSON kube-scheduler can decode: 200, or 400 with the reason in Error. A 500
 // means an exception other than WireError escaped: hostile input must not cause those.
-json decode(const char* verb, const HttpReply& reply) {
+// The reply as it goes on the wire: its text with the request slices it names inserted.
+json decode(const char* verb, const HttpReply& reply, std::string_view request) {
   if (reply.status != 200 && reply.status != 400) {
     violated(verb, "status other than 200 or 400", reply);
   }
+  const SplicedBody spliced{reply.body, reply.inserts};
+  if (!spliced.fits(request.size())) {
+    violated(verb, "reply slices lie outside the request", reply);
+  }
   json body;
   try {
-    body = json::parse(reply.body);
+    body = json::parse(spliced.join(request));
   } catch (const json::exception& e) {
     violated(verb, std::string("reply is not JSON: ") + e.what(), reply);
   }
@@ -118,7 +123,7 @@ json decode(const char* verb, const HttpReply& reply) {
 }
 
 void checkFilter(const HttpReply& reply, const ExtenderArgs& args) {
-  const json body = decode("filter", reply);
+  const json body = decode("filter", reply, args.body);
   if (reply.status != 200) {
     return;
   }
@@ -141,13 +146,28 @@ void checkFilter(const HttpReply& reply, const ExtenderArgs& args) {
   if (answered != asked) {
     violated("filter", "some candidate node is neither passed nor failed", reply);
   }
-  if (args.hasNodeList && body.at("Nodes").at("items").size() != body.at("NodeNames").size()) {
-    violated("filter", "Nodes.items does not match NodeNames", reply);
+  if (args.hasNodeList) {
+    // The passing Nodes go back as the request sent them, in NodeNames' order.
+    const json& items = body.at("Nodes").at("items");
+    const json& names = body.at("NodeNames");
+    if (items.size() != names.size()) {
+      violated("filter", "Nodes.items does not match NodeNames", reply);
+    }
+    std::map<std::string, std::string_view> sent;
+    for (size_t i = 0; i < args.nodeNames.size(); ++i) {
+      sent.emplace(args.nodeNames[i], args.nodeObjects[i]);
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto it = sent.find(names[i].get<std::string>());
+      if (it == sent.end() || items[i] != json::parse(it->second)) {
+        violated("filter", "a Node in Nodes.items is not the one the request sent", reply);
+      }
+    }
   }
 }
 
 void checkPrioritize(const HttpReply& reply, const ExtenderArgs& args) {
-  const json body = decode("prioritize", reply);
+  const json body = decode("prioritize", reply, args.body);
   if (reply.status != 200) {
     return;
   }
@@ -163,7 +183,7 @@ void checkPrioritize(const HttpReply& reply, const ExtenderArgs& args) {
 }
 
 void checkBind(const HttpReply& reply, World& world, std::string_view input, bool wrote) {
-  const json body = decode("bind", reply);
+  const json body = decode("bind", reply, input);
   if (reply.status == 200 && body.at("Error").empty()) {
     // Success means the pod really is on the node the scheduler asked for.
     const BindingArgs args = parseBindingArgs(input);
@@ -210,7 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ker::checkFilter(filtered, *args);
     ker::checkPrioritize(world->handlers.prioritize(input), *args);
   } else {
-    ker::decode("prioritize", world->handlers.prioritize(input));
+    ker::decode("prioritize", world->handlers.prioritize(input), input);
   }
 
   const ker::HttpReply bound = world->handlers.bind(input);
