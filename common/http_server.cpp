@@ -57,9 +57,34 @@ HttpRequest convert(const httplib::Request& req) {
   return r;
 }
 
+// Writes a spliced body through one buffer: a send per piece would be thousands of small
+// writes for a NodeList reply.
+bool writeSpliced(const SplicedBody& body, std::string_view request, httplib::DataSink& sink) {
+  constexpr size_t kChunk = size_t{256} << 10;
+  std::string buffer;
+  buffer.reserve(kChunk);
+  bool failed = false;
+  auto flush = [&] {
+    failed = !sink.write(buffer.data(), buffer.size());
+    buffer.clear();
+    return !failed;
+  };
+  body.forEachPiece(request, [&](std::string_view piece) {
+    while (!piece.empty()) {
+      const size_t n = std::min(piece.size(), kChunk - buffer.size());
+      buffer.append(piece.data(), n);
+      piece.remove_prefix(n);
+      if (buffer.size() == kChunk && !flush()) {
+        return false;
+      }
+    }
+    return true;
+  });
+  return !failed && (buffer.empty() || flush());
+}
+
 // Moves the body: a filter reply in NodeList mode can be tens of MB. A response with inserts
-// keeps the request body until it is written, through a small buffer: one send per piece
-// would be thousands of small writes for a NodeList reply.
+// (which dispatch has checked against the request) keeps the request body until written.
 void apply(HttpResponse&& from, std::string&& requestBody, httplib::Response& to) {
   to.status = from.status;
   if (from.inserts.empty()) {
@@ -69,41 +94,12 @@ void apply(HttpResponse&& from, std::string&& requestBody, httplib::Response& to
   }
   auto body = std::make_shared<const SplicedBody>(
       SplicedBody{std::move(from.body), std::move(from.inserts)});
-  if (!body->fits(requestBody.size())) {
-    log::error("HTTP handler answered with slices outside its request", {});
-    to.status = 500;
-    to.set_content("internal error", "text/plain; charset=utf-8");
-    return;
-  }
   auto request = std::make_shared<const std::string>(std::move(requestBody));
   // httplib asks for the whole body at once: it serves Range requests for GET alone, and
   // GET requests have no body to splice from.
   to.set_content_provider(body->size(), from.contentType,
                           [body, request](size_t offset, size_t, httplib::DataSink& sink) {
-                            constexpr size_t kChunk = size_t{256} << 10;
-                            if (offset != 0) {
-                              return false;
-                            }
-                            std::string buffer;
-                            buffer.reserve(kChunk);
-                            bool failed = false;
-                            auto flush = [&] {
-                              failed = !sink.write(buffer.data(), buffer.size());
-                              buffer.clear();
-                              return !failed;
-                            };
-                            body->forEachPiece(*request, [&](std::string_view piece) {
-                              while (!piece.empty()) {
-                                const size_t n = std::min(piece.size(), kChunk - buffer.size());
-                                buffer.append(piece.data(), n);
-                                piece.remove_prefix(n);
-                                if (buffer.size() == kChunk && !flush()) {
-                                  return false;
-                                }
-                              }
-                              return true;
-                            });
-                            return !failed && (buffer.empty() || flush());
+                            return offset == 0 && writeSpliced(*body, *request, sink);
                           });
 }
 
@@ -316,6 +312,10 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
         HttpResponse{500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what()};
   } catch (...) {
     log::error("HTTP handler failed", {{"path", req.path}, {"error", "unknown exception"}});
+    res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
+  }
+  if (!res.inserts.empty() && !SplicedBody::fits(res.body.size(), res.inserts, req.body.size())) {
+    log::error("HTTP handler answered with slices outside its request", {{"path", req.path}});
     res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
   }
   {

@@ -26,7 +26,8 @@ struct SplicedBody {
   void insertRequestBytes(size_t offset, size_t length);
   size_t size() const;
   // Whether the inserts are in order and lie within the text and a request of this size.
-  bool fits(size_t requestSize) const;
+  bool fits(size_t requestSize) const { return fits(text.size(), inserts, requestSize); }
+  static bool fits(size_t textSize, const std::vector<Insert>& inserts, size_t requestSize);
   // Hands the body to `piece` in order, stopping when it returns false; returns false then.
   // Throws std::out_of_range unless fits(request.size()).
   bool forEachPiece(std::string_view request,
