@@ -168,13 +168,15 @@ DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::s
   return std::make_shared<const ExtendedResource>(std::move(written));
 }
 
-std::string Binder::boundTo(const Pod& pod) {
+std::optional<Pod> Binder::livePod(const Pod& pod) {
   try {
     auto live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
-    return live.meta.uid == pod.meta.uid ? live.nodeName : std::string();
+    if (live.meta.uid == pod.meta.uid) {
+      return live;
+    }
   } catch (const ApiError&) {
-    return {};
   }
+  return std::nullopt;
 }
 
 Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
@@ -302,8 +304,17 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
     } catch (const ApiError&) {
       // A Binding whose reply was lost (timeout, dropped connection) may have been applied;
       // undoing the allocation of a bound pod would be far worse than a failed bind.
-      if (boundTo(pod) == args.node) {
+      const std::optional<Pod> live = livePod(pod);
+      if (live && live->nodeName == args.node) {
         return Outcome::kDone;
+      }
+      // Another replica bound it meanwhile (kube-scheduler retried the bind there after this
+      // call timed out): having found these claims already bound to the pod, it bound the
+      // pod with them, so they and their devices are the pod's now. A pod bound without an
+      // allocation annotation was not bound by an extender and gets the undo.
+      if (live && !live->nodeName.empty() && live->meta.annotations.count(kAllocationAnnotation)) {
+        error = "pod was bound to node " + live->nodeName + " by another bind meanwhile";
+        return Outcome::kFail;
       }
       throw;
     }

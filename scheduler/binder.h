@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/api_client.h"
@@ -49,10 +50,10 @@ class Binder {
   Outcome attempt(const BindingArgs& args, std::string& error);
   void undo(Attempt& attempt);
   void refreshDevice(const std::string& name);
-  // The live pod's node, or empty when unbound, recreated or unreadable.
   DevicePtr reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
                           const std::string& podUid, Attempt& attempt);
-  std::string boundTo(const Pod& pod);
+  // The pod as the API server has it now, if it is still the same pod (same UID).
+  std::optional<Pod> livePod(const Pod& pod);
 
   ApiClient& api_;
   DeviceIndex& index_;

@@ -175,6 +175,36 @@ TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
   EXPECT_GE(binder_.stats().undos.load(), 1u);
 }
 
+// kube-scheduler gave up on this replica's call and retried the bind on another, which found
+// the claim bound to the pod and bound the pod with it: the claim and its devices are the
+// bound pod's, and this replica's failed Binding must not take them back.
+TEST_F(BinderTest, AFailedBindingLeavesWhatAnotherBindOfThePodBoundItWith) {
+  binder_.onPlannedForTesting([&] {
+    json pod = *api_.peek(resources::kPods, "default", "p");
+    pod["spec"]["nodeName"] = "n2";
+    pod["metadata"]["annotations"][kAllocationAnnotation] = R"({"c":["d0"]})";
+    api_.update(resources::kPods, "default", pod);
+  });
+  const std::string error = binder_.bind(args());
+  EXPECT_NE(error.find("bound to node n2"), std::string::npos) << error;
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+  EXPECT_EQ(claim("c").allocated.size(), 1u);
+  EXPECT_EQ(binder_.stats().undos.load(), 0u);
+
+  // Bound without an allocation annotation (not by an extender): the claim is given back.
+  api_.seed(resources::kExtendedResourceClaims, claimJson("c2"));
+  api_.seed(resources::kPods, podJson("q", "c2"));
+  binder_.onPlannedForTesting([&] {
+    json pod = *api_.peek(resources::kPods, "default", "q");
+    pod["spec"]["nodeName"] = "n2";
+    api_.update(resources::kPods, "default", pod);
+  });
+  const std::string other = binder_.bind(args("q"));
+  EXPECT_NE(other.find("already bound to node n2"), std::string::npos) << other;
+  EXPECT_EQ(claim("c2").phase, ClaimPhase::kPending);
+  EXPECT_TRUE(claim("c2").allocated.empty());
+}
+
 TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
   auto d = device("d1");
   d.phase = DevicePhase::kBound;
