@@ -136,11 +136,11 @@ int run(int argc, char** argv) {
         for (int64_t k = 0; k < calls; ++k) {
           const auto t0 = Clock::now();
           const double cpu0 = threadCpuMs();
-          HttpReply r = filter ? handlers.filter(body) : handlers.prioritize(body);
+          HttpResponse r = filter ? handlers.filter(body) : handlers.prioritize(body);
           cpuMs.push_back(threadCpuMs() - cpu0);
           ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
           if (r.status != 200) {
-            std::fprintf(stderr, "unexpected status %d: %s\n", r.status, r.body.c_str());
+            std::fprintf(stderr, "unexpected status %d: %s\n", r.status, r.body.text.c_str());
             return 1;
           }
         }

@@ -87,13 +87,12 @@ bool writeSpliced(const SplicedBody& body, std::string_view request, httplib::Da
 // (which dispatch has checked against the request) keeps the request body until written.
 void apply(HttpResponse&& from, std::string&& requestBody, httplib::Response& to) {
   to.status = from.status;
-  if (from.inserts.empty()) {
-    to.body = std::move(from.body);
+  if (from.body.inserts.empty()) {
+    to.body = std::move(from.body.text);
     to.set_header("Content-Type", from.contentType);
     return;
   }
-  auto body = std::make_shared<const SplicedBody>(
-      SplicedBody{std::move(from.body), std::move(from.inserts)});
+  auto body = std::make_shared<const SplicedBody>(std::move(from.body));
   auto request = std::make_shared<const std::string>(std::move(requestBody));
   // httplib asks for the whole body at once: it serves Range requests for GET alone, and
   // GET requests have no body to splice from.
@@ -111,8 +110,8 @@ void applyAndClose(const HttpResponse& from, httplib::Response& to) {
   to.status = from.status;
   to.set_header("Connection", "close");
   to.set_content_provider(
-      from.body.size(), from.contentType.c_str(),
-      [body = from.body](size_t offset, size_t length, httplib::DataSink& sink) {
+      from.body.text.size(), from.contentType.c_str(),
+      [body = from.body.text](size_t offset, size_t length, httplib::DataSink& sink) {
         sink.write(body.data() + offset, length);
         return false;
       });
@@ -314,7 +313,7 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
     log::error("HTTP handler failed", {{"path", req.path}, {"error", "unknown exception"}});
     res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
   }
-  if (!res.inserts.empty() && !SplicedBody::fits(res.body.size(), res.inserts, req.body.size())) {
+  if (!res.body.fits(req.body.size())) {
     log::error("HTTP handler answered with slices outside its request", {{"path", req.path}});
     res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
   }

@@ -38,10 +38,10 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 200;
   std::string contentType = "text/plain; charset=utf-8";
-  std::string body;
-  // Slices of the request body inserted into `body` (see SplicedBody): the server keeps the
-  // request until the response is written and copies nothing up front.
-  std::vector<SplicedBody::Insert> inserts = {};
+  // Text of its own, and slices of the request body inserted into it (a NodeList filter
+  // reply): the server keeps the request until the response is written and copies nothing
+  // up front.
+  SplicedBody body = {};
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

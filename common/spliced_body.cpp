@@ -16,10 +16,10 @@ size_t SplicedBody::size() const {
   return n;
 }
 
-bool SplicedBody::fits(size_t textSize, const std::vector<Insert>& inserts, size_t requestSize) {
+bool SplicedBody::fits(size_t requestSize) const {
   size_t from = 0;
   for (const Insert& i : inserts) {
-    if (i.at < from || i.at > textSize || i.offset > requestSize ||
+    if (i.at < from || i.at > text.size() || i.offset > requestSize ||
         i.length > requestSize - i.offset) {
       return false;
     }

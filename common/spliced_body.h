@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ker {
@@ -19,6 +20,12 @@ struct SplicedBody {
     size_t offset;
     size_t length;
   };
+  SplicedBody() = default;
+  // Implicit: most bodies are plain text.
+  SplicedBody(std::string t) : text(std::move(t)) {}
+  SplicedBody(const char* t) : text(t) {}
+  SplicedBody(std::string t, std::vector<Insert> i) : text(std::move(t)), inserts(std::move(i)) {}
+
   std::string text;
   std::vector<Insert> inserts;  // by `at`, ascending
 
@@ -26,8 +33,7 @@ struct SplicedBody {
   void insertRequestBytes(size_t offset, size_t length);
   size_t size() const;
   // Whether the inserts are in order and lie within the text and a request of this size.
-  bool fits(size_t requestSize) const { return fits(text.size(), inserts, requestSize); }
-  static bool fits(size_t textSize, const std::vector<Insert>& inserts, size_t requestSize);
+  bool fits(size_t requestSize) const;
   // Hands the body to `piece` in order, stopping when it returns false; returns false then.
   // Throws std::out_of_range unless fits(request.size()).
   bool forEachPiece(std::string_view request,

@@ -32,9 +32,9 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void violated(const char* verb, const std::string& what, const HttpReply& reply) {
+[[noreturn]] void violated(const char* verb, const std::string& what, const HttpResponse& reply) {
   std::fprintf(stderr, "%s: %s\nreply %d: %.2000s\n", verb, what.c_str(), reply.status,
-               reply.body.c_str());
+               reply.body.text.c_str());
   std::abort();
 }
 
@@ -101,11 +101,11 @@ struct World {
 // Every reply is JSON kube-scheduler can decode: 200, or 400 with the reason in Error. A 500
 // means an exception other than WireError escaped: hostile input must not cause those.
 // The reply as it goes on the wire: its text with the request slices it names inserted.
-json decode(const char* verb, const HttpReply& reply, std::string_view request) {
+json decode(const char* verb, const HttpResponse& reply, std::string_view request) {
   if (reply.status != 200 && reply.status != 400) {
     violated(verb, "status other than 200 or 400", reply);
   }
-  const SplicedBody spliced{reply.body, reply.inserts};
+  const SplicedBody& spliced = reply.body;
   if (!spliced.fits(request.size())) {
     violated(verb, "reply slices lie outside the request", reply);
   }
@@ -122,7 +122,7 @@ json decode(const char* verb, const HttpReply& reply, std::string_view request) 
   return body;
 }
 
-void checkFilter(const HttpReply& reply, const ExtenderArgs& args) {
+void checkFilter(const HttpResponse& reply, const ExtenderArgs& args) {
   const json body = decode("filter", reply, args.body);
   if (reply.status != 200) {
     return;
@@ -166,7 +166,7 @@ void checkFilter(const HttpReply& reply, const ExtenderArgs& args) {
   }
 }
 
-void checkPrioritize(const HttpReply& reply, const ExtenderArgs& args) {
+void checkPrioritize(const HttpResponse& reply, const ExtenderArgs& args) {
   const json body = decode("prioritize", reply, args.body);
   if (reply.status != 200) {
     return;
@@ -182,7 +182,7 @@ void checkPrioritize(const HttpReply& reply, const ExtenderArgs& args) {
   }
 }
 
-void checkBind(const HttpReply& reply, World& world, std::string_view input, bool wrote) {
+void checkBind(const HttpResponse& reply, World& world, std::string_view input, bool wrote) {
   const json body = decode("bind", reply, input);
   if (reply.status == 200 && body.at("Error").empty()) {
     // Success means the pod really is on the node the scheduler asked for.
@@ -222,7 +222,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     args = ker::parseExtenderArgs(input);
   } catch (const ker::WireError&) {
   }
-  const ker::HttpReply filtered = world->handlers.filter(input);
+  const ker::HttpResponse filtered = world->handlers.filter(input);
   if (args.has_value() != (filtered.status == 200)) {
     ker::violated("filter", "answer disagrees with parseExtenderArgs", filtered);
   }
@@ -233,7 +233,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ker::decode("prioritize", world->handlers.prioritize(input), input);
   }
 
-  const ker::HttpReply bound = world->handlers.bind(input);
+  const ker::HttpResponse bound = world->handlers.bind(input);
   const bool wrote = world->api.resourceVersion() != before;
   ker::checkBind(bound, *world, input, wrote);
   if (wrote) {

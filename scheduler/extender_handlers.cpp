@@ -6,6 +6,17 @@
 #include <utility>
 
 namespace ker {
+namespace {
+
+// With a charset parameter httplib leaves the reply uncompressed even when the client accepts
+// gzip (kube-scheduler's Go client does): the extender is a sidecar on loopback, where gzip
+// cost the extender ~110 ms of CPU per 35 MB NodeList reply and ~0.4 ms per 100 KB NodeNames
+// reply.
+HttpResponse jsonReply(int status, SplicedBody body) {
+  return HttpResponse{status, "application/json; charset=utf-8", std::move(body)};
+}
+
+}  // namespace
 
 ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& registry)
     : extender_(extender),
@@ -19,16 +30,16 @@ ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& regist
                                   {"verb", "result"})) {}
 
 template <class Fn>
-HttpReply ExtenderHandlers::timed(const char* verb, Fn&& fn) {
+HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
-  HttpReply reply;
+  HttpResponse reply;
   try {
     reply = fn();
   } catch (const WireError& e) {
-    reply = {400, renderError(std::string("bad ") + verb + " request: " + e.what())};
+    reply = jsonReply(400, renderError(std::string("bad ") + verb + " request: " + e.what()));
   } catch (const std::exception& e) {
     spdlog::error("{} failed: {}", verb, e.what());
-    reply = {500, renderError(std::string(verb) + " failed: " + e.what())};
+    reply = jsonReply(500, renderError(std::string(verb) + " failed: " + e.what()));
   }
   latency_.labels({verb}).observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -36,26 +47,25 @@ HttpReply ExtenderHandlers::timed(const char* verb, Fn&& fn) {
   return reply;
 }
 
-HttpReply ExtenderHandlers::filter(std::string_view body) {
+HttpResponse ExtenderHandlers::filter(std::string_view body) {
   return timed("filter", [&] {
     ExtenderArgs args = parseExtenderArgs(body);
     FilterReply reply = extender_.filter(args);
     decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
     decisions_.labels({"filter", "failed"})
         .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));
-    SplicedBody rendered = renderFilterReply(reply, args);
-    return HttpReply{200, std::move(rendered.text), std::move(rendered.inserts)};
+    return jsonReply(200, renderFilterReply(reply, args));
   });
 }
 
-HttpReply ExtenderHandlers::prioritize(std::string_view body) {
+HttpResponse ExtenderHandlers::prioritize(std::string_view body) {
   return timed("prioritize", [&] {
     ExtenderArgs args = parseExtenderArgs(body);
-    return HttpReply{200, renderPriorities(extender_.prioritize(args), args.decodedNames.empty())};
+    return jsonReply(200, renderPriorities(extender_.prioritize(args), args.decodedNames.empty()));
   });
 }
 
-HttpReply ExtenderHandlers::bind(std::string_view body) {
+HttpResponse ExtenderHandlers::bind(std::string_view body) {
   return timed("bind", [&] {
     BindingArgs args = parseBindingArgs(body);
     std::string error = extender_.bind(args);
@@ -66,7 +76,7 @@ HttpReply ExtenderHandlers::bind(std::string_view body) {
       spdlog::warn("bind of pod {}/{} to node {} failed: {}", args.podNamespace, args.podName,
                    args.node, error);
     }
-    return HttpReply{200, renderBindingReply(error)};
+    return jsonReply(200, renderBindingReply(error));
   });
 }
 

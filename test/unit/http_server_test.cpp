@@ -161,14 +161,14 @@ TEST(HttpServer, SplicedRepliesCarryTheRequestBytes) {
   server.post("/splice", [](const HttpRequest& req) {
     HttpResponse res{200, "application/json", "<"};
     for (size_t at = 0; at < req.body.size(); at += 1000) {
-      res.inserts.push_back({res.body.size(), at, std::min<size_t>(1000, req.body.size() - at)});
-      res.body += "|";
+      res.body.insertRequestBytes(at, std::min<size_t>(1000, req.body.size() - at));
+      res.body.text += "|";
     }
-    res.body += ">";
+    res.body.text += ">";
     return res;
   });
   server.post("/outside", [](const HttpRequest& req) {
-    return HttpResponse{200, "text/plain", "x", {{0, req.body.size(), 1}}};
+    return HttpResponse{200, "text/plain", {"x", {{0, req.body.size(), 1}}}};
   });
   server.start();
 
