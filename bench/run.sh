@@ -14,8 +14,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${JOBS:-2}
 launcher=$root/test/controlplane/launch.sh
-extender_user=ker-bench-extender
-controller_user=ker-bench-controller
+# The ServiceAccounts of deploy/: the components run with the tokens and rights they have in a
+# cluster, and the audit log tells their requests apart by these names.
+extender_sa=extended-resource-scheduler
+controller_sa=extended-resource-controller
+extender_user=system:serviceaccount:kube-system:$extender_sa
+controller_user=system:serviceaccount:kube-system:$controller_sa
 
 log() { printf '[bench/run.sh] %s\n' "$*" >&2; }
 
@@ -81,45 +85,16 @@ kubectl=$(env_get KUBECTL)
 "$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
   crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
 
-# A client certificate per measured component, so the audit log tells their requests apart.
-user_kubeconfig() { # USER -> prints the kubeconfig path
-  local user=$1 pki=$work/pki
-  mkdir -p "$pki"
-  printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-    'extendedKeyUsage=clientAuth' >"$pki/client.ext"
-  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -subj "/O=system:masters/CN=$user" -keyout "$pki/$user.key" -out "$pki/$user.csr" 2>/dev/null
-  openssl x509 -req -in "$pki/$user.csr" -CA "$(env_get CA_CERT)" -CAkey "$(env_get CA_KEY)" \
-    -set_serial "0x$(openssl rand -hex 16)" -days 2 -extfile "$pki/client.ext" \
-    -out "$pki/$user.crt" 2>/dev/null
-  cat >"$work/$user.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: bench
-  cluster:
-    server: $(env_get APISERVER_URL)
-    certificate-authority-data: $(base64 -w0 <"$(env_get CA_CERT)")
-users:
-- name: $user
-  user:
-    client-certificate-data: $(base64 -w0 <"$pki/$user.crt")
-    client-key-data: $(base64 -w0 <"$pki/$user.key")
-contexts:
-- name: bench
-  context:
-    cluster: bench
-    user: $user
-current-context: bench
-EOF
-  echo "$work/$user.kubeconfig"
-}
+log "applying the ServiceAccounts and RBAC of deploy/"
+"$launcher" apply-deploy-rbac "$cp_dir"
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig"
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig"
 
 mkdir -p "$root/bench/results"
 "$build_dir/bench/extender_bench" \
   --kubeconfig "$kubeconfig" \
-  --extender-kubeconfig "$(user_kubeconfig "$extender_user")" --extender-user "$extender_user" \
-  --controller-kubeconfig "$(user_kubeconfig "$controller_user")" --controller-user "$controller_user" \
+  --extender-kubeconfig "$work/extender.kubeconfig" --extender-user "$extender_user" \
+  --controller-kubeconfig "$work/controller.kubeconfig" --controller-user "$controller_user" \
   --audit-log "$work/audit.log" \
   --scheduler-binary "$build_dir/scheduler/extended-resource-scheduler" \
   --controller-binary "$controller_bin" \

@@ -64,11 +64,6 @@ wait_for() {
   done
 }
 
-# Documents of a manifest file other than Deployments: the images cannot run without a kubelet.
-without_deployments() {
-  awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: Deployment\n/' "$1"
-}
-
 mkdir -p "$run"
 "$launcher" stop "$cp" >/dev/null 2>&1 || true
 rm -rf "$cp"
@@ -84,9 +79,7 @@ kubectl wait --for=condition=Established --timeout=60s \
   crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
 
 log "applying the ServiceAccounts and RBAC of deploy/"
-for f in "$root/deploy/deployment.yaml" "$root/deploy/extender.yaml"; do
-  without_deployments "$f" | kubectl apply -f - >/dev/null
-done
+"$launcher" apply-deploy-rbac "$cp"
 "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
 

@@ -32,6 +32,8 @@
 #                              kube-controller-manager with the controllers a kubelet-less
 #                              cluster can use (deployments, replicasets, garbage collection,
 #                              namespaces, service accounts)
+#   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
+#                              Deployments: there is no kubelet to run them)
 #   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE
 #                              writes a kubeconfig holding a fresh token of that ServiceAccount
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
@@ -702,6 +704,19 @@ cmd_start_controller_manager() {
   printf '%s\n' "$ENV_FILE"
 }
 
+# The components then run as they would in a cluster: with sa-kubeconfig's tokens and exactly
+# the rights deploy/ grants them.
+cmd_apply_deploy_rbac() {
+  set_dir "${1:-}"
+  (($# == 1)) || die "usage: apply-deploy-rbac DIR"
+  local f
+  for f in "$here/../../deploy/extender.yaml" "$here/../../deploy/deployment.yaml"; do
+    awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: Deployment\n/' "$f" |
+      "$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" apply -f - >/dev/null ||
+      die "applying the ServiceAccounts and RBAC of $f failed"
+  done
+}
+
 # A token from the TokenRequest API, so a component runs with exactly the rights its
 # ServiceAccount's RBAC grants.
 cmd_sa_kubeconfig() {
@@ -871,6 +886,7 @@ main() {
   start-scheduler) cmd_start_scheduler "$@" ;;
   stop-scheduler) cmd_stop_scheduler "$@" ;;
   start-controller-manager) cmd_start_controller_manager "$@" ;;
+  apply-deploy-rbac) cmd_apply_deploy_rbac "$@" ;;
   sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
   restart-apiserver) cmd_restart_apiserver "$@" ;;
   stop) cmd_stop "$@" ;;

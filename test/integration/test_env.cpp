@@ -142,19 +142,8 @@ void TestEnv::ensureDeployRbac() {
   if (rbacReady_) {
     return;
   }
-  for (const char* file : {"deploy/extender.yaml", "deploy/deployment.yaml"}) {
-    // The Deployments' images cannot run without a kubelet; everything else is applied as is.
-    std::string cmd =
-        "awk 'BEGIN { RS = \"\\n---\\n\"; ORS = \"\\n---\\n\" } "
-        "!/(^|\\n)kind: Deployment\\n/' " +
-        shellQuote(repoRoot() + "/" + file) + " | ";
-    std::string out;
-    std::string bin = values_.count("BIN_DIR") ? value("BIN_DIR") + "/kubectl" : "kubectl";
-    if (runShell(
-            cmd + shellQuote(bin) + " --kubeconfig " + shellQuote(kubeconfig()) + " apply -f -",
-            &out) != 0) {
-      throw std::runtime_error(std::string("applying ") + file + " failed: " + out);
-    }
+  if (launch("apply-deploy-rbac", "") != 0) {
+    throw std::runtime_error("applying the ServiceAccounts and RBAC of deploy/ failed");
   }
   rbacReady_ = true;
 }
