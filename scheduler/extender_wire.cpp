@@ -430,13 +430,23 @@ SplicedBody renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
     }
     out += "{\"items\":[";
     bool first = true;
+    size_t previous = 0;
     for (const auto& name : reply.passing) {
       if (auto it = byName.find(name); it != byName.end()) {
-        out += first ? "" : ",";
-        first = false;
-        // parseExtenderArgs took every Node object's bytes from args.body.
+        // parseExtenderArgs took every Node object's bytes from args.body, in order.
         const std::string_view node = args.nodeObjects[it->second];
-        body.insertRequestBytes(static_cast<size_t>(node.data() - args.body.data()), node.size());
+        const size_t offset = static_cast<size_t>(node.data() - args.body.data());
+        if (!first && it->second == previous + 1 && body.inserts.back().at == out.size()) {
+          // The item after the last one passed too: the slice grows over the request's own
+          // separator, so a run of passing Nodes is one piece to write.
+          auto& last = body.inserts.back();
+          last.length = offset + node.size() - last.offset;
+        } else {
+          out += first ? "" : ",";
+          body.insertRequestBytes(offset, node.size());
+        }
+        first = false;
+        previous = it->second;
       }
     }
     out += "],\"metadata\":{}}";

@@ -47,6 +47,35 @@ TEST(ExtenderWireFastPath, NodeListReplySplicesTheNodesOriginalBytes) {
   EXPECT_EQ(decoded["NodeNames"], json::array({"node-b", "node-a"}));
 }
 
+// Passing Nodes that follow each other in the request go out as one slice, the request's own
+// separator between them included.
+TEST(ExtenderWireFastPath, NodeListReplyJoinsConsecutiveNodesIntoOneSlice) {
+  const std::string kNodeC = R"({"metadata":{"name":"node-c"}})";
+  const std::string body = std::string(R"({"Pod":)") + kPod + R"(,"Nodes":{"items":[ )" + kNodeA +
+                           " ,\n " + kNodeB + "," + kNodeC + R"(]},"NodeNames":null})";
+  const auto args = parseExtenderArgs(body);
+  FilterReply r;
+  r.passing = {"node-a", "node-b", "node-c"};
+  SplicedBody rendered = renderFilterReply(r, args);
+  ASSERT_EQ(rendered.inserts.size(), 1u);
+  EXPECT_EQ(body.substr(rendered.inserts[0].offset, rendered.inserts[0].length),
+            kNodeA + " ,\n " + kNodeB + "," + kNodeC);
+  auto items = json::parse(rendered.join(body))["Nodes"]["items"];
+  EXPECT_EQ(items, json::array({json::parse(kNodeA), json::parse(kNodeB), json::parse(kNodeC)}));
+
+  // A gap, or a step back, starts a new slice.
+  r.passing = {"node-a", "node-c", "node-b"};
+  rendered = renderFilterReply(r, args);
+  ASSERT_EQ(rendered.inserts.size(), 3u);
+  items = json::parse(rendered.join(body))["Nodes"]["items"];
+  EXPECT_EQ(items, json::array({json::parse(kNodeA), json::parse(kNodeC), json::parse(kNodeB)}));
+  r.passing = {"node-b", "node-c"};
+  rendered = renderFilterReply(r, args);
+  ASSERT_EQ(rendered.inserts.size(), 1u);
+  EXPECT_EQ(body.substr(rendered.inserts[0].offset, rendered.inserts[0].length),
+            kNodeB + "," + kNodeC);
+}
+
 TEST(ExtenderWireFastPath, NodeListReplyLeavesOutFailedNodes) {
   const std::string body = nodeListBody();
   const auto args = parseExtenderArgs(body);

@@ -167,6 +167,10 @@ TEST(HttpServer, SplicedRepliesCarryTheRequestBytes) {
     res.body.text += ">";
     return res;
   });
+  // One slice larger than the server's write buffer, sent from the request as it lies.
+  server.post("/whole", [](const HttpRequest& req) {
+    return HttpResponse{200, "text/plain", {"[]", {{1, 0, req.body.size()}}}};
+  });
   server.post("/outside", [](const HttpRequest& req) {
     return HttpResponse{200, "text/plain", {"x", {{0, req.body.size(), 1}}}};
   });
@@ -188,6 +192,9 @@ TEST(HttpServer, SplicedRepliesCarryTheRequestBytes) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   EXPECT_EQ(res->body.size(), want.size());
   EXPECT_EQ(res->body, want);
+  res = cli.Post("/whole", request, "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, "[" + request + "]");
 
   // A handler's slip is a 500, not a read past the request.
   res = cli.Post("/outside", "abc", "text/plain");
