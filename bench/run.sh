@@ -87,8 +87,8 @@ kubectl=$(env_get KUBECTL)
 
 log "applying the ServiceAccounts and RBAC of deploy/"
 "$launcher" apply-deploy-rbac "$cp_dir"
-"$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig"
-"$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig"
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
 
 mkdir -p "$root/bench/results"
 "$build_dir/bench/extender_bench" \

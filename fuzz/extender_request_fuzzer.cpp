@@ -105,13 +105,12 @@ json decode(const char* verb, const HttpResponse& reply, std::string_view reques
   if (reply.status != 200 && reply.status != 400) {
     violated(verb, "status other than 200 or 400", reply);
   }
-  const SplicedBody& spliced = reply.body;
-  if (!spliced.fits(request.size())) {
+  if (!reply.body.fits(request.size())) {
     violated(verb, "reply slices lie outside the request", reply);
   }
   json body;
   try {
-    body = json::parse(spliced.join(request));
+    body = json::parse(reply.body.join(request));
   } catch (const json::exception& e) {
     violated(verb, std::string("reply is not JSON: ") + e.what(), reply);
   }

@@ -429,24 +429,22 @@ SplicedBody renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
       byName.emplace(args.nodeNames[i], i);
     }
     out += "{\"items\":[";
-    bool first = true;
-    size_t previous = 0;
+    size_t following = args.nodeObjects.size();  // the item after the last one written
     for (const auto& name : reply.passing) {
       if (auto it = byName.find(name); it != byName.end()) {
         // parseExtenderArgs took every Node object's bytes from args.body, in order.
         const std::string_view node = args.nodeObjects[it->second];
         const size_t offset = static_cast<size_t>(node.data() - args.body.data());
-        if (!first && it->second == previous + 1 && body.inserts.back().at == out.size()) {
-          // The item after the last one passed too: the slice grows over the request's own
-          // separator, so a run of passing Nodes is one piece to write.
+        if (it->second == following) {
+          // The slice grows over the request's own separator, so a run of passing Nodes is
+          // one piece to write.
           auto& last = body.inserts.back();
           last.length = offset + node.size() - last.offset;
         } else {
-          out += first ? "" : ",";
+          out += body.inserts.empty() ? "" : ",";
           body.insertRequestBytes(offset, node.size());
         }
-        first = false;
-        previous = it->second;
+        following = it->second + 1;
       }
     }
     out += "],\"metadata\":{}}";
