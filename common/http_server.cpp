@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <csignal>
@@ -26,13 +25,6 @@
 namespace ker {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // httplib routes by regex; paths are matched literally.
 std::string literalPattern(const std::string& path) {
@@ -52,7 +44,7 @@ HttpRequest convert(const httplib::Request& req) {
   r.path = req.path;
   r.remoteAddr = req.remote_addr;
   for (const auto& [name, value] : req.headers) {
-    r.headers.emplace(lower(name), value);
+    r.addHeader(name, value);
   }
   return r;
 }
@@ -236,11 +228,6 @@ time_t microsOf(std::chrono::milliseconds d) {
 constexpr std::chrono::milliseconds kWatchInterval{500};
 
 }  // namespace
-
-std::string HttpRequest::header(std::string_view name) const {
-  auto it = headers.find(lower(name));
-  return it == headers.end() ? std::string() : it->second;
-}
 
 HttpServer::HttpServer(HttpServerOptions opts) : opts_(std::move(opts)) {}
 

@@ -15,34 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/http_message.h"
 #include "common/metrics.h"
-#include "common/spliced_body.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace ker {
-
-struct HttpRequest {
-  std::string method;
-  std::string path;
-  std::string body;
-  std::string remoteAddr;
-  std::multimap<std::string, std::string> headers;  // names lower-cased
-
-  // First value of a header (name matched case-insensitively), "" when absent.
-  std::string header(std::string_view name) const;
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string contentType = "text/plain; charset=utf-8";
-  // Text of its own, and slices of the request body inserted into it (a NodeList filter
-  // reply): the server keeps the request until the response is written and copies nothing
-  // up front.
-  SplicedBody body = {};
-};
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 

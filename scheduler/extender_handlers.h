@@ -2,15 +2,14 @@
 
 #include <string_view>
 
-#include "common/http_server.h"
+#include "common/http_message.h"
 #include "common/metrics.h"
 #include "scheduler/extender.h"
 
 namespace ker {
 
 // The extender's HTTP verbs as functions of the request body: decoding, the decision, the
-// reply (an HttpResponse, plain data) and the request metrics. No sockets here, so tests and
-// the fuzzer drive them directly.
+// reply and the request metrics. No sockets here, so tests and the fuzzer drive them directly.
 class ExtenderHandlers {
  public:
   ExtenderHandlers(Extender& extender, metrics::Registry& registry);
