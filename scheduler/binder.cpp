@@ -78,6 +78,22 @@ Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, 
     : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), maxAttempts_(maxAttempts) {}
 
 std::string Binder::bind(const BindingArgs& args) {
+  {
+    std::lock_guard lock(bindingMu_);
+    if (!binding_.insert(args.podUid).second) {
+      stats_.failures++;
+      return "pod " + args.podNamespace + "/" + args.podName +
+             " is still being bound by an earlier call; retry when it has finished";
+    }
+  }
+  struct Release {
+    Binder& binder;
+    const std::string& uid;
+    ~Release() {
+      std::lock_guard lock(binder.bindingMu_);
+      binder.binding_.erase(uid);
+    }
+  } release{*this, args.podUid};
   std::string error;
   for (int i = 0; i < maxAttempts_; ++i) {
     switch (attempt(args, error)) {

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/api_client.h"
@@ -39,7 +41,10 @@ class Binder {
   // write, so a test can land another replica's write and its watch event in between.
   void onPlannedForTesting(std::function<void()> hook) { plannedHook_ = std::move(hook); }
 
-  // Empty on success, else a message for the scheduler (which will retry the pod).
+  // Empty on success, else a message for the scheduler (which will retry the pod). A call
+  // for a pod whose bind is still running here fails at once: kube-scheduler retries a bind
+  // whose call timed out, and the retry would otherwise find the claims the first call bound,
+  // bind the pod with them, and race that call's undo if its Binding then failed.
   std::string bind(const BindingArgs& args);
 
   const BinderStats& stats() const { return stats_; }
@@ -62,6 +67,8 @@ class Binder {
   std::atomic<int> staleWrites_{0};
   std::function<void()> plannedHook_;
   BinderStats stats_;
+  std::mutex bindingMu_;
+  std::set<std::string> binding_;  // UIDs of the pods being bound
 };
 
 // The allocation annotation's value: {"<claim>": [{"name", "deviceID", "rawResourceName"}]}.

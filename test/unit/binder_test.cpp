@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 
 #include "common/api_error.h"
 #include "fake_api_client.h"
@@ -203,6 +204,30 @@ TEST_F(BinderTest, AFailedBindingLeavesWhatAnotherBindOfThePodBoundItWith) {
   EXPECT_NE(other.find("already bound to node n2"), std::string::npos) << other;
   EXPECT_EQ(claim("c2").phase, ClaimPhase::kPending);
   EXPECT_TRUE(claim("c2").allocated.empty());
+}
+
+// kube-scheduler retried the bind while this replica's first call for the pod still ran: the
+// retry must not reuse what the first call is writing, nor write anything itself.
+TEST_F(BinderTest, ABindOfAPodStillBeingBoundHereFailsWithoutWriting) {
+  bool once = false;
+  std::string retried;
+  int writesByRetry = -1;
+  binder_.onPlannedForTesting([&] {
+    if (std::exchange(once, true)) {
+      return;
+    }
+    const int before = writes();
+    retried = binder_.bind(args());
+    writesByRetry = writes() - before;
+  });
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_NE(retried.find("still being bound"), std::string::npos) << retried;
+  EXPECT_EQ(writesByRetry, 0);
+  EXPECT_EQ(api_.bindings().size(), 1u);
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+  // Once the first call is done the pod may be bound again (a no-op now that it is bound).
+  EXPECT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(api_.bindings().size(), 1u);
 }
 
 TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
