@@ -2,6 +2,8 @@
 // bytes as decoding and encoding through nlohmann::json documents.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "scheduler/extender_wire.h"
 #include "testdata.h"
 
@@ -118,6 +120,34 @@ TEST(ExtenderWireFastPath, RepliesAreByteForByteTheDocumentRendering) {
   EXPECT_EQ(renderBindingReply("x \"y\""), json({{"Error", "x \"y\""}}).dump());
   EXPECT_EQ(renderError("e"),
             json({{"Error", "e"}, {"NodeNames", nullptr}, {"Nodes", nullptr}}).dump());
+}
+
+// Verbatim names are written into a reply sized beforehand: the widest scores and long
+// names must still come out whole and as a document would have them.
+TEST(ExtenderWireFastPath, VerbatimRepliesMatchADocumentAtTheirLimits) {
+  const std::string longName(300, 'n');
+  const std::vector<std::pair<std::string_view, int>> scores = {
+      {"a", std::numeric_limits<int>::min()},
+      {longName, std::numeric_limits<int>::max()},
+      {"", 0},
+      {"node-3", -7}};
+  json prio = json::array();
+  for (const auto& [host, score] : scores) {
+    prio.push_back({{"Host", host}, {"Score", score}});
+  }
+  EXPECT_EQ(renderPriorities(scores, true), prio.dump());
+  EXPECT_EQ(renderPriorities({}, true), "[]");
+
+  const std::string body =
+      std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["a",")" + longName + R"(","","node-3"]})";
+  const auto args = parseExtenderArgs(body);
+  ASSERT_TRUE(args.decodedNames.empty());
+  FilterReply r;
+  r.passing = args.nodeNames;
+  EXPECT_EQ(json::parse(renderFilterReply(r, args).join(body))["NodeNames"],
+            json({"a", longName, "", "node-3"}));
+  r.passing.clear();
+  EXPECT_EQ(json::parse(renderFilterReply(r, args).join(body))["NodeNames"], json::array());
 }
 
 TEST(ExtenderWireFastPath, FieldsResolveAsInADecodedDocument) {
