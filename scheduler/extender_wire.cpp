@@ -216,7 +216,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
         r.skip();
       } else {
         r.openArray();
-        while (r.next()) {
+        while (!r.plainStrings(m.names) && r.next()) {
           if (r.peek() == Kind::kString) {
             m.names.push_back(readName(r, args.decodedNames));
           } else {

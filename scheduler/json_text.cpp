@@ -268,24 +268,30 @@ bool plainWord(const char* p) {
   return special == 0;
 }
 
+// The end of the run of bytes from i that a JSON string holds as they are: printable ASCII
+// other than the quote and the backslash, eight bytes per step while no byte in the word
+// needs a closer look.
+size_t plainEnd(std::string_view s, size_t i) {
+  while (i + 8 <= s.size() && plainWord(s.data() + i)) {
+    i += 8;
+  }
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+      break;
+    }
+    ++i;
+  }
+  return i;
+}
+
 }  // namespace
 
 void JsonReader::string(std::string* out) {
   ++pos_;  // the opening quote, checked by the caller
   while (true) {
-    // The bulk of a string: printable ASCII other than the quote and the backslash, eight
-    // bytes per step while no byte in the word needs a closer look.
     const size_t run = pos_;
-    while (pos_ + 8 <= text_.size() && plainWord(text_.data() + pos_)) {
-      pos_ += 8;
-    }
-    while (pos_ < text_.size()) {
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
-        break;
-      }
-      ++pos_;
-    }
+    pos_ = plainEnd(text_, pos_);
     if (out != nullptr) {
       out->append(text_.data() + run, pos_ - run);
     }
@@ -366,6 +372,47 @@ void JsonReader::string(std::string* out) {
   }
 }
 
+bool JsonReader::plainStrings(std::vector<std::string_view>& out) {
+  // Whitespace, separators and the strings' bytes are checked here directly: next() and
+  // readStringView cost several times the few bytes of a name. Anything else is left to them.
+  auto isSpace = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  const std::string_view t = text_;
+  bool started = started_.back();
+  size_t p = pos_;
+  while (true) {
+    while (p < t.size() && isSpace(t[p])) {
+      ++p;
+    }
+    if (p < t.size() && t[p] == ']') {
+      started_.back() = started;
+      pos_ = p;
+      return !more(']');
+    }
+    if (started) {
+      if (p >= t.size() || t[p] != ',') {
+        break;
+      }
+      ++p;
+      while (p < t.size() && isSpace(t[p])) {
+        ++p;
+      }
+    }
+    if (p >= t.size() || t[p] != '"') {
+      break;
+    }
+    const size_t end = plainEnd(t, p + 1);
+    if (end >= t.size() || t[end] != '"') {
+      break;
+    }
+    out.push_back(t.substr(p + 1, end - p - 1));
+    p = end + 1;
+    pos_ = p;
+    started = true;
+  }
+  started_.back() = started;
+  return false;
+}
+
 void JsonReader::number() {
   auto digits = [&] {
     const size_t from = pos_;
@@ -423,16 +470,7 @@ void appendJsonString(std::string& out, std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const size_t run = i;
-    while (i + 8 <= s.size() && plainWord(s.data() + i)) {
-      i += 8;
-    }
-    while (i < s.size()) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
-        break;
-      }
-      ++i;
-    }
+    i = plainEnd(s, i);
     out.append(s.data() + run, i - run);
     if (i == s.size()) {
       break;

@@ -134,6 +134,69 @@ TEST(JsonReader, WalksObjectsAndSkipsValuesToTheirExactBytes) {
   r.finish();
 }
 
+// An array's elements read as the NodeNames loop reads them (plainStrings, next() for what it
+// leaves) or by next() alone: the same strings in the same order, or the same error.
+std::string readArray(const std::string& doc, bool plainFirst) {
+  std::string out;
+  try {
+    JsonReader r(doc, 64);
+    r.openArray();
+    std::string scratch;
+    auto element = [&] {
+      out += r.peek() == JsonReader::Kind::kString
+                 ? "[" + std::string(r.readStringView(scratch)) + "]"
+                 : "<" + std::string(r.skip()) + ">";
+    };
+    while (plainFirst) {
+      std::vector<std::string_view> views;
+      const bool closed = r.plainStrings(views);
+      for (const auto v : views) {
+        out += "[" + std::string(v) + "]";
+      }
+      if (closed || !r.next()) {
+        break;
+      }
+      element();
+    }
+    while (!plainFirst && r.next()) {
+      element();
+    }
+    r.finish();
+  } catch (const WireError& e) {
+    out += std::string(" error: ") + e.what();
+  }
+  return out;
+}
+
+TEST(JsonReader, PlainStringsReadAsNextAndReadStringViewDo) {
+  const std::string docs[] = {"[]",
+                              " [ ] ",
+                              R"(["a","b"])",
+                              " [ \"a\" ,\n\t\"b\" ] ",
+                              R"(["a",1,"b",null,"c"])",
+                              R"([1,"a"])",
+                              R"(["\u0041x","b"])",
+                              "[\"\xc3\xa9\",\"b\"]",
+                              "[\"\xc3\",\"b\"]",
+                              "[\"ctl\x01\"]",
+                              R"(["a",])",
+                              R"(["a" "b"])",
+                              R"(["a")",
+                              R"(["a)",
+                              R"(["a\"b","c"])",
+                              R"(["a"] x)"};
+  for (const auto& doc : docs) {
+    EXPECT_EQ(readArray(doc, true), readArray(doc, false)) << doc;
+  }
+  // Only plain strings: plainStrings reads them all and closes the array.
+  JsonReader r(R"(["node-1", "node-2"])", 64);
+  r.openArray();
+  std::vector<std::string_view> views;
+  EXPECT_TRUE(r.plainStrings(views));
+  EXPECT_EQ(views, (std::vector<std::string_view>{"node-1", "node-2"}));
+  r.finish();
+}
+
 TEST(JsonReader, BoundsNesting) {
   auto nested = [](int n) { return std::string(n, '[') + std::string(n, ']'); };
   EXPECT_TRUE(readerAccepts(nested(64)));
