@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+#include <string_view>
+
 #include "common/api_error.h"
 #include "scheduler/planner.h"
 
@@ -29,6 +32,19 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
   claim.podRef.reset();
   claim.reason.clear();
   claim.message.clear();
+  return claim;
+}
+
+// A claim another call bound to the pod, as this call rewrites it before using it: the same
+// allocation, its message marked or unmarked so that the write is a real change and moves
+// the claim's resourceVersion.
+ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
+  constexpr std::string_view kMark = " (bind retried)";
+  if (claim.message.ends_with(kMark)) {
+    claim.message.resize(claim.message.size() - kMark.size());
+  } else {
+    claim.message += kMark;
+  }
   return claim;
 }
 
@@ -138,17 +154,25 @@ void Binder::undo(Attempt& attempt) {
                    e.what());
     }
   }
+  // A claim that could not be put back keeps its devices: it may be another call's now (one
+  // that rewrote it to bind the pod with it), and otherwise the controller's repair pass
+  // releases the claim and its devices together.
+  std::set<std::string> kept;
   for (auto it = attempt.claims.rbegin(); it != attempt.claims.rend(); ++it) {
     try {
       api_.updateStatus(resources::kExtendedResourceClaims, it->meta.ns,
                         markClaimPending(*it).toJson());
       stats_.apiWrites++;
     } catch (const std::exception& e) {
-      // The controller's repair pass releases what could not be put back here.
-      spdlog::warn("bind undo: claim {}/{} left bound: {}", it->meta.ns, it->meta.name, e.what());
+      kept.insert(it->meta.uid);
+      spdlog::warn("bind undo: claim {}/{} left bound with its devices: {}", it->meta.ns,
+                   it->meta.name, e.what());
     }
   }
   for (auto it = attempt.devices.rbegin(); it != attempt.devices.rend(); ++it) {
+    if (it->claimRef && kept.count(it->claimRef->uid) != 0) {
+      continue;
+    }
     try {
       auto restored = ExtendedResource::fromJson(
           api_.updateStatus(resources::kExtendedResources, "", markDevice(*it, {}).toJson()));
@@ -312,6 +336,14 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         keepAlive.push_back(reclaimDevice(*claim, name, pod.meta.uid, attempt));
         annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
+      // Bound by another call (kube-scheduler retried the bind, here after that call ended or
+      // on another replica after a leader change). Rewriting the claim makes that call's undo,
+      // written against the version it left, fail and keep the devices rather than free them
+      // under the pod this call binds; if its undo came first, this write fails and the bind
+      // is decided again on what it left.
+      api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
+                        markClaimReused(*claim).toJson());
+      stats_.apiWrites++;
     }
     stats_.apiWrites++;
     try {

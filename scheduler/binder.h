@@ -29,7 +29,9 @@ struct BinderStats {
 // API, then binds the pod. Devices are written first with resourceVersion preconditions, so
 // the API server decides every race for a device; then the claims; then one Binding that sets
 // spec.nodeName and the allocation annotation together. Any failure undoes what the attempt
-// wrote, and a conflict re-decides on fresh state. Safe to call concurrently.
+// wrote (a claim it cannot put back keeps its devices), and a conflict re-decides on fresh
+// state. Claims an earlier call bound to the pod are rewritten before they are reused, so
+// that call's undo conflicts instead of freeing them. Safe to call concurrently.
 class Binder {
  public:
   Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts = 5);

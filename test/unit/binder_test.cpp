@@ -240,10 +240,50 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
   const int before = writes();
 
   ASSERT_EQ(binder_.bind(args()), "");
-  EXPECT_EQ(writes() - before, 1);  // the Binding only
+  EXPECT_EQ(writes() - before, 2);  // the claim, rewritten so the call that bound it cannot undo it
+  EXPECT_TRUE(claim("c").message.ends_with("(bind retried)")) << claim("c").message;
   auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
   EXPECT_EQ(allocation["c"][0]["name"], "d1");
   EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
+}
+
+// The call that bound the claim undid it (its Binding failed) after this retry read it: the
+// retry's rewrite of the claim conflicts, and the bind is decided again on what is left.
+TEST_F(BinderTest, ARetryWhoseClaimWasUndoneMeanwhileBindsAfresh) {
+  auto d = device("d1");
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
+  index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+      api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
+  bindClaimToPodWithD1();
+  bool once = false;
+  binder_.onPlannedForTesting([&] {
+    if (std::exchange(once, true)) {
+      return;
+    }
+    auto c = claim("c");
+    c.phase = ClaimPhase::kPending;
+    c.allocated.clear();
+    c.nodeName.clear();
+    c.podRef.reset();
+    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+    auto freed = device("d1");
+    freed.phase = DevicePhase::kAvailable;
+    freed.claimRef.reset();
+    api_.updateStatus(resources::kExtendedResources, "", freed.toJson());
+  });
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_GE(binder_.stats().conflicts.load(), 1u);
+  const auto c = claim("c");
+  ASSERT_EQ(c.phase, ClaimPhase::kBound);
+  ASSERT_EQ(c.allocated.size(), 1u);
+  auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
+  EXPECT_EQ(allocation["c"][0]["name"], c.allocated[0]);
+  for (const auto& name : {"d0", "d1"}) {
+    const bool listed = name == c.allocated[0];
+    EXPECT_EQ(device(name).phase, listed ? DevicePhase::kBound : DevicePhase::kAvailable) << name;
+  }
 }
 
 TEST_F(BinderTest, AClaimWriteWhoseReplyIsLostIsUndoneWithItsDevices) {
@@ -325,6 +365,54 @@ TEST_F(BinderTest, NoFreeDeviceOnTheNodeFailsWithTheFilterReason) {
 
 // Two extender replicas, each with its own cache, race for the only device: the API's
 // resourceVersion check lets exactly one win, and the loser leaves nothing behind.
+// Fails every Binding with 403 after running `before` once.
+class RefusingBindings : public FakeApiClient {
+ public:
+  std::function<void()> before;
+  void bindPod(const std::string&, const std::string&, const std::string&, const std::string&,
+               const std::map<std::string, std::string>& = {}) override {
+    if (auto fn = std::exchange(before, nullptr)) {
+      fn();
+    }
+    throw ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "bindings refused");
+  }
+};
+
+// Another replica rewrote the claim this call had bound, to bind the pod with it, before this
+// call's Binding failed: the undo cannot put the claim back and leaves it its device.
+TEST(BinderRace, AnUndoLeavesAClaimAnotherBindRewroteWithItsDevice) {
+  RefusingBindings api;
+  DeviceIndex index;
+  for (const auto& name : {"d0", "d1"}) {
+    index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+        api.seed(resources::kExtendedResources, deviceJson(name, "n1")))));
+  }
+  api.seed(resources::kExtendedResourceClaims, claimJson("c"));
+  const json pod = api.seed(resources::kPods, podJson("p", "c"));
+  auto claim = [&] {
+    return ExtendedResourceClaim::fromJson(
+        *api.peek(resources::kExtendedResourceClaims, "default", "c"));
+  };
+  api.before = [&] {
+    auto c = claim();
+    c.message += " (bind retried)";
+    api.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  };
+  Binder binder(api, index,
+                [](const std::string&) { return std::map<std::string, std::string>{}; });
+
+  EXPECT_NE(binder.bind({"p", "default", pod["metadata"]["uid"], "n1"}).find("bindings refused"),
+            std::string::npos);
+  const auto c = claim();
+  ASSERT_EQ(c.phase, ClaimPhase::kBound);
+  ASSERT_EQ(c.allocated.size(), 1u);
+  const auto d =
+      ExtendedResource::fromJson(*api.peek(resources::kExtendedResources, "", c.allocated[0]));
+  EXPECT_EQ(d.phase, DevicePhase::kBound);
+  ASSERT_TRUE(d.claimRef);
+  EXPECT_EQ(d.claimRef->uid, c.meta.uid);
+}
+
 TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
   for (int round = 0; round < 20; ++round) {
     FakeApiClient api;
