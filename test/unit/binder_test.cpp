@@ -84,6 +84,16 @@ class BinderTest : public ::testing::Test {
     c.podRef = PodRef{"p", args().podUid};
     api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
   }
+  // The whole allocation of an earlier attempt: d1 Bound to claim c too, in the API and the
+  // index.
+  void bindClaimAndD1ToPod() {
+    auto d = device("d1");
+    d.phase = DevicePhase::kBound;
+    d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
+    index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+        api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
+    bindClaimToPodWithD1();
+  }
   int writes() {
     return api_.calls(Verb::kUpdateStatus) + api_.calls(Verb::kUpdate) + api_.calls(Verb::kPatch) +
            api_.calls(Verb::kBind) + api_.calls(Verb::kCreate);
@@ -231,12 +241,7 @@ TEST_F(BinderTest, ABindOfAPodStillBeingBoundHereFailsWithoutWriting) {
 }
 
 TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
-  auto d = device("d1");
-  d.phase = DevicePhase::kBound;
-  d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
-  index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
-      api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
-  bindClaimToPodWithD1();
+  bindClaimAndD1ToPod();
   const int before = writes();
 
   ASSERT_EQ(binder_.bind(args()), "");
@@ -250,12 +255,7 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
 // The call that bound the claim undid it (its Binding failed) after this retry read it: the
 // retry's rewrite of the claim conflicts, and the bind is decided again on what is left.
 TEST_F(BinderTest, ARetryWhoseClaimWasUndoneMeanwhileBindsAfresh) {
-  auto d = device("d1");
-  d.phase = DevicePhase::kBound;
-  d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
-  index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
-      api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
-  bindClaimToPodWithD1();
+  bindClaimAndD1ToPod();
   bool once = false;
   binder_.onPlannedForTesting([&] {
     if (std::exchange(once, true)) {
