@@ -15,6 +15,10 @@ bool isDigit(char c) {
   return c >= '0' && c <= '9';
 }
 
+bool isSpace(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
 void appendUtf8(std::string& out, unsigned cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
@@ -71,11 +75,7 @@ void JsonReader::fail(const std::string& what) const {
 }
 
 void JsonReader::space() {
-  while (pos_ < text_.size()) {
-    const char c = text_[pos_];
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-      return;
-    }
+  while (pos_ < text_.size() && isSpace(text_[pos_])) {
     ++pos_;
   }
 }
@@ -375,7 +375,6 @@ void JsonReader::string(std::string* out) {
 bool JsonReader::plainStrings(std::vector<std::string_view>& out) {
   // Whitespace, separators and the strings' bytes are checked here directly: next() and
   // readStringView cost several times the few bytes of a name. Anything else is left to them.
-  auto isSpace = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   const std::string_view t = text_;
   bool started = started_.back();
   size_t p = pos_;
