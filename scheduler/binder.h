@@ -44,9 +44,10 @@ class Binder {
   void onPlannedForTesting(std::function<void()> hook) { plannedHook_ = std::move(hook); }
 
   // Empty on success, else a message for the scheduler (which will retry the pod). A call
-  // for a pod whose bind is still running here fails at once: kube-scheduler retries a bind
-  // whose call timed out, and the retry would otherwise find the claims the first call bound,
-  // bind the pod with them, and race that call's undo if its Binding then failed.
+  // for a pod whose bind is still running here fails at once, writing nothing: kube-scheduler
+  // retries a bind whose call timed out, and until the first call ends (pod bound, or its
+  // writes undone) a second one could only contend with it for the same claims. Calls that
+  // do overlap (from two replicas) stay safe through the claim rewrite described above.
   std::string bind(const BindingArgs& args);
 
   const BinderStats& stats() const { return stats_; }
