@@ -39,11 +39,15 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
 // allocation, its message marked or unmarked so that the write is a real change and moves
 // the claim's resourceVersion.
 ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
-  constexpr std::string_view kMark = " (bind retried)";
-  if (claim.message.ends_with(kMark)) {
-    claim.message.resize(claim.message.size() - kMark.size());
+  constexpr std::string_view kMark = "(bind retried)";
+  std::string& m = claim.message;
+  if (m.ends_with(kMark)) {
+    m.resize(m.size() - kMark.size());
+    if (m.ends_with(' ')) {
+      m.pop_back();
+    }
   } else {
-    claim.message += kMark;
+    m += m.empty() ? std::string(kMark) : " " + std::string(kMark);
   }
   return claim;
 }

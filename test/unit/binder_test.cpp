@@ -246,10 +246,22 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
 
   ASSERT_EQ(binder_.bind(args()), "");
   EXPECT_EQ(writes() - before, 2);  // the claim, rewritten so the call that bound it cannot undo it
-  EXPECT_TRUE(claim("c").message.ends_with("(bind retried)")) << claim("c").message;
+  EXPECT_EQ(claim("c").message, "(bind retried)");
   auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
   EXPECT_EQ(allocation["c"][0]["name"], "d1");
   EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
+}
+
+TEST_F(BinderTest, ARetryOfARetryUnmarksTheReusedClaimSoItsWriteStillChangesIt) {
+  bindClaimAndD1ToPod();
+  auto c = claim("c");
+  c.message = "bound by an earlier call (bind retried)";
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  const std::string before = claim("c").meta.resourceVersion;
+
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(claim("c").message, "bound by an earlier call");
+  EXPECT_NE(claim("c").meta.resourceVersion, before);
 }
 
 // The call that bound the claim undid it (its Binding failed) after this retry read it: the
