@@ -41,6 +41,13 @@ std::string canonicalText(const std::map<std::string, std::string>& properties) 
   return out;
 }
 
+// Whether some term also tests node labels: a device pinned by name with such a term is
+// still on a node only when that node's labels say so.
+bool testsLabels(const NodeSelector& selector) {
+  return std::any_of(selector.terms.begin(), selector.terms.end(),
+                     [](const NodeSelectorTerm& t) { return !t.matchExpressions.empty(); });
+}
+
 }  // namespace
 
 std::set<std::string> pinnedNodes(const NodeSelector& selector) {
@@ -123,7 +130,11 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
     return;
   }
   auto& pinned = res->second.pinned;
-  for (const auto& node : pinnedNodes(device.nodeAffinity)) {
+  const std::set<std::string> nodes = pinnedNodes(device.nodeAffinity);
+  if (!nodes.empty() && testsLabels(device.nodeAffinity)) {
+    --res->second.pinnedTestingLabels;
+  }
+  for (const auto& node : nodes) {
     const uint32_t slot = nodes_.find(node);
     if (slot >= pinned.size()) {
       continue;
@@ -158,6 +169,8 @@ void DeviceIndex::upsert(DevicePtr device) {
     Resource& res = resources_[device->rawResourceName];
     if (nodes.empty()) {
       res.floating[name] = entry;
+    } else if (testsLabels(device->nodeAffinity)) {
+      ++res.pinnedTestingLabels;
     }
     for (const auto& node : nodes) {
       const uint32_t slot = nodes_.acquire(node);
@@ -214,7 +227,8 @@ DeviceIndex::ResourceHandle DeviceIndex::resource(const std::string& rawResource
 bool DeviceIndex::hasLabelPlacedDevices(const std::string& rawResourceName) const {
   std::shared_lock lock(mu_);
   auto it = resources_.find(rawResourceName);
-  return it != resources_.end() && !it->second.floating.empty();
+  return it != resources_.end() &&
+         (!it->second.floating.empty() || it->second.pinnedTestingLabels != 0);
 }
 
 size_t DeviceIndex::size() const {

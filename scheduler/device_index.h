@@ -42,7 +42,7 @@ class DeviceIndex {
                                     const std::map<std::string, std::string>& nodeLabels,
                                     const std::string& exceptPodUid = {}) const;
 
-  // Whether some device of the resource is placed by node labels rather than by name.
+  // Whether some device of the resource is placed by node labels, alone or beside its name.
   bool hasLabelPlacedDevices(const std::string& rawResourceName) const;
 
   // A free device as visitFree shows it. Devices with equal properties share propertiesId
@@ -168,6 +168,9 @@ class DeviceIndex {
     std::vector<NodeSummary> summaries;  // parallel to pinned
     // Every other device (label-based affinity), by name; evaluated per node.
     std::map<std::string, Entry> floating;
+    // Pinned devices some term of which also tests labels (matchExpressions beside the
+    // name): like floating ones, they need each node's labels.
+    size_t pinnedTestingLabels = 0;
   };
   NodeSlots nodes_;  // the nodes some device is pinned to
   std::unordered_map<std::string, Resource> resources_;

@@ -146,6 +146,14 @@ TEST(DeviceIndex, LabelPlacedDevicesAreKnownPerResource) {
   EXPECT_FALSE(idx.hasLabelPlacedDevices("example.com/fpga"));
   idx.remove("f");
   EXPECT_FALSE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
+
+  // Pinned by name, but its term also tests a label: labels are needed while it is there.
+  auto pinnedZonal = device("pz", "n1", {});
+  pinnedZonal.nodeAffinity.terms[0].matchExpressions = {{"zone", "In", {"z1"}}};
+  idx.upsert(ptr(pinnedZonal));
+  EXPECT_TRUE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
+  idx.upsert(ptr(device("pz", "n1", {})));
+  EXPECT_FALSE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
 }
 
 TEST(PinnedNodes, OnlyWhenEveryTermPinsNames) {

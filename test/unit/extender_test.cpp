@@ -1,0 +1,127 @@
+#include "scheduler/extender.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "scheduler_fixtures.h"
+#include "test/unit/fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::claim;
+using testing::device;
+
+// The Extender's verbs over an in-memory cluster: nodes n1 (zone a) and n2 (zone b).
+class ExtenderTest : public ::testing::Test {
+ protected:
+  ExtenderTest() {
+    for (const auto& [name, zone] : {std::pair{"n1", "a"}, std::pair{"n2", "b"}}) {
+      Node n;
+      n.meta.name = name;
+      n.meta.labels = {{"zone", zone}};
+      nodes_[name] = std::make_shared<const Node>(n);
+    }
+    addClaim(claim("c", 1));
+  }
+
+  void addClaim(ExtendedResourceClaim c) {
+    claims_[objectKey(c.meta.ns, c.meta.name)] = std::make_shared<const ExtendedResourceClaim>(c);
+  }
+  void addDevice(ExtendedResource d) {
+    index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
+  }
+  // A device pinned to `node` by name whose term also asks for a zone label.
+  static ExtendedResource pinnedInZone(const std::string& name, const std::string& node,
+                                       const std::string& op, const std::string& zone) {
+    ExtendedResource d = device(name, node, {});
+    d.nodeAffinity.terms[0].matchExpressions = {{"zone", op, {zone}}};
+    return d;
+  }
+  static json podJson() {
+    return {{"metadata",
+             {{"name", "p"},
+              {"namespace", "default"},
+              {"uid", "pod-uid"},
+              {"annotations", {{"extendedresource.io/claims", "c"}}}}}};
+  }
+  json nodeJson(const std::string& name) const {
+    return {{"metadata", {{"name", name}, {"labels", nodes_.at(name)->meta.labels}}}};
+  }
+  // The passing nodes of a filter in each mode, checked to agree.
+  std::vector<std::string> passing() {
+    const std::string names =
+        json{{"Pod", podJson()}, {"NodeNames", {"n1", "n2"}}, {"Nodes", nullptr}}.dump();
+    const std::string list = json{
+        {"Pod", podJson()},
+        {"Nodes", {{"items", {nodeJson("n1"), nodeJson("n2")}}}},
+        {"NodeNames", nullptr}}.dump();
+    std::vector<std::string> out[2];
+    int i = 0;
+    for (const std::string* body : {&names, &list}) {
+      const ExtenderArgs args = parseExtenderArgs(*body);
+      const FilterReply reply = extender_.filter(args);
+      EXPECT_TRUE(reply.error.empty()) << reply.error;
+      out[i++].assign(reply.passing.begin(), reply.passing.end());
+    }
+    EXPECT_EQ(out[0], out[1]) << "NodeNames and NodeList modes disagree";
+    return out[0];
+  }
+
+  std::map<std::string, ClaimPtr> claims_;
+  std::map<std::string, std::shared_ptr<const Node>> nodes_;
+  DeviceIndex index_;
+  testing::FakeApiClient api_;
+  Binder binder_{api_, index_, [this](const std::string& n) { return nodes_.at(n)->meta.labels; }};
+  Extender extender_{index_,
+                     [this](const std::string& key) -> ClaimPtr {
+                       auto it = claims_.find(key);
+                       return it == claims_.end() ? nullptr : it->second;
+                     },
+                     [this](const std::string& n) -> std::shared_ptr<const Node> {
+                       auto it = nodes_.find(n);
+                       return it == nodes_.end() ? nullptr : it->second;
+                     },
+                     binder_, ScoringStrategy::kBinpack};
+};
+
+TEST_F(ExtenderTest, PinnedDevicesAreOfferedOnTheirNodeOnly) {
+  addDevice(device("d", "n1", {}));
+  EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
+}
+
+// Requirements of one term are ANDed: a device named to n1 whose term also wants zone a is
+// there, one that wants zone b (or not zone a) is on no node at all.
+TEST_F(ExtenderTest, APinnedDeviceWhoseTermAlsoTestsLabelsNeedsThoseLabels) {
+  addDevice(pinnedInZone("d", "n1", "In", "b"));
+  EXPECT_EQ(passing(), std::vector<std::string>{});
+
+  addDevice(pinnedInZone("d", "n1", "In", "a"));
+  EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
+
+  addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
+  EXPECT_EQ(passing(), std::vector<std::string>{});
+
+  // The label test goes with the device: plain pinned devices are counted again.
+  index_.remove("d");
+  addDevice(device("d2", "n2", {}));
+  EXPECT_EQ(passing(), std::vector<std::string>{"n2"});
+}
+
+TEST_F(ExtenderTest, FilterAndBindAgreeOnAPinnedDeviceThatTestsLabels) {
+  addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
+  api_.seed(resources::kExtendedResources, index_.get("d")->toJson());
+  api_.seed(resources::kExtendedResourceClaims, claims_.at("default/c")->toJson());
+  json pod = podJson();
+  pod["metadata"].erase("uid");
+  const std::string uid = api_.seed(resources::kPods, pod)["metadata"]["uid"];
+
+  EXPECT_EQ(passing(), std::vector<std::string>{});
+  EXPECT_NE(extender_.bind({"p", "default", uid, "n1"}), "");
+  EXPECT_EQ(api_.bindings().size(), 0u);
+}
+
+}  // namespace
+}  // namespace ker
