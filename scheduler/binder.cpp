@@ -92,6 +92,9 @@ struct Binder::Attempt {
   // pod may have bound the claim too, with other devices.
   const ExtendedResourceClaim* unconfirmedClaim = nullptr;
   std::vector<std::string> unconfirmedDevices;
+  // UIDs of claims this attempt found already bound to the pod and rewrote: they stay so,
+  // and an undo keeps their devices, even the ones it bound to them again.
+  std::set<std::string> reusedClaims;
 };
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts)
@@ -160,8 +163,8 @@ void Binder::undo(Attempt& attempt) {
   }
   // A claim that could not be put back keeps its devices: it may be another call's now (one
   // that rewrote it to bind the pod with it), and otherwise the controller's repair pass
-  // releases the claim and its devices together.
-  std::set<std::string> kept;
+  // releases the claim and its devices together. So does a claim this attempt reused.
+  std::set<std::string> kept = attempt.reusedClaims;
   for (auto it = attempt.claims.rbegin(); it != attempt.claims.rend(); ++it) {
     try {
       api_.updateStatus(resources::kExtendedResourceClaims, it->meta.ns,
@@ -345,8 +348,17 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
       // written against the version it left, fail and keep the devices rather than free them
       // under the pod this call binds; if its undo came first, this write fails and the bind
       // is decided again on what it left.
-      api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
-                        markClaimReused(*claim).toJson());
+      // Counted as rewritten unless refused: a write whose reply was lost may have landed.
+      attempt.reusedClaims.insert(claim->meta.uid);
+      try {
+        api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
+                          markClaimReused(*claim).toJson());
+      } catch (const ApiError& e) {
+        if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
+          attempt.reusedClaims.erase(claim->meta.uid);
+        }
+        throw;
+      }
       stats_.apiWrites++;
     }
     stats_.apiWrites++;

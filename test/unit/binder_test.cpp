@@ -339,6 +339,22 @@ TEST_F(BinderTest, ARetriedBindBindsAgainADeviceALostReplyPutBack) {
   EXPECT_EQ(allocation["c"][0]["name"], "d1");
 }
 
+// The retry binds d1 to the claim again, then its Binding fails: the claim it reused stays
+// Bound to the pod and lists d1, so d1 must stay Bound to it too.
+TEST_F(BinderTest, AFailedRetryKeepsTheDevicesItBoundAgainToAReusedClaim) {
+  bindClaimToPodWithD1();
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
+
+  EXPECT_NE(binder_.bind(args()), "");
+  EXPECT_TRUE(api_.bindings().empty());
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+  EXPECT_EQ(claim("c").allocated, std::vector<std::string>{"d1"});
+  EXPECT_EQ(device("d1").phase, DevicePhase::kBound);
+  ASSERT_TRUE(device("d1").claimRef);
+  EXPECT_EQ(device("d1").claimRef->uid, claim("c").meta.uid);
+  EXPECT_EQ(index_.reservedCount(), 0u);
+}
+
 TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
   api_.seed(resources::kExtendedResourceClaims, claimJson("other"));
   auto d = device("d1");
