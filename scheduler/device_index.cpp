@@ -152,10 +152,10 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
 
 void DeviceIndex::upsert(DevicePtr device) {
   const std::string name = device->meta.name;
-  Entry entry{
-      device,
-      device->invalid.empty() && device->phase == DevicePhase::kAvailable && !device->meta.deleting,
-      onlyPinned(device->nodeAffinity)};
+  Entry entry{device,
+              device->invalid.empty() && device->phase == DevicePhase::kAvailable &&
+                  !device->claimRef && !device->meta.deleting,
+              onlyPinned(device->nodeAffinity)};
   {
     std::unique_lock lock(mu_);
     auto it = devices_.find(name);

@@ -117,7 +117,8 @@ class DeviceIndex {
   // the object worked out once at upsert instead of once per node and request.
   struct Entry {
     DevicePtr device;
-    bool eligible = false;  // valid, Available and not being deleted
+    // Valid, Available with no claimRef, and not being deleted: what a bind may take.
+    bool eligible = false;
     // Its affinity is single-value metadata.name In terms only, so every node it is indexed
     // under matches without evaluating the selector.
     bool pinnedOnly = false;

@@ -110,6 +110,17 @@ TEST_F(ExtenderTest, APinnedDeviceWhoseTermAlsoTestsLabelsNeedsThoseLabels) {
   EXPECT_EQ(passing(), std::vector<std::string>{"n2"});
 }
 
+// Available yet naming a claim (a hand-edited status): bind would refuse it, so filter does.
+TEST_F(ExtenderTest, AnAvailableDeviceThatStillNamesAClaimIsNotOffered) {
+  ExtendedResource d = device("d", "n1", {});
+  d.claimRef = ClaimRef{"default", "other", "uid-other"};
+  addDevice(d);
+  EXPECT_EQ(passing(), std::vector<std::string>{});
+  d.claimRef.reset();
+  addDevice(d);
+  EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
+}
+
 TEST_F(ExtenderTest, FilterAndBindAgreeOnAPinnedDeviceThatTestsLabels) {
   addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
   api_.seed(resources::kExtendedResources, index_.get("d")->toJson());
