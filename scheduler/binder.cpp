@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/api_error.h"
+#include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
 
 namespace ker {
@@ -254,18 +255,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
   // Claims are read fresh: the bind is the write path and must not trust a stale cache.
   PodClaims claims;
   try {
-    claims = resolveClaims(pod, [&](const std::string& key) -> ClaimPtr {
-      try {
-        return std::make_shared<const ExtendedResourceClaim>(
-            ExtendedResourceClaim::fromJson(api_.get(resources::kExtendedResourceClaims,
-                                                     pod.meta.ns, key.substr(key.find('/') + 1))));
-      } catch (const ApiError& e) {
-        if (e.isNotFound()) {
-          return nullptr;
-        }
-        throw;
-      }
-    });
+    claims = resolveClaims(pod, [&](const std::string& key) { return liveClaim(api_, key); });
   } catch (const ApiError& e) {
     error = std::string("reading claims: ") + e.what();
     return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;

@@ -9,6 +9,7 @@
 #include "common/informer.h"
 #include "common/metrics.h"
 #include "scheduler/binder.h"
+#include "scheduler/claim_lookup.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
 
@@ -56,7 +57,7 @@ struct ExtenderApp::Impl {
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                }),
         extender(
-            index, [this](const std::string& key) { return claims.get(key); },
+            index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
         handlers(extender, registry) {
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
