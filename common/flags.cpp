@@ -271,16 +271,19 @@ FlagParseResult FlagSet::parse(int argc, const char* const* argv) {
   auto fail = [&](const std::string& what) {
     return FlagParseResult{FlagParseResult::kError, program_ + ": " + what + "\n" + hint};
   };
-  positional_.clear();
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--") {
-      positional_.insert(positional_.end(), argv + i + 1, argv + argc);
+      if (i + 1 < argc) {
+        return fail("unexpected argument \"" + std::string(argv[i + 1]) + "\"");
+      }
       break;
     }
     if (arg.size() < 2 || arg[0] != '-') {
-      positional_.emplace_back(arg);
-      continue;
+      // No command takes arguments, so a stray word is a mistake: most often the value of a
+      // boolean written as a separate word, which would otherwise be silently dropped.
+      return fail("unexpected argument \"" + std::string(arg) +
+                  "\" (a boolean takes its value as --flag=false)");
     }
     arg.remove_prefix(arg[1] == '-' ? 2 : 1);
     std::string_view name = arg;

@@ -34,7 +34,8 @@ struct FlagParseResult {
 
 // A small command-line parser: `--name=value`, `--name value`, a single leading dash works too;
 // booleans accept `--flag` and `--flag=true|false` (a separate word is never consumed, as in
-// Go, so positional arguments stay unambiguous); `--` ends flag parsing. The add* methods
+// Go); `--` ends flag parsing. No command takes positional arguments, so any is an error. The
+// add* methods
 // return a pointer to the value, valid for the FlagSet's lifetime, holding the default until
 // parse() overwrites it.
 class FlagSet {
@@ -56,8 +57,6 @@ class FlagSet {
 
   // Whether the flag appeared on the command line (as opposed to holding its default).
   bool isSet(const std::string& name) const;
-  // Arguments that are not flags, in order.
-  const std::vector<std::string>& positional() const { return positional_; }
   std::string usage() const;
 
  private:
@@ -68,7 +67,6 @@ class FlagSet {
   std::string program_;
   std::string description_;
   std::vector<std::unique_ptr<Flag>> flags_;  // declaration order, used by usage()
-  std::vector<std::string> positional_;
 };
 
 }  // namespace ker

@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
   using std::chrono::milliseconds;
   using std::chrono::minutes;
   using std::chrono::seconds;
-  auto* kubeconfig = flags.addString("kubeconfig", "", "kubeconfig file (default: in-cluster)");
+  auto* kubeconfig = flags.addString(
+      "kubeconfig", "",
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
   auto* workers = flags.addInt("workers", 16, "concurrent claim reconciles (releases)");
   auto* deviceWorkers = flags.addInt("device-workers", 4, "concurrent device reconciles");
   auto* resync = flags.addDuration("resync-period", minutes(5),

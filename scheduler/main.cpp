@@ -15,11 +15,14 @@ int main(int argc, char** argv) {
   ker::FlagSet flags("extended-resource-scheduler",
                      "Scheduler extender that allocates ExtendedResources to the claims of pods "
                      "scheduled by the extended-resource-scheduler profile.");
-  auto* kubeconfig = flags.addString("kubeconfig", "", "kubeconfig file (default: in-cluster)");
+  auto* kubeconfig = flags.addString(
+      "kubeconfig", "",
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
   auto* bindAddress = flags.addString("bind-address", "0.0.0.0", "address to serve the verbs on");
   auto* port = flags.addInt("port", 8888, "port to serve filter, prioritize and bind on");
   auto* healthPort = flags.addInt(
-      "health-port", 0, "plain-HTTP port for /healthz, /readyz, /metrics (0: same as --port)");
+      "health-port", 0,
+      "plain-HTTP port for /healthz, /readyz, /metrics (0: served on --port, with its TLS)");
   auto* healthBindAddress =
       flags.addString("health-bind-address", "0.0.0.0", "address for --health-port");
   auto* tlsCert = flags.addString("tls-cert-file", "", "serving certificate (enables HTTPS)");

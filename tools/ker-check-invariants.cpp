@@ -23,7 +23,9 @@ std::vector<T> listTyped(ker::KubeClient& api, const ker::Resource& res) {
 int main(int argc, char** argv) {
   ker::FlagSet flags("ker-check-invariants",
                      "Checks the extended-resource invariants against a cluster's API state.");
-  auto* kubeconfig = flags.addString("kubeconfig", "", "kubeconfig file (default: in-cluster)");
+  auto* kubeconfig = flags.addString(
+      "kubeconfig", "",
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
     r.print();
     return r.exitCode();

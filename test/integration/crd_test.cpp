@@ -48,6 +48,16 @@ TEST_F(CrdTest, SchemaRejectsInvalidObjects) {
              ["operator"] = "Near";
   expectInvalid(resources::kExtendedResources, "", badOperator, "operator");
 
+  // Node field selectors take In or NotIn with exactly one name, as in core/v1.
+  json twoNames = deviceObject(uniqueName("bad"), "n1", "x.io/gpu", {});
+  twoNames["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] =
+      {"n1", "n2"};
+  expectInvalid(resources::kExtendedResources, "", twoNames, "values");
+  json fieldExists = deviceObject(uniqueName("bad"), "n1", "x.io/gpu", {});
+  fieldExists["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchFields"][0]
+             ["operator"] = "Exists";
+  expectInvalid(resources::kExtendedResources, "", fieldExists, "operator");
+
   expectInvalid(resources::kExtendedResourceClaims, "default",
                 claimObject("default", uniqueName("bad"), "x.io/gpu", 0), "extendedResourceNum");
 

@@ -81,12 +81,21 @@ TEST_F(FlagSetTest, ParsesBothValueForms) {
   EXPECT_FALSE(fs.isSet("unknown"));
 }
 
-TEST_F(FlagSetTest, BoolNeverConsumesTheNextWord) {
-  auto r = parseArgs(fs, {"--verbose", "false", "--", "--port=1"});
+TEST_F(FlagSetTest, BoolNeverConsumesTheNextWordAndAStrayWordIsAnError) {
+  auto r = parseArgs(fs, {"--verbose", "false"});
+  ASSERT_EQ(r.status, FlagParseResult::kError);
+  EXPECT_EQ(r.exitCode(), 2);
+  EXPECT_NE(r.message.find("unexpected argument \"false\""), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("--flag=false"), std::string::npos) << r.message;
+
+  r = parseArgs(fs, {"--verbose", "--", "--port=1"});
+  ASSERT_EQ(r.status, FlagParseResult::kError);
+  EXPECT_NE(r.message.find("unexpected argument \"--port=1\""), std::string::npos) << r.message;
+
+  r = parseArgs(fs, {"--verbose", "--"});
   ASSERT_EQ(r.status, FlagParseResult::kOk);
   EXPECT_TRUE(*verbose);
   EXPECT_EQ(*port, 8443);
-  EXPECT_EQ(fs.positional(), (std::vector<std::string>{"false", "--port=1"}));
 }
 
 TEST_F(FlagSetTest, EmptyValueAndNegativeNumbers) {
