@@ -238,7 +238,8 @@ void InformerCore::relist() {
       res_, opts_.ns, lo, opts_.pageSize,
       [&](nlohmann::json& obj) {
         if (Object decoded = decode(obj)) {
-          fresh[keyOf(obj)] = Item{std::move(decoded), metaString(obj, "resourceVersion")};
+          fresh[keyOf(obj)] =
+              Item{std::move(decoded), metaString(obj, "resourceVersion"), metaString(obj, "uid")};
         }
       },
       [&] { fresh.clear(); });
@@ -266,6 +267,10 @@ void InformerCore::relist() {
   for (const auto& [key, item] : fresh) {
     auto it = old.find(key);
     if (it == old.end()) {
+      fireAdd(item.obj);
+    } else if (it->second.uid != item.uid) {
+      // Deleted and created again while unwatched: handlers keyed by UID must see both.
+      fireDelete(it->second.obj);
       fireAdd(item.obj);
     } else if (it->second.resourceVersion != item.resourceVersion) {
       fireUpdate(it->second.obj, item.obj);
@@ -340,7 +345,7 @@ void InformerCore::apply(const nlohmann::json& obj, bool deleted) {
     if (deleted) {
       store_.erase(key);
     } else if (decoded) {
-      store_[key] = Item{decoded, rv};
+      store_[key] = Item{decoded, rv, metaString(obj, "uid")};
     }
     if (!rv.empty()) {
       lastRv_ = rv;

@@ -40,7 +40,8 @@ struct InformerOptions {
 // on the informer's thread. A clean end of the watch resumes from the last resourceVersion
 // seen (bookmarks included); an error resumes after a backoff; 410 Gone relists and
 // reconciles the cache against the list, firing onDelete for objects that vanished meanwhile,
-// onAdd for new ones and onUpdate for those whose resourceVersion changed. The cache is
+// onAdd for new ones, onUpdate for those whose resourceVersion changed, and onDelete then
+// onAdd for one deleted and created again under the same name (its UID changed). The cache is
 // updated before handlers run. Handler calls are serialized (watch and resync never
 // overlap); exceptions from handlers are logged and swallowed.
 class InformerCore {
@@ -83,6 +84,7 @@ class InformerCore {
   struct Item {
     Object obj;
     std::string resourceVersion;
+    std::string uid;
   };
   enum class WatchEnd { kClean, kError, kGone };
 

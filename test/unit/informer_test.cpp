@@ -257,6 +257,7 @@ TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
   api.seed(kWidgets, widget("ns", "a", "1"));
   api.seed(kWidgets, widget("ns", "b", "1"));
   api.seed(kWidgets, widget("ns", "c", "1"));
+  api.seed(kWidgets, widget("ns", "f", "1"));
   Informer<Widget> inf(api, kWidgets, fastOptions());
   Recorder rec;
   inf.addHandlers(rec.handlers());
@@ -277,14 +278,20 @@ TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
   api.create(kWidgets, "ns", widget("ns", "d", "1"));
   api.create(kWidgets, "ns", widget("ns", "e", "1"));
   api.remove(kWidgets, "ns", "e");  // created and deleted unseen: no event at all
+  // Deleted and created again under its name: a delete and an add, not an update.
+  api.remove(kWidgets, "ns", "f");
+  api.create(kWidgets, "ns", widget("ns", "f", "2"));
   api.compact();
   api.clearFailures();
 
   ASSERT_TRUE(eventually([&] { return inf.relists() == 1; }));
-  ASSERT_TRUE(rec.waitFor(3));
+  ASSERT_TRUE(rec.waitFor(5));
   std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(sorted(rec.events()),
-            (std::vector<std::string>{"add ns/d=1", "delete ns/a", "update ns/b 1->2"}));
+  const auto events = rec.events();
+  EXPECT_EQ(sorted(events), (std::vector<std::string>{"add ns/d=1", "add ns/f=2", "delete ns/a",
+                                                      "delete ns/f", "update ns/b 1->2"}));
+  EXPECT_LT(std::find(events.begin(), events.end(), "delete ns/f"),
+            std::find(events.begin(), events.end(), "add ns/f=2"));
   EXPECT_EQ(inf.get("ns/c"), cachedC) << "unchanged objects keep their cached instance";
   EXPECT_EQ(api.calls(Verb::kList), 2);
 
@@ -293,7 +300,7 @@ TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
   api.remove(kWidgets, "ns", "c");
   ASSERT_TRUE(rec.waitFor(1));
   EXPECT_EQ(rec.events(), (std::vector<std::string>{"delete ns/c"}));
-  EXPECT_EQ(inf.size(), 2u);
+  EXPECT_EQ(inf.size(), 3u);
 }
 
 TEST(Informer, ExpiredWatchRelistsQuietlyWhenNothingChanged) {
