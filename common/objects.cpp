@@ -453,10 +453,12 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
   c.raw = obj;
   if (!obj.is_object()) {
     c.invalid = std::string("expected a JSON object, got ") + obj.type_name();
+    c.statusReadable = false;
     return c;
   }
   Problems p;
   readMeta(obj, c.meta, p);
+  const bool metaReadable = p.empty();
   const json* spec = nullptr;
   p.check([&] { spec = objectMember(obj, "spec", "spec"); });
   if (spec) {
@@ -501,26 +503,31 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
   if (c.rawResourceName.empty()) {
     p.add("spec.rawResourceName: required");
   }
+  Problems ps;  // the status's own, kept apart to know whether it can be trusted
   const json* status = nullptr;
-  p.check([&] { status = objectMember(obj, "status", "status"); });
+  ps.check([&] { status = objectMember(obj, "status", "status"); });
   if (status) {
-    p.check([&] {
+    ps.check([&] {
       c.phase = readPhase(*status, {ClaimPhase::kPending, ClaimPhase::kBound, ClaimPhase::kLost},
                           ClaimPhase::kPending);
     });
-    p.check([&] {
+    ps.check([&] {
       c.allocated =
           stringListMember(*status, "extendedResourceNames", "status.extendedResourceNames");
     });
-    p.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
-    p.check([&] {
+    ps.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
+    ps.check([&] {
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
         c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
                           stringMember(*ref, "uid", "status.podRef.uid")};
       }
     });
-    p.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
-    p.check([&] { c.message = stringMember(*status, "message", "status.message"); });
+    ps.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
+    ps.check([&] { c.message = stringMember(*status, "message", "status.message"); });
+  }
+  c.statusReadable = metaReadable && ps.empty();
+  if (!ps.empty()) {
+    p.add(ps.text());
   }
   c.invalid = p.text();
   return c;

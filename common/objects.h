@@ -114,6 +114,9 @@ struct ExtendedResourceClaim {
   std::string reason;
   std::string message;
   std::string invalid;
+  // False when the metadata or status (not only the spec) is among what `invalid` names:
+  // then the status cannot be trusted to say what the claim holds.
+  bool statusReadable = true;
   RawObject raw;
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);

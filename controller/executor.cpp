@@ -56,6 +56,11 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   next.podRef.reset();
   next.reason = "Released";
   next.message = a.message;
+  if (!claim.invalid.empty()) {
+    // Still unusable as it stands: keep saying why (the Released event records the release).
+    next.reason = kInvalidReason;
+    next.message = claim.invalid;
+  }
   gate();
   bool claimDeleted = false;
   try {

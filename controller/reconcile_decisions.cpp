@@ -79,8 +79,9 @@ bool hasStatusPhase(const ExtendedResource& device) {
 
 Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
-  // An unparsable claim's status cannot be trusted to say what it holds.
-  if (!c.invalid.empty() || c.phase == ClaimPhase::kPending) {
+  // An unparsable status cannot be trusted to say what the claim holds. A claim invalid in
+  // its spec alone (a selector edited while Bound) is still released when its pod goes.
+  if (!c.statusReadable || c.phase == ClaimPhase::kPending) {
     return {Nothing{}, std::nullopt};
   }
   if (!c.podRef) {
@@ -172,7 +173,7 @@ Decision decideDevice(const DeviceView& v) {
     return {FreeDevice{"claim " + refName + " (uid " + ref.uid + ") no longer exists"},
             std::nullopt};
   }
-  if (!c->invalid.empty()) {
+  if (!c->statusReadable) {
     return {Nothing{}, std::nullopt};
   }
   const bool listed =

@@ -108,14 +108,18 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       forgetClaim(key);
       return ReconcileResult{};
     }
-    // Its status cannot be trusted to say what it holds, so nothing else is done with it.
+    // Marked first (the write brings it back). One whose status cannot be trusted to say
+    // what it holds is left at that; one invalid in its spec alone is still released when
+    // its pod goes, or it would keep its devices until someone mended the spec.
     if (!claim->invalid.empty()) {
       if (!markedInvalid(*claim)) {
         executor_.markClaimInvalid(*claim);
+        return ReconcileResult{};
       }
-      return ReconcileResult{};
-    }
-    if (claim->reason == kInvalidReason) {
+      if (!claim->statusReadable) {
+        return ReconcileResult{};
+      }
+    } else if (claim->reason == kInvalidReason) {
       executor_.clearClaimInvalid(*claim);
       return ReconcileResult{};  // the write brings it back with the status as it is now
     }

@@ -97,11 +97,20 @@ TEST_F(ClaimDecisionTest, PendingClaimNeedsNothingWhateverTheHolder) {
   as<action::Nothing>(decideClaim(view));
 }
 
-TEST_F(ClaimDecisionTest, InvalidClaimIsLeftAlone) {
-  claim.invalid = "spec.extendedResourceNum: expected an integer";
+TEST_F(ClaimDecisionTest, ClaimWithAnUnreadableStatusIsLeftAlone) {
+  claim.invalid = "status.podRef: expected an object";
+  claim.statusReadable = false;
   view.holder = nullptr;
   view.holderLive = true;
   as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, ClaimInvalidInItsSpecAloneIsStillReleasedWhenItsPodGoes) {
+  claim.invalid = "spec.metadataRequirements: values must be non-empty for In";
+  as<action::Nothing>(decideClaim(view));
+  view.holder = nullptr;
+  view.holderLive = true;
+  EXPECT_EQ(as<action::ReleaseClaim>(decideClaim(view)).cause, ReleaseCause::kPodDeleted);
 }
 
 TEST_F(ClaimDecisionTest, HolderMissingFromCacheIsVerifiedLiveFirst) {
@@ -409,8 +418,9 @@ TEST_F(DeviceDecisionTest, ListingResolvesTheSuspicion) {
   EXPECT_FALSE(d.suspectSince);
 }
 
-TEST_F(DeviceDecisionTest, InvalidClaimIsNeverGroundsToFree) {
+TEST_F(DeviceDecisionTest, AClaimWithAnUnreadableStatusIsNeverGroundsToFree) {
   claim.invalid = "status.extendedResourceNames: expected an array";
+  claim.statusReadable = false;
   claim.allocated.clear();
   view.suspectSince = kT0 - 1h;
   view.claimLive = true;

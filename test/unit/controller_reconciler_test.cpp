@@ -710,12 +710,25 @@ TEST_F(ReconcilerTest, InvalidClaimGetsAReasonAndAWarningOnce) {
   const json s = claim()["status"];
   EXPECT_EQ(s["reason"], "Invalid");
   EXPECT_EQ(s["message"], why);
-  EXPECT_EQ(s["phase"], "Bound") << "an unparsable claim is never released";
+  EXPECT_EQ(s["phase"], "Bound") << "marked first, decided on the next pass";
   EXPECT_EQ(s["extendedResourceNames"], json({"d0", "d1"}));
   auto warnings = eventsFor("ExtendedResourceClaim");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0]["type"], "Warning");
   EXPECT_EQ(warnings[0]["reason"], "Invalid");
+
+  // Only its spec is wrong, so its status still says what it holds: its pod is gone, so it
+  // is released with its devices, still saying why it is unusable.
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  const json released = claim()["status"];
+  EXPECT_EQ(released["phase"], "Pending");
+  EXPECT_FALSE(released.contains("extendedResourceNames"));
+  EXPECT_EQ(released["reason"], "Invalid");
+  EXPECT_EQ(released["message"], why);
+  for (const char* d : {"d0", "d1"}) {
+    EXPECT_EQ(device(d)["status"]["phase"], "Available") << d;
+  }
 
   caches.load(api);
   const auto rv = settledResourceVersion();
@@ -724,7 +737,31 @@ TEST_F(ReconcilerTest, InvalidClaimGetsAReasonAndAWarningOnce) {
     EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
   }
   expectUntouched(rv);
-  EXPECT_EQ(eventsFor("ExtendedResourceClaim").size(), 1u);
+  const auto events = eventsFor("ExtendedResourceClaim");
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const json& e) { return e["reason"] == "Invalid"; }),
+            1)
+      << "one warning for the problem, however often the claim is written";
+}
+
+TEST_F(ReconcilerTest, AClaimWhoseStatusIsUnreadableIsNeverReleased) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["podRef"] = "p";
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  ASSERT_FALSE(caches.claims["default/c"]->statusReadable);
+
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  EXPECT_EQ(claim()["status"]["phase"], "Bound");
+  EXPECT_EQ(claim()["status"]["reason"], "Invalid");
+  for (const char* d : {"d0", "d1"}) {
+    EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
+    EXPECT_EQ(device(d)["status"]["phase"], "Bound") << d;
+  }
 }
 
 TEST_F(ReconcilerTest, InvalidMarkIsConditionalOnTheObjectAsRead) {

@@ -422,6 +422,23 @@ TEST(ExtendedResourceClaim, BadNumbersAreInvalid) {
   EXPECT_EQ(ExtendedResourceClaim::fromJson(big).extendedResourceNum, 1024);
 }
 
+TEST(ExtendedResourceClaim, ASpecProblemLeavesTheStatusReadable) {
+  json j = json::parse(kClaimJson);
+  j["spec"]["extendedResourceNum"] = 0;
+  auto c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_FALSE(c.invalid.empty());
+  EXPECT_TRUE(c.statusReadable);
+
+  j["status"] = {{"phase", "Bound"}, {"podRef", "p"}};
+  c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_NE(c.invalid.find("status.podRef"), std::string::npos) << c.invalid;
+  EXPECT_NE(c.invalid.find("spec.extendedResourceNum"), std::string::npos) << c.invalid;
+  EXPECT_FALSE(c.statusReadable);
+
+  EXPECT_FALSE(ExtendedResourceClaim::fromJson(json::array()).statusReadable);
+  EXPECT_TRUE(ExtendedResourceClaim::fromJson(json::parse(kClaimJson)).statusReadable);
+}
+
 TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
   const std::vector<std::pair<const char*, json>> cases = {
       {"/spec/metadataRequirements", "type=k80"},
