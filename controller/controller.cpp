@@ -11,6 +11,7 @@ namespace {
 constexpr const char* kClaimPrefix = "claim:";
 constexpr const char* kDevicePrefix = "device:";
 constexpr const char* kNudgePrefix = "nudge:";
+constexpr const char* kRenudgePrefix = "renudge:";
 
 // Available in a status the API holds (an absent status is not: the reconciler writes it,
 // and that write is the event that counts).
@@ -212,6 +213,7 @@ void Controller::onDeviceChange(const ExtendedResource* old, const ExtendedResou
   if (writtenAvailable(d) && !(old && writtenAvailable(*old))) {
     reconciler_.requestNudge(d.rawResourceName);
     queue_.addAfter(kNudgePrefix + d.rawResourceName, opts_.nudgeDelay);
+    queue_.addAfter(kRenudgePrefix + d.rawResourceName, opts_.nudgeFollowUp);
   }
 }
 
@@ -233,6 +235,9 @@ void Controller::process(WorkQueue& queue, const std::string& key) {
   } else if (kind == "device") {
     r = reconciler_.reconcileDevice(rest);
   } else {
+    if (kind == "renudge") {
+      reconciler_.requestNudge(rest);
+    }
     r = reconciler_.nudge(rest);
   }
   metrics_.reconcileLatency.labels({kind}).observe(

@@ -31,16 +31,22 @@ struct ControllerOptions {
   // covers a burst (a release frees its devices one write at a time) and the extender's own
   // cache has seen them.
   Millis nudgeDelay{std::chrono::milliseconds(100)};
+  // And once more this long after: a pod kube-scheduler parked just after the first nudge
+  // (its filter ran on the extender's cache from before the release, or its Unschedulable
+  // condition reached this cache late) would otherwise wait for kube-scheduler's periodic
+  // flush of unschedulable pods, minutes by default. Pods nudged the first time and still
+  // waiting get this one too, at most once per second each.
+  Millis nudgeFollowUp{std::chrono::seconds(3)};
   ReconcilerOptions reconciler;
 };
 
 // The watch-driven loop: informer events become work-queue keys ("claim:ns/name",
-// "device:name", "nudge:rawResourceName"), which workers hand to the reconciler, retrying
-// failures with backoff and rechecking grace periods when they end. Devices have a queue and
-// workers of their own (as controller-runtime runs one controller per kind), so a backlog of
-// device work, e.g. thousands of new devices to initialize, never delays releases. Handlers
-// are registered on construction, so build the controller before starting the informers; keys
-// queue up until start(). Writes happen only while the gate is open.
+// "device:name", "nudge:rawResourceName", "renudge:rawResourceName"), which workers hand to the
+// reconciler, retrying failures with backoff and rechecking grace periods when they end. Devices
+// have a queue and workers of their own (as controller-runtime runs one controller per kind), so a
+// backlog of device work, e.g. thousands of new devices to initialize, never delays releases.
+// Handlers are registered on construction, so build the controller before starting the informers;
+// keys queue up until start(). Writes happen only while the gate is open.
 class Controller {
  public:
   Controller(ApiClient& api, Informer<WatchedPod>& pods, Informer<ExtendedResourceClaim>& claims,

@@ -63,6 +63,7 @@ class ControllerLoopTest : public ::testing::Test {
     ControllerOptions o;
     o.workers = 2;
     o.nudgeDelay = 20ms;
+    o.nudgeFollowUp = 300ms;
     o.reconciler.orphanGrace = grace;
     controller = std::make_unique<Controller>(
         api, pods, claims, devices, &events, registry, [this] { return leader.load(); }, o);
@@ -281,6 +282,31 @@ TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
   api.remove(resources::kPods, "default", "p");
   EXPECT_TRUE(eventually([&] { return annotation() != before; }));
   EXPECT_TRUE(released());
+}
+
+// kube-scheduler parks the pod only after the first nudge ran: the follow-up reaches it.
+TEST_F(ControllerLoopTest, APodParkedJustAfterTheNudgeGetsTheFollowUp) {
+  seedBoundCluster();
+  api.seed(resources::kExtendedResourceClaims, claimJson("w"));
+  api.seed(resources::kPods, podJson("late", "", "w", "Pending"));
+  start();
+  auto annotation = [&] {
+    return api.peek(resources::kPods, "default", "late")
+        .value()
+        .value("/metadata/annotations"_json_pointer, json::object())
+        .value(kRequeueAtAnnotation, "");
+  };
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 2; }));
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return reconciles("nudge", "success") >= 1; }));
+  EXPECT_EQ(annotation(), "") << "not parked yet when the first nudge ran";
+
+  auto parked = api.peek(resources::kPods, "default", "late").value();
+  parked["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  api.updateStatus(resources::kPods, "default", parked);
+  EXPECT_TRUE(eventually([&] { return annotation() != ""; }));
+  EXPECT_GE(reconciles("renudge", "success"), 1);
 }
 
 TEST_F(ControllerLoopTest, BindsByTheExtenderGetAnEvent) {
