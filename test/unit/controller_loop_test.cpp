@@ -105,6 +105,13 @@ class ControllerLoopTest : public ::testing::Test {
     auto d = api.peek(resources::kExtendedResources, "", name);
     return d ? d->value("/status/phase"_json_pointer, "") : "<gone>";
   }
+  // The nudge's mark on a pod; empty until it is nudged.
+  std::string requeueAt(const std::string& pod) {
+    return api.peek(resources::kPods, "default", pod)
+        .value()
+        .value("/metadata/annotations"_json_pointer, json::object())
+        .value(kRequeueAtAnnotation, "");
+  }
   bool released() {
     return claimPhase() == "Pending" && devicePhase("d0") == "Available" &&
            devicePhase("d1") == "Available";
@@ -270,12 +277,7 @@ TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
       {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
   api.seed(resources::kPods, waiting);
   start();
-  auto annotation = [&] {
-    return api.peek(resources::kPods, "default", "waiting")
-        .value()
-        .value("/metadata/annotations"_json_pointer, json::object())
-        .value(kRequeueAtAnnotation, "");
-  };
+  auto annotation = [&] { return requeueAt("waiting"); };
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 2; }));
   const std::string before = annotation();
   EXPECT_EQ(before, "") << "no device became Available yet";
@@ -290,12 +292,7 @@ TEST_F(ControllerLoopTest, APodParkedJustAfterTheNudgeGetsTheFollowUp) {
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
   api.seed(resources::kPods, podJson("late", "", "w", "Pending"));
   start();
-  auto annotation = [&] {
-    return api.peek(resources::kPods, "default", "late")
-        .value()
-        .value("/metadata/annotations"_json_pointer, json::object())
-        .value(kRequeueAtAnnotation, "");
-  };
+  auto annotation = [&] { return requeueAt("late"); };
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 2; }));
   api.remove(resources::kPods, "default", "p");
   ASSERT_TRUE(eventually([&] { return reconciles("nudge", "success") >= 1; }));
