@@ -34,10 +34,9 @@ struct FlagParseResult {
 
 // A small command-line parser: `--name=value`, `--name value`, a single leading dash works too;
 // booleans accept `--flag` and `--flag=true|false` (a separate word is never consumed, as in
-// Go); `--` ends flag parsing. No command takes positional arguments, so any is an error. The
-// add* methods
-// return a pointer to the value, valid for the FlagSet's lifetime, holding the default until
-// parse() overwrites it.
+// Go); `--` ends flag parsing. No command takes positional arguments, so any is an error.
+// The add* methods return a pointer to the value, valid for the FlagSet's lifetime, holding
+// the default until parse() overwrites it.
 class FlagSet {
  public:
   FlagSet(std::string program, std::string description);
