@@ -93,6 +93,9 @@ struct Binder::Attempt {
   // pod may have bound the claim too, with other devices.
   const ExtendedResourceClaim* unconfirmedClaim = nullptr;
   std::vector<std::string> unconfirmedDevices;
+  // Likewise a device write, with the UID of the claim it gave the device to.
+  std::string unconfirmedDevice;
+  std::string unconfirmedDeviceClaimUid;
   // UIDs of claims this attempt found already bound to the pod and rewrote: they stay so,
   // and an undo keeps their devices, even the ones it bound to them again.
   std::set<std::string> reusedClaims;
@@ -159,6 +162,18 @@ void Binder::undo(Attempt& attempt) {
       }
     } catch (const std::exception& e) {
       spdlog::warn("bind undo: claim {}/{} may be left bound: {}", c->meta.ns, c->meta.name,
+                   e.what());
+    }
+  }
+  if (!attempt.unconfirmedDevice.empty()) {
+    try {
+      auto live = ExtendedResource::fromJson(
+          api_.get(resources::kExtendedResources, "", attempt.unconfirmedDevice));
+      if (live.claimRef && live.claimRef->uid == attempt.unconfirmedDeviceClaimUid) {
+        attempt.devices.push_back(std::move(live));
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("bind undo: device {} may be left bound: {}", attempt.unconfirmedDevice,
                    e.what());
     }
   }
@@ -312,8 +327,11 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
           body["metadata"]["resourceVersion"] = "1";
         }
+        attempt.unconfirmedDevice = name;
+        attempt.unconfirmedDeviceClaimUid = claim->meta.uid;
         auto written =
             ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
+        attempt.unconfirmedDevice.clear();
         stats_.apiWrites++;
         attempt.devices.push_back(written);
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
@@ -376,6 +394,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
     error = e.what();
     if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
       attempt.unconfirmedClaim = nullptr;  // refused: nothing was written
+      attempt.unconfirmedDevice.clear();
     }
     undo(attempt);
     for (const auto& name : taken) {

@@ -312,6 +312,22 @@ TEST_F(BinderTest, AClaimWriteWhoseReplyIsLostIsUndoneWithItsDevices) {
   EXPECT_GE(binder_.stats().undos.load(), 1u);
 }
 
+// The first device write is applied but its reply lost: the undo reads the device and puts
+// it back, so the device the retry does not allocate is not left Bound to the claim.
+TEST_F(BinderTest, ADeviceWriteWhoseReplyIsLostIsUndone) {
+  api_.loseNextStatusReplies(resources::kExtendedResources);
+  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(api_.bindings().size(), 1u);
+  const auto c = claim("c");
+  ASSERT_EQ(c.allocated.size(), 1u);
+  for (const std::string name : {"d0", "d1"}) {
+    const bool listed = name == c.allocated[0];
+    EXPECT_EQ(device(name).phase, listed ? DevicePhase::kBound : DevicePhase::kAvailable) << name;
+    EXPECT_EQ(device(name).claimRef.has_value(), listed) << name;
+  }
+  EXPECT_GE(binder_.stats().undos.load(), 1u);
+}
+
 TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
   api_.loseNextStatusReplies(resources::kExtendedResourceClaims);
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
