@@ -43,6 +43,9 @@ class ApiError : public std::runtime_error {
   bool isGone() const { return kind_ == ApiErrorKind::kGone; }
   // Worth retrying the same request later (throttling, server errors, transport failures).
   bool isRetriable() const;
+  // The server answered with a client error (4xx): a write so refused was not applied. Any
+  // other failure (timeout, dropped connection, 5xx) may have been.
+  bool isRefused() const { return httpStatus_ >= 400 && httpStatus_ < 500; }
 
   // Builds an ApiError from an HTTP status, the response body (a metav1.Status when the
   // server sent one) and the Retry-After header value (empty when absent).

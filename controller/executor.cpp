@@ -54,13 +54,11 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   next.allocated.clear();
   next.nodeName.clear();
   next.podRef.reset();
-  next.reason = "Released";
-  next.message = a.message;
-  if (!claim.invalid.empty()) {
-    // Still unusable as it stands: keep saying why (the Released event records the release).
-    next.reason = kInvalidReason;
-    next.message = claim.invalid;
-  }
+  // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
+  // records the release).
+  const bool invalid = !claim.invalid.empty();
+  next.reason = invalid ? kInvalidReason : "Released";
+  next.message = invalid ? claim.invalid : a.message;
   gate();
   bool claimDeleted = false;
   try {

@@ -362,7 +362,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
                           markClaimReused(*claim).toJson());
       } catch (const ApiError& e) {
-        if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
+        if (e.isRefused()) {
           attempt.reusedClaims.erase(claim->meta.uid);
         }
         throw;
@@ -392,8 +392,8 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
     }
   } catch (const ApiError& e) {
     error = e.what();
-    if (e.httpStatus() >= 400 && e.httpStatus() < 500) {
-      attempt.unconfirmedClaim = nullptr;  // refused: nothing was written
+    if (e.isRefused()) {
+      attempt.unconfirmedClaim = nullptr;  // nothing was written
       attempt.unconfirmedDevice.clear();
     }
     undo(attempt);

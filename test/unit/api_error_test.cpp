@@ -112,6 +112,14 @@ TEST(ApiErrorTest, Retriable) {
   EXPECT_FALSE(ApiError(ApiErrorKind::kGone, 410, "Expired", "").isRetriable());
 }
 
+TEST(ApiErrorTest, OnlyClientErrorsAreRefusals) {
+  EXPECT_TRUE(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "").isRefused());
+  EXPECT_TRUE(ApiError(ApiErrorKind::kTooManyRequests, 429, "", "").isRefused());
+  EXPECT_FALSE(ApiError(ApiErrorKind::kTransport, 0, "", "reset").isRefused());
+  EXPECT_FALSE(ApiError(ApiErrorKind::kTimeout, 0, "", "deadline").isRefused());
+  EXPECT_FALSE(ApiError(ApiErrorKind::kServerError, 500, "", "").isRefused());
+}
+
 TEST(ApiErrorTest, TransportErrorWhatHasNoHttpStatus) {
   ApiError e(ApiErrorKind::kTransport, 0, "", "GET https://h/api: Connection refused");
   EXPECT_STREQ(e.what(), "Transport: GET https://h/api: Connection refused");
