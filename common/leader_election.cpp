@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
-#include <ctime>
 #include <random>
 #include <stdexcept>
 
@@ -32,94 +30,7 @@ int64_t intField(const json& obj, const char* key) {
   return it != obj.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
-// Reads `digits` decimal digits at text[pos], advancing pos; -1 when they are not there.
-int readNumber(const std::string& text, size_t& pos, int digits) {
-  int value = 0;
-  for (int i = 0; i < digits; ++i, ++pos) {
-    if (pos >= text.size() || !std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      return -1;
-    }
-    value = value * 10 + (text[pos] - '0');
-  }
-  return value;
-}
-
-bool expect(const std::string& text, size_t& pos, char c) {
-  if (pos < text.size() && (text[pos] == c || std::tolower(text[pos]) == c)) {
-    ++pos;
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
-
-std::string formatMicroTime(SystemTime t) {
-  const auto secs = std::chrono::floor<std::chrono::seconds>(t);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
-  const std::time_t tt = std::chrono::system_clock::to_time_t(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros));
-  return buf;
-}
-
-std::optional<SystemTime> parseMicroTime(const std::string& text) {
-  size_t pos = 0;
-  std::tm tm{};
-  const int year = readNumber(text, pos, 4);
-  const bool dateOk = year >= 0 && expect(text, pos, '-');
-  const int month = dateOk ? readNumber(text, pos, 2) : -1;
-  const int day = month >= 0 && expect(text, pos, '-') ? readNumber(text, pos, 2) : -1;
-  const int hour = day >= 0 && expect(text, pos, 't') ? readNumber(text, pos, 2) : -1;
-  const int minute = hour >= 0 && expect(text, pos, ':') ? readNumber(text, pos, 2) : -1;
-  const int second = minute >= 0 && expect(text, pos, ':') ? readNumber(text, pos, 2) : -1;
-  if (second < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-      second > 60) {
-    return std::nullopt;
-  }
-  int64_t nanos = 0;
-  if (expect(text, pos, '.')) {
-    int64_t scale = 100000000;
-    const size_t start = pos;
-    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      nanos += (text[pos] - '0') * scale;
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) {
-      return std::nullopt;
-    }
-  }
-  int64_t offsetSeconds = 0;
-  if (!expect(text, pos, 'z')) {
-    if (pos >= text.size() || (text[pos] != '+' && text[pos] != '-')) {
-      return std::nullopt;
-    }
-    const int sign = text[pos++] == '-' ? -1 : 1;
-    const int oh = readNumber(text, pos, 2);
-    const int om = oh >= 0 && expect(text, pos, ':') ? readNumber(text, pos, 2) : -1;
-    if (om < 0) {
-      return std::nullopt;
-    }
-    offsetSeconds = sign * (oh * 3600 + om * 60);
-  }
-  if (pos != text.size()) {
-    return std::nullopt;
-  }
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const int64_t secs = static_cast<int64_t>(timegm(&tm)) - offsetSeconds;
-  return SystemTime(std::chrono::duration_cast<SystemTime::duration>(
-      std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
-}
 
 std::string defaultIdentity() {
   char host[256] = {};
@@ -153,8 +64,8 @@ LeaderElector::~LeaderElector() {
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
-  const SystemTime now = config_.clock();
-  const std::string nowText = formatMicroTime(now);
+  const SteadyTime now = config_.monotonic();
+  const std::string nowText = formatMicroTime(config_.clock());
   json lease;
   try {
     lease = api_.get(resources::kLeases, config_.ns, config_.name);
@@ -181,6 +92,8 @@ bool LeaderElector::tryAcquireOrRenew() {
     }
     std::lock_guard lock(mu_);
     observed_ = config_.identity;
+    observedSpec_ = fresh["spec"].dump();
+    observedAt_ = now;
     return true;
   } catch (const std::exception& e) {
     log::warn("reading the lease failed", {{"lease", config_.name}, {"error", e.what()}});
@@ -192,21 +105,29 @@ bool LeaderElector::tryAcquireOrRenew() {
   }
   json& spec = lease["spec"];
   const std::string holder = stringField(spec, "holderIdentity");
+  const int64_t durationSeconds = intField(spec, "leaseDurationSeconds");
+  // A lease without a usable duration is held as long as ours would be.
+  const auto duration = durationSeconds > 0
+                            ? std::chrono::milliseconds(std::chrono::seconds(durationSeconds))
+                            : config_.leaseDuration;
   std::string newLeader;
+  bool expired;
   {
     std::lock_guard lock(mu_);
     if (holder != observed_) {
       observed_ = holder;
       newLeader = holder;
     }
+    std::string seen = spec.dump();
+    if (seen != observedSpec_) {
+      observedSpec_ = std::move(seen);
+      observedAt_ = now;
+    }
+    expired = holder.empty() || observedAt_ + duration < now;
   }
   if (!newLeader.empty() && newLeader != config_.identity && callbacks_.onNewLeader) {
     callbacks_.onNewLeader(newLeader);
   }
-  const auto renewed = parseMicroTime(stringField(spec, "renewTime"));
-  const bool expired =
-      holder.empty() || !renewed ||
-      *renewed + std::chrono::seconds(intField(spec, "leaseDurationSeconds")) < now;
   if (holder != config_.identity && !expired) {
     return false;
   }
@@ -225,11 +146,13 @@ bool LeaderElector::tryAcquireOrRenew() {
   }
   std::lock_guard lock(mu_);
   observed_ = config_.identity;
+  observedSpec_ = spec.dump();
+  observedAt_ = now;
   return true;
 }
 
 bool LeaderElector::step() {
-  const SystemTime started = config_.clock();
+  const SteadyTime started = config_.monotonic();
   const bool held = tryAcquireOrRenew();
   bool started_leading = false;
   bool lost = false;
@@ -240,7 +163,7 @@ bool LeaderElector::step() {
       lastRenew_ = started;
       started_leading = !leading_;
       leading_ = true;
-    } else if (leading_ && config_.clock() - lastRenew_ >= config_.renewDeadline) {
+    } else if (leading_ && config_.monotonic() - lastRenew_ >= config_.renewDeadline) {
       leading_ = false;
       lost = true;
     }
@@ -269,7 +192,7 @@ void LeaderElector::loseLeadership() {
 
 bool LeaderElector::isLeader() const {
   std::lock_guard lock(mu_);
-  return leading_ && config_.clock() - lastRenew_ < config_.renewDeadline;
+  return leading_ && config_.monotonic() - lastRenew_ < config_.renewDeadline;
 }
 
 std::string LeaderElector::observedLeader() const {

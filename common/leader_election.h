@@ -5,15 +5,15 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/api_client.h"
+#include "common/micro_time.h"
 
 namespace ker {
 
-using SystemTime = std::chrono::system_clock::time_point;
+using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct LeaderElectionConfig {
   std::string ns = "kube-system";
@@ -25,6 +25,10 @@ struct LeaderElectionConfig {
   // be shorter than leaseDuration so it stops before anyone else can take over.
   std::chrono::milliseconds renewDeadline{std::chrono::seconds(10)};
   std::chrono::milliseconds retryPeriod{std::chrono::seconds(2)};  // between attempts
+  // Every duration above is timed on this clock. Wall clocks of different nodes disagree and
+  // jump, so expiry never compares another process's timestamp with ours.
+  std::function<SteadyTime()> monotonic = std::chrono::steady_clock::now;
+  // Only for the acquireTime and renewTime written to the lease, which people read.
   std::function<SystemTime()> clock = std::chrono::system_clock::now;
 };
 
@@ -37,9 +41,13 @@ struct LeaderCallbacks {
 };
 
 // Leader election over a coordination.k8s.io/v1 Lease, as client-go's leaderelection: the
-// lease is taken when absent (create) or expired (renewTime + leaseDurationSeconds < now;
-// update with a resourceVersion precondition, leaseTransitions bumped), renewed every retry
-// period, and lost when no renewal succeeded within the renew deadline.
+// lease is taken when absent (create), released (empty holder) or expired (update with a
+// resourceVersion precondition, leaseTransitions bumped), renewed every retry period, and
+// lost when no renewal succeeded within the renew deadline. Expired means this process has
+// seen the same lease spec for longer than its leaseDurationSeconds: the holder's renewTime
+// is never compared with the local clock, so clock skew between nodes cannot let two leaders
+// overlap. A newly started candidate therefore waits one lease duration before it takes a
+// lease its holder left behind without releasing it.
 class LeaderElector {
  public:
   LeaderElector(ApiClient& api, LeaderElectionConfig config, LeaderCallbacks callbacks);
@@ -58,7 +66,7 @@ class LeaderElector {
   // for it to expire, and onStoppedLeading fires. Idempotent.
   void stop();
 
-  // One round at clock(): acquire or renew, then fire the callbacks a change of state calls
+  // One round at monotonic(): acquire or renew, then fire the callbacks a change of state calls
   // for. Returns false once leadership held by this elector was lost (the loop ends there).
   bool step();
 
@@ -84,17 +92,15 @@ class LeaderElector {
   std::condition_variable wake_;
   bool stopping_ = false;
   bool leading_ = false;
-  SystemTime lastRenew_{};
-  std::string observed_;
+  SteadyTime lastRenew_{};
+  std::string observed_;  // holder
+  // The lease spec last read or written, and when it was first seen in that form.
+  std::string observedSpec_;
+  SteadyTime observedAt_{};
   std::thread thread_;
 };
 
 // hostname + "_" + a random suffix, unique per process.
 std::string defaultIdentity();
-
-// metav1.MicroTime: "2006-01-02T15:04:05.000000Z".
-std::string formatMicroTime(SystemTime t);
-// Parses RFC 3339 with any fraction (or none) and a Z or ±hh:mm offset; nullopt otherwise.
-std::optional<SystemTime> parseMicroTime(const std::string& text);
 
 }  // namespace ker

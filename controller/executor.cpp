@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/api_error.h"
-#include "common/leader_election.h"
 #include "common/logging.h"
+#include "common/micro_time.h"
 
 namespace ker {
 

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   auto* leaseNamespace =
       flags.addString("leader-elect-namespace", "kube-system", "Lease namespace");
   auto* leaseDuration = flags.addDuration("leader-elect-lease-duration", seconds(15),
-                                          "how long others wait after the last renewal");
+                                          "how long others wait after they last saw it renewed");
   auto* renewDeadline = flags.addDuration("leader-elect-renew-deadline", seconds(10),
                                           "give up leading when not renewed for this long");
   auto* retryPeriod = flags.addDuration("leader-elect-retry-period", seconds(2),

@@ -14,25 +14,35 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FakeApiClient;
 
-// A clock tests move by hand; thread-safe because the elector may read it from its thread.
+const SystemTime kStart = SystemTime(std::chrono::seconds(1'800'000'000));
+const SteadyTime kSteadyStart = SteadyTime(std::chrono::hours(100));
+
+// Clocks tests move by hand: time passing moves both, a wall-clock jump (NTP, a skewed node)
+// only the wall clock. Thread-safe because the elector may read them from its thread.
 class ManualClock {
  public:
-  explicit ManualClock(SystemTime start) : now_(start) {}
-  SystemTime now() const {
+  SystemTime wall() const {
     std::lock_guard lock(mu_);
-    return now_;
+    return kStart + elapsed_ + jump_;
+  }
+  SteadyTime steady() const {
+    std::lock_guard lock(mu_);
+    return kSteadyStart + elapsed_;
   }
   void advance(std::chrono::milliseconds d) {
     std::lock_guard lock(mu_);
-    now_ += d;
+    elapsed_ += d;
+  }
+  void jumpWall(std::chrono::milliseconds d) {
+    std::lock_guard lock(mu_);
+    jump_ += d;
   }
 
  private:
   mutable std::mutex mu_;
-  SystemTime now_;
+  std::chrono::milliseconds elapsed_{0};
+  std::chrono::milliseconds jump_{0};
 };
-
-const SystemTime kStart = SystemTime(std::chrono::seconds(1'800'000'000));
 
 // A fake API server where another writer changes the lease right after each read of it, once
 // armed: the elector's update must then fail its resourceVersion precondition.
@@ -59,7 +69,8 @@ class LeaderElectionTest : public ::testing::Test {
     c.ns = "kube-system";
     c.name = "ctl";
     c.identity = identity;
-    c.clock = [this] { return clock.now(); };
+    c.clock = [this] { return clock.wall(); };
+    c.monotonic = [this] { return clock.steady(); };
     LeaderCallbacks cb;
     cb.onStartedLeading = [this] { ++started; };
     cb.onStoppedLeading = [this] { ++stopped; };
@@ -71,6 +82,14 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   nlohmann::json lease() { return api.peek(resources::kLeases, "kube-system", "ctl").value(); }
+
+  // The other holder renews: the spec changes, whatever its renewTime says.
+  void renewAs(const std::string& holder, SystemTime renewed) {
+    auto l = lease();
+    l["spec"]["holderIdentity"] = holder;
+    l["spec"]["renewTime"] = formatMicroTime(renewed);
+    api.update(resources::kLeases, "kube-system", l);
+  }
 
   void seedLease(const std::string& holder, SystemTime renewed, int transitions = 3) {
     api.seed(resources::kLeases, {{"apiVersion", "coordination.k8s.io/v1"},
@@ -85,7 +104,7 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   RacingApi api;
-  ManualClock clock{kStart};
+  ManualClock clock;
   std::atomic<int> started{0};
   std::atomic<int> stopped{0};
   std::mutex mu;
@@ -132,63 +151,123 @@ TEST_F(LeaderElectionTest, LeavesAValidLeaseOfAnotherHolderAlone) {
   EXPECT_EQ(newLeaders, std::vector<std::string>{"other"});
 }
 
-TEST_F(LeaderElectionTest, TakesAnExpiredLeaseBumpingTransitions) {
-  seedLease("other", kStart - 16s);
+TEST_F(LeaderElectionTest, TakesALeaseSeenUnchangedForItsDurationBumpingTransitions) {
+  // Its renewTime is an hour old by our clock, but expiry runs from when we first saw it.
+  seedLease("other", kStart - 1h);
   auto e = elector("me");
+  EXPECT_TRUE(e->step());
+  EXPECT_FALSE(e->isLeader()) << "a lease first seen now is valid for its whole duration";
+  clock.advance(15s);
+  e->step();
+  EXPECT_FALSE(e->isLeader()) << "seen for exactly its duration is not yet expired";
+  clock.advance(1ms);
   EXPECT_TRUE(e->step());
   EXPECT_TRUE(e->isLeader());
   auto spec = lease()["spec"];
   EXPECT_EQ(spec["holderIdentity"], "me");
   EXPECT_EQ(spec["leaseTransitions"], 4);
-  EXPECT_EQ(spec["acquireTime"], formatMicroTime(kStart));
-  EXPECT_EQ(spec["renewTime"], formatMicroTime(kStart));
+  EXPECT_EQ(spec["acquireTime"], formatMicroTime(kStart + 15001ms));
+  EXPECT_EQ(spec["renewTime"], formatMicroTime(kStart + 15001ms));
 }
 
-TEST_F(LeaderElectionTest, LeaseExpiresExactlyAfterItsDuration) {
-  seedLease("other", kStart - 15s);
+TEST_F(LeaderElectionTest, EveryRenewalSeenRestartsTheExpiry) {
+  seedLease("other", kStart);
   auto e = elector("me");
   e->step();
-  EXPECT_FALSE(e->isLeader()) << "renewTime + duration == now is not yet expired";
-  clock.advance(1ms);
+  clock.advance(10s);
+  renewAs("other", kStart + 10s);
+  e->step();
+  clock.advance(10s);
+  e->step();
+  EXPECT_FALSE(e->isLeader()) << "20s since first seen, but only 10s since the renewal";
+  clock.advance(6s);
   e->step();
   EXPECT_TRUE(e->isLeader());
 }
 
-TEST_F(LeaderElectionTest, TakesAReleasedOrGarbledLease) {
+TEST_F(LeaderElectionTest, ClockSkewNeitherExpiresALiveLeaseNorKeepsADeadOne) {
+  // The holder's clock is an hour behind ours: each renewal looks long expired by wall time.
+  seedLease("other", kStart - 1h);
+  auto e = elector("me");
+  for (int i = 0; i < 10; ++i) {
+    e->step();
+    EXPECT_FALSE(e->isLeader()) << "round " << i;
+    clock.advance(2s);
+    renewAs("other", kStart - 1h + (i + 1) * 2s);
+  }
+  // Now its clock is a day ahead: the lease looks fresh by wall time until tomorrow.
+  renewAs("other", kStart + 24h);
+  e->step();
+  clock.advance(16s);
+  e->step();
+  EXPECT_TRUE(e->isLeader()) << "a holder that stopped renewing loses the lease on time";
+}
+
+TEST_F(LeaderElectionTest, AWallClockJumpDoesNotEndLeadership) {
+  auto e = elector("me");
+  e->step();
+  api.failNext(FakeApiClient::Verb::kUpdate,
+               ApiError(ApiErrorKind::kServerError, 500, "InternalError", "etcd down"));
+  clock.jumpWall(1h);
+  EXPECT_TRUE(e->step());
+  EXPECT_TRUE(e->isLeader()) << "one failed renewal a moment after the last is within deadline";
+  clock.jumpWall(-2h);
+  clock.advance(2s);
+  EXPECT_TRUE(e->step());
+  EXPECT_TRUE(e->isLeader());
+  EXPECT_EQ(lease()["spec"]["renewTime"], formatMicroTime(kStart - 1h + 2s))
+      << "the lease still shows the wall time, for people";
+}
+
+TEST_F(LeaderElectionTest, TakesAReleasedLeaseAtOnce) {
   seedLease("", kStart);
   auto e = elector("me");
   e->step();
   EXPECT_TRUE(e->isLeader());
   EXPECT_EQ(lease()["spec"]["leaseTransitions"], 4);
+}
 
-  api.remove(resources::kLeases, "kube-system", "ctl");
+TEST_F(LeaderElectionTest, ALeaseWithoutADurationIsHeldAsLongAsOurs) {
   api.seed(resources::kLeases, {{"metadata", {{"name", "ctl"}, {"namespace", "kube-system"}}},
                                 {"spec", {{"holderIdentity", "x"}, {"renewTime", "yesterday"}}}});
-  auto e2 = elector("me2");
-  e2->step();
-  EXPECT_TRUE(e2->isLeader()) << "an unreadable renewTime counts as expired";
+  auto e = elector("me");
+  e->step();
+  EXPECT_FALSE(e->isLeader());
+  clock.advance(15s);
+  e->step();
+  EXPECT_FALSE(e->isLeader());
+  clock.advance(1ms);
+  e->step();
+  EXPECT_TRUE(e->isLeader());
 }
 
 TEST_F(LeaderElectionTest, LosesTheRaceOnConflict) {
-  seedLease("other", kStart - 1min);
+  seedLease("other", kStart);
+  auto e = elector("me");
+  e->step();
+  clock.advance(16s);
   api.failNext(FakeApiClient::Verb::kUpdate,
                ApiError(ApiErrorKind::kConflict, 409, "Conflict", "modified"));
-  auto e = elector("me");
   EXPECT_TRUE(e->step());
   EXPECT_FALSE(e->isLeader());
   EXPECT_EQ(lease()["spec"]["holderIdentity"], "other");
 }
 
 TEST_F(LeaderElectionTest, AWriteBetweenReadAndUpdateDefeatsTheTakeover) {
-  seedLease("other", kStart - 1min);
-  api.race = true;
+  seedLease("other", kStart);
   auto e = elector("me");
+  e->step();
+  clock.advance(16s);
+  api.race = true;
   EXPECT_TRUE(e->step());
   EXPECT_FALSE(e->isLeader());
   EXPECT_EQ(lease()["spec"]["holderIdentity"], "other");
   EXPECT_EQ(lease()["spec"]["leaseTransitions"], 99);
   e->step();
-  EXPECT_TRUE(e->isLeader()) << "the next round reads the new version and takes it";
+  EXPECT_FALSE(e->isLeader()) << "the write is a sign of life: the expiry starts again";
+  clock.advance(16s);
+  e->step();
+  EXPECT_TRUE(e->isLeader());
   EXPECT_EQ(lease()["spec"]["leaseTransitions"], 100);
 }
 
@@ -360,29 +439,6 @@ TEST(LeaderElectionConfigTest, Validate) {
   bad = c;
   bad.retryPeriod = 0ms;
   EXPECT_THROW(LeaderElector::validate(bad), std::invalid_argument);
-}
-
-TEST(MicroTimeTest, FormatsWithMicrosecondsInUtc) {
-  const SystemTime t = SystemTime(std::chrono::seconds(1136214245)) + 123456789ns;
-  EXPECT_EQ(formatMicroTime(t), "2006-01-02T15:04:05.123456Z");
-  EXPECT_EQ(formatMicroTime(SystemTime(std::chrono::seconds(1136214245))),
-            "2006-01-02T15:04:05.000000Z");
-}
-
-TEST(MicroTimeTest, ParsesTheApiFormsAndRejectsOthers) {
-  const SystemTime base = SystemTime(std::chrono::seconds(1136214245));
-  EXPECT_EQ(parseMicroTime("2006-01-02T15:04:05.000000Z"), base);
-  EXPECT_EQ(parseMicroTime("2006-01-02T15:04:05Z"), base);
-  EXPECT_EQ(parseMicroTime("2006-01-02T15:04:05.5Z"), base + 500ms);
-  EXPECT_EQ(parseMicroTime("2006-01-02T15:04:05.123456Z"), base + 123456us);
-  EXPECT_EQ(parseMicroTime("2006-01-02T17:04:05+02:00"), base);
-  EXPECT_EQ(parseMicroTime("2006-01-02T08:04:05.000-07:00"), base);
-  EXPECT_EQ(parseMicroTime(formatMicroTime(base + 42us)), base + 42us);
-  for (const char* bad :
-       {"", "2006-01-02", "2006-01-02T15:04:05", "2006-13-02T15:04:05Z", "2006-01-02T15:04:05.Z",
-        "2006-01-02T15:04:05Zjunk", "yesterday", "2006-01-02T15:04:05+0200"}) {
-    EXPECT_FALSE(parseMicroTime(bad)) << bad;
-  }
 }
 
 TEST(IdentityTest, HostnameAndARandomSuffix) {
