@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <set>
+#include <stdexcept>
 #include <string_view>
 
 #include "common/api_error.h"
@@ -99,10 +100,24 @@ struct Binder::Attempt {
   // UIDs of claims this attempt found already bound to the pod and rewrote: they stay so,
   // and an undo keeps their devices, even the ones it bound to them again.
   std::set<std::string> reusedClaims;
+  std::chrono::steady_clock::time_point deadline;
 };
 
-Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts)
-    : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), maxAttempts_(maxAttempts) {}
+// The bind ran out of time before a write; never retried within the call.
+struct DeadlinePassed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
+               BinderOptions options)
+    : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), options_(std::move(options)) {}
+
+void Binder::beforeWrite(const Attempt& attempt) const {
+  if (options_.clock() > attempt.deadline) {
+    throw DeadlinePassed("bind passed its " + std::to_string(options_.deadline.count()) +
+                         "ms deadline before it finished writing; what it wrote is undone");
+  }
+}
 
 std::string Binder::bind(const BindingArgs& args) {
   {
@@ -121,9 +136,10 @@ std::string Binder::bind(const BindingArgs& args) {
       binder.binding_.erase(uid);
     }
   } release{*this, args.podUid};
+  const auto deadline = options_.clock() + options_.deadline;
   std::string error;
-  for (int i = 0; i < maxAttempts_; ++i) {
-    switch (attempt(args, error)) {
+  for (int i = 0; i < options_.maxAttempts; ++i) {
+    switch (attempt(args, deadline, error)) {
       case Outcome::kDone:
         stats_.binds++;
         return {};
@@ -136,7 +152,7 @@ std::string Binder::bind(const BindingArgs& args) {
     }
   }
   stats_.failures++;
-  return "gave up after " + std::to_string(maxAttempts_) + " attempts: " + error;
+  return "gave up after " + std::to_string(options_.maxAttempts) + " attempts: " + error;
 }
 
 void Binder::refreshDevice(const std::string& name) {
@@ -223,6 +239,7 @@ DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::s
                    "device " + name + " of claim " + objectKey(claim.meta.ns, claim.meta.name) +
                        " is no longer bound to it");
   }
+  beforeWrite(attempt);
   auto written = ExtendedResource::fromJson(api_.updateStatus(
       resources::kExtendedResources, "",
       markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson()));
@@ -242,7 +259,9 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
   return std::nullopt;
 }
 
-Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
+Binder::Outcome Binder::attempt(const BindingArgs& args,
+                                std::chrono::steady_clock::time_point deadline,
+                                std::string& error) {
   Pod pod;
   try {
     pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
@@ -291,6 +310,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
 
   Attempt attempt;
   attempt.podUid = pod.meta.uid;
+  attempt.deadline = deadline;
   std::vector<std::string> taken;
   for (const auto& [key, names] : plan.assignment) {
     taken.insert(taken.end(), names.begin(), names.end());
@@ -327,6 +347,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
           body["metadata"]["resourceVersion"] = "1";
         }
+        beforeWrite(attempt);
         attempt.unconfirmedDevice = name;
         attempt.unconfirmedDeviceClaimUid = claim->meta.uid;
         auto written =
@@ -337,6 +358,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
         keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
         annotation[claim->meta.name].push_back(keepAlive.back().get());
       }
+      beforeWrite(attempt);
       attempt.unconfirmedClaim = claim.get();
       attempt.unconfirmedDevices = names;
       auto bound = ExtendedResourceClaim::fromJson(
@@ -357,6 +379,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
       // under the pod this call binds; if its undo came first, this write fails and the bind
       // is decided again on what it left.
       // Counted as rewritten unless refused: a write whose reply was lost may have landed.
+      beforeWrite(attempt);
       attempt.reusedClaims.insert(claim->meta.uid);
       try {
         api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
@@ -369,6 +392,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, std::string& error) {
       }
       stats_.apiWrites++;
     }
+    beforeWrite(attempt);
     stats_.apiWrites++;
     try {
       api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -25,6 +26,16 @@ struct BinderStats {
   std::atomic<uint64_t> apiWrites{0};
 };
 
+struct BinderOptions {
+  int maxAttempts = 5;
+  // No write of a bind starts later than this after the call began; past it the attempt is
+  // undone and the bind fails. It fences a bind that stalled (a frozen process, API calls
+  // timing out in a row) from finishing after the controller, whose orphan grace ran out,
+  // repaired what it had half written: keep it below that grace minus the API timeout.
+  std::chrono::milliseconds deadline{std::chrono::seconds(30)};
+  std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
+};
+
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the
 // API, then binds the pod. Devices are written first with resourceVersion preconditions, so
 // the API server decides every race for a device; then the claims; then one Binding that sets
@@ -34,7 +45,8 @@ struct BinderStats {
 // that call's undo conflicts instead of freeing them. Safe to call concurrently.
 class Binder {
  public:
-  Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels, int maxAttempts = 5);
+  Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
+         BinderOptions options = {});
 
   // Fault injection for tests and chaos runs: the next n device writes carry a stale
   // resourceVersion, so the API server rejects them with a real 409 Conflict.
@@ -55,18 +67,21 @@ class Binder {
  private:
   enum class Outcome { kDone, kRetry, kFail };
   struct Attempt;
-  Outcome attempt(const BindingArgs& args, std::string& error);
+  Outcome attempt(const BindingArgs& args, std::chrono::steady_clock::time_point deadline,
+                  std::string& error);
   void undo(Attempt& attempt);
   void refreshDevice(const std::string& name);
   DevicePtr reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
                           const std::string& podUid, Attempt& attempt);
+  // Throws when the bind's deadline has passed: the next write must not start.
+  void beforeWrite(const Attempt& attempt) const;
   // The pod as the API server has it now, if it is still the same pod (same UID).
   std::optional<Pod> livePod(const Pod& pod);
 
   ApiClient& api_;
   DeviceIndex& index_;
   NodeLabelsLookup nodeLabels_;
-  int maxAttempts_;
+  BinderOptions options_;
   std::atomic<int> staleWrites_{0};
   std::function<void()> plannedHook_;
   BinderStats stats_;

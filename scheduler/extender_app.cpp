@@ -55,7 +55,8 @@ struct ExtenderApp::Impl {
                    return cached->meta.labels;
                  }
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
-               }),
+               },
+               {.deadline = config.bindDeadline}),
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),

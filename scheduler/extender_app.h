@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@ struct ExtenderConfig {
   std::string pathPrefix = "/";  // the path part of kube-scheduler's urlPrefix
   ScoringStrategy scoring = ScoringStrategy::kBinpack;
   size_t maxBodyBytes = size_t{64} << 20;
+  std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
   size_t threads = 16;
 };
 

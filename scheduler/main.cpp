@@ -1,5 +1,6 @@
 // extended-resource-scheduler: the scheduler extender that kube-scheduler calls to filter,
 // prioritize and bind pods that claim devices.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
                                   "binpack: prefer nodes left with the fewest matching free "
                                   "devices; spread: the most");
   auto* maxBody = flags.addInt("max-body-bytes", 64 << 20, "largest request body accepted");
+  auto* bindDeadline =
+      flags.addDuration("bind-deadline", std::chrono::seconds(30),
+                        "a bind starts no write after this; keep it below the controller's "
+                        "--orphan-grace-period minus 30s");
   auto* logFormat = flags.addString("log-format", "text", "text or json");
   auto* verbosity = flags.addInt("v", 0, "log verbosity");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
@@ -42,11 +47,13 @@ int main(int argc, char** argv) {
   }
   auto format = ker::log::parseFormat(*logFormat);
   if (!format || (*scoring != "binpack" && *scoring != "spread") ||
-      (tlsCert->empty() != tlsKey->empty()) || (!clientCa->empty() && tlsCert->empty())) {
+      (tlsCert->empty() != tlsKey->empty()) || (!clientCa->empty() && tlsCert->empty()) ||
+      *maxBody <= 0 || bindDeadline->count() <= 0) {
     std::fprintf(stderr,
                  "invalid flags: --log-format is text|json, --scoring is binpack|spread, "
-                 "--tls-cert-file and --tls-private-key-file go together, and "
-                 "--client-ca-file needs them\n");
+                 "--tls-cert-file and --tls-private-key-file go together, "
+                 "--client-ca-file needs them, and --max-body-bytes and --bind-deadline "
+                 "are positive\n");
     return 2;
   }
   ker::log::init(*format, static_cast<int>(*verbosity));
@@ -65,6 +72,7 @@ int main(int argc, char** argv) {
     config.scoring =
         *scoring == "spread" ? ker::ScoringStrategy::kSpread : ker::ScoringStrategy::kBinpack;
     config.maxBodyBytes = static_cast<size_t>(*maxBody);
+    config.bindDeadline = *bindDeadline;
     ker::ExtenderApp app(api, config);
     app.start();
     int sig = ker::waitForTerminationSignal();

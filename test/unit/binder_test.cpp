@@ -493,5 +493,84 @@ TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
   }
 }
 
+// Runs afterStatusWrite once each status write has been applied: a test moves its clock
+// there, as a bind that stalls (a frozen process, API calls timing out in a row) would see it.
+class StallingApi : public FakeApiClient {
+ public:
+  std::function<void(const Resource&)> afterStatusWrite;
+  nlohmann::json updateStatus(const Resource& res, const std::string& ns,
+                              const nlohmann::json& obj) override {
+    auto written = FakeApiClient::updateStatus(res, ns, obj);
+    afterStatusWrite(res);
+    return written;
+  }
+};
+
+class BinderDeadlineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const auto& name : {"d0", "d1"}) {
+      index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
+          api.seed(resources::kExtendedResources, deviceJson(name, "n1")))));
+    }
+    api.seed(resources::kExtendedResourceClaims, claimJson("c"));
+    podUid = api.seed(resources::kPods, podJson("p", "c"))["metadata"]["uid"];
+  }
+  // Each status write of `res` takes `stall`; the bind's deadline is 30s.
+  std::string bindStalling(const Resource& res, std::chrono::milliseconds stall) {
+    api.afterStatusWrite = [&, stall](const Resource& written) {
+      if (written.plural == res.plural) {
+        now += stall;
+      }
+    };
+    Binder binder(api, index,
+                  [](const std::string&) { return std::map<std::string, std::string>{}; },
+                  {.deadline = std::chrono::seconds(30), .clock = [this] { return now; }});
+    return binder.bind({"p", "default", podUid, "n1"});
+  }
+  void expectNothingLeftAllocated() {
+    const auto c = ExtendedResourceClaim::fromJson(
+        *api.peek(resources::kExtendedResourceClaims, "default", "c"));
+    EXPECT_EQ(c.phase, ClaimPhase::kPending);
+    EXPECT_TRUE(c.allocated.empty());
+    for (const auto& name : {"d0", "d1"}) {
+      const auto d = ExtendedResource::fromJson(*api.peek(resources::kExtendedResources, "", name));
+      EXPECT_EQ(d.phase, DevicePhase::kAvailable) << name;
+      EXPECT_FALSE(d.claimRef) << name;
+    }
+    EXPECT_TRUE(api.bindings().empty());
+    EXPECT_EQ(index.reservedCount(), 0u);
+  }
+
+  StallingApi api;
+  DeviceIndex index;
+  std::string podUid;
+  std::chrono::steady_clock::time_point now{};
+};
+
+TEST_F(BinderDeadlineTest, AStallAfterTheDeviceWriteStopsTheClaimWriteAndUndoes) {
+  const std::string error = bindStalling(resources::kExtendedResources, std::chrono::seconds(31));
+  EXPECT_NE(error.find("deadline"), std::string::npos) << error;
+  EXPECT_EQ(api.calls(Verb::kBind), 0);
+  expectNothingLeftAllocated();
+}
+
+TEST_F(BinderDeadlineTest, AStallAfterTheClaimWriteStopsTheBindingAndUndoes) {
+  const std::string error =
+      bindStalling(resources::kExtendedResourceClaims, std::chrono::seconds(31));
+  EXPECT_NE(error.find("deadline"), std::string::npos) << error;
+  EXPECT_EQ(api.calls(Verb::kBind), 0);
+  expectNothingLeftAllocated();
+}
+
+TEST_F(BinderDeadlineTest, ASlowBindWhoseWritesAllStartInTimeCompletes) {
+  EXPECT_EQ(bindStalling(resources::kExtendedResourceClaims, std::chrono::seconds(30)), "");
+  ASSERT_EQ(api.bindings().size(), 1u);
+  EXPECT_EQ(
+      ExtendedResourceClaim::fromJson(*api.peek(resources::kExtendedResourceClaims, "default", "c"))
+          .phase,
+      ClaimPhase::kBound);
+}
+
 }  // namespace
 }  // namespace ker
