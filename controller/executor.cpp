@@ -99,12 +99,13 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   const std::string message =
       "claim " + key(claim) + (claimDeleted ? " was deleted" : " was released");
   for (const auto& name : claim.allocated) {
-    switch (freeReleasedDevice(name, claim, cached(name), reason, message)) {
+    std::string triedVersion;
+    switch (freeReleasedDevice(name, claim, cached(name), reason, message, triedVersion)) {
       case FreeResult::kFreed:
         out.freed.push_back(name);
         break;
       case FreeResult::kFailed:
-        out.failed.push_back(name);
+        out.failed[name] = triedVersion;
         break;
       case FreeResult::kNothingToDo:
         break;
@@ -113,11 +114,9 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   return out;
 }
 
-Executor::FreeResult Executor::freeReleasedDevice(const std::string& name,
-                                                  const ExtendedResourceClaim& claim,
-                                                  const CachedDevice& cached,
-                                                  const std::string& reason,
-                                                  const std::string& message) {
+Executor::FreeResult Executor::freeReleasedDevice(
+    const std::string& name, const ExtendedResourceClaim& claim, const CachedDevice& cached,
+    const std::string& reason, const std::string& message, std::string& triedVersion) {
   std::optional<ExtendedResource> device;
   if (cached && isBoundTo(*cached, claim)) {
     device = *cached;
@@ -136,6 +135,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name,
           return FreeResult::kNothingToDo;
         }
         log::warn("reading a released device failed", {{"device", name}, {"error", e.what()}});
+        triedVersion.clear();
         return FreeResult::kFailed;
       }
       if (!isBoundTo(*device, claim)) {
@@ -143,6 +143,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name,
       }
     }
     gate();
+    triedVersion = device->meta.resourceVersion;
     try {
       api_.updateStatus(resources::kExtendedResources, "",
                         available(*device, reason, message).toJson());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,8 +38,10 @@ class Executor {
            SystemClock clock = std::chrono::system_clock::now);
 
   struct ReleaseOutcome {
-    std::vector<std::string> freed;   // devices written back to Available
-    std::vector<std::string> failed;  // devices still Bound to the released claim
+    std::vector<std::string> freed;  // devices written back to Available
+    // Devices still Bound to the released claim, each with the resourceVersion its last
+    // failed write carried ("" when it could not be read).
+    std::map<std::string, std::string> failed;
   };
   using DeviceLookup = std::function<CachedDevice(const std::string& name)>;
 
@@ -73,9 +76,10 @@ class Executor {
 
  private:
   enum class FreeResult { kFreed, kNothingToDo, kFailed };
+  // triedVersion: the resourceVersion of the last write tried, "" when none was.
   FreeResult freeReleasedDevice(const std::string& name, const ExtendedResourceClaim& claim,
                                 const CachedDevice& cached, const std::string& reason,
-                                const std::string& message);
+                                const std::string& message, std::string& triedVersion);
   template <class Object>
   void patchInvalid(const Object& obj, const Resource& res, nlohmann::json status);
   template <class Object>

@@ -98,9 +98,9 @@ struct DeviceView {
   // The claim named by the device's claimRef, whatever its UID; nullptr when there is none.
   const ExtendedResourceClaim* claim = nullptr;
   bool claimLive = false;
-  // This controller released the claim (this UID) while the claim listed the device. The
-  // extender only allocates Available devices, so the device cannot be part of a bind in
-  // flight and need not wait out the grace period.
+  // This controller released the claim while it listed the device, failed to free the
+  // device, and nothing has written the device since (same resourceVersion). The extender
+  // only takes Available devices, so no bind in flight can be using it: no grace is needed.
   bool releasedWithClaim = false;
   SteadyTime now;
   std::optional<SteadyTime> suspectSince;

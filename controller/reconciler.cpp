@@ -172,13 +172,11 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     } else if (const auto* release = std::get_if<action::ReleaseClaim>(&d.action)) {
       auto out = executor_.releaseClaim(*claim, *release,
                                         [&](const std::string& n) { return caches_.device(n); });
-      if (!out.failed.empty()) {
-        std::lock_guard lock(mu_);
-        for (const auto& name : out.failed) {
-          releasedDevices_[name] = claim->meta.uid;
-        }
+      std::lock_guard lock(mu_);
+      for (const auto& [name, version] : out.failed) {
+        releasedDevices_[name] = version;
+        r.devicesToRetry.push_back(name);
       }
-      r.devicesToRetry = std::move(out.failed);
     } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
       executor_.markClaimLost(*claim, *lost);
     } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
@@ -221,8 +219,10 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       std::lock_guard lock(mu_);
       auto it = releasedDevices_.find(name);
       if (it != releasedDevices_.end()) {
-        v.releasedWithClaim = device->phase == DevicePhase::kBound && device->claimRef &&
-                              !it->second.empty() && it->second == device->claimRef->uid;
+        // Unchanged since the failed free: any later write, the free's own whose reply was
+        // lost or a bind that took the device again for the reused claim, ends the shortcut.
+        v.releasedWithClaim = device->phase == DevicePhase::kBound && !it->second.empty() &&
+                              it->second == device->meta.resourceVersion;
         if (!v.releasedWithClaim) {
           releasedDevices_.erase(it);
         }

@@ -77,9 +77,10 @@ class Reconciler {
   mutable std::mutex mu_;
   std::map<std::string, SteadyTime> claimSuspects_;
   std::map<std::string, SteadyTime> deviceSuspects_;
-  std::map<std::string, std::string> releasedDevices_;  // device -> UID of the claim released
-  std::map<std::string, SteadyTime> lastNudged_;        // pod UID -> when
-  std::map<std::string, SteadyTime> nudgeTriggered_;    // rawResourceName -> when
+  // Device -> its resourceVersion when freeing it after its claim's release failed.
+  std::map<std::string, std::string> releasedDevices_;
+  std::map<std::string, SteadyTime> lastNudged_;      // pod UID -> when
+  std::map<std::string, SteadyTime> nudgeTriggered_;  // rawResourceName -> when
 };
 
 }  // namespace ker

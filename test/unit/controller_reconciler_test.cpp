@@ -460,6 +460,27 @@ TEST_F(ReconcilerTest, DeviceLeftBoundByAFailedWriteIsFreedWithoutGrace) {
   EXPECT_EQ(reconciler->remembered(), 0u);
 }
 
+// The failed free's reply was lost after it landed, and a bind for a new pod took the device
+// again for the same, reused claim: the device is Bound to that claim's UID once more but not
+// yet listed by it. It is mid-bind, so it waits out the grace like any other.
+TEST_F(ReconcilerTest, ADeviceWrittenAgainAfterAFailedFreeWaitsOutTheGrace) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  api.failDeviceWrites = 1;
+  ASSERT_EQ(reconciler->reconcileClaim("default/c").devicesToRetry, std::vector<std::string>{"d0"});
+  auto d0 = device("d0");
+  d0["status"]["message"] = "taken again by a bind for claim c";
+  api.updateStatus(resources::kExtendedResources, "", d0);
+
+  caches.load(api);
+  const auto r = reconciler->reconcileDevice("d0");
+  EXPECT_EQ(r.status, Status::kDone);
+  EXPECT_TRUE(r.requeueAfter) << "within the grace period";
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
+  EXPECT_EQ(device("d0")["status"]["claimRef"]["uid"], claim()["metadata"]["uid"]);
+}
+
 TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   seedBoundCluster();
   api.remove(resources::kExtendedResources, "", "d1");
