@@ -121,7 +121,9 @@ bool LeaderElector::tryAcquireOrRenew() {
     std::string seen = spec.dump();
     if (seen != observedSpec_) {
       observedSpec_ = std::move(seen);
-      observedAt_ = now;
+      // Seen when the read returned, not when it was sent: a slow read may carry a renewal
+      // made long after it started. (Expiry below still compares with the earlier `now`.)
+      observedAt_ = config_.monotonic();
     }
     expired = holder.empty() || observedAt_ + duration < now;
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "fake_api_client.h"
 
@@ -49,6 +50,9 @@ class ManualClock {
 class RacingApi : public FakeApiClient {
  public:
   nlohmann::json get(const Resource& res, const std::string& ns, const std::string& name) override {
+    if (auto fn = std::exchange(whileReading, nullptr)) {
+      fn();
+    }
     auto obj = FakeApiClient::get(res, ns, name);
     if (race.exchange(false)) {
       auto changed = obj;
@@ -58,6 +62,7 @@ class RacingApi : public FakeApiClient {
     return obj;
   }
   std::atomic<bool> race{false};
+  std::function<void()> whileReading;  // runs once, inside the next get
 };
 
 class LeaderElectionTest : public ::testing::Test {
@@ -181,6 +186,27 @@ TEST_F(LeaderElectionTest, EveryRenewalSeenRestartsTheExpiry) {
   e->step();
   EXPECT_FALSE(e->isLeader()) << "20s since first seen, but only 10s since the renewal";
   clock.advance(6s);
+  e->step();
+  EXPECT_TRUE(e->isLeader());
+}
+
+TEST_F(LeaderElectionTest, ARenewalSeenByASlowReadCountsFromWhenTheReadReturned) {
+  seedLease("other", kStart);
+  auto e = elector("me");
+  e->step();
+  // The read takes 14s, and the holder renews just before it returns.
+  api.whileReading = [&] {
+    clock.advance(14s);
+    renewAs("other", kStart + 14s);
+  };
+  e->step();
+  clock.advance(2s);
+  e->step();
+  EXPECT_FALSE(e->isLeader()) << "renewed 2s ago, though 16s after the read began";
+  clock.advance(13s);
+  e->step();
+  EXPECT_FALSE(e->isLeader());
+  clock.advance(1ms);
   e->step();
   EXPECT_TRUE(e->isLeader());
 }
