@@ -44,18 +44,21 @@ ReconcileResult Reconciler::guarded(F&& body) {
   return r;
 }
 
-std::optional<SteadyTime> Reconciler::suspect(std::map<std::string, SteadyTime>& m,
-                                              const std::string& key) {
+std::optional<SteadyTime> Reconciler::suspect(const Suspicions& m, const std::string& key,
+                                              const std::string& resourceVersion) const {
   std::lock_guard lock(mu_);
   auto it = m.find(key);
-  return it == m.end() ? std::nullopt : std::optional(it->second);
+  if (it == m.end() || it->second.resourceVersion != resourceVersion) {
+    return std::nullopt;
+  }
+  return it->second.since;
 }
 
-void Reconciler::setSuspect(std::map<std::string, SteadyTime>& m, const std::string& key,
-                            std::optional<SteadyTime> since) {
+void Reconciler::setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
+                            const std::string& resourceVersion) {
   std::lock_guard lock(mu_);
   if (since) {
-    m[key] = *since;
+    m[key] = Suspicion{*since, resourceVersion};
   } else {
     m.erase(key);
   }
@@ -127,7 +130,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     v.claim = claim.get();
     v.now = opts_.clock();
     v.grace = opts_.orphanGrace;
-    v.suspectSince = suspect(claimSuspects_, key);
+    v.suspectSince = suspect(claimSuspects_, key, claim->meta.resourceVersion);
     std::shared_ptr<const Pod> holder;
     if (claim->podRef) {
       holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
@@ -164,7 +167,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       }
       d = decideClaim(v);
     }
-    setSuspect(claimSuspects_, key, d.suspectSince);
+    setSuspect(claimSuspects_, key, d.suspectSince, claim->meta.resourceVersion);
 
     ReconcileResult r;
     if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
@@ -209,7 +212,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     v.device = device.get();
     v.now = opts_.clock();
     v.grace = opts_.orphanGrace;
-    v.suspectSince = suspect(deviceSuspects_, name);
+    v.suspectSince = suspect(deviceSuspects_, name, device->meta.resourceVersion);
     CachedClaim claim;
     if (device->claimRef) {
       claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
@@ -240,7 +243,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       v.claimLive = true;
       d = decideDevice(v);
     }
-    setSuspect(deviceSuspects_, name, d.suspectSince);
+    setSuspect(deviceSuspects_, name, d.suspectSince, device->meta.resourceVersion);
 
     ReconcileResult r;
     if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {

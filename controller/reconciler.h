@@ -41,8 +41,8 @@ struct ReconcileResult {
 
 // One reconcile per object: reads the caches, asks the pure decisions, confirms with a live
 // read when they ask for it, and applies the action through the executor. Remembers in memory
-// since when a suspicious state has been seen (the grace clocks) and which devices belonged to
-// claims it released. Thread-safe; never called for the same key twice at once.
+// since when an object has looked half-written, unchanged (the grace clocks), and which devices
+// belonged to claims it released. Thread-safe; never called for the same key twice at once.
 class Reconciler {
  public:
   Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
@@ -62,9 +62,17 @@ class Reconciler {
  private:
   template <class F>
   ReconcileResult guarded(F&& body);
-  std::optional<SteadyTime> suspect(std::map<std::string, SteadyTime>& m, const std::string& key);
-  void setSuspect(std::map<std::string, SteadyTime>& m, const std::string& key,
-                  std::optional<SteadyTime> since);
+  // Since when the object has looked half-written, in this same version: any write to it
+  // (a retried bind rewriting it, say) is a sign of life and starts the grace again.
+  struct Suspicion {
+    SteadyTime since;
+    std::string resourceVersion;
+  };
+  using Suspicions = std::map<std::string, Suspicion>;
+  std::optional<SteadyTime> suspect(const Suspicions& m, const std::string& key,
+                                    const std::string& resourceVersion) const;
+  void setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
+                  const std::string& resourceVersion);
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 
@@ -75,8 +83,8 @@ class Reconciler {
   const ReconcilerOptions opts_;
 
   mutable std::mutex mu_;
-  std::map<std::string, SteadyTime> claimSuspects_;
-  std::map<std::string, SteadyTime> deviceSuspects_;
+  Suspicions claimSuspects_;
+  Suspicions deviceSuspects_;
   // Device -> its resourceVersion when freeing it after its claim's release failed.
   std::map<std::string, std::string> releasedDevices_;
   std::map<std::string, SteadyTime> lastNudged_;      // pod UID -> when

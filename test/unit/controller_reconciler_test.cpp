@@ -614,6 +614,40 @@ TEST_F(ReconcilerTest, ClaimOfAPodThatNeverGotANodeIsReleasedAfterGrace) {
   EXPECT_NE(rv, api.resourceVersion());
 }
 
+// A retried bind rewrites the claim it reuses just before the grace runs out, and its
+// Binding is still on the way: the rewrite is a sign of life and starts the grace again.
+TEST_F(ReconcilerTest, ARewriteOfASuspectClaimStartsItsGraceAgain) {
+  seedBoundCluster("Pending", "");
+  reconciler->reconcileClaim("default/c");
+  now += 2min - 1s;
+  auto c = claim();
+  c["status"]["message"] = "allocated to pod p on node n1 (bind retried)";
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  caches.load(api);
+  const auto rv = settledResourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").requeueAfter, 2min);
+  now += 2s;
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").requeueAfter, 2min - 2s);
+  expectUntouched(rv);
+  now += 2min;
+  reconciler->reconcileClaim("default/c");
+  expectReleased();
+}
+
+// Likewise a device a retried bind wrote again.
+TEST_F(ReconcilerTest, ARewriteOfASuspectDeviceStartsItsGraceAgain) {
+  seedMidBind();
+  reconciler->reconcileDevice("d0");
+  now += 2min - 1s;
+  auto d = device("d0");
+  d["status"]["message"] = "bound again";
+  api.updateStatus(resources::kExtendedResources, "", d);
+  caches.load(api);
+  now += 2s;
+  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 2min);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
+}
+
 TEST_F(ReconcilerTest, PodBoundMeanwhileKeepsItsClaimDespiteAStaleCache) {
   seedBoundCluster("Pending", "");
   reconciler->reconcileClaim("default/c");
