@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/request_deadline.h"
 #include "common/watch_decoder.h"
 
 namespace ker {
@@ -283,7 +284,8 @@ struct KubeClient::Impl {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     // One request at a time per handle: HTTP/2 multiplexing would buy nothing here.
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts.connectTimeout.count()));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::min(opts.connectTimeout, timeout).count()));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
@@ -326,14 +328,15 @@ struct KubeClient::Impl {
     return headers;
   }
 
-  Response performOnce(const Request& req) {
+  // timeout: the whole try's, connecting included.
+  Response performOnce(const Request& req, std::chrono::milliseconds timeout) {
     auto handle = pool.acquire();
     CURL* h = handle.get();
     char errorBuffer[CURL_ERROR_SIZE] = {};
     Slist connectToList;
     std::string url = baseUrl + req.path;
-    Slist headers = configure(h, url, req.body ? req.contentType : nullptr, opts.requestTimeout,
-                              connectToList, errorBuffer);
+    Slist headers = configure(h, url, req.body ? req.contentType : nullptr, timeout, connectToList,
+                              errorBuffer);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // lists can be large; let them compress
     BodyReader reader{req.body ? std::string_view(*req.body) : std::string_view(), 0};
     if (req.body) {
@@ -386,7 +389,14 @@ struct KubeClient::Impl {
 
   nlohmann::json call(const Request& req) {
     for (int attempt = 0;; ++attempt) {
-      Response resp = performOnce(req);
+      const auto left = RequestDeadline::remaining();
+      if (left && left->count() <= 0) {
+        throw ApiError(ApiErrorKind::kTimeout, 0, "",
+                       std::string(req.method) + " " + config.server + req.path +
+                           ": not sent: the caller's deadline has passed");
+      }
+      Response resp =
+          performOnce(req, left ? std::min(opts.requestTimeout, *left) : opts.requestTimeout);
       bool retriable = false;
       std::optional<ApiError> error;
       if (resp.result != CURLE_OK) {
@@ -402,6 +412,9 @@ struct KubeClient::Impl {
         throw *error;
       }
       auto delay = backoff(attempt, *error);
+      if (const auto now = RequestDeadline::remaining(); now && *now <= delay) {
+        throw *error;  // the retry could not start in time
+      }
       spdlog::debug("{} {}: {}; retry {} of {} in {} ms", req.method, req.path, error->what(),
                     attempt + 1, opts.maxRetries, delay.count());
       std::this_thread::sleep_for(delay);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/api_error.h"
+#include "common/request_deadline.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
 
@@ -249,6 +250,8 @@ DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::s
 }
 
 std::optional<Pod> Binder::livePod(const Pod& pod) {
+  // Whether a cut-off Binding landed decides between done and undo: asked whatever the time.
+  RequestDeadline unfenced(std::nullopt);
   try {
     auto live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
     if (live.meta.uid == pod.meta.uid) {
@@ -326,6 +329,9 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
   std::map<std::string, std::vector<const ExtendedResource*>> annotation;
   std::vector<DevicePtr> keepAlive;
   try {
+    // The calls below are cut off at the deadline too, rather than let a retry or a slow
+    // reply carry a write past it; the undo in the handlers runs without it.
+    RequestDeadline fence(RequestDeadline::Clock::now() + (deadline - options_.clock()));
     for (const auto& claim : claims.pending) {
       const auto key = objectKey(claim->meta.ns, claim->meta.name);
       const auto& names = plan.assignment.at(key);

@@ -28,10 +28,11 @@ struct BinderStats {
 
 struct BinderOptions {
   int maxAttempts = 5;
-  // No write of a bind starts later than this after the call began; past it the attempt is
-  // undone and the bind fails. It fences a bind that stalled (a frozen process, API calls
-  // timing out in a row) from finishing after the controller, whose orphan grace ran out,
-  // repaired what it had half written: keep it below that grace minus the API timeout.
+  // No write of a bind starts later than this after the call began, and calls in flight are
+  // cut off then; the attempt is undone and the bind fails. It fences a bind that stalled
+  // (API calls timing out or retried in a row, a paused process) from finishing after the
+  // controller, whose orphan grace ran out, repaired what it had half written: keep it well
+  // below that grace (a write the API server received just before the cut may still land).
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
   std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
 };

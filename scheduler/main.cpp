@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
   auto* maxBody = flags.addInt("max-body-bytes", 64 << 20, "largest request body accepted");
   auto* bindDeadline =
       flags.addDuration("bind-deadline", std::chrono::seconds(30),
-                        "a bind starts no write after this; keep it below the controller's "
-                        "--orphan-grace-period minus 30s");
+                        "a bind starts no write after this, and calls in flight are cut off; "
+                        "keep it well below the controller's --orphan-grace-period");
   auto* logFormat = flags.addString("log-format", "text", "text or json");
   auto* verbosity = flags.addInt("v", 0, "log verbosity");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {

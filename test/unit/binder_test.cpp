@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/api_error.h"
+#include "common/request_deadline.h"
 #include "fake_api_client.h"
 
 namespace ker {
@@ -498,8 +499,11 @@ TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
 class StallingApi : public FakeApiClient {
  public:
   std::function<void(const Resource&)> afterStatusWrite;
+  // Whether each status write ran under a RequestDeadline, in order.
+  std::vector<bool> fenced;
   nlohmann::json updateStatus(const Resource& res, const std::string& ns,
                               const nlohmann::json& obj) override {
+    fenced.push_back(RequestDeadline::remaining().has_value());
     auto written = FakeApiClient::updateStatus(res, ns, obj);
     afterStatusWrite(res);
     return written;
@@ -551,14 +555,18 @@ class BinderDeadlineTest : public ::testing::Test {
 TEST_F(BinderDeadlineTest, AStallAfterTheDeviceWriteStopsTheClaimWriteAndUndoes) {
   const std::string error = bindStalling(resources::kExtendedResources, std::chrono::seconds(31));
   EXPECT_NE(error.find("deadline"), std::string::npos) << error;
+  EXPECT_EQ(error.rfind("gave up", 0), std::string::npos) << "failed, not retried: " << error;
   EXPECT_EQ(api.calls(Verb::kBind), 0);
   expectNothingLeftAllocated();
+  EXPECT_EQ(api.fenced, (std::vector<bool>{true, false}))
+      << "the device write ran under the deadline, its undo without";
 }
 
 TEST_F(BinderDeadlineTest, AStallAfterTheClaimWriteStopsTheBindingAndUndoes) {
   const std::string error =
       bindStalling(resources::kExtendedResourceClaims, std::chrono::seconds(31));
   EXPECT_NE(error.find("deadline"), std::string::npos) << error;
+  EXPECT_EQ(error.rfind("gave up", 0), std::string::npos) << "failed, not retried: " << error;
   EXPECT_EQ(api.calls(Verb::kBind), 0);
   expectNothingLeftAllocated();
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/request_deadline.h"
 
 namespace ker {
 namespace {
@@ -363,6 +364,49 @@ TEST_F(KubeClientTest, RequestTimeout) {
   ApiError e = apiErrorOf([&] { client(opts).get(resources::kNodes, "", "slow"); });
   EXPECT_EQ(e.kind(), ApiErrorKind::kTimeout) << e.what();
   EXPECT_LT(Clock::now() - start, 500ms);
+}
+
+TEST_F(KubeClientTest, ACallerDeadlineCutsATryShort) {
+  server_->Get("/api/v1/nodes/slow", [&](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(600ms);
+    res.set_content("{}", "application/json");
+  });
+  KubeClientOptions opts = fastOptions();
+  opts.maxRetries = 0;
+  KubeClient& kube = client(opts);
+  {
+    RequestDeadline fence(RequestDeadline::Clock::now() + 150ms);
+    ApiError e = apiErrorOf([&] { kube.get(resources::kNodes, "", "slow"); });
+    EXPECT_EQ(e.kind(), ApiErrorKind::kTimeout) << e.what();
+    RequestDeadline unfenced(std::nullopt);
+    EXPECT_EQ(kube.get(resources::kNodes, "", "slow"), json::object()) << "an empty scope lifts it";
+  }
+  EXPECT_EQ(kube.get(resources::kNodes, "", "slow"), json::object()) << "the scope ended";
+}
+
+TEST_F(KubeClientTest, NoTryOrRetryStartsPastTheCallerDeadline) {
+  server_->Post(
+      "/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
+        record(req);
+        res.status = 429;
+        res.set_header("Retry-After", "1");
+        res.set_content(statusJson(429, "TooManyRequests", "slow down"), "application/json");
+      });
+  KubeClient& kube = client();
+  const json pod = {{"metadata", {{"name", "p"}}}};
+  {
+    RequestDeadline fence(RequestDeadline::Clock::now() + 500ms);
+    ApiError e = apiErrorOf([&] { kube.create(resources::kPods, "ns", pod); });
+    EXPECT_EQ(e.httpStatus(), 429) << "the 1s wait would end past the deadline: " << e.what();
+    EXPECT_EQ(seen().size(), 1u);
+  }
+  {
+    RequestDeadline passed(RequestDeadline::Clock::now() - 1ms);
+    ApiError e = apiErrorOf([&] { kube.create(resources::kPods, "ns", pod); });
+    EXPECT_EQ(e.kind(), ApiErrorKind::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("not sent"), std::string::npos) << e.what();
+    EXPECT_EQ(seen().size(), 1u) << "nothing sent";
+  }
 }
 
 TEST_F(KubeClientTest, ListQueryParametersAreEncoded) {
