@@ -725,10 +725,17 @@ void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const W
   if (!result || stream.finished) {
     return;
   }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &stream.status);
+  if (*result == CURLE_OPERATION_TIMEDOUT && stream.status == 200) {
+    // An established watch that stayed silent past the idle timeout (API servers before 1.31
+    // send no bookmarks for a resource nobody changes) or outlived its own timeout ends as
+    // the server would have ended it: the caller resumes from its last resourceVersion.
+    spdlog::debug("GET {}: watch ended after a quiet spell: {}", path, errorBuffer);
+    return;
+  }
   if (*result != CURLE_OK) {
     throw transportError("GET", path, *result, errorBuffer);
   }
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &stream.status);
   if (stream.status != 200) {
     throw ApiError::fromResponse(static_cast<int>(stream.status), stream.errorBody,
                                  stream.retryAfter);
