@@ -16,6 +16,10 @@ namespace {
 // A watch that ends this quickly without delivering anything counts as a failure, so a server
 // that keeps closing watches at once is not hammered.
 constexpr auto kMinHealthyWatch = std::chrono::seconds(1);
+// Watches failing this many times in a row from the same resourceVersion may never succeed
+// from it (etcd restored to an older revision answers every one "too large"): list afresh,
+// as client-go's reflector does after a failed watch. Not sooner: a list is a full read.
+constexpr int kRelistAfterWatchFailures = 5;
 
 std::string metaString(const nlohmann::json& obj, const char* field) {
   auto meta = obj.find("metadata");
@@ -158,6 +162,7 @@ void InformerCore::run() {
   };
 
   bool needList = true;
+  int watchFailures = 0;  // in a row, since the last list or healthy watch
   bool listedOnce = false;
   bool freshList = false;  // the next watch starts from a list just made
   while (!stop_) {
@@ -173,6 +178,7 @@ void InformerCore::run() {
       listedOnce = true;
       needList = false;
       freshList = true;
+      watchFailures = 0;
     }
 
     const auto started = std::chrono::steady_clock::now();
@@ -207,9 +213,11 @@ void InformerCore::run() {
       }
     } else if (end == WatchEnd::kError ||
                (!sawEvents && std::chrono::steady_clock::now() - started < kMinHealthyWatch)) {
+      needList = ++watchFailures >= kRelistAfterWatchFailures;
       sleep(backoff());
     } else {
       failures = 0;  // only a healthy watch proves the server well again
+      watchFailures = 0;
     }
   }
 }

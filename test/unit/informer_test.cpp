@@ -252,6 +252,28 @@ TEST(Informer, DroppedWatchBacksOffAndLosesNothing) {
   EXPECT_GE(inf.watchRestarts(), 4u);
 }
 
+// Every watch from the cached resourceVersion fails, as after etcd was restored to an older
+// revision: after a few tries the informer lists afresh and catches up.
+TEST(Informer, WatchesThatKeepFailingEndInAFreshList) {
+  FakeApiClient api;
+  Informer<Widget> inf(api, kWidgets, fastOptions());
+  Recorder rec;
+  inf.addHandlers(rec.handlers());
+  inf.start();
+  ASSERT_TRUE(inf.waitForSync(5s));
+  ASSERT_TRUE(api.waitForWatches(1, 2s));
+
+  api.failNext(Verb::kWatch,
+               ApiError(ApiErrorKind::kTimeout, 504, "Timeout", "Too large resource version"), 5);
+  api.dropWatches();
+  api.create(kWidgets, "ns", widget("ns", "a", "1"));
+  ASSERT_TRUE(eventually([&] { return inf.relists() == 1 && api.activeWatches() == 1; }));
+  EXPECT_EQ(api.calls(Verb::kList), 2);
+  ASSERT_TRUE(rec.waitFor(1));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"add ns/a=1"}) << "once, however it came";
+}
+
 TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
   FakeApiClient api;
   api.seed(kWidgets, widget("ns", "a", "1"));
