@@ -82,14 +82,15 @@ class HandlePool {
       if (handle == nullptr) {
         throw ApiError(ApiErrorKind::kTransport, 0, "", "curl_easy_init failed");
       }
-    } else {
-      curl_easy_reset(handle);  // clears options, keeps live connections
     }
     return Handle(handle, Return{this});
   }
 
  private:
   void release(CURL* handle) {
+    // Clears the options at once (keeping live connections): they point into the finished
+    // call's stack (its error buffer, body, header list), which a later cleanup must not see.
+    curl_easy_reset(handle);
     {
       std::lock_guard lock(mu_);
       if (idle_.size() < kMaxIdleHandles) {
