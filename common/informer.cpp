@@ -186,7 +186,8 @@ void InformerCore::run() {
     const bool fromFreshList = std::exchange(freshList, false);
     WatchEnd end = WatchEnd::kClean;
     try {
-      end = watchOnce(sawEvents);
+      const int base = std::max(1, opts_.watchTimeoutSeconds);
+      end = watchOnce(sawEvents, std::uniform_int_distribution<int>(base, 2 * base - 1)(rng));
     } catch (const ApiError& e) {
       end = e.isGone() ? WatchEnd::kGone : WatchEnd::kError;
       if (!stop_ && !e.isGone()) {
@@ -296,13 +297,13 @@ void InformerCore::relist() {
   }
 }
 
-InformerCore::WatchEnd InformerCore::watchOnce(bool& sawEvents) {
+InformerCore::WatchEnd InformerCore::watchOnce(bool& sawEvents, int timeoutSeconds) {
   WatchOptions wo;
   wo.resourceVersion = lastResourceVersion();
   wo.labelSelector = opts_.labelSelector;
   wo.fieldSelector = opts_.fieldSelector;
   wo.allowWatchBookmarks = true;
-  wo.timeoutSeconds = opts_.watchTimeoutSeconds;
+  wo.timeoutSeconds = timeoutSeconds;
   WatchEnd end = WatchEnd::kClean;
   client_.watch(
       res_, opts_.ns, wo, [&](const WatchEvent& ev) { return onEvent(ev, end, sawEvents); },

@@ -28,6 +28,8 @@ struct InformerOptions {
   // state they may have missed or failed to act on. 0 = off.
   std::chrono::milliseconds resyncPeriod{0};
   int64_t pageSize = 500;
+  // Each watch asks the server to end it after a time drawn from [this, twice this), as
+  // client-go does, so informers started together do not all reconnect at once.
   int watchTimeoutSeconds = 300;
   // Delay before retrying a failed list or watch: doubles per consecutive failure up to the
   // cap, each wait drawn at random from its upper half.
@@ -91,7 +93,7 @@ class InformerCore {
   void run();
   void resyncLoop();
   void relist();
-  WatchEnd watchOnce(bool& sawEvents);
+  WatchEnd watchOnce(bool& sawEvents, int timeoutSeconds);
   bool onEvent(const WatchEvent& ev, WatchEnd& end, bool& sawEvents);
   void apply(const nlohmann::json& obj, bool deleted);
   // nullptr (logged) when the typed view cannot be built.

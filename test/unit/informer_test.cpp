@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -272,6 +273,38 @@ TEST(Informer, WatchesThatKeepFailingEndInAFreshList) {
   ASSERT_TRUE(rec.waitFor(1));
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(rec.events(), std::vector<std::string>{"add ns/a=1"}) << "once, however it came";
+}
+
+// Records the server-side timeout each watch asks for, then fails it so the next comes soon.
+class TimeoutRecordingApi : public FakeApiClient {
+ public:
+  void watch(const Resource&, const std::string&, const WatchOptions& opts,
+             const std::function<bool(const WatchEvent&)>&, const std::atomic<bool>*) override {
+    std::lock_guard lock(mu);
+    timeouts.push_back(opts.timeoutSeconds);
+    throw ApiError(ApiErrorKind::kTransport, 0, "", "connection reset");
+  }
+  std::mutex mu;
+  std::vector<int> timeouts;
+};
+
+TEST(Informer, EachWatchAsksForItsOwnTimeoutBetweenOnceAndTwiceTheBase) {
+  TimeoutRecordingApi api;
+  InformerOptions opts = fastOptions();
+  opts.maxBackoff = 5ms;
+  Informer<Widget> inf(api, kWidgets, opts);
+  inf.start();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(api.mu);
+    return api.timeouts.size() >= 10;
+  }));
+  inf.stop();
+  std::lock_guard lock(api.mu);
+  for (int t : api.timeouts) {
+    EXPECT_GE(t, 300);
+    EXPECT_LT(t, 600);
+  }
+  EXPECT_NE(std::set<int>(api.timeouts.begin(), api.timeouts.end()).size(), 1u);
 }
 
 TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
