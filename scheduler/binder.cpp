@@ -403,7 +403,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
     try {
       api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node,
                    {{kAllocationAnnotation, allocationAnnotation(annotation)}});
-    } catch (const ApiError&) {
+    } catch (const ApiError& e) {
       // A Binding whose reply was lost (timeout, dropped connection) may have been applied;
       // undoing the allocation of a bound pod would be far worse than a failed bind.
       const std::optional<Pod> live = livePod(pod);
@@ -418,6 +418,17 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
         error = "pod was bound to node " + live->nodeName + " by another bind meanwhile";
         return Outcome::kFail;
       }
+      // Neither refused nor seen applied: the Binding may still be on its way to the API
+      // server's store (a reply lost, a call cut off at the deadline). Undoing now could free
+      // what the pod will be bound with, so the allocation stays, whole and consistent: a
+      // retry finds the claims bound to the pod and reuses them, and the controller releases
+      // them if the pod is never bound.
+      if (!e.isRefused() && !(live && !live->nodeName.empty())) {
+        index_.unreserve(attempt.podUid);
+        error = std::string("the Binding's outcome is unknown (") + e.what() +
+                "); the allocation is kept for a retry";
+        return options_.clock() > deadline ? Outcome::kFail : Outcome::kRetry;
+      }
       throw;
     }
   } catch (const ApiError& e) {
@@ -431,6 +442,10 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
       if (e.isConflict() || e.isNotFound()) {
         refreshDevice(name);
       }
+    }
+    if (options_.clock() > deadline) {
+      error += "; the bind's deadline has passed";
+      return Outcome::kFail;  // no other attempt may write now
     }
     if (e.isConflict()) {
       stats_.conflicts++;

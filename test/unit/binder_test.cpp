@@ -187,6 +187,33 @@ TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
   EXPECT_GE(binder_.stats().undos.load(), 1u);
 }
 
+// The Binding's reply is lost before anything says whether it was applied: it may still land,
+// so nothing is undone; the next attempt finds the claim bound to the pod and reuses it.
+TEST_F(BinderTest, ABindingOfUnknownOutcomeKeepsTheAllocationForTheRetry) {
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kTimeout, 0, "", "cut off"));
+  ASSERT_EQ(binder_.bind(args()), "");
+  const auto c = claim("c");
+  ASSERT_EQ(c.allocated.size(), 1u);
+  ASSERT_EQ(api_.bindings().size(), 1u);
+  EXPECT_EQ(api_.bindings()[0].annotations.at(kAllocationAnnotation),
+            allocationAnnotation({{"c", {&*index_.get(c.allocated[0])}}}));
+  EXPECT_EQ(binder_.stats().undos, 0u);
+  EXPECT_EQ(device(c.allocated[0]).claimRef, (ClaimRef{"default", "c", c.meta.uid}));
+}
+
+TEST_F(BinderTest, BindingsOfUnknownOutcomeLeaveTheAllocationWholeForTheController) {
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kTransport, 0, "", "connection reset"), -1);
+  const std::string error = binder_.bind(args());
+  EXPECT_NE(error.find("outcome is unknown"), std::string::npos) << error;
+  EXPECT_EQ(binder_.stats().undos, 0u);
+  const auto c = claim("c");
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  EXPECT_EQ(c.podRef, (PodRef{"p", args().podUid}));
+  ASSERT_EQ(c.allocated.size(), 1u);
+  EXPECT_EQ(device(c.allocated[0]).claimRef, (ClaimRef{"default", "c", c.meta.uid}));
+  EXPECT_EQ(index_.reservedCount(), 0u);
+}
+
 // kube-scheduler gave up on this replica's call and retried the bind on another, which found
 // the claim bound to the pod and bound the pod with it: the claim and its devices are the
 // bound pod's, and this replica's failed Binding must not take them back.
@@ -504,9 +531,14 @@ class StallingApi : public FakeApiClient {
   nlohmann::json updateStatus(const Resource& res, const std::string& ns,
                               const nlohmann::json& obj) override {
     fenced.push_back(RequestDeadline::remaining().has_value());
-    auto written = FakeApiClient::updateStatus(res, ns, obj);
-    afterStatusWrite(res);
-    return written;
+    try {
+      auto written = FakeApiClient::updateStatus(res, ns, obj);
+      afterStatusWrite(res);
+      return written;
+    } catch (const ApiError&) {
+      afterStatusWrite(res);  // a write that failed slowly
+      throw;
+    }
   }
 };
 
@@ -567,6 +599,17 @@ TEST_F(BinderDeadlineTest, AStallAfterTheClaimWriteStopsTheBindingAndUndoes) {
       bindStalling(resources::kExtendedResourceClaims, std::chrono::seconds(31));
   EXPECT_NE(error.find("deadline"), std::string::npos) << error;
   EXPECT_EQ(error.rfind("gave up", 0), std::string::npos) << "failed, not retried: " << error;
+  EXPECT_EQ(api.calls(Verb::kBind), 0);
+  expectNothingLeftAllocated();
+}
+
+// The device write started in time but was cut off at the deadline: the bind fails at once
+// instead of trying again.
+TEST_F(BinderDeadlineTest, AWriteCutOffAtTheDeadlineFailsTheBindWithoutRetrying) {
+  api.failNext(Verb::kUpdateStatus, ApiError(ApiErrorKind::kTimeout, 0, "", "cut off"));
+  const std::string error = bindStalling(resources::kExtendedResources, std::chrono::seconds(31));
+  EXPECT_NE(error.find("deadline has passed"), std::string::npos) << error;
+  EXPECT_EQ(error.rfind("gave up", 0), std::string::npos) << error;
   EXPECT_EQ(api.calls(Verb::kBind), 0);
   expectNothingLeftAllocated();
 }
