@@ -12,6 +12,28 @@ using Status = ReconcileResult::Status;
 // How long a nudge is remembered: far longer than any nudge run that could still consult it.
 constexpr auto kNudgeMemory = std::chrono::minutes(5);
 
+// The status a bind writes, as one string: a change to it is a sign of life that starts the
+// grace again. Edits by others (labels, properties, spec) leave it alone, so a device
+// publisher rewriting its devices cannot keep an orphan from being repaired.
+std::string statusOf(const ExtendedResource& d) {
+  std::string s = toString(d.phase);
+  if (d.claimRef) {
+    s += '\n' + d.claimRef->ns + '/' + d.claimRef->name + '/' + d.claimRef->uid;
+  }
+  return s + '\n' + d.reason + '\n' + d.message;
+}
+
+std::string statusOf(const ExtendedResourceClaim& c) {
+  std::string s = toString(c.phase) + ('\n' + c.nodeName);
+  if (c.podRef) {
+    s += '\n' + c.podRef->name + '/' + c.podRef->uid;
+  }
+  for (const auto& name : c.allocated) {
+    s += '\n' + name;
+  }
+  return s + '\n' + c.reason + '\n' + c.message;
+}
+
 }  // namespace
 
 Reconciler::Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
@@ -45,20 +67,20 @@ ReconcileResult Reconciler::guarded(F&& body) {
 }
 
 std::optional<SteadyTime> Reconciler::suspect(const Suspicions& m, const std::string& key,
-                                              const std::string& resourceVersion) const {
+                                              const std::string& status) const {
   std::lock_guard lock(mu_);
   auto it = m.find(key);
-  if (it == m.end() || it->second.resourceVersion != resourceVersion) {
+  if (it == m.end() || it->second.status != status) {
     return std::nullopt;
   }
   return it->second.since;
 }
 
 void Reconciler::setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
-                            const std::string& resourceVersion) {
+                            const std::string& status) {
   std::lock_guard lock(mu_);
   if (since) {
-    m[key] = Suspicion{*since, resourceVersion};
+    m[key] = Suspicion{*since, status};
   } else {
     m.erase(key);
   }
@@ -130,7 +152,8 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     v.claim = claim.get();
     v.now = opts_.clock();
     v.grace = opts_.orphanGrace;
-    v.suspectSince = suspect(claimSuspects_, key, claim->meta.resourceVersion);
+    const std::string status = statusOf(*claim);
+    v.suspectSince = suspect(claimSuspects_, key, status);
     std::shared_ptr<const Pod> holder;
     if (claim->podRef) {
       holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
@@ -167,7 +190,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       }
       d = decideClaim(v);
     }
-    setSuspect(claimSuspects_, key, d.suspectSince, claim->meta.resourceVersion);
+    setSuspect(claimSuspects_, key, d.suspectSince, status);
 
     ReconcileResult r;
     if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
@@ -212,7 +235,8 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     v.device = device.get();
     v.now = opts_.clock();
     v.grace = opts_.orphanGrace;
-    v.suspectSince = suspect(deviceSuspects_, name, device->meta.resourceVersion);
+    const std::string status = statusOf(*device);
+    v.suspectSince = suspect(deviceSuspects_, name, status);
     CachedClaim claim;
     if (device->claimRef) {
       claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
@@ -243,7 +267,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       v.claimLive = true;
       d = decideDevice(v);
     }
-    setSuspect(deviceSuspects_, name, d.suspectSince, device->meta.resourceVersion);
+    setSuspect(deviceSuspects_, name, d.suspectSince, status);
 
     ReconcileResult r;
     if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {

@@ -62,17 +62,17 @@ class Reconciler {
  private:
   template <class F>
   ReconcileResult guarded(F&& body);
-  // Since when the object has looked half-written, in this same version: any write to it
-  // (a retried bind rewriting it, say) is a sign of life and starts the grace again.
+  // Since when the object has looked half-written with this same status: a status write (a
+  // retried bind rewriting it, say) is a sign of life and starts the grace again.
   struct Suspicion {
     SteadyTime since;
-    std::string resourceVersion;
+    std::string status;
   };
   using Suspicions = std::map<std::string, Suspicion>;
   std::optional<SteadyTime> suspect(const Suspicions& m, const std::string& key,
-                                    const std::string& resourceVersion) const;
+                                    const std::string& status) const;
   void setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
-                  const std::string& resourceVersion);
+                  const std::string& status);
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 

@@ -648,6 +648,21 @@ TEST_F(ReconcilerTest, ARewriteOfASuspectDeviceStartsItsGraceAgain) {
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
 }
 
+// Someone else edits the device's labels while it looks half-written: no sign of a bind, so
+// the grace runs on.
+TEST_F(ReconcilerTest, AnEditOutsideTheStatusDoesNotStartTheGraceAgain) {
+  seedMidBind();
+  reconciler->reconcileDevice("d0");
+  now += 2min - 1s;
+  auto d = device("d0");
+  d["metadata"]["labels"] = {{"health", "checked"}};
+  api.update(resources::kExtendedResources, "", d);
+  caches.load(api);
+  now += 2s;
+  EXPECT_FALSE(reconciler->reconcileDevice("d0").requeueAfter);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+}
+
 TEST_F(ReconcilerTest, PodBoundMeanwhileKeepsItsClaimDespiteAStaleCache) {
   seedBoundCluster("Pending", "");
   reconciler->reconcileClaim("default/c");
