@@ -285,8 +285,10 @@ struct KubeClient::Impl {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     // One request at a time per handle: HTTP/2 multiplexing would buy nothing here.
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min(opts.connectTimeout, timeout).count()));
+    // A timeout of 0 is none (a watch without timeoutSeconds); connecting stays bounded.
+    const auto connect =
+        timeout.count() > 0 ? std::min(opts.connectTimeout, timeout) : opts.connectTimeout;
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect.count()));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
@@ -691,6 +693,10 @@ void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const W
       .add("fieldSelector", wopts.fieldSelector);
   std::string path = res.path(ns) + query.str();
 
+  // Declared before the handle, so they outlive its cleanup, which may still use them.
+  char errorBuffer[CURL_ERROR_SIZE] = {};
+  Slist connectToList;
+  Slist headers;
   // A watch gets a handle of its own: adding a pooled handle to a multi handle would drop the
   // keep-alive connection it holds, and a watch's connection is rarely reusable afterwards.
   std::unique_ptr<CURL, void (*)(CURL*)> handle(curl_easy_init(), curl_easy_cleanup);
@@ -698,14 +704,12 @@ void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const W
     throw ApiError(ApiErrorKind::kTransport, 0, "", "curl_easy_init failed");
   }
   CURL* h = handle.get();
-  char errorBuffer[CURL_ERROR_SIZE] = {};
-  Slist connectToList;
   // The server ends the watch after timeoutSeconds; the margin covers its late close.
   auto timeout = wopts.timeoutSeconds > 0
                      ? std::chrono::milliseconds(std::chrono::seconds(wopts.timeoutSeconds)) +
                            opts.requestTimeout
                      : std::chrono::milliseconds(0);
-  Slist headers = configure(h, baseUrl + path, nullptr, timeout, connectToList, errorBuffer);
+  headers = configure(h, baseUrl + path, nullptr, timeout, connectToList, errorBuffer);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(opts.watchIdleTimeout.count()));
 
