@@ -11,6 +11,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/micro_time.h"
+
 namespace ker::log {
 
 namespace {
@@ -80,19 +82,10 @@ class Formatter : public spdlog::formatter {
   }
 
   static std::string json(const spdlog::details::log_msg& msg) {
-    using namespace std::chrono;
-    const auto since = msg.time.time_since_epoch();
-    const std::time_t secs = duration_cast<seconds>(since).count();
-    const auto micros = duration_cast<microseconds>(since).count() % 1000000;
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char ts[64];
-    std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                  static_cast<long long>(micros));
     const auto level = spdlog::level::to_string_view(msg.level);
     nlohmann::ordered_json j;
-    j["ts"] = ts;
+    j["ts"] = formatMicroTime(
+        std::chrono::time_point_cast<std::chrono::system_clock::duration>(msg.time));
     j["level"] = std::string(level.data(), level.size());
     j["msg"] = std::string(msg.payload.data(), msg.payload.size());
     if (tFields != nullptr) {
