@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/socket_bytes.h"
 
 namespace ker {
 
@@ -519,26 +520,48 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
   const auto now = Clock::now();
   // Walked outside the lock, which handlers take on entry and exit.
   const std::vector<Connection> connections = acceptedConnections(port_);
+  std::vector<std::optional<uint64_t>> received;
+  for (const Connection& c : connections) {
+    received.push_back(bytesReceived(c.fd.get()));
+  }
   std::map<ino_t, Watched> seen;
-  std::vector<std::string> cut;
+  std::vector<std::string> slow;
+  std::vector<std::string> oversized;
   {
     std::lock_guard lock(peers_->mu);
     std::set<std::string> present;
-    for (const Connection& c : connections) {
+    for (size_t i = 0; i < connections.size(); ++i) {
+      const Connection& c = connections[i];
       auto it = watched.find(c.inode);
-      Watched w = it != watched.end() ? it->second : Watched{now};
+      const bool known = it != watched.end();
+      Watched w = known ? it->second : Watched{now};
       // A deadline set before the connection was first seen is an earlier connection's from
       // the same addr:port, or this one's from before the first look: either way, start over.
       auto d = peers_->deadlines.find(c.peer);
+      const bool current = d != peers_->deadlines.end() && d->second.set >= w.firstSeen;
       const Clock::time_point deadline =
-          d != peers_->deadlines.end() && d->second.set >= w.firstSeen
-              ? d->second.at
-              : w.firstSeen + opts_.keepAliveTimeout + opts_.requestTimeout;
+          current ? d->second.at : w.firstSeen + opts_.keepAliveTimeout + opts_.requestTimeout;
+      // Bytes received while no request is past its headers, since the last request moved
+      // on: a request line and headers, which httplib reads without a limit on their count.
+      const bool inRequest =
+          peers_->inFlight.count(c.peer) != 0 || peers_->handling.count(c.peer) != 0;
+      const Clock::time_point progress = current ? d->second.set : Clock::time_point{};
+      const uint64_t bytes = received[i].value_or(0);
+      if (!known || inRequest || progress != w.progress) {
+        w.headerStart = bytes;
+        w.progress = progress;
+      }
       // Shut down under the lock, so a handler that has started is never cut.
-      if (!w.cut && now > deadline && peers_->handling.count(c.peer) == 0) {
-        ::shutdown(c.fd.get(), SHUT_RDWR);
-        w.cut = true;
-        cut.push_back(c.peer);
+      if (!w.cut && peers_->handling.count(c.peer) == 0) {
+        if (now > deadline) {
+          slow.push_back(c.peer);
+        } else if (bytes - w.headerStart > opts_.maxHeaderBytes) {
+          oversized.push_back(c.peer);
+        }
+        if (now > deadline || bytes - w.headerStart > opts_.maxHeaderBytes) {
+          ::shutdown(c.fd.get(), SHUT_RDWR);
+          w.cut = true;
+        }
       }
       present.insert(c.peer);
       seen.emplace(c.inode, w);
@@ -546,12 +569,16 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
     std::erase_if(peers_->deadlines, [&](const auto& d) { return present.count(d.first) == 0; });
   }
   watched = std::move(seen);
-  for (const std::string& peer : cut) {
+  for (const std::string& peer : slow) {
     log::warn("HTTP connection too slow to send its request or take its response; closed",
               {{"peer", peer}, {"port", port_}});
     if (timedOut_ != nullptr) {
       timedOut_->inc();
     }
+  }
+  for (const std::string& peer : oversized) {
+    log::warn("HTTP request headers over the limit; connection closed",
+              {{"peer", peer}, {"port", port_}, {"limit", opts_.maxHeaderBytes}});
   }
 }
 

@@ -37,6 +37,10 @@ struct HttpServerOptions {
   // Larger bodies get 413 as soon as that is known (from Content-Length, or while reading a
   // chunked body) and the connection is closed rather than drained.
   size_t maxBodyBytes = size_t{64} << 20;
+  // A connection that receives more than this (TLS framing included) while no request of it
+  // is past its headers is cut: httplib 0.11 limits each header line but not their number.
+  // Checked with the request deadlines, so a fast sender gets up to one check's worth more.
+  size_t maxHeaderBytes = size_t{1} << 20;
   // Per socket read/write: a peer that stalls this long mid-request is disconnected.
   std::chrono::milliseconds readTimeout{std::chrono::seconds(10)};
   std::chrono::milliseconds writeTimeout{std::chrono::seconds(10)};
@@ -98,7 +102,9 @@ class HttpServer {
   // A connection the watchdog has seen, by socket inode: fds are reused, inodes are not.
   struct Watched {
     Clock::time_point firstSeen;
-    bool cut = false;  // logged and counted once
+    bool cut = false;                 // logged and counted once
+    uint64_t headerStart = 0;         // bytes received when the current header phase began
+    Clock::time_point progress = {};  // the last request deadline seen set
   };
 
   void addRoute(std::string method, const std::string& path, HttpHandler handler);

@@ -467,6 +467,58 @@ TEST(HttpServer, PeerTricklingItsRequestIsCutAtTheDeadline) {
   EXPECT_EQ(res->status, 200);
 }
 
+TEST(HttpServer, RequestHeadersOverTheLimitGetTheConnectionCut) {
+  HttpServerOptions opts = loopback();
+  opts.maxHeaderBytes = 64 << 10;
+  HttpServer server(opts);
+  server.get("/ok", echo);
+  server.start();
+
+  const std::string line = "X-Pad: " + std::string(4000, 'a') + "\r\n";
+  RawConn flood(server.port());
+  bool closed = !flood.trySend("GET /ok HTTP/1.1\r\nHost: x\r\n");
+  size_t sent = 0;
+  // Stops at 64 MiB in any case; the server cuts it long before.
+  while (!closed && sent < (size_t{64} << 20)) {
+    closed = flood.closedByPeer() || !flood.trySend(line);
+    sent += line.size();
+  }
+  EXPECT_TRUE(closed) << sent << " bytes of headers accepted";
+
+  std::string within = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  for (int i = 0; i < 8; ++i) {
+    within += line;
+  }
+  RawConn fine(server.port());
+  fine.send(within + "\r\n");
+  EXPECT_NE(fine.readResponse(5s).find("200 OK"), std::string::npos);
+}
+
+// A body many times the header limit, sent slowly enough for the watchdog to look several
+// times while it arrives, is a body: not counted against the headers.
+TEST(HttpServer, ABodyArrivingSlowlyIsNotCountedAsHeaders) {
+  HttpServerOptions opts = loopback();
+  opts.maxHeaderBytes = 64 << 10;
+  HttpServer server(opts);
+  server.post("/echo", [](const HttpRequest& req) {
+    return HttpResponse{200, "text/plain", std::to_string(req.body.size())};
+  });
+  server.start();
+
+  const std::string piece(64 << 10, 'b');
+  constexpr int kPieces = 16;
+  RawConn conn(server.port());
+  conn.send("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+            std::to_string(piece.size() * kPieces) + "\r\n\r\n");
+  for (int i = 0; i < kPieces; ++i) {
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(conn.trySend(piece)) << "cut after " << i << " pieces";
+  }
+  const std::string reply = conn.readResponse(5s);
+  EXPECT_NE(reply.find("200 OK"), std::string::npos) << reply.substr(0, 200);
+  EXPECT_NE(reply.find(std::to_string(piece.size() * kPieces)), std::string::npos);
+}
+
 TEST(HttpServer, HandlerSlowerThanTheRequestTimeoutIsNotCut) {
   metrics::Registry registry;
   std::atomic<int> calls{0};
