@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -39,19 +40,26 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
 }
 
 // A claim another call bound to the pod, as this call rewrites it before using it: the same
-// allocation, its message marked or unmarked so that the write is a real change and moves
-// the claim's resourceVersion.
+// allocation, its message marked with a count of rewrites. The write is then a real change
+// that moves the claim's resourceVersion, and its status never returns to an earlier form,
+// which the controller would take for no sign of life.
 ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
-  constexpr std::string_view kMark = "(bind retried)";
+  constexpr std::string_view kMark = "(bind retried ";
   std::string& m = claim.message;
-  if (m.ends_with(kMark)) {
-    m.resize(m.size() - kMark.size());
-    if (m.ends_with(' ')) {
-      m.pop_back();
+  uint64_t count = 0;
+  if (const size_t at = m.rfind(kMark); at != std::string::npos && m.ends_with(')')) {
+    const char* first = m.data() + at + kMark.size();
+    const char* last = m.data() + m.size() - 1;
+    if (std::from_chars(first, last, count).ptr == last) {
+      m.resize(at);
+      if (m.ends_with(' ')) {
+        m.pop_back();
+      }
+    } else {
+      count = 0;
     }
-  } else {
-    m += m.empty() ? std::string(kMark) : " " + std::string(kMark);
   }
+  m += (m.empty() ? "" : " ") + std::string(kMark) + std::to_string(count + 1) + ")";
   return claim;
 }
 
@@ -424,6 +432,11 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
       // retry finds the claims bound to the pod and reuses them, and the controller releases
       // them if the pod is never bound.
       if (!e.isRefused() && !(live && !live->nodeName.empty())) {
+        // The index learns the devices are Bound now, not when the watch catches up, so
+        // filter stops offering them before their reservations go.
+        for (const auto& d : attempt.devices) {
+          index_.upsert(std::make_shared<const ExtendedResource>(d));
+        }
         index_.unreserve(attempt.podUid);
         error = std::string("the Binding's outcome is unknown (") + e.what() +
                 "); the allocation is kept for a retry";

@@ -274,22 +274,33 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
 
   ASSERT_EQ(binder_.bind(args()), "");
   EXPECT_EQ(writes() - before, 2);  // the claim, rewritten so the call that bound it cannot undo it
-  EXPECT_EQ(claim("c").message, "(bind retried)");
+  EXPECT_EQ(claim("c").message, "(bind retried 1)");
   auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
   EXPECT_EQ(allocation["c"][0]["name"], "d1");
   EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
 }
 
-TEST_F(BinderTest, ARetryOfARetryUnmarksTheReusedClaimSoItsWriteStillChangesIt) {
+// Each rewrite counts up, so no two leave the same status: two quick rewrites must not look
+// to the controller like none.
+TEST_F(BinderTest, EveryReuseOfAClaimLeavesItAStatusItNeverHadBefore) {
   bindClaimAndD1ToPod();
   auto c = claim("c");
-  c.message = "bound by an earlier call (bind retried)";
+  c.message = "bound by an earlier call (bind retried 9)";
   api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
   const std::string before = claim("c").meta.resourceVersion;
 
   ASSERT_EQ(binder_.bind(args()), "");
-  EXPECT_EQ(claim("c").message, "bound by an earlier call");
+  EXPECT_EQ(claim("c").message, "bound by an earlier call (bind retried 10)");
   EXPECT_NE(claim("c").meta.resourceVersion, before);
+}
+
+TEST_F(BinderTest, AReusedClaimWhoseMessageEndsInSomethingElseKeepsIt) {
+  bindClaimAndD1ToPod();
+  auto c = claim("c");
+  c.message = "note (bind retried soon)";
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  ASSERT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(claim("c").message, "note (bind retried soon) (bind retried 1)");
 }
 
 // The call that bound the claim undid it (its Binding failed) after this retry read it: the
