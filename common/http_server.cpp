@@ -520,9 +520,10 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
   const auto now = Clock::now();
   // Walked outside the lock, which handlers take on entry and exit.
   const std::vector<Connection> connections = acceptedConnections(port_);
-  std::vector<std::optional<uint64_t>> received;
+  std::vector<std::optional<uint64_t>> read;
   for (const Connection& c : connections) {
-    received.push_back(bytesReceived(c.fd.get()));
+    // Read after the received count: the unread part can only have grown, so this undercounts.
+    read.push_back(bytesRead(c.fd.get()));
   }
   std::map<ino_t, Watched> seen;
   std::vector<std::string> slow;
@@ -541,27 +542,22 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
       const bool current = d != peers_->deadlines.end() && d->second.set >= w.firstSeen;
       const Clock::time_point deadline =
           current ? d->second.at : w.firstSeen + opts_.keepAliveTimeout + opts_.requestTimeout;
-      // Bytes received while no request is past its headers, since the last request moved
-      // on: a request line and headers, which httplib reads without a limit on their count.
+      // Bytes httplib read while no request was past its headers, since the last request
+      // moved on: a request line and headers, which it reads without a limit on their count.
+      // (A body waiting unread in the kernel is not counted.)
       const bool inRequest =
           peers_->inFlight.count(c.peer) != 0 || peers_->handling.count(c.peer) != 0;
       const Clock::time_point progress = current ? d->second.set : Clock::time_point{};
-      const uint64_t bytes = received[i].value_or(0);
-      if (!known || inRequest || progress != w.progress) {
-        w.headerStart = bytes;
-        w.progress = progress;
+      if (read[i] && (!known || inRequest || progress != w.progress || *read[i] < w.headerStart)) {
+        w.headerStart = *read[i];
       }
+      w.progress = progress;
+      const bool oversize = read[i] && *read[i] - w.headerStart > opts_.maxHeaderBytes;
       // Shut down under the lock, so a handler that has started is never cut.
-      if (!w.cut && peers_->handling.count(c.peer) == 0) {
-        if (now > deadline) {
-          slow.push_back(c.peer);
-        } else if (bytes - w.headerStart > opts_.maxHeaderBytes) {
-          oversized.push_back(c.peer);
-        }
-        if (now > deadline || bytes - w.headerStart > opts_.maxHeaderBytes) {
-          ::shutdown(c.fd.get(), SHUT_RDWR);
-          w.cut = true;
-        }
+      if (!w.cut && peers_->handling.count(c.peer) == 0 && (now > deadline || oversize)) {
+        ::shutdown(c.fd.get(), SHUT_RDWR);
+        w.cut = true;
+        (now > deadline ? slow : oversized).push_back(c.peer);
       }
       present.insert(c.peer);
       seen.emplace(c.inode, w);

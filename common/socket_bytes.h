@@ -5,8 +5,9 @@
 
 namespace ker {
 
-// Bytes a TCP socket has received over its lifetime (TCP_INFO's tcpi_bytes_received, Linux
-// 4.1+); nullopt for a socket that is not TCP or a kernel that does not say.
-std::optional<uint64_t> bytesReceived(int fd);
+// Bytes the owner of a TCP socket has read from it over its lifetime: what the kernel
+// received (TCP_INFO's tcpi_bytes_received, Linux 4.1+) less what still waits unread.
+// nullopt for a socket that is not TCP or a kernel that does not say.
+std::optional<uint64_t> bytesRead(int fd);
 
 }  // namespace ker
