@@ -212,6 +212,8 @@ TEST_F(BinderTest, BindingsOfUnknownOutcomeLeaveTheAllocationWholeForTheControll
   ASSERT_EQ(c.allocated.size(), 1u);
   EXPECT_EQ(device(c.allocated[0]).claimRef, (ClaimRef{"default", "c", c.meta.uid}));
   EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.get(c.allocated[0])->phase, DevicePhase::kBound)
+      << "filter must not offer the kept device while the watch catches up";
 }
 
 // kube-scheduler gave up on this replica's call and retried the bind on another, which found
