@@ -2,26 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 
+#include "common/api_time.h"
 #include "common/logging.h"
 #include "common/resource.h"
 
 namespace ker {
-
-namespace {
-
-// metav1.Time: RFC 3339 in UTC with second precision.
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 ObjectReference referenceTo(const ExtendedResourceClaim& claim) {
   return {kApiVersion, "ExtendedResourceClaim", claim.meta.ns, claim.meta.name, claim.meta.uid};
@@ -95,7 +81,7 @@ nlohmann::json EventRecorder::buildEvent(const ObjectReference& object, EventTyp
                                          const std::string& reason, const std::string& message,
                                          std::chrono::system_clock::time_point at,
                                          const std::string& name) const {
-  const std::string ts = rfc3339(at);
+  const std::string ts = formatTime(at);
   nlohmann::json involved = {{"apiVersion", object.apiVersion},
                              {"kind", object.kind},
                              {"name", object.name},

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/api_client.h"
+#include "common/clocks.h"
 #include "common/objects.h"
 
 namespace ker {
@@ -29,8 +30,6 @@ ObjectReference referenceTo(const ExtendedResourceClaim& claim);
 ObjectReference referenceTo(const Pod& pod);
 
 enum class EventType { kNormal, kWarning };
-
-using SystemClock = std::function<std::chrono::system_clock::time_point()>;
 
 struct EventRecorderOptions {
   std::string component = "extended-resource-controller";  // source.component

@@ -9,11 +9,10 @@
 #include <thread>
 
 #include "common/api_client.h"
-#include "common/micro_time.h"
+#include "common/api_time.h"
+#include "common/clocks.h"
 
 namespace ker {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct LeaderElectionConfig {
   std::string ns = "kube-system";
@@ -27,9 +26,9 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds retryPeriod{std::chrono::seconds(2)};  // between attempts
   // Every duration above is timed on this clock. Wall clocks of different nodes disagree and
   // jump, so expiry never compares another process's timestamp with ours.
-  std::function<SteadyTime()> monotonic = std::chrono::steady_clock::now;
+  SteadyClock monotonic = std::chrono::steady_clock::now;
   // Only for the acquireTime and renewTime written to the lease, which people read.
-  std::function<SystemTime()> clock = std::chrono::system_clock::now;
+  SystemClock clock = std::chrono::system_clock::now;
 };
 
 struct LeaderCallbacks {

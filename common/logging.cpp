@@ -11,7 +11,7 @@
 #include <ctime>
 #include <mutex>
 
-#include "common/micro_time.h"
+#include "common/api_time.h"
 
 namespace ker::log {
 

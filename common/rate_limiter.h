@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "common/clocks.h"
+
 namespace ker {
 
 using Duration = std::chrono::nanoseconds;
-using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
 
 // How long to wait before an item is retried, in the manner of client-go's workqueue rate
 // limiters. Implementations are thread-safe.

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/api_error.h"
+#include "common/api_time.h"
 #include "common/logging.h"
-#include "common/micro_time.h"
 
 namespace ker {
 

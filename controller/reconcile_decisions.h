@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clocks.h"
 #include "common/objects.h"
 
 // Every decision the controller makes, as pure functions of what it has seen: no I/O, no
@@ -14,7 +15,6 @@
 // when a decision asks for one) and applies the returned action.
 namespace ker {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
 using Millis = std::chrono::milliseconds;
 
 enum class ReleaseCause {

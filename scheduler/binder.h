@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/api_client.h"
+#include "common/clocks.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
 
@@ -34,7 +35,7 @@ struct BinderOptions {
   // controller, whose orphan grace ran out, repaired what it had half written: keep it well
   // below that grace (a write the API server received just before the cut may still land).
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
-  std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
+  SteadyClock clock = std::chrono::steady_clock::now;
 };
 
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the

@@ -1,4 +1,4 @@
-#include "common/micro_time.h"
+#include "common/api_time.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(MicroTimeTest, FormatsWithMicrosecondsInUtc) {
+TEST(ApiTimeTest, TimeIsUtcToTheSecond) {
+  const SystemTime t = SystemTime(std::chrono::seconds(1136214245)) + 999ms;
+  EXPECT_EQ(formatTime(t), "2006-01-02T15:04:05Z");
+}
+
+TEST(ApiTimeTest, MicroTimeIsUtcToTheMicrosecond) {
   const SystemTime t = SystemTime(std::chrono::seconds(1136214245)) + 123456789ns;
   EXPECT_EQ(formatMicroTime(t), "2006-01-02T15:04:05.123456Z");
   EXPECT_EQ(formatMicroTime(SystemTime(std::chrono::seconds(1136214245))),
