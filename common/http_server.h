@@ -37,8 +37,9 @@ struct HttpServerOptions {
   // Larger bodies get 413 as soon as that is known (from Content-Length, or while reading a
   // chunked body) and the connection is closed rather than drained.
   size_t maxBodyBytes = size_t{64} << 20;
-  // A connection that receives more than this (TLS framing included) while no request of it
-  // is past its headers is cut: httplib 0.11 limits each header line but not their number.
+  // A connection from which httplib reads more than this (TLS framing included) while no
+  // request of it is past its headers is cut: httplib 0.11 limits each header line but not
+  // their number.
   // Checked with the request deadlines, so a fast sender gets up to one check's worth more.
   size_t maxHeaderBytes = size_t{1} << 20;
   // Per socket read/write: a peer that stalls this long mid-request is disconnected.
@@ -103,7 +104,7 @@ class HttpServer {
   struct Watched {
     Clock::time_point firstSeen;
     bool cut = false;                 // logged and counted once
-    uint64_t headerStart = 0;         // bytes received when the current header phase began
+    uint64_t headerStart = 0;         // bytes read when the current header phase began
     Clock::time_point progress = {};  // the last request deadline seen set
   };
 
