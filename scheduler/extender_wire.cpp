@@ -277,8 +277,9 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
                     std::to_string(kMaxPodBytes) + " bytes");
   }
   args.pod = Pod::fromJson(parseValidated(pod->text));
-  if (args.pod.meta.name.empty() || args.pod.meta.uid.empty()) {
-    throw WireError("Pod.metadata.name and Pod.metadata.uid are required");
+  // No UID is accepted (a hand-written request, a dry run): bound claims then match by name.
+  if (args.pod.meta.name.empty()) {
+    throw WireError("Pod.metadata.name is required");
   }
 
   NamesMember* names = pick(nameLists, "NodeNames");

@@ -37,7 +37,8 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
                            (claim->message.empty() ? std::string() : ": " + claim->message);
         return out;
       case ClaimPhase::kBound:
-        if (claim->podRef && claim->podRef->uid == pod.meta.uid) {
+        if (claim->podRef && (pod.meta.uid.empty() ? claim->podRef->name == pod.meta.name
+                                                   : claim->podRef->uid == pod.meta.uid)) {
           if (!out.fixedNode.empty() && out.fixedNode != claim->nodeName) {
             out.unresolvable = "claims of this pod are bound on two nodes (" + out.fixedNode +
                                ", " + claim->nodeName + ")";

@@ -208,7 +208,7 @@ TEST_F(ExtenderBadRequests, EachGetsA400NamingTheProblemAndServingGoesOn) {
       {"filter", R"({"Pod":)" + pod + R"(,"Nodes":{"items":[{"metadata":{"name":7}}]}})",
        "Nodes.items[].metadata.name is required"},
       {"filter", R"({"Pod":{"metadata":{"name":["p"],"uid":"u"}},"NodeNames":[]})",
-       "Pod.metadata.name and Pod.metadata.uid are required"},
+       "Pod.metadata.name is required"},
       {"bind", bindWith("Node", "7"), "Node must be a string, got number"},
       {"bind", bindWith("PodUID", R"(["fake-uid-1"])"), "PodUID must be a string, got array"},
       {"bind", bindWith("PodName", "{}"), "PodName must be a string, got object"},

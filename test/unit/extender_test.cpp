@@ -92,6 +92,21 @@ TEST_F(ExtenderTest, PinnedDevicesAreOfferedOnTheirNodeOnly) {
   EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
 }
 
+TEST_F(ExtenderTest, APodSentWithoutItsUidIsFilteredAndPrioritized) {
+  addDevice(device("d", "n1", {}));
+  json pod = podJson();
+  pod["metadata"].erase("uid");
+  const std::string body = json{{"Pod", pod}, {"NodeNames", {"n1", "n2"}}}.dump();
+  const ExtenderArgs args = parseExtenderArgs(body);  // args views body
+  const FilterReply reply = extender_.filter(args);
+  EXPECT_EQ(reply.error, "");
+  EXPECT_EQ(std::vector<std::string>(reply.passing.begin(), reply.passing.end()),
+            std::vector<std::string>{"n1"});
+  ASSERT_EQ(reply.failed.size(), 1u);
+  EXPECT_EQ(reply.failed[0].first, "n2");
+  EXPECT_EQ(extender_.prioritize(args).size(), 2u);
+}
+
 // Requirements of one term are ANDed: a device named to n1 whose term also wants zone a is
 // there, one that wants zone b (or not zone a) is on no node at all.
 TEST_F(ExtenderTest, APinnedDeviceWhoseTermAlsoTestsLabelsNeedsThoseLabels) {

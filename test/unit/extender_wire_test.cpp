@@ -90,7 +90,7 @@ TEST(ParseExtenderArgs, BadBodiesGetClearErrors) {
       {R"({"NodeNames":["a"]})", "Pod is required"},
       {R"({"Pod":null})", "Pod is required"},
       {R"({"Pod":"x"})", "Pod must be an object"},
-      {R"({"Pod":{"metadata":{"name":"p"}}})", "metadata.uid are required"},
+      {R"({"Pod":{"metadata":{"uid":"u"}}})", "Pod.metadata.name is required"},
       {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":"a"})",
        "NodeNames must be an array"},
       {R"({"Pod":{"metadata":{"name":"p","uid":"u"}},"NodeNames":[1]})",

@@ -227,6 +227,22 @@ TEST_F(PlannerTest, ClaimBoundToThisPodPassesOnlyItsNode) {
   EXPECT_EQ(other.message, "claim default/mine is already bound to this pod on node n2");
 }
 
+// A request without the pod's UID (not kube-scheduler's, which always sends it) still sees
+// its own bound claims, by name; the UID decides whenever there is one.
+TEST_F(PlannerTest, PodWithoutUidOwnsClaimsBoundToItsName) {
+  auto mine = claim("mine", 1);
+  mine.phase = ClaimPhase::kBound;
+  mine.podRef = PodRef{"web", "pod-uid"};
+  mine.nodeName = "n2";
+  mine.allocated = {"gpu-9"};
+  addClaim(mine);
+  auto noUid = resolve(pod({"mine"}, ""));
+  EXPECT_TRUE(noUid.unresolvable.empty()) << noUid.unresolvable;
+  EXPECT_EQ(noUid.fixedNode, "n2");
+  EXPECT_EQ(resolve(pod({"mine"}, "recreated-uid")).unresolvable,
+            "claim default/mine is held by pod web");
+}
+
 TEST_F(PlannerTest, InvalidPodAnnotationIsUnresolvable) {
   Pod p = pod({});
   p.invalid = "annotation extendedresource.io/claims: \"Bad_Name\" is not a valid claim name";
