@@ -281,6 +281,9 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
   if (args.pod.meta.name.empty()) {
     throw WireError("Pod.metadata.name is required");
   }
+  if (args.pod.meta.ns.empty()) {
+    args.pod.meta.ns = "default";  // as the API server does, and as bind's PodNamespace
+  }
 
   NamesMember* names = pick(nameLists, "NodeNames");
   NodesMember* nodes = pick(nodeLists, "Nodes");

@@ -92,10 +92,11 @@ TEST_F(ExtenderTest, PinnedDevicesAreOfferedOnTheirNodeOnly) {
   EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
 }
 
-TEST_F(ExtenderTest, APodSentWithoutItsUidIsFilteredAndPrioritized) {
+TEST_F(ExtenderTest, APodSentWithoutUidOrNamespaceIsFilteredAndPrioritized) {
   addDevice(device("d", "n1", {}));
   json pod = podJson();
   pod["metadata"].erase("uid");
+  pod["metadata"].erase("namespace");
   const std::string body = json{{"Pod", pod}, {"NodeNames", {"n1", "n2"}}}.dump();
   const ExtenderArgs args = parseExtenderArgs(body);  // args views body
   const FilterReply reply = extender_.filter(args);
