@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
 
@@ -26,6 +27,12 @@
 namespace ker {
 
 namespace {
+
+// The server's own refusals and failures: JSON with an `Error` member, the field an
+// extender's client (kube-scheduler) reads, so every reply on these routes parses.
+HttpResponse errorReply(int status, const std::string& message) {
+  return HttpResponse{status, "application/json", nlohmann::json{{"Error", message}}.dump()};
+}
 
 // httplib routes by regex; paths are matched literally.
 std::string literalPattern(const std::string& path) {
@@ -302,15 +309,14 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
     res = route.handler(req);
   } catch (const std::exception& e) {
     log::error("HTTP handler failed", {{"path", req.path}, {"error", e.what()}});
-    res =
-        HttpResponse{500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what()};
+    res = errorReply(500, std::string("internal error: ") + e.what());
   } catch (...) {
     log::error("HTTP handler failed", {{"path", req.path}, {"error", "unknown exception"}});
-    res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
+    res = errorReply(500, "internal error");
   }
   if (!res.body.fits(req.body.size())) {
     log::error("HTTP handler answered with slices outside its request", {{"path", req.path}});
-    res = HttpResponse{500, "text/plain; charset=utf-8", "internal error"};
+    res = errorReply(500, "internal error");
   }
   {
     const auto now = Clock::now();
@@ -324,10 +330,9 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
 }
 
 HttpResponse HttpServer::tooLarge(const std::string& method, const std::string& path) {
-  count(method, path, 413, 0);
-  return HttpResponse{
-      413, "text/plain; charset=utf-8",
-      "request body exceeds the limit of " + std::to_string(opts_.maxBodyBytes) + " bytes"};
+  count(method, path, 400, 0);
+  return errorReply(
+      400, "request body exceeds the limit of " + std::to_string(opts_.maxBodyBytes) + " bytes");
 }
 
 void HttpServer::start() {
@@ -388,7 +393,7 @@ void HttpServer::start() {
       [this, max](const httplib::Request& req, httplib::Response& res) {
         if (declaredTooLarge(req, max)) {
           applyAndClose(tooLarge(req.method, req.path), res);
-          return 413;
+          return 400;
         }
         return 100;
       });
@@ -426,9 +431,7 @@ void HttpServer::start() {
         // Our handlers' responses always carry a Content-Type; httplib's own errors do not.
         if (res.body.empty() && !res.has_header("Content-Type") && res.status >= 400 &&
             res.status < 500 && res.status != 404) {
-          applyAndClose(HttpResponse{res.status, "text/plain; charset=utf-8",
-                                     "malformed or incomplete request"},
-                        res);
+          applyAndClose(errorReply(res.status, "malformed or incomplete request"), res);
           return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
@@ -463,8 +466,7 @@ void HttpServer::start() {
       if (exceeded) {
         applyAndClose(tooLarge(r.method, route.path), res);
       } else if (!complete) {
-        applyAndClose(HttpResponse{400, "text/plain; charset=utf-8", "incomplete request body"},
-                      res);
+        applyAndClose(errorReply(400, "incomplete request body"), res);
       } else {
         HttpResponse response = dispatch(route, r, peerKey(req.remote_addr, req.remote_port));
         apply(std::move(response), std::move(r.body), res);

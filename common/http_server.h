@@ -34,8 +34,8 @@ struct HttpServerOptions {
   std::string certFile = {};  // `= {}`: designated initializers may omit these
   std::string keyFile = {};
   std::string clientCaFile = {};
-  // Larger bodies get 413 as soon as that is known (from Content-Length, or while reading a
-  // chunked body) and the connection is closed rather than drained.
+  // Larger bodies get 400 with a JSON `Error` as soon as that is known (from Content-Length, or
+  // while reading a chunked body) and the connection is closed rather than drained.
   size_t maxBodyBytes = size_t{64} << 20;
   // A connection from which httplib reads more than this (TLS framing included) while no
   // request of it is past its headers is cut: httplib 0.11 limits each header line but not

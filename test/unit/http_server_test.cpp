@@ -251,28 +251,28 @@ TEST_F(BodyLimitTest, BodyAtTheLimitIsAccepted) {
   EXPECT_EQ(handled, 1);
 }
 
-TEST_F(BodyLimitTest, DeclaredOversizeGets413WithoutSendingTheBody) {
+TEST_F(BodyLimitTest, DeclaredOversizeGets400WithoutSendingTheBody) {
   RawConn conn(server->port());
   conn.send(
       "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
       "Content-Length: 100000000\r\n\r\n");
   bool eof = false;
   const std::string reply = conn.readUntilClosed(3s, eof);
-  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
   EXPECT_NE(reply.find("request body exceeds the limit of 1024 bytes"), std::string::npos);
   EXPECT_TRUE(eof) << "the connection must be closed, not drained";
   expectWellFramed(reply);
   EXPECT_EQ(handled, 0);
 }
 
-TEST_F(BodyLimitTest, ExpectContinueOversizeGets413Directly) {
+TEST_F(BodyLimitTest, ExpectContinueOversizeGets400Directly) {
   RawConn conn(server->port());
   conn.send(
       "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
       "Content-Length: 5000\r\n\r\n");
   bool eof = false;
   const std::string reply = conn.readUntilClosed(3s, eof);
-  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
   EXPECT_EQ(reply.find("100 Continue"), std::string::npos);
   EXPECT_TRUE(eof);
   expectWellFramed(reply);
@@ -287,7 +287,7 @@ TEST_F(BodyLimitTest, ChunkedOversizeIsCutOff) {
   conn.send("320\r\n" + chunk + "\r\n");
   bool eof = false;
   const std::string reply = conn.readUntilClosed(3s, eof);
-  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
   EXPECT_TRUE(eof);
   expectWellFramed(reply);
   EXPECT_EQ(handled, 0);
