@@ -19,6 +19,11 @@ bool writtenAvailable(const ExtendedResource& d) {
   return d.phase == DevicePhase::kAvailable && hasStatusPhase(d);
 }
 
+// What a waiting pod needs of its claim before the extender can place it.
+bool allocatable(const ExtendedResourceClaim& c) {
+  return c.phase == ClaimPhase::kPending && c.invalid.empty() && !c.meta.deleting;
+}
+
 const char* resultLabel(const ReconcileResult& r) {
   switch (r.status) {
     case ReconcileResult::Status::kDone:
@@ -53,7 +58,7 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
       .onDelete = [this](const auto& p) { onPodDelete(*p); },
   });
   claims.addHandlers({
-      .onAdd = [this](const auto& c) { onClaimChange(nullptr, *c); },
+      .onAdd = [this, &claims](const auto& c) { onClaimChange(nullptr, *c, !claims.hasSynced()); },
       .onUpdate = [this](const auto& old, const auto& c) { onClaimChange(old.get(), *c); },
       .onDelete = [this](const auto& c) { onClaimDelete(*c); },
   });
@@ -171,8 +176,15 @@ void Controller::indexHolder(const ExtendedResourceClaim* old, const ExtendedRes
   }
 }
 
-void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& c) {
+void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& c,
+                               bool listing) {
   indexHolder(old, &c);
+  // A pod applied before its claim, or waiting on one that was Lost, invalid or held, was
+  // parked by kube-scheduler: no device freeing would wake it. (Claims found by the first
+  // list are not news.)
+  if (!listing && allocatable(c) && !(old && allocatable(*old))) {
+    scheduleNudge(c.rawResourceName);
+  }
   enqueueClaim(c.meta.ns, c.meta.name);
   // Devices waiting out the grace period for this claim to list them can stop waiting.
   for (const auto& name : c.allocated) {
@@ -211,10 +223,14 @@ void Controller::onDeviceChange(const ExtendedResource* old, const ExtendedResou
     enqueueClaim(old->claimRef->ns, old->claimRef->name);
   }
   if (writtenAvailable(d) && !(old && writtenAvailable(*old))) {
-    reconciler_.requestNudge(d.rawResourceName);
-    queue_.addAfter(kNudgePrefix + d.rawResourceName, opts_.nudgeDelay);
-    queue_.addAfter(kRenudgePrefix + d.rawResourceName, opts_.nudgeFollowUp);
+    scheduleNudge(d.rawResourceName);
   }
+}
+
+void Controller::scheduleNudge(const std::string& rawResourceName) {
+  reconciler_.requestNudge(rawResourceName);
+  queue_.addAfter(kNudgePrefix + rawResourceName, opts_.nudgeDelay);
+  queue_.addAfter(kRenudgePrefix + rawResourceName, opts_.nudgeFollowUp);
 }
 
 void Controller::worker(WorkQueue& queue) {

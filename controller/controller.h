@@ -73,9 +73,13 @@ class Controller {
   void enqueueClaim(const std::string& ns, const std::string& name);
   void enqueueDevice(const std::string& name);
   void indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur);
-  void onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& cur);
+  // `listing`: delivered by the claims informer's first list, not by a change seen live.
+  void onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& cur,
+                     bool listing = false);
   void onClaimDelete(const ExtendedResourceClaim& c);
   void onDeviceChange(const ExtendedResource* old, const ExtendedResource& cur);
+  // Pods parked for want of this resource are retried soon, and once more a little later.
+  void scheduleNudge(const std::string& rawResourceName);
 
   Informer<ExtendedResource>& devices_;
   const ControllerOptions opts_;

@@ -286,6 +286,39 @@ TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
   EXPECT_TRUE(released());
 }
 
+// Applied before its claim, the pod was parked with "claim not found": the claim's arrival
+// is what it waits for, as is a Lost claim's release with nothing to free.
+TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
+  json early = podJson("early", "", "w", "Pending");
+  early["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  api.seed(resources::kPods, early);
+  json lost = claimJson("l");
+  lost["status"] = {{"phase", "Lost"}};
+  api.seed(resources::kExtendedResourceClaims, lost);
+  json onLost = podJson("on-lost", "", "l", "Pending");
+  onLost["status"]["conditions"] = early["status"]["conditions"];
+  api.seed(resources::kPods, onLost);
+  api.seed(resources::kExtendedResourceClaims, claimJson("known"));
+  json onKnown = podJson("on-known", "", "known", "Pending");
+  onKnown["status"]["conditions"] = early["status"]["conditions"];
+  api.seed(resources::kPods, onKnown);
+  start();
+  // Lost without a holder: the claim waits out its grace period.
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "requeue") >= 1; }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(requeueAt("early"), "") << "nothing changed yet";
+  EXPECT_EQ(requeueAt("on-known"), "") << "claims found at start are not news";
+  EXPECT_EQ(requeueAt("on-lost"), "");
+
+  api.seed(resources::kExtendedResourceClaims, claimJson("w"));
+  EXPECT_TRUE(eventually([&] { return requeueAt("early") != ""; }));
+  auto l = api.peek(resources::kExtendedResourceClaims, "default", "l").value();
+  l["status"] = {{"phase", "Pending"}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", l);
+  EXPECT_TRUE(eventually([&] { return requeueAt("on-lost") != ""; }));
+}
+
 // kube-scheduler parks the pod only after the first nudge ran: the follow-up reaches it.
 TEST_F(ControllerLoopTest, APodParkedJustAfterTheNudgeGetsTheFollowUp) {
   seedBoundCluster();
