@@ -204,6 +204,19 @@ void Executor::initDeviceStatus(const ExtendedResource& device) {
   }
 }
 
+void Executor::initClaimStatus(const ExtendedResourceClaim& claim) {
+  ExtendedResourceClaim next = claim;
+  next.phase = ClaimPhase::kPending;
+  gate();
+  api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
+  if (metrics_) {
+    metrics_->repairs.labels({"claim_initialized"}).inc();
+  }
+  if (log::v(2)) {
+    log::info("initialized claim status", {{"claim", key(claim)}});
+  }
+}
+
 template <class Object>
 void Executor::patchInvalid(const Object& obj, const Resource& res, nlohmann::json status) {
   // A merge patch of just these fields: whatever else the object holds (a Bound device's
@@ -216,10 +229,10 @@ void Executor::patchInvalid(const Object& obj, const Resource& res, nlohmann::js
 }
 
 template <class Object>
-void Executor::markInvalid(const Object& obj, const Resource& res, bool initPhase) {
+void Executor::markInvalid(const Object& obj, const Resource& res, const char* initPhase) {
   nlohmann::json status = {{"reason", kInvalidReason}, {"message", obj.invalid}};
   if (initPhase) {
-    status["phase"] = toString(DevicePhase::kAvailable);
+    status["phase"] = initPhase;
   }
   patchInvalid(obj, res, std::move(status));
   if (metrics_) {
@@ -238,11 +251,13 @@ void Executor::clearInvalid(const Object& obj, const Resource& res) {
 }
 
 void Executor::markDeviceInvalid(const ExtendedResource& device) {
-  markInvalid(device, resources::kExtendedResources, !hasStatusPhase(device));
+  markInvalid(device, resources::kExtendedResources,
+              hasStatusPhase(device) ? nullptr : toString(DevicePhase::kAvailable));
 }
 
 void Executor::markClaimInvalid(const ExtendedResourceClaim& claim) {
-  markInvalid(claim, resources::kExtendedResourceClaims, false);
+  markInvalid(claim, resources::kExtendedResourceClaims,
+              hasStatusPhase(claim) ? nullptr : toString(ClaimPhase::kPending));
   record(referenceTo(claim), EventType::kWarning, kInvalidReason, claim.invalid);
 }
 

@@ -55,9 +55,10 @@ class Executor {
   void markClaimLost(const ExtendedResourceClaim& claim, const action::MarkClaimLost& a);
   void freeDevice(const ExtendedResource& device, const action::FreeDevice& a);
   void initDeviceStatus(const ExtendedResource& device);
+  void initClaimStatus(const ExtendedResourceClaim& claim);
   // status.reason Invalid and status.message the parse error, nothing else touched (an
-  // absent device phase becomes Available, as initDeviceStatus would write it). The claim
-  // also gets a Warning event.
+  // absent phase becomes Available or Pending, as the init functions would write it). The
+  // claim also gets a Warning event.
   void markDeviceInvalid(const ExtendedResource& device);
   void markClaimInvalid(const ExtendedResourceClaim& claim);
   // Removes that reason and message once the object was fixed.
@@ -83,7 +84,7 @@ class Executor {
   template <class Object>
   void patchInvalid(const Object& obj, const Resource& res, nlohmann::json status);
   template <class Object>
-  void markInvalid(const Object& obj, const Resource& res, bool initPhase);
+  void markInvalid(const Object& obj, const Resource& res, const char* initPhase);
   template <class Object>
   void clearInvalid(const Object& obj, const Resource& res);
   void gate() const;

@@ -62,8 +62,10 @@ bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
          (d.claimRef->uid.empty() || d.claimRef->uid == c.meta.uid);
 }
 
-bool hasStatusPhase(const ExtendedResource& device) {
-  const nlohmann::json raw = device.raw.parse();
+namespace {
+
+bool hasStatusPhase(const RawObject& object) {
+  const nlohmann::json raw = object.parse();
   if (!raw.is_object()) {
     return false;
   }
@@ -77,10 +79,23 @@ bool hasStatusPhase(const ExtendedResource& device) {
          !(phase->is_string() && phase->get<std::string>().empty());
 }
 
+}  // namespace
+
+bool hasStatusPhase(const ExtendedResource& device) {
+  return hasStatusPhase(device.raw);
+}
+
+bool hasStatusPhase(const ExtendedResourceClaim& claim) {
+  return hasStatusPhase(claim.raw);
+}
+
 Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
   // An unparsable status cannot be trusted to say what the claim holds. A claim invalid in
   // its spec alone (a selector edited while Bound) is still released when its pod goes.
+  if (c.statusReadable && !hasStatusPhase(c)) {
+    return {InitClaimStatus{}, std::nullopt};
+  }
   if (!c.statusReadable || c.phase == ClaimPhase::kPending) {
     return {Nothing{}, std::nullopt};
   }

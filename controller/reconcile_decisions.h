@@ -58,11 +58,13 @@ struct FreeDevice {
 };
 // The device has no status yet: it becomes Available.
 struct InitDeviceStatus {};
+// The claim has no status yet: it says Pending, as readers of the API expect.
+struct InitClaimStatus {};
 }  // namespace action
 
-using Action =
-    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
-                 action::MarkClaimLost, action::FreeDevice, action::InitDeviceStatus>;
+using Action = std::variant<action::Nothing, action::VerifyLive, action::WaitGrace,
+                            action::ReleaseClaim, action::MarkClaimLost, action::FreeDevice,
+                            action::InitDeviceStatus, action::InitClaimStatus>;
 
 struct Decision {
   Action action;
@@ -117,8 +119,10 @@ Decision decideDevice(const DeviceView& v);
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 
-// Whether status.phase is set (the typed view defaults an absent status to Available).
+// Whether status.phase is set (the typed views default an absent status to Available and
+// Pending).
 bool hasStatusPhase(const ExtendedResource& device);
+bool hasStatusPhase(const ExtendedResourceClaim& claim);
 
 // A pod as the nudge selection sees it.
 struct PendingPodView {

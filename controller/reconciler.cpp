@@ -137,7 +137,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     // what it holds is left at that; one invalid in its spec alone is still released when
     // its pod goes, or it would keep its devices until someone mended the spec.
     if (!claim->invalid.empty()) {
-      if (!markedInvalid(*claim)) {
+      if (!markedInvalid(*claim) || !hasStatusPhase(*claim)) {
         executor_.markClaimInvalid(*claim);
         return ReconcileResult{};
       }
@@ -205,6 +205,8 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       }
     } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
       executor_.markClaimLost(*claim, *lost);
+    } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
+      executor_.initClaimStatus(*claim);
     } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
       r.status = Status::kRetry;
       r.error = "the live reads did not settle the decision";

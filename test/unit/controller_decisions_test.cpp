@@ -41,6 +41,7 @@ ExtendedResourceClaim boundClaim(std::vector<std::string> devices, const std::st
   c.allocated = std::move(devices);
   c.nodeName = "n1";
   c.podRef = PodRef{"p", podUid};
+  c.raw = c.toJson();
   return c;
 }
 
@@ -94,6 +95,26 @@ TEST_F(ClaimDecisionTest, PendingClaimNeedsNothingWhateverTheHolder) {
   claim.phase = ClaimPhase::kPending;
   view.holder = nullptr;
   view.holderLive = true;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, WithoutStatusIsInitialized) {
+  claim = ExtendedResourceClaim{};
+  for (const auto& raw :
+       {nlohmann::json{{"metadata", {{"name", "c"}}}}, nlohmann::json{{"status", nullptr}},
+        nlohmann::json{{"status", nlohmann::json::object()}},
+        nlohmann::json{{"status", {{"phase", ""}}}}, nlohmann::json()}) {
+    claim.raw = raw;
+    as<action::InitClaimStatus>(decideClaim(view));
+  }
+  claim.raw = claim.toJson();
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, GarbledPhaseIsUnreadableNotUninitialized) {
+  claim.raw = nlohmann::json{{"status", {{"phase", 7}}}};
+  claim.invalid = "status.phase: expected a string, got number";
+  claim.statusReadable = false;
   as<action::Nothing>(decideClaim(view));
 }
 

@@ -269,6 +269,20 @@ TEST_F(ControllerLoopTest, DeviceWithoutStatusIsShownAvailable) {
   EXPECT_TRUE(eventually([&] { return devicePhase("fresh") == "Available"; }));
 }
 
+TEST_F(ControllerLoopTest, ClaimWithoutStatusIsShownPending) {
+  api.seed(resources::kExtendedResourceClaims, claimJson("fresh"));
+  json bad = claimJson("bad");
+  bad["spec"]["extendedResourceNum"] = "two";
+  api.seed(resources::kExtendedResourceClaims, bad);
+  start();
+  EXPECT_TRUE(eventually([&] { return claimPhase("fresh") == "Pending"; }));
+  ASSERT_TRUE(eventually([&] { return claimPhase("bad") == "Pending"; }));
+  EXPECT_EQ(api.peek(resources::kExtendedResourceClaims, "default", "bad")
+                .value()
+                .value("/status/reason"_json_pointer, ""),
+            kInvalidReason);
+}
+
 TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
   seedBoundCluster();
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
