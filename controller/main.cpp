@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
                                    "how often every claim and device is reconciled again");
   auto* grace = flags.addDuration("orphan-grace-period", minutes(2),
                                   "how long a half-written bind may stay so before it is repaired");
+  auto* deviceGrace = flags.addDuration(
+      "device-orphan-grace-period", seconds(45),
+      "the same for a device Bound to a claim that does not list it (the smaller of the two "
+      "applies); keep it above the extender's --bind-deadline");
   auto* schedulerName = flags.addString("scheduler-name", "extended-resource-scheduler",
                                         "schedulerName of the pods whose claims are served");
   auto* leaderElect = flags.addBool("leader-elect", true, "run only while holding the lease");
@@ -56,6 +60,7 @@ int main(int argc, char** argv) {
   config.controller.workers = static_cast<int>(*workers);
   config.controller.deviceWorkers = static_cast<int>(*deviceWorkers);
   config.controller.reconciler.orphanGrace = *grace;
+  config.controller.reconciler.deviceOrphanGrace = *deviceGrace;
   config.controller.reconciler.schedulerName = *schedulerName;
   config.resyncPeriod = *resync;
   config.leaderElect = *leaderElect;

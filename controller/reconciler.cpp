@@ -196,12 +196,36 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
       r.requeueAfter = wait->remaining;
     } else if (const auto* release = std::get_if<action::ReleaseClaim>(&d.action)) {
-      auto out = executor_.releaseClaim(*claim, *release,
-                                        [&](const std::string& n) { return caches_.device(n); });
+      // Should the release stop after its claim write (a lost reply, leadership lost), the
+      // devices it left Bound to a claim that may no longer list them are freed at once
+      // rather than after the grace. A device written since (freed, or taken again) no
+      // longer matches the version recorded here.
+      std::map<std::string, std::string> versions;
+      for (const auto& name : claim->allocated) {
+        if (const CachedDevice cached = caches_.device(name);
+            cached && isBoundTo(*cached, *claim)) {
+          versions[name] = cached->meta.resourceVersion;
+        }
+      }
+      Executor::ReleaseOutcome out;
+      try {
+        out = executor_.releaseClaim(*claim, *release,
+                                     [&](const std::string& n) { return caches_.device(n); });
+      } catch (...) {
+        std::lock_guard lock(mu_);
+        for (auto& [name, version] : versions) {
+          releasedDevices_[name] = std::move(version);
+        }
+        throw;
+      }
       std::lock_guard lock(mu_);
-      for (const auto& [name, version] : out.failed) {
-        releasedDevices_[name] = version;
-        r.devicesToRetry.push_back(name);
+      for (const auto& name : claim->allocated) {
+        if (auto failed = out.failed.find(name); failed != out.failed.end()) {
+          releasedDevices_[name] = failed->second;
+          r.devicesToRetry.push_back(name);
+        } else {
+          releasedDevices_.erase(name);
+        }
       }
     } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
       executor_.markClaimLost(*claim, *lost);
@@ -236,7 +260,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     DeviceView v;
     v.device = device.get();
     v.now = opts_.clock();
-    v.grace = opts_.orphanGrace;
+    v.grace = std::min(opts_.orphanGrace, opts_.deviceOrphanGrace);
     const std::string status = statusOf(*device);
     v.suspectSince = suspect(deviceSuspects_, name, status);
     CachedClaim claim;

@@ -17,9 +17,13 @@
 namespace ker {
 
 struct ReconcilerOptions {
-  // How long a suspicious state (device Bound to a claim that does not list it, claim held
-  // by a pod that never got a node) must last before it is repaired.
+  // How long a suspicious state (claim held by a pod that never got a node) must last
+  // before it is repaired.
   Millis orphanGrace{std::chrono::minutes(2)};
+  // The same for a device Bound to a claim that does not list it, or without a claimRef: a
+  // bind in flight writes its devices first, but only until its deadline (the extender's
+  // --bind-deadline, 30 s), so this wait is shorter. The smaller of the two applies.
+  Millis deviceOrphanGrace{std::chrono::seconds(45)};
   std::string schedulerName = "extended-resource-scheduler";
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod

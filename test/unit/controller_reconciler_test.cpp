@@ -460,6 +460,32 @@ TEST_F(ReconcilerTest, DeviceLeftBoundByAFailedWriteIsFreedWithoutGrace) {
   EXPECT_EQ(reconciler->remembered(), 0u);
 }
 
+// The claim write landed but its reply was lost (or leadership ended right after it): the
+// devices it left Bound to the released claim are freed at once, not after the grace.
+TEST_F(ReconcilerTest, DevicesOfAReleaseCutShortAfterItsClaimWriteAreFreedWithoutGrace) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  api.loseNextStatusReplies(resources::kExtendedResourceClaims);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kRetry);
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
+
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  for (const char* name : {"d0", "d1"}) {
+    const auto r = reconciler->reconcileDevice(name);
+    EXPECT_EQ(r.status, Status::kDone);
+    EXPECT_FALSE(r.requeueAfter) << name << ": no grace, this controller released its claim";
+  }
+  expectReleased();
+  caches.load(api);
+  for (const char* name : {"d0", "d1"}) {
+    reconciler->reconcileDevice(name);
+  }
+  EXPECT_EQ(reconciler->remembered(), 0u);
+}
+
 // The failed free's reply was lost after it landed, and a bind for a new pod took the device
 // again for the same, reused claim: the device is Bound to that claim's UID once more but not
 // yet listed by it. It is mid-bind, so it waits out the grace like any other.
@@ -554,12 +580,12 @@ TEST_F(ReconcilerTest, MidBindDeviceIsLeftAloneUntilTheGracePeriodPasses) {
   const auto rv = settledResourceVersion();
   auto r = reconciler->reconcileDevice("d0");
   EXPECT_EQ(r.status, Status::kDone);
-  EXPECT_EQ(r.requeueAfter, 2min);
-  now += 90s;
-  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 30s);
+  EXPECT_EQ(r.requeueAfter, 45s) << "--device-orphan-grace-period, below --orphan-grace-period";
+  now += 30s;
+  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 15s);
   expectUntouched(rv);
 
-  now += 30s;
+  now += 15s;
   r = reconciler->reconcileDevice("d0");
   EXPECT_FALSE(r.requeueAfter);
   EXPECT_EQ(device("d0")["status"]["phase"], "Available");
@@ -638,13 +664,13 @@ TEST_F(ReconcilerTest, ARewriteOfASuspectClaimStartsItsGraceAgain) {
 TEST_F(ReconcilerTest, ARewriteOfASuspectDeviceStartsItsGraceAgain) {
   seedMidBind();
   reconciler->reconcileDevice("d0");
-  now += 2min - 1s;
+  now += 45s - 1s;
   auto d = device("d0");
   d["status"]["message"] = "bound again";
   api.updateStatus(resources::kExtendedResources, "", d);
   caches.load(api);
   now += 2s;
-  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 2min);
+  EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, 45s);
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
 }
 
