@@ -168,7 +168,8 @@ void Executor::markClaimLost(const ExtendedResourceClaim& claim, const action::M
   std::erase_if(next.allocated, [&](const std::string& name) {
     return std::find(a.missing.begin(), a.missing.end(), name) != a.missing.end();
   });
-  next.reason = "ExtendedResourceLost";
+  // The contract: a reason naming the device (kubectl's Reason column shows it).
+  next.reason = "ExtendedResourceLost: " + joinNames(a.missing);
   next.message = a.message;
   gate();
   api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());

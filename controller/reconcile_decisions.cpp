@@ -30,15 +30,15 @@ Decision afterGrace(const SteadyTime now, std::optional<SteadyTime> suspectSince
   return {std::move(act), std::nullopt};
 }
 
-std::string join(const std::vector<std::string>& names) {
+}  // namespace
+
+std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) {
     out += (out.empty() ? "" : ", ") + n;
   }
   return out;
 }
-
-}  // namespace
 
 const char* toString(ReleaseCause cause) {
   switch (cause) {
@@ -152,12 +152,12 @@ Decision decideClaim(const ClaimView& v) {
   }
   std::string message;
   if (!deleted.empty()) {
-    message = "extended resource" + std::string(deleted.size() > 1 ? "s " : " ") + join(deleted) +
-              (deleted.size() > 1 ? " were" : " was") + " deleted";
+    message = "extended resource" + std::string(deleted.size() > 1 ? "s " : " ") +
+              joinNames(deleted) + (deleted.size() > 1 ? " were" : " was") + " deleted";
   }
   if (!unbound.empty()) {
     message += (message.empty() ? "extended resource" : "; extended resource") +
-               std::string(unbound.size() > 1 ? "s " : " ") + join(unbound) +
+               std::string(unbound.size() > 1 ? "s " : " ") + joinNames(unbound) +
                (unbound.size() > 1 ? " are" : " is") + " no longer bound to this claim";
   }
   message += " while held by pod " + podName(c);

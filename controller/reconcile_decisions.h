@@ -116,6 +116,9 @@ struct DeviceView {
 // bind.
 Decision decideDevice(const DeviceView& v);
 
+// "a, b, c": device names in messages and reasons.
+std::string joinNames(const std::vector<std::string>& names);
+
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 

@@ -516,7 +516,7 @@ TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   EXPECT_EQ(s["phase"], "Lost");
   EXPECT_EQ(s["extendedResourceNames"], json({"d0"}));
   EXPECT_EQ(s["podRef"]["uid"], podUid) << "the pod still holds what is left";
-  EXPECT_EQ(s["reason"], "ExtendedResourceLost");
+  EXPECT_EQ(s["reason"], "ExtendedResourceLost: d1");
   EXPECT_NE(s["message"].get<std::string>().find("d1 was deleted"), std::string::npos);
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
   auto lost = eventsFor("ExtendedResourceClaim");
