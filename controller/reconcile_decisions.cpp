@@ -169,6 +169,14 @@ Decision decideDevice(const DeviceView& v) {
   if (!hasStatusPhase(d)) {
     return {InitDeviceStatus{}, std::nullopt};
   }
+  if (d.invalid.empty() && d.phase == DevicePhase::kAvailable && d.claimRef) {
+    // No write of ours leaves this (a status edited by hand): the extender will not offer a
+    // device that still names a claim, so it would stay unusable. The claim, if it lists
+    // the device, is marked Lost by its own reconcile.
+    return {FreeDevice{"Available but still naming claim " +
+                       objectKey(d.claimRef->ns, d.claimRef->name)},
+            std::nullopt};
+  }
   if (!d.invalid.empty() || d.phase != DevicePhase::kBound) {
     return {Nothing{}, std::nullopt};
   }

@@ -351,11 +351,25 @@ TEST_F(DeviceDecisionTest, GarbledPhaseIsInvalidNotUninitialized) {
 TEST_F(DeviceDecisionTest, AvailableAndPendingDevicesNeedNothing) {
   for (auto phase : {DevicePhase::kAvailable, DevicePhase::kPending}) {
     device.phase = phase;
+    device.claimRef.reset();
     device.raw = device.toJson();
     view.claim = nullptr;
     view.claimLive = true;
     as<action::Nothing>(decideDevice(view));
   }
+}
+
+// Set Available by hand with its claimRef left: unusable until the claimRef goes. A Pending
+// device is withheld on purpose and keeps whatever it says.
+TEST_F(DeviceDecisionTest, AvailableDeviceStillNamingAClaimIsFreed) {
+  device.phase = DevicePhase::kAvailable;
+  device.raw = device.toJson();
+  const auto d = decideDevice(view);
+  EXPECT_EQ(as<action::FreeDevice>(d).message, "Available but still naming claim default/c");
+  EXPECT_FALSE(d.suspectSince);
+  device.phase = DevicePhase::kPending;
+  device.raw = device.toJson();
+  as<action::Nothing>(decideDevice(view));
 }
 
 TEST_F(DeviceDecisionTest, InvalidDeviceWithAStatusIsLeftAlone) {

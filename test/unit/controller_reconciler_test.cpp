@@ -507,6 +507,21 @@ TEST_F(ReconcilerTest, ADeviceWrittenAgainAfterAFailedFreeWaitsOutTheGrace) {
   EXPECT_EQ(device("d0")["status"]["claimRef"]["uid"], claim()["metadata"]["uid"]);
 }
 
+TEST_F(ReconcilerTest, DeviceSetAvailableByHandLosesItsClaimRefAndItsClaimIsLost) {
+  seedBoundCluster();
+  auto d0 = device("d0");
+  d0["status"]["phase"] = "Available";
+  api.updateStatus(resources::kExtendedResources, "", d0);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
+  EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+  EXPECT_FALSE(device("d0")["status"].contains("claimRef"));
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  EXPECT_EQ(claim()["status"]["phase"], "Lost");
+  EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost: d0");
+}
+
 TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   seedBoundCluster();
   api.remove(resources::kExtendedResources, "", "d1");
