@@ -13,10 +13,11 @@ constexpr const char* kDevicePrefix = "device:";
 constexpr const char* kNudgePrefix = "nudge:";
 constexpr const char* kRenudgePrefix = "renudge:";
 
-// Available in a status the API holds (an absent status is not: the reconciler writes it,
-// and that write is the event that counts).
+// Available to the extender in a status the API holds (an absent status is not: the
+// reconciler writes it, and that write is the event that counts; nor is one still naming a
+// claim, until the reconciler clears it).
 bool writtenAvailable(const ExtendedResource& d) {
-  return d.phase == DevicePhase::kAvailable && hasStatusPhase(d);
+  return d.phase == DevicePhase::kAvailable && !d.claimRef && hasStatusPhase(d);
 }
 
 // What a waiting pod needs of its claim before the extender can place it.
