@@ -28,6 +28,22 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
     nodes[n.meta.name] = &n;
   }
 
+  // A claim that is not Pending stays with a pod that still runs (a Lost one too: it keeps
+  // what it has left until that pod goes).
+  auto checkHolder = [&](const ExtendedResourceClaim& c, const std::string& key) {
+    if (!c.podRef) {
+      out.push_back("claim " + key + " is " + toString(c.phase) + " without a podRef");
+      return;
+    }
+    auto pod = podsByUid.find(c.podRef->uid);
+    if (pod == podsByUid.end()) {
+      out.push_back("claim " + key + " is held by pod " + c.podRef->name + " (uid " +
+                    c.podRef->uid + ") which no longer exists");
+    } else if (pod->second->finished()) {
+      out.push_back("claim " + key + " is held by finished pod " + c.podRef->name);
+    }
+  };
+
   std::map<std::string, std::string> allocatedTo;  // device -> claim key
   for (const auto& c : s.claims) {
     const std::string key = objectKey(c.meta.ns, c.meta.name);
@@ -37,8 +53,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       }
       continue;
     }
+    checkHolder(c, key);
     if (c.phase == ClaimPhase::kLost) {
-      // A Lost claim keeps the devices it still has for the pod that uses them.
       for (const auto& name : c.allocated) {
         auto [it, fresh] = allocatedTo.emplace(name, key);
         if (!fresh) {
@@ -46,17 +62,6 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         }
       }
       continue;
-    }
-    if (!c.podRef) {
-      out.push_back("claim " + key + " is Bound without a podRef");
-    } else {
-      auto pod = podsByUid.find(c.podRef->uid);
-      if (pod == podsByUid.end()) {
-        out.push_back("claim " + key + " is held by pod " + c.podRef->name + " (uid " +
-                      c.podRef->uid + ") which no longer exists");
-      } else if (pod->second->finished()) {
-        out.push_back("claim " + key + " is held by finished pod " + c.podRef->name);
-      }
     }
     if (static_cast<int64_t>(c.allocated.size()) != c.extendedResourceNum) {
       out.push_back("claim " + key + " holds " + std::to_string(c.allocated.size()) +
@@ -116,6 +121,12 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       continue;
     }
     const std::string key = objectKey(d.claimRef->ns, d.claimRef->name);
+    if (auto claim = claims.find(key); claim != claims.end() && !d.claimRef->uid.empty() &&
+                                       claim->second->meta.uid != d.claimRef->uid) {
+      out.push_back("device " + d.meta.name + " is Bound to an earlier claim " + key + " (uid " +
+                    d.claimRef->uid + ")");
+      continue;
+    }
     auto it = allocatedTo.find(d.meta.name);
     if (it == allocatedTo.end() || it->second != key) {
       out.push_back("device " + d.meta.name + " is Bound to claim " + key +

@@ -102,6 +102,26 @@ TEST_F(InvariantsTest, ClaimHeldByAGonePodOrFinishedPod) {
   expectViolation("held by finished pod p");
 }
 
+// Lost or not, a claim must not outlive its pod.
+TEST_F(InvariantsTest, LostClaimHeldByAGonePodOrFinishedPod) {
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.pods[0].meta.uid = "someone-new";
+  expectViolation("claim default/c is held by pod p (uid uid-p) which no longer exists");
+  SetUp();
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.pods[0].phase = "Failed";
+  expectViolation("held by finished pod p");
+  SetUp();
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.claims[0].podRef.reset();
+  expectViolation("claim default/c is Lost without a podRef");
+}
+
+TEST_F(InvariantsTest, DeviceBoundToAnEarlierClaimOfTheSameName) {
+  s.devices[0].claimRef->uid = "uid-c-before";
+  expectViolation("device d0 is Bound to an earlier claim default/c (uid uid-c-before)");
+}
+
 TEST_F(InvariantsTest, ScheduledPodMustHoldItsClaimsOnItsNode) {
   s.pods[0].claims = {"c", "missing"};
   expectViolation("runs without its claim default/missing");
