@@ -25,13 +25,15 @@ class ControllerTest : public ExtenderSuite {
   static constexpr auto kGrace = 3s;
 
   static void SetUpTestSuite() {
-    startStack({});
-    if (env_ != nullptr) {
-      // The credentials and Lease deploy/deployment.yaml gives the controller, so a missing
-      // permission fails here rather than in a user's cluster.
-      kubeconfig_ = env_->serviceAccountKubeconfig("extended-resource-controller");
-      controller_ = startController(controllerPort_);
-    }
+    setUpSuite([] {
+      startStack({});
+      if (env_ != nullptr) {
+        // The credentials and Lease deploy/deployment.yaml gives the controller, so a missing
+        // permission fails here rather than in a user's cluster.
+        kubeconfig_ = env_->serviceAccountKubeconfig("extended-resource-controller");
+        controller_ = startController(controllerPort_);
+      }
+    });
   }
 
   static void TearDownTestSuite() {

@@ -7,6 +7,7 @@
 
 namespace ker::itest {
 
+std::string ExtenderSuite::setupError_;
 TestEnv* ExtenderSuite::env_ = nullptr;
 KubeClient* ExtenderSuite::api_ = nullptr;
 std::unique_ptr<ChildProcess> ExtenderSuite::extender_;
@@ -14,6 +15,15 @@ int ExtenderSuite::extenderPort_ = 0;
 int ExtenderSuite::healthPort_ = 0;
 std::string ExtenderSuite::extenderUrl_;
 std::string ExtenderSuite::schedulerName_;
+
+void ExtenderSuite::setUpSuite(const std::function<void()>& setUp) {
+  setupError_.clear();
+  try {
+    setUp();
+  } catch (const std::exception& e) {
+    setupError_ = e.what();
+  }
+}
 
 void ExtenderSuite::startStack(const Options& opts) {
   env_ = TestEnv::get();
@@ -82,6 +92,7 @@ void ExtenderSuite::SetUp() {
   if (TestEnv::get() == nullptr) {
     GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
   }
+  ASSERT_EQ(setupError_, "") << "the suite's set-up failed";
   ASSERT_TRUE(extender_) << "the extender stack is not running";
   ASSERT_TRUE(extender_->running()) << "extender died:\n" << extender_->logTail();
   resource_ = uniqueName("gpu") + ".example.com/gpu";

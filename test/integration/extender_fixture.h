@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,10 @@ class ExtenderSuite : public ::testing::Test {
     std::map<std::string, std::string> extenderEnv;
   };
 
+  // Runs a suite's set-up and keeps what it threw, for SetUp to fail every test with: thrown
+  // out of SetUpTestSuite, GoogleTest would mark the tests skipped, which ctest counts as
+  // passed.
+  static void setUpSuite(const std::function<void()>& setUp);
   static void startStack(const Options& opts);
   static void stopStack();
   static void TearDownTestSuite() { stopStack(); }
@@ -46,6 +51,7 @@ class ExtenderSuite : public ::testing::Test {
   // node; its claim, device and allocation annotation say so; no invariant is broken.
   void expectPlacementOnMatchingNode();
 
+  static std::string setupError_;
   static TestEnv* env_;
   static KubeClient* api_;
   static std::unique_ptr<ChildProcess> extender_;

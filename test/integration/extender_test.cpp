@@ -20,7 +20,7 @@ class ExtenderTest : public ExtenderSuite {
   static void SetUpTestSuite() {
     // One injected stale write: the first device write of some bind is sent with an old
     // resourceVersion, so the real API server answers 409 and the bind must recover.
-    startStack({.extenderEnv = {{"KER_FAILPOINT_STALE_DEVICE_WRITES", "1"}}});
+    setUpSuite([] { startStack({.extenderEnv = {{"KER_FAILPOINT_STALE_DEVICE_WRITES", "1"}}}); });
   }
 };
 
@@ -158,7 +158,9 @@ TEST_F(ExtenderTest, BindRecoversFromAnInjectedWriteConflict) {
 // passing ones; the extender answers from the request's nodes.
 class ExtenderNodeListTest : public ExtenderSuite {
  protected:
-  static void SetUpTestSuite() { startStack({.nodeCacheCapable = false}); }
+  static void SetUpTestSuite() {
+    setUpSuite([] { startStack({.nodeCacheCapable = false}); });
+  }
 };
 
 TEST_F(ExtenderNodeListTest, PodLandsOnTheNodeWithAMatchingFreeDevice) {
@@ -185,7 +187,9 @@ TEST_F(ExtenderNodeListTest, LabelBasedDeviceAffinityUsesTheRequestsNodeLabels) 
 // HTTPS with a client-certificate check, as kube-scheduler's tlsConfig can present one.
 class ExtenderMutualTlsTest : public ExtenderSuite {
  protected:
-  static void SetUpTestSuite() { startStack({.https = true, .mutualTls = true}); }
+  static void SetUpTestSuite() {
+    setUpSuite([] { startStack({.https = true, .mutualTls = true}); });
+  }
 };
 
 TEST_F(ExtenderMutualTlsTest, SchedulerWithAClientCertificateGetsPodsPlaced) {
