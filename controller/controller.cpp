@@ -184,7 +184,7 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
   // parked by kube-scheduler: no device freeing would wake it. (Claims found by the first
   // list are not news.)
   if (!listing && allocatable(c) && !(old && allocatable(*old))) {
-    scheduleNudge(c.rawResourceName);
+    scheduleNudge(claimNudgeTarget(objectKey(c.meta.ns, c.meta.name)));
   }
   enqueueClaim(c.meta.ns, c.meta.name);
   // Devices waiting out the grace period for this claim to list them can stop waiting.
@@ -228,10 +228,10 @@ void Controller::onDeviceChange(const ExtendedResource* old, const ExtendedResou
   }
 }
 
-void Controller::scheduleNudge(const std::string& rawResourceName) {
-  reconciler_.requestNudge(rawResourceName);
-  queue_.addAfter(kNudgePrefix + rawResourceName, opts_.nudgeDelay);
-  queue_.addAfter(kRenudgePrefix + rawResourceName, opts_.nudgeFollowUp);
+void Controller::scheduleNudge(const std::string& target) {
+  reconciler_.requestNudge(target);
+  queue_.addAfter(kNudgePrefix + target, opts_.nudgeDelay);
+  queue_.addAfter(kRenudgePrefix + target, opts_.nudgeFollowUp);
 }
 
 void Controller::worker(WorkQueue& queue) {

@@ -78,8 +78,9 @@ class Controller {
                      bool listing = false);
   void onClaimDelete(const ExtendedResourceClaim& c);
   void onDeviceChange(const ExtendedResource* old, const ExtendedResource& cur);
-  // Pods parked for want of this resource are retried soon, and once more a little later.
-  void scheduleNudge(const std::string& rawResourceName);
+  // Pods parked for want of this (a resource, or a claimNudgeTarget) are retried soon, and
+  // once more a little later.
+  void scheduleNudge(const std::string& target);
 
   Informer<ExtendedResource>& devices_;
   const ControllerOptions opts_;

@@ -222,9 +222,11 @@ NudgePlan podsToNudge(const NudgeView& v) {
       continue;
     }
     const bool wants = std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
-      auto it = v.claims.find(objectKey(p->meta.ns, name));
+      const std::string key = objectKey(p->meta.ns, name);
+      auto it = v.claims.find(key);
       return it != v.claims.end() && it->second && it->second->phase == ClaimPhase::kPending &&
-             it->second->rawResourceName == v.rawResourceName;
+             (v.claimKey.empty() ? it->second->rawResourceName == v.rawResourceName
+                                 : key == v.claimKey);
     });
     if (!wants) {
       continue;

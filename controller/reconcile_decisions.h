@@ -134,8 +134,11 @@ struct PendingPodView {
 };
 
 struct NudgeView {
-  std::string rawResourceName;  // devices of this resource became Available
-  SteadyTime triggeredAt;       // when they last did
+  // What changed: devices of this resource became Available, or (claimKey set) that claim
+  // became usable, which concerns only the pods that name it.
+  std::string rawResourceName;
+  std::string claimKey;    // "namespace/name"
+  SteadyTime triggeredAt;  // when it last did
   std::string schedulerName;
   std::vector<PendingPodView> pods;
   // The claims, by "namespace/name"; absent ones are skipped.
@@ -154,7 +157,8 @@ struct NudgePlan {
 };
 
 // The pods worth asking kube-scheduler to retry: unscheduled, of our scheduler, rejected as
-// unschedulable, not deleting, with a Pending claim for the resource, and not nudged since
+// unschedulable, not deleting, with a Pending claim for the resource (or naming the claim,
+// when the view has a claimKey), and not nudged since
 // the trigger. A due pod nudged less than minInterval ago is deferred, never dropped, so the
 // last of several quick triggers is always followed by a nudge. Oldest first, at most limit.
 NudgePlan podsToNudge(const NudgeView& v);

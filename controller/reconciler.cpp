@@ -11,6 +11,7 @@ using Status = ReconcileResult::Status;
 
 // How long a nudge is remembered: far longer than any nudge run that could still consult it.
 constexpr auto kNudgeMemory = std::chrono::minutes(5);
+constexpr std::string_view kClaimTarget = "claim:";  // before a claim's nudge target
 
 // The status a bind writes, as one string: a change to it is a sign of life that starts the
 // grace again. Edits by others (labels, properties, spec) leave it alone, so a device
@@ -314,19 +315,28 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
   });
 }
 
-void Reconciler::requestNudge(const std::string& rawResourceName) {
-  const SteadyTime now = opts_.clock();
-  std::lock_guard lock(mu_);
-  nudgeTriggered_[rawResourceName] = now;
+std::string claimNudgeTarget(const std::string& claimKey) {
+  return std::string(kClaimTarget) + claimKey;
 }
 
-ReconcileResult Reconciler::nudge(const std::string& rawResourceName) {
+void Reconciler::requestNudge(const std::string& target) {
+  const SteadyTime now = opts_.clock();
+  std::lock_guard lock(mu_);
+  // Claims come and go, resources stay: a claim's trigger is forgotten once it decides
+  // nothing any more, as pods nudged long ago are.
+  std::erase_if(nudgeTriggered_, [&](const auto& e) {
+    return e.first.starts_with(kClaimTarget) && now - e.second > kNudgeMemory;
+  });
+  nudgeTriggered_[target] = now;
+}
+
+ReconcileResult Reconciler::nudge(const std::string& target) {
   return guarded([&] {
     NudgeView v;
     v.now = opts_.clock();
     {
       std::lock_guard lock(mu_);
-      auto trigger = nudgeTriggered_.find(rawResourceName);
+      auto trigger = nudgeTriggered_.find(target);
       if (trigger == nudgeTriggered_.end()) {
         return ReconcileResult{};
       }
@@ -335,7 +345,11 @@ ReconcileResult Reconciler::nudge(const std::string& rawResourceName) {
       std::erase_if(lastNudged_, [&](const auto& e) { return v.now - e.second > kNudgeMemory; });
       v.lastNudged = lastNudged_;
     }
-    v.rawResourceName = rawResourceName;
+    if (target.starts_with(kClaimTarget)) {
+      v.claimKey = target.substr(kClaimTarget.size());
+    } else {
+      v.rawResourceName = target;
+    }
     v.schedulerName = opts_.schedulerName;
     v.minInterval = opts_.nudgeMinInterval;
     v.limit = opts_.nudgeLimit;

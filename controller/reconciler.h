@@ -47,6 +47,9 @@ struct ReconcileResult {
 // read when they ask for it, and applies the action through the executor. Remembers in memory
 // since when an object has looked half-written, unchanged (the grace clocks), and which devices
 // belonged to claims it released. Thread-safe; never called for the same key twice at once.
+// The nudge target of one claim ("namespace/name"); a resource name has no ':'.
+std::string claimNudgeTarget(const std::string& claimKey);
+
 class Reconciler {
  public:
   Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
@@ -54,9 +57,10 @@ class Reconciler {
 
   ReconcileResult reconcileClaim(const std::string& key);  // "namespace/name"
   ReconcileResult reconcileDevice(const std::string& name);
-  // Devices of the resource became Available: pods waiting for it are due a nudge.
-  void requestNudge(const std::string& rawResourceName);
-  ReconcileResult nudge(const std::string& rawResourceName);  // nudges the pods due one
+  // Devices of the resource became Available, or (a target from claimNudgeTarget) the claim
+  // became usable: pods waiting for it are due a nudge.
+  void requestNudge(const std::string& target);
+  ReconcileResult nudge(const std::string& target);  // nudges the pods due one
 
   // Drop what is remembered about an object that was deleted.
   void forgetClaim(const std::string& key);
@@ -92,7 +96,7 @@ class Reconciler {
   // Device -> its resourceVersion when freeing it after its claim's release failed.
   std::map<std::string, std::string> releasedDevices_;
   std::map<std::string, SteadyTime> lastNudged_;      // pod UID -> when
-  std::map<std::string, SteadyTime> nudgeTriggered_;  // rawResourceName -> when
+  std::map<std::string, SteadyTime> nudgeTriggered_;  // nudge target -> when
 };
 
 }  // namespace ker

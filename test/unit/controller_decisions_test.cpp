@@ -549,6 +549,20 @@ TEST_F(NudgeTest, OnlyPodsWithAPendingClaimForThatResource) {
   EXPECT_EQ(names(), std::vector<std::string>{"p"});
 }
 
+// A claim that became usable concerns the pods naming it, not every waiter of its resource.
+TEST_F(NudgeTest, AClaimTriggerPicksOnlyThePodsNamingThatClaim) {
+  ExtendedResourceClaim fresh = pending;
+  fresh.meta.name = "fresh";
+  view.claims["default/fresh"] = &fresh;
+  addPod("on-c", "1");
+  addPod("on-fresh", "2").claims = {"fresh"};
+  view.rawResourceName.clear();
+  view.claimKey = "default/fresh";
+  EXPECT_EQ(names(), std::vector<std::string>{"on-fresh"});
+  fresh.phase = ClaimPhase::kBound;
+  EXPECT_TRUE(names().empty());
+}
+
 TEST_F(NudgeTest, AnyOfSeveralClaimsQualifies) {
   ExtendedResourceClaim bound = pending;
   bound.meta.name = "other";

@@ -327,6 +327,11 @@ TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
 
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
   EXPECT_TRUE(eventually([&] { return requeueAt("early") != ""; }));
+  // Past the follow-up (300 ms here): only the pods naming w were due.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_GE(reconciles("renudge", "success") + reconciles("renudge", "requeue"), 1);
+  EXPECT_EQ(requeueAt("on-known"), "") << "a pod waiting on another claim of the resource";
+  EXPECT_EQ(requeueAt("on-lost"), "");
   auto l = api.peek(resources::kExtendedResourceClaims, "default", "l").value();
   l["status"] = {{"phase", "Pending"}};
   api.updateStatus(resources::kExtendedResourceClaims, "default", l);
