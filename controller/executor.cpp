@@ -206,8 +206,13 @@ void Executor::initDeviceStatus(const ExtendedResource& device) {
 }
 
 void Executor::initClaimStatus(const ExtendedResourceClaim& claim) {
+  // A status without a phase is not one any bind wrote: whatever allocation it names (by
+  // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
   ExtendedResourceClaim next = claim;
   next.phase = ClaimPhase::kPending;
+  next.allocated.clear();
+  next.nodeName.clear();
+  next.podRef.reset();
   gate();
   api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
   if (metrics_) {

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   auto* bindDeadline =
       flags.addDuration("bind-deadline", std::chrono::seconds(30),
                         "a bind starts no write after this, and calls in flight are cut off; "
-                        "keep it well below the controller's --orphan-grace-period");
+                        "keep it below the controller's --device-orphan-grace-period (45s)");
   auto* logFormat = flags.addString("log-format", "text", "text or json");
   auto* verbosity = flags.addInt("v", 0, "log verbosity");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {

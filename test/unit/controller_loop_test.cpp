@@ -271,11 +271,18 @@ TEST_F(ControllerLoopTest, DeviceWithoutStatusIsShownAvailable) {
 
 TEST_F(ControllerLoopTest, ClaimWithoutStatusIsShownPending) {
   api.seed(resources::kExtendedResourceClaims, claimJson("fresh"));
+  json halfWritten = claimJson("half");
+  halfWritten["status"] = {{"extendedResourceNames", {"d9"}}, {"nodeName", "n1"}};
+  api.seed(resources::kExtendedResourceClaims, halfWritten);
   json bad = claimJson("bad");
   bad["spec"]["extendedResourceNum"] = "two";
   api.seed(resources::kExtendedResourceClaims, bad);
   start();
   EXPECT_TRUE(eventually([&] { return claimPhase("fresh") == "Pending"; }));
+  ASSERT_TRUE(eventually([&] { return claimPhase("half") == "Pending"; }));
+  EXPECT_EQ(api.peek(resources::kExtendedResourceClaims, "default", "half").value()["status"],
+            json({{"phase", "Pending"}}))
+      << "Pending lists nothing";
   ASSERT_TRUE(eventually([&] { return claimPhase("bad") == "Pending"; }));
   EXPECT_EQ(api.peek(resources::kExtendedResourceClaims, "default", "bad")
                 .value()
