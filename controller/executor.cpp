@@ -168,8 +168,15 @@ void Executor::markClaimLost(const ExtendedResourceClaim& claim, const action::M
   std::erase_if(next.allocated, [&](const std::string& name) {
     return std::find(a.missing.begin(), a.missing.end(), name) != a.missing.end();
   });
-  // The contract: a reason naming the device (kubectl's Reason column shows it).
-  next.reason = "ExtendedResourceLost: " + joinNames(a.missing);
+  // The contract: a reason naming the device (kubectl's Reason column shows it). A
+  // few names at most; the message lists them all.
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named(a.missing.begin(),
+                                 a.missing.begin() + std::min(a.missing.size(), kNamed));
+  next.reason = "ExtendedResourceLost: " + joinNames(named);
+  if (a.missing.size() > kNamed) {
+    next.reason += " and " + std::to_string(a.missing.size() - kNamed) + " more";
+  }
   next.message = a.message;
   gate();
   api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());

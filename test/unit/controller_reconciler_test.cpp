@@ -522,6 +522,19 @@ TEST_F(ReconcilerTest, DeviceSetAvailableByHandLosesItsClaimRefAndItsClaimIsLost
   EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost: d0");
 }
 
+TEST_F(ReconcilerTest, ALostReasonNamesAFewDevicesAndTheMessageAll) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["extendedResourceNames"] = {"d0", "d1", "x1", "x2", "x3", "x4"};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost: x1, x2, x3 and 1 more");
+  EXPECT_NE(claim()["status"]["message"].get<std::string>().find("x1, x2, x3, x4 were deleted"),
+            std::string::npos)
+      << claim()["status"]["message"];
+}
+
 TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   seedBoundCluster();
   api.remove(resources::kExtendedResources, "", "d1");
