@@ -25,6 +25,13 @@ bool allocatable(const ExtendedResourceClaim& c) {
   return c.phase == ClaimPhase::kPending && c.invalid.empty() && !c.meta.deleting;
 }
 
+// The spec as stored: an edit of it (fewer devices, a looser selector) may let a waiting
+// pod fit.
+nlohmann::json specOf(const ExtendedResourceClaim& c) {
+  const nlohmann::json raw = c.raw.parse();
+  return raw.is_object() ? raw.value("spec", nlohmann::json()) : nlohmann::json();
+}
+
 const char* resultLabel(const ReconcileResult& r) {
   switch (r.status) {
     case ReconcileResult::Status::kDone:
@@ -180,10 +187,10 @@ void Controller::indexHolder(const ExtendedResourceClaim* old, const ExtendedRes
 void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& c,
                                bool listing) {
   indexHolder(old, &c);
-  // A pod applied before its claim, or waiting on one that was Lost, invalid or held, was
-  // parked by kube-scheduler: no device freeing would wake it. (Claims found by the first
-  // list are not news.)
-  if (!listing && allocatable(c) && !(old && allocatable(*old))) {
+  // A pod applied before its claim, waiting on one that was Lost, invalid or held, or on one
+  // whose spec was edited, was parked by kube-scheduler: no device freeing would wake it.
+  // (Claims found by the first list are not news.)
+  if (!listing && allocatable(c) && (!old || !allocatable(*old) || specOf(*old) != specOf(c))) {
     scheduleNudge(claimNudgeTarget(objectKey(c.meta.ns, c.meta.name)));
   }
   enqueueClaim(c.meta.ns, c.meta.name);

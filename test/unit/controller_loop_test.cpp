@@ -343,6 +343,17 @@ TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
   l["status"] = {{"phase", "Pending"}};
   api.updateStatus(resources::kExtendedResourceClaims, "default", l);
   EXPECT_TRUE(eventually([&] { return requeueAt("on-lost") != ""; }));
+
+  // A status write is no news to the waiting pod; an edit of what it asks for is.
+  auto known = api.peek(resources::kExtendedResourceClaims, "default", "known").value();
+  known["status"] = {{"phase", "Pending"}, {"message", "still waiting"}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", known);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(requeueAt("on-known"), "");
+  known = api.peek(resources::kExtendedResourceClaims, "default", "known").value();
+  known["spec"]["metadataRequirements"] = {{"matchLabels", {{"type", "k80"}}}};
+  api.update(resources::kExtendedResourceClaims, "default", known);
+  EXPECT_TRUE(eventually([&] { return requeueAt("on-known") != ""; }));
 }
 
 // kube-scheduler parks the pod only after the first nudge ran: the follow-up reaches it.
