@@ -15,6 +15,15 @@ class PlannerTest : public ::testing::Test {
   void addClaim(ExtendedResourceClaim c) {
     claims_[objectKey(c.meta.ns, c.meta.name)] = std::make_shared<const ExtendedResourceClaim>(c);
   }
+  // Claim "mine", Bound to pod web (uid pod-uid) on n2.
+  void addClaimBoundToWebOnN2() {
+    auto mine = claim("mine", 1);
+    mine.phase = ClaimPhase::kBound;
+    mine.podRef = PodRef{"web", "pod-uid"};
+    mine.nodeName = "n2";
+    mine.allocated = {"gpu-9"};
+    addClaim(mine);
+  }
   void addDevice(ExtendedResource d) {
     index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
   }
@@ -213,12 +222,7 @@ TEST_F(PlannerTest, MissingLostHeldAndInvalidClaimsAreUnresolvable) {
 }
 
 TEST_F(PlannerTest, ClaimBoundToThisPodPassesOnlyItsNode) {
-  auto mine = claim("mine", 1);
-  mine.phase = ClaimPhase::kBound;
-  mine.podRef = PodRef{"web", "pod-uid"};
-  mine.nodeName = "n2";
-  mine.allocated = {"gpu-9"};
-  addClaim(mine);
+  addClaimBoundToWebOnN2();
   auto pc = resolve(pod({"mine"}));
   EXPECT_TRUE(planNode(pc, "pod-uid", "n2", {}, index_).fits);
   auto other = planNode(pc, "pod-uid", "n1", {}, index_);
@@ -230,12 +234,7 @@ TEST_F(PlannerTest, ClaimBoundToThisPodPassesOnlyItsNode) {
 // A request without the pod's UID (not kube-scheduler's, which always sends it) still sees
 // its own bound claims, by name; the UID decides whenever there is one.
 TEST_F(PlannerTest, PodWithoutUidOwnsClaimsBoundToItsName) {
-  auto mine = claim("mine", 1);
-  mine.phase = ClaimPhase::kBound;
-  mine.podRef = PodRef{"web", "pod-uid"};
-  mine.nodeName = "n2";
-  mine.allocated = {"gpu-9"};
-  addClaim(mine);
+  addClaimBoundToWebOnN2();
   auto noUid = resolve(pod({"mine"}, ""));
   EXPECT_TRUE(noUid.unresolvable.empty()) << noUid.unresolvable;
   EXPECT_EQ(noUid.fixedNode, "n2");
