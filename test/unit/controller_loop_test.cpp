@@ -335,8 +335,9 @@ TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
   EXPECT_TRUE(eventually([&] { return requeueAt("early") != ""; }));
   // Past the follow-up (300 ms here): only the pods naming w were due.
-  std::this_thread::sleep_for(500ms);
-  EXPECT_GE(reconciles("renudge", "success") + reconciles("renudge", "requeue"), 1);
+  ASSERT_TRUE(eventually(
+      [&] { return reconciles("renudge", "success") + reconciles("renudge", "requeue") >= 1; },
+      15s));
   EXPECT_EQ(requeueAt("on-known"), "") << "a pod waiting on another claim of the resource";
   EXPECT_EQ(requeueAt("on-lost"), "");
   auto l = api.peek(resources::kExtendedResourceClaims, "default", "l").value();
