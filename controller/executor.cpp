@@ -83,11 +83,9 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
                                  {"devices", claim.allocated},
                                  {"why", a.message}});
     record(referenceTo(claim), EventType::kNormal, "Released", a.message);
-    // A pod that no longer exists (or was replaced: events are matched by UID) has nobody to
-    // read its events.
-    const bool podGone =
-        a.cause == ReleaseCause::kPodDeleted || a.cause == ReleaseCause::kPodReplaced;
-    if (claim.podRef && !podGone) {
+    // On the holder too, gone or not (#5: events on pods whose claims it releases): an event
+    // outlives its object, and `kubectl get events` shows it for a deleted pod.
+    if (claim.podRef) {
       record({"v1", "Pod", claim.meta.ns, claim.podRef->name, claim.podRef->uid},
              EventType::kNormal, "ClaimReleased",
              "claim " + claim.meta.name + " released: " + a.message);

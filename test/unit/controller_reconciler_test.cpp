@@ -239,7 +239,11 @@ TEST_F(ReconcilerTest, DeletedPodReleasesTheClaimAndFreesItsDevices) {
   auto claimEvents = eventsFor("ExtendedResourceClaim");
   ASSERT_EQ(claimEvents.size(), 1u);
   EXPECT_EQ(claimEvents[0]["reason"], "Released");
-  EXPECT_TRUE(eventsFor("Pod").empty()) << "nobody can read the events of a deleted pod";
+  auto podEvents = eventsFor("Pod");
+  ASSERT_EQ(podEvents.size(), 1u) << "the deleted holder gets one too";
+  EXPECT_EQ(podEvents[0]["reason"], "ClaimReleased");
+  EXPECT_EQ(podEvents[0]["involvedObject"]["name"], "p");
+  EXPECT_EQ(podEvents[0]["involvedObject"]["uid"], podUid);
 }
 
 TEST_F(ReconcilerTest, PodDeletionSeenByTheWatchNeedsNoLiveRead) {
