@@ -116,6 +116,13 @@ InformerOptions fastOptions() {
   return o;
 }
 
+// Records into rec, starts, and waits for the first list and for the watch after it.
+bool startWatching(Informer<Widget>& inf, Recorder& rec, FakeApiClient& api) {
+  inf.addHandlers(rec.handlers());
+  inf.start();
+  return inf.waitForSync(5s) && api.waitForWatches(1, 2s);
+}
+
 ApiError transportError() {
   return ApiError(ApiErrorKind::kTransport, 0, "", "connection reset");
 }
@@ -235,10 +242,7 @@ TEST(Informer, DroppedWatchBacksOffAndLosesNothing) {
   FakeApiClient api;
   Informer<Widget> inf(api, kWidgets, fastOptions());
   Recorder rec;
-  inf.addHandlers(rec.handlers());
-  inf.start();
-  ASSERT_TRUE(inf.waitForSync(5s));
-  ASSERT_TRUE(api.waitForWatches(1, 2s));
+  ASSERT_TRUE(startWatching(inf, rec, api));
 
   api.failNext(Verb::kWatch, transportError(), 3);
   api.dropWatches();
@@ -259,10 +263,7 @@ TEST(Informer, WatchesThatKeepFailingEndInAFreshList) {
   FakeApiClient api;
   Informer<Widget> inf(api, kWidgets, fastOptions());
   Recorder rec;
-  inf.addHandlers(rec.handlers());
-  inf.start();
-  ASSERT_TRUE(inf.waitForSync(5s));
-  ASSERT_TRUE(api.waitForWatches(1, 2s));
+  ASSERT_TRUE(startWatching(inf, rec, api));
 
   api.failNext(Verb::kWatch,
                ApiError(ApiErrorKind::kTimeout, 504, "Timeout", "Too large resource version"), 5);
@@ -315,10 +316,7 @@ TEST(Informer, GoneRelistsAndReconcilesWithoutLostOrDuplicateEvents) {
   api.seed(kWidgets, widget("ns", "f", "1"));
   Informer<Widget> inf(api, kWidgets, fastOptions());
   Recorder rec;
-  inf.addHandlers(rec.handlers());
-  inf.start();
-  ASSERT_TRUE(inf.waitForSync(5s));
-  ASSERT_TRUE(api.waitForWatches(1, 2s));
+  ASSERT_TRUE(startWatching(inf, rec, api));
   const auto cachedC = inf.get("ns/c");
   rec.clear();
 
@@ -363,10 +361,7 @@ TEST(Informer, ExpiredWatchRelistsQuietlyWhenNothingChanged) {
   api.seed(kWidgets, widget("ns", "a", "1"));
   Informer<Widget> inf(api, kWidgets, fastOptions());
   Recorder rec;
-  inf.addHandlers(rec.handlers());
-  inf.start();
-  ASSERT_TRUE(inf.waitForSync(5s));
-  ASSERT_TRUE(api.waitForWatches(1, 2s));
+  ASSERT_TRUE(startWatching(inf, rec, api));
   api.expireWatches();
   ASSERT_TRUE(eventually([&] { return inf.relists() == 1; }));
   std::this_thread::sleep_for(50ms);
