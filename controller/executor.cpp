@@ -19,6 +19,15 @@ ExtendedResource available(ExtendedResource d, const std::string& reason,
   return d;
 }
 
+// Pending holds nothing: no allocation, node or holder.
+ExtendedResourceClaim pending(ExtendedResourceClaim c) {
+  c.phase = ClaimPhase::kPending;
+  c.allocated.clear();
+  c.nodeName.clear();
+  c.podRef.reset();
+  return c;
+}
+
 std::string key(const ExtendedResourceClaim& c) {
   return objectKey(c.meta.ns, c.meta.name);
 }
@@ -49,11 +58,7 @@ void Executor::record(const ObjectReference& ref, EventType type, const std::str
 Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& claim,
                                                 const action::ReleaseClaim& a,
                                                 const DeviceLookup& cached) {
-  ExtendedResourceClaim next = claim;
-  next.phase = ClaimPhase::kPending;
-  next.allocated.clear();
-  next.nodeName.clear();
-  next.podRef.reset();
+  ExtendedResourceClaim next = pending(claim);
   // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
   // records the release).
   const bool invalid = !claim.invalid.empty();
@@ -213,13 +218,8 @@ void Executor::initDeviceStatus(const ExtendedResource& device) {
 void Executor::initClaimStatus(const ExtendedResourceClaim& claim) {
   // A status without a phase is not one any bind wrote: whatever allocation it names (by
   // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
-  ExtendedResourceClaim next = claim;
-  next.phase = ClaimPhase::kPending;
-  next.allocated.clear();
-  next.nodeName.clear();
-  next.podRef.reset();
   gate();
-  api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
+  api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, pending(claim).toJson());
   if (metrics_) {
     metrics_->repairs.labels({"claim_initialized"}).inc();
   }

@@ -93,7 +93,9 @@ Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
   // An unparsable status cannot be trusted to say what the claim holds. A claim invalid in
   // its spec alone (a selector edited while Bound) is still released when its pod goes.
-  if (c.statusReadable && !hasStatusPhase(c)) {
+  // Only a typed Pending can be an absent phase: Bound and Lost claims (every release) skip
+  // the parse of the raw object.
+  if (c.statusReadable && c.phase == ClaimPhase::kPending && !hasStatusPhase(c)) {
     return {InitClaimStatus{}, std::nullopt};
   }
   if (!c.statusReadable || c.phase == ClaimPhase::kPending) {
