@@ -45,15 +45,19 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
   };
 
   std::map<std::string, std::string> allocatedTo;  // device -> claim key
+  std::map<std::string, std::string> lostBy;       // device -> key of the Lost claim holding it
   for (const auto& c : s.claims) {
     const std::string key = objectKey(c.meta.ns, c.meta.name);
     if (c.phase == ClaimPhase::kPending) {
-      if (!c.allocated.empty()) {
+      if (!c.allocated.empty() || !c.lost.empty()) {
         out.push_back("claim " + key + " is Pending but lists devices");
       }
       continue;
     }
     checkHolder(c, key);
+    for (const auto& name : c.lost) {
+      lostBy.emplace(name, key);
+    }
     if (c.phase == ClaimPhase::kLost) {
       for (const auto& name : c.allocated) {
         auto [it, fresh] = allocatedTo.emplace(name, key);
@@ -125,6 +129,16 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
                                        claim->second->meta.uid != d.claimRef->uid) {
       out.push_back("device " + d.meta.name + " is Bound to an earlier claim " + key + " (uid " +
                     d.claimRef->uid + ")");
+      continue;
+    }
+    // One lost by a claim whose pod still runs may be the device that pod uses: it is held
+    // for that claim (Bound to it again, listed as lost until the claim takes it back).
+    auto lost = lostBy.find(d.meta.name);
+    if (lost != lostBy.end()) {
+      if (lost->second != key) {
+        out.push_back("device " + d.meta.name + ", lost by claim " + lost->second +
+                      " while its pod runs, is Bound to claim " + key);
+      }
       continue;
     }
     auto it = allocatedTo.find(d.meta.name);

@@ -20,6 +20,7 @@ struct ClusterSnapshot {
 //   lists);
 // - a Bound device's claimRef names an existing Bound claim (same UID) that lists it, and
 //   every device a Bound claim lists is Bound to that claim;
+// - a device a Lost claim lost is Bound to no other claim (only to that one, once it is back);
 // - every allocation satisfies its claim (resource, selector, named list, count) and each
 //   device's node affinity matches the claim's node;
 // - no claim is held by a pod that no longer exists (or by a finished pod);

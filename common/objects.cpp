@@ -515,6 +515,10 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       c.allocated =
           stringListMember(*status, "extendedResourceNames", "status.extendedResourceNames");
     });
+    ps.check([&] {
+      c.lost = stringListMember(*status, "lostExtendedResourceNames",
+                                "status.lostExtendedResourceNames");
+    });
     ps.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
     ps.check([&] {
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
@@ -542,6 +546,11 @@ nlohmann::json ExtendedResourceClaim::toJson() const {
   } else {
     s["extendedResourceNames"] = allocated;
   }
+  if (lost.empty()) {
+    s.erase("lostExtendedResourceNames");
+  } else {
+    s["lostExtendedResourceNames"] = lost;
+  }
   setOrErase(s, "nodeName", nodeName);
   if (podRef) {
     s["podRef"] = json{{"name", podRef->name}};
@@ -552,6 +561,12 @@ nlohmann::json ExtendedResourceClaim::toJson() const {
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   return out;
+}
+
+std::vector<std::string> ExtendedResourceClaim::listedDevices() const {
+  std::vector<std::string> names = allocated;
+  names.insert(names.end(), lost.begin(), lost.end());
+  return names;
 }
 
 Pod Pod::fromJson(const nlohmann::json& obj) {

@@ -109,8 +109,12 @@ struct ExtendedResourceClaim {
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
   std::vector<std::string> allocated;       // status.extendedResourceNames
-  std::string nodeName;                     // status.nodeName
-  std::optional<PodRef> podRef;             // status.podRef
+  // status.lostExtendedResourceNames: devices a Lost claim lost while its pod ran. They are
+  // held for it until it is released, so a device recreated under the same name (the same
+  // physical device) goes back to that pod instead of to a second one.
+  std::vector<std::string> lost;
+  std::string nodeName;          // status.nodeName
+  std::optional<PodRef> podRef;  // status.podRef
   std::string reason;
   std::string message;
   std::string invalid;
@@ -121,6 +125,8 @@ struct ExtendedResourceClaim {
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
   nlohmann::json toJson() const;  // as ExtendedResource::toJson
+  // allocated, then lost: every device name the claim's status holds on to.
+  std::vector<std::string> listedDevices() const;
 };
 
 struct Pod {

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -27,6 +29,8 @@ class ControllerCaches {
   // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
   // pod's absence is as certain as a live read would make it.
   virtual bool podDeleted(const std::string& uid) const = 0;
+  // The claims whose status lists this device name, allocated or lost, in key order.
+  virtual std::vector<CachedClaim> claimsListing(const std::string& device) const = 0;
 };
 
 class InformerCaches : public ControllerCaches {
@@ -42,6 +46,42 @@ class InformerCaches : public ControllerCaches {
   bool podDeleted(const std::string& uid) const override {
     std::lock_guard lock(mu_);
     return deletedPods_.count(uid) > 0;
+  }
+  std::vector<CachedClaim> claimsListing(const std::string& device) const override {
+    std::set<std::string> keys;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = listing_.find(device); it != listing_.end()) {
+        keys = it->second;
+      }
+    }
+    std::vector<CachedClaim> out;
+    for (const auto& key : keys) {
+      if (auto c = claims_.get(key)) {
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+
+  // Keeps claimsListing current: called with each claim's previous and current version
+  // (nullptr for none).
+  void indexListed(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
+    std::lock_guard lock(mu_);
+    if (old) {
+      for (const auto& name : old->listedDevices()) {
+        auto it = listing_.find(name);
+        if (it != listing_.end() && it->second.erase(objectKey(old->meta.ns, old->meta.name)) &&
+            it->second.empty()) {
+          listing_.erase(it);
+        }
+      }
+    }
+    if (cur) {
+      for (const auto& name : cur->listedDevices()) {
+        listing_[name].insert(objectKey(cur->meta.ns, cur->meta.name));
+      }
+    }
   }
 
   // Kept only for pods that hold claims, and forgotten once no claim names them.
@@ -60,6 +100,7 @@ class InformerCaches : public ControllerCaches {
   const Informer<ExtendedResource>& devices_;
   mutable std::mutex mu_;
   std::unordered_set<std::string> deletedPods_;
+  std::map<std::string, std::set<std::string>> listing_;  // device name -> claim keys
 };
 
 }  // namespace ker

@@ -187,6 +187,7 @@ void Controller::indexHolder(const ExtendedResourceClaim* old, const ExtendedRes
 void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& c,
                                bool listing) {
   indexHolder(old, &c);
+  caches_.indexListed(old, &c);
   // A pod applied before its claim, waiting on one that was Lost, invalid or held, or on one
   // whose spec was edited, was parked by kube-scheduler: no device freeing would wake it.
   // (Claims found by the first list are not news.)
@@ -194,12 +195,13 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
     scheduleNudge(claimNudgeTarget(objectKey(c.meta.ns, c.meta.name)));
   }
   enqueueClaim(c.meta.ns, c.meta.name);
-  // Devices waiting out the grace period for this claim to list them can stop waiting.
-  for (const auto& name : c.allocated) {
+  // Devices waiting out the grace period for this claim to list them can stop waiting; a
+  // device back under a lost name is taken back, or freed once the claim no longer waits.
+  for (const auto& name : c.listedDevices()) {
     enqueueDevice(name);
   }
   if (old) {
-    for (const auto& name : old->allocated) {
+    for (const auto& name : old->listedDevices()) {
       enqueueDevice(name);
     }
     if (old->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
@@ -210,8 +212,9 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
 
 void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
   indexHolder(&c, nullptr);
+  caches_.indexListed(&c, nullptr);
   enqueueClaim(c.meta.ns, c.meta.name);
-  for (const auto& name : c.allocated) {
+  for (const auto& name : c.listedDevices()) {
     enqueueDevice(name);
   }
   // Devices a bind in flight wrote before the claim listed them.

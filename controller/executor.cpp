@@ -23,6 +23,7 @@ ExtendedResource available(ExtendedResource d, const std::string& reason,
 ExtendedResourceClaim pending(ExtendedResourceClaim c) {
   c.phase = ClaimPhase::kPending;
   c.allocated.clear();
+  c.lost.clear();
   c.nodeName.clear();
   c.podRef.reset();
   return c;
@@ -101,7 +102,7 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   const std::string reason = claimDeleted ? "Orphaned" : "Released";
   const std::string message =
       "claim " + key(claim) + (claimDeleted ? " was deleted" : " was released");
-  for (const auto& name : claim.allocated) {
+  for (const auto& name : claim.listedDevices()) {
     std::string triedVersion;
     switch (freeReleasedDevice(name, claim, cached(name), reason, message, triedVersion)) {
       case FreeResult::kFreed:
@@ -171,6 +172,12 @@ void Executor::markClaimLost(const ExtendedResourceClaim& claim, const action::M
   std::erase_if(next.allocated, [&](const std::string& name) {
     return std::find(a.missing.begin(), a.missing.end(), name) != a.missing.end();
   });
+  // Remembered, not dropped: a device that comes back under that name is held for this pod.
+  for (const auto& name : a.missing) {
+    if (std::find(next.lost.begin(), next.lost.end(), name) == next.lost.end()) {
+      next.lost.push_back(name);
+    }
+  }
   // The contract: a reason naming the device (kubectl's Reason column shows it). A
   // few names at most; the message lists them all.
   constexpr size_t kNamed = 3;
@@ -192,6 +199,59 @@ void Executor::markClaimLost(const ExtendedResourceClaim& claim, const action::M
     record({"v1", "Pod", claim.meta.ns, claim.podRef->name, claim.podRef->uid}, EventType::kWarning,
            "ClaimLost", "claim " + claim.meta.name + " lost: " + a.message);
   }
+}
+
+void Executor::recoverClaim(const ExtendedResourceClaim& claim, const action::RecoverClaim& a) {
+  ExtendedResourceClaim next = claim;
+  std::erase_if(next.lost, [&](const std::string& name) {
+    return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
+  });
+  next.allocated.insert(next.allocated.end(), a.recovered.begin(), a.recovered.end());
+  const std::string message = "extended resource" +
+                              std::string(a.recovered.size() > 1 ? "s " : " ") +
+                              joinNames(a.recovered) + " came back and " +
+                              (a.recovered.size() > 1 ? "are" : "is") + " bound to the claim again";
+  if (next.lost.empty()) {
+    next.phase = ClaimPhase::kBound;
+    next.reason = "Recovered";
+    next.message = message;
+  }
+  gate();
+  api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
+  if (metrics_) {
+    metrics_->repairs.labels({"claim_recovered"}).inc();
+  }
+  log::info("claim recovered devices",
+            {{"claim", key(claim)}, {"devices", a.recovered}, {"phase", toString(next.phase)}});
+  record(referenceTo(claim), EventType::kNormal, "Recovered", message);
+}
+
+bool Executor::rebindDevice(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
+  // The cache may not have seen the claim released yet: binding the device to a claim that
+  // no longer waits for it would keep it from everyone until the orphan repair.
+  if (metrics_) {
+    metrics_->liveReads.inc();
+  }
+  const ExtendedResourceClaim live = ExtendedResourceClaim::fromJson(
+      api_.get(resources::kExtendedResourceClaims, claim.meta.ns, claim.meta.name));
+  const auto listed = live.listedDevices();
+  if (live.meta.uid != claim.meta.uid || live.phase == ClaimPhase::kPending || !live.podRef ||
+      std::find(listed.begin(), listed.end(), device.meta.name) == listed.end()) {
+    return false;
+  }
+  ExtendedResource next = device;
+  next.phase = DevicePhase::kBound;
+  next.claimRef = ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid};
+  next.reason = "Rebound";
+  next.message = "claim " + key(claim) + " still lists a device of this name for its pod";
+  gate();
+  api_.updateStatus(resources::kExtendedResources, "", next.toJson());
+  if (metrics_) {
+    metrics_->repairs.labels({"device_rebound"}).inc();
+  }
+  log::info("rebound returning device to the claim that lost it",
+            {{"device", device.meta.name}, {"claim", key(claim)}});
+  return true;
 }
 
 void Executor::freeDevice(const ExtendedResource& device, const action::FreeDevice& a) {

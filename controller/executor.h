@@ -53,6 +53,10 @@ class Executor {
   ReleaseOutcome releaseClaim(const ExtendedResourceClaim& claim, const action::ReleaseClaim& a,
                               const DeviceLookup& cached);
   void markClaimLost(const ExtendedResourceClaim& claim, const action::MarkClaimLost& a);
+  void recoverClaim(const ExtendedResourceClaim& claim, const action::RecoverClaim& a);
+  // Bound to the claim, after a live read confirms the claim still lists the device;
+  // false (nothing written) when it does not.
+  bool rebindDevice(const ExtendedResource& device, const ExtendedResourceClaim& claim);
   void freeDevice(const ExtendedResource& device, const action::FreeDevice& a);
   void initDeviceStatus(const ExtendedResource& device);
   void initClaimStatus(const ExtendedResourceClaim& claim);

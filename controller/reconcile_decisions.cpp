@@ -135,6 +135,17 @@ Decision decideClaim(const ClaimView& v) {
                                        formatDuration(v.grace) + " of holding the claim"});
   }
 
+  std::vector<std::string> recovered;
+  for (const auto& name : c.lost) {
+    auto it = v.devices.find(name);
+    if (it != v.devices.end() && it->second && isBoundTo(*it->second, c)) {
+      recovered.push_back(name);
+    }
+  }
+  if (!recovered.empty()) {
+    return {RecoverClaim{std::move(recovered)}, std::nullopt};
+  }
+
   std::vector<std::string> missing;
   std::vector<std::string> deleted;
   std::vector<std::string> unbound;
@@ -166,15 +177,39 @@ Decision decideClaim(const ClaimView& v) {
   return {MarkClaimLost{std::move(missing), std::move(message)}, std::nullopt};
 }
 
+namespace {
+
+const ExtendedResourceClaim* waitingFor(const DeviceView& v) {
+  const ExtendedResource& d = *v.device;
+  for (const ExtendedResourceClaim* c : v.listedBy) {
+    // Released claims hold nothing; a device of another resource is not the one it lists.
+    const auto listed = c->listedDevices();
+    if (c->statusReadable && c->phase != ClaimPhase::kPending && c->podRef &&
+        c->rawResourceName == d.rawResourceName &&
+        std::find(listed.begin(), listed.end(), d.meta.name) != listed.end()) {
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Decision decideDevice(const DeviceView& v) {
   const ExtendedResource& d = *v.device;
-  if (!hasStatusPhase(d)) {
+  const bool initialized = hasStatusPhase(d);
+  if (d.invalid.empty() && (!initialized || d.phase == DevicePhase::kAvailable)) {
+    if (const ExtendedResourceClaim* c = waitingFor(v)) {
+      return {RebindDevice{c}, std::nullopt};
+    }
+  }
+  if (!initialized) {
     return {InitDeviceStatus{}, std::nullopt};
   }
   if (d.invalid.empty() && d.phase == DevicePhase::kAvailable && d.claimRef) {
     // No write of ours leaves this (a status edited by hand): the extender will not offer a
-    // device that still names a claim, so it would stay unusable. The claim, if it lists
-    // the device, is marked Lost by its own reconcile.
+    // device that still names a claim, so it would stay unusable. (A claim that lists it
+    // took it back above.)
     return {FreeDevice{"Available but still naming claim " +
                        objectKey(d.claimRef->ns, d.claimRef->name)},
             std::nullopt};
@@ -201,9 +236,12 @@ Decision decideDevice(const DeviceView& v) {
   if (!c->statusReadable) {
     return {Nothing{}, std::nullopt};
   }
-  const bool listed =
-      (c->phase == ClaimPhase::kBound || c->phase == ClaimPhase::kLost) &&
-      std::find(c->allocated.begin(), c->allocated.end(), d.meta.name) != c->allocated.end();
+  auto lists = [&](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), d.meta.name) != names.end();
+  };
+  // A lost device rebound to its claim is listed as lost until the claim takes it back.
+  const bool listed = (c->phase == ClaimPhase::kBound && lists(c->allocated)) ||
+                      (c->phase == ClaimPhase::kLost && (lists(c->allocated) || lists(c->lost)));
   if (listed) {
     return {Nothing{}, std::nullopt};
   }

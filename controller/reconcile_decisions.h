@@ -47,14 +47,25 @@ struct ReleaseClaim {
   std::string message;
 };
 // Devices the claim lists are gone (or no longer Bound to it): the claim becomes Lost and
-// stops listing them.
+// moves them from its allocation to its lost devices.
 struct MarkClaimLost {
   std::vector<std::string> missing;
   std::string message;
 };
+// Lost devices that are Bound to the claim again: they go back to its allocation, and with
+// none left lost the claim is Bound again.
+struct RecoverClaim {
+  std::vector<std::string> recovered;
+};
 // The device goes back to Available with its claimRef cleared.
 struct FreeDevice {
   std::string message;
+};
+// The device, free or new, carries a name a Bound or Lost claim lists: it is the same device
+// back (recreated, or freed by hand) under a pod that may still use it, so it is Bound to
+// that claim again rather than offered to another pod.
+struct RebindDevice {
+  const ExtendedResourceClaim* claim;  // one of DeviceView::listedBy
 };
 // The device has no status yet: it becomes Available.
 struct InitDeviceStatus {};
@@ -62,9 +73,10 @@ struct InitDeviceStatus {};
 struct InitClaimStatus {};
 }  // namespace action
 
-using Action = std::variant<action::Nothing, action::VerifyLive, action::WaitGrace,
-                            action::ReleaseClaim, action::MarkClaimLost, action::FreeDevice,
-                            action::InitDeviceStatus, action::InitClaimStatus>;
+using Action =
+    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
+                 action::MarkClaimLost, action::RecoverClaim, action::FreeDevice,
+                 action::RebindDevice, action::InitDeviceStatus, action::InitClaimStatus>;
 
 struct Decision {
   Action action;
@@ -80,7 +92,7 @@ struct ClaimView {
   // when there is none.
   const Pod* holder = nullptr;
   bool holderLive = false;  // holder (or its absence) comes from a live read
-  // Every device the claim lists, nullptr for those not found.
+  // Every device the claim lists, allocated or lost, nullptr for those not found.
   std::map<std::string, const ExtendedResource*> devices;
   bool devicesLive = false;
   SteadyTime now;
@@ -89,9 +101,10 @@ struct ClaimView {
 };
 
 // A Bound or Lost claim is released once its holder is gone, replaced or finished, or never
-// got a node within the grace period; a Bound claim whose listed devices vanished becomes
-// Lost. Anything that would release or mark Lost because something is missing from the
-// cache is confirmed by a live read first: cache lag must never take devices from a live pod.
+// got a node within the grace period; a claim whose allocated devices vanished becomes (or
+// stays) Lost, and takes back lost devices that are Bound to it again. Anything that would release
+// or mark Lost because something is missing from the cache is confirmed by a live read first: cache
+// lag must never take devices from a live pod.
 Decision decideClaim(const ClaimView& v);
 
 // Inputs for one device.
@@ -104,16 +117,18 @@ struct DeviceView {
   // device, and nothing has written the device since (same resourceVersion). The extender
   // only takes Available devices, so no bind in flight can be using it: no grace is needed.
   bool releasedWithClaim = false;
+  // Claims whose status lists this device, allocated or lost, in key order.
+  std::vector<const ExtendedResourceClaim*> listedBy;
   SteadyTime now;
   std::optional<SteadyTime> suspectSince;
   Millis grace{0};
 };
 
-// A device without a status becomes Available. A Bound device whose claim (that UID) no
-// longer exists is freed once a live read confirms it. A Bound device its claim does not list
-// is freed only after that has lasted the grace period (unless releasedWithClaim), because
-// the extender writes devices before the claim and so passes through that state on every
-// bind.
+// A device without a status becomes Available, or Bound to the Bound or Lost claim that lists
+// a device of that name and resource, as does an Available one. A Bound device whose claim (that
+// UID) no longer exists is freed once a live read confirms it. A Bound device its claim does not
+// list is freed only after that has lasted the grace period (unless releasedWithClaim), because the
+// extender writes devices before the claim and so passes through that state on every bind.
 Decision decideDevice(const DeviceView& v);
 
 // "a, b, c": device names in messages and reasons.

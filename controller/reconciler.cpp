@@ -32,6 +32,9 @@ std::string statusOf(const ExtendedResourceClaim& c) {
   for (const auto& name : c.allocated) {
     s += '\n' + name;
   }
+  for (const auto& name : c.lost) {
+    s += "\n-" + name;
+  }
   return s + '\n' + c.reason + '\n' + c.message;
 }
 
@@ -164,7 +167,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     }
     v.holder = holder.get();
     std::vector<CachedDevice> keep;  // owns what v.devices points to
-    for (const auto& name : claim->allocated) {
+    for (const auto& name : claim->listedDevices()) {
       keep.push_back(caches_.device(name));
       v.devices[name] = keep.back().get();
     }
@@ -202,7 +205,8 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       // rather than after the grace. A device written since (freed, or taken again) no
       // longer matches the version recorded here.
       std::map<std::string, std::string> versions;
-      for (const auto& name : claim->allocated) {
+      const std::vector<std::string> listed = claim->listedDevices();
+      for (const auto& name : listed) {
         if (const CachedDevice cached = caches_.device(name);
             cached && isBoundTo(*cached, *claim)) {
           versions[name] = cached->meta.resourceVersion;
@@ -220,7 +224,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
         throw;
       }
       std::lock_guard lock(mu_);
-      for (const auto& name : claim->allocated) {
+      for (const auto& name : listed) {
         if (auto failed = out.failed.find(name); failed != out.failed.end()) {
           releasedDevices_[name] = failed->second;
           r.devicesToRetry.push_back(name);
@@ -230,6 +234,8 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       }
     } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
       executor_.markClaimLost(*claim, *lost);
+    } else if (const auto* recover = std::get_if<action::RecoverClaim>(&d.action)) {
+      executor_.recoverClaim(*claim, *recover);
     } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
       executor_.initClaimStatus(*claim);
     } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
@@ -269,6 +275,10 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
     }
     v.claim = claim.get();
+    const std::vector<CachedClaim> listing = caches_.claimsListing(name);
+    for (const auto& c : listing) {
+      v.listedBy.push_back(c.get());
+    }
     {
       std::lock_guard lock(mu_);
       auto it = releasedDevices_.find(name);
@@ -305,6 +315,9 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
         std::lock_guard lock(mu_);
         releasedDevices_.erase(name);
       }
+    } else if (const auto* rebind = std::get_if<action::RebindDevice>(&d.action)) {
+      // When the claim turns out to be released, its event brings the device back here.
+      executor_.rebindDevice(*device, *rebind->claim);
     } else if (std::holds_alternative<action::InitDeviceStatus>(d.action)) {
       executor_.initDeviceStatus(*device);
     } else if (std::holds_alternative<action::VerifyLive>(d.action)) {

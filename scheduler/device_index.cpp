@@ -150,47 +150,118 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
   res->second.floating.erase(name);
 }
 
+namespace {
+
+bool freeByItself(const ExtendedResource& device) {
+  return device.invalid.empty() && device.phase == DevicePhase::kAvailable && !device.claimRef &&
+         !device.meta.deleting;
+}
+
+}  // namespace
+
+std::vector<std::string> heldDevices(const ExtendedResourceClaim& claim) {
+  if (!claim.statusReadable || claim.phase == ClaimPhase::kPending) {
+    return {};
+  }
+  return claim.listedDevices();
+}
+
+std::string DeviceIndex::holdKey(const std::string& rawResourceName, const std::string& name) {
+  return rawResourceName + '\n' + name;
+}
+
 void DeviceIndex::upsert(DevicePtr device) {
-  const std::string name = device->meta.name;
-  Entry entry{device,
-              device->invalid.empty() && device->phase == DevicePhase::kAvailable &&
-                  !device->claimRef && !device->meta.deleting,
-              onlyPinned(device->nodeAffinity)};
   {
     std::unique_lock lock(mu_);
-    auto it = devices_.find(name);
+    auto it = devices_.find(device->meta.name);
     if (it != devices_.end()) {
       unindex(*it->second);
     }
-    const PropertySet& props = internProperties(*device);
-    entry.propertiesSlot = props.slot;
-    entry.propertiesId = props.id;
-    auto nodes = pinnedNodes(device->nodeAffinity);
-    Resource& res = resources_[device->rawResourceName];
-    if (nodes.empty()) {
-      res.floating[name] = entry;
-    } else if (testsLabels(device->nodeAffinity)) {
-      ++res.pinnedTestingLabels;
-    }
-    for (const auto& node : nodes) {
-      const uint32_t slot = nodes_.acquire(node);
-      if (slot >= res.pinned.size()) {
-        res.pinned.resize(slot + 1);
-        res.summaries.resize(slot + 1);
-      }
-      auto& entries = res.pinned[slot];
-      entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>), entry);
-      res.summaries[slot] = summarise(entries);
-    }
-    devices_[name] = device;
+    index(device, freeByItself(*device));
   }
   if (device->phase != DevicePhase::kAvailable) {
     // The write a reservation stood in for is now visible.
     std::lock_guard lock(reservationsMu_);
-    if (auto it = reservations_.find(name); it != reservations_.end()) {
+    if (auto it = reservations_.find(device->meta.name); it != reservations_.end()) {
       dropReservation(it);
     }
   }
+}
+
+void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
+                                std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::unique_lock lock(mu_);
+  auto it = claimHolds_.find(claimKey);
+  if (it != claimHolds_.end() && it->second.rawResourceName == rawResourceName &&
+      it->second.names == names) {
+    return;  // every update of a Bound claim but the bind and the release
+  }
+  std::vector<std::string> changed;  // hold keys that became or stopped being held
+  if (it != claimHolds_.end()) {
+    for (const auto& name : it->second.names) {
+      const std::string key = holdKey(it->second.rawResourceName, name);
+      auto h = held_.find(key);
+      if (h != held_.end() && --h->second == 0) {
+        held_.erase(h);
+        changed.push_back(key);
+      }
+    }
+    claimHolds_.erase(it);
+  }
+  for (const auto& name : names) {
+    const std::string key = holdKey(rawResourceName, name);
+    if (++held_[key] == 1) {
+      changed.push_back(key);
+    }
+  }
+  if (!names.empty()) {
+    claimHolds_[claimKey] = {rawResourceName, std::move(names)};
+  }
+  for (const auto& key : changed) {
+    const std::string name = key.substr(key.find('\n') + 1);
+    auto d = devices_.find(name);
+    // Only a device that is free by itself reads differently: re-index it.
+    if (d != devices_.end() && holdKey(d->second->rawResourceName, name) == key &&
+        freeByItself(*d->second)) {
+      const DevicePtr device = d->second;
+      unindex(*device);
+      index(device, true);
+    }
+  }
+}
+
+size_t DeviceIndex::heldCount() const {
+  std::shared_lock lock(mu_);
+  return held_.size();
+}
+
+void DeviceIndex::index(const DevicePtr& device, bool free) {
+  const std::string& name = device->meta.name;
+  const bool held = !held_.empty() && held_.count(holdKey(device->rawResourceName, name)) > 0;
+  Entry entry{device, free && !held, onlyPinned(device->nodeAffinity)};
+  const PropertySet& props = internProperties(*device);
+  entry.propertiesSlot = props.slot;
+  entry.propertiesId = props.id;
+  auto nodes = pinnedNodes(device->nodeAffinity);
+  Resource& res = resources_[device->rawResourceName];
+  if (nodes.empty()) {
+    res.floating[name] = entry;
+  } else if (testsLabels(device->nodeAffinity)) {
+    ++res.pinnedTestingLabels;
+  }
+  for (const auto& node : nodes) {
+    const uint32_t slot = nodes_.acquire(node);
+    if (slot >= res.pinned.size()) {
+      res.pinned.resize(slot + 1);
+      res.summaries.resize(slot + 1);
+    }
+    auto& entries = res.pinned[slot];
+    entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>), entry);
+    res.summaries[slot] = summarise(entries);
+  }
+  devices_[name] = device;
 }
 
 void DeviceIndex::remove(const std::string& name) {

@@ -24,6 +24,10 @@ namespace ker {
 
 using DevicePtr = std::shared_ptr<const ExtendedResource>;
 
+// The device names a claim keeps from other pods: all it lists while Bound or Lost (with a
+// status that can be trusted), none while Pending.
+std::vector<std::string> heldDevices(const ExtendedResourceClaim& claim);
+
 // The extender's view of every device, indexed for the filter's hot path, plus the devices
 // that binds in flight have taken but the watch has not yet shown as Bound. Fed by the device
 // informer's handlers; thread-safe; no I/O.
@@ -33,6 +37,15 @@ class DeviceIndex {
 
   void upsert(DevicePtr device);
   void remove(const std::string& name);
+
+  // The device names a Bound or Lost claim's status lists (allocated or lost), fed by the
+  // claim informer: such a device of that resource is never free, even when Available or
+  // without a status, because the pod holding the claim may still be using it (recreated
+  // under its name, or freed by hand); the controller binds it back to the claim. Replaces
+  // what the claim held before; no names (a Pending or deleted claim) drops its holds.
+  void setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
+                     std::vector<std::string> names);
+  size_t heldCount() const;
   DevicePtr get(const std::string& name) const;
   size_t size() const;
 
@@ -146,6 +159,9 @@ class DeviceIndex {
     } group[kMaxGroups];
   };
   static NodeSummary summarise(const std::vector<Entry>& entries);
+  // Adds the device under mu_, as eligible as its state and the holds allow.
+  void index(const DevicePtr& device, bool free);
+  static std::string holdKey(const std::string& rawResourceName, const std::string& name);
   bool reservedByOther(const std::string& name, const std::string& podUid,
                        Clock::time_point now) const;
   // Erases a reservation and its counts in reservedNodes_; reservationsMu_ held.
@@ -174,6 +190,12 @@ class DeviceIndex {
     size_t pinnedTestingLabels = 0;
   };
   NodeSlots nodes_;  // the nodes some device is pinned to
+  struct ClaimHolds {
+    std::string rawResourceName;
+    std::vector<std::string> names;
+  };
+  std::unordered_map<std::string, ClaimHolds> claimHolds_;  // by claim key
+  std::unordered_map<std::string, uint32_t> held_;          // holdKey -> claims holding it
   std::unordered_map<std::string, Resource> resources_;
 
   mutable std::mutex reservationsMu_;

@@ -70,12 +70,26 @@ struct ExtenderApp::Impl {
         .onUpdate = [this](const auto&, const auto& d) { index.upsert(d); },
         .onDelete = [this](const auto& d) { index.remove(d->meta.name); },
     });
+    auto hold = [this](const ExtendedResourceClaim& c) {
+      index.setClaimHolds(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, heldDevices(c));
+    };
+    claims.addHandlers({
+        .onAdd = [hold](const auto& c) { hold(*c); },
+        .onUpdate = [hold](const auto&, const auto& c) { hold(*c); },
+        .onDelete =
+            [this](const auto& c) {
+              index.setClaimHolds(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
+            },
+    });
     registry.gaugeFunc("extended_resource_scheduler_cached_devices", "Devices in the cache.",
                        [this] { return static_cast<double>(index.size()); });
     registry.gaugeFunc("extended_resource_scheduler_cached_claims", "Claims in the cache.",
                        [this] { return static_cast<double>(claims.size()); });
     registry.gaugeFunc("extended_resource_scheduler_cached_nodes", "Nodes in the cache.",
                        [this] { return static_cast<double>(nodes.size()); });
+    registry.gaugeFunc("extended_resource_scheduler_held_devices",
+                       "Device names that Bound or Lost claims list, never offered to others.",
+                       [this] { return static_cast<double>(index.heldCount()); });
     registry.gaugeFunc("extended_resource_scheduler_reserved_devices",
                        "Devices held by binds in flight.",
                        [this] { return static_cast<double>(index.reservedCount()); });

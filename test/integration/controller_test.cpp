@@ -327,6 +327,57 @@ TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
   EXPECT_TRUE(eventually([&] { return released("two", {kept}); }, 10s)) << logs();
 }
 
+// A device deleted and created again under its name while its pod runs (a device plugin
+// re-registering, say) is the device that pod uses: it must go back to that pod's claim and
+// never to a second pod, even in the moments before the controller has seen it.
+TEST_F(ControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
+  const std::string device = makeDevice();
+  createPod("web", "first-claim");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  auto create = [&] {
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(device, node_, resource_, {{"type", "k80"}}));
+  };
+  auto boundTo = [&](const std::string& claim) {
+    const json d = api_->get(resources::kExtendedResources, "", device);
+    return d.value("/status/phase"_json_pointer, "") == "Bound" &&
+           d.value("/status/claimRef/name"_json_pointer, "") == claim;
+  };
+
+  // With the controller stopped only the extender stands between the new object, which has
+  // no status, and a second pod.
+  controller_->stop();
+  api_->remove(resources::kExtendedResources, "", device);
+  create();
+  createPod("second", "second-claim");
+  ASSERT_TRUE(waitParked("second")) << logs();
+  EXPECT_EQ(devicePhase(device), "");
+  controller_ = startController(controllerPort_);
+  ASSERT_TRUE(eventually([&] { return boundTo("first-claim"); }, 10s)) << logs();
+  EXPECT_EQ(claimPhase("first-claim"), "Bound");
+  EXPECT_EQ(invariantViolations(), "");
+
+  // With it running: the deleted device makes the claim Lost, which keeps the name; the
+  // device back makes it Bound again.
+  api_->remove(resources::kExtendedResources, "", device);
+  ASSERT_TRUE(eventually([&] { return claimPhase("first-claim") == "Lost"; }, 10s)) << logs();
+  EXPECT_EQ(claimStatus("first-claim")["lostExtendedResourceNames"], json({device}));
+  create();
+  ASSERT_TRUE(eventually([&] { return claimPhase("first-claim") == "Bound"; }, 10s)) << logs();
+  EXPECT_TRUE(boundTo("first-claim"));
+  const json status = claimStatus("first-claim");
+  EXPECT_EQ(status["extendedResourceNames"], json({device}));
+  EXPECT_FALSE(status.contains("lostExtendedResourceNames"));
+  EXPECT_EQ(status.value("reason", ""), "Recovered");
+  EXPECT_FALSE(waitBound("second", 2s));
+  EXPECT_EQ(invariantViolations(), "");
+
+  // Once its pod goes, the device is the waiting pod's.
+  deletePodNow(*api_, ns_, "web");
+  ASSERT_TRUE(waitBound("second", 30s)) << logs();
+  EXPECT_TRUE(boundTo("second-claim"));
+}
+
 TEST_F(ControllerTest, DeletingABoundClaimFreesItsDevices) {
   const std::string device = makeDevice();
   createPod("web", "c");

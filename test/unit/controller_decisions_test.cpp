@@ -298,6 +298,37 @@ TEST_F(ClaimDecisionTest, LostClaimWhoseRemainingDevicesAreFineNeedsNothing) {
   as<action::Nothing>(decideClaim(view));
 }
 
+TEST_F(ClaimDecisionTest, LostDeviceBoundToTheClaimAgainIsRecovered) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated = {"d0"};
+  claim.lost = {"d1", "d2"};
+  ExtendedResource recreated = availableDevice("d2");
+  view.devices["d2"] = &recreated;  // back, but not (yet) Bound to the claim
+  const auto& back = as<action::RecoverClaim>(decideClaim(view));
+  EXPECT_EQ(back.recovered, std::vector<std::string>{"d1"});
+}
+
+TEST_F(ClaimDecisionTest, LostDevicesStillGoneNeedNothing) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated = {"d0"};
+  claim.lost = {"d1"};
+  view.devices["d1"] = nullptr;
+  as<action::Nothing>(decideClaim(view));
+  // A copy Bound to an earlier claim of the same name is not this claim's.
+  ExtendedResource other = boundDevice("d1", "c", "uid-old-c");
+  view.devices["d1"] = &other;
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(ClaimDecisionTest, HolderGoneReleasesALostClaimBeforeAnyRecovery) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated = {"d0"};
+  claim.lost = {"d1"};
+  view.holder = nullptr;
+  view.holderLive = true;
+  as<action::ReleaseClaim>(decideClaim(view));
+}
+
 TEST_F(ClaimDecisionTest, UnscheduledHolderIsNotMarkedLost) {
   // The holder's node decides first: devices matter only to a pod that runs.
   holder.nodeName.clear();
@@ -370,6 +401,67 @@ TEST_F(DeviceDecisionTest, AvailableDeviceStillNamingAClaimIsFreed) {
   device.phase = DevicePhase::kPending;
   device.raw = device.toJson();
   as<action::Nothing>(decideDevice(view));
+}
+
+// A device back under a name a live claim lists: recreated (no status yet) or set free by
+// hand. Its pod may still use it, so it goes back to that claim, never to another pod.
+TEST_F(DeviceDecisionTest, ReturningDeviceIsBoundBackToTheClaimListingIt) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated.clear();
+  claim.lost = {"d0"};
+  ExtendedResourceClaim bystander = boundClaim({"d7"}, "p2");
+  bystander.meta.name = "b";
+  view.listedBy = {&bystander, &claim};
+  device = availableDevice("d0");
+  device.raw = nlohmann::json{{"metadata", {{"name", "d0"}}}};  // recreated: no status
+  view.claim = nullptr;
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  device.raw = device.toJson();  // Available, no claimRef
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  device.claimRef = ClaimRef{"default", "c", "uid-c"};  // set Available by hand
+  device.raw = device.toJson();
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  device.claimRef.reset();
+  device.raw = device.toJson();
+  // Bound claims too: recreated before the controller saw it gone, the claim never goes Lost.
+  claim = boundClaim({"d0"}, "p");
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+}
+
+TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
+  device = availableDevice("d0");
+  device.raw = nlohmann::json{{"metadata", {{"name", "d0"}}}};
+  view.claim = nullptr;
+  view.listedBy = {&claim};
+  claim.phase = ClaimPhase::kPending;  // released (the cache may lag: it lists nothing then)
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim.phase = ClaimPhase::kLost;
+  claim.podRef.reset();  // no holder to keep it for
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim = boundClaim({"d0"}, "p");
+  claim.rawResourceName = "example.com/fpga";  // another device, whatever its name
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim = boundClaim({"d1"}, "p");  // does not list it
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim = boundClaim({"d0"}, "p");
+  claim.statusReadable = false;
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim.statusReadable = true;
+  device.raw = device.toJson();
+  device.invalid = "spec.nodeAffinity: required";
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, DeviceBoundBackToALostClaimIsNotAnOrphan) {
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated.clear();
+  claim.lost = {"d0"};
+  auto d = decideDevice(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince);
+  // A Bound claim's lost list is not a listing (only Lost claims have one).
+  claim.phase = ClaimPhase::kBound;
+  as<action::WaitGrace>(decideDevice(view));
 }
 
 TEST_F(DeviceDecisionTest, InvalidDeviceWithAStatusIsLeftAlone) {

@@ -46,6 +46,16 @@ class MapCaches : public ControllerCaches {
     return out;
   }
   bool podDeleted(const std::string& uid) const override { return deletedPods.count(uid) > 0; }
+  std::vector<CachedClaim> claimsListing(const std::string& device) const override {
+    std::vector<CachedClaim> out;
+    for (const auto& [key, c] : claims) {
+      const auto listed = c->listedDevices();
+      if (std::find(listed.begin(), listed.end(), device) != listed.end()) {
+        out.push_back(c);
+      }
+    }
+    return out;
+  }
 
   void load(FakeApiClient& api) {
     claims.clear();
@@ -511,8 +521,33 @@ TEST_F(ReconcilerTest, ADeviceWrittenAgainAfterAFailedFreeWaitsOutTheGrace) {
   EXPECT_EQ(device("d0")["status"]["claimRef"]["uid"], claim()["metadata"]["uid"]);
 }
 
-TEST_F(ReconcilerTest, DeviceSetAvailableByHandLosesItsClaimRefAndItsClaimIsLost) {
+// Its pod still runs and may use it: set Available by hand, it goes back to the claim.
+TEST_F(ReconcilerTest, DeviceSetAvailableByHandUnderARunningPodIsBoundBack) {
   seedBoundCluster();
+  for (bool keepRef : {true, false}) {
+    auto d0 = device("d0");
+    d0["status"]["phase"] = "Available";
+    if (!keepRef) {
+      d0["status"].erase("claimRef");
+    }
+    api.updateStatus(resources::kExtendedResources, "", d0);
+    caches.load(api);
+    EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
+    EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << keepRef;
+    EXPECT_EQ(device("d0")["status"]["claimRef"]["uid"], claimUid);
+    caches.load(api);
+    const auto rv = settledResourceVersion();
+    reconciler->reconcileClaim("default/c");
+    expectUntouched(rv);
+  }
+}
+
+// Released first: a claimRef naming a claim that no longer lists the device is cleared.
+TEST_F(ReconcilerTest, DeviceSetAvailableByHandAfterItsReleaseLosesItsClaimRef) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"] = {{"phase", "Pending"}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
   auto d0 = device("d0");
   d0["status"]["phase"] = "Available";
   api.updateStatus(resources::kExtendedResources, "", d0);
@@ -520,10 +555,6 @@ TEST_F(ReconcilerTest, DeviceSetAvailableByHandLosesItsClaimRefAndItsClaimIsLost
   EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
   EXPECT_EQ(device("d0")["status"]["phase"], "Available");
   EXPECT_FALSE(device("d0")["status"].contains("claimRef"));
-  caches.load(api);
-  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
-  EXPECT_EQ(claim()["status"]["phase"], "Lost");
-  EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost: d0");
 }
 
 TEST_F(ReconcilerTest, ALostReasonNamesAFewDevicesAndTheMessageAll) {
@@ -562,6 +593,103 @@ TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   reconciler->reconcileClaim("default/c");
   EXPECT_EQ(claim()["status"]["phase"], "Pending");
   EXPECT_EQ(device("d0")["status"]["phase"], "Available");
+}
+
+// The same device back under its name while the pod still runs (re-registered, say): it goes
+// back to the claim, never to a second pod, and the claim is whole again.
+TEST_F(ReconcilerTest, DeletedDeviceRecreatedGoesBackToItsLostClaim) {
+  seedBoundCluster();
+  api.remove(resources::kExtendedResources, "", "d1");
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(claim()["status"]["lostExtendedResourceNames"], json({"d1"}));
+
+  json recreated = deviceJson("d1");
+  recreated.erase("status");
+  api.seed(resources::kExtendedResources, recreated);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("d1").status, Status::kDone);
+  auto d1 = device("d1")["status"];
+  EXPECT_EQ(d1["phase"], "Bound");
+  EXPECT_EQ(d1["claimRef"], json({{"namespace", "default"}, {"name", "c"}, {"uid", claimUid}}));
+  EXPECT_EQ(d1["reason"], "Rebound");
+
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  auto s = claim()["status"];
+  EXPECT_EQ(s["phase"], "Bound");
+  EXPECT_EQ(s["extendedResourceNames"], json({"d0", "d1"}));
+  EXPECT_FALSE(s.contains("lostExtendedResourceNames"));
+  EXPECT_EQ(s["reason"], "Recovered");
+  EXPECT_EQ(s["podRef"]["uid"], podUid);
+  auto events = eventsFor("ExtendedResourceClaim");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["reason"], "Recovered");
+  EXPECT_EQ(counter(metrics.repairs, {"device_rebound"}), 1);
+  EXPECT_EQ(counter(metrics.repairs, {"claim_recovered"}), 1);
+  const auto rv = settledResourceVersion();
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  reconciler->reconcileDevice("d1");
+  expectUntouched(rv);
+}
+
+// Recreated before the controller saw it gone: bound back at once, the claim never Lost.
+TEST_F(ReconcilerTest, DeviceRecreatedUnderABoundClaimIsBoundBackToIt) {
+  seedBoundCluster();
+  api.remove(resources::kExtendedResources, "", "d1");
+  json recreated = deviceJson("d1");
+  recreated.erase("status");
+  api.seed(resources::kExtendedResources, recreated);
+  caches.load(api);
+  reconciler->reconcileDevice("d1");
+  EXPECT_EQ(device("d1")["status"]["phase"], "Bound");
+  caches.load(api);
+  const auto rv = settledResourceVersion();
+  reconciler->reconcileClaim("default/c");
+  expectUntouched(rv);
+  EXPECT_EQ(claim()["status"]["phase"], "Bound");
+}
+
+// The cache still shows the claim Lost, but it was released: the device is not bound to a
+// claim that no longer wants it (it would sit out the orphan grace), and is initialized once
+// the cache catches up.
+TEST_F(ReconcilerTest, RecreatedDeviceIsNotBoundBackToAClaimReleasedMeanwhile) {
+  seedBoundCluster();
+  api.remove(resources::kExtendedResources, "", "d1");
+  caches.load(api);
+  reconciler->reconcileClaim("default/c");
+  json recreated = deviceJson("d1");
+  recreated.erase("status");
+  api.seed(resources::kExtendedResources, recreated);
+  caches.load(api);
+  api.remove(resources::kPods, "default", "p");
+  caches.podMap.erase("default/p");
+  caches.deletedPods.insert(podUid);
+  reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  caches.devices["d1"] = std::make_shared<const ExtendedResource>(
+      ExtendedResource::fromJson(device("d1")));  // the claim stays stale in the cache
+  EXPECT_EQ(reconciler->reconcileDevice("d1").status, Status::kDone);
+  EXPECT_FALSE(device("d1").contains("status"));
+  caches.load(api);
+  reconciler->reconcileDevice("d1");
+  EXPECT_EQ(device("d1")["status"]["phase"], "Available");
+}
+
+TEST_F(ReconcilerTest, ReleasingALostClaimFreesTheDevicesItGotBack) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["phase"] = "Lost";
+  c["status"]["extendedResourceNames"] = {"d0"};
+  c["status"]["lostExtendedResourceNames"] = {"d1", "gone"};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  caches.deletedPods.insert(podUid);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  expectReleased();
+  EXPECT_FALSE(claim()["status"].contains("lostExtendedResourceNames"));
 }
 
 TEST_F(ReconcilerTest, DeviceMissingOnlyFromTheCacheIsNotLost) {

@@ -103,6 +103,59 @@ TEST(DeviceIndex, ExpiredReservationsDoNotHideDevices) {
   EXPECT_TRUE(idx.reserve({"a"}, "pod-2"));
 }
 
+// A device a live claim lists is never offered to another pod, whatever it says of itself:
+// recreated without a status, or set Available by hand, it may still be in use.
+TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  idx.upsert(ptr(device("b", "n1", {})));
+  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"a", "gone"});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(idx.heldCount(), 2u);
+  int counted = 0;
+  const bool exact =
+      idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), "n1",
+                          [&](const DeviceIndex::FreeGroup& g) { counted += g.count; });
+  EXPECT_TRUE(exact);
+  EXPECT_EQ(counted, 1) << "the node's summary leaves the held device out too";
+
+  idx.upsert(ptr(device("gone", "n1", {})));  // recreated under a held name
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"b"}));
+  idx.upsert(ptr(device("a", "n2", {})));  // re-indexed: still held
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {}).empty());
+
+  // A second claim naming it keeps it held until both let go.
+  idx.setClaimHolds("default/c2", "nvidia.com/gpu", {"a"});
+  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"gone"});
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {}).empty());
+  idx.setClaimHolds("default/c2", "nvidia.com/gpu", {});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n2", {})), (std::vector<std::string>{"a"}));
+  idx.setClaimHolds("default/c", "nvidia.com/gpu", {});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})),
+            (std::vector<std::string>{"b", "gone"}));
+  EXPECT_EQ(idx.heldCount(), 0u);
+}
+
+TEST(DeviceIndex, AHoldCoversOnlyTheClaimsResource) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {}, "example.com/fpga")));
+  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"a"});
+  EXPECT_EQ(names(idx.freeOnNode("example.com/fpga", "n1", {})), (std::vector<std::string>{"a"}));
+}
+
+TEST(HeldDevices, WhatBoundAndLostClaimsList) {
+  ExtendedResourceClaim c;
+  c.allocated = {"a"};
+  c.lost = {"b"};
+  EXPECT_TRUE(heldDevices(c).empty()) << "Pending holds nothing";
+  c.phase = ClaimPhase::kBound;
+  EXPECT_EQ(heldDevices(c), (std::vector<std::string>{"a", "b"}));
+  c.phase = ClaimPhase::kLost;
+  EXPECT_EQ(heldDevices(c), (std::vector<std::string>{"a", "b"}));
+  c.statusReadable = false;
+  EXPECT_TRUE(heldDevices(c).empty());
+}
+
 TEST(DeviceIndex, EqualPropertiesShareAnIdAndAFreedSlotGetsANewId) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));

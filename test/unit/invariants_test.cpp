@@ -60,6 +60,32 @@ TEST_F(InvariantsTest, LostClaimKeepsItsRemainingDevicesBound) {
   expectViolation("device d0 is Bound to claim default/other which does not list it");
 }
 
+TEST_F(InvariantsTest, ALostDeviceIsHeldForItsClaimOnly) {
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.claims[0].allocated.clear();
+  s.claims[0].lost = {"d0"};
+  EXPECT_EQ(checkInvariants(s), std::vector<std::string>{})
+      << "Bound back to it, not yet taken back";
+  auto c2 = claim("c2", 1, {{"type", "k80"}});
+  c2.meta.uid = "uid-c2";
+  c2.phase = ClaimPhase::kBound;
+  c2.allocated = {"d0"};
+  c2.nodeName = "n1";
+  c2.podRef = PodRef{"p", "uid-p"};
+  s.claims.push_back(c2);
+  s.devices[0].claimRef = ClaimRef{"default", "c2", "uid-c2"};
+  expectViolation(
+      "device d0, lost by claim default/c while its pod runs, is Bound to claim "
+      "default/c2");
+}
+
+TEST_F(InvariantsTest, PendingClaimListingLostDevices) {
+  s.claims[0].phase = ClaimPhase::kPending;
+  s.claims[0].allocated.clear();
+  s.claims[0].lost = {"d9"};
+  expectViolation("claim default/c is Pending but lists devices");
+}
+
 TEST_F(InvariantsTest, DeviceInTwoAllocations) {
   auto c2 = claim("c2", 1, {{"type", "k80"}});
   c2.phase = ClaimPhase::kBound;

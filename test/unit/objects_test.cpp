@@ -455,6 +455,7 @@ TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
       {"/status/nodeName", json::array()},
       {"/status/podRef", "trainer-0"},
       {"/status/podRef/name", 0},
+      {"/status/lostExtendedResourceNames", "gpu-n1-9"},
   };
   const std::vector<std::string> expected = {
       "spec.metadataRequirements: expected an object, got string",
@@ -474,6 +475,7 @@ TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
       "status.nodeName: expected a string, got array",
       "status.podRef: expected an object, got string",
       "status.podRef.name: expected a string, got number",
+      "status.lostExtendedResourceNames: expected an array of strings, got string",
   };
   ASSERT_EQ(cases.size(), expected.size());
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -505,13 +507,15 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
 
   c.phase = ClaimPhase::kLost;
   c.allocated = {"gpu-n1-1"};
+  c.lost = {"gpu-n1-0"};
   c.nodeName = "n2";
   c.podRef = PodRef{"trainer-1", ""};
   c.reason = "DeviceGone";
   c.meta.resourceVersion = "50000";
   out = c.toJson();
   EXPECT_EQ(out["status"], json::parse(R"({"phase": "Lost", "extendedResourceNames": ["gpu-n1-1"],
-      "nodeName": "n2", "podRef": {"name": "trainer-1"}, "reason": "DeviceGone",
+      "lostExtendedResourceNames": ["gpu-n1-0"], "nodeName": "n2",
+      "podRef": {"name": "trainer-1"}, "reason": "DeviceGone",
       "lastTransitionTime": "2024-03-01T10:05:00Z"})"));
   EXPECT_EQ(out["metadata"]["resourceVersion"], "50000");
   EXPECT_FALSE(out["metadata"].contains("managedFields"));
@@ -521,6 +525,8 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
   EXPECT_EQ(back.invalid, "");
   EXPECT_EQ(back.phase, ClaimPhase::kLost);
   EXPECT_EQ(back.allocated, c.allocated);
+  EXPECT_EQ(back.lost, c.lost);
+  EXPECT_EQ(back.listedDevices(), (std::vector<std::string>{"gpu-n1-1", "gpu-n1-0"}));
   EXPECT_EQ(back.podRef, c.podRef);
 }
 
