@@ -224,6 +224,10 @@ void Executor::recoverClaim(const ExtendedResourceClaim& claim, const action::Re
   log::info("claim recovered devices",
             {{"claim", key(claim)}, {"devices", a.recovered}, {"phase", toString(next.phase)}});
   record(referenceTo(claim), EventType::kNormal, "Recovered", message);
+  if (claim.podRef) {
+    record({"v1", "Pod", claim.meta.ns, claim.podRef->name, claim.podRef->uid}, EventType::kNormal,
+           "ClaimRecovered", "claim " + claim.meta.name + ": " + message);
+  }
 }
 
 bool Executor::rebindDevice(const ExtendedResource& device, const ExtendedResourceClaim& claim) {

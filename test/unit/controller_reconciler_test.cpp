@@ -625,6 +625,10 @@ TEST_F(ReconcilerTest, DeletedDeviceRecreatedGoesBackToItsLostClaim) {
   auto events = eventsFor("ExtendedResourceClaim");
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[1]["reason"], "Recovered");
+  auto podEvents = eventsFor("Pod");
+  ASSERT_EQ(podEvents.size(), 2u);
+  EXPECT_EQ(podEvents[1]["reason"], "ClaimRecovered");
+  EXPECT_EQ(podEvents[1]["involvedObject"]["uid"], podUid);
   EXPECT_EQ(counter(metrics.repairs, {"device_rebound"}), 1);
   EXPECT_EQ(counter(metrics.repairs, {"claim_recovered"}), 1);
   const auto rv = settledResourceVersion();
