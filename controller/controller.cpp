@@ -25,6 +25,14 @@ bool allocatable(const ExtendedResourceClaim& c) {
   return c.phase == ClaimPhase::kPending && c.invalid.empty() && !c.meta.deleting;
 }
 
+// What the extender holds for the claim (see DeviceIndex::setClaimHolds).
+std::vector<std::string> heldFor(const ExtendedResourceClaim* c) {
+  if (!c || !c->statusReadable || c->phase == ClaimPhase::kPending) {
+    return {};
+  }
+  return c->listedDevices();
+}
+
 // The spec as stored: an edit of it (fewer devices, a looser selector) may let a waiting
 // pod fit.
 nlohmann::json specOf(const ExtendedResourceClaim& c) {
@@ -201,6 +209,7 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
     enqueueDevice(name);
   }
   if (old) {
+    nudgeForDroppedHolds(*old, &c);
     for (const auto& name : old->listedDevices()) {
       enqueueDevice(name);
     }
@@ -213,6 +222,7 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
 void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
   indexHolder(&c, nullptr);
   caches_.indexListed(&c, nullptr);
+  nudgeForDroppedHolds(c, nullptr);
   enqueueClaim(c.meta.ns, c.meta.name);
   for (const auto& name : c.listedDevices()) {
     enqueueDevice(name);
@@ -222,6 +232,23 @@ void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
     if (d->claimRef && d->claimRef->ns == c.meta.ns && d->claimRef->name == c.meta.name) {
       enqueueDevice(d->meta.name);
     }
+  }
+}
+
+void Controller::nudgeForDroppedHolds(const ExtendedResourceClaim& old,
+                                      const ExtendedResourceClaim* cur) {
+  const std::vector<std::string> still = heldFor(cur);
+  std::set<std::string> resources;
+  for (const auto& name : heldFor(&old)) {
+    if (std::find(still.begin(), still.end(), name) != still.end()) {
+      continue;
+    }
+    if (const auto d = devices_.get(name); d && writtenAvailable(*d)) {
+      resources.insert(d->rawResourceName);
+    }
+  }
+  for (const auto& resource : resources) {
+    scheduleNudge(resource);
   }
 }
 

@@ -33,6 +33,18 @@ std::string key(const ExtendedResourceClaim& c) {
   return objectKey(c.meta.ns, c.meta.name);
 }
 
+// The contract: a reason naming the device (kubectl's Reason column shows it). A few
+// names at most; the message lists them all.
+std::string lostReason(const std::vector<std::string>& lost) {
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named(lost.begin(), lost.begin() + std::min(lost.size(), kNamed));
+  std::string reason = "ExtendedResourceLost: " + joinNames(named);
+  if (lost.size() > kNamed) {
+    reason += " and " + std::to_string(lost.size() - kNamed) + " more";
+  }
+  return reason;
+}
+
 }  // namespace
 
 Executor::Executor(ApiClient& api, EventRecorder* events, ControllerMetrics* metrics,
@@ -178,15 +190,7 @@ void Executor::markClaimLost(const ExtendedResourceClaim& claim, const action::M
       next.lost.push_back(name);
     }
   }
-  // The contract: a reason naming the device (kubectl's Reason column shows it). A
-  // few names at most; the message lists them all.
-  constexpr size_t kNamed = 3;
-  std::vector<std::string> named(a.missing.begin(),
-                                 a.missing.begin() + std::min(a.missing.size(), kNamed));
-  next.reason = "ExtendedResourceLost: " + joinNames(named);
-  if (a.missing.size() > kNamed) {
-    next.reason += " and " + std::to_string(a.missing.size() - kNamed) + " more";
-  }
+  next.reason = lostReason(next.lost);
   next.message = a.message;
   gate();
   api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
@@ -215,6 +219,9 @@ void Executor::recoverClaim(const ExtendedResourceClaim& claim, const action::Re
     next.phase = ClaimPhase::kBound;
     next.reason = "Recovered";
     next.message = message;
+  } else {
+    next.reason = lostReason(next.lost);
+    next.message = message + "; still lost: " + joinNames(next.lost);
   }
   gate();
   api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns, next.toJson());
@@ -246,7 +253,7 @@ bool Executor::rebindDevice(const ExtendedResource& device, const ExtendedResour
   ExtendedResource next = device;
   next.phase = DevicePhase::kBound;
   next.claimRef = ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid};
-  next.reason = "Rebound";
+  next.reason = kReboundReason;
   next.message = "claim " + key(claim) + " still lists a device of this name for its pod";
   gate();
   api_.updateStatus(resources::kExtendedResources, "", next.toJson());

@@ -4,6 +4,8 @@
 #include <tuple>
 
 #include "common/flags.h"
+#include "common/label_selector.h"
+#include "common/node_selector.h"
 
 namespace ker {
 
@@ -179,14 +181,33 @@ Decision decideClaim(const ClaimView& v) {
 
 namespace {
 
+// Whether the affinity can place the device on the node. Terms that test labels count as
+// yes: the controller does not watch nodes.
+bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
+  return std::any_of(affinity.terms.begin(), affinity.terms.end(), [&](const auto& term) {
+    return term.matchFields.empty() ||
+           matches(NodeSelector{{NodeSelectorTerm{{}, term.matchFields}}}, node, {});
+  });
+}
+
+// The claim whose pod may be using this device: a live claim that lists it and that it would
+// satisfy on the claim's node. One of another resource, properties or node is another device
+// under the same name: it stays held (by name) but is not bound to the claim.
 const ExtendedResourceClaim* waitingFor(const DeviceView& v) {
   const ExtendedResource& d = *v.device;
+  if (d.meta.deleting) {
+    return nullptr;
+  }
   for (const ExtendedResourceClaim* c : v.listedBy) {
-    // Released claims hold nothing; a device of another resource is not the one it lists.
     const auto listed = c->listedDevices();
     if (c->statusReadable && c->phase != ClaimPhase::kPending && c->podRef &&
         c->rawResourceName == d.rawResourceName &&
-        std::find(listed.begin(), listed.end(), d.meta.name) != listed.end()) {
+        std::find(listed.begin(), listed.end(), d.meta.name) != listed.end() &&
+        matches(c->metadataRequirements, d.properties) &&
+        (!c->extendedResourceNames ||
+         std::find(c->extendedResourceNames->begin(), c->extendedResourceNames->end(),
+                   d.meta.name) != c->extendedResourceNames->end()) &&
+        (c->nodeName.empty() || mayBeOn(d.nodeAffinity, c->nodeName))) {
       return c;
     }
   }
@@ -247,6 +268,14 @@ Decision decideDevice(const DeviceView& v) {
   }
   if (v.releasedWithClaim) {
     return {FreeDevice{"claim " + refName + " was released"}, std::nullopt};
+  }
+  if (d.reason == kReboundReason) {
+    // Bound back to a claim released before (or while) it was: no bind is in flight on it.
+    if (!v.claimLive) {
+      return {VerifyLive{LiveRead::kDeviceClaim, {}}, std::nullopt};
+    }
+    return {FreeDevice{"claim " + refName + " was released before it took the device back"},
+            std::nullopt};
   }
   return afterGrace(v.now, v.suspectSince, v.grace, v.claimLive, LiveRead::kDeviceClaim,
                     FreeDevice{"claim " + refName + " does not list it"});

@@ -17,6 +17,10 @@ namespace ker {
 
 using Millis = std::chrono::milliseconds;
 
+// status.reason of a device the controller bound back to a claim that lists it (no bind of
+// the extender's writes it).
+inline constexpr const char* kReboundReason = "Rebound";
+
 enum class ReleaseCause {
   kPodDeleted,      // the holder no longer exists
   kPodReplaced,     // a different pod (another UID) now has the holder's name

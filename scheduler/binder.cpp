@@ -32,6 +32,7 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
 ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
   claim.phase = ClaimPhase::kPending;
   claim.allocated.clear();
+  claim.lost.clear();
   claim.nodeName.clear();
   claim.podRef.reset();
   claim.reason.clear();

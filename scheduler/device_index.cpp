@@ -192,12 +192,25 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
                                 std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  std::unique_lock lock(mu_);
-  auto it = claimHolds_.find(claimKey);
-  if (it != claimHolds_.end() && it->second.rawResourceName == rawResourceName &&
-      it->second.names == names) {
-    return;  // every update of a Bound claim but the bind and the release
+  auto unchanged = [&] {
+    auto it = claimHolds_.find(claimKey);
+    return it == claimHolds_.end()
+               ? names.empty()
+               : it->second.rawResourceName == rawResourceName && it->second.names == names;
+  };
+  {
+    // Most claim events change no hold (a Pending claim, a Bound one's own updates): the
+    // filter's readers are not held up for them.
+    std::shared_lock lock(mu_);
+    if (unchanged()) {
+      return;
+    }
   }
+  std::unique_lock lock(mu_);
+  if (unchanged()) {
+    return;
+  }
+  auto it = claimHolds_.find(claimKey);
   std::vector<std::string> changed;  // hold keys that became or stopped being held
   if (it != claimHolds_.end()) {
     for (const auto& name : it->second.names) {
@@ -219,6 +232,8 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
   if (!names.empty()) {
     claimHolds_[claimKey] = {rawResourceName, std::move(names)};
   }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   for (const auto& key : changed) {
     const std::string name = key.substr(key.find('\n') + 1);
     auto d = devices_.find(name);

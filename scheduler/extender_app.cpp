@@ -60,7 +60,7 @@ struct ExtenderApp::Impl {
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
-        handlers(extender, registry) {
+        handlers(extender, registry, [this] { return synced(); }) {
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
       binder.injectStaleDeviceWrites(std::atoi(n));
       spdlog::warn("failpoint: the next {} device writes carry a stale resourceVersion", n);

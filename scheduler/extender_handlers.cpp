@@ -18,8 +18,10 @@ HttpResponse jsonReply(int status, SplicedBody body) {
 
 }  // namespace
 
-ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& registry)
+ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& registry,
+                                   std::function<bool()> synced)
     : extender_(extender),
+      synced_(std::move(synced)),
       requests_(registry.counter("extended_resource_scheduler_requests_total",
                                  "Extender requests by verb and HTTP status code.",
                                  {"verb", "code"})),
@@ -34,7 +36,10 @@ HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
   HttpResponse reply;
   try {
-    reply = fn();
+    reply = !synced_ || synced_()
+                ? fn()
+                : jsonReply(503, renderError(std::string(verb) +
+                                             ": the extender's caches have not synced yet"));
   } catch (const WireError& e) {
     reply = jsonReply(400, renderError(std::string("bad ") + verb + " request: " + e.what()));
   } catch (const std::exception& e) {

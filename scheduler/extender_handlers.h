@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 #include "common/http_message.h"
@@ -12,7 +13,10 @@ namespace ker {
 // reply and the request metrics. No sockets here, so tests and the fuzzer drive them directly.
 class ExtenderHandlers {
  public:
-  ExtenderHandlers(Extender& extender, metrics::Registry& registry);
+  // Until `synced` says so, every verb answers 503 with an Error: the devices a claim holds
+  // are known only once the claim cache has listed them. Unset: always served.
+  ExtenderHandlers(Extender& extender, metrics::Registry& registry,
+                   std::function<bool()> synced = {});
 
   HttpResponse filter(std::string_view body);
   HttpResponse prioritize(std::string_view body);
@@ -23,6 +27,7 @@ class ExtenderHandlers {
   HttpResponse timed(const char* verb, Fn&& fn);
 
   Extender& extender_;
+  std::function<bool()> synced_;
   metrics::CounterFamily& requests_;
   metrics::HistogramFamily& latency_;
   metrics::CounterFamily& decisions_;

@@ -10,12 +10,17 @@ using namespace std::chrono_literals;
 const SteadyTime kT0{std::chrono::hours(1000)};
 const Millis kGrace = 2min;
 
+NodeSelector onNode(const std::string& node) {
+  return {{NodeSelectorTerm{{}, {{"metadata.name", "In", {node}}}}}};
+}
+
 ExtendedResource boundDevice(const std::string& name, const std::string& claim,
                              const std::string& claimUid) {
   ExtendedResource d;
   d.meta.name = name;
   d.meta.uid = "uid-" + name;
   d.rawResourceName = "nvidia.com/gpu";
+  d.nodeAffinity = onNode("n1");
   d.phase = DevicePhase::kBound;
   d.claimRef = ClaimRef{"default", claim, claimUid};
   d.raw = d.toJson();
@@ -26,6 +31,7 @@ ExtendedResource availableDevice(const std::string& name) {
   ExtendedResource d;
   d.meta.name = name;
   d.rawResourceName = "nvidia.com/gpu";
+  d.nodeAffinity = onNode("n1");
   d.raw = d.toJson();
   return d;
 }
@@ -443,6 +449,23 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
   as<action::InitDeviceStatus>(decideDevice(view));
   claim = boundClaim({"d1"}, "p");  // does not list it
   as<action::InitDeviceStatus>(decideDevice(view));
+  // Listed, but not what the claim could have been given on its node: another device under
+  // that name.
+  claim = boundClaim({"d0"}, "p");
+  claim.metadataRequirements.matchLabels = {{"type", "k80"}};
+  as<action::InitDeviceStatus>(decideDevice(view));
+  device.properties = {{"type", "k80"}};
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  claim.extendedResourceNames = std::vector<std::string>{"d5"};
+  as<action::InitDeviceStatus>(decideDevice(view));
+  claim.extendedResourceNames.reset();
+  device.nodeAffinity = onNode("n2");
+  as<action::InitDeviceStatus>(decideDevice(view));
+  device.nodeAffinity.terms.push_back({{{"zone", "In", {"a"}}}, {}});  // labels: cannot tell
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  device.meta.deleting = true;
+  as<action::InitDeviceStatus>(decideDevice(view));
+  device.meta.deleting = false;
   claim = boundClaim({"d0"}, "p");
   claim.statusReadable = false;
   as<action::InitDeviceStatus>(decideDevice(view));
@@ -450,6 +473,22 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
   device.raw = device.toJson();
   device.invalid = "spec.nodeAffinity: required";
   as<action::Nothing>(decideDevice(view));
+}
+
+// The claim was released between the live read that justified binding the device back and
+// that write: no bind is in flight on it (the extender never writes that reason).
+TEST_F(DeviceDecisionTest, DeviceBoundBackToAClaimReleasedMeanwhileIsFreedWithoutGrace) {
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  device.reason = kReboundReason;
+  as<action::VerifyLive>(decideDevice(view));
+  view.claimLive = true;
+  const auto d = decideDevice(view);
+  EXPECT_EQ(as<action::FreeDevice>(d).message,
+            "claim default/c was released before it took the device back");
+  EXPECT_FALSE(d.suspectSince);
+  device.reason.clear();
+  as<action::WaitGrace>(decideDevice(view));
 }
 
 TEST_F(DeviceDecisionTest, DeviceBoundBackToALostClaimIsNotAnOrphan) {

@@ -307,6 +307,34 @@ TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
   EXPECT_TRUE(released());
 }
 
+// The extender holds a device whose name a live claim lists. One Available all along (here it
+// cannot be the device the claim lost: its affinity places it on no node) becomes usable when
+// the claim is released, with no device event to say so.
+TEST_F(ControllerLoopTest, AReleaseThatDropsAHoldOnAnAvailableDeviceNudgesParkedPods) {
+  const std::string podUid = api.seed(resources::kPods, podJson("p", "n1", "c"))["metadata"]["uid"];
+  json c = claimJson("c");
+  c["status"] = {{"phase", "Lost"},
+                 {"lostExtendedResourceNames", {"d9"}},
+                 {"nodeName", "n1"},
+                 {"podRef", {{"name", "p"}, {"uid", podUid}}}};
+  api.seed(resources::kExtendedResourceClaims, c);
+  api.seed(resources::kExtendedResources, deviceJson("d9"));
+  api.seed(resources::kExtendedResourceClaims, claimJson("w"));
+  json waiting = podJson("waiting", "", "w", "Pending");
+  waiting["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  api.seed(resources::kPods, waiting);
+  start();
+  // The device listed at start is news too: past that nudge and its follow-up (deferred to
+  // a second after the first).
+  ASSERT_TRUE(eventually([&] { return reconciles("renudge", "success") >= 1; }));
+  EXPECT_EQ(devicePhase("d9"), "Available") << "not the device the claim lost";
+  const std::string before = requeueAt("waiting");
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return claimPhase() == "Pending"; }));
+  EXPECT_TRUE(eventually([&] { return requeueAt("waiting") != before; }));
+}
+
 // Applied before its claim, the pod was parked with "claim not found": the claim's arrival
 // is what it waits for, as is a Lost claim's release with nothing to free.
 TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {

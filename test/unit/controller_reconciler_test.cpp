@@ -108,11 +108,14 @@ json podJson(const std::string& name, const std::string& node,
 }
 
 json deviceJson(const std::string& name) {
-  return {{"apiVersion", kApiVersion},
-          {"kind", "ExtendedResource"},
-          {"metadata", {{"name", name}}},
-          {"spec", {{"rawResourceName", kGpu}, {"deviceID", name + "-id"}}},
-          {"status", {{"phase", "Available"}}}};
+  static const json kOnN1 = json::parse(R"({"required": {"nodeSelectorTerms": [
+      {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}})");
+  return {
+      {"apiVersion", kApiVersion},
+      {"kind", "ExtendedResource"},
+      {"metadata", {{"name", name}}},
+      {"spec", {{"rawResourceName", kGpu}, {"deviceID", name + "-id"}, {"nodeAffinity", kOnN1}}},
+      {"status", {{"phase", "Available"}}}};
 }
 
 class ReconcilerTest : public ::testing::Test {
@@ -679,6 +682,24 @@ TEST_F(ReconcilerTest, RecreatedDeviceIsNotBoundBackToAClaimReleasedMeanwhile) {
   caches.load(api);
   reconciler->reconcileDevice("d1");
   EXPECT_EQ(device("d1")["status"]["phase"], "Available");
+}
+
+TEST_F(ReconcilerTest, AClaimThatGetsSomeLostDevicesBackStaysLostForTheRest) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["phase"] = "Lost";
+  c["status"]["extendedResourceNames"] = {"d0"};
+  c["status"]["lostExtendedResourceNames"] = {"d1", "gone"};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  auto s = claim()["status"];
+  EXPECT_EQ(s["phase"], "Lost");
+  EXPECT_EQ(s["extendedResourceNames"], json({"d0", "d1"}));
+  EXPECT_EQ(s["lostExtendedResourceNames"], json({"gone"}));
+  EXPECT_EQ(s["reason"], "ExtendedResourceLost: gone");
+  EXPECT_EQ(s["message"],
+            "extended resource d1 came back and is bound to the claim again; still lost: gone");
 }
 
 TEST_F(ReconcilerTest, ReleasingALostClaimFreesTheDevicesItGotBack) {

@@ -134,6 +134,10 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})),
             (std::vector<std::string>{"b", "gone"}));
   EXPECT_EQ(idx.heldCount(), 0u);
+  counted = 0;
+  EXPECT_TRUE(idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), "n1",
+                                  [&](const DeviceIndex::FreeGroup& g) { counted += g.count; }));
+  EXPECT_EQ(counted, 2) << "the summary counts them again";
 }
 
 TEST(DeviceIndex, AHoldCoversOnlyTheClaimsResource) {

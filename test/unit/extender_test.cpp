@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scheduler/extender_handlers.h"
 #include "scheduler_fixtures.h"
 #include "test/unit/fake_api_client.h"
 
@@ -86,6 +87,34 @@ class ExtenderTest : public ::testing::Test {
                      },
                      binder_, ScoringStrategy::kBinpack};
 };
+
+// Before the claim cache has listed, the devices claims hold are unknown: a device recreated
+// under a held name would look free. Every verb is refused until then.
+TEST_F(ExtenderTest, HandlersRefuseEveryVerbUntilTheCachesHaveSynced) {
+  addDevice(device("d1", "n1", {}));
+  bool synced = false;
+  metrics::Registry registry;
+  ExtenderHandlers handlers(extender_, registry, [&] { return synced; });
+  const std::string filterBody = json{{"Pod", podJson()}, {"NodeNames", {"n1"}}}.dump();
+  const std::string bindBody = json{
+      {"PodName", "p"},
+      {"PodNamespace", "default"},
+      {"PodUID", "pod-uid"},
+      {"Node", "n1"}}.dump();
+  for (const auto& [verb, reply] : {std::pair{"filter", handlers.filter(filterBody)},
+                                    std::pair{"prioritize", handlers.prioritize(filterBody)},
+                                    std::pair{"bind", handlers.bind(bindBody)}}) {
+    EXPECT_EQ(reply.status, 503) << verb;
+    EXPECT_EQ(json::parse(reply.body.text)["Error"],
+              std::string(verb) + ": the extender's caches have not synced yet");
+  }
+  EXPECT_TRUE(api_.bindings().empty());
+  EXPECT_EQ(api_.calls(testing::FakeApiClient::Verb::kUpdateStatus), 0);
+  synced = true;
+  const HttpResponse reply = handlers.filter(filterBody);
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(json::parse(reply.body.join(filterBody))["NodeNames"], json({"n1"}));
+}
 
 TEST_F(ExtenderTest, PinnedDevicesAreOfferedOnTheirNodeOnly) {
   addDevice(device("d", "n1", {}));
