@@ -120,6 +120,7 @@ struct FlagSet::Flag {
   std::string help;
   std::variant<std::string, int64_t, bool, double, std::chrono::milliseconds> value;
   std::string defaultText;
+  std::vector<std::string> aliases;
   bool set = false;
 
   bool isBool() const { return std::holds_alternative<bool>(value); }
@@ -201,7 +202,9 @@ FlagSet::FlagSet(std::string program, std::string description)
 
 FlagSet::~FlagSet() = default;
 
-FlagSet::Flag& FlagSet::add(const std::string& name, const std::string& help) {
+namespace {
+
+void checkNewName(const std::string& name, bool taken) {
   const bool valid =
       !name.empty() && name[0] != '-' && name != "help" &&
       std::all_of(name.begin(), name.end(), [](char c) {
@@ -210,9 +213,24 @@ FlagSet::Flag& FlagSet::add(const std::string& name, const std::string& help) {
   if (!valid) {
     throw std::logic_error("invalid flag name: \"" + name + "\"");
   }
-  if (find(name) != nullptr) {
+  if (taken) {
     throw std::logic_error("flag declared twice: --" + name);
   }
+}
+
+}  // namespace
+
+void FlagSet::addAlias(const std::string& alias, const std::string& target) {
+  checkNewName(alias, find(alias) != nullptr);
+  Flag* f = find(target);
+  if (f == nullptr) {
+    throw std::logic_error("alias --" + alias + " of an undeclared flag --" + target);
+  }
+  f->aliases.push_back(alias);
+}
+
+FlagSet::Flag& FlagSet::add(const std::string& name, const std::string& help) {
+  checkNewName(name, find(name) != nullptr);
   flags_.push_back(std::make_unique<Flag>());
   Flag& f = *flags_.back();
   f.name = name;
@@ -222,7 +240,8 @@ FlagSet::Flag& FlagSet::add(const std::string& name, const std::string& help) {
 
 FlagSet::Flag* FlagSet::find(std::string_view name) const {
   for (const auto& f : flags_) {
-    if (f->name == name) {
+    if (f->name == name ||
+        std::find(f->aliases.begin(), f->aliases.end(), name) != f->aliases.end()) {
       return f.get();
     }
   }
@@ -341,6 +360,9 @@ std::string FlagSet::usage() const {
   for (size_t i = 0; i < flags_.size(); ++i) {
     const Flag& f = *flags_[i];
     out += heads[i] + std::string(width - heads[i].size() + 3, ' ') + f.help;
+    for (const auto& alias : f.aliases) {
+      out += " (also --" + alias + ")";
+    }
     // Zero values are not worth a "(default ...)" note, as in Go's flag package.
     if (f.defaultText != "\"\"" && f.defaultText != "false" && f.defaultText != "0" &&
         f.defaultText != "0s") {

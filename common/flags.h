@@ -52,6 +52,11 @@ class FlagSet {
   std::chrono::milliseconds* addDuration(const std::string& name, std::chrono::milliseconds def,
                                          const std::string& help);
 
+  // Another name for a declared flag (the name other components use for the same setting);
+  // usage lists it beside the flag. Throws std::logic_error as the add* methods do, or when
+  // the target is not declared.
+  void addAlias(const std::string& alias, const std::string& target);
+
   FlagParseResult parse(int argc, const char* const* argv);
 
   // Whether the flag appeared on the command line (as opposed to holding its default).

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       flags.addString("leader-elect-lease-name", "extended-resource-controller", "Lease name");
   auto* leaseNamespace =
       flags.addString("leader-elect-namespace", "kube-system", "Lease namespace");
+  // component-base's names for the same two settings.
+  flags.addAlias("leader-elect-resource-name", "leader-elect-lease-name");
+  flags.addAlias("leader-elect-resource-namespace", "leader-elect-namespace");
   auto* leaseDuration = flags.addDuration("leader-elect-lease-duration", seconds(15),
                                           "how long others wait after they last saw it renewed");
   auto* renewDeadline = flags.addDuration("leader-elect-renew-deadline", seconds(10),

@@ -155,6 +155,22 @@ TEST_F(FlagSetTest, BadValuesAreErrors) {
   }
 }
 
+TEST(FlagSet, AnAliasSetsItsFlag) {
+  FlagSet fs("p", "");
+  std::string* lease = fs.addString("lease-name", "mine", "Lease name");
+  fs.addAlias("resource-name", "lease-name");
+  EXPECT_EQ(fs.usage(),
+            "Usage: p [flags]\n\nFlags:\n"
+            "  --lease-name string   Lease name (also --resource-name) (default \"mine\")\n"
+            "  --help                show this help and exit\n");
+  ASSERT_EQ(parseArgs(fs, {"--resource-name=other"}).status, FlagParseResult::kOk);
+  EXPECT_EQ(*lease, "other");
+  EXPECT_TRUE(fs.isSet("lease-name"));
+  EXPECT_THROW(fs.addAlias("lease-name", "lease-name"), std::logic_error);
+  EXPECT_THROW(fs.addAlias("x", "undeclared"), std::logic_error);
+  EXPECT_THROW(fs.addString("resource-name", "", ""), std::logic_error);
+}
+
 TEST(FlagSet, DeclarationErrorsThrow) {
   FlagSet fs("p", "");
   fs.addInt("a", 1, "");
