@@ -213,7 +213,8 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
     for (const auto& name : old->listedDevices()) {
       enqueueDevice(name);
     }
-    if (old->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
+    // A bind of the extender's (a Lost claim that is Bound again got its own Recovered).
+    if (old->phase == ClaimPhase::kPending && c.phase == ClaimPhase::kBound) {
       executor_.recordBound(c);
     }
   }

@@ -39,11 +39,17 @@ json claimJson(const std::string& name) {
           {"spec", {{"rawResourceName", kGpu}}}};
 }
 
-json deviceJson(const std::string& name) {
+json deviceJson(const std::string& name, const std::string& node = "n1") {
+  const json onNode = {
+      {"required",
+       {{"nodeSelectorTerms",
+         json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
+                                                     {"operator", "In"},
+                                                     {"values", json::array({node})}}})}}})}}}};
   return {{"apiVersion", kApiVersion},
           {"kind", "ExtendedResource"},
           {"metadata", {{"name", name}}},
-          {"spec", {{"rawResourceName", kGpu}}},
+          {"spec", {{"rawResourceName", kGpu}, {"nodeAffinity", onNode}}},
           {"status", {{"phase", "Available"}}}};
 }
 
@@ -227,6 +233,32 @@ TEST_F(ControllerLoopTest, DeletedDeviceMakesItsClaimLost) {
   EXPECT_EQ(devicePhase("d0"), "Bound");
 }
 
+TEST_F(ControllerLoopTest, ADeletedDeviceThatComesBackIsTheLostClaimsAgain) {
+  seedBoundCluster();
+  start();
+  api.remove(resources::kExtendedResources, "", "d1");
+  ASSERT_TRUE(eventually([&] { return claimPhase() == "Lost"; }));
+  json recreated = deviceJson("d1");
+  recreated.erase("status");
+  api.seed(resources::kExtendedResources, recreated);
+  ASSERT_TRUE(eventually([&] { return claimPhase() == "Bound"; }));
+  EXPECT_EQ(devicePhase("d1"), "Bound");
+  auto claimEvents = [&] {
+    std::vector<std::string> reasons;
+    const json list = api.list(resources::kEvents, "default", {});
+    for (const auto& e : list["items"]) {
+      if (e["involvedObject"]["kind"] == "ExtendedResourceClaim") {
+        reasons.push_back(e["reason"]);
+      }
+    }
+    return reasons;
+  };
+  ASSERT_TRUE(eventually([&] { return claimEvents().size() >= 2; }));
+  std::this_thread::sleep_for(100ms);  // room for an event that must not come
+  ASSERT_TRUE(events.flush(5s));
+  EXPECT_EQ(claimEvents(), (std::vector<std::string>{"Lost", "Recovered"}));
+}
+
 TEST_F(ControllerLoopTest, DeletedClaimFreesItsDevices) {
   seedBoundCluster();
   start();
@@ -308,8 +340,8 @@ TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
 }
 
 // The extender holds a device whose name a live claim lists. One Available all along (here it
-// cannot be the device the claim lost: its affinity places it on no node) becomes usable when
-// the claim is released, with no device event to say so.
+// cannot be the device the claim lost: it is on another node) becomes usable when the claim
+// is released, with no device event to say so.
 TEST_F(ControllerLoopTest, AReleaseThatDropsAHoldOnAnAvailableDeviceNudgesParkedPods) {
   const std::string podUid = api.seed(resources::kPods, podJson("p", "n1", "c"))["metadata"]["uid"];
   json c = claimJson("c");
@@ -318,7 +350,7 @@ TEST_F(ControllerLoopTest, AReleaseThatDropsAHoldOnAnAvailableDeviceNudgesParked
                  {"nodeName", "n1"},
                  {"podRef", {{"name", "p"}, {"uid", podUid}}}};
   api.seed(resources::kExtendedResourceClaims, c);
-  api.seed(resources::kExtendedResources, deviceJson("d9"));
+  api.seed(resources::kExtendedResources, deviceJson("d9", "n2"));
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
   json waiting = podJson("waiting", "", "w", "Pending");
   waiting["status"]["conditions"] = {
