@@ -213,8 +213,11 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
     for (const auto& name : old->listedDevices()) {
       enqueueDevice(name);
     }
-    // A bind of the extender's (a Lost claim that is Bound again got its own Recovered).
-    if (old->phase == ClaimPhase::kPending && c.phase == ClaimPhase::kBound) {
+    // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got
+    // its own Recovered). A watch that skipped the release in between still counts.
+    const bool recovered = old->phase == ClaimPhase::kLost && old->podRef && c.podRef &&
+                           old->podRef->uid == c.podRef->uid;
+    if (old->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound && !recovered) {
       executor_.recordBound(c);
     }
   }
@@ -238,9 +241,14 @@ void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
 
 void Controller::nudgeForDroppedHolds(const ExtendedResourceClaim& old,
                                       const ExtendedResourceClaim* cur) {
+  if (old.phase != ClaimPhase::kLost || !old.statusReadable) {
+    return;
+  }
   const std::vector<std::string> still = heldFor(cur);
   std::set<std::string> resources;
-  for (const auto& name : heldFor(&old)) {
+  // Only lost names: an allocated device that is Available is being freed by the release
+  // (its own event nudges) or is lost, and listed so, by the time the claim lets go.
+  for (const auto& name : old.lost) {
     if (std::find(still.begin(), still.end(), name) != still.end()) {
       continue;
     }

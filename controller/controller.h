@@ -77,8 +77,9 @@ class Controller {
   void onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& cur,
                      bool listing = false);
   void onClaimDelete(const ExtendedResourceClaim& c);
-  // The extender holds every device a Bound or Lost claim lists; one that was Available all
-  // along (never bound back) becomes usable when the claim lets go, with no device event.
+  // The extender holds every device a Bound or Lost claim lists; one a Lost claim lost that
+  // was Available all along (never bound back) becomes usable when the claim lets go, with
+  // no device event.
   void nudgeForDroppedHolds(const ExtendedResourceClaim& old, const ExtendedResourceClaim* cur);
   void onDeviceChange(const ExtendedResource* old, const ExtendedResource& cur);
   // Pods parked for want of this (a resource, or a claimNudgeTarget) are retried soon, and

@@ -111,9 +111,9 @@ Executor::ReleaseOutcome Executor::releaseClaim(const ExtendedResourceClaim& cla
   }
 
   ReleaseOutcome out;
-  const std::string reason = claimDeleted ? "Orphaned" : "Released";
+  const std::string reason = claimDeleted ? "Orphaned" : kReleasedReason;
   const std::string message =
-      "claim " + key(claim) + (claimDeleted ? " was deleted" : " was released");
+      claimDeleted ? "claim " + key(claim) + " was deleted" : releasedMessage(key(claim));
   for (const auto& name : claim.listedDevices()) {
     std::string triedVersion;
     switch (freeReleasedDevice(name, claim, cached(name), reason, message, triedVersion)) {

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   // component-base's names for the same two settings.
   flags.addAlias("leader-elect-resource-name", "leader-elect-lease-name");
   flags.addAlias("leader-elect-resource-namespace", "leader-elect-namespace");
+  auto* resourceLock = flags.addString("leader-elect-resource-lock", "leases",
+                                       "the lock object (only leases, as component-base)");
   auto* leaseDuration = flags.addDuration("leader-elect-lease-duration", seconds(15),
                                           "how long others wait after they last saw it renewed");
   auto* renewDeadline = flags.addDuration("leader-elect-renew-deadline", seconds(10),
@@ -81,6 +83,9 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--log-format is text|json, --workers and --device-workers at least 1, "
           "--metrics-bind-address host:port");
+    }
+    if (*resourceLock != "leases") {
+      throw std::invalid_argument("--leader-elect-resource-lock: only \"leases\" is supported");
     }
     ker::LeaderElector::validate(config.leaderElection);
   } catch (const std::invalid_argument& e) {

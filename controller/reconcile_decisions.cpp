@@ -42,6 +42,10 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string releasedMessage(const std::string& claimKey) {
+  return "claim " + claimKey + " was released";
+}
+
 const char* toString(ReleaseCause cause) {
   switch (cause) {
     case ReleaseCause::kPodDeleted:
@@ -90,6 +94,44 @@ bool hasStatusPhase(const ExtendedResource& device) {
 bool hasStatusPhase(const ExtendedResourceClaim& claim) {
   return hasStatusPhase(claim.raw);
 }
+
+namespace {
+
+// Whether the affinity can place the device on the node. Terms that also test labels count
+// as yes: the controller does not watch nodes. An empty term matches nothing.
+bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
+  return std::any_of(affinity.terms.begin(), affinity.terms.end(), [&](const auto& term) {
+    if (term.matchFields.empty()) {
+      return !term.matchExpressions.empty();
+    }
+    return matches(NodeSelector{{NodeSelectorTerm{{}, term.matchFields}}}, node, {});
+  });
+}
+
+// A device that is free by its own status (none yet, or Available) but carries a name the
+// claim lists: back under a pod that may still be using it, it is bound to the claim again
+// if it could have been allocated to it on its node. One of another resource, properties or
+// node is another device under the same name: held by name, never bound back. One this
+// claim's release just freed is no such device: the claim in the cache is older.
+bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
+  const bool free = !hasStatusPhase(d) || d.phase == DevicePhase::kAvailable;
+  if (!free || !d.invalid.empty() || d.meta.deleting || !c.statusReadable ||
+      c.phase == ClaimPhase::kPending || !c.podRef ||
+      (d.reason == kReleasedReason &&
+       d.message == releasedMessage(objectKey(c.meta.ns, c.meta.name)))) {
+    return false;
+  }
+  const auto listed = c.listedDevices();
+  return c.rawResourceName == d.rawResourceName &&
+         std::find(listed.begin(), listed.end(), d.meta.name) != listed.end() &&
+         matches(c.metadataRequirements, d.properties) &&
+         (!c.extendedResourceNames ||
+          std::find(c.extendedResourceNames->begin(), c.extendedResourceNames->end(),
+                    d.meta.name) != c.extendedResourceNames->end()) &&
+         (c.nodeName.empty() || mayBeOn(d.nodeAffinity, c.nodeName));
+}
+
+}  // namespace
 
 Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
@@ -151,16 +193,28 @@ Decision decideClaim(const ClaimView& v) {
   std::vector<std::string> missing;
   std::vector<std::string> deleted;
   std::vector<std::string> unbound;
+  bool comingBack = false;
   for (const auto& name : c.allocated) {
     auto it = v.devices.find(name);
     const ExtendedResource* d = it == v.devices.end() ? nullptr : it->second;
     if (!d || !isBoundTo(*d, c)) {
       missing.push_back(name);
       (d ? unbound : deleted).push_back(name);
+      comingBack = comingBack || (d && bindsBackTo(*d, c));
     }
   }
   if (missing.empty()) {
     return {Nothing{}, std::nullopt};
+  }
+  if (comingBack) {
+    // Recreated before this claim was seen to lose it: its own reconcile binds it back, and
+    // the claim need not go Lost meanwhile. Only for so long.
+    const SteadyTime since = v.suspectSince.value_or(v.now);
+    if (v.now - since < v.grace) {
+      return {
+          WaitGrace{std::min(Millis(1000), std::chrono::ceil<Millis>(v.grace - (v.now - since)))},
+          since};
+    }
   }
   if (!v.devicesLive) {
     return {VerifyLive{LiveRead::kClaimDevices, missing}, std::nullopt};
@@ -179,52 +233,14 @@ Decision decideClaim(const ClaimView& v) {
   return {MarkClaimLost{std::move(missing), std::move(message)}, std::nullopt};
 }
 
-namespace {
-
-// Whether the affinity can place the device on the node. Terms that test labels count as
-// yes: the controller does not watch nodes.
-bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
-  return std::any_of(affinity.terms.begin(), affinity.terms.end(), [&](const auto& term) {
-    return term.matchFields.empty() ||
-           matches(NodeSelector{{NodeSelectorTerm{{}, term.matchFields}}}, node, {});
-  });
-}
-
-// The claim whose pod may be using this device: a live claim that lists it and that it would
-// satisfy on the claim's node. One of another resource, properties or node is another device
-// under the same name: it stays held (by name) but is not bound to the claim.
-const ExtendedResourceClaim* waitingFor(const DeviceView& v) {
-  const ExtendedResource& d = *v.device;
-  if (d.meta.deleting) {
-    return nullptr;
-  }
-  for (const ExtendedResourceClaim* c : v.listedBy) {
-    const auto listed = c->listedDevices();
-    if (c->statusReadable && c->phase != ClaimPhase::kPending && c->podRef &&
-        c->rawResourceName == d.rawResourceName &&
-        std::find(listed.begin(), listed.end(), d.meta.name) != listed.end() &&
-        matches(c->metadataRequirements, d.properties) &&
-        (!c->extendedResourceNames ||
-         std::find(c->extendedResourceNames->begin(), c->extendedResourceNames->end(),
-                   d.meta.name) != c->extendedResourceNames->end()) &&
-        (c->nodeName.empty() || mayBeOn(d.nodeAffinity, c->nodeName))) {
-      return c;
-    }
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 Decision decideDevice(const DeviceView& v) {
   const ExtendedResource& d = *v.device;
-  const bool initialized = hasStatusPhase(d);
-  if (d.invalid.empty() && (!initialized || d.phase == DevicePhase::kAvailable)) {
-    if (const ExtendedResourceClaim* c = waitingFor(v)) {
+  for (const ExtendedResourceClaim* c : v.listedBy) {
+    if (bindsBackTo(d, *c)) {
       return {RebindDevice{c}, std::nullopt};
     }
   }
-  if (!initialized) {
+  if (!hasStatusPhase(d)) {
     return {InitDeviceStatus{}, std::nullopt};
   }
   if (d.invalid.empty() && d.phase == DevicePhase::kAvailable && d.claimRef) {
@@ -257,17 +273,14 @@ Decision decideDevice(const DeviceView& v) {
   if (!c->statusReadable) {
     return {Nothing{}, std::nullopt};
   }
-  auto lists = [&](const std::vector<std::string>& names) {
-    return std::find(names.begin(), names.end(), d.meta.name) != names.end();
-  };
   // A lost device rebound to its claim is listed as lost until the claim takes it back.
-  const bool listed = (c->phase == ClaimPhase::kBound && lists(c->allocated)) ||
-                      (c->phase == ClaimPhase::kLost && (lists(c->allocated) || lists(c->lost)));
-  if (listed) {
+  const auto names = c->listedDevices();
+  if (c->phase != ClaimPhase::kPending &&
+      std::find(names.begin(), names.end(), d.meta.name) != names.end()) {
     return {Nothing{}, std::nullopt};
   }
   if (v.releasedWithClaim) {
-    return {FreeDevice{"claim " + refName + " was released"}, std::nullopt};
+    return {FreeDevice{releasedMessage(refName)}, std::nullopt};
   }
   if (d.reason == kReboundReason) {
     // Bound back to a claim released before (or while) it was: no bind is in flight on it.

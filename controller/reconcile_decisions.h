@@ -20,6 +20,10 @@ using Millis = std::chrono::milliseconds;
 // status.reason of a device the controller bound back to a claim that lists it (no bind of
 // the extender's writes it).
 inline constexpr const char* kReboundReason = "Rebound";
+// status.reason and message of a device a release freed (nothing has bound it since: a bind
+// clears both).
+inline constexpr const char* kReleasedReason = "Released";
+std::string releasedMessage(const std::string& claimKey);
 
 enum class ReleaseCause {
   kPodDeleted,      // the holder no longer exists

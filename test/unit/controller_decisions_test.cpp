@@ -275,16 +275,18 @@ TEST_F(ClaimDecisionTest, DeviceConfirmedGoneMarksTheClaimLost) {
 }
 
 TEST_F(ClaimDecisionTest, LostMessageSeparatesDeletedFromUnbound) {
-  ExtendedResource freed = availableDevice("d0");
-  view.devices = {{"d0", &freed}, {"d1", nullptr}};
+  ExtendedResource taken = boundDevice("d0", "other", "uid-other");
+  view.devices = {{"d0", &taken}, {"d1", nullptr}};
   view.devicesLive = true;
   EXPECT_EQ(as<action::MarkClaimLost>(decideClaim(view)).message,
             "extended resource d1 was deleted; extended resource d0 is no longer bound to this "
             "claim while held by pod default/p");
 }
 
+// Freed, but where the claim's pod cannot be using it (another node): not coming back.
 TEST_F(ClaimDecisionTest, DevicesBoundElsewhereOrFreedCountAsLost) {
   ExtendedResource recreated = availableDevice("d0");
+  recreated.nodeAffinity = onNode("n2");
   ExtendedResource stolen = boundDevice("d1", "c", "uid-old-c");
   view.devices = {{"d0", &recreated}, {"d1", &stolen}};
   view.devicesLive = true;
@@ -324,6 +326,24 @@ TEST_F(ClaimDecisionTest, LostDevicesStillGoneNeedNothing) {
   ExtendedResource other = boundDevice("d1", "c", "uid-old-c");
   view.devices["d1"] = &other;
   as<action::Nothing>(decideClaim(view));
+}
+
+// Deleted and created again before the claim was seen to lose it: the device's reconcile binds
+// it back, so the claim waits rather than go Lost, for the grace period at most.
+TEST_F(ClaimDecisionTest, AListedDeviceAboutToBeBoundBackIsWaitedFor) {
+  ExtendedResource recreated = availableDevice("d1");
+  recreated.raw = nlohmann::json{{"metadata", {{"name", "d1"}}}};
+  view.devices["d1"] = &recreated;
+  auto d = decideClaim(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, 1s);
+  ASSERT_TRUE(d.suspectSince);
+  view.suspectSince = kT0 - kGrace;
+  view.devicesLive = true;
+  EXPECT_EQ(as<action::MarkClaimLost>(decideClaim(view)).missing, std::vector<std::string>{"d1"});
+  // One that cannot be the claim's (another node) is lost at once.
+  view.suspectSince.reset();
+  recreated.nodeAffinity = onNode("n2");
+  as<action::MarkClaimLost>(decideClaim(view));
 }
 
 TEST_F(ClaimDecisionTest, HolderGoneReleasesALostClaimBeforeAnyRecovery) {
@@ -434,6 +454,21 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsBoundBackToTheClaimListingIt) {
   EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
 }
 
+// The device event of a release can come before the claim's: the claim in the cache still
+// lists the device the release just freed.
+TEST_F(DeviceDecisionTest, ADeviceThisClaimsReleaseFreedIsNotBoundBackOnAStaleCache) {
+  device = availableDevice("d0");
+  device.reason = kReleasedReason;
+  device.message = releasedMessage("default/c");
+  device.raw = device.toJson();
+  view.claim = nullptr;
+  view.listedBy = {&claim};
+  as<action::Nothing>(decideDevice(view));
+  device.message = releasedMessage("default/other");
+  device.raw = device.toJson();
+  as<action::RebindDevice>(decideDevice(view));
+}
+
 TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
   device = availableDevice("d0");
   device.raw = nlohmann::json{{"metadata", {{"name", "d0"}}}};
@@ -498,9 +533,10 @@ TEST_F(DeviceDecisionTest, DeviceBoundBackToALostClaimIsNotAnOrphan) {
   auto d = decideDevice(view);
   as<action::Nothing>(d);
   EXPECT_FALSE(d.suspectSince);
-  // A Bound claim's lost list is not a listing (only Lost claims have one).
+  // A Bound claim with a lost list (written by hand) lists those names too, as the extender
+  // and the rebind see it.
   claim.phase = ClaimPhase::kBound;
-  as<action::WaitGrace>(decideDevice(view));
+  as<action::Nothing>(decideDevice(view));
 }
 
 TEST_F(DeviceDecisionTest, InvalidDeviceWithAStatusIsLeftAlone) {

@@ -32,6 +32,14 @@ json podJson(const std::string& name, const std::string& node, const std::string
   return p;
 }
 
+// A pod kube-scheduler tried and parked as unschedulable.
+json parkedPodJson(const std::string& name, const std::string& claims) {
+  json p = podJson(name, "", claims, "Pending");
+  p["status"]["conditions"] = {
+      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
+  return p;
+}
+
 json claimJson(const std::string& name) {
   return {{"apiVersion", kApiVersion},
           {"kind", "ExtendedResourceClaim"},
@@ -325,10 +333,7 @@ TEST_F(ControllerLoopTest, ClaimWithoutStatusIsShownPending) {
 TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {
   seedBoundCluster();
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
-  json waiting = podJson("waiting", "", "w", "Pending");
-  waiting["status"]["conditions"] = {
-      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
-  api.seed(resources::kPods, waiting);
+  api.seed(resources::kPods, parkedPodJson("waiting", "w"));
   start();
   auto annotation = [&] { return requeueAt("waiting"); };
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 2; }));
@@ -352,10 +357,7 @@ TEST_F(ControllerLoopTest, AReleaseThatDropsAHoldOnAnAvailableDeviceNudgesParked
   api.seed(resources::kExtendedResourceClaims, c);
   api.seed(resources::kExtendedResources, deviceJson("d9", "n2"));
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
-  json waiting = podJson("waiting", "", "w", "Pending");
-  waiting["status"]["conditions"] = {
-      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
-  api.seed(resources::kPods, waiting);
+  api.seed(resources::kPods, parkedPodJson("waiting", "w"));
   start();
   // The device listed at start is news too: past that nudge and its follow-up (deferred to
   // a second after the first).
@@ -370,20 +372,13 @@ TEST_F(ControllerLoopTest, AReleaseThatDropsAHoldOnAnAvailableDeviceNudgesParked
 // Applied before its claim, the pod was parked with "claim not found": the claim's arrival
 // is what it waits for, as is a Lost claim's release with nothing to free.
 TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
-  json early = podJson("early", "", "w", "Pending");
-  early["status"]["conditions"] = {
-      {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}};
-  api.seed(resources::kPods, early);
+  api.seed(resources::kPods, parkedPodJson("early", "w"));
   json lost = claimJson("l");
   lost["status"] = {{"phase", "Lost"}};
   api.seed(resources::kExtendedResourceClaims, lost);
-  json onLost = podJson("on-lost", "", "l", "Pending");
-  onLost["status"]["conditions"] = early["status"]["conditions"];
-  api.seed(resources::kPods, onLost);
+  api.seed(resources::kPods, parkedPodJson("on-lost", "l"));
   api.seed(resources::kExtendedResourceClaims, claimJson("known"));
-  json onKnown = podJson("on-known", "", "known", "Pending");
-  onKnown["status"]["conditions"] = early["status"]["conditions"];
-  api.seed(resources::kPods, onKnown);
+  api.seed(resources::kPods, parkedPodJson("on-known", "known"));
   start();
   // Lost without a holder: the claim waits out its grace period.
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "requeue") >= 1; }));
@@ -420,6 +415,12 @@ TEST_F(ControllerLoopTest, AClaimThatBecomesAllocatableNudgesPodsParkedOnIt) {
 // kube-scheduler parks the pod only after the first nudge ran: the follow-up reaches it.
 TEST_F(ControllerLoopTest, APodParkedJustAfterTheNudgeGetsTheFollowUp) {
   seedBoundCluster();
+  // One device to free, so one trigger: a second device's, landing after the first nudge
+  // (a loaded machine spaces the two events), would nudge the pod before the follow-up.
+  api.remove(resources::kExtendedResources, "", "d1");
+  auto c = api.peek(resources::kExtendedResourceClaims, "default", "c").value();
+  c["status"]["extendedResourceNames"] = {"d0"};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
   api.seed(resources::kExtendedResourceClaims, claimJson("w"));
   api.seed(resources::kPods, podJson("late", "", "w", "Pending"));
   start();

@@ -155,6 +155,24 @@ class ReconcilerTest : public ::testing::Test {
     api.seed(resources::kExtendedResources, d);
   }
 
+  // Pod p deleted, and the caches loaded with the watch's delete event seen.
+  void deletePodSeenByTheWatch() {
+    api.remove(resources::kPods, "default", "p");
+    caches.load(api);
+    caches.deletedPods.insert(podUid);
+  }
+
+  // seedBoundCluster, then c Lost with d0 left and d1 and "gone" lost; d1 is Bound to it
+  // again, not yet taken back.
+  void seedLostClaimWithD1Back() {
+    seedBoundCluster();
+    auto c = claim();
+    c["status"]["phase"] = "Lost";
+    c["status"]["extendedResourceNames"] = {"d0"};
+    c["status"]["lostExtendedResourceNames"] = {"d1", "gone"};
+    api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  }
+
   // A Pending claim c with nothing allocated, and device d0 Bound to it: a bind in flight.
   void seedMidBind() {
     json c = {{"apiVersion", kApiVersion},
@@ -261,9 +279,7 @@ TEST_F(ReconcilerTest, DeletedPodReleasesTheClaimAndFreesItsDevices) {
 
 TEST_F(ReconcilerTest, PodDeletionSeenByTheWatchNeedsNoLiveRead) {
   seedBoundCluster();
-  api.remove(resources::kPods, "default", "p");
-  caches.load(api);
-  caches.deletedPods.insert(podUid);
+  deletePodSeenByTheWatch();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   expectReleased();
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 0);
@@ -685,12 +701,7 @@ TEST_F(ReconcilerTest, RecreatedDeviceIsNotBoundBackToAClaimReleasedMeanwhile) {
 }
 
 TEST_F(ReconcilerTest, AClaimThatGetsSomeLostDevicesBackStaysLostForTheRest) {
-  seedBoundCluster();
-  auto c = claim();
-  c["status"]["phase"] = "Lost";
-  c["status"]["extendedResourceNames"] = {"d0"};
-  c["status"]["lostExtendedResourceNames"] = {"d1", "gone"};
-  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  seedLostClaimWithD1Back();
   caches.load(api);
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   auto s = claim()["status"];
@@ -703,15 +714,8 @@ TEST_F(ReconcilerTest, AClaimThatGetsSomeLostDevicesBackStaysLostForTheRest) {
 }
 
 TEST_F(ReconcilerTest, ReleasingALostClaimFreesTheDevicesItGotBack) {
-  seedBoundCluster();
-  auto c = claim();
-  c["status"]["phase"] = "Lost";
-  c["status"]["extendedResourceNames"] = {"d0"};
-  c["status"]["lostExtendedResourceNames"] = {"d1", "gone"};
-  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
-  api.remove(resources::kPods, "default", "p");
-  caches.load(api);
-  caches.deletedPods.insert(podUid);
+  seedLostClaimWithD1Back();
+  deletePodSeenByTheWatch();
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
   expectReleased();
   EXPECT_FALSE(claim()["status"].contains("lostExtendedResourceNames"));
