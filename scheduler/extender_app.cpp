@@ -60,7 +60,7 @@ struct ExtenderApp::Impl {
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
-        handlers(extender, registry, [this] { return synced(); }) {
+        handlers(extender, registry, [this] { return awaitSynced(kSyncWait); }) {
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
       binder.injectStaleDeviceWrites(std::atoi(n));
       spdlog::warn("failpoint: the next {} device writes carry a stale resourceVersion", n);
@@ -124,6 +124,21 @@ struct ExtenderApp::Impl {
   }
 
   bool synced() const { return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced(); }
+  // A request that comes while the caches are still listing (just after start) is answered
+  // once they have, rather than refused.
+  bool awaitSynced(std::chrono::milliseconds wait) const {
+    if (synced()) {
+      return true;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    auto left = [&] {
+      return std::max(std::chrono::milliseconds(0),
+                      std::chrono::ceil<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now()));
+    };
+    return devices.waitForSync(left()) && claims.waitForSync(left()) && nodes.waitForSync(left());
+  }
+  static constexpr std::chrono::milliseconds kSyncWait{std::chrono::seconds(5)};
 
   ApiClient& api;
   ExtenderConfig config;

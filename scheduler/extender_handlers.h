@@ -13,8 +13,9 @@ namespace ker {
 // reply and the request metrics. No sockets here, so tests and the fuzzer drive them directly.
 class ExtenderHandlers {
  public:
-  // Until `synced` says so, every verb answers 503 with an Error: the devices a claim holds
-  // are known only once the claim cache has listed them. Unset: always served.
+  // Unless `synced` says so (it may wait a while for the caches first), every verb answers 503
+  // with an Error: the devices a claim holds are known only once the claim cache has listed
+  // them. Unset: always served.
   ExtenderHandlers(Extender& extender, metrics::Registry& registry,
                    std::function<bool()> synced = {});
 

@@ -155,6 +155,28 @@ class ExtenderBadRequests : public ::testing::Test {
   std::unique_ptr<ExtenderApp> app_;
 };
 
+// Sent as soon as the port accepts, before the caches have listed (the first list fails and
+// is retried after its backoff): answered once they have, not refused.
+TEST(ExtenderStartup, ARequestBeforeTheCachesHaveSyncedWaitsForThem) {
+  testing::FakeApiClient api;
+  testing::seedExtenderCluster(api);
+  api.failNext(testing::FakeApiClient::Verb::kList,
+               ApiError(ApiErrorKind::kServerError, 500, "", "etcd down"));
+  ExtenderConfig config;
+  config.bindAddress = "127.0.0.1";
+  config.port = 0;
+  ExtenderApp app(api, config);
+  app.start();
+  ASSERT_FALSE(app.ready());
+  Socket s(app.port());
+  s.send(request("POST", "/filter", testing::readTestdata("filter_nodenames.json")),
+         Clock::now() + 5s);
+  const Reply r = s.read(10s);
+  ASSERT_EQ(r.status, 200) << r.head << "\n" << r.body;
+  EXPECT_EQ(json::parse(r.body)["NodeNames"], json::array({"node-a"}));
+  EXPECT_TRUE(app.ready());
+}
+
 // A valid body with one field replaced by raw JSON text (which may be anything at all).
 std::string withField(json valid, const std::string& field, const std::string& raw) {
   valid.erase(field);
