@@ -324,11 +324,13 @@ FlagParseResult FlagSet::parse(int argc, const char* const* argv) {
       } else if (i + 1 < argc) {
         value = argv[++i];
       } else {
-        return fail("flag --" + f->name + " needs a value");
+        return fail("flag --" + std::string(name) + " needs a value");
       }
     }
     if (std::string err = f->assign(*value); !err.empty()) {
-      return fail("invalid value \"" + std::string(*value) + "\" for --" + f->name + ": " + err);
+      // Named as typed: an alias is what the user wrote.
+      return fail("invalid value \"" + std::string(*value) + "\" for --" + std::string(name) +
+                  ": " + err);
     }
     f->set = true;
   }

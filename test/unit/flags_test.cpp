@@ -166,6 +166,10 @@ TEST(FlagSet, AnAliasSetsItsFlag) {
   ASSERT_EQ(parseArgs(fs, {"--resource-name=other"}).status, FlagParseResult::kOk);
   EXPECT_EQ(*lease, "other");
   EXPECT_TRUE(fs.isSet("lease-name"));
+  const auto missing = parseArgs(fs, {"--resource-name"});
+  EXPECT_EQ(missing.status, FlagParseResult::kError);
+  EXPECT_NE(missing.message.find("flag --resource-name needs a value"), std::string::npos)
+      << missing.message;
   EXPECT_THROW(fs.addAlias("lease-name", "lease-name"), std::logic_error);
   EXPECT_THROW(fs.addAlias("x", "undeclared"), std::logic_error);
   EXPECT_THROW(fs.addString("resource-name", "", ""), std::logic_error);
