@@ -569,6 +569,13 @@ std::vector<std::string> ExtendedResourceClaim::listedDevices() const {
   return names;
 }
 
+std::vector<std::string> ExtendedResourceClaim::heldDevices() const {
+  if (!statusReadable || phase == ClaimPhase::kPending) {
+    return {};
+  }
+  return listedDevices();
+}
+
 Pod Pod::fromJson(const nlohmann::json& obj) {
   Pod pod;
   if (!obj.is_object()) {

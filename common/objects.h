@@ -127,6 +127,10 @@ struct ExtendedResourceClaim {
   nlohmann::json toJson() const;  // as ExtendedResource::toJson
   // allocated, then lost: every device name the claim's status holds on to.
   std::vector<std::string> listedDevices() const;
+  // The names no other pod may be given (the extender holds them, the controller binds a
+  // device back under them): listedDevices() while Bound or Lost with a status that can be
+  // trusted, none while Pending.
+  std::vector<std::string> heldDevices() const;
 };
 
 struct Pod {

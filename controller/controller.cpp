@@ -25,14 +25,6 @@ bool allocatable(const ExtendedResourceClaim& c) {
   return c.phase == ClaimPhase::kPending && c.invalid.empty() && !c.meta.deleting;
 }
 
-// What the extender holds for the claim (see DeviceIndex::setClaimHolds).
-std::vector<std::string> heldFor(const ExtendedResourceClaim* c) {
-  if (!c || !c->statusReadable || c->phase == ClaimPhase::kPending) {
-    return {};
-  }
-  return c->listedDevices();
-}
-
 // The spec as stored: an edit of it (fewer devices, a looser selector) may let a waiting
 // pod fit.
 nlohmann::json specOf(const ExtendedResourceClaim& c) {
@@ -244,7 +236,7 @@ void Controller::nudgeForDroppedHolds(const ExtendedResourceClaim& old,
   if (old.phase != ClaimPhase::kLost || !old.statusReadable) {
     return;
   }
-  const std::vector<std::string> still = heldFor(cur);
+  const std::vector<std::string> still = cur ? cur->heldDevices() : std::vector<std::string>{};
   std::set<std::string> resources;
   // Only lost names: an allocated device that is Available is being freed by the release
   // (its own event nudges) or is lost, and listed so, by the time the claim lets go.

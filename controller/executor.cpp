@@ -245,9 +245,9 @@ bool Executor::rebindDevice(const ExtendedResource& device, const ExtendedResour
   }
   const ExtendedResourceClaim live = ExtendedResourceClaim::fromJson(
       api_.get(resources::kExtendedResourceClaims, claim.meta.ns, claim.meta.name));
-  const auto listed = live.listedDevices();
-  if (live.meta.uid != claim.meta.uid || live.phase == ClaimPhase::kPending || !live.podRef ||
-      std::find(listed.begin(), listed.end(), device.meta.name) == listed.end()) {
+  const auto held = live.heldDevices();
+  if (live.meta.uid != claim.meta.uid || !live.podRef ||
+      std::find(held.begin(), held.end(), device.meta.name) == held.end()) {
     return false;
   }
   ExtendedResource next = device;

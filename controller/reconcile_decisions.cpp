@@ -115,15 +115,14 @@ bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
 // claim's release just freed is no such device: the claim in the cache is older.
 bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
   const bool free = !hasStatusPhase(d) || d.phase == DevicePhase::kAvailable;
-  if (!free || !d.invalid.empty() || d.meta.deleting || !c.statusReadable ||
-      c.phase == ClaimPhase::kPending || !c.podRef ||
+  if (!free || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
       (d.reason == kReleasedReason &&
        d.message == releasedMessage(objectKey(c.meta.ns, c.meta.name)))) {
     return false;
   }
-  const auto listed = c.listedDevices();
+  const auto held = c.heldDevices();
   return c.rawResourceName == d.rawResourceName &&
-         std::find(listed.begin(), listed.end(), d.meta.name) != listed.end() &&
+         std::find(held.begin(), held.end(), d.meta.name) != held.end() &&
          matches(c.metadataRequirements, d.properties) &&
          (!c.extendedResourceNames ||
           std::find(c.extendedResourceNames->begin(), c.extendedResourceNames->end(),
@@ -274,9 +273,8 @@ Decision decideDevice(const DeviceView& v) {
     return {Nothing{}, std::nullopt};
   }
   // A lost device rebound to its claim is listed as lost until the claim takes it back.
-  const auto names = c->listedDevices();
-  if (c->phase != ClaimPhase::kPending &&
-      std::find(names.begin(), names.end(), d.meta.name) != names.end()) {
+  const auto held = c->heldDevices();
+  if (std::find(held.begin(), held.end(), d.meta.name) != held.end()) {
     return {Nothing{}, std::nullopt};
   }
   if (v.releasedWithClaim) {

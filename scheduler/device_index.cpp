@@ -159,13 +159,6 @@ bool freeByItself(const ExtendedResource& device) {
 
 }  // namespace
 
-std::vector<std::string> heldDevices(const ExtendedResourceClaim& claim) {
-  if (!claim.statusReadable || claim.phase == ClaimPhase::kPending) {
-    return {};
-  }
-  return claim.listedDevices();
-}
-
 std::string DeviceIndex::holdKey(const std::string& rawResourceName, const std::string& name) {
   return rawResourceName + '\n' + name;
 }

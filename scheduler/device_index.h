@@ -24,10 +24,6 @@ namespace ker {
 
 using DevicePtr = std::shared_ptr<const ExtendedResource>;
 
-// The device names a claim keeps from other pods: all it lists while Bound or Lost (with a
-// status that can be trusted), none while Pending.
-std::vector<std::string> heldDevices(const ExtendedResourceClaim& claim);
-
 // The extender's view of every device, indexed for the filter's hot path, plus the devices
 // that binds in flight have taken but the watch has not yet shown as Bound. Fed by the device
 // informer's handlers; thread-safe; no I/O.

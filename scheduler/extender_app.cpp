@@ -71,7 +71,7 @@ struct ExtenderApp::Impl {
         .onDelete = [this](const auto& d) { index.remove(d->meta.name); },
     });
     auto hold = [this](const ExtendedResourceClaim& c) {
-      index.setClaimHolds(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, heldDevices(c));
+      index.setClaimHolds(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, c.heldDevices());
     };
     claims.addHandlers({
         .onAdd = [hold](const auto& c) { hold(*c); },

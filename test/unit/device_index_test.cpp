@@ -147,19 +147,6 @@ TEST(DeviceIndex, AHoldCoversOnlyTheClaimsResource) {
   EXPECT_EQ(names(idx.freeOnNode("example.com/fpga", "n1", {})), (std::vector<std::string>{"a"}));
 }
 
-TEST(HeldDevices, WhatBoundAndLostClaimsList) {
-  ExtendedResourceClaim c;
-  c.allocated = {"a"};
-  c.lost = {"b"};
-  EXPECT_TRUE(heldDevices(c).empty()) << "Pending holds nothing";
-  c.phase = ClaimPhase::kBound;
-  EXPECT_EQ(heldDevices(c), (std::vector<std::string>{"a", "b"}));
-  c.phase = ClaimPhase::kLost;
-  EXPECT_EQ(heldDevices(c), (std::vector<std::string>{"a", "b"}));
-  c.statusReadable = false;
-  EXPECT_TRUE(heldDevices(c).empty());
-}
-
 TEST(DeviceIndex, EqualPropertiesShareAnIdAndAFreedSlotGetsANewId) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));

@@ -530,6 +530,19 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
   EXPECT_EQ(back.podRef, c.podRef);
 }
 
+TEST(ExtendedResourceClaim, HeldDevicesAreWhatBoundAndLostClaimsList) {
+  ExtendedResourceClaim c;
+  c.allocated = {"a"};
+  c.lost = {"b"};
+  EXPECT_TRUE(c.heldDevices().empty()) << "Pending holds nothing";
+  c.phase = ClaimPhase::kBound;
+  EXPECT_EQ(c.heldDevices(), (std::vector<std::string>{"a", "b"}));
+  c.phase = ClaimPhase::kLost;
+  EXPECT_EQ(c.heldDevices(), (std::vector<std::string>{"a", "b"}));
+  c.statusReadable = false;
+  EXPECT_TRUE(c.heldDevices().empty());
+}
+
 TEST(Pod, ParsesKubectlOutput) {
   auto p = Pod::fromJson(json::parse(kPodJson));
   EXPECT_EQ(p.invalid, "");
