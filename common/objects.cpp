@@ -569,6 +569,14 @@ std::vector<std::string> ExtendedResourceClaim::listedDevices() const {
   return names;
 }
 
+void ExtendedResourceClaim::makePending() {
+  phase = ClaimPhase::kPending;
+  allocated.clear();
+  lost.clear();
+  nodeName.clear();
+  podRef.reset();
+}
+
 std::vector<std::string> ExtendedResourceClaim::heldDevices() const {
   if (!statusReadable || phase == ClaimPhase::kPending) {
     return {};

@@ -19,13 +19,8 @@ ExtendedResource available(ExtendedResource d, const std::string& reason,
   return d;
 }
 
-// Pending holds nothing: no allocation, node or holder.
 ExtendedResourceClaim pending(ExtendedResourceClaim c) {
-  c.phase = ClaimPhase::kPending;
-  c.allocated.clear();
-  c.lost.clear();
-  c.nodeName.clear();
-  c.podRef.reset();
+  c.makePending();
   return c;
 }
 

@@ -30,11 +30,7 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
 }
 
 ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
-  claim.phase = ClaimPhase::kPending;
-  claim.allocated.clear();
-  claim.lost.clear();
-  claim.nodeName.clear();
-  claim.podRef.reset();
+  claim.makePending();
   claim.reason.clear();
   claim.message.clear();
   return claim;

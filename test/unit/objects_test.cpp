@@ -493,10 +493,7 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
   EXPECT_EQ(c.toJson(), kept(original));
 
   // What the binder does when it releases a claim.
-  c.phase = ClaimPhase::kPending;
-  c.allocated.clear();
-  c.nodeName.clear();
-  c.podRef.reset();
+  c.makePending();
   c.reason.clear();
   c.message.clear();
   c.extendedResourceNum = 5;  // spec is never written from the typed view
