@@ -114,8 +114,9 @@ bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
 // node is another device under the same name: held by name, never bound back. One this
 // claim's release just freed is no such device: the claim in the cache is older.
 bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
-  const bool free = !hasStatusPhase(d) || d.phase == DevicePhase::kAvailable;
-  if (!free || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
+  // The typed phase of a device without a status is Available too: no need to parse the raw
+  // object to tell the two apart here.
+  if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
       (d.reason == kReleasedReason &&
        d.message == releasedMessage(objectKey(c.meta.ns, c.meta.name)))) {
     return false;
