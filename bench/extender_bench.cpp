@@ -24,6 +24,7 @@
 #include "bench/http_load.h"
 #include "bench/process_usage.h"
 #include "bench/report.h"
+#include "bench/run_summary.h"
 #include "common/api_error.h"
 #include "common/flags.h"
 #include "common/informer.h"
@@ -650,67 +651,6 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   controller.stop();
   claims.stop();
   devices.stop();
-  return out;
-}
-
-// The bind stage of several runs: each batch's statistics are the medians over the runs, its
-// counts the totals.
-ojson medianBind(const std::vector<ojson>& runs) {
-  ojson out = runs.front();
-  out["runs"] = runs.size();
-  for (size_t b = 0; b < out["batches"].size(); ++b) {
-    auto& row = out["batches"][b];
-    for (const char* key : {"p50_ms", "p99_ms", "rps", "api_writes_per_bind_metric",
-                            "api_reads_per_bind_audit", "api_writes_per_bind_audit"}) {
-      std::vector<double> values;
-      for (const auto& r : runs) {
-        values.push_back(r["batches"][b][key].get<double>());
-      }
-      row[key] = median(values);
-    }
-    size_t binds = 0;
-    size_t failed = 0;
-    for (const auto& r : runs) {
-      binds += r["batches"][b]["binds"].get<size_t>();
-      failed += r["batches"][b]["failed"].get<size_t>();
-    }
-    row["binds"] = binds;
-    row["failed"] = failed;
-  }
-  double peak = 0;
-  for (const auto& r : runs) {
-    peak = std::max(peak, r["extender_memory"]["peak_mb"].get<double>());
-  }
-  out["extender_memory"]["peak_mb"] = peak;
-  return out;
-}
-
-// The controller stage of several runs: the run with the median release time, whole, so its
-// request counts and CPU times belong to that time; a run that did not finish is reported
-// instead, since a median would hide it.
-ojson medianController(const std::vector<ojson>& runs) {
-  ojson releases = ojson::array();
-  ojson deletes = ojson::array();
-  for (const auto& r : runs) {
-    releases.push_back(r.value("release_seconds", 0.0));
-    deletes.push_back(r.value("delete_seconds", 0.0));
-  }
-  auto chosen =
-      std::find_if(runs.begin(), runs.end(), [](const ojson& r) { return !r["done"].get<bool>(); });
-  if (chosen == runs.end()) {
-    std::vector<const ojson*> order;
-    for (const auto& r : runs) {
-      order.push_back(&r);
-    }
-    std::sort(order.begin(), order.end(), [](const ojson* a, const ojson* b) {
-      return (*a)["release_seconds"].get<double>() < (*b)["release_seconds"].get<double>();
-    });
-    chosen = runs.begin() + (order[(order.size() - 1) / 2] - runs.data());
-  }
-  ojson out = *chosen;
-  out["runs"] = runs.size();
-  out["release_seconds_runs"] = std::move(releases);
-  out["delete_seconds_runs"] = std::move(deletes);
   return out;
 }
 
