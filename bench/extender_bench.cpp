@@ -872,10 +872,23 @@ int main(int argc, char** argv) {
   std::stringstream list(*sizes);
   std::string item;
   while (std::getline(list, item, ',')) {
-    cfg.sizes.push_back(std::stoul(item));
+    size_t used = 0;
+    try {
+      cfg.sizes.push_back(std::stoul(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || cfg.sizes.back() == 0) {
+      std::fprintf(stderr, "--sizes: %s is not a number of nodes\n", item.c_str());
+      return 2;
+    }
   }
   if (cfg.adminKubeconfig.empty() || cfg.schedulerBinary.empty() || cfg.sizes.empty()) {
     std::fprintf(stderr, "--kubeconfig, --scheduler-binary and --sizes are required\n");
+    return 2;
+  }
+  if (*repeats < 1 || *bindPods < 1 || *workers < 1) {
+    std::fprintf(stderr, "--repeats, --bind-pods and --workers must be at least 1\n");
     return 2;
   }
   try {

@@ -225,7 +225,7 @@ std::string markdown(const ojson& r) {
           md << sep << num(t.get<double>(), 2) << " s";
           sep = ", ";
         }
-        md << "; the figures below are that run's)";
+        md << "; the rest are that run's figures)";
       }
       md << "; " << num(d(c, "api_reads_per_pod"), 2) << " reads and "
          << num(d(c, "api_writes_per_pod"), 2) << " writes per released pod (audit log).";
