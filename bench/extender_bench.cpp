@@ -834,7 +834,9 @@ int main(int argc, char** argv) {
   auto* work = flags.addString("work-dir", "/tmp", "folder for the processes' logs");
   auto* out = flags.addString("out-dir", "bench/results", "where latest.json and latest.md go");
   auto* sizes = flags.addString("sizes", "100,1000,5000", "cluster sizes in nodes, ascending");
-  auto* bindStage = flags.addInt("bind-stage", 1000, "cluster size at which binds are measured");
+  auto* bindStage = flags.addInt(
+      "bind-stage", 1000,
+      "cluster size (one of --sizes) at which binds and releases are measured; 0: none");
   auto* bindPods = flags.addInt("bind-pods", 1000, "pods bound, then deleted for the controller");
   auto* repeats = flags.addInt("repeats", 3, "runs per measurement (medians reported)");
   auto* duration = flags.addDuration("duration", std::chrono::milliseconds(1500),
@@ -872,23 +874,36 @@ int main(int argc, char** argv) {
   std::stringstream list(*sizes);
   std::string item;
   while (std::getline(list, item, ',')) {
-    size_t used = 0;
-    try {
-      cfg.sizes.push_back(std::stoul(item, &used));
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || cfg.sizes.back() == 0) {
-      std::fprintf(stderr, "--sizes: %s is not a number of nodes\n", item.c_str());
+    const bool digits = !item.empty() && item.size() <= 6 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    const size_t n = digits ? std::stoul(item) : 0;
+    if (n == 0 || (!cfg.sizes.empty() && n <= cfg.sizes.back())) {
+      std::fprintf(stderr, "--sizes: %s is not a number of nodes above the one before it\n",
+                   item.c_str());
       return 2;
     }
+    cfg.sizes.push_back(n);
   }
   if (cfg.adminKubeconfig.empty() || cfg.schedulerBinary.empty() || cfg.sizes.empty()) {
     std::fprintf(stderr, "--kubeconfig, --scheduler-binary and --sizes are required\n");
     return 2;
   }
-  if (*repeats < 1 || *bindPods < 1 || *workers < 1) {
-    std::fprintf(stderr, "--repeats, --bind-pods and --workers must be at least 1\n");
+  if (*bindStage != 0 &&
+      std::find(cfg.sizes.begin(), cfg.sizes.end(), cfg.bindStage) == cfg.sizes.end()) {
+    std::fprintf(stderr, "--bind-stage %lld is neither 0 nor one of --sizes\n",
+                 static_cast<long long>(*bindStage));
+    return 2;
+  }
+  // Checked before the casts above could wrap them. Each bind batch needs a pod, and at most
+  // two pods go to each node that holds k80s (nine in ten).
+  const int64_t maxPods = (*bindStage - *bindStage / 10) * 2;
+  if (*repeats < 1 || *repeats > 100 || *workers < 1 || *workers > 1024) {
+    std::fprintf(stderr, "--repeats must be 1 to 100 and --workers 1 to 1024\n");
+    return 2;
+  }
+  if (*bindStage != 0 && (*bindPods < 14 || *bindPods > maxPods)) {
+    std::fprintf(stderr, "--bind-pods must be 14 to %lld for --bind-stage %lld\n",
+                 static_cast<long long>(maxPods), static_cast<long long>(*bindStage));
     return 2;
   }
   try {

@@ -30,6 +30,11 @@ ojson medianBind(const std::vector<ojson>& runs) {
     }
     row["binds"] = binds;
     row["failed"] = failed;
+    for (const auto& r : runs) {
+      if (!row.contains("first_error") && r["batches"][b].contains("first_error")) {
+        row["first_error"] = r["batches"][b]["first_error"];
+      }
+    }
   }
   double peak = 0;
   for (const auto& r : runs) {

@@ -35,7 +35,6 @@ TEST(MedianBindTest, TakesEachStatisticsMedianAndTotalsTheCounts) {
   EXPECT_EQ(b["runs"], 3);
   ASSERT_EQ(b["batches"].size(), 2u);
   const auto& first = b["batches"][0];
-  // Each statistic on its own: p50 from the third run, p99 from the third, rate from the third.
   EXPECT_EQ(first["p50_ms"], 30.0);
   EXPECT_EQ(first["p99_ms"], 70.0);
   EXPECT_EQ(first["rps"], 20.0);
@@ -43,12 +42,33 @@ TEST(MedianBindTest, TakesEachStatisticsMedianAndTotalsTheCounts) {
   EXPECT_EQ(first["binds"], 225u);
   EXPECT_EQ(first["failed"], 2u);
   const auto& second = b["batches"][1];
+  // Each statistic on its own: p50 from the first run, p99 and rate from the third.
   EXPECT_EQ(second["p50_ms"], 60.0);
   EXPECT_EQ(second["p99_ms"], 250.0);
   EXPECT_EQ(second["rps"], 110.0);
   EXPECT_EQ(second["failed"], 1u);
   EXPECT_EQ(second["write_budget_per_bind"], 5);
   EXPECT_EQ(b["extender_memory"]["peak_mb"], 90.0);
+}
+
+TEST(MedianBindTest, RequestsPerBindAreMediansAndTheFirstErrorIsKept) {
+  ojson runs[] = {bindRun({batch(20, 90, 30, 6, 75, 0)}, 70),
+                  bindRun({batch(20, 90, 30, 6, 75, 1)}, 70),
+                  bindRun({batch(20, 90, 30, 6, 75, 1)}, 70)};
+  const double reads[] = {2, 9, 3};
+  const double auditWrites[] = {6, 8, 7};
+  for (int i = 0; i < 3; ++i) {
+    runs[i]["batches"][0]["api_reads_per_bind_audit"] = reads[i];
+    runs[i]["batches"][0]["api_writes_per_bind_audit"] = auditWrites[i];
+  }
+  runs[1]["batches"][0]["first_error"] = "conflict";
+  runs[2]["batches"][0]["first_error"] = "timeout";
+  const ojson b = medianBind({runs[0], runs[1], runs[2]});
+  const auto& row = b["batches"][0];
+  EXPECT_EQ(row["api_reads_per_bind_audit"], 3.0);
+  EXPECT_EQ(row["api_writes_per_bind_audit"], 7.0);
+  EXPECT_EQ(row["failed"], 2u);
+  EXPECT_EQ(row["first_error"], "conflict");
 }
 
 TEST(MedianBindTest, OneRunIsReportedAsItIs) {
