@@ -256,6 +256,17 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
+// A phase of the wrong type counts as written: the object is invalid, not uninitialised.
+bool hasPhase(const json& obj) {
+  auto status = obj.find("status");
+  if (status == obj.end() || !status->is_object()) {
+    return false;
+  }
+  auto phase = status->find("phase");
+  return phase != status->end() && !phase->is_null() &&
+         !(phase->is_string() && phase->get_ref<const std::string&>().empty());
+}
+
 template <typename Phase>
 Phase readPhase(const json& status, std::initializer_list<Phase> known, Phase absent) {
   const std::string value = stringMember(status, "phase", "status.phase");
@@ -385,6 +396,7 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
     r.invalid = std::string("expected a JSON object, got ") + obj.type_name();
     return r;
   }
+  r.phaseWritten = hasPhase(obj);
   Problems p;
   readMeta(obj, r.meta, p);
   const json* spec = nullptr;
@@ -456,6 +468,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     c.statusReadable = false;
     return c;
   }
+  c.phaseWritten = hasPhase(obj);
   Problems p;
   readMeta(obj, c.meta, p);
   const bool metaReadable = p.empty();

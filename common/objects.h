@@ -88,6 +88,9 @@ struct ExtendedResource {
   std::map<std::string, std::string> properties;
   NodeSelector nodeAffinity;                    // spec.nodeAffinity.required
   DevicePhase phase = DevicePhase::kAvailable;  // an absent status counts as Available
+  // Whether status.phase is written at all (present, not null, not empty), whatever its value:
+  // a device without one is yet to be initialised, though its phase reads as Available.
+  bool phaseWritten = false;
   std::optional<ClaimRef> claimRef;
   std::string reason;
   std::string message;
@@ -108,6 +111,7 @@ struct ExtendedResourceClaim {
   LabelSelector metadataRequirements;
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
+  bool phaseWritten = false;                // as ExtendedResource::phaseWritten
   std::vector<std::string> allocated;       // status.extendedResourceNames
   // status.lostExtendedResourceNames: devices a Lost claim lost while its pod ran. They are
   // held for it until it is released, so a device recreated under the same name (the same

@@ -17,7 +17,7 @@ constexpr const char* kRenudgePrefix = "renudge:";
 // reconciler writes it, and that write is the event that counts; nor is one still naming a
 // claim, until the reconciler clears it).
 bool writtenAvailable(const ExtendedResource& d) {
-  return d.phase == DevicePhase::kAvailable && !d.claimRef && hasStatusPhase(d);
+  return d.phase == DevicePhase::kAvailable && !d.claimRef && d.phaseWritten;
 }
 
 // What a waiting pod needs of its claim before the extender can place it.

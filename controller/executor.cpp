@@ -329,12 +329,12 @@ void Executor::clearInvalid(const Object& obj, const Resource& res) {
 
 void Executor::markDeviceInvalid(const ExtendedResource& device) {
   markInvalid(device, resources::kExtendedResources,
-              hasStatusPhase(device) ? nullptr : toString(DevicePhase::kAvailable));
+              device.phaseWritten ? nullptr : toString(DevicePhase::kAvailable));
 }
 
 void Executor::markClaimInvalid(const ExtendedResourceClaim& claim) {
   markInvalid(claim, resources::kExtendedResourceClaims,
-              hasStatusPhase(claim) ? nullptr : toString(ClaimPhase::kPending));
+              claim.phaseWritten ? nullptr : toString(ClaimPhase::kPending));
   record(referenceTo(claim), EventType::kWarning, kInvalidReason, claim.invalid);
 }
 

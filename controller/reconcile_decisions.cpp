@@ -70,33 +70,6 @@ bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
 
 namespace {
 
-bool hasStatusPhase(const RawObject& object) {
-  const nlohmann::json raw = object.parse();
-  if (!raw.is_object()) {
-    return false;
-  }
-  auto status = raw.find("status");
-  if (status == raw.end() || !status->is_object()) {
-    return false;
-  }
-  // A phase of the wrong type is set, if garbled: the device is invalid, not uninitialized.
-  auto phase = status->find("phase");
-  return phase != status->end() && !phase->is_null() &&
-         !(phase->is_string() && phase->get<std::string>().empty());
-}
-
-}  // namespace
-
-bool hasStatusPhase(const ExtendedResource& device) {
-  return hasStatusPhase(device.raw);
-}
-
-bool hasStatusPhase(const ExtendedResourceClaim& claim) {
-  return hasStatusPhase(claim.raw);
-}
-
-namespace {
-
 // Whether the affinity can place the device on the node. Terms that also test labels count
 // as yes: the controller does not watch nodes. An empty term matches nothing.
 bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
@@ -114,8 +87,7 @@ bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
 // node is another device under the same name: held by name, never bound back. One this
 // claim's release just freed is no such device: the claim in the cache is older.
 bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
-  // The typed phase of a device without a status is Available too: no need to parse the raw
-  // object to tell the two apart here.
+  // A device without a status reads as Available too, and is as good to bind back.
   if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
       (d.reason == kReleasedReason &&
        d.message == releasedMessage(objectKey(c.meta.ns, c.meta.name)))) {
@@ -137,9 +109,7 @@ Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
   // An unparsable status cannot be trusted to say what the claim holds. A claim invalid in
   // its spec alone (a selector edited while Bound) is still released when its pod goes.
-  // Only a typed Pending can be an absent phase: Bound and Lost claims (every release) skip
-  // the parse of the raw object.
-  if (c.statusReadable && c.phase == ClaimPhase::kPending && !hasStatusPhase(c)) {
+  if (c.statusReadable && c.phase == ClaimPhase::kPending && !c.phaseWritten) {
     return {InitClaimStatus{}, std::nullopt};
   }
   if (!c.statusReadable || c.phase == ClaimPhase::kPending) {
@@ -240,7 +210,7 @@ Decision decideDevice(const DeviceView& v) {
       return {RebindDevice{c}, std::nullopt};
     }
   }
-  if (!hasStatusPhase(d)) {
+  if (!d.phaseWritten) {
     return {InitDeviceStatus{}, std::nullopt};
   }
   if (d.invalid.empty() && d.phase == DevicePhase::kAvailable && d.claimRef) {

@@ -145,11 +145,6 @@ std::string joinNames(const std::vector<std::string>& names);
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 
-// Whether status.phase is set (the typed views default an absent status to Available and
-// Pending).
-bool hasStatusPhase(const ExtendedResource& device);
-bool hasStatusPhase(const ExtendedResourceClaim& claim);
-
 // A pod as the nudge selection sees it.
 struct PendingPodView {
   const Pod* pod = nullptr;

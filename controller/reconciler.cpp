@@ -141,7 +141,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     // what it holds is left at that; one invalid in its spec alone is still released when
     // its pod goes, or it would keep its devices until someone mended the spec.
     if (!claim->invalid.empty()) {
-      if (!markedInvalid(*claim) || !hasStatusPhase(*claim)) {
+      if (!markedInvalid(*claim) || !claim->phaseWritten) {
         executor_.markClaimInvalid(*claim);
         return ReconcileResult{};
       }
@@ -255,7 +255,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     }
     // Never repaired: its status cannot be trusted either.
     if (!device->invalid.empty()) {
-      if (!markedInvalid(*device) || !hasStatusPhase(*device)) {
+      if (!markedInvalid(*device) || !device->phaseWritten) {
         executor_.markDeviceInvalid(*device);
       }
       return ReconcileResult{};

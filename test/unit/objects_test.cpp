@@ -192,8 +192,34 @@ TEST(ExtendedResource, AbsentStatusIsAvailable) {
   auto d = ExtendedResource::fromJson(j);
   EXPECT_EQ(d.invalid, "");
   EXPECT_EQ(d.phase, DevicePhase::kAvailable);
+  EXPECT_FALSE(d.phaseWritten);
   EXPECT_FALSE(d.claimRef.has_value());
   EXPECT_EQ(d.reason, "");
+}
+
+// Absent, null and empty read as Available (Pending for claims) and leave the object to be
+// initialised; a phase of any other value, the wrong type included, is written.
+TEST(Phases, WrittenOnlyWhenStatusPhaseHasAValue) {
+  const json unwritten[] = {json{{"metadata", {{"name", "x"}}}},
+                            json{{"status", nullptr}},
+                            json{{"status", json::object()}},
+                            json{{"status", {{"phase", ""}}}},
+                            json{{"status", {{"phase", nullptr}}}},
+                            json{{"status", "Bound"}},
+                            json::array()};
+  for (const auto& j : unwritten) {
+    EXPECT_FALSE(ExtendedResource::fromJson(j).phaseWritten) << j.dump();
+    EXPECT_FALSE(ExtendedResourceClaim::fromJson(j).phaseWritten) << j.dump();
+  }
+  const json written[] = {
+      json{{"status", {{"phase", "Available"}}}}, json{{"status", {{"phase", "Bound"}}}},
+      json{{"status", {{"phase", "Reserved"}}}}, json{{"status", {{"phase", 7}}}}};
+  for (const auto& j : written) {
+    EXPECT_TRUE(ExtendedResource::fromJson(j).phaseWritten) << j.dump();
+    EXPECT_TRUE(ExtendedResourceClaim::fromJson(j).phaseWritten) << j.dump();
+  }
+  EXPECT_TRUE(ExtendedResource::fromJson(json::parse(kDeviceJson)).phaseWritten);
+  EXPECT_TRUE(ExtendedResourceClaim::fromJson(json::parse(kClaimJson)).phaseWritten);
 }
 
 TEST(ExtendedResource, RoundTripKeepsUnknownFieldsAndOverlaysStatus) {
