@@ -187,6 +187,55 @@ TEST_F(ControllerLoopTest, ClaimDeletedWithItsPodFreesItsDevicesWithoutRetries) 
   EXPECT_EQ(reconciles("device", "error"), 0);
 }
 
+// #5 frees the devices of a claim deleted while Bound; the pod still running with them gets a
+// Warning, as another pod may now be given them. A pod already gone gets none.
+TEST_F(ControllerLoopTest, AClaimDeletedUnderARunningPodFreesItsDevicesAndWarnsThePod) {
+  seedBoundCluster();
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+  ASSERT_TRUE(events.flush(5s));
+  std::vector<json> warnings;
+  const json listed = api.list(resources::kEvents, "default", {});
+  for (const auto& e : listed["items"]) {
+    if (e["reason"] == "ClaimDeleted") {
+      warnings.push_back(e);
+    }
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0]["type"], "Warning");
+  EXPECT_EQ(warnings[0]["involvedObject"]["name"], "p");
+  EXPECT_EQ(warnings[0]["message"],
+            "claim c was deleted while this pod held it: its devices (d0, d1) are freed and may "
+            "be given to another pod");
+}
+
+// A pod being deleted is on its way out with its claims: no warning when they go first.
+TEST_F(ControllerLoopTest, AClaimDeletedUnderAPodBeingDeletedWarnsNoOne) {
+  seedBoundCluster();
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  // Held by a finalizer, as a running pod is by its kubelet's graceful shutdown.
+  json p = api.peek(resources::kPods, "default", "p").value();
+  p["metadata"]["finalizers"] = {"example.com/hold"};
+  api.update(resources::kPods, "default", p);
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] {
+    const auto cached = pods.get("default/p");
+    return cached && cached->meta.deleting;
+  }));
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+  ASSERT_TRUE(events.flush(5s));
+  const json listed = api.list(resources::kEvents, "default", {});
+  for (const auto& e : listed["items"]) {
+    EXPECT_NE(e["reason"], "ClaimDeleted");
+  }
+}
+
 TEST_F(ControllerLoopTest, GarbledClaimsAnnotationGetsOneWarningAndBlocksNothing) {
   seedBoundCluster();
   api.seed(resources::kPods, podJson("garbled", "", "Not_A_Claim!", "Pending"));
