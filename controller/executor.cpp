@@ -355,14 +355,12 @@ bool Executor::recordInvalidPod(const Pod& pod) {
   return true;
 }
 
-bool Executor::recordClaimDeletedUnderPod(const ExtendedResourceClaim& claim, const Pod& pod) {
-  if (!mayWrite()) {
-    return false;
+void Executor::recordClaimDeletedUnderPod(const ExtendedResourceClaim& claim, const Pod& pod) {
+  if (mayWrite()) {
+    record(referenceTo(pod), EventType::kWarning, "ClaimDeleted",
+           "claim " + claim.meta.name + " was deleted while this pod held it: its devices (" +
+               joinNames(claim.allocated) + ") are freed and may be given to another pod");
   }
-  record(referenceTo(pod), EventType::kWarning, "ClaimDeleted",
-         "claim " + claim.meta.name + " was deleted while this pod held it: its devices (" +
-             joinNames(claim.allocated) + ") are freed and may be given to another pod");
-  return true;
 }
 
 bool Executor::nudgePod(const Pod& pod) {

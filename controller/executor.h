@@ -71,8 +71,9 @@ class Executor {
   // A Warning event on a pod whose claims annotation cannot be parsed; false when the gate is
   // closed (nothing recorded).
   bool recordInvalidPod(const Pod& pod);
-  // A Warning on a pod whose Bound claim was deleted under it; false while writes are gated.
-  bool recordClaimDeletedUnderPod(const ExtendedResourceClaim& claim, const Pod& pod);
+  // A Warning on a pod whose claim was deleted while holding devices; nothing while writes are
+  // gated (the leader's own watch records it).
+  void recordClaimDeletedUnderPod(const ExtendedResourceClaim& claim, const Pod& pod);
   // False when the pod no longer exists.
   bool nudgePod(const Pod& pod);
 

@@ -212,6 +212,32 @@ TEST_F(ControllerLoopTest, AClaimDeletedUnderARunningPodFreesItsDevicesAndWarnsT
             "be given to another pod");
 }
 
+// A Lost claim's remaining devices are freed with it too.
+TEST_F(ControllerLoopTest, ALostClaimDeletedUnderARunningPodWarnsOfItsRemainingDevices) {
+  seedBoundCluster();
+  json c = api.peek(resources::kExtendedResourceClaims, "default", "c").value();
+  c["status"]["phase"] = "Lost";
+  c["status"]["extendedResourceNames"] = {"d0"};
+  c["status"]["lostExtendedResourceNames"] = {"d1"};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  api.remove(resources::kExtendedResources, "", "d1");
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually([&] { return devicePhase("d0") == "Available"; }));
+  ASSERT_TRUE(events.flush(5s));
+  std::vector<std::string> messages;
+  const json listed = api.list(resources::kEvents, "default", {});
+  for (const auto& e : listed["items"]) {
+    if (e["reason"] == "ClaimDeleted") {
+      messages.push_back(e["message"]);
+    }
+  }
+  EXPECT_EQ(messages, std::vector<std::string>{"claim c was deleted while this pod held it: its "
+                                               "devices (d0) are freed and may be given to "
+                                               "another pod"});
+}
+
 // A pod being deleted is on its way out with its claims: no warning when they go first.
 TEST_F(ControllerLoopTest, AClaimDeletedUnderAPodBeingDeletedWarnsNoOne) {
   seedBoundCluster();
