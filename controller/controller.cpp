@@ -216,13 +216,10 @@ void Controller::onClaimChange(const ExtendedResourceClaim* old, const ExtendedR
 }
 
 void Controller::onClaimDelete(const ExtendedResourceClaim& c) {
-  // A deleted claim's devices are freed at once, even under a pod that still runs (#5): that
-  // pod says so, since another pod may now be given them.
-  // (A Lost claim's remaining devices are freed too.)
-  if (c.phase != ClaimPhase::kPending && c.podRef && !c.allocated.empty()) {
-    const CachedPod p = caches_.pod(objectKey(c.meta.ns, c.podRef->name));
-    if (p && p->meta.uid == c.podRef->uid && !p->finished() && !p->meta.deleting) {
-      executor_.recordClaimDeletedUnderPod(c, *p);
+  if (c.podRef) {
+    const CachedPod holder = caches_.pod(objectKey(c.meta.ns, c.podRef->name));
+    if (warnOfDeletedClaim(c, holder.get())) {
+      executor_.recordClaimDeletedUnderPod(c, *holder);
     }
   }
   indexHolder(&c, nullptr);

@@ -62,6 +62,15 @@ const char* toString(ReleaseCause cause) {
   return "Unknown";
 }
 
+bool isHolder(const Pod& pod, const ExtendedResourceClaim& c) {
+  return c.podRef && (c.podRef->uid.empty() || pod.meta.uid == c.podRef->uid);
+}
+
+bool warnOfDeletedClaim(const ExtendedResourceClaim& c, const Pod* holder) {
+  return c.phase != ClaimPhase::kPending && !c.allocated.empty() && holder &&
+         isHolder(*holder, c) && !holder->finished() && !holder->meta.deleting;
+}
+
 bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
   return d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == c.meta.ns &&
          d.claimRef->name == c.meta.name &&
@@ -123,7 +132,7 @@ Decision decideClaim(const ClaimView& v) {
   }
   const PodRef& ref = *c.podRef;
   const Pod* pod = v.holder;
-  const bool holds = pod && (ref.uid.empty() || pod->meta.uid == ref.uid);
+  const bool holds = pod && isHolder(*pod, c);
   if (!holds) {
     if (!v.holderLive) {
       return {VerifyLive{LiveRead::kHolderPod, {}}, std::nullopt};

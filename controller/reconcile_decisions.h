@@ -145,6 +145,15 @@ std::string joinNames(const std::vector<std::string>& names);
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 
+// The pod found under the name the claim's podRef gives is its holder: the UIDs agree, or the
+// podRef carries none.
+bool isHolder(const Pod& pod, const ExtendedResourceClaim& claim);
+
+// A claim deleted while it still listed devices under a holder that runs on with them: #5
+// frees those devices at once, so the holder is warned that another pod may be given them.
+// Not a holder that finished or is being deleted.
+bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
+
 // A pod as the nudge selection sees it.
 struct PendingPodView {
   const Pod* pod = nullptr;

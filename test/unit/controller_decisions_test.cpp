@@ -104,6 +104,26 @@ TEST_F(ClaimDecisionTest, PendingClaimNeedsNothingWhateverTheHolder) {
   as<action::Nothing>(decideClaim(view));
 }
 
+TEST_F(ClaimDecisionTest, ADeletedClaimWarnsOnlyAHolderThatRunsOnWithItsDevices) {
+  Pod running = pod("uid-p", "n1");
+  EXPECT_TRUE(warnOfDeletedClaim(claim, &running));
+  claim.phase = ClaimPhase::kLost;
+  EXPECT_TRUE(warnOfDeletedClaim(claim, &running));
+  claim.allocated.clear();  // lost them all: nothing is freed
+  EXPECT_FALSE(warnOfDeletedClaim(claim, &running));
+  claim = boundClaim({"d0"}, "uid-p");
+  EXPECT_FALSE(warnOfDeletedClaim(claim, nullptr));
+  Pod replaced = pod("uid-p2", "n1");
+  EXPECT_FALSE(warnOfDeletedClaim(claim, &replaced));
+  Pod finished = pod("uid-p", "n1", "Succeeded");
+  EXPECT_FALSE(warnOfDeletedClaim(claim, &finished));
+  Pod leaving = running;
+  leaving.meta.deleting = true;
+  EXPECT_FALSE(warnOfDeletedClaim(claim, &leaving));
+  claim.phase = ClaimPhase::kPending;
+  EXPECT_FALSE(warnOfDeletedClaim(claim, &running));
+}
+
 TEST_F(ClaimDecisionTest, WithoutStatusIsInitialized) {
   claim = ExtendedResourceClaim{};
   as<action::InitClaimStatus>(decideClaim(view));
