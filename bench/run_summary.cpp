@@ -1,7 +1,9 @@
 #include "bench/run_summary.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <string>
 
 #include "bench/http_load.h"
 
@@ -10,31 +12,35 @@ namespace ker::bench {
 using ojson = nlohmann::ordered_json;
 
 ojson medianBind(const std::vector<ojson>& runs) {
+  static constexpr const char* kMedians[] = {"p50_ms",
+                                             "p99_ms",
+                                             "rps",
+                                             "api_writes_per_bind_metric",
+                                             "api_reads_per_bind_audit",
+                                             "api_writes_per_bind_audit"};
   ojson out = runs.front();
   out["runs"] = runs.size();
   for (size_t b = 0; b < out["batches"].size(); ++b) {
     auto& row = out["batches"][b];
-    for (const char* key : {"p50_ms", "p99_ms", "rps", "api_writes_per_bind_metric",
-                            "api_reads_per_bind_audit", "api_writes_per_bind_audit"}) {
-      std::vector<double> values;
-      for (const auto& r : runs) {
-        values.push_back(r["batches"][b][key].get<double>());
-      }
-      row[key] = median(values);
-    }
+    std::map<std::string, std::vector<double>> values;
     size_t binds = 0;
     size_t failed = 0;
     for (const auto& r : runs) {
-      binds += r["batches"][b]["binds"].get<size_t>();
-      failed += r["batches"][b]["failed"].get<size_t>();
+      const auto& batch = r["batches"][b];
+      for (const char* key : kMedians) {
+        values[key].push_back(batch[key].get<double>());
+      }
+      binds += batch["binds"].get<size_t>();
+      failed += batch["failed"].get<size_t>();
+      if (!row.contains("first_error") && batch.contains("first_error")) {
+        row["first_error"] = batch["first_error"];
+      }
+    }
+    for (const char* key : kMedians) {
+      row[key] = median(values[key]);
     }
     row["binds"] = binds;
     row["failed"] = failed;
-    for (const auto& r : runs) {
-      if (!row.contains("first_error") && r["batches"][b].contains("first_error")) {
-        row["first_error"] = r["batches"][b]["first_error"];
-      }
-    }
   }
   double peak = 0;
   for (const auto& r : runs) {
