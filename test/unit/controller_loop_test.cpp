@@ -518,6 +518,9 @@ TEST_F(ControllerLoopTest, APodParkedJustAfterTheNudgeGetsTheFollowUp) {
 TEST_F(ControllerLoopTest, BindsByTheExtenderGetAnEvent) {
   api.seed(resources::kExtendedResourceClaims, claimJson("c"));
   start();
+  // The controller first gives the new claim its Pending status; a bind read before that
+  // write would lose to it with a conflict.
+  ASSERT_TRUE(eventually([&] { return claimPhase() == "Pending"; }));
   auto c = api.peek(resources::kExtendedResourceClaims, "default", "c").value();
   claimUid = c["metadata"]["uid"];
   seedDeviceBoundToC("d0");
