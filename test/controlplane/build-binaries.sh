@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds (once) etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl at the versions pinned in
-# versions.env and prints the folder holding them as the last line of stdout.
+# Builds (once) etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, and the
+# node's kubelet, kube-proxy, containerd, containerd-shim-runc-v2 and ctr at the versions pinned
+# in versions.env and prints the folder holding them as the last line of stdout.
 #
 #   build-binaries.sh              build if needed, print the bin dir
 #   build-binaries.sh --print-dir  only print where the binaries are (or would be)
 #
 # Cache: $CONTROLPLANE_CACHE_DIR (default <repo>/.cache/controlplane)/<k8s>-<etcd>/.
 # If KUBEBUILDER_ASSETS names a folder holding etcd, kube-apiserver and kube-scheduler,
-# that folder is used as is.
+# that folder is used as is (it then lacks the node binaries: launch.sh start-node refuses it).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,7 +20,7 @@ case "${1:-}" in
 '') ;;
 --print-dir) print_only=true ;;
 -h | --help)
-  sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
   exit 0
   ;;
 *) die "unknown argument '$1' (try --help)" ;;
@@ -50,18 +51,19 @@ check_pins
 go_env
 
 # Bump when build_steps changes what it produces (flags, stamps) so caches get rebuilt.
-recipe=2
+recipe=3
 # Anything that changes the output changes the fingerprint; a cache with another one is rebuilt.
 fingerprint=$(
   {
-    printf '%s\n' "recipe=$recipe" "$KUBERNETES_VERSION" "$ETCD_VERSION" "$(go env GOVERSION GOOS GOARCH)"
-    cat "$here/kubernetes/go.mod" "$here/kubernetes/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum"
+    printf '%s\n' "recipe=$recipe" "$KUBERNETES_VERSION" "$ETCD_VERSION" "$CONTAINERD_VERSION" "$(go env GOVERSION GOOS GOARCH)"
+    cat "$here/kubernetes/go.mod" "$here/kubernetes/go.sum" "$here/etcd/go.mod" "$here/etcd/go.sum" \
+      "$here/containerd/go.mod" "$here/containerd/go.sum"
   } | sha256sum | cut -d' ' -f1
 )
 
 is_current() {
   local b
-  for b in etcd "${KUBERNETES_TOOLS[@]}"; do
+  for b in etcd "${KUBERNETES_TOOLS[@]}" "${CONTAINERD_TOOLS[@]}"; do
     [[ -x "$bin_dir/$b" ]] || return 1
   done
   grep -qx "fingerprint=$fingerprint" "$bin_dir/BUILDINFO" 2>/dev/null
@@ -111,11 +113,17 @@ build_steps() {
     ldflags+=("-X=$p.gitVersion=$KUBERNETES_VERSION" "-X=$p.gitMajor=1" "-X=$p.gitMinor=$k8s_minor"
       "-X=$p.gitTreeState=clean" "-X=$p.buildDate=$build_date" "-X=$p.gitCommit=")
   done
-  log "building kube-apiserver, kube-scheduler, kubectl ${KUBERNETES_VERSION} (slow the first time)"
+  log "building ${KUBERNETES_TOOLS[*]} ${KUBERNETES_VERSION} (slow the first time)"
   (cd "$here/kubernetes" && go build -trimpath -ldflags="${ldflags[*]}" -o "$tmp/" \
     "${KUBERNETES_TOOLS[@]/#/k8s.io/kubernetes/cmd/}")
   log "building etcd ${ETCD_VERSION}"
   (cd "$here/etcd" && go build -trimpath -ldflags='-s -w' -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+  log "building ${CONTAINERD_TOOLS[*]} ${CONTAINERD_VERSION}"
+  p=github.com/containerd/containerd/v2
+  # No build tags: with CGO_ENABLED=0 the btrfs snapshotter drops out by itself (overlayfs is used).
+  (cd "$here/containerd" && go build -trimpath \
+    -ldflags="-s -w -X=$p/version.Version=$CONTAINERD_VERSION -X=$p/version.Revision=" -o "$tmp/" \
+    "${CONTAINERD_TOOLS[@]/#/$p/cmd/}")
 }
 
 start=$SECONDS
@@ -124,11 +132,18 @@ build_steps
 # Refuse a build that does not report what was pinned.
 got=$("$tmp/kube-apiserver" --version)
 [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
+for b in kubelet kube-proxy; do
+  got=$("$tmp/$b" --version)
+  [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "$b --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
+done
+got=$("$tmp/containerd" --version)
+[[ "$got" == "containerd github.com/containerd/containerd/v2 $CONTAINERD_VERSION"* ]] ||
+  die "containerd --version says '$got', expected containerd $CONTAINERD_VERSION"
 got=$("$tmp/etcd" --version | awk 'NR == 1')
 [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${ETCD_VERSION#v}'"
 
 {
-  printf 'KUBERNETES_VERSION=%s\nETCD_VERSION=%s\n' "$KUBERNETES_VERSION" "$ETCD_VERSION"
+  printf 'KUBERNETES_VERSION=%s\nETCD_VERSION=%s\nCONTAINERD_VERSION=%s\n' "$KUBERNETES_VERSION" "$ETCD_VERSION" "$CONTAINERD_VERSION"
   printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - start))"
   printf 'fingerprint=%s\n' "$fingerprint"
 } >"$tmp/BUILDINFO"

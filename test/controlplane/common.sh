@@ -5,7 +5,9 @@ CONTROLPLANE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034 # used by the scripts that source this file
 REPO_ROOT=$(cd "$CONTROLPLANE_HERE/../.." && pwd)
 # shellcheck disable=SC2034
-KUBERNETES_TOOLS=(kube-apiserver kube-scheduler kube-controller-manager kubectl)
+KUBERNETES_TOOLS=(kube-apiserver kube-scheduler kube-controller-manager kubectl kubelet kube-proxy)
+# shellcheck disable=SC2034
+CONTAINERD_TOOLS=(containerd containerd-shim-runc-v2 ctr)
 
 log() { printf '[controlplane] %s\n' "$*" >&2; }
 die() {
@@ -16,7 +18,7 @@ die() {
 load_versions() {
   local f="$CONTROLPLANE_HERE/versions.env" line key value
   [[ -f "$f" ]] || die "missing $f"
-  KUBERNETES_VERSION='' ETCD_VERSION=''
+  KUBERNETES_VERSION='' ETCD_VERSION='' CONTAINERD_VERSION=''
   # Parsed rather than sourced so the file stays plain KEY=VALUE data.
   while IFS= read -r line || [[ -n "$line" ]]; do
     [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
@@ -24,11 +26,13 @@ load_versions() {
     case "$key" in
     KUBERNETES_VERSION) KUBERNETES_VERSION=$value ;;
     ETCD_VERSION) ETCD_VERSION=$value ;;
+    CONTAINERD_VERSION) CONTAINERD_VERSION=$value ;;
     *) die "unknown key '$key' in $f" ;;
     esac
   done <"$f"
   [[ "$KUBERNETES_VERSION" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "KUBERNETES_VERSION '$KUBERNETES_VERSION' in $f is not v1.X.Y"
   [[ "$ETCD_VERSION" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || die "ETCD_VERSION '$ETCD_VERSION' in $f is not v3.X.Y"
+  [[ "$CONTAINERD_VERSION" =~ ^v2\.[0-9]+\.[0-9]+$ ]] || die "CONTAINERD_VERSION '$CONTAINERD_VERSION' in $f is not v2.X.Y"
 }
 
 go_env() {
@@ -53,8 +57,9 @@ check_go_meets() { # required-version what
 # Fails when the wrapper modules do not pin what versions.env says.
 check_pins() {
   local kmod="$CONTROLPLANE_HERE/kubernetes/go.mod" emod="$CONTROLPLANE_HERE/etcd/go.mod"
-  local staging="v0.${KUBERNETES_VERSION#v1.}" f
-  for f in "$kmod" "$emod" "${kmod%.mod}.sum" "${emod%.mod}.sum"; do
+  local cmod="$CONTROLPLANE_HERE/containerd/go.mod"
+  local staging="v0.${KUBERNETES_VERSION#v1.}" f t
+  for f in "$kmod" "$emod" "$cmod" "${kmod%.mod}.sum" "${emod%.mod}.sum" "${cmod%.mod}.sum"; do
     [[ -f "$f" ]] || die "missing $f: run test/controlplane/pin.sh"
   done
   grep -Eq "^[[:space:]]*(require[[:space:]]+)?k8s\.io/kubernetes[[:space:]]+${KUBERNETES_VERSION//./\\.}([[:space:]]|$)" "$kmod" ||
@@ -63,4 +68,10 @@ check_pins() {
     die "$kmod does not replace k8s.io/api with ${staging}: run test/controlplane/pin.sh"
   grep -Eq "^[[:space:]]*(require[[:space:]]+)?go\.etcd\.io/etcd/server/v3[[:space:]]+${ETCD_VERSION//./\\.}([[:space:]]|$)" "$emod" ||
     die "$emod does not require go.etcd.io/etcd/server/v3 ${ETCD_VERSION} (versions.env): run test/controlplane/pin.sh"
+  grep -Eq "^[[:space:]]*(require[[:space:]]+)?github\.com/containerd/containerd/v2[[:space:]]+${CONTAINERD_VERSION//./\\.}([[:space:]]|$)" "$cmod" ||
+    die "$cmod does not require github.com/containerd/containerd/v2 ${CONTAINERD_VERSION} (versions.env): run test/controlplane/pin.sh"
+  for t in "${KUBERNETES_TOOLS[@]}"; do
+    grep -Eq "^[[:space:]]*(tool[[:space:]]+)?k8s\.io/kubernetes/cmd/${t}[[:space:]]*$" "$kmod" ||
+      die "$kmod has no tool directive for $t: run test/controlplane/pin.sh"
+  done
 }

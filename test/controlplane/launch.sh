@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts and stops a real, loopback-only Kubernetes control plane (etcd, kube-apiserver and
-# any number of kube-schedulers wired to a scheduler extender) in a folder of its own.
+# any number of kube-schedulers wired to a scheduler extender) in a folder of its own, and, with
+# --node-network, one real node (containerd, kubelet, kube-proxy) whose pods reach the API server
+# through the kubernetes Service.
 #
 # Usage:
 #   launch.sh start DIR [options]            etcd + kube-apiserver (+ a scheduler with --extender-url)
@@ -9,9 +11,15 @@
 #       --keep-data            reuse DIR/etcd-data instead of starting from an empty store
 #       --apiserver-arg ARG    extra kube-apiserver flag, e.g. --apiserver-arg=--v=4 (repeatable)
 #       --etcd-arg ARG         extra etcd flag (repeatable)
+#       --node-network         (root) create bridge ker0 (10.213.0.1/24) and serve kube-apiserver on
+#                              10.213.0.1 instead of 127.0.0.1, with what a real node needs (Node
+#                              authorizer, ServiceAccount admission, kubernetes Service endpoints);
+#                              takes the machine-wide lock /run/ker-node.lock until stop
 #       --extender-url URL ... also start the scheduler named "default"; takes every
 #                              start-scheduler option below
 #   launch.sh start-scheduler DIR --extender-url URL [options]
+#       --no-extender          instead of --extender-url: a plain kube-scheduler (e.g. the
+#                              default-scheduler that places deploy/'s pods on a real node)
 #       --name NAME            instance name, files DIR/scheduler-NAME.* (default: default)
 #       --scheduler-name NAME  the profile's schedulerName (default: extended-resource-scheduler)
 #       --node-cache-capable true|false   (default: false)
@@ -31,17 +39,47 @@
 #   launch.sh start-controller-manager DIR [--timeout SECONDS]
 #                              kube-controller-manager with the controllers a kubelet-less
 #                              cluster can use (deployments, replicasets, garbage collection,
-#                              namespaces, service accounts)
+#                              namespaces, service accounts); with --node-network also
+#                              root-ca-cert-publisher, podgc, job, nodelifecycle, endpointslice(s),
+#                              daemonset, statefulset
+#   launch.sh start-node DIR [options]     (start --node-network first) containerd + kubelet +
+#                              kube-proxy as node NAME; starts kube-controller-manager if needed;
+#                              waits for Ready and for kube-proxy to map 10.0.0.1:443 to the apiserver
+#       --image-tar FILE       docker/OCI archive (podman save) imported into containerd's k8s.io
+#                              namespace before the kubelet starts (repeatable)
+#       --node-name NAME       (default: ker-node)
+#       --timeout SECONDS      bound for each step (default 120)
+#   launch.sh load-image DIR FILE          import one more image tarball into the running node
+#   launch.sh stop-node DIR                deletes the node's pods, stops kube-proxy, kubelet,
+#                              containerd and its shims, and undoes what they did to the host
+#                              (mounts, netns, veths, iptables chains, sysctls, kubepods cgroups,
+#                              fixed paths they created); the bridge stays until stop
 #   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
-#                              Deployments: there is no kubelet to run them)
+#                              Deployments: apply those yourself when a node runs)
 #   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE
 #                              writes a kubeconfig holding a fresh token of that ServiceAccount
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
-#   launch.sh stop DIR                       stops everything started in DIR, waits for exit
+#   launch.sh stop DIR                       stops everything started in DIR (stop-node first,
+#                              the bridge and the machine lock last), waits for exit
 #   launch.sh status DIR                     prints which components run; exit 1 if any is down
 #
+# Node network: nothing a pod sends leaves this machine. The bridge ker0 has no physical port;
+# pods get an address in 10.213.0.0/24 and two routes only (that /24, and the Service CIDR
+# 10.0.0.0/24 via the host side 10.213.0.1): no default route, no masquerading. The host does not
+# forward (net.ipv4.ip_forward, its default and ker0's forwarding are 0: checked by start and
+# start-node, recorded as IP_FORWARD; the launcher refuses to run otherwise), so a pod's packet is
+# bridged to another pod or delivered to a local address (kube-apiserver on 10.213.0.1, reached
+# through kube-proxy's DNAT of 10.0.0.1:443), never routed on. Pods' resolv.conf names 10.213.0.1
+# (no DNS server there); containerd pulls through a proxy on a closed loopback port, so an image
+# that was not imported fails instead of being fetched. (Privileged/hostNetwork pods could step
+# around this; none is needed.)
+#
 # DIR/env holds KEY=VALUE lines for tests (see the env_set calls below); the last stdout line
-# of start and start-scheduler is the path of that file. Logs are DIR/*.log.
+# of start, start-scheduler and start-node is the path of that file. Logs are DIR/*.log.
+# start-node adds NODE_NAME, NODE_IP, POD_CIDR, CONTAINERD_SOCKET, CONTAINERD_PID, KUBELET_PID,
+# KUBE_PROXY_PID, KUBELET_LOG, CONTAINERD_LOG, KUBE_PROXY_LOG, CTR, NRI_SOCKET, DEVICE_PLUGIN_DIR,
+# KUBELET_ROOT_DIR, PAUSE_IMAGE, NODE_STATE; --node-network adds NODE_NETWORK=true, BRIDGE,
+# BRIDGE_IP, IP_FORWARD (0), KUBERNETES_SERVICE_HOST/PORT (10.0.0.1/443).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -287,11 +325,13 @@ make_pki() {
     # Also usable by a test extender served over https on loopback.
     sign serving '/CN=127.0.0.1' "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
       'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' \
-      'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc')"
+      "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc${SERVING_EXTRA_SANS:-}")"
     local client
     client=$(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=clientAuth')
     sign admin '/O=system:masters/CN=kube-extended-resource-admin' "$client"
     sign scheduler '/CN=system:kube-scheduler' "$client"
+    # kube-apiserver's identity towards the kubelet (logs, exec) on a real node.
+    [[ -z "${SERVING_EXTRA_SANS:-}" ]] || sign apiserver-kubelet-client '/O=system:masters/CN=kube-apiserver-kubelet-client' "$client"
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$p/sa.key" 2>/dev/null
     openssl pkey -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
     # A bearer token for clients that find a header easier than a client certificate.
@@ -362,24 +402,44 @@ apiserver_args() { # port
   # shellcheck disable=SC2054 # the commas are inside flag values
   APISERVER_ARGS=(
     --etcd-servers="$(env_get ETCD_URL)"
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$port"
+    --bind-address="$APISERVER_HOST" --advertise-address="$APISERVER_HOST" --secure-port="$port"
     --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key"
     --cert-dir="$DIR/apiserver-certs"
     --client-ca-file="$DIR/pki/ca.crt" --token-auth-file="$DIR/pki/tokens.csv"
-    --authorization-mode=RBAC
-    --service-account-issuer="https://127.0.0.1:$port"
+    --service-account-issuer="https://$APISERVER_HOST:$port"
     --service-account-signing-key-file="$DIR/pki/sa.key" --service-account-key-file="$DIR/pki/sa.pub"
     # No controller-manager: nothing would create the default ServiceAccounts or Endpoints,
     # nor lift the node.kubernetes.io/not-ready taint that TaintNodesByCondition puts on every
     # new Node (hand-made Nodes would stay unschedulable).
-    --service-cluster-ip-range=10.0.0.0/24 --disable-admission-plugins=ServiceAccount,TaintNodesByCondition
-    --endpoint-reconciler-type=none
+    --service-cluster-ip-range=10.0.0.0/24
     --allow-privileged=true --profiling=false
     # Graceful shutdown then ends ~2s after in-flight requests drain; by default it waits up to
     # 60s for open watches (a running scheduler has some), which slows restart-apiserver and stop.
     --shutdown-send-retry-after=true
-    "${APISERVER_EXTRA[@]}"
   )
+  if node_mode; then
+    # A real node: the Node authorizer (kubelets are system:node:NAME), NodeRestriction, the
+    # ServiceAccount and TaintNodesByCondition admission plugins as in any cluster (the
+    # controller-manager creates default ServiceAccounts and lifts the not-ready taint), the
+    # kubernetes Service's endpoints, and a verified client identity towards the kubelet.
+    # shellcheck disable=SC2054 # the commas are inside flag values
+    APISERVER_ARGS+=(
+      --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+      --endpoint-reconciler-type=lease
+      --kubelet-preferred-address-types=InternalIP,Hostname
+      --kubelet-client-certificate="$DIR/pki/apiserver-kubelet-client.crt"
+      --kubelet-client-key="$DIR/pki/apiserver-kubelet-client.key"
+      --kubelet-certificate-authority="$DIR/pki/ca.crt"
+    )
+  else
+    # shellcheck disable=SC2054
+    APISERVER_ARGS+=(
+      --authorization-mode=RBAC
+      --disable-admission-plugins=ServiceAccount,TaintNodesByCondition
+      --endpoint-reconciler-type=none
+    )
+  fi
+  APISERVER_ARGS+=("${APISERVER_EXTRA[@]}")
   printf '%s\n' "${APISERVER_ARGS[@]}" >"$DIR/kube-apiserver.args"
 }
 
@@ -397,7 +457,7 @@ start_apiserver() {
   local attempt rc
   for attempt in 1 2 3; do
     pick_port
-    env_set APISERVER_PORT "$PORT" APISERVER_URL "https://127.0.0.1:$PORT" APISERVER_LOG "$DIR/kube-apiserver.log"
+    env_set APISERVER_PORT "$PORT" APISERVER_URL "https://$APISERVER_HOST:$PORT" APISERVER_LOG "$DIR/kube-apiserver.log"
     apiserver_args "$PORT"
     write_kubeconfig "$DIR/admin.kubeconfig" kube-extended-resource-admin "$DIR/pki/admin.crt" "$DIR/pki/admin.key"
     write_kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler "$DIR/pki/scheduler.crt" "$DIR/pki/scheduler.key"
@@ -455,13 +515,14 @@ cmd_start() {
   set_dir "${1:-}" create
   shift
   BIN_DIR='' TIMEOUT=$DEFAULT_TIMEOUT
-  local keep_data=false sched=()
+  local keep_data=false sched=() node_network=false
   APISERVER_EXTRA=() ETCD_ARGS=()
   while (($#)); do
     case "$1" in
     --bin-dir) BIN_DIR=${2:?--bin-dir needs a value} && shift ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
     --keep-data) keep_data=true ;;
+    --node-network) node_network=true ;;
     --apiserver-arg) APISERVER_EXTRA+=("${2:?--apiserver-arg needs a value}") && shift ;;
     --apiserver-arg=*) APISERVER_EXTRA+=("${1#*=}") ;;
     --etcd-arg) ETCD_ARGS+=("${2:?--etcd-arg needs a value}") && shift ;;
@@ -494,7 +555,10 @@ cmd_start() {
   resolve_bin_dir
 
   trap on_start_exit EXIT
+  # A node that was never stopped may have left mounts in DIR/node: never delete across them.
+  [[ -z "$(mounts_under "$DIR")" ]] || die "mounts left under $DIR by an earlier node: launch.sh stop-node $DIR first"
   rm -f "$ENV_FILE" "$DIR"/*.pid "$DIR"/scheduler-*.yaml
+  rm -rf "$DIR/node"
   $keep_data || rm -rf "$DIR/etcd-data"
   local k8s_version etcd_version
   k8s_version=$("$BIN_DIR/kube-apiserver" --version | awk '{ print $2 }')
@@ -506,6 +570,12 @@ cmd_start() {
     ADMIN_CERT "$DIR/pki/admin.crt" ADMIN_KEY "$DIR/pki/admin.key" \
     SERVING_CERT "$DIR/pki/serving.crt" SERVING_KEY "$DIR/pki/serving.key" \
     SERVICE_CLUSTER_IP_RANGE 10.0.0.0/24 SCHEDULERS ''
+  APISERVER_HOST=127.0.0.1 SERVING_EXTRA_SANS=''
+  if $node_network; then
+    node_network_up
+    APISERVER_HOST=$NODE_HOST_IP
+    SERVING_EXTRA_SANS=",IP:$NODE_HOST_IP,DNS:kubernetes.default.svc.cluster.local"
+  fi
   make_pki
   env_set ADMIN_TOKEN "$(cut -d, -f1 "$DIR/pki/tokens.csv")"
 
@@ -538,8 +608,13 @@ check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or fa
 start_scheduler() {
   local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' client_cert='' client_key='' \
     filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
-  local managed=() extra=()
+  local managed=() extra=() no_extender=false
   while (($#)); do
+    if [[ "$1" == --no-extender ]]; then
+      no_extender=true
+      shift
+      continue
+    fi
     if [[ "$1" == --*=* ]]; then # --opt=value
       set -- "${1%%=*}" "${1#*=}" "${@:2}"
     fi
@@ -567,7 +642,11 @@ start_scheduler() {
     shift 2
   done
   [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$ ]] || die "--name '$name' must be a short DNS label"
-  [[ "$url" =~ ^https?://[^[:space:]\"\\]+$ ]] || die "--extender-url must be an http(s) URL, got '$url'"
+  if $no_extender; then
+    [[ -z "$url" ]] || die "--no-extender and --extender-url exclude each other"
+  else
+    [[ "$url" =~ ^https?://[^[:space:]\"\\]+$ ]] || die "--extender-url must be an http(s) URL, got '$url'"
+  fi
   check_bool --node-cache-capable "$node_cache"
   check_bool --ignorable "$ignorable"
   [[ "$weight" =~ ^[1-9][0-9]*$ ]] || die "--weight must be a positive integer"
@@ -587,7 +666,10 @@ start_scheduler() {
   {
     printf '%s\n' 'apiVersion: kubescheduler.config.k8s.io/v1' 'kind: KubeSchedulerConfiguration' \
       'leaderElection:' '  leaderElect: false' 'clientConnection:' "  kubeconfig: $(yaml_str "$DIR/scheduler.kubeconfig")" \
-      'profiles:' "- schedulerName: $(yaml_str "$profile")" '  percentageOfNodesToScore: 100' 'extenders:' "- urlPrefix: $(yaml_str "$url")"
+      'profiles:' "- schedulerName: $(yaml_str "$profile")" '  percentageOfNodesToScore: 100'
+  } >"$f.yaml"
+  $no_extender || {
+    printf '%s\n' 'extenders:' "- urlPrefix: $(yaml_str "$url")"
     [[ -z "$filter" ]] || printf '  filterVerb: %s\n' "$(yaml_str "$filter")"
     [[ -z "$prioritize" ]] || printf '  prioritizeVerb: %s\n' "$(yaml_str "$prioritize")"
     [[ -z "$bind" ]] || printf '  bindVerb: %s\n' "$(yaml_str "$bind")"
@@ -612,7 +694,7 @@ start_scheduler() {
         [[ "$m" != *:ignored ]] || printf '    ignoredByScheduler: true\n'
       done
     fi
-  } >"$f.yaml"
+  } >>"$f.yaml"
 
   local attempt rc port
   for attempt in 1 2 3; do
@@ -631,7 +713,7 @@ start_scheduler() {
       names=$(env_get SCHEDULERS)
       [[ ",$names," == *",$name,"* ]] || names=${names:+$names,}$name
       env_set SCHEDULERS "$names"
-      log "kube-scheduler '$name' (profile $profile, extender $url) ready at https://127.0.0.1:$port"
+      log "kube-scheduler '$name' (profile $profile, extender ${url:-none}) ready at https://127.0.0.1:$port"
       return 0
     fi
     if ((rc == 2)) && bind_failed "scheduler-$name"; then
@@ -652,14 +734,20 @@ start_scheduler() {
 start_controller_manager() {
   local port rc attempt
   [[ "$(env_get STATE)" == running ]] || die "no running control plane in $DIR (launch.sh start $DIR first)"
+  ! owns_pid "$(env_get CONTROLLER_MANAGER_PID)" || die "kube-controller-manager already runs in $DIR"
   BIN_DIR=$(env_get BIN_DIR)
   [[ -x "$BIN_DIR/kube-controller-manager" ]] || die "no kube-controller-manager in $BIN_DIR"
+  local controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token
+  # kube-root-ca.crt ConfigMaps (projected ServiceAccount volumes), pods of a real node, its
+  # Ready condition and not-ready taint, Service endpoints for kube-proxy.
+  ! node_mode ||
+    controllers+=,root-ca-cert-publisher,podgc,job,nodelifecycle,endpointslice,endpointslicemirroring,daemonset,statefulset
   for attempt in 1 2 3; do
     pick_port
     port=$PORT
     launch kube-controller-manager "$BIN_DIR/kube-controller-manager" \
       --kubeconfig="$(env_get KUBECONFIG)" --leader-elect=false \
-      --controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token \
+      --controllers="$controllers" \
       --service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
       --bind-address=127.0.0.1 --secure-port="$port" \
       --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key" \
@@ -801,6 +889,704 @@ cmd_stop_scheduler() {
   fi
 }
 
+# ---- node network (start --node-network) ---------------------------------------------------
+#
+# One Linux bridge per machine, created by start --node-network and removed by stop:
+#   NODE_BRIDGE (ker0) with NODE_HOST_IP/24 (10.213.0.1/24) on the host side; kube-apiserver
+#   listens on that address, so host clients and pods reach it without any forwarding;
+#   a route for the Service CIDR (10.0.0.0/24) onto the bridge, so host-originated packets to
+#   a ClusterIP are DNATed by kube-proxy and never follow the default route.
+# Pods get a veth on the bridge, an address in the /24 and exactly two routes (the /24 itself
+# and 10.0.0.0/24 via 10.213.0.1): no default route, no masquerading, no gateway mode.
+# Why nothing leaves the machine: the bridge has no physical port; net.ipv4.ip_forward (and the
+# bridge's own conf.forwarding) is 0, checked at start and start-node and recorded as
+# IP_FORWARD in DIR/env, so a packet a pod sends is either bridged to another pod or delivered
+# to a local address of the host, never routed further (the launcher refuses to start when
+# forwarding is on); pods' resolv.conf names 10.213.0.1 (no DNS server there) instead of the
+# host's resolver; containerd's image pulls go through a proxy address on a closed loopback
+# port, so an image missing locally fails instead of being fetched. Only privileged or
+# hostNetwork pods could step around this, and no test needs them.
+NODE_BRIDGE=ker0
+NODE_SUBNET=10.213.0.0/24
+NODE_HOST_IP=10.213.0.1
+SERVICE_CIDR=10.0.0.0/24
+KUBERNETES_SERVICE_IP=10.0.0.1
+NODE_LOCK=/run/ker-node.lock
+PAUSE_IMAGE=localhost/ker-pause:1
+NRI_SOCKET=/var/run/nri/nri.sock
+CNI_BIN_DIR=/usr/lib/cni
+RUNC=/usr/sbin/runc
+# Sysctls the kubelet sets (setupKernelTunables); recorded by start-node, restored by stop-node.
+NODE_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+# Fixed host paths the kubelet, containerd, its shims and CNI create whatever their config
+# says; the ones missing before start-node are removed by stop-node.
+NODE_HOST_PATHS=(/var/lib/kubelet /var/lib/kubelet/device-plugins /var/lib/kubelet/pki /var/log/containers /var/log/pods
+  /usr/libexec/kubernetes /var/lib/cni /run/containerd /run/nri /opt/containerd /etc/cni)
+
+node_mode() { [[ "$(env_get NODE_NETWORK)" == true ]]; }
+
+sysctl_get() { cat "/proc/sys/${1//.//}"; }
+
+check_no_forwarding() { # records IP_FORWARD; dies when the host forwards IPv4
+  local v d
+  v=$(sysctl_get net.ipv4.ip_forward)
+  d=$(sysctl_get net.ipv4.conf.default.forwarding)
+  [[ "$v" == 0 && "$d" == 0 ]] ||
+    die "net.ipv4.ip_forward=$v (conf.default.forwarding=$d): the node network relies on a host that does not route, so that nothing a pod sends leaves this machine; refusing to run"
+  if [[ -e /proc/sys/net/ipv4/conf/$NODE_BRIDGE/forwarding ]]; then
+    [[ "$(sysctl_get "net.ipv4.conf.$NODE_BRIDGE.forwarding")" == 0 ]] ||
+      die "net.ipv4.conf.$NODE_BRIDGE.forwarding is not 0"
+  fi
+  env_set IP_FORWARD "$v"
+}
+
+# The machine-wide lock is held by a small process of DIR (DIR/node-lock.pid) from start
+# --node-network until stop, because the bridge and its addresses exist once per machine.
+node_lock_acquire() {
+  local i owner
+  [[ -d /run ]] || die "no /run for $NODE_LOCK"
+  # The owner line is written into the lock file only once the lock is held.
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  launch node-lock bash -c 'exec 9<>"$1" || exit 1; flock -n 9 || exit 75
+    printf "%s pid %s\n" "$2" "$$" >"$1"; exec -a "ker-node-lock $2/" sleep infinity' ker-node-lock "$NODE_LOCK" "$DIR"
+  for ((i = 0; i < 50; i++)); do
+    if ! is_alive "$LAUNCHED_PID"; then
+      rm -f "$DIR/node-lock.pid"
+      owner=$(head -c 300 "$NODE_LOCK" 2>/dev/null || true)
+      die "another real node network runs on this machine (lock $NODE_LOCK held by: ${owner:-?}); stop it first (launch.sh stop ITS_DIR)"
+    fi
+    [[ "$(head -n1 "$NODE_LOCK" 2>/dev/null)" == "$DIR pid $LAUNCHED_PID" ]] && return 0
+    sleep 0.1
+  done
+  stop_component node-lock
+  die "could not take $NODE_LOCK within 5 s"
+}
+
+node_lock_mine() {
+  [[ -f "$DIR/node-lock.pid" ]] && owns_pid "$(<"$DIR/node-lock.pid")"
+}
+
+node_network_up() {
+  local t
+  for t in ip iptables iptables-save iptables-restore ip6tables-save ip6tables-restore; do
+    command -v "$t" >/dev/null || die "'$t' is needed for --node-network (make deps)"
+  done
+  [[ "$(id -u)" == 0 ]] || die "--node-network needs root"
+  node_lock_acquire
+  check_no_forwarding
+  ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1 ||
+    die "interface $NODE_BRIDGE already exists although no run holds $NODE_LOCK: left by a run that was not stopped? (ip link del $NODE_BRIDGE)"
+  [[ -z "$(ip -4 -o addr show to "$NODE_SUBNET")" ]] || die "an interface already has an address in $NODE_SUBNET"
+  [[ -z "$(ip -4 route show exact "$NODE_SUBNET")$(ip -4 route show exact "$SERVICE_CIDR")" ]] ||
+    die "this host already routes $NODE_SUBNET or $SERVICE_CIDR"
+  if iptables-save 2>/dev/null | grep -q '^:KUBE-' || ip6tables-save 2>/dev/null | grep -q '^:KUBE-'; then
+    die "iptables already holds KUBE-* chains (another Kubernetes on this host, or a run that was not stopped: launch.sh stop DIR)"
+  fi
+  env_set NODE_NETWORK true BRIDGE "$NODE_BRIDGE" BRIDGE_IP "$NODE_HOST_IP" NODE_IP "$NODE_HOST_IP" POD_CIDR "$NODE_SUBNET" \
+    KUBERNETES_SERVICE_HOST "$KUBERNETES_SERVICE_IP" KUBERNETES_SERVICE_PORT 443
+  ip link add "$NODE_BRIDGE" type bridge || die "could not create bridge $NODE_BRIDGE"
+  env_set BRIDGE_CREATED true
+  # Our interface only: no IPv6 on it, and it never forwards even if the default changes later.
+  printf 1 >"/proc/sys/net/ipv6/conf/$NODE_BRIDGE/disable_ipv6" 2>/dev/null || true
+  printf 0 >"/proc/sys/net/ipv4/conf/$NODE_BRIDGE/forwarding"
+  if ! { ip addr add "$NODE_HOST_IP/${NODE_SUBNET#*/}" dev "$NODE_BRIDGE" && ip link set "$NODE_BRIDGE" up &&
+    ip route add "$SERVICE_CIDR" dev "$NODE_BRIDGE" src "$NODE_HOST_IP"; }; then
+    die "could not configure $NODE_BRIDGE"
+  fi
+  log "bridge $NODE_BRIDGE $NODE_HOST_IP/${NODE_SUBNET#*/} up (ip_forward=0; Service CIDR $SERVICE_CIDR routed onto it)"
+}
+
+# Removes the bridge (its addresses and routes go with it) and releases the machine lock.
+node_network_down() {
+  [[ "$(env_get BRIDGE_CREATED)" == true ]] || { stop_component node-lock; return 0; }
+  if node_lock_mine; then
+    if ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
+      ip link del "$NODE_BRIDGE" || log "could not delete bridge $NODE_BRIDGE"
+    fi
+    env_unset BRIDGE_CREATED
+  else
+    log "not removing $NODE_BRIDGE: $DIR does not hold $NODE_LOCK (any more)"
+  fi
+  stop_component node-lock
+  # The owner line, unless another run took the lock meanwhile.
+  [[ "$(head -n1 "$NODE_LOCK" 2>/dev/null)" != "$DIR pid "* ]] || : >"$NODE_LOCK"
+}
+
+# ---- the node: containerd, kubelet, kube-proxy ----------------------------------------------
+
+NODE_KEYS=(NODE_NAME CONTAINERD_SOCKET CONTAINERD_PID KUBELET_PID KUBE_PROXY_PID KUBELET_LOG CONTAINERD_LOG
+  KUBE_PROXY_LOG CTR NRI_SOCKET KUBELET_PORT KUBELET_HEALTHZ_URL KUBE_PROXY_HEALTHZ_URL KUBE_PROXY_METRICS_URL
+  KUBELET_ROOT_DIR DEVICE_PLUGIN_DIR PAUSE_IMAGE NODE_KUBECONFIG)
+
+ctr_node() { "$(env_get BIN_DIR)/ctr" --address "$(env_get CONTAINERD_SOCKET)" --timeout "${TIMEOUT:-$DEFAULT_TIMEOUT}s" -n k8s.io "$@"; }
+
+kubectl_admin() { "$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" --request-timeout=10s "$@"; }
+
+# A pause image made from busybox-static without any registry: a docker-archive tarball with one
+# layer holding /bin/busybox, whose PID 1 sleeps and exits on SIGTERM.
+build_pause_image() { # -> DIR/node/images/pause.tar
+  local d="$DIR/node/images/pause" arch layer_sha cfg cfg_sha
+  { [[ -x /bin/busybox ]] && file_is_static /bin/busybox; } || die "start-node needs a static /bin/busybox (Debian busybox-static)"
+  case "$(uname -m)" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+  rm -rf "$d"
+  mkdir -p "$d/rootfs/bin" "$d/rootfs/dev" "$d/rootfs/proc" "$d/rootfs/sys" "$d/rootfs/etc"
+  cp /bin/busybox "$d/rootfs/bin/busybox"
+  tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -C "$d/rootfs" -cf "$d/layer.tar" .
+  layer_sha=$(sha256sum "$d/layer.tar" | cut -d' ' -f1)
+  cfg=$(printf '{"architecture":"%s","os":"linux","config":{"Entrypoint":["/bin/busybox","sh","-c","trap \\"exit 0\\" TERM INT; while :; do /bin/busybox sleep 3600 & wait $!; done"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$arch" "$layer_sha")
+  cfg_sha=$(printf '%s' "$cfg" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$cfg" >"$d/$cfg_sha.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["layer.tar"]}]' "$cfg_sha" "$PAUSE_IMAGE" >"$d/manifest.json"
+  tar -C "$d" -cf "$DIR/node/images/pause.tar" manifest.json "$cfg_sha.json" layer.tar
+  rm -rf "$d"
+}
+
+file_is_static() { ! LC_ALL=C ldd "$1" >/dev/null 2>&1; }
+
+import_image() { # FILE
+  local f=$1 out
+  [[ -r "$f" ]] || die "image tarball '$f' is not readable"
+  out=$(ctr_node images import --local --snapshotter overlayfs "$f" 2>&1) ||
+    die "ctr images import $f failed: $(tail -n 5 <<<"$out")"
+  log "imported $f: $(printf '%s' "$out" | grep -Eo '^unpacking [^ ]+' | sed 's/^unpacking //' | paste -sd' ' -)"
+}
+
+write_containerd_config() { # socket
+  local n="$DIR/node"
+  cat >"$n/containerd/config.toml" <<EOF
+# Written by launch.sh start-node.
+version = 3
+root = "$n/containerd/root"
+state = "$n/containerd/state"
+
+[grpc]
+  address = "$1"
+
+[ttrpc]
+  address = ""
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "$n/containerd/opt"
+
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$PAUSE_IMAGE"
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    enable_selinux = false
+    # runc cannot write oom_score_adj without CAP_SYS_RESOURCE: keep the runtime's own value.
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = "$RUNC"
+          Root = "$n/runc"
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["$CNI_BIN_DIR"]
+      conf_dir = "$n/cni/net.d"
+      max_conf_num = 1
+
+  [plugins.'io.containerd.grpc.v1.cri']
+    disable_tcp_service = true
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+  # NRI stays enabled at its default socket ($NRI_SOCKET).
+EOF
+}
+
+write_cni_config() {
+  local n="$DIR/node"
+  cat >"$n/cni/net.d/10-ker.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "ker",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$NODE_BRIDGE",
+      "isGateway": false,
+      "isDefaultGateway": false,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$NODE_SUBNET", "rangeStart": "${NODE_HOST_IP%.*}.10", "rangeEnd": "${NODE_HOST_IP%.*}.250", "gateway": "$NODE_HOST_IP"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_HOST_IP"}],
+        "dataDir": "$n/cni/ipam"
+      }
+    }
+  ]
+}
+EOF
+}
+
+write_kubelet_config() { # port healthz-port
+  local n="$DIR/node"
+  cat >"$n/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$(env_get CONTAINERD_SOCKET)
+address: $NODE_HOST_IP
+port: $1
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $2
+tlsCertFile: $DIR/pki/kubelet-serving.crt
+tlsPrivateKeyFile: $DIR/pki/kubelet-serving.key
+rotateCertificates: false
+serverTLSBootstrap: false
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true, cacheTTL: 10s}
+  x509: {clientCAFile: $DIR/pki/ca.crt}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 5s}
+clusterDomain: cluster.local
+resolvConf: $n/resolv.conf
+podLogsDirectory: $n/pod-logs
+volumePluginDir: $n/volume-plugins
+makeIPTablesUtilChains: false
+hairpinMode: none
+failSwapOn: false
+protectKernelDefaults: false
+syncFrequency: 5s
+fileCheckFrequency: 5s
+httpCheckFrequency: 5s
+nodeStatusUpdateFrequency: 4s
+nodeStatusReportFrequency: 10s
+runtimeRequestTimeout: 60s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%"
+  nodefs.inodesFree: "1%"
+  imagefs.available: "1%"
+  imagefs.inodesFree: "1%"
+evictionPressureTransitionPeriod: 5s
+serializeImagePulls: false
+maxPods: 110
+EOF
+}
+
+write_kube_proxy_config() { # healthz-port metrics-port
+  cat >"$DIR/node/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $DIR/node/kube-proxy.kubeconfig
+hostnameOverride: $(env_get NODE_NAME)
+clusterCIDR: $NODE_SUBNET
+detectLocalMode: ClusterCIDR
+healthzBindAddress: 127.0.0.1:$1
+metricsBindAddress: 127.0.0.1:$2
+nodePortAddresses: ["$NODE_HOST_IP/32"]
+iptables:
+  localhostNodePorts: false
+  masqueradeAll: false
+  syncPeriod: 10s
+  minSyncPeriod: 0s
+# 0 leaves the host's conntrack sysctls alone.
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+EOF
+}
+
+make_node_pki() { # node name
+  local client
+  client=$(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=clientAuth')
+  (
+    set -e
+    sign "node-$1" "/O=system:nodes/CN=system:node:$1" "$client"
+    sign kube-proxy '/CN=system:kube-proxy' "$client"
+    sign kubelet-serving "/CN=$1" "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
+      'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' \
+      "subjectAltName=IP:$NODE_HOST_IP,DNS:$1")"
+  ) || die "signing the node's certificates failed (openssl)"
+}
+
+kubelet_healthy() { [[ "$(curl -fsS --max-time 5 --connect-timeout 2 "$1")" == ok ]]; }
+
+node_ready() { # name
+  [[ "$(kubectl_admin get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+
+# kube-proxy has programmed the kubernetes Service (ClusterIP -> the apiserver on the bridge).
+service_programmed() {
+  iptables-save -t nat 2>/dev/null | grep -q -- "-d $KUBERNETES_SERVICE_IP/32 .*default/kubernetes:https"
+}
+
+node_fail() { # NAME message: tail of the component's log, then die (the EXIT trap cleans up)
+  tail_log "$1"
+  die "$2"
+}
+
+# Host state start-node changes, recorded once (a second start-node after a crash must not
+# record the kubelet's values as the originals).
+record_host_state() {
+  local n="$DIR/node" s p
+  if [[ ! -f "$n/saved-sysctls" ]]; then
+    for s in "${NODE_SYSCTLS[@]}"; do printf '%s=%s\n' "$s" "$(sysctl_get "$s")"; done >"$n/.saved-sysctls"
+    mv "$n/.saved-sysctls" "$n/saved-sysctls"
+  fi
+  if [[ ! -f "$n/tables-before" ]]; then
+    iptables_tables >"$n/.tables-before"
+    mv "$n/.tables-before" "$n/tables-before"
+  fi
+  if [[ ! -f "$n/created-paths" ]]; then
+    for p in "${NODE_HOST_PATHS[@]}"; do [[ -e "$p" || -L "$p" ]] || printf '%s\n' "$p"; done >"$n/.created-paths"
+    mv "$n/.created-paths" "$n/created-paths"
+  fi
+}
+
+NODE_START_OK=false
+on_start_node_exit() {
+  local rc=$?
+  if ! $NODE_START_OK && ((rc != 0)); then
+    log "start-node failed; stopping what it started in $DIR"
+    stop_node || true
+  fi
+  return "$rc"
+}
+
+start_node() {
+  local name=$1 t0=$SECONDS n="$DIR/node" sock port hport pport mport rc f b
+  shift
+  node_mode || die "$DIR was not started with --node-network (launch.sh start $DIR --node-network)"
+  { [[ "$(env_get STATE)" == running ]] && owns_pid "$(env_get APISERVER_PID)"; } || die "no running control plane in $DIR"
+  node_lock_mine || die "$DIR does not hold $NODE_LOCK (its node-lock process is gone): launch.sh stop $DIR and start again"
+  [[ -z "$(env_get KUBELET_PID)" ]] || ! owns_pid "$(env_get KUBELET_PID)" || die "a node already runs in $DIR"
+  BIN_DIR=$(env_get BIN_DIR)
+  for b in kubelet kube-proxy containerd containerd-shim-runc-v2 ctr kubectl; do
+    [[ -x "$BIN_DIR/$b" ]] || die "no $b in $BIN_DIR (the node binaries come from build-binaries.sh; --bin-dir/KUBEBUILDER_ASSETS folders lack them)"
+  done
+  [[ -x "$RUNC" ]] || die "no $RUNC (Debian package runc)"
+  for b in bridge host-local loopback; do
+    [[ -x "$CNI_BIN_DIR/$b" ]] || die "no CNI plugin $CNI_BIN_DIR/$b (Debian package containernetworking-plugins)"
+  done
+  # unix socket paths are limited to 107 bytes; the deepest is under the kubelet's root dir
+  ((${#DIR} <= 60)) || die "DIR '$DIR' is too long for the node's unix sockets (at most 60 characters)"
+  check_no_forwarding
+
+  trap on_start_node_exit EXIT
+  mkdir -p "$n"/{containerd,runc,cni/net.d,cni/ipam,kubelet,kubelet-pki,pod-logs,volume-plugins,images}
+  record_host_state
+  env_set NODE_STATE starting NODE_NAME "$name"
+
+  if ! owns_pid "$(env_get CONTROLLER_MANAGER_PID)"; then
+    log "kube-controller-manager is not running: starting it (node controllers)"
+    start_controller_manager
+  fi
+
+  make_node_pki "$name"
+  write_kubeconfig "$n/kubelet.kubeconfig" "system:node:$name" "$DIR/pki/node-$name.crt" "$DIR/pki/node-$name.key"
+  write_kubeconfig "$n/kube-proxy.kubeconfig" system:kube-proxy "$DIR/pki/kube-proxy.crt" "$DIR/pki/kube-proxy.key"
+  printf 'nameserver %s\n' "$NODE_HOST_IP" >"$n/resolv.conf"
+  write_cni_config
+
+  # containerd
+  sock="$n/containerd/containerd.sock"
+  env_set CONTAINERD_SOCKET "$sock" CTR "$BIN_DIR/ctr" NRI_SOCKET "$NRI_SOCKET" CONTAINERD_LOG "$DIR/containerd.log" \
+    PAUSE_IMAGE "$PAUSE_IMAGE"
+  write_containerd_config "$sock"
+  # The shim must be on containerd's PATH (it is found by name); runc and CNI plugins by path.
+  # The proxy variables make any registry pull fail locally (127.0.0.1:9 is not listened on by
+  # the launcher; Go never proxies loopback names, so a localhost/ image is not fetched either).
+  launch containerd env PATH="$BIN_DIR:/usr/sbin:/usr/bin:/sbin:/bin" HTTP_PROXY=http://127.0.0.1:9 \
+    HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY= http_proxy= https_proxy= no_proxy= \
+    "$BIN_DIR/containerd" --config "$n/containerd/config.toml" --log-level warn
+  env_set CONTAINERD_PID "$LAUNCHED_PID"
+  rc=0
+  wait_ready "$LAUNCHED_PID" containerd "$TIMEOUT" ctr_node version || rc=$?
+  ((rc == 0)) || node_fail containerd "containerd did not start"
+
+  build_pause_image
+  import_image "$n/images/pause.tar"
+  for f in "${NODE_IMAGES[@]}"; do import_image "$f"; done
+
+  # kubelet
+  pick_port
+  port=$PORT
+  pick_port
+  hport=$PORT
+  write_kubelet_config "$port" "$hport"
+  env_set KUBELET_LOG "$DIR/kubelet.log" KUBELET_PORT "$port" KUBELET_HEALTHZ_URL "http://127.0.0.1:$hport/healthz" \
+    KUBELET_ROOT_DIR "$n/kubelet" DEVICE_PLUGIN_DIR /var/lib/kubelet/device-plugins NODE_KUBECONFIG "$n/kubelet.kubeconfig"
+  local t_kubelet=$SECONDS
+  launch kubelet "$BIN_DIR/kubelet" --config="$n/kubelet.yaml" --kubeconfig="$n/kubelet.kubeconfig" \
+    --root-dir="$n/kubelet" --cert-dir="$n/kubelet-pki" --node-ip="$NODE_HOST_IP" --hostname-override="$name" --v=2
+  env_set KUBELET_PID "$LAUNCHED_PID"
+  rc=0
+  wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "http://127.0.0.1:$hport/healthz" || rc=$?
+  ((rc == 0)) || node_fail kubelet "kubelet did not become healthy"
+
+  # kube-proxy
+  pick_port
+  pport=$PORT
+  pick_port
+  mport=$PORT
+  write_kube_proxy_config "$pport" "$mport"
+  env_set KUBE_PROXY_LOG "$DIR/kube-proxy.log" KUBE_PROXY_HEALTHZ_URL "http://127.0.0.1:$pport/healthz" \
+    KUBE_PROXY_METRICS_URL "http://127.0.0.1:$mport/metrics"
+  launch kube-proxy "$BIN_DIR/kube-proxy" --config="$n/kube-proxy.yaml" --v=2
+  env_set KUBE_PROXY_PID "$LAUNCHED_PID"
+
+  rc=0
+  wait_ready "$(env_get KUBELET_PID)" "node $name" "$TIMEOUT" node_ready "$name" || rc=$?
+  ((rc == 0)) || node_fail kubelet "node $name did not become Ready"
+  local t_ready=$((SECONDS - t_kubelet))
+  rc=0
+  wait_ready "$(env_get KUBE_PROXY_PID)" kube-proxy "$TIMEOUT" service_programmed || rc=$?
+  ((rc == 0)) || node_fail kube-proxy "kube-proxy did not program the kubernetes Service"
+  check_no_forwarding
+  env_set NODE_STATE running
+  NODE_START_OK=true
+  log "node $name Ready ${t_ready}s after the kubelet started; kube-proxy maps $KUBERNETES_SERVICE_IP:443 to $(env_get APISERVER_URL); start-node took $((SECONDS - t0))s"
+}
+
+cmd_start_node() {
+  set_dir "${1:-}"
+  shift
+  TIMEOUT=$DEFAULT_TIMEOUT
+  NODE_IMAGES=()
+  local name=ker-node f
+  while (($#)); do
+    case "$1" in
+    --image-tar) NODE_IMAGES+=("${2:?--image-tar needs a value}") && shift ;;
+    --image-tar=*) NODE_IMAGES+=("${1#*=}") ;;
+    --node-name) name=${2:?--node-name needs a value} && shift ;;
+    --node-name=*) name=${1#*=} ;;
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
+    *) die "start-node: unknown option '$1' (try --help)" ;;
+    esac
+    shift
+  done
+  [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+  [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$ ]] || die "--node-name '$name' must be a short DNS label"
+  for f in "${NODE_IMAGES[@]}"; do [[ -r "$f" ]] || die "--image-tar '$f' is not readable"; done
+  lock_dir
+  start_node "$name"
+  printf '%s\n' "$ENV_FILE"
+}
+
+cmd_load_image() {
+  set_dir "${1:-}"
+  (($# == 2)) || die "usage: load-image DIR FILE"
+  TIMEOUT=$DEFAULT_TIMEOUT
+  lock_dir
+  owns_pid "$(env_get CONTAINERD_PID)" || die "no running node in $DIR (launch.sh start-node $DIR first)"
+  import_image "$2"
+}
+
+# ---- stop-node: leave nothing behind -------------------------------------------------------
+
+# Mount points (from /proc/self/mountinfo) at or under any of the given paths, deepest first.
+mounts_under() {
+  awk -v list="$*" 'BEGIN { n = split(list, p, " ") }
+    { m = $5; gsub(/\\040/, " ", m); for (i = 1; i <= n; i++) if (m == p[i] || index(m, p[i] "/") == 1) { print m; break } }' \
+    /proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2- | uniq
+}
+
+unmount_under() { # paths...
+  local i m left
+  for ((i = 0; i < 5; i++)); do
+    left=$(mounts_under "$@")
+    [[ -n "$left" ]] || return 0
+    while IFS= read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done <<<"$left"
+  done
+  left=$(mounts_under "$@")
+  [[ -z "$left" ]] || log "mounts left under $*: $(paste -sd' ' <<<"$left")"
+  [[ -z "$left" ]]
+}
+
+kubepods_cgroups() { # every kubepods cgroup directory, deepest first
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [[ -d "${h}kubepods" ]] && find "${h}kubepods" -depth -type d
+  done
+  return 0
+}
+
+# Kills every process in the kubepods cgroups (container processes, whoever started them).
+kill_pod_processes() {
+  local i pids
+  for ((i = 0; i < 50; i++)); do
+    pids=$(kubepods_cgroups | sed 's|$|/cgroup.procs|' | xargs -r cat 2>/dev/null | sort -u | paste -sd' ' -)
+    [[ -n "$pids" ]] || return 0
+    # shellcheck disable=SC2086 # a list of pids
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.2
+  done
+  log "processes still in kubepods cgroups: $pids"
+  return 1
+}
+
+# Processes whose command line names DIR/node/ (containerd shims: -address DIR/node/...).
+node_processes() {
+  local p cmd
+  for p in /proc/[0-9]*; do
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+    [[ "$cmd" == *"$DIR/node/"* ]] && printf '%s\n' "${p#/proc/}"
+  done
+  return 0
+}
+
+stop_node_processes() {
+  local i pids
+  for ((i = 0; i < 100; i++)); do
+    pids=$(node_processes | grep -vx "$$" | paste -sd' ' -)
+    [[ -n "$pids" ]] || return 0
+    # shellcheck disable=SC2086
+    if ((i < 30)); then kill -TERM $pids 2>/dev/null || true; else kill -KILL $pids 2>/dev/null || true; fi
+    sleep 0.1
+  done
+  log "node processes still alive: $pids"
+  return 1
+}
+
+# Deletes rules jumping to, and the chains named, KUBE-* and CNI-* in every table.
+remove_kube_chains() { # iptables|ip6tables
+  local save="$1-save" restore="$1-restore" script
+  command -v "$save" >/dev/null || return 0
+  script=$("$save" 2>/dev/null | awk '
+    /^\*/ { tbl = $0; n = 0; next }
+    /^:(KUBE|CNI)-/ { c = substr($1, 2); chains[tbl] = chains[tbl] c " "; has[tbl] = 1; next }
+    /^-A / && ($2 !~ /^(KUBE|CNI)-/) && / -j (KUBE|CNI)-/ { sub(/^-A /, "-D "); dels[tbl] = dels[tbl] $0 "\n"; has[tbl] = 1; next }
+    END {
+      for (t in has) {
+        print t; printf "%s", dels[t]
+        k = split(chains[t], cs, " "); for (i = 1; i <= k; i++) print "-F " cs[i]
+        for (i = 1; i <= k; i++) print "-X " cs[i]
+        print "COMMIT"
+      }
+    }')
+  [[ -n "$script" ]] || return 0
+  "$restore" --noflush <<<"$script" || log "$restore could not remove every KUBE-/CNI- chain"
+}
+
+# "FAMILY TABLE" lines for the iptables tables that exist (ip filter, ip6 nat, ...).
+iptables_tables() {
+  { iptables-save 2>/dev/null | sed -n 's/^\*/ip /p'; ip6tables-save 2>/dev/null | sed -n 's/^\*/ip6 /p'; } | sort -u
+}
+
+# Deletes the tables iptables-nft created during the run (kube-proxy's chains need filter, nat,
+# mangle) once they are empty again: built-in chains with policy ACCEPT, no rule, no other chain.
+remove_new_empty_tables() { # file listing the tables that existed before
+  local fam tbl save
+  command -v nft >/dev/null || { log "no nft (Debian nftables): empty iptables tables stay"; return 0; }
+  while read -r fam tbl; do
+    grep -qx "$fam $tbl" "$1" && continue
+    save=iptables-save
+    [[ "$fam" == ip6 ]] && save=ip6tables-save
+    "$save" -t "$tbl" 2>/dev/null | grep -Ev '^(#|\*|COMMIT$|:[A-Z]+ ACCEPT \[)' | grep -q . && continue
+    nft delete table "$fam" "$tbl" 2>/dev/null || log "could not delete the empty $fam $tbl table"
+  done < <(iptables_tables)
+}
+
+stop_node() {
+  local n="$DIR/node" name deadline p s v left=0
+  [[ -d "$n" && "$(env_get NODE_STATE)" != stopped ]] || return 0
+  name=$(env_get NODE_NAME)
+  env_set NODE_STATE stopping
+  # 1. Pods first, while the kubelet still tears them down properly (CNI DEL, volumes).
+  if [[ -n "$name" ]] && owns_pid "$(env_get KUBELET_PID)" && owns_pid "$(env_get APISERVER_PID)"; then
+    kubectl_admin delete pods --all-namespaces --field-selector "spec.nodeName=$name" --grace-period=1 --wait=false >/dev/null 2>&1 || true
+    deadline=$((SECONDS + 30))
+    while ((SECONDS < deadline)); do
+      [[ -z "$(kubectl_admin get pods --all-namespaces --field-selector "spec.nodeName=$name" -o name 2>/dev/null)" ]] && break
+      sleep 0.5
+    done
+  fi
+  # 2. The node's daemons, then whatever they left running.
+  stop_component kube-proxy
+  stop_component kubelet
+  kill_pod_processes || left=1
+  stop_component containerd
+  stop_node_processes || left=1
+  kill_pod_processes || left=1
+  # 3. Mounts: the kubelet's bind mount of its root dir and pod volumes, container rootfs
+  #    overlays, sandbox shm, network-namespace files.
+  # (netns_mounts_under_state_dir keeps the pods' network namespaces under DIR/node, so
+  # /run/netns, which podman and others use too, is never touched.)
+  unmount_under "$n" /run/containerd /var/lib/kubelet || left=1
+  # 4. Cgroups (empty once the processes are gone; retried while the kernel lets go of them).
+  for ((p = 0; p < 50; p++)); do
+    kubepods_cgroups | xargs -r rmdir 2>/dev/null || true
+    [[ -z "$(kubepods_cgroups)" ]] && break
+    sleep 0.1
+  done
+  [[ -z "$(kubepods_cgroups)" ]] || { log "kubepods cgroups left: $(kubepods_cgroups | head -n 3 | paste -sd' ' -)"; left=1; }
+  # 5. Network: veths still on the bridge (their netns is gone, so normally none), iptables.
+  if ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
+    for p in $(ip -o link show master "$NODE_BRIDGE" 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+      ip link del "$p" 2>/dev/null || true
+    done
+  fi
+  if [[ -x "$(env_get BIN_DIR)/kube-proxy" ]] && [[ -f "$n/kube-proxy.yaml" ]]; then
+    timeout 60 "$(env_get BIN_DIR)/kube-proxy" --cleanup --v=0 >>"$DIR/kube-proxy.log" 2>&1 || true
+  fi
+  remove_kube_chains iptables
+  remove_kube_chains ip6tables
+  [[ ! -f "$n/tables-before" ]] || remove_new_empty_tables "$n/tables-before"
+  # 6. Sysctls the kubelet changed, back to the recorded values.
+  if [[ -f "$n/saved-sysctls" ]]; then
+    while IFS='=' read -r s v; do
+      [[ -n "$s" && "$(sysctl_get "$s")" != "$v" ]] || continue
+      printf '%s' "$v" >"/proc/sys/${s//.//}" || { log "could not restore $s=$v"; left=1; }
+    done <"$n/saved-sysctls"
+    ((left)) || rm -f "$n/saved-sysctls"
+  fi
+  # 7. Fixed host paths that did not exist before start-node (never across a mount).
+  if [[ -f "$n/created-paths" ]]; then
+    while IFS= read -r p; do
+      [[ -e "$p" || -L "$p" ]] || continue
+      if [[ -n "$(mounts_under "$p")" ]]; then
+        log "not removing $p: something is still mounted under it"
+        left=1
+        continue
+      fi
+      rm -rf --one-file-system "$p"
+    done <"$n/created-paths"
+    ((left)) || rm -f "$n/created-paths" "$n/tables-before"
+  fi
+  env_unset "${NODE_KEYS[@]}"
+  env_set NODE_STATE stopped
+  ((left == 0)) || { log "stop-node could not undo everything (see above)"; return 1; }
+}
+
+cmd_stop_node() {
+  set_dir "${1:-}"
+  (($# == 1)) || die "stop-node takes only DIR"
+  lock_dir
+  stop_node || die "stop-node left something behind"
+  log "stopped the node of $DIR"
+}
+
 # ---- restart, stop, status -----------------------------------------------------------------
 
 cmd_restart_apiserver() {
@@ -834,7 +1620,8 @@ cmd_restart_apiserver() {
 }
 
 stop_all() {
-  local n port
+  local n port rc=0
+  [[ ! -d "$DIR/node" ]] || stop_node || rc=1
   for n in $(all_scheduler_names); do stop_scheduler "$n"; done
   stop_component kube-controller-manager
   env_unset CONTROLLER_MANAGER_PID
@@ -846,6 +1633,9 @@ stop_all() {
   for port in $port $(env_get ETCD_URL | sed 's/.*://') $(env_get ETCD_PEER_URL | sed 's/.*://'); do
     wait_port_closed "$port" 10 || log "port $port is still listening after stop"
   done
+  # After kube-apiserver, which listens on the bridge's address.
+  node_network_down
+  return "$rc"
 }
 
 cmd_stop() {
@@ -856,7 +1646,7 @@ cmd_stop() {
   set_dir "${1:-}"
   (($# <= 1)) || die "stop takes only DIR"
   lock_dir
-  stop_all
+  stop_all || die "stopped, but not everything of the node could be undone (see above)"
   log "stopped the control plane in $DIR"
 }
 
@@ -865,6 +1655,7 @@ cmd_status() {
   local ok=0 f name pid
   local optional=''
   [[ ! -f "$DIR/kube-controller-manager.pid" ]] || optional=kube-controller-manager
+  [[ ! -f "$DIR/kubelet.pid" ]] || optional+=" containerd kubelet kube-proxy"
   for name in etcd kube-apiserver $optional $(all_scheduler_names | sed 's/^/scheduler-/'); do
     f="$DIR/$name.pid"
     pid=$(cat "$f" 2>/dev/null || true)
@@ -886,6 +1677,9 @@ main() {
   start-scheduler) cmd_start_scheduler "$@" ;;
   stop-scheduler) cmd_stop_scheduler "$@" ;;
   start-controller-manager) cmd_start_controller_manager "$@" ;;
+  start-node) cmd_start_node "$@" ;;
+  load-image) cmd_load_image "$@" ;;
+  stop-node) cmd_stop_node "$@" ;;
   apply-deploy-rbac) cmd_apply_deploy_rbac "$@" ;;
   sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
   restart-apiserver) cmd_restart_apiserver "$@" ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates kubernetes/go.mod, etcd/go.mod and their go.sum from versions.env.
-# Run it after changing a version there, then commit versions.env and both modules.
+# Regenerates kubernetes/go.mod, etcd/go.mod, containerd/go.mod and their go.sum from
+# versions.env. Run it after changing a version there, then commit versions.env and the modules.
 # Needs the Go module proxy; the builds themselves only read what this records.
 set -euo pipefail
 
@@ -63,5 +63,23 @@ edir="$here/etcd"
 log "go mod tidy in $edir"
 (cd "$edir" && go mod tidy)
 
+log "reading github.com/containerd/containerd/v2@${CONTAINERD_VERSION}'s go.mod from the proxy"
+containerd_gomod=$(cd "$here" && go mod download -json "github.com/containerd/containerd/v2@${CONTAINERD_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+[[ -f "$containerd_gomod" ]] || die "could not download github.com/containerd/containerd/v2@${CONTAINERD_VERSION}"
+containerd_go=$(awk '$1 == "go" { print $2; exit }' "$containerd_gomod")
+check_go_meets "$containerd_go" "github.com/containerd/containerd/v2@${CONTAINERD_VERSION}"
+# A replace in containerd's own go.mod would be ignored here, as Kubernetes' staging ones are.
+! grep -Eq '^[[:space:]]*replace[[:space:]]' "$containerd_gomod" ||
+  die "$containerd_gomod has replace directives: mirror them in the containerd wrapper module"
+
+cdir="$here/containerd"
+{
+  printf 'module kube-extended-resource/test/controlplane/containerd\n\ngo %s\n\ntool (\n' "$containerd_go"
+  printf '\tgithub.com/containerd/containerd/v2/cmd/%s\n' "${CONTAINERD_TOOLS[@]}"
+  printf ')\n\nrequire github.com/containerd/containerd/v2 %s\n' "$CONTAINERD_VERSION"
+} | new_module "$cdir"
+log "go mod tidy in $cdir"
+(cd "$cdir" && go mod tidy)
+
 check_pins
-log "pinned kubernetes ${KUBERNETES_VERSION} (staging ${staging_version}), etcd ${ETCD_VERSION}"
+log "pinned kubernetes ${KUBERNETES_VERSION} (staging ${staging_version}), etcd ${ETCD_VERSION}, containerd ${CONTAINERD_VERSION}"

@@ -5,9 +5,14 @@
 # expected to run, be healthy and report that its (dummy) extender is unreachable.
 #
 #   test/controlplane/smoke.sh [DIR]     (default: a new temp folder, removed on success)
+#   test/controlplane/smoke.sh --node [DIR]   the real-node check instead (node/smoke.sh, root)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ "${1:-}" == --node ]]; then
+  shift
+  exec "$here/node/smoke.sh" "$@"
+fi
 launcher="$here/launch.sh"
 step() { printf '[smoke %3ss] %s\n' "$SECONDS" "$*" >&2; }
 fail() {
