@@ -12,9 +12,10 @@ TAG ?= dev
 # Debian packages the build, the tests and the tools need.
 DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
-  libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format clang-16 libclang-rt-16-dev
+  libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format clang-16 libclang-rt-16-dev \
+  runc containernetworking-plugins iptables nftables iproute2 conntrack busybox-static podman util-linux debootstrap
 
-.PHONY: help deps build test unit-test integration-test controlplane-binaries run fmt fmt-check docker-build clean
+.PHONY: help deps build test unit-test integration-test e2e-test controlplane-binaries run fmt fmt-check docker-build clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -43,9 +44,13 @@ integration-test: build controlplane-binaries ## run the integration tests again
 # How long `make test` fuzzes each target (`make fuzz` runs longer).
 TEST_FUZZ_SECONDS ?= 30
 
-test: build controlplane-binaries ## run every test: unit, integration, the reduced chaos soak, a bounded fuzz run
+e2e-test: build controlplane-binaries ## run the end-to-end tests on a real node, with deploy/ running as pods from the image
+	test/run-e2e.sh $(BUILD_DIR)
+
+test: build controlplane-binaries ## run every test: unit, integration, end-to-end on a real node, the reduced chaos soak, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/run-integration.sh $(BUILD_DIR)
+	test/run-e2e.sh $(BUILD_DIR)
 	cd $(BUILD_DIR) && ctest -L soak --output-on-failure
 	JOBS=$(JOBS) fuzz/run.sh $(TEST_FUZZ_SECONDS)
 
@@ -58,8 +63,23 @@ fmt: ## format the C++ sources in place
 fmt-check: ## fail if any C++ source is not formatted
 	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format --dry-run --Werror
 
-docker-build: ## build the container image $(IMAGE):$(TAG) holding both binaries (needs a Docker engine)
-	docker build -t $(IMAGE):$(TAG) .
+# Base images of the Dockerfile's two stages (test/images/build-images.sh passes local ones).
+BUILD_IMAGE ?= debian:bookworm
+RUNTIME_IMAGE ?= debian:bookworm-slim
+# docker or podman; empty: docker when its engine answers, else podman.
+CONTAINER_ENGINE ?=
+docker-build: ## build the container image $(IMAGE):$(TAG) with docker, or podman when no Docker engine answers
+	@set -euo pipefail; engine='$(CONTAINER_ENGINE)'; \
+	if [ -z "$$engine" ]; then \
+	  if command -v docker >/dev/null && timeout 30 docker info >/dev/null 2>&1; then engine=docker; \
+	  elif command -v podman >/dev/null; then engine=podman; \
+	  else echo "docker-build: needs a Docker engine or podman (apt-get install podman)" >&2; exit 1; fi; \
+	fi; \
+	net=; if [ "$$engine" = podman ]; then net=--network=host; fi; \
+	cmd=("$$engine" build $$net --build-arg 'BUILD_IMAGE=$(BUILD_IMAGE)' --build-arg 'RUNTIME_IMAGE=$(RUNTIME_IMAGE)' -t '$(IMAGE):$(TAG)' .); \
+	echo "+ $${cmd[*]}"; "$${cmd[@]}"; \
+	size=$$("$$engine" image inspect --format '{{.Size}}' '$(IMAGE):$(TAG)'); \
+	echo "docker-build: $(IMAGE):$(TAG) is $$((size / 1000000)) MB ($$size bytes, uncompressed)"
 
 clean: ## remove the build folder
 	rm -rf $(BUILD_DIR)

@@ -28,6 +28,7 @@ class TestEnv {
   static TestEnv* get();
 
   std::string value(const std::string& key) const;
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
   const std::string& dir() const { return dir_; }
   std::string kubeconfig() const { return value("KUBECONFIG"); }
   KubeClient& admin() { return *admin_; }

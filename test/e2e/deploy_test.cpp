@@ -1,0 +1,68 @@
+// deploy/ as a user applies it, running as pods on the real node from the image just built:
+// kube-scheduler with the extender sidecar and the leader-elected controller, each reaching
+// the API server the in-cluster way.
+#include <gtest/gtest.h>
+
+#include "common/resource.h"
+#include "e2e_fixture.h"
+
+namespace ker::e2e {
+namespace {
+
+class DeployTest : public E2eTest {
+ protected:
+  json kubectlJson(const std::string& args) {
+    std::string out;
+    EXPECT_EQ(env_->kubectl(args + " -o json", &out), 0) << out;
+    return json::parse(out, nullptr, false);
+  }
+};
+
+TEST_F(DeployTest, BothComponentsRunAsPodsFromTheProjectImage) {
+  for (const std::string name : {"extended-resource-scheduler", "extended-resource-controller"}) {
+    json d;
+    ASSERT_TRUE(eventually(
+        [&] {
+          d = kubectlJson("get deployment -n kube-system " + name);
+          return !d.is_discarded() && d.value("/status/readyReplicas"_json_pointer, 0) ==
+                                          d.value("/spec/replicas"_json_pointer, -1);
+        },
+        120s))
+        << name << " never had all replicas ready: " << d.dump();
+    json pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + name);
+    ASSERT_FALSE(pods.is_discarded());
+    ASSERT_FALSE(pods["items"].empty()) << name;
+    for (const auto& pod : pods["items"]) {
+      EXPECT_EQ(pod.value("/spec/nodeName"_json_pointer, std::string()), node());
+      bool fromProjectImage = false;
+      for (const auto& c : pod["spec"]["containers"]) {
+        fromProjectImage |=
+            c.value("image", "").find("kube-extended-resource:") != std::string::npos;
+      }
+      EXPECT_TRUE(fromProjectImage) << pod["spec"]["containers"].dump();
+      // The in-cluster way: a projected ServiceAccount token, no kubeconfig.
+      EXPECT_EQ(pod.value("/spec/serviceAccountName"_json_pointer, std::string()), name);
+    }
+  }
+}
+
+TEST_F(DeployTest, EachComponentElectsOneLeaderThroughItsLease) {
+  for (const std::string lease : {"extended-resource-scheduler", "extended-resource-controller"}) {
+    std::string holder;
+    ASSERT_TRUE(eventually(
+        [&] {
+          try {
+            holder = api_->get(resources::kLeases, "kube-system", lease)
+                         .value("/spec/holderIdentity"_json_pointer, std::string());
+          } catch (const std::exception&) {
+            holder.clear();
+          }
+          return !holder.empty();
+        },
+        120s))
+        << "lease kube-system/" << lease << " has no holder";
+  }
+}
+
+}  // namespace
+}  // namespace ker::e2e

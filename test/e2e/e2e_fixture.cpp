@@ -1,0 +1,151 @@
+#include "e2e_fixture.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "common/api_error.h"
+#include "common/resource.h"
+
+namespace ker::e2e {
+
+void E2eTest::SetUp() {
+  env_ = TestEnv::get();
+  if (env_ == nullptr || !env_->has("NODE_NAME")) {
+    GTEST_SKIP() << "no real node: run the end-to-end tests with `make e2e-test` (or "
+                    "test/run-e2e.sh BUILD_DIR), which starts one for them";
+  }
+  env_->ensureCrds();
+  api_ = &env_->admin();
+  node_ = env_->value("NODE_NAME");
+  ns_ = itest::createNamespace(*api_, "e2e");
+  resource_ = "e2e.example.com/" + uniqueName("dev");
+}
+
+void E2eTest::TearDown() {
+  if (api_ == nullptr) {
+    return;
+  }
+  // The namespace controller removes the pods (through the kubelet) and claims; the devices are
+  // cluster-scoped and go once nothing holds them.
+  try {
+    api_->remove(resources::kNamespaces, "", ns_);
+  } catch (const ApiError&) {
+  }
+  for (const auto& d : devices_) {
+    try {
+      api_->remove(resources::kExtendedResources, "", d);
+    } catch (const ApiError&) {
+    }
+  }
+}
+
+void E2eTest::createDevice(const std::string& name) {
+  api_->create(resources::kExtendedResources, "",
+               itest::deviceObject(name, node_, resource_, {{"type", "k80"}}));
+  devices_.push_back(name);
+}
+
+void E2eTest::createClaim(const std::string& name, int count) {
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               itest::claimObject(ns_, name, resource_, count, {{"type", "k80"}}));
+}
+
+json E2eTest::busyboxPod(const std::string& name, const std::vector<std::string>& claims,
+                         const std::string& script, int gracePeriodSeconds,
+                         const std::string& restartPolicy) const {
+  json pod = itest::podObject(ns_, name, claims);
+  pod["spec"]["terminationGracePeriodSeconds"] = gracePeriodSeconds;
+  pod["spec"]["restartPolicy"] = restartPolicy;
+  pod["spec"]["containers"] = json::array(
+      {{{"name", "app"},
+        {"image", kTestImage},
+        // Nothing may be pulled: the image is loaded into the node's containerd.
+        {"imagePullPolicy", "Never"},
+        {"command", {"/bin/sh", "-c", script}},
+        {"env",
+         {{{"name", "ALLOCATION"},
+           {"valueFrom",
+            {{"fieldRef",
+              {{"fieldPath", "metadata.annotations['extendedresource.io/allocation']"}}}}}}}},
+        {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}});
+  return pod;
+}
+
+std::string E2eTest::createPod(const json& pod) {
+  return api_->create(resources::kPods, ns_, pod)["metadata"]["uid"].get<std::string>();
+}
+
+std::optional<json> E2eTest::getPod(const std::string& name) {
+  try {
+    return api_->get(resources::kPods, ns_, name);
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return std::nullopt;
+    }
+    throw;
+  }
+}
+
+std::string E2eTest::podPhase(const std::string& name) {
+  auto pod = getPod(name);
+  return pod ? pod->value("/status/phase"_json_pointer, std::string()) : "";
+}
+
+json E2eTest::getClaim(const std::string& name) {
+  return api_->get(resources::kExtendedResourceClaims, ns_, name);
+}
+
+json E2eTest::getDevice(const std::string& name) {
+  return api_->get(resources::kExtendedResources, "", name);
+}
+
+std::string E2eTest::logs(const std::string& name) {
+  std::string out;
+  if (env_->kubectl("logs -n " + ns_ + " " + name, &out) != 0) {
+    return "";
+  }
+  return out;
+}
+
+std::vector<std::string> E2eTest::eventMessages(const std::string& pod, const std::string& reason) {
+  std::vector<std::string> out;
+  json list = api_->list(resources::kEvents, ns_,
+                         ListOptions{.fieldSelector = "involvedObject.name=" + pod});
+  for (const auto& e : list["items"]) {
+    if (e.value("reason", "") == reason) {
+      out.push_back(e.value("message", ""));
+    }
+  }
+  return out;
+}
+
+int E2eTest::checkInvariants(std::string* out) {
+  std::string cmd =
+      env_->binary("tools/ker-check-invariants") + " --kubeconfig=" + env_->kubeconfig() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    return -1;
+  }
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) {
+    out->append(buf, n);
+  }
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds) {
+  try {
+    api_->remove(resources::kPods, ns_, name,
+                 DeleteOptions{.gracePeriodSeconds = gracePeriodSeconds});
+  } catch (const ApiError& e) {
+    if (!e.isNotFound()) {
+      throw;
+    }
+  }
+}
+
+}  // namespace ker::e2e

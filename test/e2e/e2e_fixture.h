@@ -1,0 +1,70 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test/integration/test_env.h"
+
+namespace ker::e2e {
+
+using namespace std::chrono_literals;
+using itest::eventually;
+using itest::TestEnv;
+using itest::uniqueName;
+using nlohmann::json;
+
+// The local test image (busybox-static) that test/images/build-images.sh builds and
+// launch.sh start-node loads: pods never pull, so nothing is fetched from a registry.
+inline constexpr const char* kTestImage = "localhost/ker-busybox:1";
+
+// A test on the cluster test/run-e2e.sh brings up: a real node (kubelet, containerd,
+// kube-proxy) and deploy/ running as pods from the image just built. Each test works in a
+// namespace of its own with devices of a resource name of its own, so tests never compete
+// for devices.
+class E2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // The one real node's name.
+  const std::string& node() const { return node_; }
+
+  // A device of this test's resource on the real node.
+  void createDevice(const std::string& name);
+  void createClaim(const std::string& name, int count = 1);
+  // A busybox pod scheduled by the extended-resource-scheduler, running `script` under sh.
+  // The env var ALLOCATION holds the pod's allocation annotation (downward API).
+  json busyboxPod(const std::string& name, const std::vector<std::string>& claims,
+                  const std::string& script, int gracePeriodSeconds = 1,
+                  const std::string& restartPolicy = "Always") const;
+  std::string createPod(const json& pod);
+
+  std::optional<json> getPod(const std::string& name);
+  std::string podPhase(const std::string& name);
+  json getClaim(const std::string& name);
+  json getDevice(const std::string& name);
+  bool podRunning(const std::string& name) { return podPhase(name) == "Running"; }
+  // `kubectl logs` of the pod's (only) container; empty when it fails.
+  std::string logs(const std::string& name);
+  // The messages of the pod's events with this reason.
+  std::vector<std::string> eventMessages(const std::string& pod, const std::string& reason);
+  // Runs ker-check-invariants against the cluster; its output in *out.
+  int checkInvariants(std::string* out);
+  void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
+
+  TestEnv* env_ = nullptr;
+  KubeClient* api_ = nullptr;
+  std::string ns_;
+  std::string resource_;  // this test's rawResourceName
+  std::vector<std::string> devices_;
+
+ private:
+  std::string node_;
+};
+
+}  // namespace ker::e2e
