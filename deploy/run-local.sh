@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# `make run`: the whole system on this machine. Starts a loopback control plane (etcd,
-# kube-apiserver, kube-controller-manager), applies crds/, the RBAC of deploy/ and the samples
-# of config/, runs the extender and the controller with their ServiceAccounts' credentials
-# and kube-scheduler with the extended-resource-scheduler profile, waits for the sample pod to
-# be scheduled with its claim Bound, and keeps everything running until Ctrl-C.
+# `make run`: the whole system on this machine. Starts a control plane (etcd, kube-apiserver,
+# kube-controller-manager) and one real node, node-1 (containerd, kubelet, kube-proxy, on a
+# bridge of its own: see test/controlplane/launch.sh), applies crds/, the RBAC of deploy/ and
+# the samples of config/, runs the extender and the controller on the host with their
+# ServiceAccounts' credentials and kube-scheduler with the extended-resource-scheduler profile,
+# waits until the sample workload's container runs on node-1 with its claim Bound, prints what
+# the container printed, and keeps everything running until Ctrl-C.
 #
-#   deploy/run-local.sh [BUILD_DIR]        (default: build)
+#   deploy/run-local.sh [BUILD_DIR]        (default: build; needs root for the node)
 #
+# No registry is needed: the sample's busybox:1.36 is the busybox-static image of
+# test/images/build-images.sh, loaded into the node's containerd under that name.
 # State, logs and kubeconfigs live in .run/ at the top of the repository.
 set -euo pipefail
 
@@ -64,12 +68,24 @@ wait_for() {
   done
 }
 
+if (($(id -u) != 0)); then
+  log "make run starts a real node (kubelet, containerd), which needs root: run it as root"
+  exit 1
+fi
 mkdir -p "$run"
 "$launcher" stop "$cp" >/dev/null 2>&1 || true
 rm -rf "$cp"
-"$launcher" start "$cp" >/dev/null
+images="$root/.cache/images/tarballs"
+mkdir -p "$images"
+"$root/test/images/build-images.sh" "$images" --only ker-busybox >/dev/null
+"$launcher" start "$cp" --node-network >/dev/null
 "$launcher" start-controller-manager "$cp" >/dev/null
+log "starting node-1 (kubelet, containerd, kube-proxy; logs: .run/controlplane/*.log)"
+"$launcher" start-node "$cp" --node-name node-1 --image-tar "$images/ker-busybox.tar" >/dev/null
 bin_dir=$(sed -n 's/^BIN_DIR=//p' "$cp/env")
+"$(sed -n 's/^CTR=//p' "$cp/env")" --address "$(sed -n 's/^CONTAINERD_SOCKET=//p' "$cp/env")" \
+  -n k8s.io images tag --force localhost/ker-busybox:1 docker.io/library/busybox:1.36 >/dev/null 2>&1 ||
+  { log "could not name the local busybox image busybox:1.36 in the node's containerd"; exit 1; }
 export KUBECONFIG="$cp/admin.kubeconfig"
 kubectl() { "$bin_dir/kubectl" "$@"; }
 
@@ -103,21 +119,26 @@ wait_for 60 "the controller's /healthz" curl -fsS "http://127.0.0.1:$controller_
 "$launcher" start-scheduler "$cp" --extender-url "http://127.0.0.1:$extender_port" \
   --node-cache-capable true >/dev/null
 
-log "applying config/local/nodes.yaml and the samples of config/"
-kubectl apply -f "$root/config/local/nodes.yaml" >/dev/null
+log "applying the samples of config/ (devices on node-1 and node-2; only node-1 exists)"
 kubectl apply -f "$root/config" >/dev/null
 
 claim_bound() { [[ "$(kubectl get erc k80-erc -o 'jsonpath={.status.phase}')" == Bound ]]; }
-pod_scheduled() { [[ -n "$(kubectl get pods -l app=nginx -o 'jsonpath={.items[*].spec.nodeName}')" ]]; }
-wait_for 120 "the nginx pod to be scheduled" pod_scheduled
+pod_running() { [[ "$(kubectl get pods -l app=k80-workload -o 'jsonpath={.items[*].status.phase}')" == Running ]]; }
+wait_for 120 "the k80-workload pod to run" pod_running
 wait_for 60 "claim k80-erc to be Bound" claim_bound
+pod=$(kubectl get pods -l app=k80-workload -o 'jsonpath={.items[0].metadata.name}')
+wait_for 30 "the k80-workload container's output" kubectl logs "$pod"
 
 echo
 kubectl get er,erc,pods -o wide
+echo
+echo "\$ kubectl logs $pod"
+kubectl logs "$pod"
 cat <<EOF
 
 The system is running: kube-apiserver, kube-controller-manager, kube-scheduler (profile
-extended-resource-scheduler), the extender and the controller. Logs are in .run/.
+extended-resource-scheduler), the extender and the controller, and node-1, whose kubelet runs
+the sample workload's container. Logs are in .run/.
 To use it from another shell:
 
   export KUBECONFIG=$KUBECONFIG
