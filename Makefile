@@ -15,7 +15,7 @@ DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
   libgtest-dev libgmock-dev googletest libcpp-httplib-dev clang-format clang-16 libclang-rt-16-dev \
   runc containernetworking-plugins iptables nftables iproute2 conntrack busybox-static podman util-linux debootstrap
 
-.PHONY: help deps build test unit-test integration-test e2e-test controlplane-binaries run fmt fmt-check docker-build clean
+.PHONY: help deps build test unit-test integration-test e2e-test controlplane-binaries run run-in-cluster fmt fmt-check docker-build clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -54,8 +54,11 @@ test: build controlplane-binaries ## run every test: unit, integration, end-to-e
 	cd $(BUILD_DIR) && ctest -L soak --output-on-failure
 	JOBS=$(JOBS) fuzz/run.sh $(TEST_FUZZ_SECONDS)
 
-run: build controlplane-binaries ## run the whole system locally (Ctrl-C stops it)
+run: build controlplane-binaries ## run the whole system locally, the sample workload on a real node (Ctrl-C stops it)
 	deploy/run-local.sh $(BUILD_DIR)
+
+run-in-cluster: build controlplane-binaries ## as run, but the components run as pods from deploy/ and the image (built first)
+	deploy/run-local.sh --in-cluster $(BUILD_DIR)
 
 fmt: ## format the C++ sources in place
 	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format -i

@@ -7,7 +7,11 @@
 # waits until the sample workload's container runs on node-1 with its claim Bound, prints what
 # the container printed, and keeps everything running until Ctrl-C.
 #
-#   deploy/run-local.sh [BUILD_DIR]        (default: build; needs root for the node)
+#   deploy/run-local.sh [--in-cluster] [BUILD_DIR]    (default: build; needs root for the node)
+#
+# --in-cluster (`make run-in-cluster`): instead of running the components on the host, builds
+# the project image and runs deploy/ as pods on node-1 (test/e2e/cluster-up.sh), as a user
+# deploys it; the samples are then applied the same way.
 #
 # No registry is needed: the sample's busybox:1.36 is the busybox-static image of
 # test/images/build-images.sh, loaded into the node's containerd under that name.
@@ -15,6 +19,11 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+in_cluster=false
+if [[ "${1:-}" == --in-cluster ]]; then
+  in_cluster=true
+  shift
+fi
 build=$(cd "${1:-$root/build}" && pwd)
 run="$root/.run"
 cp="$run/controlplane"
@@ -75,13 +84,18 @@ fi
 mkdir -p "$run"
 "$launcher" stop "$cp" >/dev/null 2>&1 || true
 rm -rf "$cp"
-images="$root/.cache/images/tarballs"
-mkdir -p "$images"
-"$root/test/images/build-images.sh" "$images" --only ker-busybox >/dev/null
-"$launcher" start "$cp" --node-network >/dev/null
-"$launcher" start-controller-manager "$cp" >/dev/null
-log "starting node-1 (kubelet, containerd, kube-proxy; logs: .run/controlplane/*.log)"
-"$launcher" start-node "$cp" --node-name node-1 --image-tar "$images/ker-busybox.tar" >/dev/null
+if $in_cluster; then
+  log "building the images and bringing up node-1 with deploy/ running on it (logs: .run/controlplane/*.log)"
+  "$root/test/e2e/cluster-up.sh" "$cp" --node-name node-1
+else
+  images="$root/.cache/images/tarballs"
+  mkdir -p "$images"
+  "$root/test/images/build-images.sh" "$images" --only ker-busybox >/dev/null
+  "$launcher" start "$cp" --node-network >/dev/null
+  "$launcher" start-controller-manager "$cp" >/dev/null
+  log "starting node-1 (kubelet, containerd, kube-proxy; logs: .run/controlplane/*.log)"
+  "$launcher" start-node "$cp" --node-name node-1 --image-tar "$images/ker-busybox.tar" >/dev/null
+fi
 bin_dir=$(sed -n 's/^BIN_DIR=//p' "$cp/env")
 "$(sed -n 's/^CTR=//p' "$cp/env")" --address "$(sed -n 's/^CONTAINERD_SOCKET=//p' "$cp/env")" \
   -n k8s.io images tag --force localhost/ker-busybox:1 docker.io/library/busybox:1.36 >/dev/null 2>&1 ||
@@ -89,35 +103,37 @@ bin_dir=$(sed -n 's/^BIN_DIR=//p' "$cp/env")
 export KUBECONFIG="$cp/admin.kubeconfig"
 kubectl() { "$bin_dir/kubectl" "$@"; }
 
-log "applying crds/"
-kubectl apply -f "$root/crds" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+if ! $in_cluster; then
+  log "applying crds/"
+  kubectl apply -f "$root/crds" >/dev/null
+  kubectl wait --for=condition=Established --timeout=60s \
+    crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
 
-log "applying the ServiceAccounts and RBAC of deploy/"
-"$launcher" apply-deploy-rbac "$cp"
-"$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
-"$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
+  log "applying the ServiceAccounts and RBAC of deploy/"
+  "$launcher" apply-deploy-rbac "$cp"
+  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
+  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
 
-extender_port=$(free_port)
-extender_health=$(free_port)
-log "starting the extender on 127.0.0.1:$extender_port (log: .run/extender.log)"
-# setsid: Ctrl-C reaches this script only, which then stops the components in order.
-setsid "$build/scheduler/extended-resource-scheduler" --kubeconfig "$run/extender.kubeconfig" \
-  --bind-address 127.0.0.1 --port "$extender_port" --health-port "$extender_health" \
-  --health-bind-address 127.0.0.1 >"$run/extender.log" 2>&1 &
-children+=($!)
-wait_for 60 "the extender's /readyz" curl -fsS "http://127.0.0.1:$extender_health/readyz"
+  extender_port=$(free_port)
+  extender_health=$(free_port)
+  log "starting the extender on 127.0.0.1:$extender_port (log: .run/extender.log)"
+  # setsid: Ctrl-C reaches this script only, which then stops the components in order.
+  setsid "$build/scheduler/extended-resource-scheduler" --kubeconfig "$run/extender.kubeconfig" \
+    --bind-address 127.0.0.1 --port "$extender_port" --health-port "$extender_health" \
+    --health-bind-address 127.0.0.1 >"$run/extender.log" 2>&1 &
+  children+=($!)
+  wait_for 60 "the extender's /readyz" curl -fsS "http://127.0.0.1:$extender_health/readyz"
 
-controller_port=$(free_port)
-log "starting the controller (log: .run/controller.log)"
-setsid "$build/controller/extended-resource-controller" --kubeconfig "$run/controller.kubeconfig" \
-  --metrics-bind-address "127.0.0.1:$controller_port" >"$run/controller.log" 2>&1 &
-children+=($!)
-wait_for 60 "the controller's /healthz" curl -fsS "http://127.0.0.1:$controller_port/healthz"
+  controller_port=$(free_port)
+  log "starting the controller (log: .run/controller.log)"
+  setsid "$build/controller/extended-resource-controller" --kubeconfig "$run/controller.kubeconfig" \
+    --metrics-bind-address "127.0.0.1:$controller_port" >"$run/controller.log" 2>&1 &
+  children+=($!)
+  wait_for 60 "the controller's /healthz" curl -fsS "http://127.0.0.1:$controller_port/healthz"
 
-"$launcher" start-scheduler "$cp" --extender-url "http://127.0.0.1:$extender_port" \
-  --node-cache-capable true >/dev/null
+  "$launcher" start-scheduler "$cp" --extender-url "http://127.0.0.1:$extender_port" \
+    --node-cache-capable true >/dev/null
+fi
 
 log "applying the samples of config/ (devices on node-1 and node-2; only node-1 exists)"
 kubectl apply -f "$root/config" >/dev/null
@@ -134,11 +150,20 @@ kubectl get er,erc,pods -o wide
 echo
 echo "\$ kubectl logs $pod"
 kubectl logs "$pod"
+if $in_cluster; then
+  echo
+  kubectl get pods -n kube-system -o wide
+  running="kube-apiserver, kube-controller-manager, the default kube-scheduler and node-1, whose
+kubelet runs the extended-resource scheduler and controller from deploy/ (kube-system) and the
+sample workload's container"
+else
+  running="kube-apiserver, kube-controller-manager, kube-scheduler (profile
+extended-resource-scheduler), the extender and the controller, and node-1, whose kubelet runs
+the sample workload's container"
+fi
 cat <<EOF
 
-The system is running: kube-apiserver, kube-controller-manager, kube-scheduler (profile
-extended-resource-scheduler), the extender and the controller, and node-1, whose kubelet runs
-the sample workload's container. Logs are in .run/.
+The system is running: $running. Logs are in .run/.
 To use it from another shell:
 
   export KUBECONFIG=$KUBECONFIG
@@ -154,5 +179,9 @@ while true; do
       exit 1
     fi
   done
+  if ! "$launcher" status "$cp" >/dev/null 2>&1; then
+    log "a component of the cluster or node-1 stopped; see .run/controlplane/*.log"
+    exit 1
+  fi
   sleep 2
 done

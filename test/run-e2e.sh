@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# Runs the end-to-end tests (ctest label "e2e") of BUILD_DIR on a real node: builds the
-# images (test/images/build-images.sh), starts a control plane with a pod network, a
-# kube-controller-manager, the default kube-scheduler and a node (kubelet, containerd, kube-proxy) with the images loaded,
-# applies crds/ and deploy/ (through test/e2e/deploy, which only points deploy/ at the local
-# image), waits for both components to run as pods, runs the tests, and always stops
+# Runs the end-to-end tests (ctest label "e2e") of BUILD_DIR on a real node with deploy/
+# running as pods from the image just built (test/e2e/cluster-up.sh), and always stops
 # everything.
 #
 #   test/run-e2e.sh BUILD_DIR [extra ctest arguments...]
@@ -37,11 +34,7 @@ if [[ -z "$total" || "$total" == 0 ]]; then
   exit 0
 fi
 
-bin_dir=$("$here/controlplane/build-binaries.sh" | tail -n1)
-images="$root/.cache/images/tarballs"
-mkdir -p "$images"
-"$here/images/build-images.sh" "$images" --bin-dir "$bin_dir" >&2
-
+bin_dir=$("$here/controlplane/build-binaries.sh" --print-dir)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-e2e.XXXXXX")
 child=''
 
@@ -93,21 +86,7 @@ trap on_exit EXIT
 trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
 
-"$launcher" start "$dir" --bin-dir "$bin_dir" --node-network >/dev/null
-"$launcher" start-controller-manager "$dir" >/dev/null
-# The cluster's own default-scheduler places deploy/'s pods, as in any cluster.
-"$launcher" start-scheduler "$dir" --no-extender --name default --scheduler-name default-scheduler >/dev/null
-"$launcher" start-node "$dir" --image-tar "$images/ker-busybox.tar" \
-  --image-tar "$images/kube-scheduler.tar" --image-tar "$images/kube-extended-resource.tar" >/dev/null
-
-log "applying crds/ and deploy/"
-kubectl apply -f "$root/crds" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
-kubectl kustomize --load-restrictor=LoadRestrictionsNone "$here/e2e/deploy" | kubectl create -f - >/dev/null
-for d in extended-resource-scheduler extended-resource-controller; do
-  kubectl rollout status -n kube-system "deployment/$d" --timeout=180s >&2
-done
+"$here/e2e/cluster-up.sh" "$dir"
 
 export KER_TEST_ENV="$dir/env"
 log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"
