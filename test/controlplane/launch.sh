@@ -1356,6 +1356,8 @@ start_node() {
   rc=0
   wait_ready "$(env_get KUBELET_PID)" "node $name" "$TIMEOUT" node_ready "$name" || rc=$?
   ((rc == 0)) || node_fail kubelet "node $name did not become Ready"
+  # A node started again after stop-node (which cordons it) takes pods again.
+  kubectl_admin uncordon "$name" >/dev/null || node_fail kubelet "could not uncordon node $name"
   local t_ready=$((SECONDS - t_kubelet))
   rc=0
   wait_ready "$(env_get KUBE_PROXY_PID)" kube-proxy "$TIMEOUT" service_programmed || rc=$?
@@ -1515,6 +1517,8 @@ stop_node() {
   env_set NODE_STATE stopping
   # 1. Pods first, while the kubelet still tears them down properly (CNI DEL, volumes).
   if [[ -n "$name" ]] && owns_pid "$(env_get KUBELET_PID)" && owns_pid "$(env_get APISERVER_PID)"; then
+    # Cordoned first, so the replacements a ReplicaSet makes are not placed here meanwhile.
+    kubectl_admin cordon "$name" >/dev/null 2>&1 || true
     kubectl_admin delete pods --all-namespaces --field-selector "spec.nodeName=$name" --grace-period=1 --wait=false >/dev/null 2>&1 || true
     deadline=$((SECONDS + 30))
     while ((SECONDS < deadline)); do

@@ -170,6 +170,26 @@ step "restart-apiserver: the node stays Ready and pods keep reaching the API ser
 k wait node "$node" --for=condition=Ready --timeout=60s >/dev/null || fail "node not Ready after the apiserver restart"
 [[ "$(k exec -n smoke hello -- echo ok)" == ok ]] || fail "kubectl exec after the apiserver restart"
 
+step "stop-node, then start-node again: the node takes pods again"
+"$launcher" stop-node "$dir" >/dev/null
+"$launcher" start-node "$dir" --image-tar "$dir/image.tar" >/dev/null
+[[ -z "$(k get node "$node" -o jsonpath='{.spec.unschedulable}')" ]] || fail "node $node is still cordoned"
+k apply -n smoke -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: again}
+spec:
+  schedulerName: extended-resource-scheduler
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: $image
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+YAML
+k wait -n smoke pod/again --for=condition=Ready --timeout=60s >/dev/null ||
+  fail "pod again not Ready: $(k get pod -n smoke again -o wide)"
+
 [[ "$(cat /proc/sys/net/ipv4/ip_forward)" == 0 ]] || fail "net.ipv4.ip_forward is not 0"
 step "net.ipv4.ip_forward is still 0"
 
