@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# The node's configuration files: containerd, CNI, kubelet and kube-proxy.
+# Sourced by launch.sh; uses its helpers (log, die, env_get, env_set, launch, ...).
+
+# ---- node configuration files --------------------------------------------------------------
+write_containerd_config() { # socket
+  local n="$DIR/node"
+  cat >"$n/containerd/config.toml" <<EOF
+# Written by launch.sh start-node.
+version = 3
+root = "$n/containerd/root"
+state = "$n/containerd/state"
+
+[grpc]
+  address = "$1"
+
+[ttrpc]
+  address = ""
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "$n/containerd/opt"
+
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$PAUSE_IMAGE"
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    enable_selinux = false
+    # runc cannot write oom_score_adj without CAP_SYS_RESOURCE: keep the runtime's own value.
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = "$RUNC"
+          Root = "$n/runc"
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["$CNI_BIN_DIR"]
+      conf_dir = "$n/cni/net.d"
+      max_conf_num = 1
+
+  [plugins.'io.containerd.grpc.v1.cri']
+    disable_tcp_service = true
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+  # NRI stays enabled at its default socket ($NRI_SOCKET).
+EOF
+}
+
+write_cni_config() {
+  local n="$DIR/node"
+  cat >"$n/cni/net.d/10-ker.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "ker",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$NODE_BRIDGE",
+      "isGateway": false,
+      "isDefaultGateway": false,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$NODE_SUBNET", "rangeStart": "${NODE_HOST_IP%.*}.10", "rangeEnd": "${NODE_HOST_IP%.*}.250", "gateway": "$NODE_HOST_IP"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_HOST_IP"}],
+        "dataDir": "$n/cni/ipam"
+      }
+    }
+  ]
+}
+EOF
+}
+
+write_kubelet_config() { # port healthz-port
+  local n="$DIR/node"
+  cat >"$n/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$(env_get CONTAINERD_SOCKET)
+address: $NODE_HOST_IP
+port: $1
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $2
+tlsCertFile: $DIR/pki/kubelet-serving.crt
+tlsPrivateKeyFile: $DIR/pki/kubelet-serving.key
+rotateCertificates: false
+serverTLSBootstrap: false
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true, cacheTTL: 10s}
+  x509: {clientCAFile: $DIR/pki/ca.crt}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 5s}
+clusterDomain: cluster.local
+resolvConf: $n/resolv.conf
+podLogsDirectory: $n/pod-logs
+volumePluginDir: $n/volume-plugins
+makeIPTablesUtilChains: false
+hairpinMode: none
+failSwapOn: false
+protectKernelDefaults: false
+syncFrequency: 5s
+fileCheckFrequency: 5s
+httpCheckFrequency: 5s
+nodeStatusUpdateFrequency: 4s
+nodeStatusReportFrequency: 10s
+runtimeRequestTimeout: 60s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%"
+  nodefs.inodesFree: "1%"
+  imagefs.available: "1%"
+  imagefs.inodesFree: "1%"
+evictionPressureTransitionPeriod: 5s
+serializeImagePulls: false
+maxPods: 110
+EOF
+}
+
+write_kube_proxy_config() { # healthz-port metrics-port
+  cat >"$DIR/node/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $DIR/node/kube-proxy.kubeconfig
+hostnameOverride: $(env_get NODE_NAME)
+clusterCIDR: $NODE_SUBNET
+detectLocalMode: ClusterCIDR
+healthzBindAddress: 127.0.0.1:$1
+metricsBindAddress: 127.0.0.1:$2
+nodePortAddresses: ["$NODE_HOST_IP/32"]
+iptables:
+  localhostNodePorts: false
+  masqueradeAll: false
+  syncPeriod: 10s
+  minSyncPeriod: 0s
+# 0 leaves the host's conntrack sysctls alone.
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+EOF
+}
