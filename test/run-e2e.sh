@@ -11,8 +11,6 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
-launcher="$here/controlplane/launch.sh"
 
 log() { printf '[run-e2e] %s\n' "$*" >&2; }
 
@@ -36,8 +34,6 @@ fi
 
 bin_dir=$("$here/controlplane/build-binaries.sh" --print-dir)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-e2e.XXXXXX")
-child=''
-
 kubectl() { "$bin_dir/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 
 # What a failed run leaves to read: every pod, every event, the components' logs.
@@ -50,50 +46,13 @@ collect() {
   done
 }
 
-# shellcheck disable=SC2317 # invoked by trap
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM
-  ((rc == 0)) || collect
-  if ! "$launcher" stop "$dir"; then
-    log "stopping the cluster in $dir failed"
-    ((rc != 0)) || rc=1
-  fi
-  if ((rc != 0)) || [[ "${KEEP_E2E_DIR:-0}" == 1 ]]; then
-    log "cluster folder kept for inspection: $dir"
-  else
-    rm -rf "$dir"
-  fi
-  exit "$rc"
-}
-
-# shellcheck disable=SC2317 # invoked by trap
-on_signal() {
-  local i
-  log "interrupted; stopping the tests"
-  if [[ -n "$child" ]] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM -- "-$child" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "$child" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL -- "-$child" 2>/dev/null || true
-  fi
-  exit "$1"
-}
-
-trap on_exit EXIT
-trap 'on_signal 130' INT
-trap 'on_signal 143' TERM
+SUITE_DIR=$dir SUITE_KEEP=${KEEP_E2E_DIR:-0} SUITE_COLLECT=collect
+# shellcheck source=lib/suite.sh
+source "$here/lib/suite.sh"
+suite_traps
 
 "$here/e2e/cluster-up.sh" "$dir"
 
 export KER_TEST_ENV="$dir/env"
 log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"
-cd "$build_dir"
-setsid ctest -L e2e --output-on-failure "$@" &
-child=$!
-rc=0
-wait "$child" || rc=$?
-child=''
-exit "$rc"
+suite_ctest "$build_dir" e2e "$@"

@@ -34,53 +34,13 @@ fi
 
 bin_dir=$("$here/controlplane/build-binaries.sh" | tail -n1)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-integration.XXXXXX")
-child=''
-
-# shellcheck disable=SC2317 # invoked by trap
-on_exit() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if ! "$launcher" stop "$dir"; then
-    log "stopping the control plane in $dir failed"
-    ((rc != 0)) || rc=1
-  fi
-  if ((rc != 0)) || [[ "${KEEP_CONTROLPLANE_DIR:-0}" == 1 ]]; then
-    log "control-plane folder kept for inspection: $dir"
-  else
-    rm -rf "$dir"
-  fi
-  exit "$rc"
-}
-
-# ctest runs in a session of its own, so a signal here can take down it and its tests as a
-# group (and bash can handle the signal while waiting, instead of after ctest ends).
-# shellcheck disable=SC2317 # invoked by trap
-on_signal() {
-  local i
-  log "interrupted; stopping the tests"
-  if [[ -n "$child" ]] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM -- "-$child" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "$child" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL -- "-$child" 2>/dev/null || true
-  fi
-  exit "$1"
-}
-
-trap on_exit EXIT
-trap 'on_signal 130' INT
-trap 'on_signal 143' TERM
+SUITE_DIR=$dir SUITE_KEEP=${KEEP_CONTROLPLANE_DIR:-0}
+# shellcheck source=lib/suite.sh
+source "$here/lib/suite.sh"
+suite_traps
 
 "$launcher" start "$dir" --bin-dir "$bin_dir" >/dev/null
 export KER_TEST_ENV="$dir/env"
 log "control plane up ($KER_TEST_ENV); running $total integration test(s)"
 
-cd "$build_dir"
-setsid ctest -L integration --output-on-failure "$@" &
-child=$!
-rc=0
-wait "$child" || rc=$?
-child=''
-exit "$rc"
+suite_ctest "$build_dir" integration "$@"

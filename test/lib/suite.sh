@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Shared by test/run-integration.sh and test/run-e2e.sh: runs one ctest label of a build
+# folder against a cluster that test/controlplane/launch.sh started in a folder, and always
+# stops that cluster. The caller defines log, sets the variables below and calls suite_traps
+# before starting the cluster, then suite_ctest.
+#   SUITE_DIR        the launcher's folder
+#   SUITE_KEEP       1 keeps the folder after a success (it is always kept after a failure)
+#   SUITE_COLLECT    optional: a function run after a failure, before the cluster stops
+SUITE_LAUNCHER="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/controlplane/launch.sh"
+SUITE_KEEP=${SUITE_KEEP:-0}
+SUITE_COLLECT=${SUITE_COLLECT:-}
+suite_child=''
+
+# shellcheck disable=SC2317 # invoked by trap
+suite_on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM
+  ((rc == 0)) || [[ -z "$SUITE_COLLECT" ]] || "$SUITE_COLLECT" || true
+  if ! "$SUITE_LAUNCHER" stop "$SUITE_DIR"; then
+    log "stopping the cluster in $SUITE_DIR failed"
+    ((rc != 0)) || rc=1
+  fi
+  if ((rc != 0)) || [[ "$SUITE_KEEP" == 1 ]]; then
+    log "cluster folder kept for inspection: $SUITE_DIR"
+  else
+    rm -rf "$SUITE_DIR"
+  fi
+  exit "$rc"
+}
+
+# ctest runs in a session of its own, so a signal here can take down it and its tests as a
+# group (and bash can handle the signal while waiting, instead of after ctest ends).
+# shellcheck disable=SC2317 # invoked by trap
+suite_on_signal() {
+  local i
+  log "interrupted; stopping the tests"
+  if [[ -n "$suite_child" ]] && kill -0 "$suite_child" 2>/dev/null; then
+    kill -TERM -- "-$suite_child" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$suite_child" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$suite_child" 2>/dev/null || true
+  fi
+  exit "$1"
+}
+
+suite_traps() {
+  trap suite_on_exit EXIT
+  trap 'suite_on_signal 130' INT
+  trap 'suite_on_signal 143' TERM
+}
+
+# suite_ctest BUILD_DIR LABEL [ctest arguments...]: exits with ctest's status.
+suite_ctest() {
+  local rc=0
+  cd "$1"
+  setsid ctest -L "$2" --output-on-failure "${@:3}" &
+  suite_child=$!
+  wait "$suite_child" || rc=$?
+  suite_child=''
+  exit "$rc"
+}
