@@ -83,7 +83,7 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
 // Scoring in prioritize could not promise that: kube-scheduler adds the extender's weighted
 // score to its own plugins' scores and breaks ties at random, so a hold on the extender's best
 // node might be on a node other than the one bound. Nodes the pod fits but that were not
-// chosen are failed with the chosen node's name, so every candidate is still answered.
+// chosen are failed as "not chosen", so every candidate is still answered.
 void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
                       const std::vector<size_t>& fitting,
                       const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
@@ -126,7 +126,8 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
       names.insert(names.end(), devices.begin(), devices.end());
     }
     if (index_.hold(node, names, uid, now, kHoldTtl)) {
-      const std::string why = "this pod's devices are held for it on node " + node;
+      // Short enough to need no allocation: a reply may fail thousands of nodes this way.
+      const std::string why = "not chosen";
       for (const size_t other : fitting) {
         if (other != i) {
           reply.failed.emplace_back(args.nodeNames[other], why);
