@@ -129,7 +129,8 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
       // Short enough to need no allocation: a reply may fail thousands of nodes this way.
       const std::string why = "not chosen";
       for (const size_t other : fitting) {
-        if (other != i) {
+        // (A name asked twice is passed, not failed too.)
+        if (args.nodeNames[other] != args.nodeNames[i]) {
           reply.failed.emplace_back(args.nodeNames[other], why);
         }
       }
