@@ -271,4 +271,22 @@ std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
   return scores;
 }
 
+std::vector<size_t> rankNodes(const std::vector<std::optional<size_t>>& leftover,
+                              ScoringStrategy strategy, std::optional<size_t> held) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < leftover.size(); ++i) {
+    if (leftover[i] && i != held) {
+      order.push_back(i);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return strategy == ScoringStrategy::kBinpack ? *leftover[a] < *leftover[b]
+                                                 : *leftover[a] > *leftover[b];
+  });
+  if (held && *held < leftover.size() && leftover[*held]) {
+    order.insert(order.begin(), *held);
+  }
+  return order;
+}
+
 }  // namespace ker

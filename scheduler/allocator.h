@@ -60,4 +60,13 @@ enum class ScoringStrategy { kBinpack, kSpread };
 std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
                             ScoringStrategy strategy);
 
+// The filter's choice among the nodes a pod fits, best first: the one node it passes on to
+// kube-scheduler (see Extender::filter) and where it holds the devices. `held` (an index, if
+// any) is the node the pod already holds devices on, from an earlier attempt: a retry keeps
+// it while it still fits. Then the nodes in the order scoreNodes ranks them (binpack: fewest
+// matching devices left, spread: most), ties in the order given. Nodes that do not fit
+// (nullopt) are left out. Pure.
+std::vector<size_t> rankNodes(const std::vector<std::optional<size_t>>& leftover,
+                              ScoringStrategy strategy, std::optional<size_t> held = {});
+
 }  // namespace ker

@@ -95,6 +95,7 @@ struct Binder::Attempt {
   std::vector<ExtendedResource> devices;
   std::vector<ExtendedResourceClaim> claims;
   std::string podUid;
+  std::string node;
   // A claim write that threw without a definite answer (transport error, timeout, 5xx): it
   // may still have been applied. With the devices it listed: another replica binding the same
   // pod may have bound the claim too, with other devices.
@@ -151,6 +152,7 @@ std::string Binder::bind(const BindingArgs& args) {
         return {};
       case Outcome::kFail:
         stats_.failures++;
+        index_.unreserve(args.podUid);
         return error;
       case Outcome::kRetry:
         spdlog::debug("bind {}/{}: retrying after: {}", args.podNamespace, args.podName, error);
@@ -158,6 +160,7 @@ std::string Binder::bind(const BindingArgs& args) {
     }
   }
   stats_.failures++;
+  index_.unreserve(args.podUid);
   return "gave up after " + std::to_string(options_.maxAttempts) + " attempts: " + error;
 }
 
@@ -227,7 +230,9 @@ void Binder::undo(Attempt& attempt) {
       spdlog::warn("bind undo: device {} left bound: {}", it->meta.name, e.what());
     }
   }
-  index_.unreserve(attempt.podUid);
+  // Held rather than freed: filters running before the next attempt must not send other pods
+  // to them. The bind's end lets them go if no attempt succeeds.
+  index_.holdReserved(attempt.node, attempt.podUid, options_.clock(), DeviceIndex::kHoldTtl);
 }
 
 // A claim already Bound to the pod is no proof that its devices are: an earlier attempt
@@ -318,6 +323,7 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
 
   Attempt attempt;
   attempt.podUid = pod.meta.uid;
+  attempt.node = args.node;
   attempt.deadline = deadline;
   std::vector<std::string> taken;
   for (const auto& [key, names] : plan.assignment) {

@@ -342,6 +342,33 @@ void DeviceIndex::dropReservation(std::unordered_map<std::string, Reservation>::
   reservationCount_ = reservations_.size();
 }
 
+void DeviceIndex::addReservation(const std::string& name, const std::string& podUid,
+                                 Clock::time_point expires, bool held) {
+  Reservation r{podUid, expires, {}, held};
+  if (auto d = devices_.find(name); d != devices_.end()) {
+    for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
+      ++reservedNodes_[node];
+      r.nodes.push_back(node);
+    }
+  }
+  reservations_.emplace(name, std::move(r));
+}
+
+void DeviceIndex::dropHoldLocked(const std::string& podUid) {
+  auto h = holds_.find(podUid);
+  if (h == holds_.end()) {
+    return;
+  }
+  for (const auto& name : h->second.names) {
+    if (auto it = reservations_.find(name);
+        it != reservations_.end() && it->second.held && it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+  }
+  holds_.erase(h);
+  reservationCount_ = reservations_.size();
+}
+
 bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,
                           Clock::duration ttl) {
   std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
@@ -352,18 +379,14 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
       return false;
     }
   }
+  // The bind decides now: whatever the filter held for the pod, here or on another node,
+  // gives way to what the bind takes.
+  dropHoldLocked(podUid);
   for (const auto& name : names) {
     if (auto it = reservations_.find(name); it != reservations_.end()) {
       dropReservation(it);
     }
-    Reservation r{podUid, now + ttl, {}};
-    if (auto d = devices_.find(name); d != devices_.end()) {
-      for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
-        ++reservedNodes_[node];
-        r.nodes.push_back(node);
-      }
-    }
-    reservations_.emplace(name, std::move(r));
+    addReservation(name, podUid, now + ttl, false);
   }
   reservationCount_ = reservations_.size();
   return true;
@@ -371,6 +394,7 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
 
 void DeviceIndex::unreserve(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
+  holds_.erase(podUid);
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     auto next = std::next(it);
     if (it->second.podUid == podUid) {
@@ -378,6 +402,74 @@ void DeviceIndex::unreserve(const std::string& podUid) {
     }
     it = next;
   }
+}
+
+bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::string>& names,
+                       const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
+  std::shared_lock devices(mu_);
+  std::lock_guard lock(reservationsMu_);
+  // Holds of pods whose bind never came (a later plugin rejected the node, the scheduler
+  // lost its lease) end here rather than pile up.
+  for (auto h = holds_.begin(); h != holds_.end();) {
+    auto next = std::next(h);
+    if (h->second.expires <= now) {
+      dropHoldLocked(h->first);
+    }
+    h = next;
+  }
+  for (const auto& name : names) {
+    if (reservedByOther(name, podUid, now)) {
+      return false;
+    }
+  }
+  dropHoldLocked(podUid);
+  const auto expires = now + ttl;
+  for (const auto& name : names) {
+    auto it = reservations_.find(name);
+    if (it != reservations_.end() && !it->second.held && it->second.expires > now) {
+      continue;  // the pod's own bind reservation: stronger than a hold
+    }
+    if (it != reservations_.end()) {
+      dropReservation(it);  // expired
+    }
+    addReservation(name, podUid, expires, true);
+  }
+  holds_[podUid] = Hold{nodeName, names, expires};
+  reservationCount_ = reservations_.size();
+  return true;
+}
+
+std::string DeviceIndex::heldNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(reservationsMu_);
+  auto h = holds_.find(podUid);
+  return h == holds_.end() || h->second.expires <= now ? std::string() : h->second.node;
+}
+
+void DeviceIndex::dropHolds(const std::string& podUid) {
+  std::lock_guard lock(reservationsMu_);
+  dropHoldLocked(podUid);
+}
+
+void DeviceIndex::holdReserved(const std::string& nodeName, const std::string& podUid,
+                               Clock::time_point now, Clock::duration ttl) {
+  std::lock_guard lock(reservationsMu_);
+  dropHoldLocked(podUid);
+  Hold hold{nodeName, {}, now + ttl};
+  for (auto& [name, r] : reservations_) {
+    if (r.podUid == podUid) {
+      r.held = true;
+      r.expires = hold.expires;
+      hold.names.push_back(name);
+    }
+  }
+  if (!hold.names.empty()) {
+    holds_[podUid] = std::move(hold);
+  }
+}
+
+size_t DeviceIndex::holdCount() const {
+  std::lock_guard lock(reservationsMu_);
+  return holds_.size();
 }
 
 size_t DeviceIndex::reservedCount() const {

@@ -113,14 +113,45 @@ class DeviceIndex {
   // Available, or after `ttl` as a safety net against a bind that never finished.
   bool reserve(const std::vector<std::string>& names, const std::string& podUid,
                Clock::duration ttl = std::chrono::seconds(60));
+  // Ends all of the pod's reservations and holds (its bind was undone).
   void unreserve(const std::string& podUid);
   size_t reservedCount() const;
+
+  // Holds: the devices the filter chose for a pod on the one node it let through, taken
+  // tentatively from the filter until that pod's bind arrives, so that pods filtered in the
+  // meantime do not count on them (kube-scheduler picks the next pods' nodes before the
+  // earlier pods' binds are called). A held device is never free to another pod until the
+  // hold ends: when the pod's bind reserves (any bind of the pod: its reservations replace
+  // its holds, wherever it binds), on unreserve() or dropHolds(), when the device is seen in
+  // any phase but Available, or at `now + ttl`. All or none: false when any device is
+  // reserved or held by another pod. A pod holds on one node at a time: a new hold replaces
+  // the pod's earlier one. Times are the caller's (steady clock), so tests may move them.
+  bool hold(const std::string& nodeName, const std::vector<std::string>& names,
+            const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  // The node of the pod's unexpired hold, "" when it holds nothing.
+  std::string heldNode(const std::string& podUid, Clock::time_point now) const;
+  // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
+  void dropHolds(const std::string& podUid);
+  // Turns the pod's bind reservations into a hold on `nodeName` until `now + ttl`: a bind
+  // attempt that was undone and will be tried again keeps its devices from the filters
+  // meanwhile, and its next attempt may take them again.
+  void holdReserved(const std::string& nodeName, const std::string& podUid, Clock::time_point now,
+                    Clock::duration ttl);
+  // How long a hold lasts when nothing ends it sooner.
+  static constexpr std::chrono::seconds kHoldTtl{15};
+  size_t holdCount() const;
 
  private:
   struct Reservation {
     std::string podUid;
     Clock::time_point expires;
     std::vector<std::string> nodes;  // the device's pinned nodes when it was reserved
+    bool held = false;               // a filter's hold rather than a bind's reservation
+  };
+  struct Hold {
+    std::string node;
+    std::vector<std::string> names;
+    Clock::time_point expires;
   };
   // A device as the filter's hot path needs it, with what never changes for one version of
   // the object worked out once at upsert instead of once per node and request.
@@ -162,6 +193,11 @@ class DeviceIndex {
                        Clock::time_point now) const;
   // Erases a reservation and its counts in reservedNodes_; reservationsMu_ held.
   void dropReservation(std::unordered_map<std::string, Reservation>::iterator it);
+  // Ends the pod's hold and the reservations it still has; reservationsMu_ held.
+  void dropHoldLocked(const std::string& podUid);
+  // Adds a reservation of the device for the pod; mu_ (shared) and reservationsMu_ held.
+  void addReservation(const std::string& name, const std::string& podUid, Clock::time_point expires,
+                      bool held);
   void unindex(const ExtendedResource& device);
   const PropertySet& internProperties(const ExtendedResource& device);
   void releaseProperties(const ExtendedResource& device);
@@ -196,6 +232,7 @@ class DeviceIndex {
 
   mutable std::mutex reservationsMu_;
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
+  std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
   // Reservations per pinned node: a bind in flight sends only its own nodes down the
   // device-by-device path, where reservations are checked; the other nodes keep using their
   // summaries. (A device whose affinity changes while reserved is counted on its old nodes

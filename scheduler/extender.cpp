@@ -32,7 +32,7 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
   }
 }
 
-FilterReply Extender::filter(const ExtenderArgs& args) {
+FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
   FilterReply reply;
   if (args.pod.claims.empty() && args.pod.invalid.empty()) {
     stats_.podsWithoutClaims++;
@@ -48,6 +48,8 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_);
     reply.passing.reserve(args.nodeNames.size());
+    std::vector<size_t> fitting;
+    std::vector<std::optional<size_t>> leftover;
     planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
       const std::string_view node = args.nodeNames[i];
       if (!plan) {
@@ -55,16 +57,88 @@ FilterReply Extender::filter(const ExtenderArgs& args) {
             node, "node " + std::string(node) + " is not yet known to the extender");
       } else if (plan->fits) {
         reply.passing.push_back(node);
+        fitting.push_back(i);
+        leftover.emplace_back(plan->leftover);
       } else if (plan->unresolvable) {
         reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
       } else {
         reply.failed.emplace_back(node, std::move(plan->message));
       }
     });
+    if (!claims.pending.empty() && !reply.passing.empty()) {
+      decide(args, claims, fitter.needsNodeLabels(), fitting, leftover, now, reply);
+    }
   }
   stats_.nodesPassed += reply.passing.size();
   stats_.nodesFailed += args.nodeNames.size() - reply.passing.size();
   return reply;
+}
+
+// kube-scheduler picks the next pods' nodes before the earlier pods' binds reach the extender
+// (its binding cycle runs apart from the scheduling cycle), so devices given out only at bind
+// let binpack send pod after pod to the one device left on the fullest node. The filter
+// therefore decides the node itself and holds its devices for the pod: with a single node
+// left after filtering, kube-scheduler takes it without scoring (schedulePod), so the bind
+// names the node the hold is on, and the pods filtered before it see those devices taken.
+// Scoring in prioritize could not promise that: kube-scheduler adds the extender's weighted
+// score to its own plugins' scores and breaks ties at random, so a hold on the extender's best
+// node might be on a node other than the one bound. Nodes the pod fits but that were not
+// chosen are failed as "not chosen", so every candidate is still answered.
+void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
+                      const std::vector<size_t>& fitting,
+                      const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
+                      FilterReply& reply) {
+  const std::string& uid = args.pod.meta.uid;
+  if (uid.empty()) {
+    return;  // holds are by pod UID; kube-scheduler always sends it
+  }
+  std::optional<size_t> held;
+  if (const std::string node = index_.heldNode(uid, now); !node.empty()) {
+    for (size_t k = 0; k < fitting.size() && !held; ++k) {
+      if (args.nodeNames[fitting[k]] == node) {
+        held = k;
+      }
+    }
+  }
+  // The first choice nearly always holds; a bind in flight may have just taken its devices.
+  constexpr size_t kMaxTries = 8;
+  size_t tries = 0;
+  for (const size_t k : rankNodes(leftover, scoring_, held)) {
+    if (tries++ == kMaxTries) {
+      break;
+    }
+    const size_t i = fitting[k];
+    const std::string node(args.nodeNames[i]);
+    std::map<std::string, std::string> labels;
+    if (needsNodeLabels) {
+      if (args.hasNodeList) {
+        labels = args.nodeLabels(i);
+      } else if (auto cached = nodes_(node)) {
+        labels = cached->meta.labels;
+      }
+    }
+    const NodePlan plan = planNode(claims, uid, node, labels, index_);
+    if (!plan.fits) {
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const auto& [claim, devices] : plan.assignment) {
+      names.insert(names.end(), devices.begin(), devices.end());
+    }
+    if (index_.hold(node, names, uid, now, kHoldTtl)) {
+      // Short enough to need no allocation: a reply may fail thousands of nodes this way.
+      const std::string why = "not chosen";
+      for (const size_t other : fitting) {
+        // (A name asked twice is passed, not failed too.)
+        if (args.nodeNames[other] != args.nodeNames[i]) {
+          reply.failed.emplace_back(args.nodeNames[other], why);
+        }
+      }
+      reply.passing.assign(1, args.nodeNames[i]);
+      return;
+    }
+  }
+  // Nothing could be held: the nodes go back as they are, and the bind decides.
 }
 
 std::vector<std::pair<std::string_view, int>> Extender::prioritize(const ExtenderArgs& args) {

@@ -49,6 +49,10 @@ struct ExtenderApp::Impl {
         devices(api, resources::kExtendedResources),
         claims(api, resources::kExtendedResourceClaims),
         nodes(api, resources::kNodes),
+        // Pods not yet bound: one leaving this view was deleted or bound, and what the
+        // filter held for it is let go at once rather than when the hold expires.
+        unboundPods(api, resources::kPods,
+                    {.name = "unbound pods", .fieldSelector = "spec.nodeName="}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {
@@ -81,6 +85,15 @@ struct ExtenderApp::Impl {
               index.setClaimHolds(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
             },
     });
+    unboundPods.addHandlers({
+        .onUpdate =
+            [this](const auto&, const auto& p) {
+              if (p->meta.deleting) {
+                extender.forgetPod(p->meta.uid);
+              }
+            },
+        .onDelete = [this](const auto& p) { extender.forgetPod(p->meta.uid); },
+    });
     registry.gaugeFunc("extended_resource_scheduler_cached_devices", "Devices in the cache.",
                        [this] { return static_cast<double>(index.size()); });
     registry.gaugeFunc("extended_resource_scheduler_cached_claims", "Claims in the cache.",
@@ -93,6 +106,9 @@ struct ExtenderApp::Impl {
     registry.gaugeFunc("extended_resource_scheduler_reserved_devices",
                        "Devices held by binds in flight.",
                        [this] { return static_cast<double>(index.reservedCount()); });
+    registry.gaugeFunc("extended_resource_scheduler_filter_holds",
+                       "Pods whose devices the filter holds until their bind.",
+                       [this] { return static_cast<double>(index.holdCount()); });
     registry.counterFunc(
         "extended_resource_scheduler_allocation_conflicts_total",
         "Bind writes that lost an optimistic-concurrency race and were re-decided.",
@@ -147,6 +163,7 @@ struct ExtenderApp::Impl {
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaim> claims;
   Informer<Node> nodes;
+  Informer<Pod> unboundPods;
   Binder binder;
   Extender extender;
   ExtenderHandlers handlers;
@@ -165,6 +182,7 @@ void ExtenderApp::start() {
   impl_->devices.start();
   impl_->claims.start();
   impl_->nodes.start();
+  impl_->unboundPods.start();
   impl_->main->start();
   if (impl_->health) {
     impl_->health->start();
@@ -184,6 +202,7 @@ void ExtenderApp::stop() {
   impl_->devices.stop();
   impl_->claims.stop();
   impl_->nodes.stop();
+  impl_->unboundPods.stop();
 }
 
 bool ExtenderApp::ready() const {

@@ -55,7 +55,7 @@ HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
 HttpResponse ExtenderHandlers::filter(std::string_view body) {
   return timed("filter", [&] {
     ExtenderArgs args = parseExtenderArgs(body);
-    FilterReply reply = extender_.filter(args);
+    FilterReply reply = extender_.filter(args, std::chrono::steady_clock::now());
     decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
     decisions_.labels({"filter", "failed"})
         .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));
