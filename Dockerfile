@@ -16,7 +16,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential cmake pkg-config ca-certificates \
       libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
-      libcpp-httplib-dev \
+      libcpp-httplib-dev libprotobuf-dev protobuf-compiler \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the binaries are built from (with KER_BUILD_TESTS=OFF CMake reads nothing else), so
@@ -24,6 +24,7 @@ WORKDIR /src
 # fingerprints exactly these COPY sources: keep them on COPY lines.
 COPY CMakeLists.txt ./
 COPY common common
+COPY nri nri
 COPY scheduler scheduler
 COPY controller controller
 COPY tools tools
@@ -42,6 +43,7 @@ FROM ${RUNTIME_IMAGE}
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       ca-certificates libcurl4 libssl3 libyaml-cpp0.7 libspdlog1.10 libfmt9 libcpp-httplib0.11 \
+      libprotobuf32 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 65532 nonroot \
