@@ -18,19 +18,11 @@ if (($# < 1)); then
   sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
-build_dir=$1
+# shellcheck source=lib/suite.sh
+source "$here/lib/suite.sh"
+suite_tests e2e "$1"
 shift
-if [[ ! -d "$build_dir" ]]; then
-  log "no build folder '$build_dir' (configure and build first)"
-  exit 2
-fi
-build_dir=$(cd "$build_dir" && pwd)
-
-total=$(cd "$build_dir" && ctest -N -L e2e | awk '/^Total Tests:/ { print $3 }')
-if [[ -z "$total" || "$total" == 0 ]]; then
-  log "no e2e tests are registered in $build_dir (ctest -L e2e): nothing to run"
-  exit 0
-fi
+build_dir=$SUITE_BUILD total=$SUITE_TOTAL
 
 bin_dir=$("$here/controlplane/build-binaries.sh" --print-dir)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-e2e.XXXXXX")
@@ -47,8 +39,6 @@ collect() {
 }
 
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_E2E_DIR:-0} SUITE_COLLECT=collect
-# shellcheck source=lib/suite.sh
-source "$here/lib/suite.sh"
 suite_traps
 
 "$here/e2e/cluster-up.sh" "$dir"

@@ -18,25 +18,15 @@ if (($# < 1)); then
   sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
-build_dir=$1
+# shellcheck source=lib/suite.sh
+source "$here/lib/suite.sh"
+suite_tests integration "$1"
 shift
-if [[ ! -d "$build_dir" ]]; then
-  log "no build folder '$build_dir' (configure and build first)"
-  exit 2
-fi
-build_dir=$(cd "$build_dir" && pwd)
-
-total=$(cd "$build_dir" && ctest -N -L integration | awk '/^Total Tests:/ { print $3 }')
-if [[ -z "$total" || "$total" == 0 ]]; then
-  log "no integration tests are registered in $build_dir (ctest -L integration): nothing to run"
-  exit 0
-fi
+build_dir=$SUITE_BUILD total=$SUITE_TOTAL
 
 bin_dir=$("$here/controlplane/build-binaries.sh" | tail -n1)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-integration.XXXXXX")
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_CONTROLPLANE_DIR:-0}
-# shellcheck source=lib/suite.sh
-source "$here/lib/suite.sh"
 suite_traps
 
 "$launcher" start "$dir" --bin-dir "$bin_dir" >/dev/null

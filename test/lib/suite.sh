@@ -1,26 +1,39 @@
 # shellcheck shell=bash
 # Shared by test/run-integration.sh and test/run-e2e.sh: runs one ctest label of a build
 # folder against a cluster that test/controlplane/launch.sh started in a folder, and always
-# stops that cluster. The caller defines log, sets the variables below and calls suite_traps
-# before starting the cluster, then suite_ctest.
+# stops that cluster. The caller defines log, calls suite_tests, sets the variables below and
+# calls suite_traps before starting the cluster, then suite_ctest.
 #   SUITE_DIR        the launcher's folder
 #   SUITE_KEEP       1 keeps the folder after a success (it is always kept after a failure)
 #   SUITE_COLLECT    optional: a function run after a failure, before the cluster stops
 SUITE_LAUNCHER="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/controlplane/launch.sh"
-SUITE_KEEP=${SUITE_KEEP:-0}
-SUITE_COLLECT=${SUITE_COLLECT:-}
 suite_child=''
+
+# suite_tests LABEL BUILD_DIR: sets SUITE_BUILD (absolute) and SUITE_TOTAL, the number of tests
+# with LABEL; exits 2 without a build folder and 0 when no such test is registered.
+suite_tests() {
+  if [[ ! -d "$2" ]]; then
+    log "no build folder '$2' (configure and build first)"
+    exit 2
+  fi
+  SUITE_BUILD=$(cd "$2" && pwd)
+  SUITE_TOTAL=$(cd "$SUITE_BUILD" && ctest -N -L "$1" | awk '/^Total Tests:/ { print $3 }')
+  if [[ -z "$SUITE_TOTAL" || "$SUITE_TOTAL" == 0 ]]; then
+    log "no $1 tests are registered in $SUITE_BUILD (ctest -L $1): nothing to run"
+    exit 0
+  fi
+}
 
 # shellcheck disable=SC2317 # invoked by trap
 suite_on_exit() {
   local rc=$?
   trap - EXIT INT TERM
-  ((rc == 0)) || [[ -z "$SUITE_COLLECT" ]] || "$SUITE_COLLECT" || true
+  ((rc == 0)) || [[ -z "${SUITE_COLLECT:-}" ]] || "$SUITE_COLLECT" || true
   if ! "$SUITE_LAUNCHER" stop "$SUITE_DIR"; then
     log "stopping the cluster in $SUITE_DIR failed"
     ((rc != 0)) || rc=1
   fi
-  if ((rc != 0)) || [[ "$SUITE_KEEP" == 1 ]]; then
+  if ((rc != 0)) || [[ "${SUITE_KEEP:-0}" == 1 ]]; then
     log "cluster folder kept for inspection: $SUITE_DIR"
   else
     rm -rf "$SUITE_DIR"
