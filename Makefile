@@ -19,7 +19,7 @@ DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
 .PHONY: help deps build test unit-test integration-test e2e-test controlplane-binaries run run-in-cluster fmt fmt-check docker-build clean
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
 deps: ## install the Debian packages the build and tests need (idempotent)
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -33,7 +33,7 @@ build: deps ## configure and compile everything
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(CI),-DKER_WERROR=ON) $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-controlplane-binaries: ## build (or reuse) etcd, kube-apiserver, kube-scheduler and kubectl from the pinned versions
+controlplane-binaries: ## build (or reuse) the pinned control plane (etcd, kube-apiserver, ...) and node (kubelet, kube-proxy, containerd)
 	test/controlplane/build-binaries.sh
 
 unit-test: build ## run the unit tests only
