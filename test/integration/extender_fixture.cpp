@@ -120,6 +120,38 @@ bool ExtenderSuite::waitBound(const std::string& pod, std::chrono::milliseconds 
   return eventually([&] { return !nodeOf(pod).empty(); }, timeout, 100ms);
 }
 
+void ExtenderSuite::createClaims(int count) {
+  for (int i = 0; i < count; ++i) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, "claim-" + std::to_string(i), resource_, 1, {{"type", "k80"}}));
+  }
+}
+
+void ExtenderSuite::createClaimedPods(const std::string& prefix, int count) {
+  for (int i = 0; i < count; ++i) {
+    api_->create(resources::kPods, ns_,
+                 podObject(ns_, prefix + "-" + std::to_string(i), {"claim-" + std::to_string(i)},
+                           schedulerName_));
+  }
+}
+
+int ExtenderSuite::boundPodCount() {
+  int n = 0;
+  for (const auto& p : api_->listAll(resources::kPods, ns_, {}).items) {
+    n += p["spec"].value("nodeName", "").empty() ? 0 : 1;
+  }
+  return n;
+}
+
+void ExtenderSuite::deleteUnboundPods(const std::string& prefix, int count) {
+  for (int i = 0; i < count; ++i) {
+    const std::string pod = prefix + "-" + std::to_string(i);
+    if (nodeOf(pod).empty()) {
+      deletePodNow(*api_, ns_, pod);
+    }
+  }
+}
+
 std::string ExtenderSuite::invariantViolations() {
   std::string out;
   FILE* p = popen(

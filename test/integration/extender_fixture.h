@@ -41,6 +41,12 @@ class ExtenderSuite : public ::testing::Test {
   nlohmann::json getPod(const std::string& name);
   std::string nodeOf(const std::string& pod);
   bool waitBound(const std::string& pod, std::chrono::milliseconds timeout = 30s);
+  // `count` claims claim-0, claim-1, ... for one k80 each, and pods PREFIX-i naming claim-i.
+  void createClaims(int count);
+  void createClaimedPods(const std::string& prefix, int count);
+  // Pods of this test's namespace bound to a node; deletes PREFIX-0.. that never were.
+  int boundPodCount();
+  void deleteUnboundPods(const std::string& prefix, int count);
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
   std::string extenderMetrics();

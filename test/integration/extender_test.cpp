@@ -93,30 +93,15 @@ TEST_F(ExtenderTest, FiftyPodsRacingForTwentyDevicesBindExactlyTwenty) {
         resources::kExtendedResources, "",
         deviceObject(name, nodes[static_cast<size_t>(i % 4)], resource_, {{"type", "k80"}}));
   }
-  for (int i = 0; i < 50; ++i) {
-    std::string c = "claim-" + std::to_string(i);
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, c, resource_, 1, {{"type", "k80"}}));
-  }
-  for (int i = 0; i < 50; ++i) {
-    api_->create(resources::kPods, ns_,
-                 podObject(ns_, "racer-" + std::to_string(i), {"claim-" + std::to_string(i)},
-                           schedulerName_));
-  }
+  createClaims(50);
+  createClaimedPods("racer", 50);
 
-  auto boundPods = [&] {
-    int n = 0;
-    for (const auto& p : api_->listAll(resources::kPods, ns_, {}).items) {
-      n += p["spec"].value("nodeName", "").empty() ? 0 : 1;
-    }
-    return n;
-  };
-  ASSERT_TRUE(eventually([&] { return boundPods() == 20; }, 120s, 250ms))
-      << "bound: " << boundPods() << "\n"
+  ASSERT_TRUE(eventually([&] { return boundPodCount() == 20; }, 120s, 250ms))
+      << "bound: " << boundPodCount() << "\n"
       << extender_->logTail();
   // Give stragglers time to (wrongly) bind: the count must stay at 20.
   std::this_thread::sleep_for(3s);
-  EXPECT_EQ(boundPods(), 20);
+  EXPECT_EQ(boundPodCount(), 20);
 
   std::map<std::string, std::string> owner;
   int boundClaims = 0;
@@ -135,13 +120,7 @@ TEST_F(ExtenderTest, FiftyPodsRacingForTwentyDevicesBindExactlyTwenty) {
   EXPECT_EQ(boundClaims, 20);
   EXPECT_EQ(owner.size(), 20u);
   EXPECT_EQ(invariantViolations(), "");
-
-  for (int i = 0; i < 50; ++i) {
-    std::string pod = "racer-" + std::to_string(i);
-    if (nodeOf(pod).empty()) {
-      deletePodNow(*api_, ns_, pod);
-    }
-  }
+  deleteUnboundPods("racer", 50);
 }
 
 // The extender's count of binds it refused, from its labelled decisions series.
@@ -168,33 +147,23 @@ TEST_F(ExtenderTest, PodsCreatedAtOnceUnderBinpackDoNotCollideOnTheFullestNode) 
   const int boundCount =
       std::min(deviceCount, podCount);  // every pod that can get a device gets one
   auto nodes = makeNodes(nodeCount);
+  constexpr const char* kCachedDevices = "extended_resource_scheduler_cached_devices";
+  const double cachedBefore = metricValue(extenderMetrics(), kCachedDevices);
   for (int i = 0; i < deviceCount; ++i) {
     api_->create(resources::kExtendedResources, "",
                  deviceObject(uniqueName("dev"), nodes[static_cast<size_t>(i % nodeCount)],
                               resource_, {{"type", "k80"}}));
   }
-  for (int i = 0; i < podCount; ++i) {
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, "claim-" + std::to_string(i), resource_, 1, {{"type", "k80"}}));
-  }
+  createClaims(podCount);
   // The devices must be in the extender's cache before the first pod is filtered.
-  std::this_thread::sleep_for(2s);
+  ASSERT_TRUE(eventually(
+      [&] { return metricValue(extenderMetrics(), kCachedDevices) >= cachedBefore + deviceCount; },
+      30s, 100ms));
   const double failedBefore = failedBinds(extenderMetrics());
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < podCount; ++i) {
-    api_->create(resources::kPods, ns_,
-                 podObject(ns_, "packed-" + std::to_string(i), {"claim-" + std::to_string(i)},
-                           schedulerName_));
-  }
-  auto boundPods = [&] {
-    int n = 0;
-    for (const auto& p : api_->listAll(resources::kPods, ns_, {}).items) {
-      n += p["spec"].value("nodeName", "").empty() ? 0 : 1;
-    }
-    return n;
-  };
-  ASSERT_TRUE(eventually([&] { return boundPods() == boundCount; }, 180s, 100ms))
-      << "bound: " << boundPods() << "\n"
+  createClaimedPods("packed", podCount);
+  ASSERT_TRUE(eventually([&] { return boundPodCount() == boundCount; }, 180s, 100ms))
+      << "bound: " << boundPodCount() << "\n"
       << extender_->logTail();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -204,16 +173,10 @@ TEST_F(ExtenderTest, PodsCreatedAtOnceUnderBinpackDoNotCollideOnTheFullestNode) 
   RecordProperty("failed_binds", std::to_string(failed));
   RecordProperty("pods_per_second", std::to_string(boundCount / seconds));
   std::this_thread::sleep_for(2s);
-  EXPECT_EQ(boundPods(), boundCount);
+  EXPECT_EQ(boundPodCount(), boundCount);
   EXPECT_LT(failed, 0.01 * podCount);
   EXPECT_EQ(invariantViolations(), "");
-
-  for (int i = 0; i < podCount; ++i) {
-    const std::string pod = "packed-" + std::to_string(i);
-    if (nodeOf(pod).empty()) {
-      deletePodNow(*api_, ns_, pod);
-    }
-  }
+  deleteUnboundPods("packed", podCount);
 }
 
 TEST_F(ExtenderTest, BindRecoversFromAnInjectedWriteConflict) {
