@@ -1,9 +1,5 @@
 #include "e2e_fixture.h"
 
-#include <sys/wait.h>
-
-#include <cstdio>
-
 #include "common/api_error.h"
 #include "common/resource.h"
 
@@ -118,23 +114,6 @@ std::vector<std::string> E2eTest::eventMessages(const std::string& pod, const st
     }
   }
   return out;
-}
-
-int E2eTest::checkInvariants(std::string* out) {
-  std::string cmd =
-      env_->binary("tools/ker-check-invariants") + " --kubeconfig=" + env_->kubeconfig() + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    return -1;
-  }
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) {
-    out->append(buf, n);
-  }
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds) {

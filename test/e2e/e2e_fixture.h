@@ -53,8 +53,6 @@ class E2eTest : public ::testing::Test {
   std::string logs(const std::string& name);
   // The messages of the pod's events with this reason.
   std::vector<std::string> eventMessages(const std::string& pod, const std::string& reason);
-  // Runs ker-check-invariants against the cluster; its output in *out.
-  int checkInvariants(std::string* out);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
 
   TestEnv* env_ = nullptr;

@@ -153,18 +153,7 @@ void ExtenderSuite::deleteUnboundPods(const std::string& prefix, int count) {
 }
 
 std::string ExtenderSuite::invariantViolations() {
-  std::string out;
-  FILE* p = popen(
-      (env_->binary("tools/ker-check-invariants") + " --kubeconfig " + env_->kubeconfig() + " 2>&1")
-          .c_str(),
-      "r");
-  char buf[4096];
-  size_t n;
-  while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) {
-    out.append(buf, n);
-  }
-  int status = p == nullptr ? -1 : pclose(p);
-  return status == 0 ? std::string() : out;
+  return env_->invariantViolations();
 }
 
 std::string ExtenderSuite::extenderMetrics() {

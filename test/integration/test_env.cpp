@@ -109,6 +109,14 @@ int TestEnv::launch(const std::string& subcommand, const std::string& args) cons
   return rc;
 }
 
+std::string TestEnv::invariantViolations() const {
+  std::string out;
+  int rc = runShell(shellQuote(binary("tools/ker-check-invariants")) + " --kubeconfig " +
+                        shellQuote(kubeconfig()),
+                    &out);
+  return rc == 0 ? std::string() : out.empty() ? "ker-check-invariants failed" : out;
+}
+
 void TestEnv::ensureCrds() {
   if (crdsReady_) {
     return;

@@ -40,6 +40,8 @@ class TestEnv {
   int kubectl(const std::string& args, std::string* out = nullptr) const;
   // Runs test/controlplane/launch.sh SUBCOMMAND DIR ARGS.
   int launch(const std::string& subcommand, const std::string& args = {}) const;
+  // Runs ker-check-invariants over the whole cluster; returns its output, empty when clean.
+  std::string invariantViolations() const;
 
   // Applies crds/ once and waits for both CRDs to be Established.
   void ensureCrds();
