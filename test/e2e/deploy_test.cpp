@@ -9,25 +9,12 @@
 namespace ker::e2e {
 namespace {
 
-class DeployTest : public E2eTest {
- protected:
-  json kubectlJson(const std::string& args) {
-    std::string out;
-    EXPECT_EQ(env_->kubectl(args + " -o json", &out), 0) << out;
-    return json::parse(out, nullptr, false);
-  }
-};
+using DeployTest = E2eTest;
 
 TEST_F(DeployTest, BothComponentsRunAsPodsFromTheProjectImage) {
   for (const std::string name : {"extended-resource-scheduler", "extended-resource-controller"}) {
     json d;
-    ASSERT_TRUE(eventually(
-        [&] {
-          d = kubectlJson("get deployment -n kube-system " + name);
-          return !d.is_discarded() && d.value("/status/readyReplicas"_json_pointer, 0) ==
-                                          d.value("/spec/replicas"_json_pointer, -1);
-        },
-        120s))
+    ASSERT_TRUE(eventually([&] { return deploymentReady(name, &d); }, 120s))
         << name << " never had all replicas ready: " << d.dump();
     json pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + name);
     ASSERT_FALSE(pods.is_discarded());

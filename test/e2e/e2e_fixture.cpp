@@ -127,4 +127,22 @@ void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePer
   }
 }
 
+json E2eTest::kubectlJson(const std::string& args) {
+  std::string out;
+  if (env_->kubectl(args + " -o json", &out) != 0) {
+    return json::parse("", nullptr, false);
+  }
+  return json::parse(out, nullptr, false);
+}
+
+bool E2eTest::deploymentReady(const std::string& name, json* seen) {
+  json d = kubectlJson("get deployment -n kube-system " + name);
+  const bool ready = !d.is_discarded() && d.value("/status/readyReplicas"_json_pointer, 0) ==
+                                              d.value("/spec/replicas"_json_pointer, -1);
+  if (seen != nullptr) {
+    *seen = std::move(d);
+  }
+  return ready;
+}
+
 }  // namespace ker::e2e

@@ -54,6 +54,10 @@ class E2eTest : public ::testing::Test {
   // The messages of the pod's events with this reason.
   std::vector<std::string> eventMessages(const std::string& pod, const std::string& reason);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
+  // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
+  json kubectlJson(const std::string& args);
+  // Whether the kube-system Deployment has every replica ready; the object in *seen.
+  bool deploymentReady(const std::string& name, json* seen = nullptr);
 
   TestEnv* env_ = nullptr;
   KubeClient* api_ = nullptr;

@@ -33,16 +33,6 @@ class ResilienceTest : public E2eTest {
   void killPod(const std::string& name) {
     api_->remove(resources::kPods, "kube-system", name, DeleteOptions{.gracePeriodSeconds = 0});
   }
-
-  bool deploymentReady(const std::string& name) {
-    std::string out;
-    if (env_->kubectl("get deployment -n kube-system " + name + " -o json", &out) != 0) {
-      return false;
-    }
-    json d = json::parse(out, nullptr, false);
-    return !d.is_discarded() && d.value("/status/readyReplicas"_json_pointer, 0) ==
-                                    d.value("/spec/replicas"_json_pointer, -1);
-  }
 };
 
 TEST_F(ResilienceTest, KillingTheExtenderAndControllerLeadersMidRunLosesNothing) {
