@@ -606,4 +606,29 @@ void HttpServer::stop() {
   server_.reset();
 }
 
+std::optional<std::pair<std::string, int>> parseBindAddress(const std::string& address) {
+  if (address.empty() || address == "0") {
+    return std::nullopt;
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size()) {
+    return std::nullopt;
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  for (size_t i = colon + 1; i < address.size(); ++i) {
+    if (address[i] < '0' || address[i] > '9' || port > 65535) {
+      return std::nullopt;
+    }
+    port = port * 10 + (address[i] - '0');
+  }
+  if (port > 65535) {
+    return std::nullopt;
+  }
+  return std::make_pair(host.empty() ? std::string("0.0.0.0") : host, port);
+}
+
 }  // namespace ker

@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/http_message.h"
@@ -23,6 +25,9 @@ class Server;
 }
 
 namespace ker {
+
+// "host:port" or ":port" (any address) split; nullopt when malformed or disabled ("", "0").
+std::optional<std::pair<std::string, int>> parseBindAddress(const std::string& address);
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 

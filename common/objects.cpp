@@ -227,26 +227,6 @@ bool isAlnumLower(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-// RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
-// lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.
-bool isDns1123Subdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  size_t labelStart = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == '.') {
-      if (i == labelStart || !isAlnumLower(s[labelStart]) || !isAlnumLower(s[i - 1])) {
-        return false;
-      }
-      labelStart = i + 1;
-    } else if (!isAlnumLower(s[i]) && s[i] != '-') {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string trim(const std::string& s) {
   const char* ws = " \t\r\n";
   size_t b = s.find_first_not_of(ws);
@@ -315,6 +295,24 @@ json prepareWrite(const RawObject& raw, const ObjectMeta& meta, const char* kind
 }
 
 }  // namespace
+
+bool isDns1123Subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) {
+    return false;
+  }
+  size_t labelStart = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == '.') {
+      if (i == labelStart || !isAlnumLower(s[labelStart]) || !isAlnumLower(s[i - 1])) {
+        return false;
+      }
+      labelStart = i + 1;
+    } else if (!isAlnumLower(s[i]) && s[i] != '-') {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::string objectKey(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;

@@ -158,6 +158,10 @@ struct Node {
   static Node fromJson(const nlohmann::json& obj);
 };
 
+// RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
+// lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.
+bool isDns1123Subdomain(const std::string& s);
+
 // Parses the claims annotation value ("a, b,c"); throws std::invalid_argument on a name that
 // is not a valid DNS-1123 subdomain.
 std::vector<std::string> parseClaimsAnnotation(const std::string& value);

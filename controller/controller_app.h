@@ -22,9 +22,6 @@ struct ControllerAppConfig {
   std::string metricsBindAddress = ":8080";
 };
 
-// "host:port" or ":port" (any address) split; nullopt when malformed or disabled ("", "0").
-std::optional<std::pair<std::string, int>> parseBindAddress(const std::string& address);
-
 // The running controller: informers on pods, claims and devices; leader election; the
 // reconcile loop, started once this process leads and the caches have synced; events; and the
 // health and metrics endpoints. When leadership, once held, is lost, writes stop at once and

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "common/flags.h"
+#include "common/http_server.h"
 #include "common/kube_client.h"
 #include "common/logging.h"
 #include "common/signals.h"

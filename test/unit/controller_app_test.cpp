@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/api_error.h"
+#include "common/http_server.h"
 #include "fake_api_client.h"
 
 namespace ker {

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "agent/runtime_connection.h"
+#include "common/api_client.h"
+
+namespace ker::agent {
+
+struct AgentAppConfig {
+  std::string node;      // this node's name
+  std::string nodeFile;  // the node configuration file
+  std::string hostRoot;  // prefix of host paths (device nodes, mount sources)
+  RuntimeConnection::Options runtime;
+  // How often the node file is read again and the devices' health checked.
+  std::chrono::milliseconds syncPeriod{std::chrono::seconds(5)};
+  // "host:port" or ":port" for /healthz, /readyz and /metrics; "" or "0" serves nothing.
+  std::string metricsBindAddress = ":8082";
+};
+
+// The running node agent: watches of this node's devices and of the claims bound on it, the
+// node sync (inventory and health), the runtime connection (injection), events, and the
+// health and metrics endpoints.
+class AgentApp {
+ public:
+  // api: for watches and writes; liveApi: for the live claim reads made while the runtime
+  // waits, so it should have a short request timeout and no retries.
+  AgentApp(ApiClient& api, ApiClient& liveApi, AgentAppConfig config);
+  ~AgentApp();  // stop()
+  AgentApp(const AgentApp&) = delete;
+  AgentApp& operator=(const AgentApp&) = delete;
+
+  // Throws std::runtime_error when the metrics address cannot be bound.
+  void start();
+  // Unregisters from the runtime first (so no answer is cut short), then stops the rest.
+  // Idempotent.
+  void stop();
+  // Ready once the caches have synced and the runtime connection is registered.
+  bool ready() const;
+  int metricsPort() const;  // 0 when not serving
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ker::agent

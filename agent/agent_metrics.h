@@ -1,0 +1,23 @@
+#pragma once
+
+#include "common/metrics.h"
+
+namespace ker::agent {
+
+// The node agent's own series; the registry also carries the HTTP server's and a few read at
+// render time (see AgentApp).
+struct AgentMetrics {
+  explicit AgentMetrics(metrics::Registry& r);
+
+  metrics::CounterFamily& containers;       // {result}: injected, untouched, refused
+  metrics::CounterFamily& refusals;         // {reason}
+  metrics::HistogramFamily& createLatency;  // {result}
+  metrics::CounterFamily& inventoryWrites;  // {op, result}
+  metrics::CounterFamily& healthChanges;    // {to}: unhealthy, healthy, holder_warned
+  metrics::Counter& nodeFileErrors;
+  metrics::Counter& runtimeConnects;
+  metrics::Gauge& runtimeConnected;
+  metrics::Gauge& devices;
+};
+
+}  // namespace ker::agent

@@ -1,0 +1,49 @@
+#include "agent/device_probe.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+namespace ker::agent {
+
+std::optional<DeviceNodeInfo> DeviceProbe::deviceNode(const std::string& path) const {
+  struct stat st {};
+  if (::stat((hostRoot_ + path).c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  DeviceNodeInfo info;
+  if (S_ISCHR(st.st_mode)) {
+    info.type = 'c';
+  } else if (S_ISBLK(st.st_mode)) {
+    info.type = 'b';
+  } else {
+    return std::nullopt;
+  }
+  info.major = major(st.st_rdev);
+  info.minor = minor(st.st_rdev);
+  info.fileMode = st.st_mode & 07777;
+  info.uid = st.st_uid;
+  info.gid = st.st_gid;
+  return info;
+}
+
+HealthObservation DeviceProbe::check(const DeviceSpec& device) const {
+  HealthObservation seen;
+  for (const auto& n : device.deviceNodes) {
+    if (!deviceNode(n.path)) {
+      seen.healthy = false;
+      seen.problem = "device node " + n.path + " is missing";
+      return seen;
+    }
+  }
+  for (const auto& m : device.mounts) {
+    struct stat st {};
+    if (::stat((hostRoot_ + m.hostPath).c_str(), &st) != 0) {
+      seen.healthy = false;
+      seen.problem = "mount source " + m.hostPath + " is missing";
+      return seen;
+    }
+  }
+  return seen;
+}
+
+}  // namespace ker::agent

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "common/objects.h"
+
+// Device health as the agent reports it in the API: the pure decision, given what the agent
+// observed on the host and what the device's status says.
+namespace ker::agent {
+
+// status.reason of a device the agent took out of offer because it is unhealthy. Only a device
+// with this reason is put back to Available by the agent: a Pending set by anyone else is not
+// its to undo.
+inline constexpr const char* kUnhealthyReason = "DeviceUnhealthy";
+
+namespace health_action {
+struct Nothing {};
+// Available (or without a status) and unhealthy: Pending, so the extender stops offering it.
+struct MarkUnhealthy {
+  std::string message;
+};
+// Pending for kUnhealthyReason and healthy again: Available.
+struct MarkHealthy {};
+// Bound and just turned unhealthy: the device stays with its pod (taking it away is the
+// user's call), and its claim and pod get a Warning event.
+struct WarnHolder {
+  std::string message;
+};
+}  // namespace health_action
+
+using HealthAction = std::variant<health_action::Nothing, health_action::MarkUnhealthy,
+                                  health_action::MarkHealthy, health_action::WarnHolder>;
+
+struct HealthObservation {
+  bool healthy = true;
+  std::string problem;  // why not, when unhealthy
+  // The agent's previous observation of this device (true before the first): a Bound
+  // device's holder is warned once per turn to unhealthy, not on every check.
+  bool wasHealthy = true;
+};
+
+HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen);
+
+}  // namespace ker::agent

@@ -1,0 +1,171 @@
+#include "agent/injection.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace ker::agent {
+
+namespace {
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "" : ",") + p;
+  }
+  return out;
+}
+
+Refusal refuse(RefusalReason reason, std::string message) {
+  return Refusal{reason, std::move(message)};
+}
+
+// Empty when the claim is Bound to this pod on this node, else why not.
+std::optional<Refusal> notHeldByPod(const std::string& name, const ExtendedResourceClaim* c,
+                                    const PodIdentity& pod, const std::string& node) {
+  const std::string key = objectKey(pod.ns, name);
+  if (!c) {
+    return refuse(RefusalReason::kClaimNotFound, "claim " + key + " does not exist");
+  }
+  if (!c->statusReadable || c->phase != ClaimPhase::kBound) {
+    return refuse(RefusalReason::kClaimNotBound,
+                  "claim " + key + " is " + toString(c->phase) +
+                      (c->statusReadable ? "" : " with an unreadable status") + ", not Bound");
+  }
+  if (!c->podRef || c->podRef->uid != pod.uid) {
+    return refuse(RefusalReason::kClaimOfOtherPod,
+                  "claim " + key + " is bound to " +
+                      (c->podRef ? "pod " + c->podRef->name + " (uid " + c->podRef->uid + ")"
+                                 : std::string("no pod")) +
+                      ", not to this pod (uid " + pod.uid + ")");
+  }
+  if (c->nodeName != node) {
+    return refuse(RefusalReason::kClaimOfOtherPod,
+                  "claim " + key + " is bound on node " + c->nodeName + ", not on " + node);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* toString(RefusalReason reason) {
+  switch (reason) {
+    case RefusalReason::kInvalidAnnotation:
+      return "InvalidAnnotation";
+    case RefusalReason::kClaimNotFound:
+      return "ClaimNotFound";
+    case RefusalReason::kClaimUnreadable:
+      return "ClaimUnreadable";
+    case RefusalReason::kClaimNotBound:
+      return "ClaimNotBound";
+    case RefusalReason::kClaimOfOtherPod:
+      return "ClaimOfOtherPod";
+    case RefusalReason::kDeviceNotOnNode:
+      return "DeviceNotOnNode";
+    case RefusalReason::kDeviceNodeMissing:
+      return "DeviceNodeMissing";
+  }
+  return "Unknown";
+}
+
+NamedClaims namedClaims(const PodIdentity& pod) {
+  NamedClaims out;
+  auto it = pod.annotations.find(kClaimsAnnotation);
+  if (it == pod.annotations.end()) {
+    return out;
+  }
+  try {
+    out.names = parseClaimsAnnotation(it->second);
+  } catch (const std::invalid_argument& e) {
+    out.invalid = e.what();
+  }
+  return out;
+}
+
+std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
+                                         const NodeFile& inventory) {
+  std::set<std::string> paths;
+  for (const auto* c : claims) {
+    for (const auto& name : c->allocated) {
+      if (const DeviceSpec* d = inventory.find(name)) {
+        for (const auto& n : d->deviceNodes) {
+          paths.insert(n.path);
+        }
+      }
+    }
+  }
+  return {paths.begin(), paths.end()};
+}
+
+Injection decideInjection(const InjectionInput& in) {
+  const PodIdentity& pod = *in.pod;
+  if (!in.named.invalid.empty()) {
+    return refuse(RefusalReason::kInvalidAnnotation,
+                  std::string("annotation ") + kClaimsAnnotation + ": " + in.named.invalid);
+  }
+  if (in.named.names.empty()) {
+    return Untouched{};
+  }
+  Adjustment adj;
+  // rawResourceName -> device IDs, in claim then allocation order.
+  std::map<std::string, std::vector<std::string>> idsByResource;
+  std::map<std::string, std::vector<std::string>> deviceEnv;
+  std::set<std::string> mountTargets;
+  std::set<std::string> devicePaths;
+  for (const auto& name : in.named.names) {
+    if (auto err = in.unreadable.find(name); err != in.unreadable.end()) {
+      return refuse(RefusalReason::kClaimUnreadable,
+                    "claim " + objectKey(pod.ns, name) + " cannot be read: " + err->second);
+    }
+    auto it = in.claims.find(name);
+    const ExtendedResourceClaim* c = it == in.claims.end() ? nullptr : it->second;
+    if (auto why = notHeldByPod(name, c, pod, in.node)) {
+      return *why;
+    }
+    for (const auto& deviceName : c->allocated) {
+      const DeviceSpec* d = in.inventory->find(deviceName);
+      if (!d || d->rawResourceName != c->rawResourceName) {
+        return refuse(RefusalReason::kDeviceNotOnNode,
+                      "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
+                          " is not a " + c->rawResourceName + " device of node " + in.node);
+      }
+      idsByResource[d->rawResourceName].push_back(d->deviceID);
+      for (const auto& [k, v] : d->env) {
+        auto& values = deviceEnv[k];
+        if (std::find(values.begin(), values.end(), v) == values.end()) {
+          values.push_back(v);
+        }
+      }
+      for (const auto& n : d->deviceNodes) {
+        auto info = in.deviceNodes.find(n.path);
+        if (info == in.deviceNodes.end() || !info->second) {
+          return refuse(RefusalReason::kDeviceNodeMissing, "device node " + n.path + " of device " +
+                                                               deviceName + " is missing on node " +
+                                                               in.node);
+        }
+        // A node shared by several devices (a control device) is created once.
+        if (devicePaths.insert(n.path).second) {
+          adj.devices.push_back({n.path, *info->second, n.permissions});
+        }
+      }
+      for (const auto& m : d->mounts) {
+        // Two devices sharing a library folder mount it once.
+        if (mountTargets.insert(m.containerPath).second) {
+          adj.mounts.push_back({m.hostPath, m.containerPath, m.readOnly});
+        }
+      }
+      adj.deviceNames.push_back(deviceName);
+    }
+  }
+  std::map<std::string, std::string> env;
+  for (const auto& [resource, ids] : idsByResource) {
+    env[in.inventory->envNameFor(resource)] = join(ids);
+  }
+  for (const auto& [k, values] : deviceEnv) {
+    env.emplace(k, join(values));
+  }
+  adj.env.assign(env.begin(), env.end());
+  return adj;
+}
+
+}  // namespace ker::agent

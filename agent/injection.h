@@ -1,0 +1,109 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "agent/node_file.h"
+#include "common/objects.h"
+
+// What a container gets: the pure decision behind the agent's answer to the runtime's
+// CreateContainer. No I/O: the caller looks the claims and device nodes up first.
+namespace ker::agent {
+
+// The pod a container belongs to, as the runtime reports it (NRI's PodSandbox): its identity
+// and the annotations it was created with.
+struct PodIdentity {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  std::map<std::string, std::string> annotations;
+};
+
+// The claims a pod names in its claims annotation.
+struct NamedClaims {
+  std::vector<std::string> names;  // empty: the pod names none
+  std::string invalid;             // the annotation does not parse
+};
+NamedClaims namedClaims(const PodIdentity& pod);
+
+// A device node as the host has it (stat of the path).
+struct DeviceNodeInfo {
+  char type = 'c';  // 'c' or 'b'
+  int64_t major = 0;
+  int64_t minor = 0;
+  uint32_t fileMode = 0;  // permission bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+struct ContainerDevice {
+  std::string path;
+  DeviceNodeInfo info;
+  std::string permissions;  // the device cgroup access, some of "rwm"
+};
+
+struct ContainerMount {
+  std::string source;
+  std::string destination;
+  bool readOnly = true;
+};
+
+// The changes the runtime applies to the container.
+struct Adjustment {
+  std::vector<std::pair<std::string, std::string>> env;  // sorted by name
+  std::vector<ContainerDevice> devices;
+  std::vector<ContainerMount> mounts;
+  std::vector<std::string> deviceNames;  // the ExtendedResources injected, for logs
+};
+
+enum class RefusalReason {
+  kInvalidAnnotation,  // the claims annotation does not parse
+  kClaimNotFound,
+  kClaimUnreadable,    // neither the cache nor the API could say
+  kClaimNotBound,      // Pending or Lost, or its status cannot be read
+  kClaimOfOtherPod,    // Bound to another pod (another UID), or on another node
+  kDeviceNotOnNode,    // an allocated device this node's file does not list
+  kDeviceNodeMissing,  // a device node of an allocated device is not on the host
+};
+const char* toString(RefusalReason reason);
+
+struct Refusal {
+  RefusalReason reason;
+  std::string message;
+};
+
+// The pod names no claims: the container is left as it is.
+struct Untouched {};
+
+using Injection = std::variant<Untouched, Refusal, Adjustment>;
+
+struct InjectionInput {
+  const PodIdentity* pod = nullptr;
+  std::string node;
+  NamedClaims named;
+  // Each named claim as the API has it, nullptr when it does not exist.
+  std::map<std::string, const ExtendedResourceClaim*> claims;
+  // Named claims that could not be read, with the error.
+  std::map<std::string, std::string> unreadable;
+  const NodeFile* inventory = nullptr;
+  // Each device node path of the allocated devices, nullopt when it is missing on the host.
+  std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
+};
+
+// A container gets the devices of the claims its pod names only when every one of them is
+// Bound to this pod (its UID) on this node and lists devices this node has; otherwise its
+// creation is refused, so it never starts without its devices or with another pod's. The
+// claims' status is the only source of the allocation: the pod's own annotations say which
+// claims it wants, never which devices it has.
+Injection decideInjection(const InjectionInput& in);
+
+// The device node paths decideInjection will ask about for these claims (those of the
+// allocated devices this node lists), so the caller can stat exactly those.
+std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
+                                         const NodeFile& inventory);
+
+}  // namespace ker::agent

@@ -1,0 +1,131 @@
+#include "agent/injection_plugin.h"
+
+#include <chrono>
+
+#include "common/logging.h"
+
+namespace ker::agent {
+
+namespace {
+
+PodIdentity identityOf(const nri::PodSandbox& pod) {
+  PodIdentity id;
+  id.uid = pod.uid();
+  id.ns = pod.namespace_();
+  id.name = pod.name();
+  id.annotations.insert(pod.annotations().begin(), pod.annotations().end());
+  return id;
+}
+
+const char* resultOf(const Injection& inj) {
+  if (std::holds_alternative<Adjustment>(inj)) {
+    return "injected";
+  }
+  return std::holds_alternative<Refusal>(inj) ? "refused" : "untouched";
+}
+
+}  // namespace
+
+void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
+  for (const auto& [k, v] : adj.env) {
+    auto* kv = out->add_env();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  for (const auto& m : adj.mounts) {
+    auto* mount = out->add_mounts();
+    mount->set_destination(m.destination);
+    mount->set_source(m.source);
+    mount->set_type("bind");
+    mount->add_options("rbind");
+    mount->add_options(m.readOnly ? "ro" : "rw");
+  }
+  for (const auto& d : adj.devices) {
+    auto* dev = out->mutable_linux()->add_devices();
+    dev->set_path(d.path);
+    dev->set_type(std::string(1, d.info.type));
+    dev->set_major(d.info.major);
+    dev->set_minor(d.info.minor);
+    dev->mutable_file_mode()->set_value(d.info.fileMode);
+    dev->mutable_uid()->set_value(d.info.uid);
+    dev->mutable_gid()->set_value(d.info.gid);
+    auto* rule = out->mutable_linux()->mutable_resources()->add_devices();
+    rule->set_allow(true);
+    rule->set_type(std::string(1, d.info.type));
+    rule->mutable_major()->set_value(d.info.major);
+    rule->mutable_minor()->set_value(d.info.minor);
+    rule->set_access(d.permissions);
+  }
+}
+
+nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
+                                       nri::ConfigureResponse* resp) {
+  log::info("registered with the container runtime", {{"runtime", req.runtime_name()},
+                                                      {"version", req.runtime_version()},
+                                                      {"requestTimeoutMs", req.request_timeout()}});
+  resp->set_events(nri::eventBit(nri::CREATE_CONTAINER));
+  return nri::Status::ok();
+}
+
+Injection InjectionPlugin::decide(const PodIdentity& pod) {
+  InjectionInput in;
+  in.pod = &pod;
+  in.node = deps_.node;
+  in.named = namedClaims(pod);
+  if (!in.named.invalid.empty() || in.named.names.empty()) {
+    return decideInjection(in);  // nothing to look up
+  }
+  auto inventory = deps_.inventory();
+  in.inventory = inventory.get();
+  std::vector<std::shared_ptr<const ExtendedResourceClaim>> keep;
+  std::vector<const ExtendedResourceClaim*> found;
+  for (const auto& name : in.named.names) {
+    ClaimSource::Result r = deps_.claims->get(pod.ns, name, pod.uid);
+    if (!r.error.empty()) {
+      in.unreadable[name] = r.error;
+      continue;
+    }
+    in.claims[name] = r.claim.get();
+    if (r.claim) {
+      found.push_back(r.claim.get());
+      keep.push_back(std::move(r.claim));
+    }
+  }
+  for (const auto& path : deviceNodePaths(found, *inventory)) {
+    in.deviceNodes[path] = deps_.probe->deviceNode(path);
+  }
+  return decideInjection(in);
+}
+
+nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& req,
+                                             nri::CreateContainerResponse* resp) {
+  const auto start = std::chrono::steady_clock::now();
+  const PodIdentity pod = identityOf(req.pod());
+  Injection inj = decide(pod);
+  const char* result = resultOf(inj);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  deps_.metrics->containers.labels({result}).inc();
+  deps_.metrics->createLatency.labels({result}).observe(seconds);
+  const std::string podKey = objectKey(pod.ns, pod.name);
+  if (auto* refusal = std::get_if<Refusal>(&inj)) {
+    deps_.metrics->refusals.labels({toString(refusal->reason)}).inc();
+    log::warn("refused container creation", {{"pod", podKey},
+                                             {"podUID", pod.uid},
+                                             {"container", req.container().name()},
+                                             {"reason", toString(refusal->reason)},
+                                             {"message", refusal->message}});
+    return nri::Status::rpcError(nri::RpcCode::kFailedPrecondition,
+                                 "extended-resource-node-agent: " + refusal->message);
+  }
+  if (auto* adj = std::get_if<Adjustment>(&inj)) {
+    toAdjustment(*adj, resp->mutable_adjust());
+    log::info("injected devices", {{"pod", podKey},
+                                   {"podUID", pod.uid},
+                                   {"container", req.container().name()},
+                                   {"devices", adj->deviceNames}});
+  }
+  return nri::Status::ok();
+}
+
+}  // namespace ker::agent

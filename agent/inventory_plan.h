@@ -1,0 +1,57 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/node_file.h"
+#include "common/objects.h"
+
+// Which ExtendedResources the node's file asks for, against those the agent published before:
+// the pure decision behind the inventory sync.
+namespace ker::agent {
+
+// Labels on every ExtendedResource the agent publishes: they are how it finds its own (and only
+// its own) devices again, and how it tells them from devices created by hand.
+inline constexpr const char* kNodeLabel = "extendedresource.io/node";
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "extended-resource-node-agent";
+
+// "extendedresource.io/node=<node>,app.kubernetes.io/managed-by=extended-resource-node-agent".
+std::string managedSelector(const std::string& node);
+
+// The ExtendedResource the agent publishes for device on node: metadata (name and labels) and
+// spec, with nodeAffinity pinned to the node by name. No status: the controller initialises it.
+nlohmann::json desiredObject(const DeviceSpec& device, const std::string& node);
+
+namespace inventory_op {
+struct Create {
+  nlohmann::json object;
+};
+// The published spec differs from the file: replace the spec (metadata.resourceVersion of
+// the object as seen is the precondition).
+struct UpdateSpec {
+  nlohmann::json object;
+};
+// Published before, no longer in the file.
+struct Delete {
+  std::string name;
+  std::string uid;  // precondition: never delete a same-named object created since
+};
+}  // namespace inventory_op
+
+struct InventoryPlan {
+  std::vector<inventory_op::Create> creates;
+  std::vector<inventory_op::UpdateSpec> updates;
+  std::vector<inventory_op::Delete> deletes;
+  bool empty() const { return creates.empty() && updates.empty() && deletes.empty(); }
+};
+
+// published: the ExtendedResources carrying this node's managed labels. Devices the file lists
+// that are not published are created, those that differ in spec are updated (their status is
+// left alone), and published ones the file no longer lists are deleted. Objects being deleted
+// are waited for, never written.
+InventoryPlan planInventory(const NodeFile& file, const std::string& node,
+                            const std::vector<const ExtendedResource*>& published);
+
+}  // namespace ker::agent

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// The node configuration file of extended-resource-node-agent: the devices this node has and
+// what a container needs to use each one. The format is documented in agent/README.md, with a
+// sample in config/node-agent/node-devices.yaml.
+namespace ker::agent {
+
+// A device node the container gets (created in its /dev, allowed by its device cgroup).
+struct DeviceNode {
+  std::string path;                // absolute, under /dev; the same path in the container
+  std::string permissions = "rw";  // cgroup access, some of "rwm"
+  bool operator==(const DeviceNode&) const = default;
+};
+
+// A bind mount from the host into the container.
+struct DeviceMount {
+  std::string hostPath;
+  std::string containerPath;
+  bool readOnly = true;
+  bool operator==(const DeviceMount&) const = default;
+};
+
+struct DeviceSpec {
+  std::string name;  // the ExtendedResource's name
+  std::string rawResourceName;
+  std::string deviceID;
+  std::map<std::string, std::string> properties;
+  std::vector<DeviceNode> deviceNodes;
+  std::map<std::string, std::string> env;
+  std::vector<DeviceMount> mounts;
+  bool operator==(const DeviceSpec&) const = default;
+};
+
+struct NodeFile {
+  std::vector<DeviceSpec> devices;  // in file order; names unique
+  // rawResourceName -> the environment variable that lists a container's device IDs of that
+  // resource; resources not named here use defaultEnvName().
+  std::map<std::string, std::string> envNames;
+
+  const DeviceSpec* find(std::string_view name) const;
+  // The variable that carries the allocated device IDs of rawResourceName in a container.
+  std::string envNameFor(const std::string& rawResourceName) const;
+  bool operator==(const NodeFile&) const = default;
+};
+
+// "EXTENDED_RESOURCE_" and the resource name upper-cased with every character that is not a
+// letter or digit as '_': nvidia.com/gpu -> EXTENDED_RESOURCE_NVIDIA_COM_GPU.
+std::string defaultEnvName(std::string_view rawResourceName);
+
+// Parses and validates the file's text. Throws std::invalid_argument naming the offending
+// field (devices[2].deviceNodes[0].path: ...); nothing of a file that fails is used.
+NodeFile parseNodeFile(const std::string& yamlText);
+
+}  // namespace ker::agent

@@ -1,0 +1,266 @@
+#include "agent/node_sync.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "agent/health.h"
+#include "common/api_error.h"
+#include "common/logging.h"
+#include "common/resource.h"
+
+namespace ker::agent {
+
+namespace {
+
+// The file's text; throws std::runtime_error when it cannot be read or is too large.
+std::string readFile(const std::string& path, size_t maxBytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error("cannot open " + path);
+  }
+  std::string text;
+  text.resize(maxBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) {
+    throw std::runtime_error("cannot read " + path);
+  }
+  if (text.size() > maxBytes) {
+    throw std::runtime_error(path + " is larger than " + std::to_string(maxBytes) + " bytes");
+  }
+  return text;
+}
+
+}  // namespace
+
+NodeSync::NodeSync(Options options, ApiClient& api, const Informer<ExtendedResource>& devices,
+                   const Informer<ExtendedResourceClaim>& claims, const DeviceProbe& probe,
+                   EventRecorder& events, AgentMetrics& metrics)
+    : options_(std::move(options)),
+      api_(api),
+      devices_(devices),
+      claims_(claims),
+      probe_(probe),
+      events_(events),
+      metrics_(metrics),
+      inventory_(std::make_shared<const NodeFile>()) {}
+
+NodeSync::~NodeSync() {
+  stop();
+}
+
+void NodeSync::start() {
+  reloadFile();
+  thread_ = std::thread([this] { run(); });
+}
+
+void NodeSync::stop() {
+  {
+    std::lock_guard lock(wakeMu_);
+    stopping_ = true;
+  }
+  wakeCv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void NodeSync::wake() {
+  {
+    std::lock_guard lock(wakeMu_);
+    woken_ = true;
+  }
+  wakeCv_.notify_all();
+}
+
+std::shared_ptr<const NodeFile> NodeSync::inventory() const {
+  std::lock_guard lock(inventoryMu_);
+  return inventory_;
+}
+
+void NodeSync::run() {
+  while (true) {
+    {
+      std::unique_lock lock(wakeMu_);
+      wakeCv_.wait_for(lock, options_.period, [this] { return woken_ || stopping_; });
+      if (stopping_) {
+        return;
+      }
+      woken_ = false;
+    }
+    try {
+      syncOnce();
+    } catch (const std::exception& e) {
+      log::error("node sync failed", {{"error", e.what()}});
+    }
+  }
+}
+
+void NodeSync::syncOnce() {
+  reloadFile();
+  if (!devices_.hasSynced()) {
+    return;  // planning against a partial cache would create what exists
+  }
+  auto file = inventory();
+  std::vector<const ExtendedResource*> published;
+  auto cached = devices_.list();
+  for (const auto& d : cached) {
+    published.push_back(d.get());
+  }
+  applyInventory(planInventory(*file, options_.node, published));
+  if (claims_.hasSynced()) {
+    checkHealth(*file);
+  }
+}
+
+void NodeSync::reloadFile() {
+  std::string text;
+  try {
+    text = readFile(options_.nodeFile, options_.maxFileBytes);
+  } catch (const std::exception& e) {
+    if (readError_ != e.what()) {
+      readError_ = e.what();
+      metrics_.nodeFileErrors.inc();
+      log::error("node file unreadable; keeping the devices last read",
+                 {{"file", options_.nodeFile}, {"error", e.what()}});
+    }
+    fileCurrent_ = false;
+    fileText_.reset();  // parse it again once it is back, even unchanged
+    return;
+  }
+  readError_.clear();
+  if (text == fileText_) {
+    return;
+  }
+  fileText_ = text;
+  try {
+    auto parsed = std::make_shared<const NodeFile>(parseNodeFile(text));
+    metrics_.devices.set(static_cast<double>(parsed->devices.size()));
+    {
+      std::lock_guard lock(inventoryMu_);
+      inventory_ = std::move(parsed);
+    }
+    fileCurrent_ = true;
+    log::info("node file loaded",
+              {{"file", options_.nodeFile}, {"devices", inventory()->devices.size()}});
+  } catch (const std::invalid_argument& e) {
+    fileCurrent_ = false;
+    metrics_.nodeFileErrors.inc();
+    log::error("node file invalid; keeping the devices last read",
+               {{"file", options_.nodeFile}, {"error", e.what()}});
+  }
+}
+
+void NodeSync::applyInventory(const InventoryPlan& plan) {
+  auto count = [this](const char* op, const char* result) {
+    metrics_.inventoryWrites.labels({op, result}).inc();
+  };
+  for (const auto& c : plan.creates) {
+    const std::string name = c.object["metadata"]["name"];
+    try {
+      api_.create(resources::kExtendedResources, "", c.object);
+      count("create", "success");
+      conflicts_.erase(name);
+      log::info("published device", {{"device", name}});
+    } catch (const ApiError& e) {
+      if (e.isAlreadyExists()) {
+        // Another object (by hand, or another node's) has the name: never taken over.
+        count("create", "conflict");
+        if (conflicts_.insert(name).second) {
+          log::warn("device name taken by an object this agent does not manage; not published",
+                    {{"device", name}, {"error", e.what()}});
+        }
+      } else {
+        count("create", "error");
+        log::warn("publishing device failed", {{"device", name}, {"error", e.what()}});
+      }
+    }
+  }
+  for (const auto& u : plan.updates) {
+    const std::string name = u.object["metadata"]["name"];
+    try {
+      api_.update(resources::kExtendedResources, "", u.object);
+      count("update", "success");
+      log::info("updated device spec", {{"device", name}});
+    } catch (const ApiError& e) {
+      count("update", e.isConflict() ? "conflict" : "error");
+      log::warn("updating device failed", {{"device", name}, {"error", e.what()}});
+    }
+  }
+  for (const auto& d : plan.deletes) {
+    try {
+      api_.remove(resources::kExtendedResources, "", d.name, {.preconditionUid = d.uid});
+      count("delete", "success");
+      lastHealthy_.erase(d.name);
+      log::info("withdrew device no longer in the node file", {{"device", d.name}});
+    } catch (const ApiError& e) {
+      if (e.isNotFound()) {
+        continue;
+      }
+      count("delete", e.isConflict() ? "conflict" : "error");
+      log::warn("withdrawing device failed", {{"device", d.name}, {"error", e.what()}});
+    }
+  }
+}
+
+void NodeSync::checkHealth(const NodeFile& file) {
+  for (const auto& spec : file.devices) {
+    auto device = devices_.get(spec.name);
+    if (!device) {
+      continue;
+    }
+    HealthObservation seen = probe_.check(spec);
+    auto last = lastHealthy_.find(spec.name);
+    seen.wasHealthy = last == lastHealthy_.end() || last->second;
+    HealthAction action = decideHealth(*device, seen);
+    lastHealthy_[spec.name] = seen.healthy;
+    if (std::holds_alternative<health_action::Nothing>(action)) {
+      continue;
+    }
+    if (auto* warn = std::get_if<health_action::WarnHolder>(&action)) {
+      warnHolder(*device, warn->message);
+      metrics_.healthChanges.labels({"holder_warned"}).inc();
+      continue;
+    }
+    ExtendedResource next = *device;
+    const bool healthy = std::holds_alternative<health_action::MarkHealthy>(action);
+    if (healthy) {
+      next.phase = DevicePhase::kAvailable;
+      next.reason.clear();
+      next.message.clear();
+    } else {
+      next.phase = DevicePhase::kPending;
+      next.reason = kUnhealthyReason;
+      next.message = std::get<health_action::MarkUnhealthy>(action).message;
+    }
+    try {
+      api_.updateStatus(resources::kExtendedResources, "", next.toJson());
+      metrics_.healthChanges.labels({healthy ? "healthy" : "unhealthy"}).inc();
+      log::info(healthy ? "device healthy again: offered" : "device unhealthy: not offered",
+                {{"device", spec.name}, {"message", next.message}});
+    } catch (const ApiError& e) {
+      // A conflict is a bind or another write in between: the next sync decides again.
+      lastHealthy_.erase(spec.name);
+      log::warn("writing device health failed", {{"device", spec.name}, {"error", e.what()}});
+    }
+  }
+}
+
+void NodeSync::warnHolder(const ExtendedResource& device, const std::string& message) {
+  if (!device.claimRef) {
+    return;
+  }
+  const ClaimRef& ref = *device.claimRef;
+  events_.record({kApiVersion, "ExtendedResourceClaim", ref.ns, ref.name, ref.uid},
+                 EventType::kWarning, "DeviceUnhealthy", message);
+  auto claim = claims_.get(objectKey(ref.ns, ref.name));
+  if (claim && claim->podRef) {
+    events_.record({"v1", "Pod", ref.ns, claim->podRef->name, claim->podRef->uid},
+                   EventType::kWarning, "DeviceUnhealthy", message);
+  }
+  log::warn(
+      "allocated device unhealthy; holder warned",
+      {{"device", device.meta.name}, {"claim", objectKey(ref.ns, ref.name)}, {"message", message}});
+}
+
+}  // namespace ker::agent

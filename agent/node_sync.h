@@ -1,0 +1,89 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "agent/device_probe.h"
+#include "agent/inventory_plan.h"
+#include "agent/node_file.h"
+#include "common/api_client.h"
+#include "common/event_recorder.h"
+#include "common/informer.h"
+
+namespace ker::agent {
+
+// Keeps the API in step with the node: reads the node file (again whenever it changes),
+// publishes its devices as ExtendedResources (planInventory), and reports their health
+// (decideHealth). One thread, woken by a timer or by a change to this node's devices.
+class NodeSync {
+ public:
+  struct Options {
+    std::string node;
+    std::string nodeFile;
+    std::chrono::milliseconds period{std::chrono::seconds(5)};
+    size_t maxFileBytes = size_t{1} << 20;
+  };
+  // devices: the ExtendedResources with managedSelector(node); claims: those bound on this
+  // node (for the holder of an unhealthy device).
+  NodeSync(Options options, ApiClient& api, const Informer<ExtendedResource>& devices,
+           const Informer<ExtendedResourceClaim>& claims, const DeviceProbe& probe,
+           EventRecorder& events, AgentMetrics& metrics);
+  ~NodeSync();  // stop()
+  NodeSync(const NodeSync&) = delete;
+  NodeSync& operator=(const NodeSync&) = delete;
+
+  // Reads the file once before returning (so injection has an inventory from the start), then
+  // syncs in the background.
+  void start();
+  void stop();
+  // Sync soon (a device changed in the API).
+  void wake();
+
+  // The last node file that parsed; an empty one before any did.
+  std::shared_ptr<const NodeFile> inventory() const;
+  // Whether the file in force is the one on disk (false while the file on disk is invalid).
+  bool fileCurrent() const { return fileCurrent_.load(); }
+
+ private:
+  void run();
+  void syncOnce();
+  void reloadFile();
+  void applyInventory(const InventoryPlan& plan);
+  void checkHealth(const NodeFile& file);
+  void warnHolder(const ExtendedResource& device, const std::string& message);
+
+  const Options options_;
+  ApiClient& api_;
+  const Informer<ExtendedResource>& devices_;
+  const Informer<ExtendedResourceClaim>& claims_;
+  const DeviceProbe& probe_;
+  EventRecorder& events_;
+  AgentMetrics& metrics_;
+  std::atomic<bool> fileCurrent_{false};
+
+  mutable std::mutex inventoryMu_;
+  std::shared_ptr<const NodeFile> inventory_;  // guarded by inventoryMu_
+
+  std::mutex wakeMu_;
+  std::condition_variable wakeCv_;
+  bool woken_ = false;     // guarded by wakeMu_
+  bool stopping_ = false;  // guarded by wakeMu_
+
+  // Used by the sync thread only.
+  std::optional<std::string> fileText_;  // the text last read, valid or not
+  std::string readError_;  // why the file could not be read last time, if it could not
+  std::map<std::string, bool> lastHealthy_;  // device name -> last observation
+  std::set<std::string> conflicts_;          // names taken by objects the agent does not own
+  std::thread thread_;
+};
+
+}  // namespace ker::agent

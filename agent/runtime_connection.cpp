@@ -1,0 +1,95 @@
+#include "agent/runtime_connection.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/logging.h"
+
+namespace ker::agent {
+
+namespace {
+
+// A connected unix stream socket, or -1 with errno's text in *error.
+int connectUnix(const std::string& path, std::string* error) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    *error = "socket path too long";
+    return -1;
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return -1;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
+  std::string error;
+  int fd = connectUnix(options_.socketPath, &error);
+  if (fd < 0) {
+    return nri::Status::ioError("connect " + options_.socketPath + ": " + error);
+  }
+  nri::PluginDispatcher dispatcher(plugin_);
+  nri::Session session(fd, &dispatcher);
+  nri::Status s = nri::registerPlugin(&session, options_.pluginName, options_.pluginIndex,
+                                      options_.registerTimeout);
+  if (!s.isOk()) {
+    return s;
+  }
+  metrics_->runtimeConnects.inc();
+  metrics_->runtimeConnected.set(1);
+  connected_ = true;
+  log::info("serving the container runtime", {{"socket", options_.socketPath},
+                                              {"plugin", options_.pluginName},
+                                              {"index", options_.pluginIndex}});
+  while (!stop.load()) {
+    s = session.serve(std::chrono::milliseconds(200));
+    if (!s.isOk()) {
+      break;
+    }
+  }
+  connected_ = false;
+  metrics_->runtimeConnected.set(0);
+  return stop.load() ? nri::Status::ok() : s;
+}
+
+void RuntimeConnection::run(const std::atomic<bool>& stop) {
+  auto backoff = options_.minBackoff;
+  while (!stop.load()) {
+    const auto started = std::chrono::steady_clock::now();
+    nri::Status s = serveOnce(stop);
+    if (stop.load()) {
+      break;
+    }
+    // A connection that served for a while was healthy: reconnect quickly after it.
+    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(10)) {
+      backoff = options_.minBackoff;
+    }
+    log::warn(
+        "no connection to the container runtime; retrying",
+        {{"socket", options_.socketPath}, {"error", s.toString()}, {"retryInMs", backoff.count()}});
+    for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop.load();
+         waited += std::chrono::milliseconds(50)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    backoff = std::min(backoff * 2, options_.maxBackoff);
+  }
+}
+
+}  // namespace ker::agent
