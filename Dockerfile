@@ -7,9 +7,9 @@
 # passes local ones made with debootstrap when no registry is reachable).
 ARG BUILD_IMAGE=debian:bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
-# The CMake targets shipped in /usr/local/bin. A new binary (the node agent) is one more name
-# here, plus a COPY of its source folder below if it lives in a new one.
-ARG BINARIES="extended-resource-scheduler extended-resource-controller"
+# The CMake targets shipped in /usr/local/bin. A new binary is one more name here, plus a COPY
+# of its source folder below if it lives in a new one.
+ARG BINARIES="extended-resource-scheduler extended-resource-controller extended-resource-node-agent"
 
 FROM ${BUILD_IMAGE} AS build
 RUN apt-get update -qq \
@@ -27,6 +27,7 @@ COPY common common
 COPY nri nri
 COPY scheduler scheduler
 COPY controller controller
+COPY agent agent
 COPY tools tools
 ARG BINARIES
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKER_BUILD_TESTS=OFF -DKER_WERROR=ON \
@@ -42,7 +43,7 @@ FROM ${RUNTIME_IMAGE}
 # The shared libraries the binaries link (ldd): bookworm's package names.
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      ca-certificates libcurl4 libssl3 libyaml-cpp0.7 libspdlog1.10 libfmt9 libcpp-httplib0.11 \
+      ca-certificates libcurl4 libssl3 libyaml-cpp0.7 libspdlog1.10 libfmt9 libcpp-httplib0.11 libprotobuf32 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 65532 nonroot \

@@ -314,6 +314,29 @@ bool isDns1123Subdomain(const std::string& s) {
   return true;
 }
 
+std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
+                                 const std::string& plugin) {
+  // NRI reads "<key>/pod" before the unscoped "<key>".
+  const std::string scoped = kRequiredPluginsAnnotation;
+  const std::string unscoped = scoped.substr(0, scoped.rfind('/'));
+  auto it = podAnnotations.find(scoped);
+  if (it == podAnnotations.end()) {
+    it = podAnnotations.find(unscoped);
+  }
+  json list = json::array();
+  if (it != podAnnotations.end()) {
+    json parsed = json::parse(it->second, nullptr, false);
+    if (parsed.is_array() &&
+        std::all_of(parsed.begin(), parsed.end(), [](const json& v) { return v.is_string(); })) {
+      list = std::move(parsed);
+    }
+  }
+  if (std::find(list.begin(), list.end(), json(plugin)) == list.end()) {
+    list.push_back(plugin);
+  }
+  return list.dump();
+}
+
 std::string objectKey(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;
 }

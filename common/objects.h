@@ -15,6 +15,10 @@ inline constexpr const char* kVersion = "v1alpha1";
 inline constexpr const char* kApiVersion = "extendedresource.io/v1alpha1";
 inline constexpr const char* kClaimsAnnotation = "extendedresource.io/claims";
 inline constexpr const char* kAllocationAnnotation = "extendedresource.io/allocation";
+// NRI's pod-scoped list of plugins that must have processed each of the pod's containers
+// (checked by the runtime's default validator when it is enabled): the bind names the node
+// agent in it, so a container of a pod given devices never starts while the agent is away.
+inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod";
 
 struct ObjectMeta {
   std::string name;
@@ -157,6 +161,12 @@ struct Node {
   ObjectMeta meta;
   static Node fromJson(const nlohmann::json& obj);
 };
+
+// The required-plugins annotation value for a pod that must be processed by `plugin`: the
+// pod's own list (from kRequiredPluginsAnnotation, else NRI's unscoped key), with plugin added
+// when absent; a list that does not parse as a JSON array of strings is replaced.
+std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
+                                 const std::string& plugin);
 
 // RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
 // lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.

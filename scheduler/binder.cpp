@@ -412,8 +412,13 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
     beforeWrite(attempt);
     stats_.apiWrites++;
     try {
-      api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node,
-                   {{kAllocationAnnotation, allocationAnnotation(annotation)}});
+      std::map<std::string, std::string> annotations{
+          {kAllocationAnnotation, allocationAnnotation(annotation)}};
+      if (!options_.requiredPlugin.empty()) {
+        annotations[kRequiredPluginsAnnotation] =
+            requiredPluginsValue(pod.meta.annotations, options_.requiredPlugin);
+      }
+      api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node, annotations);
     } catch (const ApiError& e) {
       // A Binding whose reply was lost (timeout, dropped connection) may have been applied;
       // undoing the allocation of a bound pod would be far worse than a failed bind.

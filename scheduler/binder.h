@@ -35,6 +35,9 @@ struct BinderOptions {
   // controller, whose orphan grace ran out, repaired what it had half written: keep it well
   // below that grace (a write the API server received just before the cut may still land).
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
+  // The node agent's NRI plugin name, added to the pod's required-plugins annotation by the
+  // Binding; empty adds nothing (nodes without the agent).
+  std::string requiredPlugin = "extended-resource-node-agent";
   SteadyClock clock = std::chrono::steady_clock::now;
 };
 

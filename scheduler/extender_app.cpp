@@ -60,7 +60,7 @@ struct ExtenderApp::Impl {
                  }
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                },
-               {.deadline = config.bindDeadline}),
+               {.deadline = config.bindDeadline, .requiredPlugin = config.requiredPlugin}),
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),

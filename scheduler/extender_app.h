@@ -24,6 +24,7 @@ struct ExtenderConfig {
   ScoringStrategy scoring = ScoringStrategy::kBinpack;
   size_t maxBodyBytes = size_t{64} << 20;
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
+  std::string requiredPlugin = "extended-resource-node-agent";       // see BinderOptions
   size_t threads = 16;
 };
 

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
       flags.addDuration("bind-deadline", std::chrono::seconds(30),
                         "a bind starts no write after this, and calls in flight are cut off; "
                         "keep it below the controller's --device-orphan-grace-period (45s)");
+  auto* requiredPlugin = flags.addString(
+      "node-agent-plugin", "extended-resource-node-agent",
+      "the node agent's NRI plugin name, added to each bound pod's required-plugins annotation "
+      "so its containers are refused while the agent is away (\"\": nodes without the agent)");
   auto* logFormat = flags.addString("log-format", "text", "text or json");
   auto* verbosity = flags.addInt("v", 0, "log verbosity");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
         *scoring == "spread" ? ker::ScoringStrategy::kSpread : ker::ScoringStrategy::kBinpack;
     config.maxBodyBytes = static_cast<size_t>(*maxBody);
     config.bindDeadline = *bindDeadline;
+    config.requiredPlugin = *requiredPlugin;
     ker::ExtenderApp app(api, config);
     app.start();
     int sig = ker::waitForTerminationSignal();

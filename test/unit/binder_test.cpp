@@ -126,9 +126,30 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
   EXPECT_EQ(allocation["c"][0]["name"], c.allocated[0]);
   EXPECT_EQ(allocation["c"][0]["deviceID"], c.allocated[0] + "-id");
   EXPECT_EQ(allocation["c"][0]["rawResourceName"], "nvidia.com/gpu");
+  // The node agent must process the pod's containers: the runtime refuses them without it.
+  EXPECT_EQ(bindings[0].annotations.at(kRequiredPluginsAnnotation),
+            R"(["extended-resource-node-agent"])");
   // One write per device, one per claim, one Binding.
   EXPECT_EQ(writes(), 3);
   EXPECT_EQ(binder_.stats().apiWrites.load(), 3u);
+}
+
+TEST_F(BinderTest, TheBindingKeepsThePodsOwnRequiredPlugins) {
+  json pod = podJson("q", "c");
+  pod["metadata"]["annotations"][kRequiredPluginsAnnotation] = R"(["other-plugin"])";
+  api_.seed(resources::kPods, pod);
+  ASSERT_EQ(binder_.bind(args("q")), "");
+  EXPECT_EQ(api_.bindings().at(0).annotations.at(kRequiredPluginsAnnotation),
+            R"(["other-plugin","extended-resource-node-agent"])");
+}
+
+TEST_F(BinderTest, NoRequiredPluginIsNamedForNodesWithoutTheAgent) {
+  Binder binder{api_,
+                index_,
+                [](const std::string&) { return std::map<std::string, std::string>{}; },
+                {.requiredPlugin = ""}};
+  ASSERT_EQ(binder.bind(args()), "");
+  EXPECT_EQ(api_.bindings().at(0).annotations.count(kRequiredPluginsAnnotation), 0u);
 }
 
 TEST_F(BinderTest, ADeviceTakenBehindAStaleCacheIsRedecidedNotOverwritten) {

@@ -55,7 +55,12 @@ state = "$n/containerd/state"
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
 
-  # NRI stays enabled at its default socket ($NRI_SOCKET).
+  # NRI stays enabled at its default socket ($NRI_SOCKET). The default validator refuses a
+  # container whose pod names a plugin in its required-plugins annotation while that plugin is
+  # not registered: a pod given devices by the node agent never starts without the agent.
+  [plugins.'io.containerd.nri.v1.nri']
+    [plugins.'io.containerd.nri.v1.nri'.default_validator]
+      enable = true
 EOF
 }
 

@@ -1,0 +1,204 @@
+#include <gtest/gtest.h>
+
+#include "agent/injection.h"
+
+namespace ker::agent {
+namespace {
+
+class InjectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pod.uid = "uid-p";
+    pod.ns = "ns";
+    pod.name = "p";
+    pod.annotations[kClaimsAnnotation] = "c1";
+    DeviceSpec gpu0;
+    gpu0.name = "gpu0";
+    gpu0.rawResourceName = "example.com/gpu";
+    gpu0.deviceID = "GPU-0";
+    gpu0.deviceNodes = {{"/dev/gpu0", "rw"}, {"/dev/gpuctl", "rwm"}};
+    gpu0.env = {{"SLOT", "0"}};
+    gpu0.mounts = {{"/opt/lib", "/usr/local/lib/gpu", true}};
+    DeviceSpec gpu1 = gpu0;
+    gpu1.name = "gpu1";
+    gpu1.deviceID = "GPU-1";
+    gpu1.deviceNodes = {{"/dev/gpu1", "rw"}, {"/dev/gpuctl", "rwm"}};
+    gpu1.env = {{"SLOT", "1"}};
+    inventory.devices = {gpu0, gpu1};
+    claims["c1"] = claim("c1", {"gpu0"});
+    nodes["/dev/gpu0"] = DeviceNodeInfo{'c', 195, 0, 0666, 0, 0};
+    nodes["/dev/gpu1"] = DeviceNodeInfo{'c', 195, 1, 0666, 0, 0};
+    nodes["/dev/gpuctl"] = DeviceNodeInfo{'c', 195, 255, 0666, 0, 0};
+  }
+
+  ExtendedResourceClaim claim(const std::string& name, std::vector<std::string> devices) {
+    ExtendedResourceClaim c;
+    c.meta.ns = "ns";
+    c.meta.name = name;
+    c.rawResourceName = "example.com/gpu";
+    c.phase = ClaimPhase::kBound;
+    c.phaseWritten = true;
+    c.allocated = std::move(devices);
+    c.nodeName = "node-1";
+    c.podRef = PodRef{"p", "uid-p"};
+    return c;
+  }
+
+  Injection decide() {
+    InjectionInput in;
+    in.pod = &pod;
+    in.node = "node-1";
+    in.named = namedClaims(pod);
+    for (const auto& name : in.named.names) {
+      auto it = claims.find(name);
+      in.claims[name] = it == claims.end() ? nullptr : &it->second;
+    }
+    in.unreadable = unreadable;
+    in.inventory = &inventory;
+    for (const auto& [path, info] : nodes) {
+      in.deviceNodes[path] = info;
+    }
+    for (const auto& path : missing) {
+      in.deviceNodes[path] = std::nullopt;
+    }
+    return decideInjection(in);
+  }
+
+  Refusal refusal() {
+    Injection inj = decide();
+    EXPECT_TRUE(std::holds_alternative<Refusal>(inj));
+    return std::holds_alternative<Refusal>(inj) ? std::get<Refusal>(inj) : Refusal{};
+  }
+
+  PodIdentity pod;
+  NodeFile inventory;
+  std::map<std::string, ExtendedResourceClaim> claims;
+  std::map<std::string, std::string> unreadable;
+  std::map<std::string, DeviceNodeInfo> nodes;
+  std::vector<std::string> missing;
+};
+
+TEST_F(InjectionTest, APodWithoutClaimsIsUntouched) {
+  pod.annotations.clear();
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  pod.annotations[kClaimsAnnotation] = " , ";
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+}
+
+TEST_F(InjectionTest, TheContainerGetsItsDevicesNodesEnvironmentAndMounts) {
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  const Adjustment& a = std::get<Adjustment>(inj);
+  EXPECT_EQ(a.env, (std::vector<std::pair<std::string, std::string>>{
+                       {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU", "GPU-0"}, {"SLOT", "0"}}));
+  ASSERT_EQ(a.devices.size(), 2u);
+  EXPECT_EQ(a.devices[0].path, "/dev/gpu0");
+  EXPECT_EQ(a.devices[0].info.major, 195);
+  EXPECT_EQ(a.devices[0].info.minor, 0);
+  EXPECT_EQ(a.devices[0].permissions, "rw");
+  EXPECT_EQ(a.devices[1].path, "/dev/gpuctl");
+  EXPECT_EQ(a.devices[1].permissions, "rwm");
+  ASSERT_EQ(a.mounts.size(), 1u);
+  EXPECT_EQ(a.mounts[0].destination, "/usr/local/lib/gpu");
+  EXPECT_EQ(a.deviceNames, std::vector<std::string>{"gpu0"});
+}
+
+TEST_F(InjectionTest, SeveralDevicesShareOneVariableAndSharedNodesAndMountsOnce) {
+  claims["c1"] = claim("c1", {"gpu1", "gpu0"});
+  inventory.envNames["example.com/gpu"] = "NVIDIA_VISIBLE_DEVICES";
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  const Adjustment& a = std::get<Adjustment>(inj);
+  EXPECT_EQ(a.env, (std::vector<std::pair<std::string, std::string>>{
+                       {"NVIDIA_VISIBLE_DEVICES", "GPU-1,GPU-0"}, {"SLOT", "1,0"}}));
+  ASSERT_EQ(a.devices.size(), 3u);  // gpu1, gpuctl once, gpu0
+  EXPECT_EQ(a.devices[0].path, "/dev/gpu1");
+  EXPECT_EQ(a.devices[1].path, "/dev/gpuctl");
+  EXPECT_EQ(a.devices[2].path, "/dev/gpu0");
+  EXPECT_EQ(a.mounts.size(), 1u);
+}
+
+TEST_F(InjectionTest, TwoClaimsOfTheSamePodAreBothInjected) {
+  pod.annotations[kClaimsAnnotation] = "c1,c2";
+  claims["c2"] = claim("c2", {"gpu1"});
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  EXPECT_EQ(std::get<Adjustment>(inj).deviceNames, (std::vector<std::string>{"gpu0", "gpu1"}));
+}
+
+TEST_F(InjectionTest, AGarbledAnnotationIsRefused) {
+  pod.annotations[kClaimsAnnotation] = "c1,Not_A_Name";
+  EXPECT_EQ(refusal().reason, RefusalReason::kInvalidAnnotation);
+}
+
+TEST_F(InjectionTest, AMissingOrUnreadableClaimIsRefused) {
+  claims.clear();
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kClaimNotFound);
+  EXPECT_NE(r.message.find("ns/c1"), std::string::npos) << r.message;
+  unreadable["c1"] = "connection refused";
+  r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kClaimUnreadable);
+  EXPECT_NE(r.message.find("connection refused"), std::string::npos) << r.message;
+}
+
+TEST_F(InjectionTest, AClaimNotBoundIsRefused) {
+  claims["c1"].phase = ClaimPhase::kPending;
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimNotBound);
+  claims["c1"].phase = ClaimPhase::kLost;
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimNotBound);
+  claims["c1"].phase = ClaimPhase::kBound;
+  claims["c1"].statusReadable = false;
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimNotBound);
+}
+
+// The forged case: a pod that names another pod's claim (any user can write the annotation).
+TEST_F(InjectionTest, AClaimBoundToAnotherPodOrNodeIsRefused) {
+  claims["c1"].podRef = PodRef{"p", "uid-an-earlier-p"};
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kClaimOfOtherPod);
+  EXPECT_NE(r.message.find("uid-an-earlier-p"), std::string::npos) << r.message;
+  claims["c1"].podRef.reset();
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimOfOtherPod);
+  claims["c1"] = claim("c1", {"gpu0"});
+  claims["c1"].nodeName = "node-2";
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimOfOtherPod);
+}
+
+TEST_F(InjectionTest, ADeviceThisNodeDoesNotListIsRefused) {
+  claims["c1"] = claim("c1", {"gpu9"});
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceNotOnNode);
+  claims["c1"] = claim("c1", {"gpu0"});
+  claims["c1"].rawResourceName = "example.com/other";
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceNotOnNode);
+}
+
+TEST_F(InjectionTest, AMissingDeviceNodeIsRefused) {
+  nodes.erase("/dev/gpu0");
+  missing = {"/dev/gpu0"};
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kDeviceNodeMissing);
+  EXPECT_NE(r.message.find("/dev/gpu0"), std::string::npos) << r.message;
+}
+
+TEST_F(InjectionTest, DeviceNodePathsAreThoseOfTheAllocatedDevices) {
+  ExtendedResourceClaim c = claim("c1", {"gpu1", "gpu9"});
+  EXPECT_EQ(deviceNodePaths({&c}, inventory),
+            (std::vector<std::string>{"/dev/gpu1", "/dev/gpuctl"}));
+}
+
+TEST(RequiredPluginsTest, TheAgentIsAddedToThePodsOwnList) {
+  EXPECT_EQ(requiredPluginsValue({}, "agent"), R"(["agent"])");
+  EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, R"(["a"])"}}, "agent"),
+            R"(["a","agent"])");
+  EXPECT_EQ(requiredPluginsValue({{"required-plugins.noderesource.dev", R"(["b"])"}}, "agent"),
+            R"(["b","agent"])");
+  EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, R"(["agent"])"}}, "agent"),
+            R"(["agent"])");
+  EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, "not json"}}, "agent"),
+            R"(["agent"])");
+  EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, "[1]"}}, "agent"), R"(["agent"])");
+}
+
+}  // namespace
+}  // namespace ker::agent

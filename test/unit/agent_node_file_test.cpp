@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "agent/node_file.h"
+
+namespace ker::agent {
+namespace {
+
+const char* kSample = R"(
+resources:
+  - rawResourceName: nvidia.com/gpu
+    envName: NVIDIA_VISIBLE_DEVICES
+devices:
+  - name: node-1-gpu0
+    rawResourceName: nvidia.com/gpu
+    deviceID: GPU-0
+    properties: {type: k80, memory: 12Gi}
+    deviceNodes:
+      - path: /dev/nvidia0
+      - path: /dev/nvidiactl
+        permissions: rwm
+    env: {GPU_SLOT: "0"}
+    mounts:
+      - hostPath: /usr/lib/nvidia
+        containerPath: /usr/local/nvidia
+  - name: node-1-fpga0
+    rawResourceName: example.com/fpga
+    deviceID: "7"
+    mounts:
+      - hostPath: /opt/fpga
+        containerPath: /opt/fpga
+        readOnly: false
+)";
+
+TEST(NodeFileTest, ParsesEveryField) {
+  NodeFile f = parseNodeFile(kSample);
+  ASSERT_EQ(f.devices.size(), 2u);
+  const DeviceSpec& gpu = f.devices[0];
+  EXPECT_EQ(gpu.name, "node-1-gpu0");
+  EXPECT_EQ(gpu.rawResourceName, "nvidia.com/gpu");
+  EXPECT_EQ(gpu.deviceID, "GPU-0");
+  EXPECT_EQ(gpu.properties,
+            (std::map<std::string, std::string>{{"memory", "12Gi"}, {"type", "k80"}}));
+  ASSERT_EQ(gpu.deviceNodes.size(), 2u);
+  EXPECT_EQ(gpu.deviceNodes[0], (DeviceNode{"/dev/nvidia0", "rw"}));
+  EXPECT_EQ(gpu.deviceNodes[1], (DeviceNode{"/dev/nvidiactl", "rwm"}));
+  EXPECT_EQ(gpu.env.at("GPU_SLOT"), "0");
+  ASSERT_EQ(gpu.mounts.size(), 1u);
+  EXPECT_EQ(gpu.mounts[0], (DeviceMount{"/usr/lib/nvidia", "/usr/local/nvidia", true}));
+  EXPECT_FALSE(f.devices[1].mounts[0].readOnly);
+  EXPECT_EQ(f.devices[1].deviceID, "7");
+  EXPECT_EQ(f.find("node-1-fpga0"), &f.devices[1]);
+  EXPECT_EQ(f.find("missing"), nullptr);
+}
+
+TEST(NodeFileTest, EnvNamesDefaultFromTheResourceName) {
+  NodeFile f = parseNodeFile(kSample);
+  EXPECT_EQ(f.envNameFor("nvidia.com/gpu"), "NVIDIA_VISIBLE_DEVICES");
+  EXPECT_EQ(f.envNameFor("example.com/fpga"), "EXTENDED_RESOURCE_EXAMPLE_COM_FPGA");
+  EXPECT_EQ(defaultEnvName("a-b.c/d_e"), "EXTENDED_RESOURCE_A_B_C_D_E");
+}
+
+TEST(NodeFileTest, AnEmptyFileIsANodeWithoutDevices) {
+  EXPECT_TRUE(parseNodeFile("").devices.empty());
+  EXPECT_TRUE(parseNodeFile("devices: []\n").devices.empty());
+  EXPECT_TRUE(parseNodeFile("# nothing here\n").devices.empty());
+}
+
+std::string errorOf(const std::string& text) {
+  try {
+    parseNodeFile(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string device(const std::string& extra) {
+  return "devices:\n  - name: d0\n    rawResourceName: r\n    deviceID: x\n" + extra;
+}
+
+TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"devices: [", "not valid YAML"},
+      {"- a\n- b\n", "expected a mapping"},
+      {"devcies: []\n", "devcies: unknown field"},
+      {"devices: {a: 1}\n", "devices: expected a list"},
+      {"devices:\n  - rawResourceName: r\n    deviceID: x\n", "devices[0].name: required"},
+      {"devices:\n  - name: Bad_Name\n    rawResourceName: r\n    deviceID: x\n",
+       "devices[0].name: must be a valid object name"},
+      {"devices:\n  - name: d0\n    deviceID: x\n", "devices[0].rawResourceName: required"},
+      {"devices:\n  - name: d0\n    rawResourceName: r\n    deviceID: \"\"\n",
+       "devices[0].deviceID: must not be empty"},
+      {device("  - name: d0\n    rawResourceName: r\n    deviceID: y\n"),
+       "devices[1].name: \"d0\" is listed twice"},
+      {device("    deviceNodes:\n      - path: /tmp/x\n"),
+       "devices[0].deviceNodes[0].path: must be an absolute path under /dev/"},
+      {device("    deviceNodes:\n      - path: /dev/../etc/shadow\n"),
+       "devices[0].deviceNodes[0].path"},
+      {device("    deviceNodes:\n      - path: /dev/x\n        permissions: rwx\n"),
+       "devices[0].deviceNodes[0].permissions"},
+      {device("    deviceNodes:\n      - path: /dev/x\n        permissions: rr\n"),
+       "devices[0].deviceNodes[0].permissions"},
+      {device("    mounts:\n      - hostPath: relative\n        containerPath: /x\n"),
+       "devices[0].mounts[0].hostPath"},
+      {device("    mounts:\n      - hostPath: /x\n        containerPath: /\n"),
+       "devices[0].mounts[0].containerPath"},
+      {device("    mounts:\n      - hostPath: /x\n        containerPath: /y\n        readOnly: "
+              "maybe\n"),
+       "devices[0].mounts[0].readOnly: expected true or false"},
+      {device("    env: {\"1BAD\": x}\n"), "devices[0].env.1BAD: not a valid environment"},
+      {device("    env: {EXTENDED_RESOURCE_R: x}\n"),
+       "devices[0].env.EXTENDED_RESOURCE_R: is the variable that lists the r device IDs"},
+      {device("    properties: {a: [1, 2]}\n"), "devices[0].properties.a: expected a string"},
+      {device("    colour: red\n"), "devices[0].colour: unknown field"},
+      {"resources:\n  - rawResourceName: r\n    envName: A\n  - rawResourceName: r\n    envName: "
+       "B\n",
+       "resources[1].rawResourceName: listed twice"},
+      {"resources:\n  - rawResourceName: r\n    envName: \"A-B\"\n",
+       "resources[0].envName: not a valid environment"},
+  };
+  for (const auto& c : cases) {
+    const std::string err = errorOf(c.text);
+    EXPECT_NE(err.find(c.expected), std::string::npos)
+        << "input:\n"
+        << c.text << "\nerror: " << (err.empty() ? "(none)" : err);
+  }
+}
+
+}  // namespace
+}  // namespace ker::agent
