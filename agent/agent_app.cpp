@@ -33,6 +33,7 @@ struct AgentApp::Impl {
         sync({.node = config.node, .nodeFile = config.nodeFile, .period = config.syncPeriod}, api,
              devices, claims, probe, events, metrics),
         plugin({.node = config.node,
+                .pluginName = config.runtime.pluginName,
                 .claims = &claimSource,
                 .inventory = [this] { return sync.inventory(); },
                 .probe = &probe,

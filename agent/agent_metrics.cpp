@@ -14,12 +14,16 @@ AgentMetrics::AgentMetrics(metrics::Registry& r)
                                 {"result"})),
       inventoryWrites(r.counter("extended_resource_agent_inventory_writes_total",
                                 "ExtendedResource writes from the node file, by op (create, "
-                                "update, delete) and result (success, conflict, error).",
+                                "update, delete) and result (success, exists, conflict, error).",
                                 {"op", "result"})),
       healthChanges(r.counter("extended_resource_agent_health_changes_total",
                               "Health transitions written or reported, by what was done "
                               "(unhealthy, healthy, holder_warned).",
                               {"to"})),
+      evictions(r.counter("extended_resource_agent_evictions_total",
+                          "Containers stopped because they started without the agent (it was "
+                          "away while the runtime created them).")
+                    .get()),
       nodeFileErrors(r.counter("extended_resource_agent_node_file_errors_total",
                                "Reads of the node file that failed (unreadable or invalid); the "
                                "last good file stays in force.")

@@ -97,6 +97,26 @@ std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourc
   return {paths.begin(), paths.end()};
 }
 
+bool startedWithoutDevices(const PodIdentity& pod,
+                           const std::map<std::string, std::string>& containerAnnotations,
+                           const std::string& plugin) {
+  NamedClaims named = namedClaims(pod);
+  if (named.names.empty() && named.invalid.empty()) {
+    return false;
+  }
+  if (containerAnnotations.count(kInjectedAnnotation)) {
+    return false;
+  }
+  // Pods bound before the agent was required (no annotation naming it) are left as they are.
+  auto it = pod.annotations.find(kRequiredPluginsAnnotation);
+  if (it == pod.annotations.end()) {
+    return false;
+  }
+  const nlohmann::json list = nlohmann::json::parse(it->second, nullptr, false);
+  return list.is_array() &&
+         std::find(list.begin(), list.end(), nlohmann::json(plugin)) != list.end();
+}
+
 Injection decideInjection(const InjectionInput& in) {
   const PodIdentity& pod = *in.pod;
   if (!in.named.invalid.empty()) {

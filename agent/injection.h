@@ -101,6 +101,20 @@ struct InjectionInput {
 // claims it wants, never which devices it has.
 Injection decideInjection(const InjectionInput& in);
 
+// Container annotation the agent sets on every container it gave devices (their names,
+// comma-separated): how it recognises, on reconnecting, a container that started without it.
+inline constexpr const char* kInjectedAnnotation = "extendedresource.io/injected-devices";
+
+// A container the runtime created without asking the agent although its pod required it: the
+// pod names claims and lists `plugin` in its required-plugins annotation (the bind put it
+// there), yet the container lacks kInjectedAnnotation. NRI lets such a container through when
+// the agent dies or stalls in the middle of answering for it (the runtime counts the plugin as
+// consulted); the agent stops it once it is back, and the kubelet creates it again through the
+// agent.
+bool startedWithoutDevices(const PodIdentity& pod,
+                           const std::map<std::string, std::string>& containerAnnotations,
+                           const std::string& plugin);
+
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,

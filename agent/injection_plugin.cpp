@@ -27,6 +27,11 @@ const char* resultOf(const Injection& inj) {
 }  // namespace
 
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
+  std::string names;
+  for (const auto& n : adj.deviceNames) {
+    names += (names.empty() ? "" : ",") + n;
+  }
+  (*out->mutable_annotations())[kInjectedAnnotation] = names;
   for (const auto& [k, v] : adj.env) {
     auto* kv = out->add_env();
     kv->set_key(k);
@@ -64,6 +69,33 @@ nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
                                                       {"version", req.runtime_version()},
                                                       {"requestTimeoutMs", req.request_timeout()}});
   resp->set_events(nri::eventBit(nri::CREATE_CONTAINER));
+  return nri::Status::ok();
+}
+
+nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
+                                         nri::SynchronizeResponse*) {
+  std::map<std::string, PodIdentity> pods;
+  for (const auto& p : req.pods()) {
+    pods[p.id()] = identityOf(p);
+  }
+  for (const auto& c : req.containers()) {
+    auto pod = pods.find(c.pod_sandbox_id());
+    if (pod == pods.end() ||
+        (c.state() != nri::CONTAINER_CREATED && c.state() != nri::CONTAINER_RUNNING)) {
+      continue;
+    }
+    std::map<std::string, std::string> annotations(c.annotations().begin(), c.annotations().end());
+    if (startedWithoutDevices(pod->second, annotations, deps_.pluginName)) {
+      const std::string why = "container " + c.name() + " of pod " +
+                              objectKey(pod->second.ns, pod->second.name) +
+                              " started without extended-resource-node-agent";
+      log::warn("container started without its devices; stopping it so it is created again",
+                {{"pod", objectKey(pod->second.ns, pod->second.name)},
+                 {"container", c.name()},
+                 {"containerID", c.id()}});
+      pendingEvictions_.emplace_back(c.id(), why);
+    }
+  }
   return nri::Status::ok();
 }
 
@@ -118,6 +150,14 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
     return nri::Status::rpcError(nri::RpcCode::kFailedPrecondition,
                                  "extended-resource-node-agent: " + refusal->message);
   }
+  // A refusal carries no payload: evictions wait for the next answer that does.
+  for (auto& [id, why] : pendingEvictions_) {
+    auto* e = resp->add_evict();
+    e->set_container_id(id);
+    e->set_reason(why);
+    deps_.metrics->evictions.inc();
+  }
+  pendingEvictions_.clear();
   if (auto* adj = std::get_if<Adjustment>(&inj)) {
     toAdjustment(*adj, resp->mutable_adjust());
     log::info("injected devices", {{"pod", podKey},

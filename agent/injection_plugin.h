@@ -3,6 +3,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/agent_metrics.h"
 #include "agent/claim_source.h"
@@ -20,6 +22,7 @@ class InjectionPlugin : public nri::Plugin {
  public:
   struct Deps {
     std::string node;
+    std::string pluginName;  // as registered, and as the pods' required-plugins lists name it
     ClaimSource* claims = nullptr;
     std::function<std::shared_ptr<const NodeFile>()> inventory;
     const DeviceProbe* probe = nullptr;
@@ -28,6 +31,10 @@ class InjectionPlugin : public nri::Plugin {
   explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
 
   nri::Status configure(const nri::ConfigureRequest& req, nri::ConfigureResponse* resp) override;
+  // Finds containers that started without the agent (startedWithoutDevices); they are stopped
+  // with the answer to the next container creation, the only answer NRI takes evictions in.
+  nri::Status synchronize(const nri::SynchronizeRequest& req,
+                          nri::SynchronizeResponse* resp) override;
   nri::Status createContainer(const nri::CreateContainerRequest& req,
                               nri::CreateContainerResponse* resp) override;
 
@@ -36,6 +43,8 @@ class InjectionPlugin : public nri::Plugin {
 
  private:
   Deps deps_;
+  // Container IDs to stop, and why. Only the session's thread calls the plugin.
+  std::vector<std::pair<std::string, std::string>> pendingEvictions_;
 };
 
 // The NRI form of an Adjustment.

@@ -163,7 +163,9 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
       conflicts_.erase(name);
       log::info("published device", {{"device", name}});
     } catch (const ApiError& e) {
-      if (e.isAlreadyExists()) {
+      if (e.isAlreadyExists() && publishedByThisAgent(name)) {
+        count("create", "exists");  // created by an earlier sync the cache had not shown yet
+      } else if (e.isAlreadyExists()) {
         // Another object (by hand, or another node's) has the name: never taken over.
         count("create", "conflict");
         if (conflicts_.insert(name).second) {
@@ -200,6 +202,18 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
       count("delete", e.isConflict() ? "conflict" : "error");
       log::warn("withdrawing device failed", {{"device", d.name}, {"error", e.what()}});
     }
+  }
+}
+
+bool NodeSync::publishedByThisAgent(const std::string& name) {
+  try {
+    auto er = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+    auto node = er.meta.labels.find(kNodeLabel);
+    auto by = er.meta.labels.find(kManagedByLabel);
+    return node != er.meta.labels.end() && node->second == options_.node &&
+           by != er.meta.labels.end() && by->second == kManagedByValue;
+  } catch (const ApiError&) {
+    return false;
   }
 }
 

@@ -58,6 +58,8 @@ class NodeSync {
   void syncOnce();
   void reloadFile();
   void applyInventory(const InventoryPlan& plan);
+  // Whether the object named so carries this agent's labels (read live).
+  bool publishedByThisAgent(const std::string& name);
   void checkHealth(const NodeFile& file);
   void warnHolder(const ExtendedResource& device, const std::string& message);
 

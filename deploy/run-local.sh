@@ -2,10 +2,12 @@
 # `make run`: the whole system on this machine. Starts a control plane (etcd, kube-apiserver,
 # kube-controller-manager) and one real node, node-1 (containerd, kubelet, kube-proxy, on a
 # bridge of its own: see test/controlplane/launch.sh), applies crds/, the RBAC of deploy/ and
-# the samples of config/, runs the extender and the controller on the host with their
+# the sample claim and workload of config/, runs the extender, the controller and node-1's node
+# agent (its node file: config/local/node-1-devices.yaml) on the host with their
 # ServiceAccounts' credentials and kube-scheduler with the extended-resource-scheduler profile,
 # waits until the sample workload's container runs on node-1 with its claim Bound, prints what
-# the container printed, and keeps everything running until Ctrl-C.
+# the container printed (the device the agent gave it), and keeps everything running until
+# Ctrl-C.
 #
 #   deploy/run-local.sh [--in-cluster] [BUILD_DIR]    (default: build; needs root for the node)
 #
@@ -113,6 +115,7 @@ if ! $in_cluster; then
   "$launcher" apply-deploy-rbac "$cp"
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
+  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-node-agent "$run/node-agent.kubeconfig" >/dev/null
 
   extender_port=$(free_port)
   extender_health=$(free_port)
@@ -131,12 +134,33 @@ if ! $in_cluster; then
   children+=($!)
   wait_for 60 "the controller's /healthz" curl -fsS "http://127.0.0.1:$controller_port/healthz"
 
+  # Stand-ins for node-1's device nodes (/dev/null's numbers), seen by the agent as the host's.
+  agent_root="$run/node-agent/host"
+  rm -rf "$run/node-agent"
+  mkdir -p "$agent_root/dev"
+  for dev in nvidia0 nvidia1 nvidiactl; do
+    mknod -m 0666 "$agent_root/dev/$dev" c 1 3
+  done
+  agent_port=$(free_port)
+  log "starting node-1's node agent (log: .run/node-agent.log)"
+  NODE_NAME=node-1 setsid "$build/agent/extended-resource-node-agent" \
+    --kubeconfig "$run/node-agent.kubeconfig" --node-file "$root/config/local/node-1-devices.yaml" \
+    --host-root "$agent_root" --nri-socket "$(sed -n 's/^NRI_SOCKET=//p' "$cp/env")" \
+    --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent.log" 2>&1 &
+  children+=($!)
+  wait_for 60 "the node agent's /readyz" curl -fsS "http://127.0.0.1:$agent_port/readyz"
+
   "$launcher" start-scheduler "$cp" --extender-url "http://127.0.0.1:$extender_port" \
     --node-cache-capable true >/dev/null
 fi
 
-log "applying the samples of config/ (devices on node-1 and node-2; only node-1 exists)"
-kubectl apply -f "$root/config" >/dev/null
+if $in_cluster; then
+  log "node-1's devices: config/local/node-1-devices.yaml for its node agent"
+  # (cluster-up.sh gave the agent an empty node file and stand-in device nodes.)
+  cp "$root/config/local/node-1-devices.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
+fi
+log "applying the sample claim and workload of config/"
+kubectl apply -f "$root/config/k80-erc.yaml" -f "$root/config/k80-workload.yaml" >/dev/null
 
 claim_bound() { [[ "$(kubectl get erc k80-erc -o 'jsonpath={.status.phase}')" == Bound ]]; }
 pod_running() { [[ "$(kubectl get pods -l app=k80-workload -o 'jsonpath={.items[*].status.phase}')" == Running ]]; }
@@ -154,12 +178,12 @@ if $in_cluster; then
   echo
   kubectl get pods -n kube-system -o wide
   running="kube-apiserver, kube-controller-manager, the default kube-scheduler and node-1, whose
-kubelet runs the extended-resource scheduler and controller from deploy/ (kube-system) and the
-sample workload's container"
+kubelet runs the extended-resource scheduler, controller and node agent from deploy/
+(kube-system) and the sample workload's container"
 else
   running="kube-apiserver, kube-controller-manager, kube-scheduler (profile
-extended-resource-scheduler), the extender and the controller, and node-1, whose kubelet runs
-the sample workload's container"
+extended-resource-scheduler), the extender, the controller and node-1's node agent, and node-1,
+whose kubelet runs the sample workload's container"
 fi
 cat <<EOF
 

@@ -55,7 +55,7 @@
 #                              (mounts, netns, veths, iptables chains, sysctls, kubepods cgroups,
 #                              fixed paths they created); the bridge stays until stop
 #   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
-#                              Deployments: apply those yourself when a node runs)
+#                              Deployments and DaemonSet: apply those yourself when a node runs)
 #   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE
 #                              writes a kubeconfig holding a fresh token of that ServiceAccount
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
@@ -798,8 +798,9 @@ cmd_apply_deploy_rbac() {
   set_dir "${1:-}"
   (($# == 1)) || die "usage: apply-deploy-rbac DIR"
   local f
-  for f in "$here/../../deploy/extender.yaml" "$here/../../deploy/deployment.yaml"; do
-    awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: Deployment\n/' "$f" |
+  for f in "$here/../../deploy/extender.yaml" "$here/../../deploy/deployment.yaml" \
+    "$here/../../deploy/node-agent.yaml"; do
+    awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: (Deployment|DaemonSet)\n/' "$f" |
       "$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" apply -f - >/dev/null ||
       die "applying the ServiceAccounts and RBAC of $f failed"
   done

@@ -56,6 +56,7 @@ class InjectionPluginTest : public ::testing::Test {
 
   InjectionPlugin plugin() {
     return InjectionPlugin({.node = "node-1",
+                            .pluginName = "extended-resource-node-agent",
                             .claims = &claims,
                             .inventory = [this] { return inventory; },
                             .probe = &probe,
@@ -114,6 +115,50 @@ TEST_F(InjectionPluginTest, AnAllocatedDeviceBecomesAContainerAdjustment) {
   EXPECT_EQ(adj.mounts(0).source(), "/opt/lib");
   EXPECT_EQ(adj.mounts(0).type(), "bind");
   EXPECT_EQ(metrics.containers.labels({"injected"}).value(), 1);
+}
+
+TEST_F(InjectionPluginTest, TheInjectedContainerIsMarked) {
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(plugin().createContainer(request("c1"), &resp).isOk());
+  EXPECT_EQ(resp.adjust().annotations().at(kInjectedAnnotation), "gpu0");
+}
+
+// A container the runtime created while the agent was away is stopped with the next answer
+// that can carry an eviction (a refusal cannot).
+TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsEvictedWithTheNextAnswer) {
+  InjectionPlugin p = plugin();
+  nri::SynchronizeRequest sync;
+  auto* pod = sync.add_pods();
+  pod->set_id("sandbox-1");
+  pod->set_uid("uid-p");
+  pod->set_namespace_("ns");
+  pod->set_name("p");
+  (*pod->mutable_annotations())[kClaimsAnnotation] = "c1";
+  (*pod->mutable_annotations())[kRequiredPluginsAnnotation] = R"(["extended-resource-node-agent"])";
+  auto* slipped = sync.add_containers();
+  slipped->set_id("ctr-slipped");
+  slipped->set_pod_sandbox_id("sandbox-1");
+  slipped->set_state(nri::CONTAINER_RUNNING);
+  auto* fine = sync.add_containers();
+  fine->set_id("ctr-fine");
+  fine->set_pod_sandbox_id("sandbox-1");
+  fine->set_state(nri::CONTAINER_RUNNING);
+  (*fine->mutable_annotations())[kInjectedAnnotation] = "gpu0";
+  nri::SynchronizeResponse syncResp;
+  ASSERT_TRUE(p.synchronize(sync, &syncResp).isOk());
+
+  claims.claims["ns/c1"].podRef = PodRef{"other", "uid-other"};
+  nri::CreateContainerResponse refused;
+  EXPECT_FALSE(p.createContainer(request("c1"), &refused).isOk());
+  claims.claims["ns/c1"].podRef = PodRef{"p", "uid-p"};
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(p.createContainer(request(""), &resp).isOk());
+  ASSERT_EQ(resp.evict_size(), 1);
+  EXPECT_EQ(resp.evict(0).container_id(), "ctr-slipped");
+  nri::CreateContainerResponse later;
+  ASSERT_TRUE(p.createContainer(request(""), &later).isOk());
+  EXPECT_EQ(later.evict_size(), 0);
+  EXPECT_EQ(metrics.evictions.value(), 1);
 }
 
 TEST_F(InjectionPluginTest, APodWithoutClaimsIsAnsweredWithoutLookups) {

@@ -187,6 +187,24 @@ TEST_F(InjectionTest, DeviceNodePathsAreThoseOfTheAllocatedDevices) {
             (std::vector<std::string>{"/dev/gpu1", "/dev/gpuctl"}));
 }
 
+TEST(StartedWithoutDevicesTest, OnlyContainersOfPodsThatRequiredTheAgentAndLackItsMark) {
+  PodIdentity pod;
+  pod.annotations[kClaimsAnnotation] = "c1";
+  pod.annotations[kRequiredPluginsAnnotation] = R"(["other", "agent"])";
+  EXPECT_TRUE(startedWithoutDevices(pod, {}, "agent"));
+  EXPECT_FALSE(startedWithoutDevices(pod, {{kInjectedAnnotation, "gpu0"}}, "agent"));
+  // Bound before the agent was required: left alone.
+  PodIdentity older = pod;
+  older.annotations.erase(kRequiredPluginsAnnotation);
+  EXPECT_FALSE(startedWithoutDevices(older, {}, "agent"));
+  older.annotations[kRequiredPluginsAnnotation] = R"(["other"])";
+  EXPECT_FALSE(startedWithoutDevices(older, {}, "agent"));
+  // A pod that names no claims never needed the agent.
+  PodIdentity plain;
+  plain.annotations[kRequiredPluginsAnnotation] = R"(["agent"])";
+  EXPECT_FALSE(startedWithoutDevices(plain, {}, "agent"));
+}
+
 TEST(RequiredPluginsTest, TheAgentIsAddedToThePodsOwnList) {
   EXPECT_EQ(requiredPluginsValue({}, "agent"), R"(["agent"])");
   EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, R"(["a"])"}}, "agent"),
