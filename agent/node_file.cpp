@@ -6,75 +6,65 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/field_path.h"
 #include "common/objects.h"
 
 namespace ker::agent {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  throw std::invalid_argument(path + ": " + why);
-}
-
-std::string child(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-std::string index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
 // Unknown keys are errors: a misspelt field would otherwise be dropped without a word.
 void onlyKeys(const YAML::Node& map, const std::string& path, const std::set<std::string>& known) {
   for (const auto& kv : map) {
     const std::string key = kv.first.as<std::string>();
     if (!known.count(key)) {
-      fail(child(path, key), "unknown field");
+      failAt(childPath(path, key), "unknown field");
     }
   }
 }
 
+// parent[key], or a null node when it is absent or null (an error when required).
+YAML::Node member(const YAML::Node& parent, const char* key, const std::string& path,
+                  bool required) {
+  YAML::Node n = parent[key];
+  if (n && !n.IsNull()) {
+    return n;
+  }
+  if (required) {
+    failAt(childPath(path, key), "required");
+  }
+  return {};
+}
+
 YAML::Node mapAt(const YAML::Node& parent, const char* key, const std::string& path,
                  bool required) {
-  YAML::Node n = parent[key];
-  if (!n || n.IsNull()) {
-    if (required) {
-      fail(child(path, key), "required");
-    }
-    return {};
-  }
-  if (!n.IsMap()) {
-    fail(child(path, key), "expected a mapping");
+  YAML::Node n = member(parent, key, path, required);
+  if (!n.IsNull() && !n.IsMap()) {
+    failAt(childPath(path, key), "expected a mapping");
   }
   return n;
 }
 
 YAML::Node listAt(const YAML::Node& parent, const char* key, const std::string& path) {
-  YAML::Node n = parent[key];
-  if (!n || n.IsNull()) {
-    return {};
-  }
-  if (!n.IsSequence()) {
-    fail(child(path, key), "expected a list");
+  YAML::Node n = member(parent, key, path, false);
+  if (!n.IsNull() && !n.IsSequence()) {
+    failAt(childPath(path, key), "expected a list");
   }
   return n;
 }
 
 std::string scalarAt(const YAML::Node& parent, const char* key, const std::string& path,
                      bool required) {
-  YAML::Node n = parent[key];
-  if (!n || n.IsNull()) {
-    if (required) {
-      fail(child(path, key), "required");
-    }
+  YAML::Node n = member(parent, key, path, required);
+  if (n.IsNull()) {
     return {};
   }
   if (!n.IsScalar()) {
-    fail(child(path, key), "expected a string");
+    failAt(childPath(path, key), "expected a string");
   }
   std::string v = n.as<std::string>();
   if (required && v.empty()) {
-    fail(child(path, key), "must not be empty");
+    failAt(childPath(path, key), "must not be empty");
   }
   return v;
 }
@@ -86,7 +76,7 @@ bool boolAt(const YAML::Node& parent, const char* key, const std::string& path, 
   }
   bool v = def;
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-    fail(child(path, key), "expected true or false");
+    failAt(childPath(path, key), "expected true or false");
   }
   return v;
 }
@@ -98,7 +88,7 @@ std::map<std::string, std::string> stringMapAt(const YAML::Node& parent, const c
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
     if (!kv.second.IsScalar()) {
-      fail(child(child(path, key), k), "expected a string");
+      failAt(childPath(childPath(path, key), k), "expected a string");
     }
     out[k] = kv.second.as<std::string>();
   }
@@ -139,13 +129,13 @@ bool isCleanAbsolutePath(std::string_view p) {
 
 DeviceNode parseDeviceNode(const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) {
-    fail(path, "expected a mapping");
+    failAt(path, "expected a mapping");
   }
   onlyKeys(n, path, {"path", "permissions"});
   DeviceNode d;
   d.path = scalarAt(n, "path", path, true);
   if (!isCleanAbsolutePath(d.path) || !d.path.starts_with("/dev/")) {
-    fail(child(path, "path"), "must be an absolute path under /dev/ without . or ..");
+    failAt(childPath(path, "path"), "must be an absolute path under /dev/ without . or ..");
   }
   if (n["permissions"]) {
     d.permissions = scalarAt(n, "permissions", path, true);
@@ -153,7 +143,7 @@ DeviceNode parseDeviceNode(const YAML::Node& n, const std::string& path) {
   std::set<char> seen;
   for (char c : d.permissions) {
     if ((c != 'r' && c != 'w' && c != 'm') || !seen.insert(c).second) {
-      fail(child(path, "permissions"), "must be some of r, w and m, each once");
+      failAt(childPath(path, "permissions"), "must be some of r, w and m, each once");
     }
   }
   return d;
@@ -161,7 +151,7 @@ DeviceNode parseDeviceNode(const YAML::Node& n, const std::string& path) {
 
 DeviceMount parseMount(const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) {
-    fail(path, "expected a mapping");
+    failAt(path, "expected a mapping");
   }
   onlyKeys(n, path, {"hostPath", "containerPath", "readOnly"});
   DeviceMount m;
@@ -169,41 +159,43 @@ DeviceMount parseMount(const YAML::Node& n, const std::string& path) {
   m.containerPath = scalarAt(n, "containerPath", path, true);
   m.readOnly = boolAt(n, "readOnly", path, true);
   if (!isCleanAbsolutePath(m.hostPath)) {
-    fail(child(path, "hostPath"), "must be an absolute path without . or ..");
+    failAt(childPath(path, "hostPath"), "must be an absolute path without . or ..");
   }
   if (!isCleanAbsolutePath(m.containerPath) || m.containerPath == "/") {
-    fail(child(path, "containerPath"), "must be an absolute path other than / without . or ..");
+    failAt(childPath(path, "containerPath"),
+           "must be an absolute path other than / without . or ..");
   }
   return m;
 }
 
 DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) {
-    fail(path, "expected a mapping");
+    failAt(path, "expected a mapping");
   }
   onlyKeys(n, path,
            {"name", "rawResourceName", "deviceID", "properties", "deviceNodes", "env", "mounts"});
   DeviceSpec d;
   d.name = scalarAt(n, "name", path, true);
   if (!isDns1123Subdomain(d.name)) {
-    fail(child(path, "name"), "must be a valid object name (lowercase RFC 1123 subdomain)");
+    failAt(childPath(path, "name"), "must be a valid object name (lowercase RFC 1123 subdomain)");
   }
   d.rawResourceName = scalarAt(n, "rawResourceName", path, true);
   d.deviceID = scalarAt(n, "deviceID", path, true);
   d.properties = stringMapAt(n, "properties", path);
   YAML::Node nodes = listAt(n, "deviceNodes", path);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    d.deviceNodes.push_back(parseDeviceNode(nodes[i], index(child(path, "deviceNodes"), i)));
+    d.deviceNodes.push_back(
+        parseDeviceNode(nodes[i], indexPath(childPath(path, "deviceNodes"), i)));
   }
   d.env = stringMapAt(n, "env", path);
   for (const auto& [k, v] : d.env) {
     if (!isEnvName(k)) {
-      fail(child(child(path, "env"), k), "not a valid environment variable name");
+      failAt(childPath(childPath(path, "env"), k), "not a valid environment variable name");
     }
   }
   YAML::Node mounts = listAt(n, "mounts", path);
   for (size_t i = 0; i < mounts.size(); ++i) {
-    d.mounts.push_back(parseMount(mounts[i], index(child(path, "mounts"), i)));
+    d.mounts.push_back(parseMount(mounts[i], indexPath(childPath(path, "mounts"), i)));
   }
   return d;
 }
@@ -239,41 +231,41 @@ NodeFile parseNodeFile(const std::string& yamlText) {
   try {
     root = YAML::Load(yamlText);
   } catch (const YAML::Exception& e) {
-    fail("node file", std::string("not valid YAML: ") + e.what());
+    failAt("node file", std::string("not valid YAML: ") + e.what());
   }
   NodeFile out;
   if (!root || root.IsNull()) {
     return out;  // an empty file: a node without devices
   }
   if (!root.IsMap()) {
-    fail("node file", "expected a mapping with devices and resources");
+    failAt("node file", "expected a mapping with devices and resources");
   }
   try {
     onlyKeys(root, "", {"devices", "resources"});
     YAML::Node resources = listAt(root, "resources", "");
     for (size_t i = 0; i < resources.size(); ++i) {
-      const std::string path = index("resources", i);
+      const std::string path = indexPath("resources", i);
       const YAML::Node& r = resources[i];
       if (!r.IsMap()) {
-        fail(path, "expected a mapping");
+        failAt(path, "expected a mapping");
       }
       onlyKeys(r, path, {"rawResourceName", "envName"});
       std::string name = scalarAt(r, "rawResourceName", path, true);
       std::string env = scalarAt(r, "envName", path, true);
       if (!isEnvName(env)) {
-        fail(child(path, "envName"), "not a valid environment variable name");
+        failAt(childPath(path, "envName"), "not a valid environment variable name");
       }
       if (!out.envNames.emplace(name, env).second) {
-        fail(child(path, "rawResourceName"), "listed twice");
+        failAt(childPath(path, "rawResourceName"), "listed twice");
       }
     }
     YAML::Node devices = listAt(root, "devices", "");
     std::set<std::string> names;
     for (size_t i = 0; i < devices.size(); ++i) {
-      const std::string path = index("devices", i);
+      const std::string path = indexPath("devices", i);
       DeviceSpec d = parseDevice(devices[i], path);
       if (!names.insert(d.name).second) {
-        fail(child(path, "name"), "\"" + d.name + "\" is listed twice");
+        failAt(childPath(path, "name"), "\"" + d.name + "\" is listed twice");
       }
       out.devices.push_back(std::move(d));
     }
@@ -282,12 +274,12 @@ NodeFile parseNodeFile(const std::string& yamlText) {
       const auto& d = out.devices[i];
       const std::string listVar = out.envNameFor(d.rawResourceName);
       if (d.env.count(listVar)) {
-        fail(child(child(index("devices", i), "env"), listVar),
-             "is the variable that lists the " + d.rawResourceName + " device IDs");
+        failAt(childPath(childPath(indexPath("devices", i), "env"), listVar),
+               "is the variable that lists the " + d.rawResourceName + " device IDs");
       }
     }
   } catch (const YAML::Exception& e) {
-    fail("node file", std::string("unreadable: ") + e.what());
+    failAt("node file", std::string("unreadable: ") + e.what());
   }
   return out;
 }

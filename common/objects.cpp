@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/field_path.h"
 #include "common/label_selector.h"
 #include "common/node_selector.h"
 
@@ -15,20 +16,8 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  throw std::invalid_argument(path + ": " + why);
-}
-
-std::string child(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-std::string index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
 [[noreturn]] void wrongType(const std::string& path, const char* want, const json& got) {
-  fail(path, std::string("expected ") + want + ", got " + got.type_name());
+  failAt(path, std::string("expected ") + want + ", got " + got.type_name());
 }
 
 // A member of obj, or nullptr when it is absent or JSON null: the API server omits empty
@@ -72,7 +61,7 @@ std::vector<std::string> stringList(const json& v, const std::string& path) {
   out.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string()) {
-      wrongType(index(path, i), "a string", v[i]);
+      wrongType(indexPath(path, i), "a string", v[i]);
     }
     out.push_back(v[i].get<std::string>());
   }
@@ -94,7 +83,7 @@ std::map<std::string, std::string> stringMapMember(const json& obj, const char* 
   }
   for (const auto& [k, val] : v->items()) {
     if (!val.is_string()) {
-      wrongType(child(path, k), "a string", val);
+      wrongType(childPath(path, k), "a string", val);
     }
     out.emplace(k, val.get<std::string>());
   }
@@ -151,21 +140,21 @@ LabelSelector readLabelSelector(const json& j, const std::string& path) {
   if (!j.is_object()) {
     wrongType(path.empty() ? "labelSelector" : path, "an object", j);
   }
-  out.matchLabels = stringMapMember(j, "matchLabels", child(path, "matchLabels"));
+  out.matchLabels = stringMapMember(j, "matchLabels", childPath(path, "matchLabels"));
   if (const json* exprs = member(j, "matchExpressions")) {
-    const std::string base = child(path, "matchExpressions");
+    const std::string base = childPath(path, "matchExpressions");
     if (!exprs->is_array()) {
       wrongType(base, "an array", *exprs);
     }
     for (size_t i = 0; i < exprs->size(); ++i) {
       const json& e = (*exprs)[i];
-      const std::string at = index(base, i);
+      const std::string at = indexPath(base, i);
       if (!e.is_object()) {
         wrongType(at, "an object", e);
       }
-      out.matchExpressions.push_back({stringMember(e, "key", child(at, "key")),
-                                      stringMember(e, "operator", child(at, "operator")),
-                                      stringListMember(e, "values", child(at, "values"))});
+      out.matchExpressions.push_back({stringMember(e, "key", childPath(at, "key")),
+                                      stringMember(e, "operator", childPath(at, "operator")),
+                                      stringListMember(e, "values", childPath(at, "values"))});
     }
   }
   return out;
@@ -183,13 +172,13 @@ std::vector<NodeSelectorRequirement> readNodeRequirements(const json& term, cons
   }
   for (size_t i = 0; i < list->size(); ++i) {
     const json& r = (*list)[i];
-    const std::string at = index(path, i);
+    const std::string at = indexPath(path, i);
     if (!r.is_object()) {
       wrongType(at, "an object", r);
     }
-    out.push_back({stringMember(r, "key", child(at, "key")),
-                   stringMember(r, "operator", child(at, "operator")),
-                   stringListMember(r, "values", child(at, "values"))});
+    out.push_back({stringMember(r, "key", childPath(at, "key")),
+                   stringMember(r, "operator", childPath(at, "operator")),
+                   stringListMember(r, "values", childPath(at, "values"))});
   }
   return out;
 }
@@ -206,19 +195,20 @@ NodeSelector readNodeSelector(const json& j, const std::string& path) {
   if (!terms) {
     return out;
   }
-  const std::string base = child(path, "nodeSelectorTerms");
+  const std::string base = childPath(path, "nodeSelectorTerms");
   if (!terms->is_array()) {
     wrongType(base, "an array", *terms);
   }
   for (size_t i = 0; i < terms->size(); ++i) {
     const json& t = (*terms)[i];
-    const std::string at = index(base, i);
+    const std::string at = indexPath(base, i);
     // A null term is how Go serialises a zero term: it matches nothing, like an empty one.
     if (!t.is_null() && !t.is_object()) {
       wrongType(at, "an object", t);
     }
-    out.terms.push_back({readNodeRequirements(t, "matchExpressions", child(at, "matchExpressions")),
-                         readNodeRequirements(t, "matchFields", child(at, "matchFields"))});
+    out.terms.push_back(
+        {readNodeRequirements(t, "matchExpressions", childPath(at, "matchExpressions")),
+         readNodeRequirements(t, "matchFields", childPath(at, "matchFields"))});
   }
   return out;
 }
@@ -258,7 +248,7 @@ Phase readPhase(const json& status, std::initializer_list<Phase> known, Phase ab
       return p;
     }
   }
-  fail("status.phase", "unknown phase \"" + value + "\"");
+  failAt("status.phase", "unknown phase \"" + value + "\"");
 }
 
 void setOrErase(json& obj, const char* key, const std::string& value) {
@@ -437,7 +427,7 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
       const json* required = member(*aff, "required");
       r.nodeAffinity = readNodeSelector(required ? *required : json(), path);
       if (std::string why = validate(r.nodeAffinity); !why.empty()) {
-        fail(path, why);
+        failAt(path, why);
       }
     });
   }
@@ -507,15 +497,15 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       const std::string path = "spec.extendedResourceNum";
       if (num->is_number_unsigned()) {
         if (num->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          fail(path, "out of range");
+          failAt(path, "out of range");
         }
       } else if (!num->is_number_integer()) {
-        fail(path, std::string("not an integer (") + num->type_name() + ")");
+        failAt(path, std::string("not an integer (") + num->type_name() + ")");
       }
       c.extendedResourceNum = num->get<int64_t>();
       if (c.extendedResourceNum < 1) {
         c.extendedResourceNum = 1;
-        fail(path, "must be at least 1");
+        failAt(path, "must be at least 1");
       }
     });
     p.check([&] {
@@ -523,7 +513,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       const json* sel = member(*spec, "metadataRequirements");
       c.metadataRequirements = readLabelSelector(sel ? *sel : json(), path);
       if (std::string why = validate(c.metadataRequirements); !why.empty()) {
-        fail(path, why);
+        failAt(path, why);
       }
     });
     p.check([&] {

@@ -3,7 +3,7 @@
 # kube-controller-manager) and one real node, node-1 (containerd, kubelet, kube-proxy, on a
 # bridge of its own: see test/controlplane/launch.sh), applies crds/, the RBAC of deploy/ and
 # the sample claim and workload of config/, runs the extender, the controller and node-1's node
-# agent (its node file: config/local/node-1-devices.yaml) on the host with their
+# agent (its node file: config/node-agent/make-run-node-1.yaml) on the host with their
 # ServiceAccounts' credentials and kube-scheduler with the extended-resource-scheduler profile,
 # waits until the sample workload's container runs on node-1 with its claim Bound, prints what
 # the container printed (the device the agent gave it), and keeps everything running until
@@ -144,7 +144,7 @@ if ! $in_cluster; then
   agent_port=$(free_port)
   log "starting node-1's node agent (log: .run/node-agent.log)"
   NODE_NAME=node-1 setsid "$build/agent/extended-resource-node-agent" \
-    --kubeconfig "$run/node-agent.kubeconfig" --node-file "$root/config/local/node-1-devices.yaml" \
+    --kubeconfig "$run/node-agent.kubeconfig" --node-file "$root/config/node-agent/make-run-node-1.yaml" \
     --host-root "$agent_root" --nri-socket "$(sed -n 's/^NRI_SOCKET=//p' "$cp/env")" \
     --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent.log" 2>&1 &
   children+=($!)
@@ -155,9 +155,13 @@ if ! $in_cluster; then
 fi
 
 if $in_cluster; then
-  log "node-1's devices: config/local/node-1-devices.yaml for its node agent"
-  # (cluster-up.sh gave the agent an empty node file and stand-in device nodes.)
-  cp "$root/config/local/node-1-devices.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
+  log "node-1's devices: config/node-agent/make-run-node-1.yaml for its node agent"
+  # cluster-up.sh gave the agent an empty node file and a "host" of its own for stand-ins.
+  agent_root=$(sed -n 's/^NODE_AGENT_HOST_ROOT=//p' "$cp/env")
+  for dev in nvidia0 nvidia1 nvidiactl; do
+    mknod -m 0666 "$agent_root/dev/$dev" c 1 3
+  done
+  cp "$root/config/node-agent/make-run-node-1.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
 fi
 log "applying the sample claim and workload of config/"
 kubectl apply -f "$root/config/k80-erc.yaml" -f "$root/config/k80-workload.yaml" >/dev/null

@@ -414,7 +414,8 @@ Binder::Outcome Binder::attempt(const BindingArgs& args,
     try {
       std::map<std::string, std::string> annotations{
           {kAllocationAnnotation, allocationAnnotation(annotation)}};
-      if (!options_.requiredPlugin.empty()) {
+      // Only pods given devices need the agent; others start without it.
+      if (!options_.requiredPlugin.empty() && !annotation.empty()) {
         annotations[kRequiredPluginsAnnotation] =
             requiredPluginsValue(pod.meta.annotations, options_.requiredPlugin);
       }

@@ -57,6 +57,14 @@ mkdir -p "$images"
 "$launcher" start-node "$dir" "${node_args[@]}" --image-tar "$images/ker-busybox.tar" \
   --image-tar "$images/kube-scheduler.tar" --image-tar "$images/kube-extended-resource.tar" >/dev/null
 
+# The node agent's node file and "host" (see test/e2e/deploy/kustomization.yaml): fresh.
+agent_dir=/run/ker-e2e-node-agent
+rm -rf "$agent_dir"
+mkdir -p "$agent_dir/etc" "$agent_dir/host/dev"
+printf '{"devices": []}\n' >"$agent_dir/etc/node-devices.yaml"
+printf 'NODE_AGENT_FILE=%s\nNODE_AGENT_HOST_ROOT=%s\n' "$agent_dir/etc/node-devices.yaml" \
+  "$agent_dir/host" >>"$dir/env"
+
 kubectl() { "$bin_dir/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 log "applying crds/ and deploy/"
 kubectl apply -f "$root/crds" >/dev/null
@@ -68,3 +76,5 @@ for d in extended-resource-scheduler extended-resource-controller; do
   kubectl wait -n kube-system "deployment/$d" --for=condition=Available --timeout=180s >&2 ||
     die "deployment kube-system/$d did not become available"
 done
+kubectl rollout status -n kube-system daemonset/extended-resource-node-agent --timeout=180s >&2 ||
+  die "daemonset kube-system/extended-resource-node-agent did not become ready"

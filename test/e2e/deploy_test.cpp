@@ -1,6 +1,6 @@
 // deploy/ as a user applies it, running as pods on the real node from the image just built:
-// kube-scheduler with the extender sidecar and the leader-elected controller, each reaching
-// the API server the in-cluster way.
+// kube-scheduler with the extender sidecar, the leader-elected controller and the node agent,
+// each reaching the API server the in-cluster way.
 #include <gtest/gtest.h>
 
 #include "common/resource.h"
@@ -31,6 +31,26 @@ TEST_F(DeployTest, BothComponentsRunAsPodsFromTheProjectImage) {
       EXPECT_EQ(pod.value("/spec/serviceAccountName"_json_pointer, std::string()), name);
     }
   }
+}
+
+TEST_F(DeployTest, TheNodeAgentRunsOnTheNodeRegisteredWithItsRuntime) {
+  const std::string name = "extended-resource-node-agent";
+  json pods;
+  ASSERT_TRUE(eventually(
+      [&] {
+        pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + name);
+        // Ready means registered with containerd's NRI socket and the caches synced.
+        return !pods.is_discarded() && pods["items"].size() == 1 &&
+               pods["items"][0].value("/status/containerStatuses/0/ready"_json_pointer, false);
+      },
+      120s))
+      << pods.dump();
+  const json& pod = pods["items"][0];
+  EXPECT_EQ(pod.value("/spec/nodeName"_json_pointer, std::string()), node());
+  EXPECT_EQ(pod.value("/spec/serviceAccountName"_json_pointer, std::string()), name);
+  EXPECT_NE(pod.value("/spec/containers/0/image"_json_pointer, std::string())
+                .find("kube-extended-resource:"),
+            std::string::npos);
 }
 
 TEST_F(DeployTest, EachComponentElectsOneLeaderThroughItsLease) {

@@ -1,5 +1,14 @@
 #include "e2e_fixture.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "agent/node_file.h"
 #include "common/api_error.h"
 #include "common/resource.h"
 
@@ -28,18 +37,71 @@ void E2eTest::TearDown() {
     api_->remove(resources::kNamespaces, "", ns_);
   } catch (const ApiError&) {
   }
-  for (const auto& d : devices_) {
-    try {
-      api_->remove(resources::kExtendedResources, "", d);
-    } catch (const ApiError&) {
-    }
+  // The agent withdraws the devices once the file no longer lists them.
+  for (const auto& d : std::vector<std::string>(devices_)) {
+    removeDeviceFromNodeFile(d);
+    ::unlink(hostDeviceNode(d).c_str());
   }
 }
 
+std::string E2eTest::hostDeviceNode(const std::string& name) const {
+  return env_->value("NODE_AGENT_HOST_ROOT") + containerDeviceNode(name);
+}
+
+std::string E2eTest::deviceEnvName() const {
+  return agent::defaultEnvName(resource_);
+}
+
+void E2eTest::editNodeFile(const std::function<void(json& devices)>& edit) {
+  const std::string path = env_->value("NODE_AGENT_FILE");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  // The file is JSON (a subset of the YAML the agent reads), so the test can edit it.
+  json file = json::parse(text.str());
+  edit(file["devices"]);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << file.dump(2) << "\n";
+  }
+  ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0) << path;
+}
+
 void E2eTest::createDevice(const std::string& name) {
-  api_->create(resources::kExtendedResources, "",
-               itest::deviceObject(name, node_, resource_, {{"type", "k80"}}));
+  const std::string node = hostDeviceNode(name);
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
+  ::chmod(node.c_str(), 0666);
+  editNodeFile([&](json& devices) {
+    devices.push_back({{"name", name},
+                       {"rawResourceName", resource_},
+                       {"deviceID", name + "-id"},
+                       {"properties", {{"type", "k80"}}},
+                       {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
+  });
   devices_.push_back(name);
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          return getDevice(name).value("/status/phase"_json_pointer, std::string()) == "Available";
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      60s))
+      << "the node agent did not publish " << name;
+}
+
+void E2eTest::removeDeviceFromNodeFile(const std::string& name) {
+  editNodeFile([&](json& devices) {
+    json kept = json::array();
+    for (auto& d : devices) {
+      if (d.value("name", "") != name) {
+        kept.push_back(std::move(d));
+      }
+    }
+    devices = std::move(kept);
+  });
 }
 
 void E2eTest::createClaim(const std::string& name, int count) {

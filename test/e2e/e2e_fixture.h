@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -34,8 +35,17 @@ class E2eTest : public ::testing::Test {
   // The one real node's name.
   const std::string& node() const { return node_; }
 
-  // A device of this test's resource on the real node.
+  // A device of this test's resource on the real node, as an administrator adds one: an entry
+  // in the node agent's node file, with a stand-in device node (/dev/null's numbers) at
+  // /dev/ker-<name>. Returns once the agent published it and it is Available.
   void createDevice(const std::string& name);
+  // Drops the device from the node file (the agent withdraws it).
+  void removeDeviceFromNodeFile(const std::string& name);
+  // The device node's path as the agent sees it on "the host", and in a container.
+  std::string hostDeviceNode(const std::string& name) const;
+  static std::string containerDeviceNode(const std::string& name) { return "/dev/ker-" + name; }
+  // The variable the agent lists this test's device IDs in.
+  std::string deviceEnvName() const;
   void createClaim(const std::string& name, int count = 1);
   // A busybox pod scheduled by the extended-resource-scheduler, running `script` under sh.
   // The env var ALLOCATION holds the pod's allocation annotation (downward API).
@@ -66,6 +76,9 @@ class E2eTest : public ::testing::Test {
   std::vector<std::string> devices_;
 
  private:
+  // Reads the node file, lets edit change its device list, and writes it back atomically.
+  void editNodeFile(const std::function<void(json& devices)>& edit);
+
   std::string node_;
 };
 

@@ -102,5 +102,25 @@ TEST_F(RbacTest, NoRoleOfDeployUsesWildcards) {
   }
 }
 
+TEST_F(RbacTest, NodeAgentServiceAccountHasWhatItNeedsAndNoMore) {
+  expectRights(
+      "extended-resource-node-agent",
+      {
+          {"create extendedresources.extendedresource.io", true},
+          {"update extendedresources.extendedresource.io", true},
+          {"delete extendedresources.extendedresource.io", true},
+          {"update extendedresources.extendedresource.io --subresource=status", true},
+          {"watch extendedresourceclaims.extendedresource.io -A", true},
+          {"create events -A", true},
+          // Allocations are the extender's and the controller's.
+          {"update extendedresourceclaims.extendedresource.io --subresource=status -A", false},
+          {"update extendedresourceclaims.extendedresource.io -A", false},
+          {"create pods --subresource=binding -A", false},
+          {"get pods -A", false},
+          {"get secrets -A", false},
+          {"update nodes", false},
+      });
+}
+
 }  // namespace
 }  // namespace ker::itest

@@ -143,6 +143,14 @@ TEST_F(BinderTest, TheBindingKeepsThePodsOwnRequiredPlugins) {
             R"(["other-plugin","extended-resource-node-agent"])");
 }
 
+TEST_F(BinderTest, APodGivenNoDevicesDoesNotRequireTheAgent) {
+  json pod = podJson("bare", "c");
+  pod["metadata"]["annotations"].erase(kClaimsAnnotation);
+  api_.seed(resources::kPods, pod);
+  ASSERT_EQ(binder_.bind(args("bare")), "");
+  EXPECT_EQ(api_.bindings().at(0).annotations.count(kRequiredPluginsAnnotation), 0u);
+}
+
 TEST_F(BinderTest, NoRequiredPluginIsNamedForNodesWithoutTheAgent) {
   Binder binder{api_,
                 index_,

@@ -1,0 +1,265 @@
+// The node agent on the real node: the device the extender chose is the device the container
+// gets (device node, environment), nobody else's; allocations cannot be forged; the node file
+// and device health drive the devices in the API; and restarting the agent changes no running
+// container.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+
+#include "common/api_error.h"
+#include "common/objects.h"
+#include "common/resource.h"
+#include "e2e_fixture.h"
+
+namespace ker::e2e {
+namespace {
+
+using NodeAgentTest = E2eTest;
+
+std::string phaseOf(const json& obj) {
+  return obj.value("/status/phase"_json_pointer, std::string());
+}
+
+// Prints what the container got, proves the device node usable by writing to it, and keeps
+// running. Exits 3 (a visible failure) when it was started without its device.
+std::string deviceScript(const std::string& envName) {
+  return "[ -n \"$" + envName +
+         "\" ] || { echo 'started without devices'; exit 3; }; "
+         "echo \"ids=$" +
+         envName +
+         "\"; "
+         "for f in /dev/ker-*; do echo \"node=$f\"; echo x > \"$f\" && echo \"wrote=$f\"; done; "
+         "exec sleep 3600";
+}
+
+TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
+  const std::string a = uniqueName("gpu");
+  const std::string b = uniqueName("gpu");
+  createDevice(a);
+  createDevice(b);
+  createClaim("ca");
+  createClaim("cb");
+  createPod(busyboxPod("pa", {"ca"}, deviceScript(deviceEnvName())));
+  createPod(busyboxPod("pb", {"cb"}, deviceScript(deviceEnvName())));
+  for (const auto* pod : {"pa", "pb"}) {
+    ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s)) << pod << ": " << podPhase(pod);
+  }
+  std::map<std::string, std::string> mine;
+  for (const auto& [pod, claim] : {std::pair{"pa", "ca"}, std::pair{"pb", "cb"}}) {
+    json c = getClaim(claim);
+    ASSERT_EQ(phaseOf(c), "Bound");
+    mine[pod] = c["status"]["extendedResourceNames"][0].get<std::string>();
+  }
+  ASSERT_NE(mine["pa"], mine["pb"]);
+  for (const auto& [pod, other] : {std::pair{"pa", "pb"}, std::pair{"pb", "pa"}}) {
+    std::string out;
+    ASSERT_TRUE(
+        eventually([&] { return (out = logs(pod)).find("wrote=") != std::string::npos; }, 30s))
+        << out;
+    const std::string own = mine[pod];
+    const std::string theirs = mine[other];
+    EXPECT_NE(out.find("ids=" + own + "-id\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("node=" + containerDeviceNode(own) + "\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("wrote=" + containerDeviceNode(own) + "\n"), std::string::npos) << out;
+    EXPECT_EQ(out.find(theirs), std::string::npos) << pod << " sees " << theirs << ":\n" << out;
+    // The Binding set the allocation annotation through the admission policy.
+    json p = *getPod(pod);
+    EXPECT_NE(
+        p.value("/metadata/annotations/extendedresource.io~1allocation"_json_pointer, std::string())
+            .find(own),
+        std::string::npos);
+  }
+}
+
+TEST_F(NodeAgentTest, AForgedAllocationOrStatusIsRefusedByAdmission) {
+  json pod = busyboxPod("forger", {}, "sleep 3600");
+  pod["metadata"]["annotations"][kAllocationAnnotation] = R"({"c":[{"name":"x"}]})";
+  try {
+    createPod(pod);
+    FAIL() << "a pod with its own allocation annotation was admitted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("extendedresource.io/allocation"), std::string::npos)
+        << e.what();
+  }
+  // Nor may it be added later (to a pod of the default scheduler, which writes no allocation).
+  json later = busyboxPod("later", {}, "sleep 3600");
+  later["spec"].erase("schedulerName");
+  createPod(later);
+  json patch = {{"metadata", {{"annotations", {{kAllocationAnnotation, R"({"c":[]})"}}}}}};
+  EXPECT_THROW(api_->patch(resources::kPods, ns_, "later", PatchType::kMerge, patch), ApiError);
+  // Claim status is written by the components only, not by an administrator either.
+  createClaim("c");
+  json claim;
+  // (Once the controller has written its first status, so the write below is not a conflict.)
+  ASSERT_TRUE(eventually([&] { return !phaseOf(claim = getClaim("c")).empty(); }, 30s));
+  claim["status"] = {{"phase", "Bound"}, {"nodeName", node()}, {"extendedResourceNames", {"x"}}};
+  try {
+    api_->updateStatus(resources::kExtendedResourceClaims, ns_, claim);
+    FAIL() << "a status write by the administrator was admitted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("status is written by the extended-resource"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(NodeAgentTest, APodNamingAnotherPodsClaimNeverStartsAContainer) {
+  createDevice(uniqueName("gpu"));
+  createClaim("gpu");
+  createPod(busyboxPod("owner", {"gpu"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("owner"); }, 120s)) << podPhase("owner");
+  // Placed on the node directly, past any scheduler, naming the owner's claim.
+  json thief = busyboxPod("thief", {"gpu"}, deviceScript(deviceEnvName()));
+  thief["spec"].erase("schedulerName");
+  thief["spec"]["nodeName"] = node();
+  createPod(thief);
+  std::string why;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& m : eventMessages("thief", "Failed")) {
+          if (m.find("not to this pod") != std::string::npos) {
+            why = m;
+            return true;
+          }
+        }
+        return false;
+      },
+      60s));
+  EXPECT_NE(why.find("extended-resource-node-agent"), std::string::npos) << why;
+  json p = *getPod("thief");
+  EXPECT_NE(phaseOf(p), "Running");
+  EXPECT_FALSE(p.contains("/status/containerStatuses/0/state/running"_json_pointer)) << p.dump();
+  EXPECT_TRUE(podRunning("owner"));
+}
+
+TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  createClaim("gpu");
+  createPod(busyboxPod("app", {"gpu"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("app"); }, 120s)) << podPhase("app");
+
+  removeDeviceFromNodeFile(device);
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          getDevice(device);
+          return false;
+        } catch (const ApiError& e) {
+          return e.isNotFound();
+        }
+      },
+      60s))
+      << device << " was not withdrawn";
+  json claim;
+  ASSERT_TRUE(eventually([&] { return phaseOf(claim = getClaim("gpu")) == "Lost"; }, 60s))
+      << claim.dump();
+  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "ClaimLost").empty(); }, 30s));
+}
+
+TEST_F(NodeAgentTest, ADeviceWhoseDeviceNodeVanishesGoesPendingAndComesBack) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  ASSERT_EQ(::unlink(hostDeviceNode(device).c_str()), 0);
+  json d;
+  ASSERT_TRUE(eventually([&] { return phaseOf(d = getDevice(device)) == "Pending"; }, 60s))
+      << d.dump();
+  EXPECT_EQ(d.value("/status/reason"_json_pointer, std::string()), "DeviceUnhealthy");
+  EXPECT_NE(d.value("/status/message"_json_pointer, std::string()).find("missing"),
+            std::string::npos);
+
+  // Not offered meanwhile: a pod claiming it waits.
+  createClaim("gpu");
+  createPod(busyboxPod("app", {"gpu"}, deviceScript(deviceEnvName())));
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(podPhase("app"), "Pending");
+
+  ASSERT_EQ(::mknod(hostDeviceNode(device).c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_TRUE(eventually([&] { return podRunning("app"); }, 120s)) << podPhase("app");
+  EXPECT_EQ(phaseOf(getDevice(device)), "Bound");
+}
+
+TEST_F(NodeAgentTest, AnAllocatedDeviceTurningUnhealthyStaysWithItsPodWhichIsWarned) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  createClaim("gpu");
+  createPod(busyboxPod("app", {"gpu"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("app"); }, 120s)) << podPhase("app");
+
+  ASSERT_EQ(::unlink(hostDeviceNode(device).c_str()), 0);
+  std::vector<std::string> warned;
+  ASSERT_TRUE(
+      eventually([&] { return !(warned = eventMessages("app", "DeviceUnhealthy")).empty(); }, 60s));
+  EXPECT_NE(warned[0].find(device), std::string::npos) << warned[0];
+  EXPECT_FALSE(eventMessages("gpu", "DeviceUnhealthy").empty());
+  EXPECT_EQ(phaseOf(getDevice(device)), "Bound");
+  EXPECT_EQ(phaseOf(getClaim("gpu")), "Bound");
+  EXPECT_TRUE(podRunning("app"));
+}
+
+// Restarting the agent (its pod deleted, the DaemonSet makes a new one) while pods come and go:
+// running containers are not touched, and every container that starts has its device.
+TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
+  constexpr int kPods = 4;
+  for (int i = 0; i < kPods; ++i) {
+    createDevice(uniqueName("gpu"));
+  }
+  auto name = [](int i) { return "p" + std::to_string(i); };
+  for (int i = 0; i < kPods / 2; ++i) {
+    createClaim("c" + std::to_string(i));
+    createPod(busyboxPod(name(i), {"c" + std::to_string(i)}, deviceScript(deviceEnvName())));
+  }
+  std::map<std::string, std::string> containerIds;
+  for (int i = 0; i < kPods / 2; ++i) {
+    ASSERT_TRUE(eventually([&] { return podRunning(name(i)); }, 120s)) << podPhase(name(i));
+    containerIds[name(i)] =
+        getPod(name(i))->value("/status/containerStatuses/0/containerID"_json_pointer, "");
+  }
+
+  json agents =
+      kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=extended-resource-node-agent");
+  ASSERT_FALSE(agents.is_discarded());
+  ASSERT_EQ(agents["items"].size(), 1u);
+  const std::string agentPod = agents["items"][0]["metadata"]["name"];
+  std::string out;
+  ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + agentPod, &out), 0) << out;
+  // Churn while it is away and coming back: the first pods go, new ones come.
+  deletePod(name(0));
+  for (int i = kPods / 2; i < kPods; ++i) {
+    createClaim("c" + std::to_string(i));
+    createPod(busyboxPod(name(i), {"c" + std::to_string(i)}, deviceScript(deviceEnvName())));
+  }
+  for (int i = kPods / 2; i < kPods; ++i) {
+    ASSERT_TRUE(eventually([&] { return podRunning(name(i)); }, 180s)) << podPhase(name(i));
+  }
+  // The running pod was never restarted nor recreated.
+  json p1 = *getPod(name(1));
+  EXPECT_EQ(p1.value("/status/containerStatuses/0/containerID"_json_pointer, ""),
+            containerIds[name(1)]);
+  EXPECT_EQ(p1.value("/status/containerStatuses/0/restartCount"_json_pointer, -1), 0);
+  // No container of any pod ever ran without its device (it would have exited 3).
+  for (int i = 1; i < kPods; ++i) {
+    json p = *getPod(name(i));
+    EXPECT_FALSE(p.contains("/status/containerStatuses/0/lastState/terminated"_json_pointer))
+        << name(i) << ": " << p["status"].dump();
+    std::string log;
+    ASSERT_TRUE(
+        eventually([&] { return (log = logs(name(i))).find("wrote=") != std::string::npos; }, 30s))
+        << name(i) << ": " << log;
+    EXPECT_EQ(log.find("started without devices"), std::string::npos) << log;
+  }
+  // The new agent is serving.
+  EXPECT_TRUE(eventually(
+      [&] {
+        json ds = kubectlJson("get daemonset -n kube-system extended-resource-node-agent");
+        return !ds.is_discarded() && ds.value("/status/numberReady"_json_pointer, 0) == 1;
+      },
+      60s));
+}
+
+}  // namespace
+}  // namespace ker::e2e
