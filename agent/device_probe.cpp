@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "agent/health_check.h"
+
 namespace ker::agent {
 
 std::optional<DeviceNodeInfo> DeviceProbe::deviceNode(const std::string& path) const {
@@ -42,6 +44,15 @@ HealthObservation DeviceProbe::check(const DeviceSpec& device) const {
       seen.problem = "mount source " + m.hostPath + " is missing";
       return seen;
     }
+  }
+  if (device.healthCheck) {
+    CheckResult r = runHealthCheck(device.healthCheck->command,
+                                   {{"EXTENDED_RESOURCE_DEVICE_NAME", device.name},
+                                    {"EXTENDED_RESOURCE_DEVICE_ID", device.deviceID},
+                                    {"EXTENDED_RESOURCE_HOST_ROOT", hostRoot_}},
+                                   device.healthCheck->timeout);
+    seen.healthy = r.healthy;
+    seen.problem = r.problem;
   }
   return seen;
 }

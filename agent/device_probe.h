@@ -7,8 +7,8 @@
 #include "agent/injection.h"
 #include "agent/node_file.h"
 
-// What the host has: stat of device nodes and mount sources. The only place the agent reads
-// the host's filesystem.
+// What the host has: stat of device nodes and mount sources, and the devices' health checks.
+// The only place the agent looks at the host.
 namespace ker::agent {
 
 class DeviceProbe {
@@ -20,8 +20,8 @@ class DeviceProbe {
 
   // The device node at path, nullopt when absent or not a character or block device.
   virtual std::optional<DeviceNodeInfo> deviceNode(const std::string& path) const;
-  // Healthy when every device node exists (as a device) and every mount source exists;
-  // otherwise the first problem found.
+  // Healthy when every device node exists (as a device), every mount source exists and the
+  // device's health check, if it has one, exits 0; otherwise the first problem found.
   virtual HealthObservation check(const DeviceSpec& device) const;
 
  private:

@@ -168,12 +168,43 @@ DeviceMount parseMount(const YAML::Node& n, const std::string& path) {
   return m;
 }
 
+HealthCheckSpec parseHealthCheck(const YAML::Node& n, const std::string& path) {
+  if (!n.IsMap()) {
+    failAt(path, "expected a mapping");
+  }
+  onlyKeys(n, path, {"command", "timeoutSeconds"});
+  HealthCheckSpec h;
+  YAML::Node command = listAt(n, "command", path);
+  if (command.IsNull() || command.size() == 0) {
+    failAt(childPath(path, "command"), "required: the program and its arguments");
+  }
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (!command[i].IsScalar()) {
+      failAt(indexPath(childPath(path, "command"), i), "expected a string");
+    }
+    h.command.push_back(command[i].as<std::string>());
+  }
+  if (h.command[0].empty()) {
+    failAt(indexPath(childPath(path, "command"), 0), "must not be empty");
+  }
+  const std::string timeout = scalarAt(n, "timeoutSeconds", path, false);
+  if (!timeout.empty()) {
+    int seconds = 0;
+    if (!YAML::convert<int>::decode(n["timeoutSeconds"], seconds) || seconds < 1 || seconds > 60) {
+      failAt(childPath(path, "timeoutSeconds"), "must be a whole number from 1 to 60");
+    }
+    h.timeout = std::chrono::seconds(seconds);
+  }
+  return h;
+}
+
 DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) {
     failAt(path, "expected a mapping");
   }
   onlyKeys(n, path,
-           {"name", "rawResourceName", "deviceID", "properties", "deviceNodes", "env", "mounts"});
+           {"name", "rawResourceName", "deviceID", "properties", "deviceNodes", "env", "mounts",
+            "healthCheck"});
   DeviceSpec d;
   d.name = scalarAt(n, "name", path, true);
   if (!isDns1123Subdomain(d.name)) {
@@ -196,6 +227,10 @@ DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   YAML::Node mounts = listAt(n, "mounts", path);
   for (size_t i = 0; i < mounts.size(); ++i) {
     d.mounts.push_back(parseMount(mounts[i], indexPath(childPath(path, "mounts"), i)));
+  }
+  YAML::Node check = member(n, "healthCheck", path, false);
+  if (!check.IsNull()) {
+    d.healthCheck = parseHealthCheck(check, childPath(path, "healthCheck"));
   }
   return d;
 }

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +27,15 @@ struct DeviceMount {
   bool operator==(const DeviceMount&) const = default;
 };
 
+// A command the agent runs at every sync to tell whether the device works: exit status 0 is
+// healthy. It gets EXTENDED_RESOURCE_DEVICE_NAME, _DEVICE_ID and _HOST_ROOT in its
+// environment, so one script can serve many devices.
+struct HealthCheckSpec {
+  std::vector<std::string> command;  // argv; argv[0] looked up in PATH
+  std::chrono::milliseconds timeout{std::chrono::seconds(5)};
+  bool operator==(const HealthCheckSpec&) const = default;
+};
+
 struct DeviceSpec {
   std::string name;  // the ExtendedResource's name
   std::string rawResourceName;
@@ -33,6 +44,7 @@ struct DeviceSpec {
   std::vector<DeviceNode> deviceNodes;
   std::map<std::string, std::string> env;
   std::vector<DeviceMount> mounts;
+  std::optional<HealthCheckSpec> healthCheck;
   bool operator==(const DeviceSpec&) const = default;
 };
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +30,9 @@ devices:
   - name: node-1-fpga0
     rawResourceName: example.com/fpga
     deviceID: "7"
+    healthCheck:
+      command: [/usr/bin/fpga-check, --slot, "7"]
+      timeoutSeconds: 2
     mounts:
       - hostPath: /opt/fpga
         containerPath: /opt/fpga
@@ -51,8 +56,26 @@ TEST(NodeFileTest, ParsesEveryField) {
   EXPECT_EQ(gpu.mounts[0], (DeviceMount{"/usr/lib/nvidia", "/usr/local/nvidia", true}));
   EXPECT_FALSE(f.devices[1].mounts[0].readOnly);
   EXPECT_EQ(f.devices[1].deviceID, "7");
+  EXPECT_FALSE(gpu.healthCheck);
+  ASSERT_TRUE(f.devices[1].healthCheck);
+  EXPECT_EQ(f.devices[1].healthCheck->command,
+            (std::vector<std::string>{"/usr/bin/fpga-check", "--slot", "7"}));
+  EXPECT_EQ(f.devices[1].healthCheck->timeout, std::chrono::seconds(2));
   EXPECT_EQ(f.find("node-1-fpga0"), &f.devices[1]);
   EXPECT_EQ(f.find("missing"), nullptr);
+}
+
+// The samples users start from stay valid.
+TEST(NodeFileTest, TheSamplesInConfigParse) {
+  for (const char* name : {"node-devices.yaml", "make-run-node-1.yaml"}) {
+    std::ifstream in(std::string(KER_TESTDATA_DIR) + "/../../../config/node-agent/" + name);
+    ASSERT_TRUE(in) << name;
+    std::stringstream text;
+    text << in.rdbuf();
+    NodeFile f;
+    ASSERT_NO_THROW(f = parseNodeFile(text.str())) << name;
+    EXPECT_EQ(f.devices.size(), 2u) << name;
+  }
 }
 
 TEST(NodeFileTest, EnvNamesDefaultFromTheResourceName) {
@@ -119,6 +142,14 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
        "devices[0].env.EXTENDED_RESOURCE_R: is the variable that lists the r device IDs"},
       {device("    properties: {a: [1, 2]}\n"), "devices[0].properties.a: expected a string"},
       {device("    colour: red\n"), "devices[0].colour: unknown field"},
+      {device("    healthCheck: {}\n"), "devices[0].healthCheck.command: required"},
+      {device("    healthCheck: {command: []}\n"), "devices[0].healthCheck.command: required"},
+      {device("    healthCheck: {command: [x], timeoutSeconds: 0}\n"),
+       "devices[0].healthCheck.timeoutSeconds: must be a whole number from 1 to 60"},
+      {device("    healthCheck: {command: [x], timeoutSeconds: soon}\n"),
+       "devices[0].healthCheck.timeoutSeconds"},
+      {device("    healthCheck: {command: [[x]]}\n"),
+       "devices[0].healthCheck.command[0]: expected a string"},
       {"resources:\n  - rawResourceName: r\n    envName: A\n  - rawResourceName: r\n    envName: "
        "B\n",
        "resources[1].rawResourceName: listed twice"},
