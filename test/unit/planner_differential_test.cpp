@@ -1,0 +1,173 @@
+// The extender decides a fit two ways: the counted path (free devices grouped by property set,
+// used by filter and prioritize) and the exact path (device by device, which the bind uses and
+// which chooses the devices). The exact path is the reference. On generated clusters, both must
+// give every node the same answer, message and leftover count, and every assignment the exact
+// path makes must satisfy its claims.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/label_selector.h"
+#include "scheduler/planner.h"
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::claim;
+using testing::device;
+
+struct Generated {
+  std::vector<std::string> nodes;
+  std::map<std::string, ExtendedResource> devices;
+  std::map<std::string, ClaimPtr> claims;  // by key
+};
+
+template <class T>
+const T& pick(std::mt19937& rng, const std::vector<T>& from) {
+  return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+}
+
+bool coin(std::mt19937& rng, double p) {
+  return std::bernoulli_distribution(p)(rng);
+}
+
+Generated generate(std::mt19937& rng, DeviceIndex& index) {
+  const std::vector<std::string> resources = {"nvidia.com/gpu", "example.com/fpga"};
+  const std::vector<std::string> types = {"k80", "a100", "t4"};
+  const std::vector<std::string> zones = {"a", "b"};
+  Generated g;
+  const int nodes = std::uniform_int_distribution<int>(1, 12)(rng);
+  for (int n = 0; n < nodes; ++n) {
+    const std::string node = "n" + std::to_string(n);
+    g.nodes.push_back(node);
+    const int count = std::uniform_int_distribution<int>(0, 8)(rng);
+    for (int i = 0; i < count; ++i) {
+      const std::string name = node + "-d" + std::to_string(i);
+      std::map<std::string, std::string> props = {{"type", pick(rng, types)}};
+      if (coin(rng, 0.5)) {
+        props["zone"] = pick(rng, zones);
+      }
+      ExtendedResource d = device(name, node, props, pick(rng, resources));
+      if (coin(rng, 0.2)) {  // held by some other claim
+        d.phase = DevicePhase::kBound;
+        d.claimRef = ClaimRef{"default", "other", "uid-other"};
+      }
+      d.phaseWritten = true;
+      index.upsert(std::make_shared<const ExtendedResource>(d));
+      g.devices.emplace(name, std::move(d));
+    }
+  }
+  return g;
+}
+
+ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string& name) {
+  const std::vector<std::string> resources = {"nvidia.com/gpu", "example.com/fpga"};
+  ExtendedResourceClaim c =
+      claim(name, std::uniform_int_distribution<int>(1, 2)(rng), {}, pick(rng, resources));
+  switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+    case 0:
+      break;  // any device of the resource
+    case 1:
+      c.metadataRequirements.matchLabels = {
+          {"type", pick(rng, std::vector<std::string>{"k80", "t4"})}};
+      break;
+    case 2:
+      c.metadataRequirements.matchExpressions = {{"type", "In", {"k80", "a100"}}};
+      break;
+    case 3:
+      c.metadataRequirements.matchExpressions = {
+          {"zone", coin(rng, 0.5) ? "Exists" : "DoesNotExist", {}}};
+      break;
+    default:
+      c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
+      break;
+  }
+  if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices
+    std::vector<std::string> allowed;
+    for (const auto& [n, d] : g.devices) {
+      if (coin(rng, 0.4)) {
+        allowed.push_back(n);
+      }
+    }
+    c.extendedResourceNames = allowed;
+  }
+  return std::make_shared<const ExtendedResourceClaim>(c);
+}
+
+TEST(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
+  int fitting = 0;
+  int compared = 0;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    std::mt19937 rng(seed);
+    DeviceIndex index;
+    Generated g = generate(rng, index);
+    Pod pod;
+    pod.meta.ns = "default";
+    pod.meta.name = "p";
+    pod.meta.uid = "uid-p";
+    const int claims = std::uniform_int_distribution<int>(1, 2)(rng);
+    for (int i = 0; i < claims; ++i) {
+      const std::string name = "c" + std::to_string(i);
+      g.claims[objectKey("default", name)] = generateClaim(rng, g, name);
+      pod.claims.push_back(name);
+    }
+    const PodClaims pc = resolveClaims(pod, [&](const std::string& key) -> ClaimPtr {
+      auto it = g.claims.find(key);
+      return it == g.claims.end() ? nullptr : it->second;
+    });
+    std::vector<std::string_view> nodes(g.nodes.begin(), g.nodes.end());
+    // Nodes that have no devices, and repeats, as kube-scheduler's lists can hold.
+    nodes.push_back("empty-node");
+    nodes.push_back(nodes.front());
+    NodeFitter fitter(pc, "uid-p", index);
+    std::vector<NodePlan> counted;
+    fitter.planAll(nodes, /*withMessage=*/true,
+                   [&](size_t, NodePlan& plan) { counted.push_back(std::move(plan)); });
+    ASSERT_EQ(counted.size(), nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const std::string node(nodes[i]);
+      const NodePlan exact = planNode(pc, "uid-p", node, {}, index);
+      ++compared;
+      ASSERT_EQ(counted[i].fits, exact.fits) << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].message, exact.message) << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].leftover, exact.leftover) << "seed " << seed << " node " << node;
+      if (!exact.fits) {
+        continue;
+      }
+      ++fitting;
+      // The exact path's choice satisfies every claim with distinct free devices of the node.
+      std::set<std::string> used;
+      for (const auto& c : pc.pending) {
+        const auto& chosen = exact.assignment.at(objectKey(c->meta.ns, c->meta.name));
+        ASSERT_EQ(static_cast<int64_t>(chosen.size()), c->extendedResourceNum) << "seed " << seed;
+        for (const auto& name : chosen) {
+          const ExtendedResource& d = g.devices.at(name);
+          EXPECT_TRUE(used.insert(name).second) << "seed " << seed << ": " << name << " twice";
+          EXPECT_EQ(d.rawResourceName, c->rawResourceName) << "seed " << seed;
+          EXPECT_EQ(d.phase, DevicePhase::kAvailable) << "seed " << seed;
+          EXPECT_TRUE(matches(c->metadataRequirements, d.properties)) << "seed " << seed;
+          EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].values[0], node) << "seed " << seed;
+          if (c->extendedResourceNames) {
+            EXPECT_NE(
+                std::find(c->extendedResourceNames->begin(), c->extendedResourceNames->end(), name),
+                c->extendedResourceNames->end())
+                << "seed " << seed;
+          }
+        }
+      }
+    }
+  }
+  // The generator must produce both answers often enough for the comparison to mean much.
+  EXPECT_GT(fitting, compared / 10) << fitting << " of " << compared;
+  EXPECT_LT(fitting, compared * 9 / 10) << fitting << " of " << compared;
+}
+
+}  // namespace
+}  // namespace ker
