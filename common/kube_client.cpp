@@ -1,7 +1,6 @@
 #include "common/kube_client.h"
 
 #include <curl/curl.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/logging.h"
 #include "common/request_deadline.h"
 #include "common/watch_decoder.h"
 
@@ -418,8 +418,14 @@ struct KubeClient::Impl {
       if (const auto now = RequestDeadline::remaining(); now && *now <= delay) {
         throw *error;  // the retry could not start in time
       }
-      spdlog::debug("{} {}: {}; retry {} of {} in {} ms", req.method, req.path, error->what(),
-                    attempt + 1, opts.maxRetries, delay.count());
+      if (log::v(4)) {
+        log::info("API request failed, retrying", {{"method", req.method},
+                                                   {"path", req.path},
+                                                   {"error", error->what()},
+                                                   {"retry", attempt + 1},
+                                                   {"maxRetries", opts.maxRetries},
+                                                   {"retryInMs", delay.count()}});
+      }
       std::this_thread::sleep_for(delay);
     }
   }
@@ -735,7 +741,10 @@ void KubeClient::Impl::watch(const Resource& res, const std::string& ns, const W
     // An established watch that stayed silent past the idle timeout (API servers before 1.31
     // send no bookmarks for a resource nobody changes) or outlived its own timeout ends as
     // the server would have ended it: the caller resumes from its last resourceVersion.
-    spdlog::debug("GET {}: watch ended after a quiet spell: {}", path, errorBuffer);
+    if (log::v(4)) {
+      log::info("watch ended after a quiet spell",
+                {{"path", path}, {"error", std::string(errorBuffer)}});
+    }
     return;
   }
   if (*result != CURLE_OK) {

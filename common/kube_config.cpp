@@ -1,6 +1,5 @@
 #include "common/kube_config.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +12,8 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+
+#include "common/logging.h"
 
 namespace ker {
 
@@ -178,7 +179,7 @@ void applyCluster(KubeConfig& config, const YAML::Node& cluster, const std::stri
   }
   config.tlsServerName = scalar(cluster, "tls-server-name");
   if (!scalar(cluster, "proxy-url").empty()) {
-    spdlog::warn("kubeconfig {}: proxy-url is ignored; use HTTPS_PROXY instead", owner);
+    log::warn("kubeconfig proxy-url is ignored; use HTTPS_PROXY instead", {{"cluster", name}});
   }
 }
 
@@ -228,8 +229,9 @@ class TokenFileCache {
     std::optional<std::string> content = statOk ? tryReadFile(path) : std::nullopt;
     std::string token = content ? trimmed(*content) : std::string();
     if (token.empty()) {
-      spdlog::warn("cannot read a bearer token from {}; {}", path,
-                   entry.token ? "keeping the last one read" : "sending no token");
+      log::warn(entry.token ? "cannot read a bearer token; keeping the last one read"
+                            : "cannot read a bearer token; sending no token",
+                {{"file", path}});
       return entry.token;
     }
     entry.token = std::move(token);
@@ -337,8 +339,8 @@ KubeConfig KubeConfig::inCluster(const std::string& rootDir) {
     config.caData = std::move(*ca);
   } else {
     // client-go tolerates this too; the system trust store may still verify the server.
-    spdlog::warn("in-cluster config: cannot read {}; using the system trust store",
-                 (dir / "ca.crt").string());
+    log::warn("in-cluster config: cannot read the CA certificate; using the system trust store",
+              {{"file", (dir / "ca.crt").string()}});
   }
   if (auto ns = tryReadFile(dir / "namespace"); ns && !trimmed(*ns).empty()) {
     config.ns = trimmed(*ns);
@@ -373,7 +375,8 @@ KubeConfig KubeConfig::load(const std::string& kubeconfigFlag) {
       if (!homeConfig) {
         throw;
       }
-      spdlog::warn("{}; using {}", e.what(), homeConfig->string());
+      log::warn("in-cluster config unusable; using the kubeconfig in HOME",
+                {{"error", e.what()}, {"file", homeConfig->string()}});
     }
   }
   if (homeConfig) {

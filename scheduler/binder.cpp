@@ -1,13 +1,13 @@
 #include "scheduler/binder.h"
 
-#include <spdlog/spdlog.h>
-
 #include <charconv>
 #include <set>
 #include <stdexcept>
 #include <string_view>
 
 #include "common/api_error.h"
+#include "common/logging.h"
+#include "common/objects.h"
 #include "common/request_deadline.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
@@ -155,7 +155,10 @@ std::string Binder::bind(const BindingArgs& args) {
         index_.unreserve(args.podUid);
         return error;
       case Outcome::kRetry:
-        spdlog::debug("bind {}/{}: retrying after: {}", args.podNamespace, args.podName, error);
+        if (log::v(4)) {
+          log::info("bind attempt failed, retrying",
+                    {{"pod", objectKey(args.podNamespace, args.podName)}, {"error", error}});
+        }
         break;
     }
   }
@@ -186,8 +189,8 @@ void Binder::undo(Attempt& attempt) {
         attempt.claims.push_back(std::move(live));
       }
     } catch (const std::exception& e) {
-      spdlog::warn("bind undo: claim {}/{} may be left bound: {}", c->meta.ns, c->meta.name,
-                   e.what());
+      log::warn("bind undo: claim may be left bound",
+                {{"claim", objectKey(c->meta.ns, c->meta.name)}, {"error", e.what()}});
     }
   }
   if (!attempt.unconfirmedDevice.empty()) {
@@ -198,8 +201,8 @@ void Binder::undo(Attempt& attempt) {
         attempt.devices.push_back(std::move(live));
       }
     } catch (const std::exception& e) {
-      spdlog::warn("bind undo: device {} may be left bound: {}", attempt.unconfirmedDevice,
-                   e.what());
+      log::warn("bind undo: device may be left bound",
+                {{"device", attempt.unconfirmedDevice}, {"error", e.what()}});
     }
   }
   // A claim that could not be put back keeps its devices: it may be another call's now (one
@@ -213,8 +216,8 @@ void Binder::undo(Attempt& attempt) {
       stats_.apiWrites++;
     } catch (const std::exception& e) {
       kept.insert(it->meta.uid);
-      spdlog::warn("bind undo: claim {}/{} left bound with its devices: {}", it->meta.ns,
-                   it->meta.name, e.what());
+      log::warn("bind undo: claim left bound with its devices",
+                {{"claim", objectKey(it->meta.ns, it->meta.name)}, {"error", e.what()}});
     }
   }
   for (auto it = attempt.devices.rbegin(); it != attempt.devices.rend(); ++it) {
@@ -227,7 +230,7 @@ void Binder::undo(Attempt& attempt) {
       stats_.apiWrites++;
       index_.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
     } catch (const std::exception& e) {
-      spdlog::warn("bind undo: device {} left bound: {}", it->meta.name, e.what());
+      log::warn("bind undo: device left bound", {{"device", it->meta.name}, {"error", e.what()}});
     }
   }
   // Held rather than freed: filters running before the next attempt must not send other pods

@@ -1,12 +1,11 @@
 #include "scheduler/extender_app.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdlib>
 
 #include "common/api_error.h"
 #include "common/http_server.h"
 #include "common/informer.h"
+#include "common/logging.h"
 #include "common/metrics.h"
 #include "scheduler/binder.h"
 #include "scheduler/claim_lookup.h"
@@ -66,8 +65,10 @@ struct ExtenderApp::Impl {
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
         handlers(extender, registry, [this] { return awaitSynced(kSyncWait); }) {
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
-      binder.injectStaleDeviceWrites(std::atoi(n));
-      spdlog::warn("failpoint: the next {} device writes carry a stale resourceVersion", n);
+      const int writes = std::atoi(n);
+      binder.injectStaleDeviceWrites(writes);
+      log::warn("failpoint: the next device writes carry a stale resourceVersion",
+                {{"writes", writes}});
     }
     devices.addHandlers({
         .onAdd = [this](const auto& d) { index.upsert(d); },
@@ -187,8 +188,9 @@ void ExtenderApp::start() {
   if (impl_->health) {
     impl_->health->start();
   }
-  spdlog::info("extender serving on {}:{}{}", impl_->config.bindAddress, impl_->main->port(),
-               impl_->main->tls() ? " (HTTPS)" : "");
+  log::info("extender serving", {{"address", impl_->config.bindAddress},
+                                 {"port", impl_->main->port()},
+                                 {"tls", impl_->main->tls()}});
 }
 
 void ExtenderApp::stop() {

@@ -1,9 +1,10 @@
 #include "scheduler/extender_handlers.h"
 
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <utility>
+
+#include "common/logging.h"
+#include "common/objects.h"
 
 namespace ker {
 namespace {
@@ -43,7 +44,7 @@ HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
   } catch (const WireError& e) {
     reply = jsonReply(400, renderError(std::string("bad ") + verb + " request: " + e.what()));
   } catch (const std::exception& e) {
-    spdlog::error("{} failed: {}", verb, e.what());
+    log::error("extender request failed", {{"verb", verb}, {"error", e.what()}});
     reply = jsonReply(500, renderError(std::string(verb) + " failed: " + e.what()));
   }
   latency_.labels({verb}).observe(
@@ -76,10 +77,12 @@ HttpResponse ExtenderHandlers::bind(std::string_view body) {
     std::string error = extender_.bind(args);
     decisions_.labels({"bind", error.empty() ? "bound" : "failed"}).inc();
     if (error.empty()) {
-      spdlog::info("bound pod {}/{} to node {}", args.podNamespace, args.podName, args.node);
+      log::info("bound pod",
+                {{"pod", objectKey(args.podNamespace, args.podName)}, {"node", args.node}});
     } else {
-      spdlog::warn("bind of pod {}/{} to node {} failed: {}", args.podNamespace, args.podName,
-                   args.node, error);
+      log::warn("bind failed", {{"pod", objectKey(args.podNamespace, args.podName)},
+                                {"node", args.node},
+                                {"error", error}});
     }
     return jsonReply(200, renderBindingReply(error));
   });
