@@ -9,7 +9,7 @@
 #     --pods N           pods per run, each claiming one k80 (default: as many as nodes)
 #     --repeats N        runs of each variant per size and QPS; medians reported (default 3)
 #     --qps LIST         kube-scheduler client QPS settings, the same for every variant; burst is
-#                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000)
+#                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
 #     --variants LIST    any of extender,dra,no-claims (default all three, in that order)
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
@@ -30,7 +30,7 @@ launcher=$root/test/controlplane/launch.sh
 extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
-sizes=500,2000,5000 pods='' repeats=3 qps_list=1000 variants=extender,dra,no-claims scoring=''
+sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims scoring=''
 timeout=600 out_dir=$root/bench/results
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }

@@ -558,6 +558,20 @@ int run(const Config& cfg) {
   } catch (const ApiError& e) {
     log::warn("deleting the namespace failed", {{"error", std::string(e.what())}});
   }
+  // The namespace controller's sweep of a deleted namespace would otherwise land in the
+  // next run's request counts.
+  const auto nsDeadline = Clock::now() + cfg.quietTimeout;
+  while (Clock::now() < nsDeadline) {
+    try {
+      api->get(ker::resources::kNamespaces, "", cfg.ns);
+    } catch (const ApiError& e) {
+      if (e.isNotFound()) {
+        break;
+      }
+      throw;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
   if (!waitQuiet(*api, cfg.quietTimeout)) {
     log::warn("devices or claims not released after the run", {{"ns", cfg.ns}});
   }
