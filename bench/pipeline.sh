@@ -201,6 +201,14 @@ start_schedulers() { # qps
     --percentage-of-nodes-to-score default "${q[@]}" >/dev/null
 }
 
+report() {
+  local cpu_model note
+  cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; $(date -u +%FT%TZ)"
+  mkdir -p "$out_dir"
+  run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
+}
+
 seq_no=0
 failed_runs=0
 started=false
@@ -237,10 +245,7 @@ for n in "${size_list[@]}"; do
     done
     "$launcher" stop-scheduler "$cp_dir" --all
   done
+  # After every size, so an interrupted benchmark still leaves the sizes it finished.
+  report
 done
-
-cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; $(date -u +%FT%TZ)"
-mkdir -p "$out_dir"
-run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
 ((failed_runs == 0)) || die "$failed_runs run(s) did not complete"
