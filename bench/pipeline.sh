@@ -242,10 +242,11 @@ for n in "${size_list[@]}"; do
           log "run did not complete (exit $rc); its file says how far it got"
         fi
       done
+      # After every round, so an interrupted benchmark still leaves what it finished.
+      report >/dev/null
     done
     "$launcher" stop-scheduler "$cp_dir" --all
   done
-  # After every size, so an interrupted benchmark still leaves the sizes it finished.
-  report
 done
+report
 ((failed_runs == 0)) || die "$failed_runs run(s) did not complete"
