@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <map>
-#include <set>
 
 #include "bench/http_load.h"
 
@@ -19,7 +18,9 @@ constexpr const char* kMedians[] = {"pods_per_second",
                                     "failed_binds_per_pod",
                                     "scheduler_errors_per_pod",
                                     "api_requests_per_pod",
-                                    "ever_unschedulable"};
+                                    "ever_unschedulable",
+                                    "create_seconds",
+                                    "scheduling_attempt_ms_mean"};
 
 std::string fmt(double v, int digits) {
   char buf[64];
@@ -49,7 +50,7 @@ ojson verdict(const std::string& target, double measured, double bound, bool atL
   std::string margin;
   if (bound != 0) {
     const double pct = (measured - bound) / bound * 100;
-    margin = (pct >= 0 ? "+" : "") + fmt(pct, 0) + "% against " + fmt(bound, 3) + unit;
+    margin = std::string(pct >= 0 ? "+" : "") + fmt(pct, 0) + "% against " + fmt(bound, 3) + unit;
   }
   return {{"target", target}, {"measured", measured}, {"met", met}, {"margin", margin}};
 }
@@ -79,7 +80,6 @@ ojson summarize(const std::vector<ojson>& runs) {
     ojson rates = ojson::array();
     std::map<std::string, std::vector<double>> values;
     std::map<std::string, std::vector<double>> cpu;
-    std::set<std::string> cpuOrder;
     for (const ojson* r : members) {
       timedOut += r->value("timed_out", false) ? 1 : 0;
       rates.push_back(r->value("pods_per_second", 0.0));
@@ -87,6 +87,10 @@ ojson summarize(const std::vector<ojson>& runs) {
         if (r->contains(k) && (*r)[k].is_number()) {
           values[k].push_back((*r)[k].get<double>());
         }
+      }
+      if (r->contains("extender_calls") && (*r)["extender_calls"].contains("bind")) {
+        values["extender_bind_ms_mean"].push_back(
+            (*r)["extender_calls"]["bind"].value("ms_mean", 0.0));
       }
       if (r->contains("cpu_ms_per_pod")) {
         for (const auto& [proc, v] : (*r)["cpu_ms_per_pod"].items()) {
@@ -100,6 +104,9 @@ ojson summarize(const std::vector<ojson>& runs) {
       if (!values[k].empty()) {
         g[k] = median(values[k]);
       }
+    }
+    if (!values["extender_bind_ms_mean"].empty()) {
+      g["extender_bind_ms_mean"] = median(values["extender_bind_ms_mean"]);
     }
     ojson cpuOut = ojson::object();
     for (const auto& [proc, arr] : (*members.front())["cpu_ms_per_pod"].items()) {
@@ -153,44 +160,52 @@ std::string markdown(const ojson& summary, const ojson& verdicts, const ojson& m
   }
   md +=
       "\n| nodes / pods | client QPS | variant | runs | pods/s (median; each run) | p50 ms | p99 "
-      "ms | failed binds / pod | scheduler errors / pod | pods ever unschedulable | API requests "
-      "/ pod | CPU ms / pod |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "ms | creating the pods, s | failed binds / pod | scheduler errors / pod | pods ever "
+      "unschedulable | API requests / pod | scheduling attempt ms (extender bind ms) | CPU ms / "
+      "pod |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : summary) {
     std::string each;
     for (const auto& r : g["pods_per_second_runs"]) {
-      each += (each.empty() ? "" : ", ") + fmt(r.get<double>(), 1);
+      each += std::string(each.empty() ? "" : ", ") + fmt(r.get<double>(), 1);
     }
     std::string cpu;
     for (const auto& [proc, v] : g["cpu_ms_per_pod"].items()) {
       if (v.get<double>() >= 0.05) {
-        cpu += (cpu.empty() ? "" : ", ") + proc + " " + fmt(v.get<double>(), 1);
+        cpu += std::string(cpu.empty() ? "" : ", ") + proc + " " + fmt(v.get<double>(), 1);
       }
     }
     const size_t timedOut = g.value("timed_out_runs", size_t{0});
-    md += "| " + std::to_string(g["nodes"].get<int>()) + " / " +
+    md += std::string("| ") + std::to_string(g["nodes"].get<int>()) + " / " +
           std::to_string(g["pods"].get<int>()) + " | " + g["client_qps"].get<std::string>() +
           " | " + g["variant"].get<std::string>() + " | " +
           std::to_string(g["runs"].get<size_t>()) +
-          (timedOut > 0 ? " (" + std::to_string(timedOut) + " timed out)" : "") + " | " +
-          fmt(g.value("pods_per_second", 0.0), 1) + " (" + each + ") | " +
+          (timedOut > 0 ? std::string(" (") + std::to_string(timedOut) + " timed out)" : "") +
+          " | " + fmt(g.value("pods_per_second", 0.0), 1) + " (" + each + ") | " +
           fmt(g.value("p50_ms", 0.0), 0) + " | " + fmt(g.value("p99_ms", 0.0), 0) + " | " +
+          fmt(g.value("create_seconds", 0.0), 1) + " | " +
           fmt(g.value("failed_binds_per_pod", 0.0), 3) + " | " +
           fmt(g.value("scheduler_errors_per_pod", 0.0), 3) + " | " +
           fmt(g.value("ever_unschedulable", 0.0), 0) + " | " +
-          fmt(g.value("api_requests_per_pod", 0.0), 2) + " | " + cpu + " |\n";
+          fmt(g.value("api_requests_per_pod", 0.0), 2) + " | " +
+          fmt(g.value("scheduling_attempt_ms_mean", 0.0), 0) +
+          (g.contains("extender_bind_ms_mean")
+               ? std::string(" (") + fmt(g["extender_bind_ms_mean"].get<double>(), 0) + ")"
+               : std::string()) +
+          " | " + cpu + " |\n";
   }
   if (!verdicts.empty()) {
     md += "\n## Targets (this project, default scoring)\n\n";
     for (const auto& row : verdicts) {
-      md += "- " + std::to_string(row["nodes"].get<int>()) + " nodes / " +
+      md += std::string("- ") + std::to_string(row["nodes"].get<int>()) + " nodes / " +
             std::to_string(row["pods"].get<int>()) + " pods, client QPS " +
             row["client_qps"].get<std::string>() + ":";
       for (const auto& v : row["verdicts"]) {
-        md +=
-            std::string(" ") + (v["met"].get<bool>() ? "PASS" : "MISS") + " " +
-            v["target"].get<std::string>() + " (" + fmt(v["measured"].get<double>(), 3) +
-            (v["margin"].get<std::string>().empty() ? "" : "; " + v["margin"].get<std::string>()) +
-            ");";
+        md += std::string(" ") + (v["met"].get<bool>() ? "PASS" : "MISS") + " " +
+              v["target"].get<std::string>() + " (" + fmt(v["measured"].get<double>(), 3) +
+              (v["margin"].get<std::string>().empty()
+                   ? ""
+                   : std::string("; ") + v["margin"].get<std::string>()) +
+              ");";
       }
       md += "\n";
     }

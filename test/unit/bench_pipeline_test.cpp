@@ -86,6 +86,23 @@ TEST(PipelineSummaryTest, MediansPerGroupInFirstSeenOrder) {
   EXPECT_EQ(s[2]["client_qps"], "default");
 }
 
+TEST(PipelineSummaryTest, TakesTheExtenderBindTimeFromItsCallsWhenThere) {
+  ojson a = run("extender", 10, 900, 0);
+  ojson b = run("extender", 10, 900, 0);
+  ojson c = run("extender", 10, 900, 0);
+  a["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 300.0}}}};
+  b["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 100.0}}}};
+  c["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 200.0}}}};
+  a["create_seconds"] = 3.0;
+  b["create_seconds"] = 1.0;
+  c["create_seconds"] = 2.0;
+  const ojson s = summarize({a, b, c, run("dra", 80, 300, 0)});
+  EXPECT_EQ(s[0]["extender_bind_ms_mean"], 200.0);
+  EXPECT_EQ(s[0]["create_seconds"], 2.0);
+  EXPECT_FALSE(s[1].contains("extender_bind_ms_mean"));
+  EXPECT_NE(markdown(s, judge(s), {}).find("(200)"), std::string::npos);
+}
+
 TEST(PipelineSummaryTest, JudgesTheFourTargetsWithMargins) {
   const ojson s = summarize(
       {run("extender", 60, 250, 0.005), run("dra", 50, 300, 0), run("no-claims", 100, 50, 0)});
