@@ -99,6 +99,11 @@ soak: build controlplane-binaries ## chaos soak on a real control plane: SOAK_SE
 	test/soak/run.sh --build-dir $(BUILD_DIR) --seconds $(SOAK_SECONDS)
 
 BENCH_ARGS ?=
-.PHONY: bench
-bench: deps controlplane-binaries ## benchmark extender and controller on a real control plane (100/1,000/5,000 nodes) into bench/results/
+PIPELINE_ARGS ?=
+.PHONY: bench bench-pipeline
+bench: deps controlplane-binaries ## benchmark extender and controller on a real control plane (100/1,000/5,000 nodes), then bench-pipeline, into bench/results/
 	JOBS=$(JOBS) bench/run.sh $(BENCH_ARGS)
+	JOBS=$(JOBS) bench/pipeline.sh $(PIPELINE_ARGS)
+
+bench-pipeline: deps controlplane-binaries ## pods/s and latency, creation to PodScheduled: this project vs DRA vs no claims (500/2,000/5,000 nodes)
+	JOBS=$(JOBS) bench/pipeline.sh $(PIPELINE_ARGS)

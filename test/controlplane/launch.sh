@@ -34,14 +34,22 @@
 #       --managed-resource NAME[:ignored]  extender only sees pods asking for NAME; ":ignored"
 #                              sets ignoredByScheduler (repeatable; default: all pods)
 #       --scheduler-arg ARG    extra kube-scheduler flag (repeatable)
+#       --client-qps QPS / --client-burst N
+#                              clientConnection.qps and .burst of kube-scheduler's API client
+#                              (default: unset, kube-scheduler's 50 and 100)
+#       --percentage-of-nodes-to-score N|default
+#                              the profile's percentageOfNodesToScore (default: 100, as deploy/;
+#                              "default" leaves it unset: kube-scheduler's adaptive percentage)
 #       --timeout SECONDS
 #   launch.sh stop-scheduler DIR [--name NAME | --all]
-#   launch.sh start-controller-manager DIR [--timeout SECONDS]
+#   launch.sh start-controller-manager DIR [--timeout SECONDS] [--extra-controllers LIST]
 #                              kube-controller-manager with the controllers a kubelet-less
 #                              cluster can use (deployments, replicasets, garbage collection,
 #                              namespaces, service accounts); with --node-network also
 #                              root-ca-cert-publisher, podgc, job, nodelifecycle, endpointslice(s),
-#                              daemonset, statefulset
+#                              daemonset, statefulset; --extra-controllers adds more, e.g.
+#                              resourceclaim-controller (DRA: releases and deallocates the
+#                              ResourceClaims of deleted pods, claims from templates)
 #   launch.sh start-node DIR [options]     (start --node-network first) containerd + kubelet +
 #                              kube-proxy as node NAME; starts kube-controller-manager if needed;
 #                              waits for Ready and for kube-proxy to map 10.0.0.1:443 to the apiserver
@@ -530,14 +538,15 @@ cmd_start() {
     --name | --scheduler-name | --node-cache-capable | --extender-url | --extender-ca | \
       --extender-client-cert | --extender-client-key | --filter-verb | \
       --prioritize-verb | --bind-verb | --preempt-verb | --weight | --http-timeout | --ignorable | \
-      --managed-resource | --scheduler-arg)
+      --managed-resource | --scheduler-arg | --client-qps | --client-burst | --percentage-of-nodes-to-score)
       (($# >= 2)) || die "$1 needs a value"
       sched+=("$1" "$2") && shift
       ;;
     --name=* | --scheduler-name=* | --node-cache-capable=* | --extender-url=* | --extender-ca=* | \
       --extender-client-cert=* | --extender-client-key=* | \
       --filter-verb=* | --prioritize-verb=* | --bind-verb=* | --preempt-verb=* | --weight=* | \
-      --http-timeout=* | --ignorable=* | --managed-resource=* | --scheduler-arg=*)
+      --http-timeout=* | --ignorable=* | --managed-resource=* | --scheduler-arg=* | --client-qps=* | \
+      --client-burst=* | --percentage-of-nodes-to-score=*)
       sched+=("${1%%=*}" "${1#*=}")
       ;;
     --bin-dir=* | --timeout=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" && continue ;;
@@ -608,7 +617,7 @@ check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or fa
 start_scheduler() {
   local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' client_cert='' client_key='' \
     filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
-  local managed=() extra=() no_extender=false
+  local managed=() extra=() no_extender=false qps='' burst='' percentage=100
   while (($#)); do
     if [[ "$1" == --no-extender ]]; then
       no_extender=true
@@ -636,6 +645,9 @@ start_scheduler() {
     --ignorable) ignorable=$2 ;;
     --managed-resource) managed+=("$2") ;;
     --scheduler-arg) extra+=("$2") ;;
+    --client-qps) qps=$2 ;;
+    --client-burst) burst=$2 ;;
+    --percentage-of-nodes-to-score) percentage=$2 ;;
     --timeout) TIMEOUT=$2 ;;
     *) die "start-scheduler: unknown option '$1' (try --help)" ;;
     esac
@@ -650,6 +662,10 @@ start_scheduler() {
   check_bool --node-cache-capable "$node_cache"
   check_bool --ignorable "$ignorable"
   [[ "$weight" =~ ^[1-9][0-9]*$ ]] || die "--weight must be a positive integer"
+  [[ -z "$qps" || "$qps" =~ ^[1-9][0-9]*(\.[0-9]+)?$ ]] || die "--client-qps must be a positive number"
+  [[ -z "$burst" || "$burst" =~ ^[1-9][0-9]*$ ]] || die "--client-burst must be a positive integer"
+  [[ "$percentage" == default || "$percentage" =~ ^(100|[1-9][0-9]?)$ ]] ||
+    die "--percentage-of-nodes-to-score must be 1-100 or default"
   [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
   [[ -z "$ca" || -r "$ca" ]] || die "--extender-ca '$ca' is not readable"
   [[ -z "$ca" ]] || ca=$(cd "$(dirname "$ca")" && printf '%s/%s' "$(pwd -P)" "$(basename "$ca")")
@@ -665,8 +681,11 @@ start_scheduler() {
 
   {
     printf '%s\n' 'apiVersion: kubescheduler.config.k8s.io/v1' 'kind: KubeSchedulerConfiguration' \
-      'leaderElection:' '  leaderElect: false' 'clientConnection:' "  kubeconfig: $(yaml_str "$DIR/scheduler.kubeconfig")" \
-      'profiles:' "- schedulerName: $(yaml_str "$profile")" '  percentageOfNodesToScore: 100'
+      'leaderElection:' '  leaderElect: false' 'clientConnection:' "  kubeconfig: $(yaml_str "$DIR/scheduler.kubeconfig")"
+    [[ -z "$qps" ]] || printf '  qps: %s\n' "$qps"
+    [[ -z "$burst" ]] || printf '  burst: %s\n' "$burst"
+    printf '%s\n' 'profiles:' "- schedulerName: $(yaml_str "$profile")"
+    [[ "$percentage" == default ]] || printf '  percentageOfNodesToScore: %s\n' "$percentage"
   } >"$f.yaml"
   $no_extender || {
     printf '%s\n' 'extenders:' "- urlPrefix: $(yaml_str "$url")"
@@ -738,6 +757,7 @@ start_controller_manager() {
   BIN_DIR=$(env_get BIN_DIR)
   [[ -x "$BIN_DIR/kube-controller-manager" ]] || die "no kube-controller-manager in $BIN_DIR"
   local controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token
+  [[ -z "${EXTRA_CONTROLLERS:-}" ]] || controllers+=",$EXTRA_CONTROLLERS"
   # kube-root-ca.crt ConfigMaps (projected ServiceAccount volumes), pods of a real node, its
   # Ready condition and not-ready taint, Service endpoints for kube-proxy.
   ! node_mode ||
@@ -778,11 +798,13 @@ controller_manager_ready() { # url
 cmd_start_controller_manager() {
   set_dir "${1:-}"
   shift
-  TIMEOUT=$DEFAULT_TIMEOUT
+  TIMEOUT=$DEFAULT_TIMEOUT EXTRA_CONTROLLERS=''
   while (($#)); do
     case "$1" in
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
     --timeout=*) TIMEOUT=${1#*=} ;;
+    --extra-controllers) EXTRA_CONTROLLERS=${2:?--extra-controllers needs a value} && shift ;;
+    --extra-controllers=*) EXTRA_CONTROLLERS=${1#*=} ;;
     *) die "start-controller-manager: unknown option '$1' (try --help)" ;;
     esac
     shift

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# The whole scheduling pipeline on one real, loopback-only control plane, back to back: this
+# project (deploy/'s scheduler profile with the extender, and the controller), Kubernetes DRA
+# (ResourceSlices, a DeviceClass, one ResourceClaim per pod, the default profile) and the same
+# pods without a device request. Writes bench/results/pipeline-latest.{json,md} (also printed).
+#
+#   bench/pipeline.sh [options]
+#     --sizes LIST       node counts, grown in place (default 500,2000,5000)
+#     --pods N           pods per run, each claiming one k80 (default: as many as nodes)
+#     --repeats N        runs of each variant per size and QPS; medians reported (default 3)
+#     --qps LIST         kube-scheduler client QPS settings, the same for every variant; burst is
+#                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
+#     --variants LIST    any of extender,dra,no-claims (default all three, in that order)
+#     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
+#     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
+#     --out-dir DIR      where the results go (default bench/results)
+#     -h, --help
+#
+# Builds pipeline_bench, the extender and the controller into $BENCH_BUILD_DIR (default
+# build-bench, Release); starts etcd, kube-apiserver and kube-controller-manager (with the
+# resourceclaim-controller) through test/controlplane/launch.sh in a temporary folder, and
+# always stops everything on exit. KEEP_BENCH_DIR=1 keeps that folder (logs, every run's JSON)
+# after success; after a failure it is always kept. See bench/README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
+jobs=${JOBS:-2}
+launcher=$root/test/controlplane/launch.sh
+extender_sa=extended-resource-scheduler
+controller_sa=extended-resource-controller
+
+sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims scoring=''
+timeout=600 out_dir=$root/bench/results
+
+log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+
+while (($#)); do
+  case "$1" in
+  --sizes) sizes=${2:?} && shift ;;
+  --pods) pods=${2:?} && shift ;;
+  --repeats) repeats=${2:?} && shift ;;
+  --qps) qps_list=${2:?} && shift ;;
+  --variants) variants=${2:?} && shift ;;
+  --scoring) scoring=${2:?} && shift ;;
+  --timeout) timeout=${2:?} && shift ;;
+  --out-dir) out_dir=${2:?} && shift ;;
+  -h | --help) usage && exit 0 ;;
+  *) die "unknown option '$1' (try --help)" ;;
+  esac
+  shift
+done
+[[ "$sizes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sizes must be a list of node counts"
+[[ -z "$pods" || "$pods" =~ ^[1-9][0-9]*$ ]] || die "--pods must be a positive number"
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
+[[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
+[[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
+[[ "$variants" =~ ^(extender|dra|no-claims)(,(extender|dra|no-claims))*$ ]] || die "--variants: extender, dra, no-claims"
+IFS=, read -r -a size_list <<<"$sizes"
+IFS=, read -r -a qps_values <<<"$qps_list"
+IFS=, read -r -a variant_list <<<"$variants"
+
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build_dir" -j "$jobs" --target pipeline_bench extended-resource-scheduler \
+  extended-resource-controller
+bench=$build_dir/bench/pipeline_bench
+
+bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ker-pipeline.XXXXXX")
+cp_dir=$work/controlplane
+runs_dir=$work/runs
+mkdir -p "$runs_dir"
+extender_pid='' controller_pid='' bench_pid=''
+
+stop_pid() { # pid name: TERM, up to 20 s, then KILL
+  local pid=$1 i
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 200; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$2 (pid $pid) ignored SIGTERM; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+# shellcheck disable=SC2317 # invoked by trap
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_pid "$bench_pid" pipeline_bench
+  stop_pid "$extender_pid" extender
+  stop_pid "$controller_pid" controller
+  if [[ -d "$cp_dir" ]] && ! "$launcher" stop "$cp_dir" >/dev/null; then
+    log "stopping the control plane in $cp_dir failed"
+    ((rc != 0)) || rc=1
+  fi
+  if ((rc != 0)) || [[ "${KEEP_BENCH_DIR:-0}" == 1 ]]; then
+    log "work folder kept: $work"
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A loopback port nobody listens on (20000-32767, below the ephemeral range).
+free_port() {
+  local p i
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + RANDOM % 12768))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      printf '%s\n' "$p"
+      return 0
+    fi
+  done
+  die "no free loopback port found"
+}
+
+wait_http() { # url seconds pid name
+  local deadline=$((SECONDS + $2))
+  while ((SECONDS < deadline)); do
+    kill -0 "$3" 2>/dev/null || die "$4 exited; see $work/$4.log"
+    [[ "$(curl -fsS --max-time 2 "$1" 2>/dev/null)" == ok ]] && return 0
+    sleep 0.25
+  done
+  die "$4 not ready within $2 s; see $work/$4.log"
+}
+
+# Run a child in the background so a signal to this script reaches the trap promptly.
+run_bench() {
+  "$bench" "$@" &
+  bench_pid=$!
+  local rc=0
+  wait "$bench_pid" || rc=$?
+  bench_pid=''
+  return "$rc"
+}
+
+log "starting the control plane in $cp_dir"
+env_file=$("$launcher" start "$cp_dir" --bin-dir "$bin_dir" | tail -n1)
+"$launcher" start-controller-manager "$cp_dir" --extra-controllers resourceclaim-controller >/dev/null
+env_get() { sed -n "s/^$1=//p" "$env_file" | tail -n1; }
+kubeconfig=$(env_get KUBECONFIG)
+kubectl=$(env_get KUBECTL)
+k8s_version=$(env_get KUBERNETES_VERSION)
+"$kubectl" --kubeconfig "$kubeconfig" api-versions | grep -qx resource.k8s.io/v1 ||
+  die "kube-apiserver $k8s_version does not serve resource.k8s.io/v1"
+
+"$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
+"$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
+  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+"$launcher" apply-deploy-rbac "$cp_dir"
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
+"$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
+
+start_components() {
+  local ext_port health_port ctl_port args=()
+  ext_port=$(free_port)
+  health_port=$(free_port)
+  [[ "$health_port" != "$ext_port" ]] || health_port=$(free_port)
+  [[ -z "$scoring" ]] || args+=(--scoring "$scoring")
+  "$build_dir/scheduler/extended-resource-scheduler" --kubeconfig "$work/extender.kubeconfig" \
+    --bind-address 127.0.0.1 --port "$ext_port" --health-bind-address 127.0.0.1 \
+    --health-port "$health_port" "${args[@]}" </dev/null >>"$work/extender.log" 2>&1 &
+  extender_pid=$!
+  ctl_port=$(free_port)
+  "$build_dir/controller/extended-resource-controller" --kubeconfig "$work/controller.kubeconfig" \
+    --leader-elect=false --metrics-bind-address "127.0.0.1:$ctl_port" </dev/null \
+    >>"$work/controller.log" 2>&1 &
+  controller_pid=$!
+  wait_http "http://127.0.0.1:$health_port/readyz" 300 "$extender_pid" extender
+  wait_http "http://127.0.0.1:$ctl_port/readyz" 300 "$controller_pid" controller
+  extender_url=http://127.0.0.1:$ext_port
+  extender_metrics=http://127.0.0.1:$health_port/metrics
+  log "extender (pid $extender_pid) at $extender_url, controller (pid $controller_pid) ready"
+}
+
+# Two kube-schedulers with the same client QPS: "ext" is deploy/'s profile (extender with
+# filter, prioritize and bind, nodeCacheCapable, percentageOfNodesToScore 100), "plain" the
+# default profile with kube-scheduler's defaults (DRA and the no-claims pods).
+start_schedulers() { # qps
+  local q=() burst
+  if [[ "$1" != default ]]; then
+    burst=$(($1 * 2))
+    q=(--client-qps "$1" --client-burst "$burst")
+  fi
+  "$launcher" start-scheduler "$cp_dir" --name ext --extender-url "$extender_url" \
+    --node-cache-capable true "${q[@]}" >/dev/null
+  "$launcher" start-scheduler "$cp_dir" --name plain --no-extender --scheduler-name default-scheduler \
+    --percentage-of-nodes-to-score default "${q[@]}" >/dev/null
+}
+
+report() {
+  local cpu_model note
+  cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; $(date -u +%FT%TZ)"
+  mkdir -p "$out_dir"
+  run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
+}
+
+seq_no=0
+failed_runs=0
+started=false
+for n in "${size_list[@]}"; do
+  p=${pods:-$n}
+  log "cluster of $n nodes"
+  run_bench --mode setup --env-file "$env_file" --nodes "$n"
+  if ! $started; then
+    start_components
+    started=true
+  fi
+  for q in "${qps_values[@]}"; do
+    start_schedulers "$q"
+    for ((r = 1; r <= repeats; r++)); do
+      for v in "${variant_list[@]}"; do
+        seq_no=$((seq_no + 1))
+        instance=plain extra=()
+        if [[ "$v" == extender ]]; then
+          instance=ext
+          extra=(--extender-metrics "$extender_metrics")
+        fi
+        log "nodes $n, pods $p, client QPS $q, run $r: $v"
+        rc=0
+        run_bench --mode run --env-file "$env_file" --variant "$v" --nodes "$n" --pods "$p" \
+          --namespace "pipe-$n-$q-$r-$v" --client-qps "$q" --repeat "$r" \
+          --scheduler-instance "$instance" "${extra[@]}" \
+          --extender-pid "$extender_pid" --controller-pid "$controller_pid" \
+          --timeout "${timeout}s" --out "$(printf '%s/%04d-%s.json' "$runs_dir" "$seq_no" "$v")" || rc=$?
+        if ((rc != 0)); then
+          failed_runs=$((failed_runs + 1))
+          log "run did not complete (exit $rc); its file says how far it got"
+        fi
+      done
+      # After every round, so an interrupted benchmark still leaves what it finished.
+      report >/dev/null
+    done
+    "$launcher" stop-scheduler "$cp_dir" --all
+  done
+done
+report
+((failed_runs == 0)) || die "$failed_runs run(s) did not complete"

@@ -1,0 +1,726 @@
+// pipeline_bench: the whole scheduling pipeline on a real control plane, pod creation to
+// PodScheduled, for this project's scheduler profile, Kubernetes DRA and pods without device
+// requests. bench/pipeline.sh starts the processes and calls the three modes of this program:
+//   --mode setup   creates the nodes, their devices (ExtendedResources and ResourceSlices) and
+//                  the DeviceClass, growing the cluster in place
+//   --mode run     one variant once: claims, then pods timed until every one is scheduled,
+//                  metrics and CPU before and after, then cleans up; writes one JSON file
+//   --mode report  medians over the runs' files, the targets, pipeline-latest.{json,md}
+// See bench/README.md.
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/cluster.h"
+#include "bench/http_fetch.h"
+#include "bench/http_load.h"
+#include "bench/pipeline_objects.h"
+#include "bench/pipeline_summary.h"
+#include "bench/process_usage.h"
+#include "bench/prom_text.h"
+#include "common/api_error.h"
+#include "common/flags.h"
+#include "common/kube_client.h"
+#include "common/logging.h"
+
+namespace ker::bench::pipeline {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Config {
+  std::string mode;
+  std::string envFile;
+  size_t nodes = 0;
+  size_t pods = 0;
+  std::string variant;
+  std::string ns;
+  std::string clientQps = "default";
+  int repeat = 0;
+  std::string schedulerInstance;
+  std::string extenderMetrics;
+  int extenderPid = 0;
+  int controllerPid = 0;
+  std::string out;
+  std::string runsDir;
+  std::string outDir;
+  int workers = 16;
+  std::chrono::milliseconds timeout{600s};
+  std::chrono::milliseconds settle{2s};
+  std::chrono::milliseconds quietTimeout{300s};
+  std::string note;
+};
+
+// KEY=VALUE lines of the launcher's DIR/env.
+std::map<std::string, std::string> readEnv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw std::runtime_error("cannot read " + path);
+  }
+  std::map<std::string, std::string> env;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) {
+      env[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  return env;
+}
+
+std::string envOr(const std::map<std::string, std::string>& env, const std::string& key) {
+  auto it = env.find(key);
+  return it == env.end() ? std::string() : it->second;
+}
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  in >> one;
+  return one;
+}
+
+std::unique_ptr<KubeClient> client(const std::map<std::string, std::string>& env) {
+  KubeClientOptions opts;
+  opts.userAgent = "pipeline-bench";
+  return std::make_unique<KubeClient>(KubeConfig::fromKubeconfigFile(envOr(env, "KUBECONFIG")),
+                                      opts);
+}
+
+void createIgnoringExisting(ApiClient& api, const Resource& res, const std::string& ns,
+                            const json& obj) {
+  try {
+    api.create(res, ns, obj);
+  } catch (const ApiError& e) {
+    if (e.httpStatus() != 409) {
+      throw;
+    }
+  }
+}
+
+// ---- setup -------------------------------------------------------------------------------
+
+int setup(const Config& cfg) {
+  const auto env = readEnv(cfg.envFile);
+  auto api = client(env);
+  createIgnoringExisting(*api, resources::kDeviceClasses, "", deviceClass());
+  const auto t0 = Clock::now();
+  auto nodes = createAll(
+      *api, ker::resources::kNodes, "", 0, cfg.nodes, [](size_t i) { return kubeletNode(i); },
+      cfg.workers * 2);
+  auto ers = createAll(
+      *api, ker::resources::kExtendedResources, "", 0, cfg.nodes * kDevicesPerNode,
+      [](size_t k) { return extendedResource(k / kDevicesPerNode, static_cast<int>(k % 8)); },
+      cfg.workers * 2);
+  auto slices = createAll(
+      *api, resources::kResourceSlices, "", 0, cfg.nodes, [](size_t i) { return resourceSlice(i); },
+      cfg.workers * 2);
+  log::info("cluster ready", {{"nodes", cfg.nodes},
+                              {"nodes_created", nodes.created},
+                              {"extendedresources_created", ers.created},
+                              {"resourceslices_created", slices.created},
+                              {"seconds", since(t0)}});
+  return 0;
+}
+
+// ---- run ---------------------------------------------------------------------------------
+
+std::string podName(size_t i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p-%05zu", i);
+  return buf;
+}
+
+std::string claimName(size_t i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "c-%05zu", i);
+  return buf;
+}
+
+// Index of a pod by its name p-NNNNN; -1 for anything else.
+long podIndex(const std::string& name) {
+  if (name.size() != 7 || name.rfind("p-", 0) != 0) {
+    return -1;
+  }
+  try {
+    return std::stol(name.substr(2));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Waits until no device of this project is held and no DRA claim is left from an earlier
+// run, so every run starts from the same free devices. False when that did not happen in time.
+bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  size_t held = 0;
+  size_t claims = 0;
+  while (true) {
+    held = 0;
+    ListOptions opts;
+    api.listEach(
+        ker::resources::kExtendedResources, "", opts, 5000,
+        [&](json& er) {
+          const auto* phase = er.contains("status") ? &er["status"] : nullptr;
+          if (phase == nullptr || phase->value("phase", std::string()) != "Available") {
+            held++;
+          }
+        },
+        [&] { held = 0; });
+    claims = api.listAll(resources::kResourceClaims, "", {}).items.size();
+    if ((held == 0 && claims == 0) || Clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(2s);
+  }
+  if (held != 0 || claims != 0) {
+    log::warn("cluster not quiet before the run",
+              {{"devices_not_available", held}, {"resourceclaims_left", claims}});
+    return false;
+  }
+  return true;
+}
+
+struct PodTimes {
+  std::vector<Clock::time_point> created;
+  std::vector<Clock::time_point> scheduled;
+  std::vector<char> isScheduled;
+  std::vector<char> everUnschedulable;
+  std::mutex mu;
+  size_t count = 0;
+};
+
+// Watches the run's pods and notes when each is first seen with a node (the Binding sets
+// spec.nodeName and PodScheduled=True in one write), and whether it was ever Unschedulable.
+void watchPods(KubeClient& api, const std::string& ns, const std::string& rv, PodTimes& times,
+               const std::atomic<bool>& stop, Clock::time_point deadline) {
+  std::string resourceVersion = rv;
+  while (!stop && Clock::now() < deadline) {
+    try {
+      WatchOptions opts;
+      opts.resourceVersion = resourceVersion;
+      opts.timeoutSeconds = 600;
+      api.watch(
+          ker::resources::kPods, ns, opts,
+          [&](const WatchEvent& ev) {
+            const auto now = Clock::now();
+            const json& obj = ev.object;
+            if (obj.contains("metadata") && obj["metadata"].contains("resourceVersion")) {
+              resourceVersion = obj["metadata"]["resourceVersion"].get<std::string>();
+            }
+            if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) {
+              return !stop.load();
+            }
+            const long i = podIndex(obj["metadata"].value("name", std::string()));
+            if (i < 0 || static_cast<size_t>(i) >= times.scheduled.size()) {
+              return !stop.load();
+            }
+            const bool bound = !obj["spec"].value("nodeName", std::string()).empty();
+            bool unschedulable = false;
+            if (obj.contains("status") && obj["status"].contains("conditions")) {
+              for (const auto& c : obj["status"]["conditions"]) {
+                if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+                  unschedulable = true;
+                }
+              }
+            }
+            std::lock_guard lock(times.mu);
+            if (unschedulable) {
+              times.everUnschedulable[i] = 1;
+            }
+            if (bound && !times.isScheduled[i]) {
+              times.isScheduled[i] = 1;
+              times.scheduled[i] = now;
+              times.count++;
+            }
+            return !stop.load();
+          },
+          &stop);
+    } catch (const ApiError& e) {
+      if (e.isGone()) {
+        log::warn("pod watch expired; scheduled times after this are lost",
+                  {{"error", std::string(e.what())}});
+        return;
+      }
+      log::warn("pod watch failed, resuming", {{"error", std::string(e.what())}});
+      std::this_thread::sleep_for(200ms);
+    } catch (const std::exception& e) {
+      log::warn("pod watch failed, resuming", {{"error", std::string(e.what())}});
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+}
+
+struct Snapshot {
+  std::string apiserver;
+  std::string scheduler;
+  std::string extender;
+  std::map<std::string, double> cpu;
+};
+
+struct Endpoints {
+  std::string apiserverUrl;
+  FetchOptions admin;
+  std::string schedulerUrl;
+  FetchOptions scheduler;
+  std::string extenderUrl;
+  std::map<std::string, int> pids;  // process name -> pid, for CPU time
+};
+
+Endpoints endpoints(const Config& cfg, const std::map<std::string, std::string>& env) {
+  Endpoints e;
+  e.apiserverUrl = envOr(env, "APISERVER_URL") + "/metrics";
+  e.admin = {envOr(env, "CA_CERT"), envOr(env, "ADMIN_CERT"), envOr(env, "ADMIN_KEY")};
+  std::string key = cfg.schedulerInstance;
+  std::transform(key.begin(), key.end(), key.begin(), [](char c) {
+    return c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  });
+  e.schedulerUrl = envOr(env, "SCHEDULER_" + key + "_URL");
+  if (e.schedulerUrl.empty()) {
+    throw std::runtime_error("no scheduler '" + cfg.schedulerInstance + "' in " + cfg.envFile);
+  }
+  e.schedulerUrl += "/metrics";
+  e.scheduler.caFile = envOr(env, "CA_CERT");
+  e.extenderUrl = cfg.extenderMetrics;
+  auto pid = [&](const std::string& name, const std::string& k) {
+    const std::string v = envOr(env, k);
+    if (!v.empty()) {
+      e.pids[name] = std::stoi(v);
+    }
+  };
+  pid("kube-apiserver", "APISERVER_PID");
+  pid("etcd", "ETCD_PID");
+  pid("kube-controller-manager", "CONTROLLER_MANAGER_PID");
+  std::stringstream names(envOr(env, "SCHEDULERS"));
+  for (std::string n; std::getline(names, n, ',');) {
+    std::string k = n;
+    std::transform(k.begin(), k.end(), k.begin(), [](char c) {
+      return c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    });
+    pid("kube-scheduler(" + n + ")", "SCHEDULER_" + k + "_PID");
+  }
+  if (cfg.extenderPid > 0) {
+    e.pids["extender"] = cfg.extenderPid;
+  }
+  if (cfg.controllerPid > 0) {
+    e.pids["controller"] = cfg.controllerPid;
+  }
+  e.pids["pipeline_bench"] = static_cast<int>(getpid());
+  return e;
+}
+
+Snapshot snapshot(const Endpoints& e) {
+  Snapshot s;
+  for (const auto& [name, pid] : e.pids) {
+    s.cpu[name] = cpuSeconds(pid);
+  }
+  s.apiserver = fetchText(e.apiserverUrl, e.admin);
+  s.scheduler = fetchText(e.schedulerUrl, e.scheduler);
+  if (!e.extenderUrl.empty()) {
+    s.extender = fetchText(e.extenderUrl);
+  }
+  return s;
+}
+
+// Deletes what the run created, at once (grace period 0: no kubelet will confirm).
+void cleanup(ApiClient& api, const Config& cfg, Variant v) {
+  DeleteOptions now;
+  now.gracePeriodSeconds = 0;
+  auto ignoreMissing = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const ApiError& e) {
+      if (!e.isNotFound()) {
+        throw;
+      }
+    }
+  };
+  parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
+    ignoreMissing([&] { api.remove(ker::resources::kPods, cfg.ns, podName(i), now); });
+  });
+  if (v != Variant::kNoClaims) {
+    const Resource& res =
+        v == Variant::kDra ? resources::kResourceClaims : ker::resources::kExtendedResourceClaims;
+    parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
+      ignoreMissing([&] { api.remove(res, cfg.ns, claimName(i)); });
+      if (v == Variant::kDra) {
+        // The scheduler's delete protection; kube-controller-manager's resourceclaim
+        // controller lifts it too, but at its client's 20 QPS that takes minutes at 5,000
+        // claims. The pods are gone, so nothing uses the claims any more.
+        ignoreMissing([&] {
+          api.patch(res, cfg.ns, claimName(i), PatchType::kMerge,
+                    {{"metadata", {{"finalizers", nullptr}}}});
+        });
+      }
+    });
+  }
+}
+
+int run(const Config& cfg) {
+  const Variant variant = parseVariant(cfg.variant);
+  const auto env = readEnv(cfg.envFile);
+  auto api = client(env);
+  auto watchApi = client(env);
+  const Endpoints ep = endpoints(cfg, env);
+
+  const bool quiet = waitQuiet(*api, cfg.quietTimeout);
+  createIgnoringExisting(*api, ker::resources::kNamespaces, "", namespaceObject(cfg.ns));
+  if (variant == Variant::kExtender) {
+    createAll(
+        *api, ker::resources::kExtendedResourceClaims, cfg.ns, 0, cfg.pods,
+        [&](size_t i) { return claim(cfg.ns, claimName(i), 1, "k80"); }, cfg.workers);
+  } else if (variant == Variant::kDra) {
+    createAll(
+        *api, resources::kResourceClaims, cfg.ns, 0, cfg.pods,
+        [&](size_t i) { return resourceClaim(cfg.ns, claimName(i)); }, cfg.workers);
+  }
+  // The schedulers' and the extender's informers see the claims before the first pod.
+  std::this_thread::sleep_for(cfg.settle);
+
+  PodTimes times;
+  times.created.resize(cfg.pods);
+  times.scheduled.resize(cfg.pods);
+  times.isScheduled.assign(cfg.pods, 0);
+  times.everUnschedulable.assign(cfg.pods, 0);
+  const std::string rv =
+      api->list(ker::resources::kPods, cfg.ns, {})["metadata"].value("resourceVersion", "");
+  const double loadBefore = loadAverage();
+  const Snapshot before = snapshot(ep);
+  std::atomic<bool> stop{false};
+  const auto deadline = Clock::now() + cfg.timeout;
+  std::thread watcher([&] { watchPods(*watchApi, cfg.ns, rv, times, stop, deadline + 30s); });
+
+  log::info("creating pods", {{"variant", cfg.variant}, {"pods", cfg.pods}, {"ns", cfg.ns}});
+  const auto start = Clock::now();
+  std::string createError;
+  try {
+    parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
+      const json p = pod(variant, cfg.ns, podName(i), claimName(i));
+      const auto t = Clock::now();
+      {
+        std::lock_guard lock(times.mu);
+        times.created[i] = t;
+      }
+      api->create(ker::resources::kPods, cfg.ns, p);
+    });
+  } catch (const std::exception& e) {
+    createError = e.what();
+    log::error("creating pods failed", {{"error", createError}});
+  }
+  const double createSeconds = since(start);
+  size_t lastCount = 0;
+  auto lastProgress = Clock::now();
+  while (createError.empty() && Clock::now() < deadline) {
+    size_t n = 0;
+    {
+      std::lock_guard lock(times.mu);
+      n = times.count;
+    }
+    if (n >= cfg.pods) {
+      break;
+    }
+    if (n != lastCount || since(lastProgress) > 10) {
+      if (since(lastProgress) > 10) {
+        log::info("waiting for pods to be scheduled", {{"scheduled", n}, {"pods", cfg.pods}});
+      }
+      lastCount = n;
+      lastProgress = Clock::now();
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  const Snapshot after = snapshot(ep);
+  const double loadAfter = loadAverage();
+  stop = true;
+  watcher.join();
+
+  std::vector<double> latencies;
+  Clock::time_point last = start;
+  size_t scheduled = 0;
+  size_t everUnschedulable = 0;
+  for (size_t i = 0; i < cfg.pods; ++i) {
+    everUnschedulable += times.everUnschedulable[i] ? 1 : 0;
+    if (times.isScheduled[i]) {
+      scheduled++;
+      latencies.push_back(
+          std::chrono::duration<double, std::milli>(times.scheduled[i] - times.created[i]).count());
+      last = std::max(last, times.scheduled[i]);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(last - start).count();
+  const double pods = static_cast<double>(std::max<size_t>(cfg.pods, 1));
+
+  ojson out = {{"variant", cfg.variant},
+               {"nodes", cfg.nodes},
+               {"pods", cfg.pods},
+               {"client_qps", cfg.clientQps},
+               {"repeat", cfg.repeat},
+               {"namespace", cfg.ns},
+               {"quiet_before", quiet},
+               {"scheduled", scheduled},
+               {"timed_out", scheduled < cfg.pods},
+               {"create_seconds", createSeconds},
+               {"seconds", seconds},
+               {"pods_per_second", seconds > 0 ? static_cast<double>(scheduled) / seconds : 0},
+               {"p50_ms", percentile(latencies, 50)},
+               {"p99_ms", percentile(latencies, 99)},
+               {"max_ms", percentile(latencies, 100)},
+               {"ever_unschedulable", everUnschedulable},
+               {"load_average", {{"before", loadBefore}, {"after", loadAfter}}}};
+  if (!createError.empty()) {
+    out["error"] = createError;
+  }
+  // kube-scheduler's attempts of this run, by result.
+  const auto attempts = counterGrowth(before.scheduler, after.scheduler,
+                                      "scheduler_schedule_attempts_total", {"result"});
+  ojson att = ojson::object();
+  for (const auto& [k, v] : attempts) {
+    att[k] = v;
+  }
+  out["scheduler_attempts"] = att;
+  // Mean time of one scheduling attempt (the serial scheduling cycle, without binding).
+  const double attemptSum =
+      sumOf(after.scheduler, "scheduler_scheduling_attempt_duration_seconds_sum") -
+      sumOf(before.scheduler, "scheduler_scheduling_attempt_duration_seconds_sum");
+  const double attemptCount =
+      sumOf(after.scheduler, "scheduler_scheduling_attempt_duration_seconds_count") -
+      sumOf(before.scheduler, "scheduler_scheduling_attempt_duration_seconds_count");
+  out["scheduling_attempt_ms_mean"] = attemptCount > 0 ? attemptSum * 1000 / attemptCount : 0;
+  const double errors = attempts.contains("error") ? attempts.at("error") : 0;
+  out["scheduler_errors_per_pod"] = errors / pods;
+  if (!before.extender.empty()) {
+    const std::map<std::string, std::string> failed = {{"verb", "bind"}, {"result", "failed"}};
+    const std::map<std::string, std::string> bound = {{"verb", "bind"}, {"result", "bound"}};
+    const char* name = "extended_resource_scheduler_decisions_total";
+    const double failedBinds =
+        sumOf(after.extender, name, failed) - sumOf(before.extender, name, failed);
+    out["extender_binds"] =
+        sumOf(after.extender, name, bound) - sumOf(before.extender, name, bound);
+    out["extender_failed_binds"] = failedBinds;
+    out["failed_binds_per_pod"] = failedBinds / pods;
+    // The extender's own time per call, by verb.
+    const auto sums =
+        counterGrowth(before.extender, after.extender,
+                      "extended_resource_scheduler_request_duration_seconds_sum", {"verb"});
+    const auto counts =
+        counterGrowth(before.extender, after.extender,
+                      "extended_resource_scheduler_request_duration_seconds_count", {"verb"});
+    ojson perCall = ojson::object();
+    for (const auto& [verb, n] : counts) {
+      perCall[verb] = {{"calls", n},
+                       {"ms_mean", sums.contains(verb) ? sums.at(verb) * 1000 / n : 0}};
+    }
+    out["extender_calls"] = perCall;
+  } else {
+    // The default binder: a failed bind is a scheduling attempt ending in error.
+    out["failed_binds_per_pod"] = errors / pods;
+  }
+  // Every client's requests, by verb and resource, less the bench's own pod creations and
+  // the non-resource requests (the metrics scrapes).
+  auto requests = counterGrowth(before.apiserver, after.apiserver, "apiserver_request_total",
+                                {"verb", "resource", "subresource"});
+  double total = 0;
+  ojson byKind = ojson::object();
+  std::vector<std::pair<double, std::string>> sorted;
+  for (auto& [k, v] : requests) {
+    double n = v;
+    if (k == "POST pods ") {
+      n -= static_cast<double>(cfg.pods);
+    }
+    const size_t sp = k.find(' ');
+    if (sp == std::string::npos || sp + 1 >= k.size() || k[sp + 1] == ' ') {
+      continue;  // resource "": non-resource URLs
+    }
+    if (n > 0) {
+      total += n;
+      sorted.emplace_back(n, k);
+    }
+  }
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (const auto& [n, k] : sorted) {
+    byKind[k] = n;
+  }
+  out["api_requests"] = total;
+  out["api_requests_per_pod"] = total / pods;
+  out["api_requests_by_kind"] = byKind;
+  ojson cpu = ojson::object();
+  ojson cpuPerPod = ojson::object();
+  for (const auto& [proc, s] : after.cpu) {
+    const double d = s - before.cpu.at(proc);
+    cpu[proc] = d;
+    cpuPerPod[proc] = d * 1000 / pods;
+  }
+  out["cpu_seconds"] = cpu;
+  out["cpu_ms_per_pod"] = cpuPerPod;
+  if (!cfg.out.empty()) {
+    std::ofstream(cfg.out) << out.dump(2) << "\n";
+  }
+  log::info("run done", {{"variant", cfg.variant},
+                         {"nodes", cfg.nodes},
+                         {"client_qps", cfg.clientQps},
+                         {"scheduled", scheduled},
+                         {"pods_per_second", out["pods_per_second"].get<double>()},
+                         {"p50_ms", out["p50_ms"].get<double>()},
+                         {"p99_ms", out["p99_ms"].get<double>()},
+                         {"failed_binds_per_pod", out["failed_binds_per_pod"].get<double>()},
+                         {"api_requests_per_pod", out["api_requests_per_pod"].get<double>()}});
+  cleanup(*api, cfg, variant);
+  try {
+    api->remove(ker::resources::kNamespaces, "", cfg.ns);
+  } catch (const ApiError& e) {
+    log::warn("deleting the namespace failed", {{"error", std::string(e.what())}});
+  }
+  // The namespace controller's sweep of a deleted namespace would otherwise land in the
+  // next run's request counts.
+  const auto nsDeadline = Clock::now() + cfg.quietTimeout;
+  while (Clock::now() < nsDeadline) {
+    try {
+      api->get(ker::resources::kNamespaces, "", cfg.ns);
+    } catch (const ApiError& e) {
+      if (e.isNotFound()) {
+        break;
+      }
+      throw;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  if (!waitQuiet(*api, cfg.quietTimeout)) {
+    log::warn("devices or claims not released after the run", {{"ns", cfg.ns}});
+  }
+  return scheduled < cfg.pods ? 3 : 0;
+}
+
+// ---- report ------------------------------------------------------------------------------
+
+int report(const Config& cfg) {
+  std::vector<ojson> runs;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(cfg.runsDir)) {
+    if (entry.path().extension() == ".json") {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());  // the script names them in run order
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    runs.push_back(ojson::parse(in));
+  }
+  if (runs.empty()) {
+    std::cerr << "no run files in " << cfg.runsDir << "\n";
+    return 1;
+  }
+  const ojson summary = summarize(runs);
+  const ojson verdicts = judge(summary);
+  ojson meta = ojson::object();
+  if (!cfg.note.empty()) {
+    meta["note"] = cfg.note;
+  }
+  const std::string md = markdown(summary, verdicts, meta);
+  ojson all = {{"meta", meta}, {"summary", summary}, {"targets", verdicts}, {"runs", runs}};
+  std::filesystem::create_directories(cfg.outDir);
+  std::ofstream(cfg.outDir + "/pipeline-latest.json") << all.dump(2) << "\n";
+  std::ofstream(cfg.outDir + "/pipeline-latest.md") << md;
+  std::cout << md;
+  return 0;
+}
+
+}  // namespace
+}  // namespace ker::bench::pipeline
+
+int main(int argc, char** argv) {
+  using namespace ker::bench::pipeline;
+  ker::FlagSet flags("pipeline_bench",
+                     "The whole scheduling pipeline, pod creation to PodScheduled: this "
+                     "project's scheduler profile, Kubernetes DRA and pods without device "
+                     "requests on one control plane. bench/pipeline.sh drives it; see "
+                     "bench/README.md.");
+  Config cfg;
+  auto* mode = flags.addString("mode", "", "setup, run or report");
+  auto* envFile = flags.addString("env-file", "", "the launcher's DIR/env (setup, run)");
+  auto* nodes = flags.addInt("nodes", 0, "cluster size: nodes to create (setup), label (run)");
+  auto* pods = flags.addInt("pods", 0, "pods of the run, each claiming one k80 (run)");
+  auto* variant = flags.addString("variant", "", "extender, dra or no-claims (run)");
+  auto* ns = flags.addString("namespace", "", "the run's namespace, created and deleted (run)");
+  auto* qps =
+      flags.addString("client-qps", "default", "kube-scheduler's client QPS, a label of the run");
+  auto* repeat = flags.addInt("repeat", 0, "repeat number, a label of the run");
+  auto* sched = flags.addString("scheduler-instance", "",
+                                "the launcher's name of the kube-scheduler placing the pods (run)");
+  auto* extMetrics = flags.addString("extender-metrics", "",
+                                     "the extender's /metrics URL (run, variant extender)");
+  auto* extPid = flags.addInt("extender-pid", 0, "the extender's pid, for its CPU time");
+  auto* ctlPid = flags.addInt("controller-pid", 0, "the controller's pid, for its CPU time");
+  auto* out = flags.addString("out", "", "the run's JSON file (run)");
+  auto* runsDir = flags.addString("runs-dir", "", "folder of run files (report)");
+  auto* outDir = flags.addString("out-dir", "", "where pipeline-latest.{json,md} go (report)");
+  auto* note = flags.addString("note", "", "a line for the report's header (report)");
+  auto* workers = flags.addInt("workers", 16, "concurrent API clients creating objects");
+  auto* timeout = flags.addDuration("timeout", std::chrono::minutes(10),
+                                    "bound for every pod of a run to be scheduled");
+  auto* settle = flags.addDuration("settle", std::chrono::seconds(2),
+                                   "pause between creating the claims and the first pod");
+  auto* quiet = flags.addDuration("quiet-timeout", std::chrono::minutes(5),
+                                  "bound for earlier runs' devices and claims to be released");
+  if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
+    r.print();
+    return r.exitCode();
+  }
+  ker::log::init(ker::log::Format::kText, 0);
+  cfg.mode = *mode;
+  cfg.envFile = *envFile;
+  cfg.nodes = static_cast<size_t>(*nodes);
+  cfg.pods = static_cast<size_t>(*pods);
+  cfg.variant = *variant;
+  cfg.ns = *ns;
+  cfg.clientQps = *qps;
+  cfg.repeat = static_cast<int>(*repeat);
+  cfg.schedulerInstance = *sched;
+  cfg.extenderMetrics = *extMetrics;
+  cfg.extenderPid = static_cast<int>(*extPid);
+  cfg.controllerPid = static_cast<int>(*ctlPid);
+  cfg.out = *out;
+  cfg.runsDir = *runsDir;
+  cfg.outDir = *outDir;
+  cfg.note = *note;
+  cfg.workers = static_cast<int>(std::max<int64_t>(*workers, 1));
+  cfg.timeout = *timeout;
+  cfg.settle = *settle;
+  cfg.quietTimeout = *quiet;
+  try {
+    if (cfg.mode == "setup" && !cfg.envFile.empty() && cfg.nodes > 0) {
+      return setup(cfg);
+    }
+    if (cfg.mode == "run" && !cfg.envFile.empty() && cfg.pods > 0 && !cfg.variant.empty() &&
+        !cfg.ns.empty() && !cfg.schedulerInstance.empty()) {
+      return run(cfg);
+    }
+    if (cfg.mode == "report" && !cfg.runsDir.empty() && !cfg.outDir.empty()) {
+      return report(cfg);
+    }
+  } catch (const std::exception& e) {
+    ker::log::error("pipeline_bench failed",
+                    {{"mode", cfg.mode}, {"error", std::string(e.what())}});
+    return 1;
+  }
+  std::cerr << "missing flags for --mode '" << cfg.mode << "' (try --help)\n";
+  return 2;
+}

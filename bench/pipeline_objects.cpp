@@ -1,0 +1,128 @@
+#include "bench/pipeline_objects.h"
+
+#include <stdexcept>
+
+#include "bench/cluster.h"
+
+namespace ker::bench::pipeline {
+
+using json = nlohmann::json;
+
+namespace resources {
+const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
+const Resource kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", false};
+const Resource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", true};
+}  // namespace resources
+
+namespace {
+
+bool isK80(int d) {
+  return d < kK80PerNode;
+}
+
+}  // namespace
+
+const char* variantName(Variant v) {
+  switch (v) {
+    case Variant::kExtender:
+      return "extender";
+    case Variant::kDra:
+      return "dra";
+    case Variant::kNoClaims:
+      return "no-claims";
+  }
+  return "?";
+}
+
+Variant parseVariant(const std::string& name) {
+  for (Variant v : {Variant::kExtender, Variant::kDra, Variant::kNoClaims}) {
+    if (name == variantName(v)) {
+      return v;
+    }
+  }
+  throw std::invalid_argument("unknown variant '" + name + "' (extender, dra, no-claims)");
+}
+
+json extendedResource(size_t node, int d) {
+  json er = bench::device(node, d);
+  er["spec"]["properties"] = {{"type", isK80(d) ? "k80" : "p100"},
+                              {"memory", isK80(d) ? "12Gi" : "16Gi"}};
+  return er;
+}
+
+json resourceSlice(size_t node) {
+  const std::string name = nodeName(node);
+  json devices = json::array();
+  for (int d = 0; d < kDevicesPerNode; ++d) {
+    devices.push_back({{"name", "gpu" + std::to_string(d)},
+                       {"attributes", {{"type", {{"string", isK80(d) ? "k80" : "p100"}}}}},
+                       {"capacity", {{"memory", {{"value", isK80(d) ? "12Gi" : "16Gi"}}}}}});
+  }
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
+          {"metadata", {{"name", name + "-" + kDriver}}},
+          {"spec",
+           {{"driver", kDriver},
+            {"nodeName", name},
+            {"pool", {{"name", name}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"devices", devices}}}};
+}
+
+json deviceClass() {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "DeviceClass"},
+          {"metadata", {{"name", kDriver}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel", {{"expression", std::string("device.driver == \"") + kDriver + "\""}}}}}}}}};
+}
+
+std::string k80Selector() {
+  return std::string("device.attributes[\"") + kDriver + "\"].type == \"k80\"";
+}
+
+json resourceClaim(const std::string& ns, const std::string& name) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"devices",
+             {{"requests",
+               {{{"name", "gpu"},
+                 {"exactly",
+                  {{"deviceClassName", kDriver},
+                   {"allocationMode", "ExactCount"},
+                   {"count", 1},
+                   {"selectors", {{{"cel", {{"expression", k80Selector()}}}}}}}}}}}}}}}};
+}
+
+json pod(Variant v, const std::string& ns, const std::string& name, const std::string& claim) {
+  json container = {{"name", "trainer"},
+                    {"image", "ghcr.io/example/trainer:v1.3"},
+                    {"resources",
+                     {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
+                      {"limits", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
+  json p = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", "trainer"}}}}},
+            {"spec",
+             {{"schedulerName", "default-scheduler"},
+              {"terminationGracePeriodSeconds", 0},
+              {"containers", json::array()}}}};
+  switch (v) {
+    case Variant::kExtender:
+      p["spec"]["schedulerName"] = "extended-resource-scheduler";
+      p["metadata"]["annotations"] = {{"extendedresource.io/claims", claim}};
+      break;
+    case Variant::kDra:
+      p["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimName", claim}}};
+      container["resources"]["claims"] = {{{"name", "gpu"}}};
+      break;
+    case Variant::kNoClaims:
+      break;
+  }
+  p["spec"]["containers"].push_back(container);
+  return p;
+}
+
+}  // namespace ker::bench::pipeline

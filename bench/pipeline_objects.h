@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/resource.h"
+
+// The objects of the whole-pipeline benchmark (bench/pipeline_bench): the same devices as this
+// project's ExtendedResources and as DRA ResourceSlices, and the pods of its three variants.
+namespace ker::bench::pipeline {
+
+// The DRA driver, also the DeviceClass's name and the attribute domain.
+inline constexpr const char* kDriver = "gpu.example.com";
+// Devices 0-3 of every node are k80s, 4-7 p100s.
+inline constexpr int kK80PerNode = 4;
+
+enum class Variant { kExtender, kDra, kNoClaims };
+const char* variantName(Variant v);  // "extender", "dra", "no-claims"
+// Throws std::invalid_argument for an unknown name.
+Variant parseVariant(const std::string& name);
+
+namespace resources {
+extern const Resource kResourceSlices;  // resource.k8s.io/v1, cluster-scoped
+extern const Resource kDeviceClasses;   // resource.k8s.io/v1, cluster-scoped
+extern const Resource kResourceClaims;  // resource.k8s.io/v1, namespaced
+}  // namespace resources
+
+// Device d of node i as an ExtendedResource, pinned to the node (bench::device's shape, but
+// every node alike: four k80s and four p100s).
+nlohmann::json extendedResource(size_t node, int d);
+// All eight devices of node i as one ResourceSlice of kDriver (pool = the node, one slice):
+// attribute `type` (string) and capacity `memory`, as the ExtendedResources' properties.
+nlohmann::json resourceSlice(size_t node);
+// The DeviceClass every DRA claim names: the devices of kDriver.
+nlohmann::json deviceClass();
+// The CEL selector of a claim for one k80.
+std::string k80Selector();
+// One DRA claim: exactly one device of the class, selected by k80Selector().
+nlohmann::json resourceClaim(const std::string& ns, const std::string& name);
+// The pod of a variant: the same container and requests in all three; kExtender names
+// `claim` in the extendedresource.io/claims annotation and uses the second scheduler's
+// profile, kDra references the pre-created ResourceClaim `claim`, kNoClaims asks for no device.
+nlohmann::json pod(Variant v, const std::string& ns, const std::string& name,
+                   const std::string& claim);
+
+}  // namespace ker::bench::pipeline

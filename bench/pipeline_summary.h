@@ -1,0 +1,27 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+// The whole-pipeline benchmark's runs summarized: medians per cluster size, client QPS and
+// variant, the targets judged, and the markdown report.
+namespace ker::bench::pipeline {
+
+// Groups runs (as `pipeline_bench run` writes them) by nodes, pods, client_qps and variant, in
+// the order first seen. Each group holds its run count, the runs that timed out, every run's
+// pods per second, and the median over its runs of each reported statistic (pods_per_second,
+// p50_ms, p99_ms, max_ms, failed_binds_per_pod, scheduler_errors_per_pod,
+// api_requests_per_pod, ever_unschedulable, each cpu_ms_per_pod entry).
+nlohmann::ordered_json summarize(const std::vector<nlohmann::ordered_json>& runs);
+
+// For each nodes/pods/client_qps with all three variants: the four targets (the
+// extender's pods/s >= DRA's, its p99 <= DRA's, failed binds < 1% of pods, pods/s >= half the
+// no-claims ceiling), each {"target", "measured", "met", "margin"}.
+nlohmann::ordered_json judge(const nlohmann::ordered_json& summary);
+
+// The tables and verdicts as markdown.
+std::string markdown(const nlohmann::ordered_json& summary, const nlohmann::ordered_json& verdicts,
+                     const nlohmann::ordered_json& meta);
+
+}  // namespace ker::bench::pipeline

@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include "bench/pipeline_objects.h"
+#include "bench/pipeline_summary.h"
+
+namespace ker::bench::pipeline {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+TEST(PipelineObjectsTest, SliceHoldsTheNodesEightDevicesFourOfThemK80s) {
+  const auto slice = resourceSlice(7);
+  EXPECT_EQ(slice["apiVersion"], "resource.k8s.io/v1");
+  EXPECT_EQ(slice["spec"]["nodeName"], "node-00007");
+  EXPECT_EQ(slice["spec"]["pool"]["name"], "node-00007");
+  ASSERT_EQ(slice["spec"]["devices"].size(), 8u);
+  int k80 = 0;
+  for (const auto& d : slice["spec"]["devices"]) {
+    k80 += d["attributes"]["type"]["string"] == "k80" ? 1 : 0;
+  }
+  EXPECT_EQ(k80, kK80PerNode);
+}
+
+TEST(PipelineObjectsTest, ExtendedResourcesMatchTheSliceOnEveryNode) {
+  // Unlike bench::device, the tenth node is no exception.
+  for (int d = 0; d < 8; ++d) {
+    const auto er = extendedResource(9, d);
+    const auto slice = resourceSlice(9);
+    EXPECT_EQ(er["spec"]["properties"]["type"],
+              slice["spec"]["devices"][d]["attributes"]["type"]["string"]);
+  }
+}
+
+TEST(PipelineObjectsTest, PodsDifferOnlyInTheirDeviceRequest) {
+  const auto ext = pod(Variant::kExtender, "ns", "p-00001", "c-00001");
+  const auto dra = pod(Variant::kDra, "ns", "p-00001", "c-00001");
+  const auto none = pod(Variant::kNoClaims, "ns", "p-00001", "c-00001");
+  EXPECT_EQ(ext["spec"]["schedulerName"], "extended-resource-scheduler");
+  EXPECT_EQ(ext["metadata"]["annotations"]["extendedresource.io/claims"], "c-00001");
+  EXPECT_EQ(dra["spec"]["schedulerName"], "default-scheduler");
+  EXPECT_EQ(dra["spec"]["resourceClaims"][0]["resourceClaimName"], "c-00001");
+  EXPECT_EQ(dra["spec"]["containers"][0]["resources"]["claims"][0]["name"], "gpu");
+  EXPECT_FALSE(none["spec"].contains("resourceClaims"));
+  EXPECT_EQ(none["spec"]["containers"][0]["resources"]["requests"],
+            ext["spec"]["containers"][0]["resources"]["requests"]);
+}
+
+TEST(PipelineObjectsTest, ClaimSelectsOneK80OfTheClass) {
+  const auto c = resourceClaim("ns", "c-00001");
+  const auto& req = c["spec"]["devices"]["requests"][0]["exactly"];
+  EXPECT_EQ(req["deviceClassName"], kDriver);
+  EXPECT_EQ(req["count"], 1);
+  EXPECT_EQ(req["selectors"][0]["cel"]["expression"],
+            "device.attributes[\"gpu.example.com\"].type == \"k80\"");
+  EXPECT_EQ(parseVariant("dra"), Variant::kDra);
+  EXPECT_THROW(parseVariant("nope"), std::invalid_argument);
+}
+
+ojson run(const std::string& variant, double rate, double p99, double failed,
+          const std::string& qps = "1000") {
+  return {{"variant", variant},
+          {"nodes", 500},
+          {"pods", 500},
+          {"client_qps", qps},
+          {"pods_per_second", rate},
+          {"p50_ms", p99 / 2},
+          {"p99_ms", p99},
+          {"failed_binds_per_pod", failed},
+          {"timed_out", false},
+          {"cpu_ms_per_pod", {{"kube-apiserver", rate / 10}}}};
+}
+
+TEST(PipelineSummaryTest, MediansPerGroupInFirstSeenOrder) {
+  const ojson s = summarize({run("extender", 10, 900, 0.5), run("dra", 80, 300, 0),
+                             run("extender", 30, 700, 0.2), run("extender", 20, 800, 0.1),
+                             run("extender", 5, 100, 0, "default")});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0]["variant"], "extender");
+  EXPECT_EQ(s[0]["runs"], 3u);
+  EXPECT_EQ(s[0]["pods_per_second"], 20.0);
+  EXPECT_EQ(s[0]["p99_ms"], 800.0);
+  EXPECT_EQ(s[0]["failed_binds_per_pod"], 0.2);
+  EXPECT_EQ(s[0]["cpu_ms_per_pod"]["kube-apiserver"], 2.0);
+  EXPECT_EQ(s[0]["pods_per_second_runs"].size(), 3u);
+  EXPECT_EQ(s[1]["variant"], "dra");
+  EXPECT_EQ(s[2]["client_qps"], "default");
+}
+
+TEST(PipelineSummaryTest, TakesTheExtenderBindTimeFromItsCallsWhenThere) {
+  ojson a = run("extender", 10, 900, 0);
+  ojson b = run("extender", 10, 900, 0);
+  ojson c = run("extender", 10, 900, 0);
+  a["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 300.0}}}};
+  b["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 100.0}}}};
+  c["extender_calls"] = {{"bind", {{"calls", 500}, {"ms_mean", 200.0}}}};
+  a["create_seconds"] = 3.0;
+  b["create_seconds"] = 1.0;
+  c["create_seconds"] = 2.0;
+  const ojson s = summarize({a, b, c, run("dra", 80, 300, 0)});
+  EXPECT_EQ(s[0]["extender_bind_ms_mean"], 200.0);
+  EXPECT_EQ(s[0]["create_seconds"], 2.0);
+  EXPECT_FALSE(s[1].contains("extender_bind_ms_mean"));
+  EXPECT_NE(markdown(s, judge(s), {}).find("(200)"), std::string::npos);
+}
+
+TEST(PipelineSummaryTest, JudgesTheFourTargetsWithMargins) {
+  const ojson s = summarize(
+      {run("extender", 60, 250, 0.005), run("dra", 50, 300, 0), run("no-claims", 100, 50, 0)});
+  const ojson v = judge(s);
+  ASSERT_EQ(v.size(), 1u);
+  const auto& verdicts = v[0]["verdicts"];
+  ASSERT_EQ(verdicts.size(), 4u);
+  for (const auto& x : verdicts) {
+    EXPECT_TRUE(x["met"].get<bool>()) << x.dump();
+  }
+  EXPECT_EQ(verdicts[0]["margin"], "+20% against 50.000 pods/s");
+
+  const ojson miss = judge(summarize(
+      {run("extender", 40, 350, 0.01), run("dra", 50, 300, 0), run("no-claims", 100, 50, 0)}));
+  for (const auto& x : miss[0]["verdicts"]) {
+    EXPECT_FALSE(x["met"].get<bool>()) << x.dump();
+  }
+  const std::string md = markdown(s, v, {{"note", "shared machine"}});
+  EXPECT_NE(md.find("PASS pods/s >= DRA's"), std::string::npos);
+  EXPECT_NE(md.find("shared machine"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ker::bench::pipeline
