@@ -108,13 +108,8 @@ bool startedWithoutDevices(const PodIdentity& pod,
     return false;
   }
   // Pods bound before the agent was required (no annotation naming it) are left as they are.
-  auto it = pod.annotations.find(kRequiredPluginsAnnotation);
-  if (it == pod.annotations.end()) {
-    return false;
-  }
-  const nlohmann::json list = nlohmann::json::parse(it->second, nullptr, false);
-  return list.is_array() &&
-         std::find(list.begin(), list.end(), nlohmann::json(plugin)) != list.end();
+  const std::vector<std::string> required = requiredPlugins(pod.annotations);
+  return std::find(required.begin(), required.end(), plugin) != required.end();
 }
 
 Injection decideInjection(const InjectionInput& in) {

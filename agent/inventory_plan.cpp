@@ -40,6 +40,13 @@ std::string managedSelector(const std::string& node) {
   return std::string(kNodeLabel) + "=" + node + "," + kManagedByLabel + "=" + kManagedByValue;
 }
 
+bool publishedBy(const ExtendedResource& device, const std::string& node) {
+  auto at = device.meta.labels.find(kNodeLabel);
+  auto by = device.meta.labels.find(kManagedByLabel);
+  return at != device.meta.labels.end() && at->second == node && by != device.meta.labels.end() &&
+         by->second == kManagedByValue;
+}
+
 json desiredObject(const DeviceSpec& device, const std::string& node) {
   return {
       {"apiVersion", kApiVersion},

@@ -19,6 +19,8 @@ inline constexpr const char* kManagedByValue = "extended-resource-node-agent";
 
 // "extendedresource.io/node=<node>,app.kubernetes.io/managed-by=extended-resource-node-agent".
 std::string managedSelector(const std::string& node);
+// Whether the object carries those labels: the agent of `node` published it.
+bool publishedBy(const ExtendedResource& device, const std::string& node);
 
 // The ExtendedResource the agent publishes for device on node: metadata (name and labels) and
 // spec, with nodeAffinity pinned to the node by name. No status: the controller initialises it.

@@ -207,11 +207,9 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
 
 bool NodeSync::publishedByThisAgent(const std::string& name) {
   try {
-    auto er = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-    auto node = er.meta.labels.find(kNodeLabel);
-    auto by = er.meta.labels.find(kManagedByLabel);
-    return node != er.meta.labels.end() && node->second == options_.node &&
-           by != er.meta.labels.end() && by->second == kManagedByValue;
+    return publishedBy(
+        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)),
+        options_.node);
   } catch (const ApiError&) {
     return false;
   }

@@ -304,8 +304,7 @@ bool isDns1123Subdomain(const std::string& s) {
   return true;
 }
 
-std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
-                                 const std::string& plugin) {
+std::vector<std::string> requiredPlugins(const std::map<std::string, std::string>& podAnnotations) {
   // NRI reads "<key>/pod" before the unscoped "<key>".
   const std::string scoped = kRequiredPluginsAnnotation;
   const std::string unscoped = scoped.substr(0, scoped.rfind('/'));
@@ -313,18 +312,28 @@ std::string requiredPluginsValue(const std::map<std::string, std::string>& podAn
   if (it == podAnnotations.end()) {
     it = podAnnotations.find(unscoped);
   }
-  json list = json::array();
-  if (it != podAnnotations.end()) {
-    json parsed = json::parse(it->second, nullptr, false);
-    if (parsed.is_array() &&
-        std::all_of(parsed.begin(), parsed.end(), [](const json& v) { return v.is_string(); })) {
-      list = std::move(parsed);
-    }
+  std::vector<std::string> out;
+  if (it == podAnnotations.end()) {
+    return out;
   }
-  if (std::find(list.begin(), list.end(), json(plugin)) == list.end()) {
+  const json parsed = json::parse(it->second, nullptr, false);
+  if (!parsed.is_array() ||
+      !std::all_of(parsed.begin(), parsed.end(), [](const json& v) { return v.is_string(); })) {
+    return out;
+  }
+  for (const auto& v : parsed) {
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
+                                 const std::string& plugin) {
+  std::vector<std::string> list = requiredPlugins(podAnnotations);
+  if (std::find(list.begin(), list.end(), plugin) == list.end()) {
     list.push_back(plugin);
   }
-  return list.dump();
+  return json(list).dump();
 }
 
 std::string objectKey(const std::string& ns, const std::string& name) {

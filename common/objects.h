@@ -162,9 +162,13 @@ struct Node {
   static Node fromJson(const nlohmann::json& obj);
 };
 
+// The plugins a pod requires, as NRI's default validator reads them: kRequiredPluginsAnnotation,
+// else NRI's unscoped key, a JSON array of strings; empty when absent or unparsable.
+std::vector<std::string> requiredPlugins(const std::map<std::string, std::string>& podAnnotations);
+
 // The required-plugins annotation value for a pod that must be processed by `plugin`: the
-// pod's own list (from kRequiredPluginsAnnotation, else NRI's unscoped key), with plugin added
-// when absent; a list that does not parse as a JSON array of strings is replaced.
+// pod's own list (requiredPlugins) with plugin added when absent; a list that does not parse
+// as a JSON array of strings is replaced.
 std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
                                  const std::string& plugin);
 

@@ -205,6 +205,16 @@ TEST(StartedWithoutDevicesTest, OnlyContainersOfPodsThatRequiredTheAgentAndLackI
   EXPECT_FALSE(startedWithoutDevices(plain, {}, "agent"));
 }
 
+TEST(RequiredPluginsTest, ReadAsNrisValidatorReadsThem) {
+  EXPECT_TRUE(requiredPlugins({}).empty());
+  EXPECT_EQ(requiredPlugins({{kRequiredPluginsAnnotation, R"(["a","b"])"},
+                             {"required-plugins.noderesource.dev", R"(["c"])"}}),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(requiredPlugins({{"required-plugins.noderesource.dev", R"(["c"])"}}),
+            std::vector<std::string>{"c"});
+  EXPECT_TRUE(requiredPlugins({{kRequiredPluginsAnnotation, R"(["a", 1])"}}).empty());
+}
+
 TEST(RequiredPluginsTest, TheAgentIsAddedToThePodsOwnList) {
   EXPECT_EQ(requiredPluginsValue({}, "agent"), R"(["agent"])");
   EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, R"(["a"])"}}, "agent"),

@@ -36,6 +36,9 @@ TEST(InventoryPlanTest, DesiredObjectIsPinnedToTheNodeAndLabelledAsTheAgents) {
   ASSERT_EQ(er.nodeAffinity.terms[0].matchFields.size(), 1u);
   EXPECT_EQ(er.nodeAffinity.terms[0].matchFields[0].values, std::vector<std::string>{"node-1"});
   EXPECT_FALSE(obj.contains("status"));
+  EXPECT_TRUE(publishedBy(er, "node-1"));
+  EXPECT_FALSE(publishedBy(er, "node-2"));
+  EXPECT_FALSE(publishedBy(ExtendedResource{}, "node-1"));
   EXPECT_EQ(
       managedSelector("node-1"),
       "extendedresource.io/node=node-1,app.kubernetes.io/managed-by=extended-resource-node-agent");
