@@ -451,13 +451,18 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
           readPhase(*status, {DevicePhase::kAvailable, DevicePhase::kBound, DevicePhase::kPending},
                     DevicePhase::kAvailable);
     });
-    p.check([&] {
-      if (const json* ref = objectMember(*status, "claimRef", "status.claimRef")) {
-        r.claimRef = ClaimRef{stringMember(*ref, "namespace", "status.claimRef.namespace"),
-                              stringMember(*ref, "name", "status.claimRef.name"),
-                              stringMember(*ref, "uid", "status.claimRef.uid")};
-      }
-    });
+    auto readClaimRef = [&](const char* field, std::optional<ClaimRef>& out) {
+      p.check([&] {
+        const std::string path = std::string("status.") + field;
+        if (const json* ref = objectMember(*status, field, path.c_str())) {
+          out = ClaimRef{stringMember(*ref, "namespace", (path + ".namespace").c_str()),
+                         stringMember(*ref, "name", (path + ".name").c_str()),
+                         stringMember(*ref, "uid", (path + ".uid").c_str())};
+        }
+      });
+    };
+    readClaimRef("claimRef", r.claimRef);
+    readClaimRef("releasedFrom", r.releasedFrom);
     p.check([&] { r.reason = stringMember(*status, "reason", "status.reason"); });
     p.check([&] { r.message = stringMember(*status, "message", "status.message"); });
   }
@@ -469,12 +474,16 @@ nlohmann::json ExtendedResource::toJson() const {
   json out = prepareWrite(raw, meta, "ExtendedResource");
   json& s = out["status"];
   s["phase"] = toString(phase);
-  if (claimRef) {
-    s["claimRef"] = json{{"namespace", claimRef->ns}, {"name", claimRef->name}};
-    setOrErase(s["claimRef"], "uid", claimRef->uid);
-  } else {
-    s.erase("claimRef");
-  }
+  auto writeClaimRef = [&](const char* field, const std::optional<ClaimRef>& ref) {
+    if (ref) {
+      s[field] = json{{"namespace", ref->ns}, {"name", ref->name}};
+      setOrErase(s[field], "uid", ref->uid);
+    } else {
+      s.erase(field);
+    }
+  };
+  writeClaimRef("claimRef", claimRef);
+  writeClaimRef("releasedFrom", releasedFrom);
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   return out;

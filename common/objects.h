@@ -96,6 +96,9 @@ struct ExtendedResource {
   // a device without one is yet to be initialised, though its phase reads as Available.
   bool phaseWritten = false;
   std::optional<ClaimRef> claimRef;
+  // status.releasedFrom: the claim whose release freed the device, until a bind or another
+  // status write of the controller replaces it. What tells a freed device from one coming back.
+  std::optional<ClaimRef> releasedFrom;
   std::string reason;
   std::string message;
   std::string invalid;

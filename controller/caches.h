@@ -31,6 +31,9 @@ class ControllerCaches {
   virtual bool podDeleted(const std::string& uid) const = 0;
   // The claims whose status lists this device name, allocated or lost, in key order.
   virtual std::vector<CachedClaim> claimsListing(const std::string& device) const = 0;
+  // How the watch last saw a claim it delivered the deletion of, once: nullptr afterwards, or
+  // when there was none.
+  virtual CachedClaim takeDeletedClaim(const std::string& /*key*/) { return nullptr; }
 };
 
 class InformerCaches : public ControllerCaches {
@@ -64,10 +67,48 @@ class InformerCaches : public ControllerCaches {
     return out;
   }
 
-  // Keeps claimsListing current: called with each claim's previous and current version
-  // (nullptr for none).
-  void indexListed(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
+  CachedClaim takeDeletedClaim(const std::string& key) override {
     std::lock_guard lock(mu_);
+    auto it = deletedClaims_.find(key);
+    if (it == deletedClaims_.end()) {
+      return nullptr;
+    }
+    CachedClaim last = std::move(it->second);
+    deletedClaims_.erase(it);
+    return last;
+  }
+  // The keys of the claims whose podRef names this pod UID.
+  std::set<std::string> claimsHeldBy(const std::string& podUid) const {
+    std::lock_guard lock(mu_);
+    auto it = claimsByHolder_.find(podUid);
+    return it == claimsByHolder_.end() ? std::set<std::string>{} : it->second;
+  }
+
+  // The indexes follow the watch: called from the informers' handlers with each claim's
+  // previous and current version (nullptr for none), and each pod deletion.
+  void claimChanged(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
+    std::lock_guard lock(mu_);
+    indexListed(old, cur);
+    indexHolder(old, cur);
+    if (cur) {
+      deletedClaims_.erase(objectKey(cur->meta.ns, cur->meta.name));
+    }
+  }
+  void claimDeleted(const CachedClaim& last) {
+    claimChanged(last.get(), nullptr);
+    std::lock_guard lock(mu_);
+    deletedClaims_[objectKey(last->meta.ns, last->meta.name)] = last;
+  }
+  // Kept only for pods that hold claims, and forgotten once no claim names them.
+  void podDeleted(const std::string& uid) {
+    std::lock_guard lock(mu_);
+    if (claimsByHolder_.count(uid)) {
+      deletedPods_.insert(uid);
+    }
+  }
+
+ private:
+  void indexListed(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
     if (old) {
       for (const auto& name : old->listedDevices()) {
         auto it = listing_.find(name);
@@ -83,24 +124,35 @@ class InformerCaches : public ControllerCaches {
       }
     }
   }
-
-  // Kept only for pods that hold claims, and forgotten once no claim names them.
-  void setPodDeleted(const std::string& uid, bool deleted) {
-    std::lock_guard lock(mu_);
-    if (deleted) {
-      deletedPods_.insert(uid);
-    } else {
-      deletedPods_.erase(uid);
+  void indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
+    // Unchanged: removing and re-adding it would forget that the holder was seen deleted.
+    if (old && cur && old->podRef && cur->podRef && old->podRef->uid == cur->podRef->uid) {
+      return;
+    }
+    if (old && old->podRef) {
+      auto it = claimsByHolder_.find(old->podRef->uid);
+      if (it != claimsByHolder_.end()) {
+        it->second.erase(objectKey(old->meta.ns, old->meta.name));
+        if (it->second.empty()) {
+          claimsByHolder_.erase(it);
+          deletedPods_.erase(old->podRef->uid);
+        }
+      }
+    }
+    if (cur && cur->podRef) {
+      claimsByHolder_[cur->podRef->uid].insert(objectKey(cur->meta.ns, cur->meta.name));
     }
   }
 
- private:
   const Informer<WatchedPod>& pods_;
   const Informer<ExtendedResourceClaim>& claims_;
   const Informer<ExtendedResource>& devices_;
+  // The indexes the watch keeps, beside the informers' own caches.
   mutable std::mutex mu_;
-  std::unordered_set<std::string> deletedPods_;
-  std::map<std::string, std::set<std::string>> listing_;  // device name -> claim keys
+  std::unordered_set<std::string> deletedPods_;                  // holder UIDs
+  std::map<std::string, std::set<std::string>> listing_;         // device name -> claim keys
+  std::map<std::string, std::set<std::string>> claimsByHolder_;  // pod UID -> claim keys
+  std::map<std::string, CachedClaim> deletedClaims_;             // key -> last seen
 };
 
 }  // namespace ker

@@ -1,10 +1,7 @@
 #pragma once
 
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,12 +9,13 @@
 #include "common/event_recorder.h"
 #include "common/informer.h"
 #include "common/metrics.h"
-#include "common/work_queue.h"
 #include "controller/caches.h"
 #include "controller/controller_metrics.h"
 #include "controller/executor.h"
 #include "controller/reconciler.h"
+#include "controller/watch_triggers.h"
 #include "controller/watched_pod.h"
+#include "controller/work_keys.h"
 
 namespace ker {
 
@@ -40,13 +38,13 @@ struct ControllerOptions {
   ReconcilerOptions reconciler;
 };
 
-// The watch-driven loop: informer events become work-queue keys ("claim:ns/name",
-// "device:name", "nudge:rawResourceName", "renudge:rawResourceName"), which workers hand to the
-// reconciler, retrying failures with backoff and rechecking grace periods when they end. Devices
-// have a queue and workers of their own (as controller-runtime runs one controller per kind), so a
-// backlog of device work, e.g. thousands of new devices to initialize, never delays releases.
-// Handlers are registered on construction, so build the controller before starting the informers;
-// keys queue up until start(). Writes happen only while the gate is open.
+// The watch-driven loop: informer events become typed work-queue keys (watch_triggers decides
+// which), which workers hand to the reconciler, retrying failures with backoff and rechecking
+// grace periods when they end. Devices have a queue and workers of their own (as
+// controller-runtime runs one controller per kind), so a backlog of device work, e.g. thousands
+// of new devices to initialize, never delays releases. Handlers are registered on construction,
+// so build the controller before starting the informers; keys queue up until start(). Writes
+// happen only while the gate is open.
 class Controller {
  public:
   Controller(ApiClient& api, Informer<WatchedPod>& pods, Informer<ExtendedResourceClaim>& claims,
@@ -65,26 +63,12 @@ class Controller {
   Reconciler& reconciler() { return reconciler_; }
 
  private:
-  void worker(WorkQueue& queue);
-  void process(WorkQueue& queue, const std::string& key);
-  void onPodChange(const WatchedPod& p);
-  void onPodDelete(const WatchedPod& p);
-  void enqueueHeldClaims(const std::string& podUid);
-  void enqueueClaim(const std::string& ns, const std::string& name);
-  void enqueueDevice(const std::string& name);
-  void indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur);
-  // `listing`: delivered by the claims informer's first list, not by a change seen live.
-  void onClaimChange(const ExtendedResourceClaim* old, const ExtendedResourceClaim& cur,
-                     bool listing = false);
-  void onClaimDelete(const ExtendedResourceClaim& c);
-  // The extender holds every device a Bound or Lost claim lists; one a Lost claim lost that
-  // was Available all along (never bound back) becomes usable when the claim lets go, with
-  // no device event.
-  void nudgeForDroppedHolds(const ExtendedResourceClaim& old, const ExtendedResourceClaim* cur);
-  void onDeviceChange(const ExtendedResource* old, const ExtendedResource& cur);
-  // Pods parked for want of this (a resource, or a claimNudgeTarget) are retried soon, and
-  // once more a little later.
-  void scheduleNudge(const std::string& target);
+  void worker(KeyQueue& queue);
+  void process(KeyQueue& queue, const WorkKey& key);
+  ReconcileResult reconcile(const WorkKey& key);
+  // Enqueues the keys; pods parked for want of a nudge target are retried soon, and once more
+  // a little later.
+  void apply(const Triggers& triggers);
 
   Informer<ExtendedResource>& devices_;
   const ControllerOptions opts_;
@@ -92,12 +76,8 @@ class Controller {
   InformerCaches caches_;
   Executor executor_;
   Reconciler reconciler_;
-  WorkQueue queue_;  // claims and nudges
-  WorkQueue deviceQueue_;
-
-  std::mutex indexMu_;
-  std::map<std::string, std::set<std::string>> claimsByHolder_;  // pod UID -> claim keys
-  std::map<std::string, std::string> invalidPodsWarned_;         // pod UID -> problem warned of
+  KeyQueue queue_;  // claims, pods and nudges
+  KeyQueue deviceQueue_;
 
   std::mutex runMu_;
   bool started_ = false;

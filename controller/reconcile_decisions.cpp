@@ -72,9 +72,12 @@ bool warnOfDeletedClaim(const ExtendedResourceClaim& c, const Pod* holder) {
 }
 
 bool isBoundTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
-  return d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == c.meta.ns &&
-         d.claimRef->name == c.meta.name &&
-         (d.claimRef->uid.empty() || d.claimRef->uid == c.meta.uid);
+  return isBoundTo(d, ClaimRef{c.meta.ns, c.meta.name, c.meta.uid});
+}
+
+bool isBoundTo(const ExtendedResource& d, const ClaimRef& c) {
+  return d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == c.ns &&
+         d.claimRef->name == c.name && (d.claimRef->uid.empty() || d.claimRef->uid == c.uid);
 }
 
 namespace {
@@ -98,8 +101,8 @@ bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
 bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
   // A device without a status reads as Available too, and is as good to bind back.
   if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
-      (d.reason == kReleasedReason &&
-       d.message == releasedMessage(objectKey(c.meta.ns, c.meta.name)))) {
+      (parseStatusReason(d.reason) == StatusReason::kReleased && d.releasedFrom &&
+       d.releasedFrom->ns == c.meta.ns && d.releasedFrom->name == c.meta.name)) {
     return false;
   }
   const auto held = c.heldDevices();
@@ -260,7 +263,7 @@ Decision decideDevice(const DeviceView& v) {
   if (v.releasedWithClaim) {
     return {FreeDevice{releasedMessage(refName)}, std::nullopt};
   }
-  if (d.reason == kReboundReason) {
+  if (parseStatusReason(d.reason) == StatusReason::kRebound) {
     // Bound back to a claim released before (or while) it was: no bind is in flight on it.
     if (!v.claimLive) {
       return {VerifyLive{LiveRead::kDeviceClaim, {}}, std::nullopt};

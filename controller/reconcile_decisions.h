@@ -9,20 +9,18 @@
 
 #include "common/clocks.h"
 #include "common/objects.h"
+#include "controller/status_reasons.h"
 
-// Every decision the controller makes, as pure functions of what it has seen: no I/O, no
-// clock, no shared state. The reconciler gathers the inputs from its caches (or a live read
-// when a decision asks for one) and applies the returned action.
+// What the controller decides to do about a claim, a device or waiting pods, as pure functions
+// of what it has seen: no I/O, no clock, no shared state. The plan functions (claim_plan,
+// device_plan, pod_plan) turn these actions into the exact statuses and events to write; the
+// watch's triggers are in watch_triggers. Together they are every decision the controller
+// makes; the reconciler gathers their inputs and the executor applies their plans.
 namespace ker {
 
 using Millis = std::chrono::milliseconds;
 
-// status.reason of a device the controller bound back to a claim that lists it (no bind of
-// the extender's writes it).
-inline constexpr const char* kReboundReason = "Rebound";
-// status.reason and message of a device a release freed (nothing has bound it since: a bind
-// clears both).
-inline constexpr const char* kReleasedReason = "Released";
+// status.message of a device a release freed, for people: programs read status.releasedFrom.
 std::string releasedMessage(const std::string& claimKey);
 
 enum class ReleaseCause {
@@ -35,7 +33,12 @@ enum class ReleaseCause {
 const char* toString(ReleaseCause cause);
 
 // What a live read must fetch before the decision can be trusted.
-enum class LiveRead { kHolderPod, kClaimDevices, kDeviceClaim };
+enum class LiveRead {
+  kHolderPod,     // the pod the claim's podRef names
+  kClaimDevices,  // the devices the claim lists
+  kDeviceClaim,   // the claim the device's claimRef names
+  kRebindClaim,   // the claim a device would be bound back to
+};
 
 namespace action {
 struct Nothing {};
@@ -43,6 +46,7 @@ struct Nothing {};
 struct VerifyLive {
   LiveRead what;
   std::vector<std::string> devices;  // for kClaimDevices: the names to read
+  std::string claimKey;              // for kRebindClaim: "namespace/name"
 };
 // A suspicious state that may be a transient; look again after `remaining`.
 struct WaitGrace {
@@ -144,6 +148,7 @@ std::string joinNames(const std::vector<std::string>& names);
 
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
+bool isBoundTo(const ExtendedResource& device, const ClaimRef& claim);
 
 // The pod found under the name the claim's podRef gives is its holder: the UIDs agree, or the
 // podRef carries none.

@@ -2,6 +2,9 @@
 
 #include "common/api_error.h"
 #include "common/logging.h"
+#include "controller/claim_plan.h"
+#include "controller/device_plan.h"
+#include "controller/pod_plan.h"
 
 namespace ker {
 
@@ -9,38 +12,19 @@ namespace {
 
 using Status = ReconcileResult::Status;
 
-// How long a nudge is remembered: far longer than any nudge run that could still consult it.
-constexpr auto kNudgeMemory = std::chrono::minutes(5);
-constexpr std::string_view kClaimTarget = "claim:";  // before a claim's nudge target
+// Each decision asks for at most this many live reads before it must settle.
+constexpr int kMaxLiveReads = 2;
 
-// The status a bind writes, as one string: a change to it is a sign of life that starts the
-// grace again. Edits by others (labels, properties, spec) leave it alone, so a device
-// publisher rewriting its devices cannot keep an orphan from being repaired.
-std::string statusOf(const ExtendedResource& d) {
-  std::string s = toString(d.phase);
-  if (d.claimRef) {
-    s += '\n' + d.claimRef->ns + '/' + d.claimRef->name + '/' + d.claimRef->uid;
-  }
-  return s + '\n' + d.reason + '\n' + d.message;
-}
-
-std::string statusOf(const ExtendedResourceClaim& c) {
-  std::string s = toString(c.phase) + ('\n' + c.nodeName);
-  if (c.podRef) {
-    s += '\n' + c.podRef->name + '/' + c.podRef->uid;
-  }
-  for (const auto& name : c.allocated) {
-    s += '\n' + name;
-  }
-  for (const auto& name : c.lost) {
-    s += "\n-" + name;
-  }
-  return s + '\n' + c.reason + '\n' + c.message;
+ReconcileResult unsettled() {
+  ReconcileResult r;
+  r.status = Status::kRetry;
+  r.error = "the live reads did not settle the decision";
+  return r;
 }
 
 }  // namespace
 
-Reconciler::Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
+Reconciler::Reconciler(ApiClient& api, ControllerCaches& caches, Executor& executor,
                        ControllerMetrics* metrics, ReconcilerOptions opts)
     : api_(api), caches_(caches), executor_(executor), metrics_(metrics), opts_(std::move(opts)) {}
 
@@ -70,26 +54,6 @@ ReconcileResult Reconciler::guarded(F&& body) {
   return r;
 }
 
-std::optional<SteadyTime> Reconciler::suspect(const Suspicions& m, const std::string& key,
-                                              const std::string& status) const {
-  std::lock_guard lock(mu_);
-  auto it = m.find(key);
-  if (it == m.end() || it->second.status != status) {
-    return std::nullopt;
-  }
-  return it->second.since;
-}
-
-void Reconciler::setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
-                            const std::string& status) {
-  std::lock_guard lock(mu_);
-  if (since) {
-    m[key] = Suspicion{*since, status};
-  } else {
-    m.erase(key);
-  }
-}
-
 std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std::string& ns,
                                                   const std::string& name) {
   if (metrics_) {
@@ -105,59 +69,28 @@ std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std
   }
 }
 
-void Reconciler::forgetClaim(const std::string& key) {
-  std::lock_guard lock(mu_);
-  claimSuspects_.erase(key);
-}
-
-void Reconciler::forgetDevice(const std::string& name) {
-  std::lock_guard lock(mu_);
-  deviceSuspects_.erase(name);
-  releasedDevices_.erase(name);
-}
-
-namespace {
-
-template <class Object>
-bool markedInvalid(const Object& obj) {
-  return obj.reason == kInvalidReason && obj.message == obj.invalid;
-}
-
-}  // namespace
-
-size_t Reconciler::remembered() const {
-  std::lock_guard lock(mu_);
-  return claimSuspects_.size() + deviceSuspects_.size() + releasedDevices_.size();
-}
-
 ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
   return guarded([&] {
     const CachedClaim claim = caches_.claim(key);
     if (!claim) {
-      forgetClaim(key);
+      memory_.forgetClaim(key);
+      if (const CachedClaim last = caches_.takeDeletedClaim(key)) {
+        CachedPod holder;
+        if (last->podRef) {
+          holder = caches_.pod(objectKey(last->meta.ns, last->podRef->name));
+        }
+        executor_.record(planDeletedClaim(*last, holder.get()).events);
+      }
       return ReconcileResult{};
     }
-    // Marked first (the write brings it back). One whose status cannot be trusted to say
-    // what it holds is left at that; one invalid in its spec alone is still released when
-    // its pod goes, or it would keep its devices until someone mended the spec.
-    if (!claim->invalid.empty()) {
-      if (!markedInvalid(*claim) || !claim->phaseWritten) {
-        executor_.markClaimInvalid(*claim);
-        return ReconcileResult{};
-      }
-      if (!claim->statusReadable) {
-        return ReconcileResult{};
-      }
-    } else if (claim->reason == kInvalidReason) {
-      executor_.clearClaimInvalid(*claim);
-      return ReconcileResult{};  // the write brings it back with the status as it is now
-    }
-    ClaimView v;
+    ClaimInputs in;
+    in.seen = memory_.seenClaim(key);
+    ClaimView& v = in.view;
     v.claim = claim.get();
     v.now = opts_.clock();
     v.grace = opts_.orphanGrace;
-    const std::string status = statusOf(*claim);
-    v.suspectSince = suspect(claimSuspects_, key, status);
+    const std::string fingerprint = statusFingerprint(*claim);
+    v.suspectSince = memory_.claimSuspectSince(key, fingerprint);
     std::shared_ptr<const Pod> holder;
     if (claim->podRef) {
       holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
@@ -172,18 +105,15 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       v.devices[name] = keep.back().get();
     }
 
-    Decision d = decideClaim(v);
-    // At most one read of the holder, then one of the devices.
-    for (int reads = 0; reads < 2 && std::holds_alternative<action::VerifyLive>(d.action);
-         ++reads) {
-      const auto& verify = std::get<action::VerifyLive>(d.action);
-      if (verify.what == LiveRead::kHolderPod && claim->podRef) {
+    Plan plan = planClaim(in);
+    for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
+      if (plan.verify->what == LiveRead::kHolderPod && claim->podRef) {
         auto live = liveGet(resources::kPods, claim->meta.ns, claim->podRef->name);
         holder = live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
         v.holder = holder.get();
         v.holderLive = true;
       } else {
-        for (const auto& name : verify.devices) {
+        for (const auto& name : plan.verify->devices) {
           auto live = liveGet(resources::kExtendedResources, "", name);
           keep.push_back(
               live ? std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(*live))
@@ -192,55 +122,47 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
         }
         v.devicesLive = true;
       }
-      d = decideClaim(v);
+      plan = planClaim(in);
     }
-    setSuspect(claimSuspects_, key, d.suspectSince, status);
+    memory_.setClaimSuspect(key, plan.suspectSince, fingerprint);
+    if (plan.verify) {
+      return unsettled();
+    }
 
-    ReconcileResult r;
-    if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
-      r.requeueAfter = wait->remaining;
-    } else if (const auto* release = std::get_if<action::ReleaseClaim>(&d.action)) {
-      // Should the release stop after its claim write (a lost reply, leadership lost), the
-      // devices it left Bound to a claim that may no longer list them are freed at once
-      // rather than after the grace. A device written since (freed, or taken again) no
-      // longer matches the version recorded here.
-      std::map<std::string, std::string> versions;
-      const std::vector<std::string> listed = claim->listedDevices();
-      for (const auto& name : listed) {
+    // Should a release stop after its claim write (a lost reply, leadership lost), the devices
+    // it left Bound to a claim that may no longer list them are freed at once rather than after
+    // the grace. A device written since (freed, or taken again) no longer matches the version
+    // remembered here.
+    std::map<std::string, std::string> versions;
+    if (plan.frees) {
+      for (const auto& name : plan.frees->names) {
         if (const CachedDevice cached = caches_.device(name);
             cached && isBoundTo(*cached, *claim)) {
           versions[name] = cached->meta.resourceVersion;
         }
       }
-      Executor::ReleaseOutcome out;
-      try {
-        out = executor_.releaseClaim(*claim, *release,
-                                     [&](const std::string& n) { return caches_.device(n); });
-      } catch (...) {
-        std::lock_guard lock(mu_);
-        for (auto& [name, version] : versions) {
-          releasedDevices_[name] = std::move(version);
-        }
-        throw;
+    }
+    Executor::Outcome out;
+    try {
+      out = executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); });
+    } catch (...) {
+      for (auto& [name, version] : versions) {
+        memory_.rememberReleased(name, std::move(version));
       }
-      std::lock_guard lock(mu_);
-      for (const auto& name : listed) {
+      throw;
+    }
+    memory_.setSeenClaim(key, seenClaim(*claim));
+    ReconcileResult r;
+    r.requeueAfter = plan.requeueAfter;
+    if (plan.frees) {
+      for (const auto& name : plan.frees->names) {
         if (auto failed = out.failed.find(name); failed != out.failed.end()) {
-          releasedDevices_[name] = failed->second;
+          memory_.rememberReleased(name, failed->second);
           r.devicesToRetry.push_back(name);
         } else {
-          releasedDevices_.erase(name);
+          memory_.forgetReleased(name);
         }
       }
-    } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
-      executor_.markClaimLost(*claim, *lost);
-    } else if (const auto* recover = std::get_if<action::RecoverClaim>(&d.action)) {
-      executor_.recoverClaim(*claim, *recover);
-    } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
-      executor_.initClaimStatus(*claim);
-    } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
-      r.status = Status::kRetry;
-      r.error = "the live reads did not settle the decision";
     }
     return r;
   });
@@ -250,26 +172,16 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
   return guarded([&] {
     const CachedDevice device = caches_.device(name);
     if (!device) {
-      forgetDevice(name);
+      memory_.forgetDevice(name);
       return ReconcileResult{};
     }
-    // Never repaired: its status cannot be trusted either.
-    if (!device->invalid.empty()) {
-      if (!markedInvalid(*device) || !device->phaseWritten) {
-        executor_.markDeviceInvalid(*device);
-      }
-      return ReconcileResult{};
-    }
-    if (device->reason == kInvalidReason) {
-      executor_.clearDeviceInvalid(*device);
-      return ReconcileResult{};
-    }
-    DeviceView v;
+    DeviceInputs in;
+    DeviceView& v = in.view;
     v.device = device.get();
     v.now = opts_.clock();
     v.grace = std::min(opts_.orphanGrace, opts_.deviceOrphanGrace);
-    const std::string status = statusOf(*device);
-    v.suspectSince = suspect(deviceSuspects_, name, status);
+    const std::string fingerprint = statusFingerprint(*device);
+    v.suspectSince = memory_.deviceSuspectSince(name, fingerprint);
     CachedClaim claim;
     if (device->claimRef) {
       claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
@@ -279,89 +191,90 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     for (const auto& c : listing) {
       v.listedBy.push_back(c.get());
     }
-    {
-      std::lock_guard lock(mu_);
-      auto it = releasedDevices_.find(name);
-      if (it != releasedDevices_.end()) {
-        // Unchanged since the failed free: any later write, the free's own whose reply was
-        // lost or a bind that took the device again for the reused claim, ends the shortcut.
-        v.releasedWithClaim = device->phase == DevicePhase::kBound && !it->second.empty() &&
-                              it->second == device->meta.resourceVersion;
-        if (!v.releasedWithClaim) {
-          releasedDevices_.erase(it);
-        }
+    if (const auto version = memory_.releasedVersion(name)) {
+      // Unchanged since the failed free: any later write, the free's own whose reply was lost
+      // or a bind that took the device again for the reused claim, ends the shortcut.
+      v.releasedWithClaim = device->phase == DevicePhase::kBound && !version->empty() &&
+                            *version == device->meta.resourceVersion;
+      if (!v.releasedWithClaim) {
+        memory_.forgetReleased(name);
       }
     }
 
-    Decision d = decideDevice(v);
-    if (std::holds_alternative<action::VerifyLive>(d.action) && device->claimRef) {
-      auto live =
-          liveGet(resources::kExtendedResourceClaims, device->claimRef->ns, device->claimRef->name);
-      claim = live ? std::make_shared<const ExtendedResourceClaim>(
-                         ExtendedResourceClaim::fromJson(*live))
-                   : nullptr;
-      v.claim = claim.get();
-      v.claimLive = true;
-      d = decideDevice(v);
+    Plan plan = planDevice(in);
+    CachedClaim rebindClaim;
+    for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
+      if (plan.verify->what == LiveRead::kRebindClaim) {
+        const size_t slash = plan.verify->claimKey.find('/');
+        auto live =
+            liveGet(resources::kExtendedResourceClaims, plan.verify->claimKey.substr(0, slash),
+                    plan.verify->claimKey.substr(slash + 1));
+        rebindClaim = live ? std::make_shared<const ExtendedResourceClaim>(
+                                 ExtendedResourceClaim::fromJson(*live))
+                           : nullptr;
+        in.rebindClaimRead = true;
+        in.rebindClaimLive = rebindClaim.get();
+      } else if (device->claimRef) {
+        auto live = liveGet(resources::kExtendedResourceClaims, device->claimRef->ns,
+                            device->claimRef->name);
+        claim = live ? std::make_shared<const ExtendedResourceClaim>(
+                           ExtendedResourceClaim::fromJson(*live))
+                     : nullptr;
+        v.claim = claim.get();
+        v.claimLive = true;
+      } else {
+        break;
+      }
+      plan = planDevice(in);
     }
-    setSuspect(deviceSuspects_, name, d.suspectSince, status);
-
+    memory_.setDeviceSuspect(name, plan.suspectSince, fingerprint);
+    if (plan.verify) {
+      return unsettled();
+    }
+    executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); });
+    if (plan.change == Change::kDeviceFreed) {
+      memory_.forgetReleased(name);
+    }
     ReconcileResult r;
-    if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
-      r.requeueAfter = wait->remaining;
-    } else if (const auto* free = std::get_if<action::FreeDevice>(&d.action)) {
-      executor_.freeDevice(*device, *free);
-      {
-        std::lock_guard lock(mu_);
-        releasedDevices_.erase(name);
-      }
-    } else if (const auto* rebind = std::get_if<action::RebindDevice>(&d.action)) {
-      // When the claim turns out to be released, its event brings the device back here.
-      executor_.rebindDevice(*device, *rebind->claim);
-    } else if (std::holds_alternative<action::InitDeviceStatus>(d.action)) {
-      executor_.initDeviceStatus(*device);
-    } else if (std::holds_alternative<action::VerifyLive>(d.action)) {
-      r.status = Status::kRetry;
-      r.error = "the live read did not settle the decision";
-    }
+    r.requeueAfter = plan.requeueAfter;
     return r;
   });
 }
 
-std::string claimNudgeTarget(const std::string& claimKey) {
-  return std::string(kClaimTarget) + claimKey;
-}
-
-void Reconciler::requestNudge(const std::string& target) {
-  const SteadyTime now = opts_.clock();
-  std::lock_guard lock(mu_);
-  // Claims come and go, resources stay: a claim's trigger is forgotten once it decides
-  // nothing any more, as pods nudged long ago are.
-  std::erase_if(nudgeTriggered_, [&](const auto& e) {
-    return e.first.starts_with(kClaimTarget) && now - e.second > kNudgeMemory;
+ReconcileResult Reconciler::reconcilePod(const std::string& key) {
+  return guarded([&] {
+    const CachedPod pod = caches_.pod(key);
+    if (!pod) {
+      memory_.forgetPod(key);
+      return ReconcileResult{};
+    }
+    const PodPlan plan = planPod(*pod, memory_.warnedPodProblem(key, pod->meta.uid));
+    // While writes are gated the warning is left for a later update.
+    if (!plan.warning || executor_.record({*plan.warning})) {
+      memory_.setWarnedPodProblem(key, pod->meta.uid, plan.problem);
+    }
+    return ReconcileResult{};
   });
-  nudgeTriggered_[target] = now;
 }
 
-ReconcileResult Reconciler::nudge(const std::string& target) {
+void Reconciler::requestNudge(const NudgeTarget& target) {
+  memory_.triggerNudge(target, opts_.clock());
+}
+
+ReconcileResult Reconciler::nudge(const NudgeTarget& target) {
   return guarded([&] {
     NudgeView v;
     v.now = opts_.clock();
-    {
-      std::lock_guard lock(mu_);
-      auto trigger = nudgeTriggered_.find(target);
-      if (trigger == nudgeTriggered_.end()) {
-        return ReconcileResult{};
-      }
-      v.triggeredAt = trigger->second;
-      // Older entries no longer defer anything; the latest trigger decides the rest.
-      std::erase_if(lastNudged_, [&](const auto& e) { return v.now - e.second > kNudgeMemory; });
-      v.lastNudged = lastNudged_;
+    const auto triggeredAt = memory_.nudgeTriggeredAt(target);
+    if (!triggeredAt) {
+      return ReconcileResult{};
     }
-    if (target.starts_with(kClaimTarget)) {
-      v.claimKey = target.substr(kClaimTarget.size());
+    v.triggeredAt = *triggeredAt;
+    v.lastNudged = memory_.recentNudges(v.now);
+    if (target.kind == NudgeTarget::Kind::kClaim) {
+      v.claimKey = target.name;
     } else {
-      v.rawResourceName = target;
+      v.rawResourceName = target.name;
     }
     v.schedulerName = opts_.schedulerName;
     v.minInterval = opts_.nudgeMinInterval;
@@ -385,8 +298,7 @@ ReconcileResult Reconciler::nudge(const std::string& target) {
     const NudgePlan plan = podsToNudge(v);
     for (const Pod* pod : plan.pods) {
       executor_.nudgePod(*pod);
-      std::lock_guard lock(mu_);
-      lastNudged_[pod->meta.uid] = v.now;
+      memory_.setNudged(pod->meta.uid, v.now);
     }
     ReconcileResult r;
     r.requeueAfter = plan.again;

@@ -1,18 +1,17 @@
 #pragma once
 
 #include <chrono>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/api_client.h"
-#include "common/rate_limiter.h"
 #include "controller/caches.h"
+#include "controller/controller_memory.h"
 #include "controller/controller_metrics.h"
 #include "controller/executor.h"
-#include "controller/reconcile_decisions.h"
+#include "controller/plan.h"
+#include "controller/work_keys.h"
 
 namespace ker {
 
@@ -43,60 +42,39 @@ struct ReconcileResult {
   std::vector<std::string> devicesToRetry;  // device names worth another look (with backoff)
 };
 
-// One reconcile per object: reads the caches, asks the pure decisions, confirms with a live
-// read when they ask for it, and applies the action through the executor. Remembers in memory
-// since when an object has looked half-written, unchanged (the grace clocks), and which devices
-// belonged to claims it released. Thread-safe; never called for the same key twice at once.
-// The nudge target of one claim ("namespace/name"); a resource name has no ':'.
-std::string claimNudgeTarget(const std::string& claimKey);
-
+// The I/O shell of the controller, one reconcile per key as sample-controller's syncHandler:
+// get the object from the cache, gather its related objects and what the memory holds about
+// it, ask the pure plan function, read live when the plan asks for it and plan again, apply
+// the plan through the executor, remember what the plan says to remember, return the error.
+// It holds no policy. Thread-safe; never called for the same key twice at once.
 class Reconciler {
  public:
-  Reconciler(ApiClient& api, const ControllerCaches& caches, Executor& executor,
+  Reconciler(ApiClient& api, ControllerCaches& caches, Executor& executor,
              ControllerMetrics* metrics, ReconcilerOptions opts);
 
   ReconcileResult reconcileClaim(const std::string& key);  // "namespace/name"
   ReconcileResult reconcileDevice(const std::string& name);
-  // Devices of the resource became Available, or (a target from claimNudgeTarget) the claim
-  // became usable: pods waiting for it are due a nudge.
-  void requestNudge(const std::string& target);
-  ReconcileResult nudge(const std::string& target);  // nudges the pods due one
+  ReconcileResult reconcilePod(const std::string& key);  // "namespace/name"
+  // Devices of the resource became Available, or the claim became usable: pods waiting for
+  // it are due a nudge.
+  void requestNudge(const NudgeTarget& target);
+  ReconcileResult nudge(const NudgeTarget& target);  // nudges the pods due one
 
-  // Drop what is remembered about an object that was deleted.
-  void forgetClaim(const std::string& key);
-  void forgetDevice(const std::string& name);
-  size_t remembered() const;
+  // Entries held about claims and devices (grace clocks, failed frees): 0 once all is settled.
+  size_t remembered() const { return memory_.size(); }
 
  private:
   template <class F>
   ReconcileResult guarded(F&& body);
-  // Since when the object has looked half-written with this same status: a status write (a
-  // retried bind rewriting it, say) is a sign of life and starts the grace again.
-  struct Suspicion {
-    SteadyTime since;
-    std::string status;
-  };
-  using Suspicions = std::map<std::string, Suspicion>;
-  std::optional<SteadyTime> suspect(const Suspicions& m, const std::string& key,
-                                    const std::string& status) const;
-  void setSuspect(Suspicions& m, const std::string& key, std::optional<SteadyTime> since,
-                  const std::string& status);
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 
   ApiClient& api_;
-  const ControllerCaches& caches_;
+  ControllerCaches& caches_;
   Executor& executor_;
   ControllerMetrics* metrics_;
   const ReconcilerOptions opts_;
-
-  mutable std::mutex mu_;
-  Suspicions claimSuspects_;
-  Suspicions deviceSuspects_;
-  // Device -> its resourceVersion when freeing it after its claim's release failed.
-  std::map<std::string, std::string> releasedDevices_;
-  std::map<std::string, SteadyTime> lastNudged_;      // pod UID -> when
-  std::map<std::string, SteadyTime> nudgeTriggered_;  // nudge target -> when
+  ControllerMemory memory_;
 };
 
 }  // namespace ker

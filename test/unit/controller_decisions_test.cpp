@@ -466,13 +466,13 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsBoundBackToTheClaimListingIt) {
 // lists the device the release just freed.
 TEST_F(DeviceDecisionTest, ADeviceThisClaimsReleaseFreedIsNotBoundBackOnAStaleCache) {
   device = availableDevice("d0");
-  device.reason = kReleasedReason;
-  device.message = releasedMessage("default/c");
+  device.reason = toString(StatusReason::kReleased);
+  device.releasedFrom = ClaimRef{"default", "c", "uid-c"};
   device.phaseWritten = true;
   view.claim = nullptr;
   view.listedBy = {&claim};
   as<action::Nothing>(decideDevice(view));
-  device.message = releasedMessage("default/other");
+  device.releasedFrom = ClaimRef{"default", "other", "uid-other"};
   device.phaseWritten = true;
   as<action::RebindDevice>(decideDevice(view));
 }
@@ -523,7 +523,7 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
 TEST_F(DeviceDecisionTest, DeviceBoundBackToAClaimReleasedMeanwhileIsFreedWithoutGrace) {
   claim.phase = ClaimPhase::kPending;
   claim.allocated.clear();
-  device.reason = kReboundReason;
+  device.reason = toString(StatusReason::kRebound);
   as<action::VerifyLive>(decideDevice(view));
   view.claimLive = true;
   const auto d = decideDevice(view);

@@ -400,7 +400,7 @@ TEST_F(ControllerLoopTest, ClaimWithoutStatusIsShownPending) {
   EXPECT_EQ(api.peek(resources::kExtendedResourceClaims, "default", "bad")
                 .value()
                 .value("/status/reason"_json_pointer, ""),
-            kInvalidReason);
+            toString(StatusReason::kInvalid));
 }
 
 TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {

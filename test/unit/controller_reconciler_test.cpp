@@ -1094,11 +1094,12 @@ TEST_F(NudgeReconcileTest, PatchesParkedPodsWaitingForTheResourceOnce) {
   seedWaiting("fpga-pod", "example.com/fpga");
   seedWaiting("fresh-pod", kGpu, false);
   caches.load(api);
-  EXPECT_EQ(reconciler->nudge(kGpu).status, Status::kDone) << "no trigger, nothing to do";
+  EXPECT_EQ(reconciler->nudge(NudgeTarget::resource(kGpu)).status, Status::kDone)
+      << "no trigger, nothing to do";
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 0);
 
-  reconciler->requestNudge(kGpu);
-  auto r = reconciler->nudge(kGpu);
+  reconciler->requestNudge(NudgeTarget::resource(kGpu));
+  auto r = reconciler->nudge(NudgeTarget::resource(kGpu));
   EXPECT_EQ(r.status, Status::kDone);
   EXPECT_FALSE(r.requeueAfter);
   EXPECT_TRUE(nudged("gpu-pod"));
@@ -1111,22 +1112,22 @@ TEST_F(NudgeReconcileTest, PatchesParkedPodsWaitingForTheResourceOnce) {
   EXPECT_EQ(metrics.podNudges.value(), 1);
 
   caches.load(api);
-  reconciler->nudge(kGpu);
+  reconciler->nudge(NudgeTarget::resource(kGpu));
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 1) << "one nudge per trigger";
 }
 
 TEST_F(NudgeReconcileTest, ASecondTriggerSoonAfterIsServedOnceTheIntervalPasses) {
   seedWaiting("gpu-pod", kGpu);
   caches.load(api);
-  reconciler->requestNudge(kGpu);
-  reconciler->nudge(kGpu);
+  reconciler->requestNudge(NudgeTarget::resource(kGpu));
+  reconciler->nudge(NudgeTarget::resource(kGpu));
   now += 200ms;
-  reconciler->requestNudge(kGpu);
-  auto r = reconciler->nudge(kGpu);
+  reconciler->requestNudge(NudgeTarget::resource(kGpu));
+  auto r = reconciler->nudge(NudgeTarget::resource(kGpu));
   EXPECT_EQ(r.requeueAfter, 800ms);
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 1);
   now += 800ms;
-  r = reconciler->nudge(kGpu);
+  r = reconciler->nudge(NudgeTarget::resource(kGpu));
   EXPECT_FALSE(r.requeueAfter);
   EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), 2);
 }
@@ -1135,8 +1136,8 @@ TEST_F(NudgeReconcileTest, APodGoneMeanwhileIsSkipped) {
   seedWaiting("gpu-pod", kGpu);
   caches.load(api);
   api.remove(resources::kPods, "default", "gpu-pod");
-  reconciler->requestNudge(kGpu);
-  EXPECT_EQ(reconciler->nudge(kGpu).status, Status::kDone);
+  reconciler->requestNudge(NudgeTarget::resource(kGpu));
+  EXPECT_EQ(reconciler->nudge(NudgeTarget::resource(kGpu)).status, Status::kDone);
 }
 
 TEST(WatchedPodTest, ReadsWhetherKubeSchedulerParkedThePod) {

@@ -1,0 +1,247 @@
+#include "controller/claim_plan.h"
+
+#include <algorithm>
+
+namespace ker {
+
+namespace {
+
+std::string keyOf(const ExtendedResourceClaim& c) {
+  return objectKey(c.meta.ns, c.meta.name);
+}
+
+std::optional<ObjectReference> holderRef(const ExtendedResourceClaim& c) {
+  if (!c.podRef) {
+    return std::nullopt;
+  }
+  return ObjectReference{"v1", "Pod", c.meta.ns, c.podRef->name, c.podRef->uid};
+}
+
+StatusWrite updateOf(const ExtendedResourceClaim& next) {
+  return {&resources::kExtendedResourceClaims, next.meta.ns, next.meta.name, next.toJson(), false};
+}
+
+// The contract: a reason naming the devices (kubectl's Reason column shows it). A few names
+// at most; the message lists them all.
+std::string lostReason(const std::vector<std::string>& lost) {
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named(lost.begin(), lost.begin() + std::min(lost.size(), kNamed));
+  std::string reason = std::string(toString(StatusReason::kLost)) + ": " + joinNames(named);
+  if (lost.size() > kNamed) {
+    reason += " and " + std::to_string(lost.size() - kNamed) + " more";
+  }
+  return reason;
+}
+
+// Whether the status already says what markInvalid would write.
+bool markedInvalid(const ExtendedResourceClaim& c) {
+  return parseStatusReason(c.reason) == StatusReason::kInvalid && c.message == c.invalid;
+}
+
+Plan markInvalid(const ExtendedResourceClaim& c) {
+  // A merge patch of just these fields: whatever else the status holds stays, parsable or not.
+  nlohmann::json status = {{"reason", toString(StatusReason::kInvalid)}, {"message", c.invalid}};
+  if (!c.phaseWritten) {
+    status["phase"] = toString(ClaimPhase::kPending);
+  }
+  Plan p;
+  p.write = StatusWrite{
+      &resources::kExtendedResourceClaims,
+      c.meta.ns,
+      c.meta.name,
+      {{"metadata", {{"resourceVersion", c.meta.resourceVersion}}}, {"status", std::move(status)}},
+      true};
+  p.change = Change::kMarkedInvalid;
+  p.why = c.invalid;
+  p.events.push_back(
+      {referenceTo(c), EventType::kWarning, toString(StatusReason::kInvalid), c.invalid});
+  return p;
+}
+
+Plan clearInvalid(const ExtendedResourceClaim& c) {
+  Plan p;
+  p.write = StatusWrite{&resources::kExtendedResourceClaims,
+                        c.meta.ns,
+                        c.meta.name,
+                        {{"metadata", {{"resourceVersion", c.meta.resourceVersion}}},
+                         {"status", {{"reason", nullptr}, {"message", nullptr}}}},
+                        true};
+  p.change = Change::kValidAgain;
+  return p;
+}
+
+void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Plan& p) {
+  ExtendedResourceClaim next = c;
+  next.makePending();
+  // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
+  // records the release).
+  const bool invalid = !c.invalid.empty();
+  next.reason = toString(invalid ? StatusReason::kInvalid : StatusReason::kReleased);
+  next.message = invalid ? c.invalid : a.message;
+  p.write = updateOf(next);
+  p.change = Change::kReleased;
+  p.cause = a.cause;
+  p.why = a.message;
+  p.frees =
+      DeviceFrees{ClaimRef{c.meta.ns, c.meta.name, c.meta.uid},
+                  c.listedDevices(),
+                  {StatusReason::kReleased, releasedMessage(keyOf(c)),
+                   ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
+                  {StatusReason::kOrphaned, "claim " + keyOf(c) + " was deleted", std::nullopt}};
+  p.events.push_back(
+      {referenceTo(c), EventType::kNormal, toString(StatusReason::kReleased), a.message});
+  // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
+  // shows it for a deleted pod.
+  if (auto pod = holderRef(c)) {
+    p.events.push_back({*pod, EventType::kNormal, "ClaimReleased",
+                        "claim " + c.meta.name + " released: " + a.message});
+  }
+}
+
+void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Plan& p) {
+  ExtendedResourceClaim next = c;
+  next.phase = ClaimPhase::kLost;
+  std::erase_if(next.allocated, [&](const std::string& name) {
+    return std::find(a.missing.begin(), a.missing.end(), name) != a.missing.end();
+  });
+  // Remembered, not dropped: a device that comes back under that name is held for this pod.
+  for (const auto& name : a.missing) {
+    if (std::find(next.lost.begin(), next.lost.end(), name) == next.lost.end()) {
+      next.lost.push_back(name);
+    }
+  }
+  next.reason = lostReason(next.lost);
+  next.message = a.message;
+  p.write = updateOf(next);
+  p.change = Change::kClaimLost;
+  p.why = a.message + " (" + joinNames(a.missing) + ")";
+  p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
+  if (auto pod = holderRef(c)) {
+    p.events.push_back(
+        {*pod, EventType::kWarning, "ClaimLost", "claim " + c.meta.name + " lost: " + a.message});
+  }
+}
+
+void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Plan& p) {
+  ExtendedResourceClaim next = c;
+  std::erase_if(next.lost, [&](const std::string& name) {
+    return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
+  });
+  next.allocated.insert(next.allocated.end(), a.recovered.begin(), a.recovered.end());
+  const std::string message = "extended resource" +
+                              std::string(a.recovered.size() > 1 ? "s " : " ") +
+                              joinNames(a.recovered) + " came back and " +
+                              (a.recovered.size() > 1 ? "are" : "is") + " bound to the claim again";
+  if (next.lost.empty()) {
+    next.phase = ClaimPhase::kBound;
+    next.reason = toString(StatusReason::kRecovered);
+    next.message = message;
+  } else {
+    next.reason = lostReason(next.lost);
+    next.message = message + "; still lost: " + joinNames(next.lost);
+  }
+  p.write = updateOf(next);
+  p.change = Change::kClaimRecovered;
+  p.why = next.message;
+  p.events.push_back(
+      {referenceTo(c), EventType::kNormal, toString(StatusReason::kRecovered), message});
+  if (auto pod = holderRef(c)) {
+    p.events.push_back(
+        {*pod, EventType::kNormal, "ClaimRecovered", "claim " + c.meta.name + ": " + message});
+  }
+}
+
+Plan planStatus(const ClaimInputs& in) {
+  const ExtendedResourceClaim& c = *in.view.claim;
+  // Marked first (the write brings it back). One whose status cannot be trusted to say what it
+  // holds is left at that; one invalid in its spec alone is still released when its pod goes,
+  // or it would keep its devices until someone mended the spec.
+  if (!c.invalid.empty()) {
+    if (!markedInvalid(c) || !c.phaseWritten) {
+      return markInvalid(c);
+    }
+    if (!c.statusReadable) {
+      return {};
+    }
+  } else if (parseStatusReason(c.reason) == StatusReason::kInvalid) {
+    return clearInvalid(c);  // the write brings it back with the status as it is now
+  }
+  const Decision d = decideClaim(in.view);
+  Plan p;
+  p.suspectSince = d.suspectSince;
+  if (const auto* verify = std::get_if<action::VerifyLive>(&d.action)) {
+    p.verify = *verify;
+  } else if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
+    p.requeueAfter = wait->remaining;
+  } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
+    release(c, *r, p);
+  } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
+    markLost(c, *lost, p);
+  } else if (const auto* back = std::get_if<action::RecoverClaim>(&d.action)) {
+    recover(c, *back, p);
+  } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
+    // A status without a phase is not one any bind wrote: whatever allocation it names (by
+    // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
+    ExtendedResourceClaim next = c;
+    next.makePending();
+    p.write = updateOf(next);
+    p.change = Change::kClaimInitialized;
+  }
+  return p;
+}
+
+}  // namespace
+
+SeenClaim seenClaim(const ExtendedResourceClaim& c) {
+  SeenClaim s;
+  s.phase = c.phase;
+  if (c.podRef) {
+    s.holderUid = c.podRef->uid;
+  }
+  return s;
+}
+
+Plan planClaim(const ClaimInputs& in) {
+  Plan p = planStatus(in);
+  const ExtendedResourceClaim& c = *in.view.claim;
+  // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
+  // own Recovered). A release missed in between still counts.
+  if (in.seen && in.seen->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
+    const bool recovered = in.seen->phase == ClaimPhase::kLost && in.seen->holderUid && c.podRef &&
+                           *in.seen->holderUid == c.podRef->uid;
+    if (!recovered) {
+      p.events.insert(p.events.begin(),
+                      {referenceTo(c), EventType::kNormal, toString(StatusReason::kBound),
+                       "allocated " + joinNames(c.allocated) + " on node " + c.nodeName +
+                           " to pod " + (c.podRef ? c.podRef->name : std::string("?"))});
+    }
+  }
+  return p;
+}
+
+Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder) {
+  Plan p;
+  if (warnOfDeletedClaim(last, holder)) {
+    p.events.push_back({referenceTo(*holder), EventType::kWarning, "ClaimDeleted",
+                        "claim " + last.meta.name + " was deleted while this pod held it: its " +
+                            "devices (" + joinNames(last.allocated) +
+                            ") are freed and may be given to another pod"});
+  }
+  return p;
+}
+
+std::string statusFingerprint(const ExtendedResourceClaim& c) {
+  std::string s = toString(c.phase) + ('\n' + c.nodeName);
+  if (c.podRef) {
+    s += '\n' + c.podRef->name + '/' + c.podRef->uid;
+  }
+  for (const auto& name : c.allocated) {
+    s += '\n' + name;
+  }
+  for (const auto& name : c.lost) {
+    s += "\n-" + name;
+  }
+  return s + '\n' + c.reason + '\n' + c.message;
+}
+
+}  // namespace ker

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/objects.h"
+#include "controller/plan.h"
+#include "controller/reconcile_decisions.h"
+
+namespace ker {
+
+// How a claim looked at its last reconcile: what tells a transition from a state.
+struct SeenClaim {
+  ClaimPhase phase = ClaimPhase::kPending;
+  std::optional<std::string> holderUid;  // the podRef's UID; nullopt without a podRef
+};
+SeenClaim seenClaim(const ExtendedResourceClaim& claim);
+
+struct ClaimInputs {
+  ClaimView view;
+  // nullopt: never reconciled by this process (found at start, or new).
+  std::optional<SeenClaim> seen;
+};
+
+// Everything the controller does about one claim, decided without I/O: mark it Invalid (or
+// valid again), then decideClaim's action turned into the exact status to write and the events
+// to record, and the Bound event when the extender bound it since the last reconcile.
+Plan planClaim(const ClaimInputs& in);
+
+// The claim is gone from the cache; `last` is how the watch last saw it, `holder` its podRef's
+// pod in the cache. Its holder, still running, is warned that its devices may go to another pod.
+Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder);
+
+// The status a bind writes, as one string: a change to it is a sign of life that starts the
+// grace again. Edits by others (labels, spec) leave it alone.
+std::string statusFingerprint(const ExtendedResourceClaim& claim);
+
+}  // namespace ker

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+
+#include "common/objects.h"
+#include "controller/plan.h"
+#include "controller/reconcile_decisions.h"
+
+namespace ker {
+
+struct DeviceInputs {
+  DeviceView view;
+  // With decideDevice's RebindDevice: that claim as a live read has it now (nullptr when it is
+  // gone), or unset while not yet read. The cache may not have seen the claim released:
+  // binding the device to a claim that no longer waits for it would keep it from everyone
+  // until the orphan repair.
+  bool rebindClaimRead = false;
+  const ExtendedResourceClaim* rebindClaimLive = nullptr;
+};
+
+// Everything the controller does about one device, decided without I/O: mark it Invalid (or
+// valid again; an invalid device is never repaired), then decideDevice's action turned into
+// the exact status to write.
+Plan planDevice(const DeviceInputs& in);
+
+// As for claims: the status a bind writes, as one string.
+std::string statusFingerprint(const ExtendedResource& device);
+
+}  // namespace ker

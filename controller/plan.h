@@ -1,0 +1,84 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/event_recorder.h"
+#include "common/objects.h"
+#include "common/resource.h"
+#include "controller/reconcile_decisions.h"
+#include "controller/status_reasons.h"
+
+// The vocabulary of plans: what a reconcile decided to write, in terms the executor applies
+// without knowing why. Built by the pure plan functions (claim_plan, device_plan, pod_plan).
+namespace ker {
+
+// What a write does, for its metric and log line.
+enum class Change {
+  kReleased,
+  kClaimLost,
+  kClaimRecovered,
+  kClaimInitialized,
+  kDeviceRebound,
+  kDeviceFreed,
+  kDeviceInitialized,
+  kMarkedInvalid,
+  kValidAgain,
+};
+const char* toString(Change change);
+
+// One status write. An update carries the whole object with the resourceVersion the plan was
+// made on, so a concurrent change fails with a Conflict and the reconcile re-decides; a merge
+// patch (mergePatch) touches only the fields it names, with the same precondition inside.
+struct StatusWrite {
+  const Resource* resource = nullptr;
+  std::string ns;
+  std::string name;
+  nlohmann::json body;
+  bool mergePatch = false;
+};
+
+struct PlannedEvent {
+  ObjectReference about;
+  EventType type = EventType::kNormal;
+  std::string reason;
+  std::string message;
+};
+
+// The status a freed device gets: Available, no claimRef, and this reason and message.
+struct FreedStatus {
+  StatusReason reason = StatusReason::kNone;
+  std::string message;
+  std::optional<ClaimRef> releasedFrom;
+};
+ExtendedResource freed(ExtendedResource device, const FreedStatus& status);
+
+// The devices a release frees after its claim write, each only while it is still Bound to the
+// claim (a fresh read decides once the cache cannot).
+struct DeviceFrees {
+  ClaimRef from;
+  std::vector<std::string> names;
+  FreedStatus status;
+  // Instead, when the claim was deleted before its write landed: nothing was released, but
+  // its devices still point at it.
+  FreedStatus statusIfClaimGone;
+};
+
+// One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans
+// again. Otherwise the write comes first, then (once it succeeded) the frees and the events.
+struct Plan {
+  std::optional<action::VerifyLive> verify;
+  std::optional<StatusWrite> write;
+  std::optional<Change> change;       // with write
+  std::optional<ReleaseCause> cause;  // with Change::kReleased
+  std::string why;                    // for the log line
+  std::optional<DeviceFrees> frees;
+  std::vector<PlannedEvent> events;  // dropped, not failed, while this process may not write
+  // When to look again (a grace period running); the grace clock's start to remember.
+  std::optional<Millis> requeueAfter;
+  std::optional<SteadyTime> suspectSince;
+};
+
+}  // namespace ker

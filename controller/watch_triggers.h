@@ -1,0 +1,41 @@
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+#include "controller/caches.h"
+#include "controller/work_keys.h"
+
+// Which work a watch event calls for, as pure functions of the event: the keys of the objects
+// to reconcile, and the pods' nudges it may have made worth while. The informers' handlers only
+// apply what these return (as controller-runtime's event handlers map an event to requests).
+namespace ker {
+
+struct Triggers {
+  std::vector<WorkKey> keys;
+  std::vector<NudgeTarget> nudges;
+};
+
+using DeviceGetter = std::function<CachedDevice(const std::string& name)>;
+
+// `listing`: delivered by the claims informer's first list, not by a change seen live.
+Triggers claimChanged(const ExtendedResourceClaim* old, const ExtendedResourceClaim& cur,
+                      bool listing, const DeviceGetter& device);
+// `naming`: the devices whose claimRef names the claim (a bind in flight writes devices before
+// its claim lists them).
+Triggers claimDeleted(const ExtendedResourceClaim& last, const std::vector<std::string>& naming,
+                      const DeviceGetter& device);
+Triggers deviceChanged(const ExtendedResource* old, const ExtendedResource& cur);
+Triggers deviceDeleted(const ExtendedResource& last);
+// `held`: the keys of the claims whose podRef names the pod.
+Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool deleted);
+
+// Available to the extender in a status the API holds (an absent status is not: the reconciler
+// writes it, and that write is the event that counts; nor is one still naming a claim, until
+// the reconciler clears it).
+bool writtenAvailable(const ExtendedResource& device);
+
+}  // namespace ker

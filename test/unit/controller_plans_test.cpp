@@ -1,0 +1,320 @@
+#include <gtest/gtest.h>
+
+#include "controller/claim_plan.h"
+#include "controller/device_plan.h"
+#include "controller/pod_plan.h"
+
+namespace ker {
+namespace {
+
+using namespace std::chrono_literals;
+
+const SteadyTime kT0{std::chrono::hours(1000)};
+
+ExtendedResourceClaim claimBoundTo(const std::string& podUid) {
+  ExtendedResourceClaim c;
+  c.meta = {.name = "c", .ns = "default", .uid = "uid-c", .resourceVersion = "7"};
+  c.rawResourceName = "nvidia.com/gpu";
+  c.phase = ClaimPhase::kBound;
+  c.phaseWritten = true;
+  c.allocated = {"d0"};
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p", podUid};
+  return c;
+}
+
+ExtendedResource deviceBoundTo(const ExtendedResourceClaim& c) {
+  ExtendedResource d;
+  d.meta = {.name = "d0", .uid = "uid-d0", .resourceVersion = "3"};
+  d.rawResourceName = "nvidia.com/gpu";
+  d.nodeAffinity = {{NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1"}}}}}};
+  d.phase = DevicePhase::kBound;
+  d.phaseWritten = true;
+  d.claimRef = ClaimRef{c.meta.ns, c.meta.name, c.meta.uid};
+  return d;
+}
+
+Pod runningPod(const std::string& uid) {
+  Pod p;
+  p.meta = {.name = "p", .ns = "default", .uid = uid};
+  p.nodeName = "n1";
+  p.phase = "Running";
+  p.claims = {"c"};
+  return p;
+}
+
+// A consistent Bound claim and its running holder: nothing to write.
+class ClaimPlanTest : public ::testing::Test {
+ protected:
+  ClaimPlanTest()
+      : claim(claimBoundTo("uid-p")), d0(deviceBoundTo(claim)), holder(runningPod("uid-p")) {
+    in.view.claim = &claim;
+    in.view.holder = &holder;
+    in.view.devices = {{"d0", &d0}};
+    in.view.now = kT0;
+    in.view.grace = 2min;
+  }
+
+  std::vector<std::string> eventReasons(const Plan& p) {
+    std::vector<std::string> out;
+    for (const auto& e : p.events) {
+      out.push_back(e.about.kind + "/" + e.reason);
+    }
+    return out;
+  }
+
+  ExtendedResourceClaim claim;
+  ExtendedResource d0;
+  Pod holder;
+  ClaimInputs in;
+};
+
+TEST_F(ClaimPlanTest, ConsistentClaimFirstSeenPlansNothing) {
+  const Plan p = planClaim(in);
+  EXPECT_FALSE(p.write);
+  EXPECT_FALSE(p.verify);
+  EXPECT_TRUE(p.events.empty()) << "a claim found Bound at start is not news";
+}
+
+TEST_F(ClaimPlanTest, BoundSinceTheLastReconcileRecordsBound) {
+  in.seen = SeenClaim{ClaimPhase::kPending, std::nullopt};
+  const Plan p = planClaim(in);
+  EXPECT_FALSE(p.write);
+  ASSERT_EQ(eventReasons(p), std::vector<std::string>{"ExtendedResourceClaim/Bound"});
+  EXPECT_EQ(p.events[0].message, "allocated d0 on node n1 to pod p");
+  in.seen = SeenClaim{ClaimPhase::kBound, "uid-p"};
+  EXPECT_TRUE(planClaim(in).events.empty()) << "still Bound is no transition";
+}
+
+TEST_F(ClaimPlanTest, LostClaimBoundAgainForItsPodIsNoNewBind) {
+  in.seen = SeenClaim{ClaimPhase::kLost, "uid-p"};
+  EXPECT_TRUE(planClaim(in).events.empty()) << "it got its own Recovered";
+  in.seen = SeenClaim{ClaimPhase::kLost, "uid-earlier-pod"};
+  EXPECT_EQ(eventReasons(planClaim(in)), std::vector<std::string>{"ExtendedResourceClaim/Bound"})
+      << "released in between, then bound for another pod";
+}
+
+TEST_F(ClaimPlanTest, ReleaseWritesPendingThenFreesWithItsOrigin) {
+  holder.phase = "Succeeded";
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_FALSE(p.write->mergePatch);
+  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7") << "conditional on what was seen";
+  EXPECT_EQ(p.write->body["status"]["phase"], "Pending");
+  EXPECT_EQ(p.write->body["status"]["reason"], "Released");
+  EXPECT_FALSE(p.write->body["status"].contains("podRef"));
+  EXPECT_EQ(p.change, Change::kReleased);
+  EXPECT_EQ(p.cause, ReleaseCause::kPodFinished);
+  ASSERT_TRUE(p.frees);
+  EXPECT_EQ(p.frees->names, std::vector<std::string>{"d0"});
+  EXPECT_EQ(p.frees->from, (ClaimRef{"default", "c", "uid-c"}));
+  EXPECT_EQ(p.frees->status.reason, StatusReason::kReleased);
+  EXPECT_EQ(p.frees->status.releasedFrom, p.frees->from);
+  EXPECT_EQ(p.frees->statusIfClaimGone.reason, StatusReason::kOrphaned);
+  EXPECT_FALSE(p.frees->statusIfClaimGone.releasedFrom);
+  EXPECT_EQ(eventReasons(p),
+            (std::vector<std::string>{"ExtendedResourceClaim/Released", "Pod/ClaimReleased"}));
+  EXPECT_EQ(p.events[1].about.uid, "uid-p") << "the holder, gone or not";
+}
+
+TEST_F(ClaimPlanTest, AnInvalidClaimReleasedKeepsSayingWhy) {
+  holder.phase = "Failed";
+  claim.invalid = "spec.metadataRequirements: expected an object";
+  claim.reason = "Invalid";
+  claim.message = claim.invalid;
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.write->body["status"]["reason"], "Invalid");
+  EXPECT_EQ(p.write->body["status"]["message"], claim.invalid);
+  EXPECT_EQ(p.change, Change::kReleased);
+}
+
+TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
+  Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_TRUE(p.write->mergePatch);
+  EXPECT_EQ(p.write->body["status"],
+            nlohmann::json({{"reason", "Invalid"}, {"message", claim.invalid}}));
+  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(p.change, Change::kMarkedInvalid);
+  EXPECT_EQ(eventReasons(p), std::vector<std::string>{"ExtendedResourceClaim/Invalid"});
+
+  claim.phaseWritten = false;
+  EXPECT_EQ(planClaim(in).write->body["status"]["phase"], "Pending")
+      << "a claim without a phase gets one as it is marked";
+
+  claim.phaseWritten = true;
+  claim.reason = "Invalid";
+  claim.message = claim.invalid;
+  p = planClaim(in);
+  EXPECT_FALSE(p.write) << "marked already, and its pod runs on";
+
+  claim.invalid.clear();
+  p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kValidAgain);
+  EXPECT_EQ(p.write->body["status"], nlohmann::json({{"reason", nullptr}, {"message", nullptr}}));
+}
+
+TEST_F(ClaimPlanTest, AnUnreadableStatusIsLeftAlone) {
+  claim.invalid = "status.podRef: expected an object";
+  claim.statusReadable = false;
+  claim.reason = "Invalid";
+  claim.message = claim.invalid;
+  holder.phase = "Succeeded";
+  const Plan p = planClaim(in);
+  EXPECT_FALSE(p.write) << "it cannot be trusted to say what it holds";
+}
+
+TEST_F(ClaimPlanTest, LostDevicesNameTheReasonAndWarnTheHolder) {
+  in.view.devices = {{"d0", nullptr}};
+  in.view.devicesLive = true;
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kClaimLost);
+  EXPECT_EQ(p.write->body["status"]["phase"], "Lost");
+  EXPECT_EQ(p.write->body["status"]["reason"], "ExtendedResourceLost: d0");
+  EXPECT_EQ(p.write->body["status"]["lostExtendedResourceNames"], nlohmann::json({"d0"}));
+  EXPECT_EQ(eventReasons(p),
+            (std::vector<std::string>{"ExtendedResourceClaim/Lost", "Pod/ClaimLost"}));
+}
+
+TEST_F(ClaimPlanTest, MissingFromTheCacheAsksForALiveReadFirst) {
+  in.view.devices = {{"d0", nullptr}};
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.verify);
+  EXPECT_EQ(p.verify->what, LiveRead::kClaimDevices);
+  EXPECT_FALSE(p.write);
+}
+
+TEST(DeletedClaimPlan, WarnsAHolderThatRunsOn) {
+  const ExtendedResourceClaim last = claimBoundTo("uid-p");
+  Pod holder = runningPod("uid-p");
+  Plan p = planDeletedClaim(last, &holder);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "ClaimDeleted");
+  EXPECT_EQ(p.events[0].type, EventType::kWarning);
+  EXPECT_EQ(p.events[0].about.name, "p");
+  holder.phase = "Succeeded";
+  EXPECT_TRUE(planDeletedClaim(last, &holder).events.empty());
+  EXPECT_TRUE(planDeletedClaim(last, nullptr).events.empty());
+}
+
+class DevicePlanTest : public ::testing::Test {
+ protected:
+  DevicePlanTest() : claim(claimBoundTo("uid-p")) {
+    device.meta = {.name = "d0", .resourceVersion = "3"};
+    device.rawResourceName = "nvidia.com/gpu";
+    device.nodeAffinity = {{NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1"}}}}}};
+    device.phaseWritten = true;
+    in.view.device = &device;
+    in.view.now = kT0;
+    in.view.grace = 45s;
+  }
+  ExtendedResourceClaim claim;
+  ExtendedResource device;
+  DeviceInputs in;
+};
+
+TEST_F(DevicePlanTest, RebindReadsTheClaimLiveFirst) {
+  in.view.listedBy = {&claim};
+  Plan p = planDevice(in);
+  ASSERT_TRUE(p.verify);
+  EXPECT_EQ(p.verify->what, LiveRead::kRebindClaim);
+  EXPECT_EQ(p.verify->claimKey, "default/c");
+
+  in.rebindClaimRead = true;
+  in.rebindClaimLive = &claim;
+  p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kDeviceRebound);
+  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
+  EXPECT_EQ(p.write->body["status"]["reason"], "Rebound");
+  EXPECT_EQ(p.write->body["status"]["claimRef"]["uid"], "uid-c");
+}
+
+TEST_F(DevicePlanTest, NoRebindToAClaimReleasedMeanwhile) {
+  in.view.listedBy = {&claim};
+  in.rebindClaimRead = true;
+  ExtendedResourceClaim released = claim;
+  released.makePending();
+  in.rebindClaimLive = &released;
+  EXPECT_FALSE(planDevice(in).write);
+  in.rebindClaimLive = nullptr;
+  EXPECT_FALSE(planDevice(in).write) << "deleted";
+  ExtendedResourceClaim recreated = claim;
+  recreated.meta.uid = "uid-c2";
+  in.rebindClaimLive = &recreated;
+  EXPECT_FALSE(planDevice(in).write) << "another claim of that name";
+}
+
+TEST_F(DevicePlanTest, FreedOrphanAndFirstStatusClearTheReleaseOrigin) {
+  device.phaseWritten = false;
+  device.releasedFrom = ClaimRef{"default", "old", "uid-old"};
+  Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kDeviceInitialized);
+  EXPECT_EQ(p.write->body["status"], nlohmann::json({{"phase", "Available"}}));
+
+  device.phaseWritten = true;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "gone", "uid-gone"};
+  in.view.claimLive = true;
+  p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kDeviceFreed);
+  EXPECT_EQ(p.write->body["status"]["reason"], "Orphaned");
+  EXPECT_FALSE(p.write->body["status"].contains("releasedFrom"));
+  EXPECT_FALSE(p.write->body["status"].contains("claimRef"));
+}
+
+TEST_F(DevicePlanTest, InvalidDeviceIsMarkedAndNeverRepaired) {
+  device.invalid = "spec.properties: expected an object";
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "gone", "uid-gone"};
+  Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_TRUE(p.write->mergePatch);
+  EXPECT_EQ(p.change, Change::kMarkedInvalid);
+  device.reason = "Invalid";
+  device.message = device.invalid;
+  in.view.claimLive = true;
+  p = planDevice(in);
+  EXPECT_FALSE(p.write);
+  EXPECT_FALSE(p.verify);
+}
+
+TEST(PodPlan, WarnsOncePerProblem) {
+  Pod pod = runningPod("uid-p");
+  pod.meta.annotations[kClaimsAnnotation] = "[";
+  pod.invalid = "not a list of claim names";
+  PodPlan p = planPod(pod, "");
+  ASSERT_TRUE(p.warning);
+  EXPECT_EQ(p.warning->reason, "InvalidClaims");
+  EXPECT_EQ(p.problem, pod.invalid);
+  p = planPod(pod, pod.invalid);
+  EXPECT_FALSE(p.warning) << "warned of already";
+  EXPECT_EQ(p.problem, pod.invalid);
+  pod.invalid = "another problem";
+  EXPECT_TRUE(planPod(pod, "not a list of claim names").warning);
+  pod.invalid.clear();
+  p = planPod(pod, "another problem");
+  EXPECT_FALSE(p.warning);
+  EXPECT_EQ(p.problem, "") << "mended: the warning is forgotten";
+}
+
+TEST(StatusReasons, ParseWhatIsWritten) {
+  for (auto r : {StatusReason::kBound, StatusReason::kReleased, StatusReason::kRecovered,
+                 StatusReason::kRebound, StatusReason::kOrphaned, StatusReason::kInvalid,
+                 StatusReason::kLost}) {
+    EXPECT_EQ(parseStatusReason(toString(r)), r) << toString(r);
+  }
+  EXPECT_EQ(parseStatusReason(""), StatusReason::kNone);
+  EXPECT_EQ(parseStatusReason("ExtendedResourceLost: d0, d1"), StatusReason::kLost);
+  EXPECT_EQ(parseStatusReason("DeviceUnhealthy"), StatusReason::kOther);
+  EXPECT_EQ(parseStatusReason("released"), StatusReason::kOther) << "reasons are exact";
+}
+
+}  // namespace
+}  // namespace ker
