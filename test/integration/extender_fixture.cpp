@@ -55,6 +55,9 @@ void ExtenderSuite::startStack(const Options& opts) {
     }
   }
   args.insert(args.end(), opts.extenderArgs.begin(), opts.extenderArgs.end());
+  if (!opts.schedulerArgs.empty()) {
+    schedulerArgs += " " + opts.schedulerArgs;
+  }
   schedulerName_ = uniqueName("sched");
   extender_ =
       std::make_unique<ChildProcess>(env_->binary("scheduler/extended-resource-scheduler"), args,

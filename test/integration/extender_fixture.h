@@ -21,6 +21,7 @@ class ExtenderSuite : public ::testing::Test {
     bool mutualTls = false;  // with https: the extender requires kube-scheduler's client cert
     std::vector<std::string> extenderArgs;
     std::map<std::string, std::string> extenderEnv;
+    std::string schedulerArgs;  // more launch.sh start-scheduler flags, e.g. --preempt-verb
   };
 
   // Runs a suite's set-up and keeps what it threw, for SetUp to fail every test with: thrown

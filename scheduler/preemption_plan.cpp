@@ -1,0 +1,254 @@
+#include "scheduler/preemption_plan.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+
+namespace ker {
+
+namespace {
+
+// Exhaustive search stops after this many fits; past it the plan is minimal (no victim can be
+// spared) rather than smallest. Nodes rarely carry more than a handful of holders.
+constexpr size_t kMaxExactFits = 1024;
+
+// The node's devices in a private index, where releasing a holder's claims is tried by
+// re-indexing its devices as free and dropping its claim holds, then putting them back. The
+// fit itself is the planner's, so preemption and filter can never disagree on matching.
+class Simulation {
+ public:
+  explicit Simulation(const PreemptionRequest& request) : request_(request) {
+    for (const auto& d : request.devices) {
+      if (d) {
+        devices_[d->meta.name] = d;
+        index_.upsert(d);
+      }
+    }
+    for (const auto& h : request.holders) {
+      for (const auto& c : h.claims) {
+        index_.setClaimHolds(c.key, c.rawResourceName, c.devices);
+      }
+    }
+  }
+
+  // Whether the holder has a device the node reaches: only those can make room.
+  bool holdsHere(const PreemptionHolder& holder) const {
+    for (const auto& c : holder.claims) {
+      for (const auto& name : c.devices) {
+        if (devices_.contains(name)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // The pod's plan on the node with the given holders' claims released.
+  NodePlan fit(const std::vector<size_t>& released) {
+    ++fits_;
+    setReleased(released, true);
+    NodePlan plan =
+        planNode(request_.claims, request_.podUid, request_.nodeName, request_.nodeLabels, index_);
+    setReleased(released, false);
+    return plan;
+  }
+
+  size_t fits() const { return fits_; }
+
+ private:
+  void setReleased(const std::vector<size_t>& holders, bool released) {
+    for (const size_t h : holders) {
+      for (const auto& c : request_.holders[h].claims) {
+        index_.setClaimHolds(c.key, c.rawResourceName,
+                             released ? std::vector<std::string>{} : c.devices);
+        for (const auto& name : c.devices) {
+          auto it = devices_.find(name);
+          if (it == devices_.end()) {
+            continue;
+          }
+          if (!released) {
+            index_.upsert(it->second);
+            continue;
+          }
+          // What the controller makes of a device once its claim is released. A device that
+          // is invalid or being deleted stays out, as it would.
+          auto freed = std::make_shared<ExtendedResource>(*it->second);
+          freed->phase = DevicePhase::kAvailable;
+          freed->phaseWritten = true;
+          freed->claimRef.reset();
+          index_.upsert(std::move(freed));
+        }
+      }
+    }
+  }
+
+  const PreemptionRequest& request_;
+  DeviceIndex index_;
+  std::unordered_map<std::string, DevicePtr> devices_;
+  size_t fits_ = 0;
+};
+
+PreemptionPlan none(std::string message) {
+  PreemptionPlan plan;
+  plan.outcome = PreemptionPlan::Outcome::kNone;
+  plan.message = std::move(message);
+  return plan;
+}
+
+struct Choice {
+  std::vector<size_t> victims;  // indexes into the request's holders
+  int64_t pdbViolations = 0;
+  int64_t prioritySum = 0;
+  NodePlan plan;
+};
+
+// Every k-subset of `pool` (positions in order) holding a pod of the pool's top priority,
+// while the budget lasts; the best that fits by PDB violations, then priority sum. The first
+// found wins ties, which is the earliest holders in (priority, key) order.
+std::optional<Choice> bestOfSize(Simulation& sim, const PreemptionRequest& request,
+                                 const std::vector<size_t>& pool, size_t k, bool& exhausted) {
+  const int32_t top = request.holders[pool.back()].priority;
+  std::optional<Choice> best;
+  std::vector<size_t> pos(k);
+  std::iota(pos.begin(), pos.end(), 0);
+  std::vector<size_t> set(k);
+  while (true) {
+    if (request.holders[pool[pos.back()]].priority == top) {
+      if (sim.fits() >= kMaxExactFits) {
+        exhausted = true;
+        return best;
+      }
+      for (size_t i = 0; i < k; ++i) {
+        set[i] = pool[pos[i]];
+      }
+      int64_t pdb = 0;
+      int64_t sum = 0;
+      for (const size_t h : set) {
+        pdb += request.holders[h].violatesPdb ? 1 : 0;
+        sum += request.holders[h].priority;
+      }
+      if (!best || pdb < best->pdbViolations ||
+          (pdb == best->pdbViolations && sum < best->prioritySum)) {
+        NodePlan plan = sim.fit(set);
+        if (plan.fits) {
+          best = Choice{set, pdb, sum, std::move(plan)};
+        }
+      }
+    }
+    // The next combination in lexicographic order.
+    size_t i = k;
+    while (i > 0 && pos[i - 1] == pool.size() - k + (i - 1)) {
+      --i;
+    }
+    if (i == 0) {
+      return best;
+    }
+    ++pos[i - 1];
+    for (size_t j = i; j < k; ++j) {
+      pos[j] = pos[j - 1] + 1;
+    }
+  }
+}
+
+// Past the budget: start from the whole pool and spare each holder, most important first
+// (PDB-violating, then higher priority), whenever the rest still make room.
+Choice reprieve(Simulation& sim, const PreemptionRequest& request, std::vector<size_t> pool) {
+  std::vector<size_t> order = pool;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& ha = request.holders[a];
+    const auto& hb = request.holders[b];
+    if (ha.violatesPdb != hb.violatesPdb) {
+      return ha.violatesPdb;
+    }
+    return ha.priority > hb.priority;
+  });
+  Choice choice{pool, 0, 0, sim.fit(pool)};
+  for (const size_t h : order) {
+    std::vector<size_t> without;
+    std::copy_if(choice.victims.begin(), choice.victims.end(), std::back_inserter(without),
+                 [&](size_t v) { return v != h; });
+    NodePlan plan = sim.fit(without);
+    if (plan.fits) {
+      choice.victims = std::move(without);
+      choice.plan = std::move(plan);
+    }
+  }
+  for (const size_t h : choice.victims) {
+    choice.pdbViolations += request.holders[h].violatesPdb ? 1 : 0;
+  }
+  return choice;
+}
+
+}  // namespace
+
+PreemptionPlan planPreemption(const PreemptionRequest& request) {
+  if (!request.claims.unresolvable.empty()) {
+    return none(request.claims.unresolvable);
+  }
+  if (request.preemptNever) {
+    return none("the pod's preemptionPolicy is Never");
+  }
+  Simulation sim(request);
+  NodePlan asIs = sim.fit({});
+  if (asIs.unresolvable) {
+    return none(std::move(asIs.message));
+  }
+  if (asIs.fits) {
+    PreemptionPlan plan;
+    plan.outcome = PreemptionPlan::Outcome::kFitsAlready;
+    plan.assignment = std::move(asIs.assignment);
+    return plan;
+  }
+
+  // Only holders of lower priority with a device here may be victims, lowest priority first.
+  std::vector<size_t> candidates;
+  for (size_t h = 0; h < request.holders.size(); ++h) {
+    if (request.holders[h].priority < request.priority && sim.holdsHere(request.holders[h])) {
+      candidates.push_back(h);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+    const auto& ha = request.holders[a];
+    const auto& hb = request.holders[b];
+    return ha.priority != hb.priority ? ha.priority < hb.priority : ha.key < hb.key;
+  });
+  if (candidates.empty()) {
+    return none("no pod of lower priority holds devices this node reaches; " + asIs.message);
+  }
+  if (NodePlan all = sim.fit(candidates); !all.fits) {
+    return none("not even preempting all " + std::to_string(candidates.size()) +
+                " lower-priority holders makes room; " + all.message);
+  }
+
+  // The lowest priority level whose holders, with all those below, make room: every set that
+  // fits includes a holder of that level, as more free devices never make a fit fail.
+  std::vector<size_t> pool;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    pool.push_back(candidates[i]);
+    const bool levelEnds =
+        i + 1 == candidates.size() ||
+        request.holders[candidates[i + 1]].priority != request.holders[candidates[i]].priority;
+    if (levelEnds && (i + 1 == candidates.size() || sim.fit(pool).fits)) {
+      break;
+    }
+  }
+
+  std::optional<Choice> best;
+  bool exhausted = false;
+  for (size_t k = 1; k <= pool.size() && !best && !exhausted; ++k) {
+    best = bestOfSize(sim, request, pool, k, exhausted);
+  }
+  if (!best) {
+    best = reprieve(sim, request, pool);
+  }
+
+  PreemptionPlan plan;
+  plan.outcome = PreemptionPlan::Outcome::kVictims;
+  plan.victims = std::move(best->victims);
+  plan.pdbViolations = best->pdbViolations;
+  plan.assignment = std::move(best->plan.assignment);
+  return plan;
+}
+
+}  // namespace ker
