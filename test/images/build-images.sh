@@ -349,7 +349,7 @@ project_fingerprint() {
     printf '%s\n' "recipe=$PROJECT_RECIPE" "$(base_key "$build_base")" "$(base_key "$runtime_base")"
     cd "$REPO_ROOT"
     sha256sum Dockerfile .dockerignore
-    find "${srcs[@]}" \( -type f -o -type l \) -not -name '*.swp' -print0 | LC_ALL=C sort -z |
+    find "${srcs[@]}" \( -type f -o -type l \) -not -name '*.swp' -not -name '*.md' -print0 | LC_ALL=C sort -z |
       xargs -0 sha256sum
   } | sha
 }
