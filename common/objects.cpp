@@ -128,6 +128,7 @@ void readMeta(const json& obj, ObjectMeta& meta, Problems& p) {
     meta.creationTimestamp = stringMember(*m, "creationTimestamp", "metadata.creationTimestamp");
   });
   meta.deleting = member(*m, "deletionTimestamp") != nullptr;
+  p.check([&] { meta.finalizers = stringListMember(*m, "finalizers", "metadata.finalizers"); });
   p.check([&] { meta.labels = stringMapMember(*m, "labels", "metadata.labels"); });
   p.check([&] { meta.annotations = stringMapMember(*m, "annotations", "metadata.annotations"); });
 }

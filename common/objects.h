@@ -19,6 +19,11 @@ inline constexpr const char* kAllocationAnnotation = "extendedresource.io/alloca
 // (checked by the runtime's default validator when it is enabled): the bind names the node
 // agent in it, so a container of a pod given devices never starts while the agent is away.
 inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod";
+// The controller keeps a claim, and a device, from being deleted while a pod holds it (as
+// PersistentVolumeClaim protection does): it puts these finalizers on every claim and device,
+// and takes them off a deleting one once nothing holds it.
+inline constexpr const char* kClaimProtectionFinalizer = "extendedresource.io/claim-protection";
+inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/device-protection";
 
 struct ObjectMeta {
   std::string name;
@@ -27,6 +32,7 @@ struct ObjectMeta {
   std::string resourceVersion;
   std::string creationTimestamp;  // RFC 3339, as sent
   bool deleting = false;          // metadata.deletionTimestamp is set
+  std::vector<std::string> finalizers;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
 };

@@ -195,6 +195,7 @@ Plan planStatus(const ClaimInputs& in) {
 SeenClaim seenClaim(const ExtendedResourceClaim& c) {
   SeenClaim s;
   s.phase = c.phase;
+  s.deleting = c.meta.deleting;
   if (c.podRef) {
     s.holderUid = c.podRef->uid;
   }
@@ -204,6 +205,21 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 Plan planClaim(const ClaimInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
+  // One write per reconcile, each conditional on the version seen: the finalizer waits for
+  // the next one.
+  if (in.protect && !p.write && !p.verify) {
+    if (const auto on = protectionChange(c.meta, kClaimProtectionFinalizer, claimInUse(c))) {
+      p.write = protectionWrite(resources::kExtendedResourceClaims, c.meta,
+                                kClaimProtectionFinalizer, *on);
+      p.change = *on ? Change::kProtected : Change::kUnprotected;
+    } else if (c.meta.deleting && claimInUse(c) && (!in.seen || !in.seen->deleting)) {
+      p.events.push_back(
+          {referenceTo(c), EventType::kNormal, "DeletionWaiting",
+           "the claim is deleted once pod " + (c.podRef ? c.podRef->name : std::string("?")) +
+               " no longer holds it (finishes or is deleted): until then its devices stay "
+               "with that pod"});
+    }
+  }
   // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
   // own Recovered). A release missed in between still counts.
   if (in.seen && in.seen->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {

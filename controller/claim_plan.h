@@ -13,6 +13,7 @@ namespace ker {
 struct SeenClaim {
   ClaimPhase phase = ClaimPhase::kPending;
   std::optional<std::string> holderUid;  // the podRef's UID; nullopt without a podRef
+  bool deleting = false;
 };
 SeenClaim seenClaim(const ExtendedResourceClaim& claim);
 
@@ -20,11 +21,14 @@ struct ClaimInputs {
   ClaimView view;
   // nullopt: never reconciled by this process (found at start, or new).
   std::optional<SeenClaim> seen;
+  bool protect = false;  // keep claims in use from deletion (the protection finalizer)
 };
 
 // Everything the controller does about one claim, decided without I/O: mark it Invalid (or
 // valid again), then decideClaim's action turned into the exact status to write and the events
-// to record, and the Bound event when the extender bound it since the last reconcile.
+// to record, and the Bound event when the extender bound it since the last reconcile. With no
+// status to write, its protection finalizer (protectionChange), and once, when it is deleted
+// while in use, an event saying what its deletion waits for.
 Plan planClaim(const ClaimInputs& in);
 
 // The claim is gone from the cache; `last` is how the watch last saw it, `holder` its podRef's

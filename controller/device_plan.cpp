@@ -47,9 +47,7 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
   return p;
 }
 
-}  // namespace
-
-Plan planDevice(const DeviceInputs& in) {
+Plan planStatus(const DeviceInputs& in) {
   const ExtendedResource& d = *in.view.device;
   const bool markedInvalid =
       parseStatusReason(d.reason) == StatusReason::kInvalid && d.message == d.invalid;
@@ -91,6 +89,23 @@ Plan planDevice(const DeviceInputs& in) {
   } else if (std::holds_alternative<action::InitDeviceStatus>(decision.action)) {
     p.write = updateOf(freed(d, {}));
     p.change = Change::kDeviceInitialized;
+  }
+  return p;
+}
+
+}  // namespace
+
+Plan planDevice(const DeviceInputs& in) {
+  Plan p = planStatus(in);
+  const ExtendedResource& d = *in.view.device;
+  // One write per reconcile, each conditional on the version seen: the finalizer waits for
+  // the next one.
+  if (in.protect && !p.write && !p.verify) {
+    if (const auto on = protectionChange(d.meta, kDeviceProtectionFinalizer, deviceInUse(d))) {
+      p.write =
+          protectionWrite(resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer, *on);
+      p.change = *on ? Change::kProtected : Change::kUnprotected;
+    }
   }
   return p;
 }

@@ -16,6 +16,7 @@ struct DeviceInputs {
   // until the orphan repair.
   bool rebindClaimRead = false;
   const ExtendedResourceClaim* rebindClaimLive = nullptr;
+  bool protect = false;  // keep devices in use from deletion (the protection finalizer)
 };
 
 // Everything the controller does about one device, decided without I/O: mark it Invalid (or

@@ -42,6 +42,11 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
     case Change::kValidAgain:
       log::info("object is valid again", {{"kind", w.resource->plural}, {"object", object}});
       return;
+    case Change::kUnprotected:
+      log::info("nothing holds the deleting object any more; its deletion completes",
+                {{"kind", w.resource->plural}, {"object", object}});
+      return;
+    case Change::kProtected:
     case Change::kClaimInitialized:
     case Change::kDeviceInitialized:
       if (log::v(2)) {
@@ -70,7 +75,7 @@ void Executor::gate() const {
 void Executor::write(const StatusWrite& w) {
   gate();
   if (w.mergePatch) {
-    api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge, w.body, "status");
+    api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge, w.body, w.subresource);
   } else {
     api_.updateStatus(*w.resource, w.ns, w.body);
   }
@@ -82,7 +87,8 @@ void Executor::count(const Plan& plan) {
   }
   if (*plan.change == Change::kReleased) {
     metrics_->releases.labels({toString(*plan.cause)}).inc();
-  } else if (*plan.change != Change::kValidAgain) {
+  } else if (*plan.change != Change::kValidAgain && *plan.change != Change::kProtected &&
+             *plan.change != Change::kUnprotected) {
     metrics_->repairs.labels({toString(*plan.change)}).inc();
   }
 }

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
       "device-orphan-grace-period", seconds(45),
       "the same for a device Bound to a claim that does not list it (the smaller of the two "
       "applies); keep it above the extender's --bind-deadline");
+  auto* protectInUse = flags.addBool(
+      "protect-in-use", false,
+      "put the protection finalizers on claims and devices, so one deleted while a pod holds "
+      "it stays until that pod is gone (the ClusterRole must allow patching them)");
   auto* schedulerName = flags.addString("scheduler-name", "extended-resource-scheduler",
                                         "schedulerName of the pods whose claims are served");
   auto* leaderElect = flags.addBool("leader-elect", true, "run only while holding the lease");
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   config.controller.reconciler.orphanGrace = *grace;
   config.controller.reconciler.deviceOrphanGrace = *deviceGrace;
   config.controller.reconciler.schedulerName = *schedulerName;
+  config.controller.reconciler.protectInUse = *protectInUse;
   config.resyncPeriod = *resync;
   config.leaderElect = *leaderElect;
   config.leaderElection.name = *leaseName;

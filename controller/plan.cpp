@@ -22,8 +22,27 @@ const char* toString(Change change) {
       return "marked_invalid";
     case Change::kValidAgain:
       return "valid_again";
+    case Change::kProtected:
+      return "protected";
+    case Change::kUnprotected:
+      return "unprotected";
   }
   return "unknown";
+}
+
+StatusWrite protectionWrite(const Resource& resource, const ObjectMeta& meta,
+                            const std::string& finalizer, bool on) {
+  std::vector<std::string> finalizers = meta.finalizers;
+  std::erase(finalizers, finalizer);
+  if (on) {
+    finalizers.push_back(finalizer);
+  }
+  return {&resource,
+          meta.ns,
+          meta.name,
+          {{"metadata", {{"resourceVersion", meta.resourceVersion}, {"finalizers", finalizers}}}},
+          true,
+          ""};
 }
 
 ExtendedResource freed(ExtendedResource device, const FreedStatus& status) {

@@ -26,19 +26,28 @@ enum class Change {
   kDeviceInitialized,
   kMarkedInvalid,
   kValidAgain,
+  kProtected,    // the protection finalizer put on
+  kUnprotected,  // taken off a deleting object nothing holds: its deletion completes
 };
 const char* toString(Change change);
 
-// One status write. An update carries the whole object with the resourceVersion the plan was
-// made on, so a concurrent change fails with a Conflict and the reconcile re-decides; a merge
-// patch (mergePatch) touches only the fields it names, with the same precondition inside.
+// One write. An update of /status carries the whole object with the resourceVersion the plan
+// was made on, so a concurrent change fails with a Conflict and the reconcile re-decides; a
+// merge patch (mergePatch) touches only the fields it names, with the same precondition inside,
+// of /status or (subresource "") of the object itself.
 struct StatusWrite {
   const Resource* resource = nullptr;
   std::string ns;
   std::string name;
   nlohmann::json body;
   bool mergePatch = false;
+  std::string subresource = "status";
 };
+
+// The merge patch that puts `finalizer` on the object or takes it off, conditional on the
+// resourceVersion seen (a merge patch replaces the whole list).
+StatusWrite protectionWrite(const Resource& resource, const ObjectMeta& meta,
+                            const std::string& finalizer, bool on);
 
 struct PlannedEvent {
   ObjectReference about;

@@ -164,7 +164,8 @@ Decision decideClaim(const ClaimView& v) {
   std::vector<std::string> recovered;
   for (const auto& name : c.lost) {
     auto it = v.devices.find(name);
-    if (it != v.devices.end() && it->second && isBoundTo(*it->second, c)) {
+    if (it != v.devices.end() && it->second && isBoundTo(*it->second, c) &&
+        !it->second->meta.deleting) {
       recovered.push_back(name);
     }
   }
@@ -174,14 +175,15 @@ Decision decideClaim(const ClaimView& v) {
 
   std::vector<std::string> missing;
   std::vector<std::string> deleted;
+  std::vector<std::string> deleting;  // kept by their finalizer until the claim lets go
   std::vector<std::string> unbound;
   bool comingBack = false;
   for (const auto& name : c.allocated) {
     auto it = v.devices.find(name);
     const ExtendedResource* d = it == v.devices.end() ? nullptr : it->second;
-    if (!d || !isBoundTo(*d, c)) {
+    if (!d || !isBoundTo(*d, c) || d->meta.deleting) {
       missing.push_back(name);
-      (d ? unbound : deleted).push_back(name);
+      (!d ? deleted : d->meta.deleting && isBoundTo(*d, c) ? deleting : unbound).push_back(name);
       comingBack = comingBack || (d && bindsBackTo(*d, c));
     }
   }
@@ -205,6 +207,11 @@ Decision decideClaim(const ClaimView& v) {
   if (!deleted.empty()) {
     message = "extended resource" + std::string(deleted.size() > 1 ? "s " : " ") +
               joinNames(deleted) + (deleted.size() > 1 ? " were" : " was") + " deleted";
+  }
+  if (!deleting.empty()) {
+    message += (message.empty() ? "extended resource" : "; extended resource") +
+               std::string(deleting.size() > 1 ? "s " : " ") + joinNames(deleting) +
+               (deleting.size() > 1 ? " are" : " is") + " being deleted";
   }
   if (!unbound.empty()) {
     message += (message.empty() ? "extended resource" : "; extended resource") +
@@ -273,6 +280,27 @@ Decision decideDevice(const DeviceView& v) {
   }
   return afterGrace(v.now, v.suspectSince, v.grace, v.claimLive, LiveRead::kDeviceClaim,
                     FreeDevice{"claim " + refName + " does not list it"});
+}
+
+bool claimInUse(const ExtendedResourceClaim& c) {
+  return !c.statusReadable || c.phase != ClaimPhase::kPending;
+}
+
+bool deviceInUse(const ExtendedResource& d) {
+  return d.phase == DevicePhase::kBound;
+}
+
+std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,
+                                     bool inUse) {
+  const bool has =
+      std::find(meta.finalizers.begin(), meta.finalizers.end(), finalizer) != meta.finalizers.end();
+  if (!has && !meta.deleting) {
+    return true;
+  }
+  if (has && meta.deleting && !inUse) {
+    return false;
+  }
+  return std::nullopt;
 }
 
 NudgePlan podsToNudge(const NudgeView& v) {

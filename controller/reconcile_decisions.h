@@ -159,6 +159,19 @@ bool isHolder(const Pod& pod, const ExtendedResourceClaim& claim);
 // Not a holder that finished or is being deleted.
 bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
 
+// Protection while in use (as PersistentVolumeClaim protection): every claim and device carries
+// the protection finalizer, put on when first seen; a deleting one keeps it while it is in use
+// and loses it once nothing holds it, so its deletion completes. A claim is in use while a pod
+// holds it (Bound or Lost, or a status that cannot be read to say otherwise); a device while it
+// is Bound. A device being deleted counts as lost to the claim that holds it (its pod is told)
+// and stays until that claim is released.
+bool claimInUse(const ExtendedResourceClaim& claim);
+bool deviceInUse(const ExtendedResource& device);
+// true: put the finalizer on; false: take it off; nullopt: leave it as it is. A deleting object
+// gets no new finalizer (the API server refuses it).
+std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,
+                                     bool inUse);
+
 // A pod as the nudge selection sees it.
 struct PendingPodView {
   const Pod* pod = nullptr;

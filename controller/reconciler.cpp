@@ -85,6 +85,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     }
     ClaimInputs in;
     in.seen = memory_.seenClaim(key);
+    in.protect = opts_.protectInUse;
     ClaimView& v = in.view;
     v.claim = claim.get();
     v.now = opts_.clock();
@@ -176,6 +177,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       return ReconcileResult{};
     }
     DeviceInputs in;
+    in.protect = opts_.protectInUse;
     DeviceView& v = in.view;
     v.device = device.get();
     v.now = opts_.clock();

@@ -26,6 +26,9 @@ struct ReconcilerOptions {
   std::string schedulerName = "extended-resource-scheduler";
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod
+  // Put the protection finalizers on claims and devices, and take them off deleting ones once
+  // nothing holds them (protectionChange).
+  bool protectInUse = false;
   SteadyClock clock = std::chrono::steady_clock::now;
 };
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "common/api_error.h"
 #include "common/objects.h"
@@ -45,14 +47,17 @@ class ControllerTest : public ExtenderSuite {
   // Starts a controller instance serving metrics on a fresh port; waits until it is ready.
   static std::unique_ptr<ChildProcess> startController(int& port) {
     port = freePort();
+    std::vector<std::string> args = {"--kubeconfig=" + kubeconfig_,
+                                     "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
+                                     "--scheduler-name=" + schedulerName_,
+                                     "--orphan-grace-period=3s",
+                                     "--leader-elect-retry-period=200ms",
+                                     "--leader-elect-renew-deadline=2s",
+                                     "--leader-elect-lease-duration=4s",
+                                     "--v=2"};
+    args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
     auto child = std::make_unique<ChildProcess>(
-        env_->binary("controller/extended-resource-controller"),
-        std::vector<std::string>{"--kubeconfig=" + kubeconfig_,
-                                 "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
-                                 "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
-                                 "--leader-elect-retry-period=200ms",
-                                 "--leader-elect-renew-deadline=2s",
-                                 "--leader-elect-lease-duration=4s", "--v=2"},
+        env_->binary("controller/extended-resource-controller"), args,
         env_->dir() + "/controller-" + std::to_string(port) + ".log");
     child->start();
     httplib::Client health("127.0.0.1", port);
@@ -195,7 +200,10 @@ class ControllerTest : public ExtenderSuite {
   static std::unique_ptr<ChildProcess> standby_;
   static int controllerPort_;
   static std::string kubeconfig_;
+  static std::vector<std::string> extraArgs_;  // for the controllers a suite starts
 };
+
+std::vector<std::string> ControllerTest::extraArgs_;
 
 std::unique_ptr<ChildProcess> ControllerTest::controller_;
 std::unique_ptr<ChildProcess> ControllerTest::standby_;
@@ -495,6 +503,131 @@ TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   ASSERT_TRUE(waitBound("web")) << logs();
   deletePodNow(*api_, ns_, "web");
   EXPECT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
+}
+
+// With --protect-in-use: claims and devices carry the protection finalizers, and one deleted
+// while a pod holds it stays until that pod is gone.
+class ProtectionTest : public ControllerTest {
+ protected:
+  static void SetUpTestSuite() {
+    extraArgs_ = {"--protect-in-use=true"};
+    ControllerTest::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    ControllerTest::TearDownTestSuite();
+    extraArgs_.clear();
+  }
+
+  bool hasFinalizer(const Resource& res, const std::string& ns, const std::string& name,
+                    const std::string& finalizer) {
+    const json f = api_->get(res, ns, name).value("/metadata/finalizers"_json_pointer, json());
+    return f.is_array() && std::find(f.begin(), f.end(), finalizer) != f.end();
+  }
+  bool gone(const Resource& res, const std::string& ns, const std::string& name) {
+    try {
+      api_->get(res, ns, name);
+      return false;
+    } catch (const ApiError& e) {
+      return e.isNotFound();
+    }
+  }
+  bool deleting(const Resource& res, const std::string& ns, const std::string& name) {
+    return api_->get(res, ns, name).contains("/metadata/deletionTimestamp"_json_pointer);
+  }
+  std::vector<std::string> claimEventReasons(const std::string& claim) {
+    std::vector<std::string> out;
+    const json events = api_->list(resources::kEvents, ns_, {});
+    for (const auto& e : events["items"]) {
+      if (e.value("/involvedObject/name"_json_pointer, "") == claim &&
+          e.value("/involvedObject/kind"_json_pointer, "") == "ExtendedResourceClaim") {
+        out.push_back(e.value("reason", ""));
+      }
+    }
+    return out;
+  }
+};
+
+TEST_F(ProtectionTest, AClaimDeletedWhileItsPodRunsStaysUntilThePodIsGone) {
+  const std::string device = makeDevice();
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return hasFinalizer(resources::kExtendedResourceClaims, ns_, "c",
+                            kClaimProtectionFinalizer) &&
+               hasFinalizer(resources::kExtendedResources, "", device, kDeviceProtectionFinalizer);
+      },
+      10s))
+      << logs();
+
+  api_->remove(resources::kExtendedResourceClaims, ns_, "c");
+  ASSERT_TRUE(deleting(resources::kExtendedResourceClaims, ns_, "c"));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto reasons = claimEventReasons("c");
+        return std::find(reasons.begin(), reasons.end(), "DeletionWaiting") != reasons.end();
+      },
+      10s))
+      << "kubectl describe says why it is still there";
+  // A second pod wanting a device of that kind is not given the held one meanwhile.
+  createPod("second", "c2");
+  ASSERT_TRUE(waitParked("second")) << logs();
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(claimPhase("c"), "Bound");
+  EXPECT_EQ(devicePhase(device), "Bound");
+  EXPECT_EQ(api_->get(resources::kExtendedResources, "", device)
+                .value("/status/claimRef/name"_json_pointer, ""),
+            "c");
+  EXPECT_EQ(getPod("second").value("/spec/nodeName"_json_pointer, ""), "");
+
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return gone(resources::kExtendedResourceClaims, ns_, "c"); }, 10s))
+      << logs();
+  ASSERT_TRUE(waitBound("second", 30s)) << logs();
+  EXPECT_EQ(api_->get(resources::kExtendedResources, "", device)
+                .value("/status/claimRef/name"_json_pointer, ""),
+            "c2");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ProtectionTest, ADeviceDeletedWhileInUseIsLostToItsClaimAndStaysUntilReleased) {
+  const std::string device = makeDevice();
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return hasFinalizer(resources::kExtendedResources, "", device, kDeviceProtectionFinalizer);
+      },
+      10s))
+      << logs();
+
+  api_->remove(resources::kExtendedResources, "", device);
+  ASSERT_TRUE(eventually([&] { return claimPhase("c") == "Lost"; }, 10s)) << logs();
+  EXPECT_NE(claimStatus("c").value("message", "").find("being deleted"), std::string::npos)
+      << claimStatus("c").dump();
+  EXPECT_TRUE(deleting(resources::kExtendedResources, "", device));
+  EXPECT_EQ(devicePhase(device), "Bound") << "its pod still has it";
+
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return gone(resources::kExtendedResources, "", device); }, 10s))
+      << logs();
+  EXPECT_EQ(claimPhase("c"), "Pending");
+}
+
+TEST_F(ProtectionTest, AClaimNobodyHoldsIsDeletedAtOnce) {
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "idle", resource_, 1, {{"type", "k80"}}));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return hasFinalizer(resources::kExtendedResourceClaims, ns_, "idle",
+                            kClaimProtectionFinalizer);
+      },
+      10s))
+      << logs();
+  api_->remove(resources::kExtendedResourceClaims, ns_, "idle");
+  EXPECT_TRUE(
+      eventually([&] { return gone(resources::kExtendedResourceClaims, ns_, "idle"); }, 10s))
+      << logs();
 }
 
 }  // namespace

@@ -318,3 +318,100 @@ TEST(StatusReasons, ParseWhatIsWritten) {
 
 }  // namespace
 }  // namespace ker
+
+namespace ker {
+namespace {
+
+class ProtectionPlanTest : public ClaimPlanTest {
+ protected:
+  ProtectionPlanTest() { in.protect = true; }
+};
+
+TEST_F(ProtectionPlanTest, EveryClaimGetsTheFinalizerOnceNothingElseIsToBeWritten) {
+  Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kProtected);
+  EXPECT_TRUE(p.write->mergePatch);
+  EXPECT_EQ(p.write->subresource, "") << "finalizers are metadata of the object itself";
+  EXPECT_EQ(p.write->body, nlohmann::json::parse(
+                               R"({"metadata": {"resourceVersion": "7",
+                                   "finalizers": ["extendedresource.io/claim-protection"]}})"));
+  claim.meta.finalizers = {"other", kClaimProtectionFinalizer};
+  EXPECT_FALSE(planClaim(in).write) << "on already";
+
+  claim.meta.finalizers.clear();
+  holder.phase = "Succeeded";
+  EXPECT_EQ(planClaim(in).change, Change::kReleased) << "the release first, the finalizer next";
+}
+
+TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
+  claim.meta.finalizers = {"other", kClaimProtectionFinalizer};
+  claim.meta.deleting = true;
+  Plan p = planClaim(in);
+  EXPECT_FALSE(p.write) << "its pod runs on: the finalizer stays";
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "DeletionWaiting");
+  EXPECT_NE(p.events[0].message.find("pod p"), std::string::npos) << p.events[0].message;
+  in.seen = seenClaim(claim);
+  EXPECT_TRUE(planClaim(in).events.empty()) << "said once";
+
+  claim.makePending();  // released when its pod went
+  p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kUnprotected);
+  EXPECT_EQ(p.write->body["metadata"]["finalizers"], nlohmann::json({"other"}))
+      << "only its own finalizer goes";
+}
+
+TEST_F(ProtectionPlanTest, NoFinalizerIsAddedToADeletingClaim) {
+  claim.makePending();
+  claim.meta.deleting = true;
+  EXPECT_FALSE(planClaim(in).write) << "the API server refuses new finalizers then";
+}
+
+TEST_F(ProtectionPlanTest, WithoutProtectionNothingIsWritten) {
+  in.protect = false;
+  claim.meta.deleting = true;
+  EXPECT_FALSE(planClaim(in).write);
+}
+
+TEST_F(ProtectionPlanTest, ADeviceBeingDeletedIsLostToItsClaimButNotRecovered) {
+  d0.meta.deleting = true;
+  in.view.devicesLive = true;
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+  Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kClaimLost);
+  EXPECT_NE(p.write->body["status"]["message"].get<std::string>().find("d0 is being deleted"),
+            std::string::npos)
+      << p.write->body.dump();
+
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated.clear();
+  claim.lost = {"d0"};
+  p = planClaim(in);
+  EXPECT_FALSE(p.write) << "still Bound to the claim, but going: not taken back";
+}
+
+TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
+  in.protect = true;
+  device.meta.finalizers = {kDeviceProtectionFinalizer};
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "c", "uid-c"};
+  in.view.claim = &claim;
+  device.meta.deleting = true;
+  EXPECT_FALSE(planDevice(in).write) << "in use";
+  device.phase = DevicePhase::kAvailable;
+  device.claimRef.reset();
+  const Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kUnprotected);
+  EXPECT_EQ(p.write->body["metadata"]["finalizers"], nlohmann::json::array());
+
+  device.meta.deleting = false;
+  device.meta.finalizers.clear();
+  EXPECT_EQ(planDevice(in).change, Change::kProtected);
+}
+
+}  // namespace
+}  // namespace ker
