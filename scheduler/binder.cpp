@@ -1,9 +1,7 @@
 #include "scheduler/binder.h"
 
-#include <charconv>
 #include <set>
 #include <stdexcept>
-#include <string_view>
 
 #include "common/api_error.h"
 #include "common/logging.h"
@@ -24,6 +22,7 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
   claim.allocated = std::move(devices);
   claim.nodeName = node;
   claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
+  claim.bindRewrites = 0;
   claim.reason = "Bound";
   claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
   return claim;
@@ -37,26 +36,11 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
 }
 
 // A claim another call bound to the pod, as this call rewrites it before using it: the same
-// allocation, its message marked with a count of rewrites. The write is then a real change
-// that moves the claim's resourceVersion, and its status never returns to an earlier form,
-// which the controller would take for no sign of life.
+// allocation, its count of rewrites one up. The write is then a real change that moves the
+// claim's resourceVersion, and its status never returns to an earlier form, which the
+// controller would take for no sign of life.
 ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
-  constexpr std::string_view kMark = "(bind retried ";
-  std::string& m = claim.message;
-  uint64_t count = 0;
-  if (const size_t at = m.rfind(kMark); at != std::string::npos && m.ends_with(')')) {
-    const char* first = m.data() + at + kMark.size();
-    const char* last = m.data() + m.size() - 1;
-    if (std::from_chars(first, last, count).ptr == last) {
-      m.resize(at);
-      if (m.ends_with(' ')) {
-        m.pop_back();
-      }
-    } else {
-      count = 0;
-    }
-  }
-  m += (m.empty() ? "" : " ") + std::string(kMark) + std::to_string(count + 1) + ")";
+  ++claim.bindRewrites;
   return claim;
 }
 
