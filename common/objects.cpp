@@ -74,6 +74,24 @@ std::vector<std::string> stringListMember(const json& obj, const char* key,
   return v ? stringList(*v, path) : std::vector<std::string>{};
 }
 
+// An integer of at least 0 at obj[key], 0 when unset; throws when it is set but not one.
+int64_t countMember(const json& obj, const char* key, const std::string& path) {
+  const json* v = member(obj, key);
+  if (!v) {
+    return 0;
+  }
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      failAt(path, "out of range");
+    }
+  } else if (!v->is_number_integer()) {
+    wrongType(path, "an integer", *v);
+  } else if (v->get<int64_t>() < 0) {
+    failAt(path, "must be at least 0");
+  }
+  return v->get<int64_t>();
+}
+
 std::map<std::string, std::string> stringMapMember(const json& obj, const char* key,
                                                    const std::string& path) {
   const json* v = objectMember(obj, key, path);
@@ -569,6 +587,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
                           stringMember(*ref, "uid", "status.podRef.uid")};
       }
     });
+    ps.check([&] { c.bindRewrites = countMember(*status, "bindRewrites", "status.bindRewrites"); });
     ps.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
     ps.check([&] { c.message = stringMember(*status, "message", "status.message"); });
   }
@@ -601,6 +620,11 @@ nlohmann::json ExtendedResourceClaim::toJson() const {
   } else {
     s.erase("podRef");
   }
+  if (bindRewrites > 0) {
+    s["bindRewrites"] = bindRewrites;
+  } else {
+    s.erase("bindRewrites");
+  }
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   return out;
@@ -618,6 +642,7 @@ void ExtendedResourceClaim::makePending() {
   lost.clear();
   nodeName.clear();
   podRef.reset();
+  bindRewrites = 0;
 }
 
 std::vector<std::string> ExtendedResourceClaim::heldDevices() const {

@@ -132,6 +132,10 @@ struct ExtendedResourceClaim {
   std::vector<std::string> lost;
   std::string nodeName;          // status.nodeName
   std::optional<PodRef> podRef;  // status.podRef
+  // status.bindRewrites: how often a bind rewrote the claim, already bound to the pod, to reuse
+  // it. Each rewrite counts up, so the write moves the resourceVersion and the status never
+  // returns to an earlier form. Written only when above 0.
+  int64_t bindRewrites = 0;
   std::string reason;
   std::string message;
   std::string invalid;
@@ -142,8 +146,8 @@ struct ExtendedResourceClaim {
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
   nlohmann::json toJson() const;  // as ExtendedResource::toJson
-  // Pending holds nothing: the phase becomes Pending and the allocation, lost devices, node
-  // and holder are cleared. Reason and message are left to the caller.
+  // Pending holds nothing: the phase becomes Pending and the allocation, lost devices, node,
+  // holder and bind rewrites are cleared. Reason and message are left to the caller.
   void makePending();
   // allocated, then lost: every device name the claim's status holds on to.
   std::vector<std::string> listedDevices() const;

@@ -257,7 +257,7 @@ std::string statusFingerprint(const ExtendedResourceClaim& c) {
   for (const auto& name : c.lost) {
     s += "\n-" + name;
   }
-  return s + '\n' + c.reason + '\n' + c.message;
+  return s + '\n' + c.reason + '\n' + c.message + '\n' + std::to_string(c.bindRewrites);
 }
 
 }  // namespace ker

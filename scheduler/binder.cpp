@@ -1,14 +1,13 @@
 #include "scheduler/binder.h"
 
-#include <charconv>
-#include <set>
-#include <stdexcept>
-#include <string_view>
+#include <exception>
+#include <memory>
+#include <utility>
 
-#include "common/api_error.h"
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/request_deadline.h"
+#include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
 
@@ -24,48 +23,19 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
   claim.allocated = std::move(devices);
   claim.nodeName = node;
   claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
+  claim.bindRewrites = 0;
   claim.reason = "Bound";
   claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
   return claim;
 }
 
-ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
-  claim.makePending();
-  claim.reason.clear();
-  claim.message.clear();
-  return claim;
-}
-
 // A claim another call bound to the pod, as this call rewrites it before using it: the same
-// allocation, its message marked with a count of rewrites. The write is then a real change
-// that moves the claim's resourceVersion, and its status never returns to an earlier form,
-// which the controller would take for no sign of life.
+// allocation, its count of rewrites one up. The write is then a real change that moves the
+// claim's resourceVersion, and its status never returns to an earlier form, which the
+// controller would take for no sign of life.
 ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
-  constexpr std::string_view kMark = "(bind retried ";
-  std::string& m = claim.message;
-  uint64_t count = 0;
-  if (const size_t at = m.rfind(kMark); at != std::string::npos && m.ends_with(')')) {
-    const char* first = m.data() + at + kMark.size();
-    const char* last = m.data() + m.size() - 1;
-    if (std::from_chars(first, last, count).ptr == last) {
-      m.resize(at);
-      if (m.ends_with(' ')) {
-        m.pop_back();
-      }
-    } else {
-      count = 0;
-    }
-  }
-  m += (m.empty() ? "" : " ") + std::string(kMark) + std::to_string(count + 1) + ")";
+  ++claim.bindRewrites;
   return claim;
-}
-
-ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
-  device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
-  device.claimRef = std::move(ref);
-  device.reason.clear();
-  device.message.clear();
-  return device;
 }
 
 // Whether a bind may take the device: nobody holds it and nothing keeps it from use.
@@ -90,41 +60,41 @@ std::string allocationAnnotation(
   return out.dump();
 }
 
-// What one attempt wrote, newest resourceVersions included, so undo can put it back.
+// One attempt: what it read and planned, what it wrote, and what its Binding will carry.
 struct Binder::Attempt {
-  std::vector<ExtendedResource> devices;
-  std::vector<ExtendedResourceClaim> claims;
-  std::string podUid;
-  std::string node;
-  // A claim write that threw without a definite answer (transport error, timeout, 5xx): it
-  // may still have been applied. With the devices it listed: another replica binding the same
-  // pod may have bound the claim too, with other devices.
-  const ExtendedResourceClaim* unconfirmedClaim = nullptr;
-  std::vector<std::string> unconfirmedDevices;
-  // Likewise a device write, with the UID of the claim it gave the device to.
-  std::string unconfirmedDevice;
-  std::string unconfirmedDeviceClaimUid;
-  // UIDs of claims this attempt found already bound to the pod and rewrote: they stay so,
-  // and an undo keeps their devices, even the ones it bound to them again.
-  std::set<std::string> reusedClaims;
-  std::chrono::steady_clock::time_point deadline;
+  Attempt(const BindingArgs& args, SteadyTime deadline)
+      : node(args.node), deadline(deadline), journal(args.podUid) {}
+
+  // The allocation annotation lists the device, as written or read, under the claim's name.
+  void annotate(const std::string& claimName, DevicePtr device) {
+    devices.push_back(std::move(device));
+    annotation[claimName].push_back(devices.back().get());
+  }
+
+  const std::string node;
+  const SteadyTime deadline;
+  Pod pod;
+  PodClaims claims;
+  std::map<std::string, std::vector<std::string>> assignment;  // pending claim key -> devices
+  std::vector<std::string> taken;                              // every device assigned
+  BindJournal journal;
+  std::vector<DevicePtr> devices;  // owns what annotation points to
+  std::map<std::string, std::vector<const ExtendedResource*>> annotation;
 };
 
-// The bind ran out of time before a write; never retried within the call.
-struct DeadlinePassed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+Binder::Step Binder::Step::of(const ApiError& e) {
+  if (e.isConflict()) {
+    return {kConflict, e.what()};
+  }
+  if (e.isNotFound()) {
+    return {kGone, e.what()};
+  }
+  return {e.isRetriable() ? kRetry : kFail, e.what()};
+}
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
                BinderOptions options)
     : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), options_(std::move(options)) {}
-
-void Binder::beforeWrite(const Attempt& attempt) const {
-  if (options_.clock() > attempt.deadline) {
-    throw DeadlinePassed("bind passed its " + std::to_string(options_.deadline.count()) +
-                         "ms deadline before it finished writing; what it wrote is undone");
-  }
-}
 
 std::string Binder::bind(const BindingArgs& args) {
   {
@@ -178,90 +148,6 @@ void Binder::refreshDevice(const std::string& name) {
   }
 }
 
-void Binder::undo(Attempt& attempt) {
-  stats_.undos++;
-  if (const ExtendedResourceClaim* c = attempt.unconfirmedClaim) {
-    try {
-      auto live = ExtendedResourceClaim::fromJson(
-          api_.get(resources::kExtendedResourceClaims, c->meta.ns, c->meta.name));
-      if (live.podRef && live.podRef->uid == attempt.podUid &&
-          live.allocated == attempt.unconfirmedDevices) {
-        attempt.claims.push_back(std::move(live));
-      }
-    } catch (const std::exception& e) {
-      log::warn("bind undo: claim may be left bound",
-                {{"claim", objectKey(c->meta.ns, c->meta.name)}, {"error", e.what()}});
-    }
-  }
-  if (!attempt.unconfirmedDevice.empty()) {
-    try {
-      auto live = ExtendedResource::fromJson(
-          api_.get(resources::kExtendedResources, "", attempt.unconfirmedDevice));
-      if (live.claimRef && live.claimRef->uid == attempt.unconfirmedDeviceClaimUid) {
-        attempt.devices.push_back(std::move(live));
-      }
-    } catch (const std::exception& e) {
-      log::warn("bind undo: device may be left bound",
-                {{"device", attempt.unconfirmedDevice}, {"error", e.what()}});
-    }
-  }
-  // A claim that could not be put back keeps its devices: it may be another call's now (one
-  // that rewrote it to bind the pod with it), and otherwise the controller's repair pass
-  // releases the claim and its devices together. So does a claim this attempt reused.
-  std::set<std::string> kept = attempt.reusedClaims;
-  for (auto it = attempt.claims.rbegin(); it != attempt.claims.rend(); ++it) {
-    try {
-      api_.updateStatus(resources::kExtendedResourceClaims, it->meta.ns,
-                        markClaimPending(*it).toJson());
-      stats_.apiWrites++;
-    } catch (const std::exception& e) {
-      kept.insert(it->meta.uid);
-      log::warn("bind undo: claim left bound with its devices",
-                {{"claim", objectKey(it->meta.ns, it->meta.name)}, {"error", e.what()}});
-    }
-  }
-  for (auto it = attempt.devices.rbegin(); it != attempt.devices.rend(); ++it) {
-    if (it->claimRef && kept.count(it->claimRef->uid) != 0) {
-      continue;
-    }
-    try {
-      auto restored = ExtendedResource::fromJson(
-          api_.updateStatus(resources::kExtendedResources, "", markDevice(*it, {}).toJson()));
-      stats_.apiWrites++;
-      index_.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
-    } catch (const std::exception& e) {
-      log::warn("bind undo: device left bound", {{"device", it->meta.name}, {"error", e.what()}});
-    }
-  }
-  // Held rather than freed: filters running before the next attempt must not send other pods
-  // to them. The bind's end lets them go if no attempt succeeds.
-  index_.holdReserved(attempt.node, attempt.podUid, options_.clock(), DeviceIndex::kHoldTtl);
-}
-
-// A claim already Bound to the pod is no proof that its devices are: an earlier attempt
-// whose claim write was applied but whose reply was lost undid its device writes. Each device
-// is read fresh; one put back to Available is bound again (its resourceVersion guarding
-// against a concurrent taker) before the pod may be bound.
-DevicePtr Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
-                                const std::string& podUid, Attempt& attempt) {
-  auto live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-  if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
-    return std::make_shared<const ExtendedResource>(std::move(live));
-  }
-  if (!takeable(live) || !index_.reserve({name}, podUid)) {
-    throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
-                   "device " + name + " of claim " + objectKey(claim.meta.ns, claim.meta.name) +
-                       " is no longer bound to it");
-  }
-  beforeWrite(attempt);
-  auto written = ExtendedResource::fromJson(api_.updateStatus(
-      resources::kExtendedResources, "",
-      markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson()));
-  stats_.apiWrites++;
-  attempt.devices.push_back(written);
-  return std::make_shared<const ExtendedResource>(std::move(written));
-}
-
 std::optional<Pod> Binder::livePod(const Pod& pod) {
   // Whether a cut-off Binding landed decides between done and undo: asked whatever the time.
   RequestDeadline unfenced(std::nullopt);
@@ -275,214 +161,346 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
   return std::nullopt;
 }
 
-Binder::Outcome Binder::attempt(const BindingArgs& args,
-                                std::chrono::steady_clock::time_point deadline,
-                                std::string& error) {
-  Pod pod;
-  try {
-    pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
-  } catch (const ApiError& e) {
-    error = "pod " + args.podNamespace + "/" + args.podName + ": " + e.what();
-    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+Binder::Outcome Binder::attempt(const BindingArgs& args, SteadyTime deadline, std::string& error) {
+  Attempt a(args, deadline);
+  if (auto ended = readPod(args, a, error)) {
+    return *ended;
   }
-  if (pod.meta.uid != args.podUid) {
-    error = "pod " + args.podNamespace + "/" + args.podName + " has UID " + pod.meta.uid +
-            ", not " + args.podUid + " (it was recreated)";
-    return Outcome::kFail;
+  if (auto ended = plan(a, error)) {
+    return *ended;
   }
-  if (!pod.nodeName.empty()) {
-    if (pod.nodeName == args.node) {
-      return Outcome::kDone;  // an earlier bind whose reply was lost
-    }
-    error = "pod is already bound to node " + pod.nodeName;
-    return Outcome::kFail;
-  }
-  if (pod.meta.deleting) {
-    error = "pod is being deleted";
-    return Outcome::kFail;
-  }
-
-  // Claims are read fresh: the bind is the write path and must not trust a stale cache.
-  PodClaims claims;
-  try {
-    claims = resolveClaims(pod, [&](const std::string& key) { return liveClaim(api_, key); });
-  } catch (const ApiError& e) {
-    error = std::string("reading claims: ") + e.what();
-    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
-  }
-
-  std::map<std::string, std::string> labels;
-  try {
-    labels = nodeLabels_(args.node);
-  } catch (const std::exception& e) {
-    error = "node " + args.node + ": " + e.what();
-    return Outcome::kFail;
-  }
-  NodePlan plan = planNode(claims, pod.meta.uid, args.node, labels, index_);
-  if (!plan.fits) {
-    error = plan.message;
-    return Outcome::kFail;
-  }
-
-  Attempt attempt;
-  attempt.podUid = pod.meta.uid;
-  attempt.node = args.node;
-  attempt.deadline = deadline;
-  std::vector<std::string> taken;
-  for (const auto& [key, names] : plan.assignment) {
-    taken.insert(taken.end(), names.begin(), names.end());
-  }
-  if (!index_.reserve(taken, pod.meta.uid)) {
+  if (!index_.reserve(a.taken, a.pod.meta.uid)) {
     error = "devices were taken by a concurrent bind";
     return Outcome::kRetry;
   }
   if (plannedHook_) {
     plannedHook_();
   }
-
-  std::map<std::string, std::vector<const ExtendedResource*>> annotation;
-  std::vector<DevicePtr> keepAlive;
+  Step step;
   try {
-    // The calls below are cut off at the deadline too, rather than let a retry or a slow
-    // reply carry a write past it; the undo in the handlers runs without it.
-    RequestDeadline fence(RequestDeadline::Clock::now() + (deadline - options_.clock()));
-    for (const auto& claim : claims.pending) {
-      const auto key = objectKey(claim->meta.ns, claim->meta.name);
-      const auto& names = plan.assignment.at(key);
-      for (const auto& name : names) {
-        // The cache may have moved on since the plan (another replica's write arriving by
-        // watch). Only a snapshot that is still free may be written over: its resourceVersion
-        // then guarantees nobody took the device in between. Writing over a newer, Bound
-        // version would pass the precondition and steal the device.
-        DevicePtr cached = index_.get(name);
-        if (!cached) {
-          throw ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "device " + name + " vanished");
-        }
-        if (!takeable(*cached)) {
-          throw ApiError(ApiErrorKind::kConflict, 409, "Conflict",
-                         "device " + name + " was taken while this bind was deciding");
-        }
-        json body = markDevice(*cached, ClaimRef{claim->meta.ns, claim->meta.name, claim->meta.uid})
-                        .toJson();
-        if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
-          body["metadata"]["resourceVersion"] = "1";
-        }
-        beforeWrite(attempt);
-        attempt.unconfirmedDevice = name;
-        attempt.unconfirmedDeviceClaimUid = claim->meta.uid;
-        auto written =
-            ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
-        attempt.unconfirmedDevice.clear();
-        stats_.apiWrites++;
-        attempt.devices.push_back(written);
-        keepAlive.push_back(std::make_shared<const ExtendedResource>(std::move(written)));
-        annotation[claim->meta.name].push_back(keepAlive.back().get());
-      }
-      beforeWrite(attempt);
-      attempt.unconfirmedClaim = claim.get();
-      attempt.unconfirmedDevices = names;
-      auto bound = ExtendedResourceClaim::fromJson(
-          api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
-                            markClaimBound(*claim, pod, args.node, names).toJson()));
-      attempt.unconfirmedClaim = nullptr;
-      stats_.apiWrites++;
-      attempt.claims.push_back(std::move(bound));
-    }
-    for (const auto& claim : claims.boundToPod) {
-      for (const auto& name : claim->allocated) {
-        keepAlive.push_back(reclaimDevice(*claim, name, pod.meta.uid, attempt));
-        annotation[claim->meta.name].push_back(keepAlive.back().get());
-      }
-      // Bound by another call (kube-scheduler retried the bind, here after that call ended or
-      // on another replica after a leader change). Rewriting the claim makes that call's undo,
-      // written against the version it left, fail and keep the devices rather than free them
-      // under the pod this call binds; if its undo came first, this write fails and the bind
-      // is decided again on what it left.
-      // Counted as rewritten unless refused: a write whose reply was lost may have landed.
-      beforeWrite(attempt);
-      attempt.reusedClaims.insert(claim->meta.uid);
-      try {
-        api_.updateStatus(resources::kExtendedResourceClaims, claim->meta.ns,
-                          markClaimReused(*claim).toJson());
-      } catch (const ApiError& e) {
-        if (e.isRefused()) {
-          attempt.reusedClaims.erase(claim->meta.uid);
-        }
-        throw;
-      }
-      stats_.apiWrites++;
-    }
-    beforeWrite(attempt);
-    stats_.apiWrites++;
-    try {
-      std::map<std::string, std::string> annotations{
-          {kAllocationAnnotation, allocationAnnotation(annotation)}};
-      // Only pods given devices need the agent; others start without it.
-      if (!options_.requiredPlugin.empty() && !annotation.empty()) {
-        annotations[kRequiredPluginsAnnotation] =
-            requiredPluginsValue(pod.meta.annotations, options_.requiredPlugin);
-      }
-      api_.bindPod(pod.meta.ns, pod.meta.name, pod.meta.uid, args.node, annotations);
-    } catch (const ApiError& e) {
-      // A Binding whose reply was lost (timeout, dropped connection) may have been applied;
-      // undoing the allocation of a bound pod would be far worse than a failed bind.
-      const std::optional<Pod> live = livePod(pod);
-      if (live && live->nodeName == args.node) {
-        return Outcome::kDone;
-      }
-      // Another replica bound it meanwhile (kube-scheduler retried the bind there after this
-      // call timed out): having found these claims already bound to the pod, it bound the
-      // pod with them, so they and their devices are the pod's now. A pod bound without an
-      // allocation annotation was not bound by an extender and gets the undo.
-      if (live && !live->nodeName.empty() && live->meta.annotations.count(kAllocationAnnotation)) {
-        error = "pod was bound to node " + live->nodeName + " by another bind meanwhile";
-        return Outcome::kFail;
-      }
-      // Neither refused nor seen applied: the Binding may still be on its way to the API
-      // server's store (a reply lost, a call cut off at the deadline). Undoing now could free
-      // what the pod will be bound with, so the allocation stays, whole and consistent: a
-      // retry finds the claims bound to the pod and reuses them, and the controller releases
-      // them if the pod is never bound.
-      if (!e.isRefused() && !(live && !live->nodeName.empty())) {
-        // The index learns the devices are Bound now, not when the watch catches up, so
-        // filter stops offering them before their reservations go.
-        for (const auto& d : attempt.devices) {
-          index_.upsert(std::make_shared<const ExtendedResource>(d));
-        }
-        index_.unreserve(attempt.podUid);
-        error = std::string("the Binding's outcome is unknown (") + e.what() +
-                "); the allocation is kept for a retry";
-        return options_.clock() > deadline ? Outcome::kFail : Outcome::kRetry;
-      }
-      throw;
-    }
-  } catch (const ApiError& e) {
-    error = e.what();
-    if (e.isRefused()) {
-      attempt.unconfirmedClaim = nullptr;  // nothing was written
-      attempt.unconfirmedDevice.clear();
-    }
-    undo(attempt);
-    for (const auto& name : taken) {
-      if (e.isConflict() || e.isNotFound()) {
-        refreshDevice(name);
-      }
-    }
-    if (options_.clock() > deadline) {
-      error += "; the bind's deadline has passed";
-      return Outcome::kFail;  // no other attempt may write now
-    }
-    if (e.isConflict()) {
-      stats_.conflicts++;
-      return Outcome::kRetry;
-    }
-    return e.isRetriable() || e.isNotFound() ? Outcome::kRetry : Outcome::kFail;
+    step = write(a);
   } catch (const std::exception& e) {
-    error = e.what();
-    undo(attempt);
+    // Not an API answer (the steps turn those into results) but a fault all the same: what
+    // was written is undone.
+    step = {Step::kBroken, e.what()};
+  }
+  return conclude(step, a, error);
+}
+
+std::optional<Binder::Outcome> Binder::readPod(const BindingArgs& args, Attempt& a,
+                                               std::string& error) {
+  try {
+    a.pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
+  } catch (const ApiError& e) {
+    error = "pod " + args.podNamespace + "/" + args.podName + ": " + e.what();
+    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+  }
+  if (a.pod.meta.uid != args.podUid) {
+    error = "pod " + args.podNamespace + "/" + args.podName + " has UID " + a.pod.meta.uid +
+            ", not " + args.podUid + " (it was recreated)";
     return Outcome::kFail;
   }
-  return Outcome::kDone;
+  if (!a.pod.nodeName.empty()) {
+    if (a.pod.nodeName == args.node) {
+      return Outcome::kDone;  // an earlier bind whose reply was lost
+    }
+    error = "pod is already bound to node " + a.pod.nodeName;
+    return Outcome::kFail;
+  }
+  if (a.pod.meta.deleting) {
+    error = "pod is being deleted";
+    return Outcome::kFail;
+  }
+  return std::nullopt;
+}
+
+std::optional<Binder::Outcome> Binder::plan(Attempt& a, std::string& error) {
+  // Claims are read fresh: the bind is the write path and must not trust a stale cache.
+  try {
+    a.claims = resolveClaims(a.pod, [&](const std::string& key) { return liveClaim(api_, key); });
+  } catch (const ApiError& e) {
+    error = std::string("reading claims: ") + e.what();
+    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+  }
+  std::map<std::string, std::string> labels;
+  try {
+    labels = nodeLabels_(a.node);
+  } catch (const std::exception& e) {
+    error = "node " + a.node + ": " + e.what();
+    return Outcome::kFail;
+  }
+  NodePlan fit = planNode(a.claims, a.pod.meta.uid, a.node, labels, index_);
+  if (!fit.fits) {
+    error = fit.message;
+    return Outcome::kFail;
+  }
+  a.assignment = std::move(fit.assignment);
+  for (const auto& [key, names] : a.assignment) {
+    a.taken.insert(a.taken.end(), names.begin(), names.end());
+  }
+  return std::nullopt;
+}
+
+// Devices first, so the API server decides every race for a device before anything else is
+// written; each pending claim after its devices; then the claims an earlier call bound to the
+// pod, their devices checked; the Binding last.
+Binder::Step Binder::write(Attempt& a) {
+  // The calls are cut off at the deadline too, rather than let a retry or a slow reply carry
+  // a write past it; the undo, after this scope, runs without it.
+  RequestDeadline fence(RequestDeadline::Clock::now() + (a.deadline - options_.clock()));
+  for (const auto& claim : a.claims.pending) {
+    const auto& names = a.assignment.at(objectKey(claim->meta.ns, claim->meta.name));
+    for (const auto& name : names) {
+      if (Step s = writeDevice(*claim, name, a); !s.ok()) {
+        return s;
+      }
+    }
+    if (Step s = writeClaim(*claim, names, a); !s.ok()) {
+      return s;
+    }
+  }
+  for (const auto& claim : a.claims.boundToPod) {
+    for (const auto& name : claim->allocated) {
+      if (Step s = reclaimDevice(*claim, name, a); !s.ok()) {
+        return s;
+      }
+    }
+    if (Step s = reuseClaim(*claim, a); !s.ok()) {
+      return s;
+    }
+  }
+  return writeBinding(a);
+}
+
+Binder::Step Binder::beforeWrite(const Attempt& a) const {
+  if (options_.clock() > a.deadline) {
+    return {Step::kDeadline, "bind passed its " + std::to_string(options_.deadline.count()) +
+                                 "ms deadline before it finished writing; what it wrote is undone"};
+  }
+  return {};
+}
+
+Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::string& name,
+                                 Attempt& a) {
+  // The cache may have moved on since the plan (another replica's write arriving by watch).
+  // Only a snapshot that is still free may be written over: its resourceVersion then
+  // guarantees nobody took the device in between. Writing over a newer, Bound version would
+  // pass the precondition and steal the device.
+  DevicePtr cached = index_.get(name);
+  if (!cached) {
+    return {Step::kGone, "device " + name + " vanished"};
+  }
+  if (!takeable(*cached)) {
+    return {Step::kConflict, "device " + name + " was taken while this bind was deciding"};
+  }
+  json body =
+      markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson();
+  if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
+    body["metadata"]["resourceVersion"] = "1";
+  }
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  a.journal.deviceSent(name, claim.meta.uid);
+  ExtendedResource written;
+  try {
+    written =
+        ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
+  } catch (const ApiError& e) {
+    if (e.isRefused()) {
+      a.journal.refused();
+    }
+    return Step::of(e);
+  }
+  stats_.apiWrites++;
+  a.journal.applied(written);
+  a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(written)));
+  return {};
+}
+
+Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
+                                const std::vector<std::string>& names, Attempt& a) {
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  a.journal.claimSent(claim, names);
+  ExtendedResourceClaim bound;
+  try {
+    bound = ExtendedResourceClaim::fromJson(
+        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
+                          markClaimBound(claim, a.pod, a.node, names).toJson()));
+  } catch (const ApiError& e) {
+    if (e.isRefused()) {
+      a.journal.refused();
+    }
+    return Step::of(e);
+  }
+  stats_.apiWrites++;
+  a.journal.applied(std::move(bound));
+  return {};
+}
+
+// A claim already Bound to the pod is no proof that its devices are: an earlier attempt
+// whose claim write was applied but whose reply was lost undid its device writes. Each device
+// is read fresh; one put back to Available is bound again (its resourceVersion guarding
+// against a concurrent taker) before the pod may be bound.
+Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
+                                   Attempt& a) {
+  ExtendedResource live;
+  try {
+    live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+  } catch (const ApiError& e) {
+    return Step::of(e);
+  }
+  if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
+    a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
+    return {};
+  }
+  if (!takeable(live) || !index_.reserve({name}, a.pod.meta.uid)) {
+    return {Step::kConflict, "device " + name + " of claim " +
+                                 objectKey(claim.meta.ns, claim.meta.name) +
+                                 " is no longer bound to it"};
+  }
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  ExtendedResource written;
+  try {
+    written = ExtendedResource::fromJson(api_.updateStatus(
+        resources::kExtendedResources, "",
+        markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson()));
+  } catch (const ApiError& e) {
+    return Step::of(e);
+  }
+  stats_.apiWrites++;
+  a.journal.rebound(written);
+  a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(written)));
+  return {};
+}
+
+// Bound by another call (kube-scheduler retried the bind, here after that call ended or on
+// another replica after a leader change). Rewriting the claim makes that call's undo, written
+// against the version it left, fail and keep the devices rather than free them under the pod
+// this call binds; if its undo came first, this write fails and the bind is decided again on
+// what it left.
+Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) {
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  a.journal.reuseSent(claim.meta.uid);
+  try {
+    api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
+                      markClaimReused(claim).toJson());
+  } catch (const ApiError& e) {
+    if (e.isRefused()) {
+      a.journal.refused();
+    }
+    return Step::of(e);
+  }
+  stats_.apiWrites++;
+  a.journal.reuseApplied();
+  return {};
+}
+
+Binder::Step Binder::writeBinding(Attempt& a) {
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  stats_.apiWrites++;
+  std::map<std::string, std::string> annotations{
+      {kAllocationAnnotation, allocationAnnotation(a.annotation)}};
+  // Only pods given devices need the agent; others start without it.
+  if (!options_.requiredPlugin.empty() && !a.annotation.empty()) {
+    annotations[kRequiredPluginsAnnotation] =
+        requiredPluginsValue(a.pod.meta.annotations, options_.requiredPlugin);
+  }
+  try {
+    api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
+  } catch (const ApiError& e) {
+    return bindingFailed(e, a);
+  }
+  return {};
+}
+
+// A Binding whose reply was lost (timeout, dropped connection) may have been applied; undoing
+// the allocation of a bound pod would be far worse than a failed bind.
+Binder::Step Binder::bindingFailed(const ApiError& e, Attempt& a) {
+  const std::optional<Pod> live = livePod(a.pod);
+  if (live && live->nodeName == a.node) {
+    return {};
+  }
+  // Another replica bound it meanwhile (kube-scheduler retried the bind there after this call
+  // timed out): having found these claims already bound to the pod, it bound the pod with
+  // them, so they and their devices are the pod's now. A pod bound without an allocation
+  // annotation was not bound by an extender and gets the undo.
+  if (live && !live->nodeName.empty() && live->meta.annotations.count(kAllocationAnnotation)) {
+    return {Step::kBoundByAnother,
+            "pod was bound to node " + live->nodeName + " by another bind meanwhile"};
+  }
+  // Neither refused nor seen applied: the Binding may still be on its way to the API server's
+  // store (a reply lost, a call cut off at the deadline). Undoing now could free what the pod
+  // will be bound with, so the allocation stays, whole and consistent: a retry finds the
+  // claims bound to the pod and reuses them, and the controller releases them if the pod is
+  // never bound.
+  if (!e.isRefused() && !(live && !live->nodeName.empty())) {
+    return {Step::kUnsettled, std::string("the Binding's outcome is unknown (") + e.what() +
+                                  "); the allocation is kept for a retry"};
+  }
+  return Step::of(e);
+}
+
+Binder::Outcome Binder::conclude(const Step& step, Attempt& a, std::string& error) {
+  if (step.ok()) {
+    return Outcome::kDone;
+  }
+  error = step.reason;
+  switch (step.kind) {
+    case Step::kBoundByAnother:
+      return Outcome::kFail;
+    case Step::kUnsettled:
+      // The index learns the devices are Bound now, not when the watch catches up, so filter
+      // stops offering them before their reservations go.
+      for (auto& d : a.journal.devices()) {
+        index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
+      }
+      index_.unreserve(a.pod.meta.uid);
+      return options_.clock() > a.deadline ? Outcome::kFail : Outcome::kRetry;
+    case Step::kDeadline:  // no other attempt may write now
+    case Step::kBroken:
+      undo(a);
+      return Outcome::kFail;
+    default:
+      break;
+  }
+  undo(a);
+  // The cache was behind the API: the next attempt decides on the devices as they are.
+  if (step.kind == Step::kConflict || step.kind == Step::kGone) {
+    for (const auto& name : a.taken) {
+      refreshDevice(name);
+    }
+  }
+  if (options_.clock() > a.deadline) {
+    error += "; the bind's deadline has passed";
+    return Outcome::kFail;  // no other attempt may write now
+  }
+  switch (step.kind) {
+    case Step::kConflict:
+      stats_.conflicts++;
+      return Outcome::kRetry;
+    case Step::kGone:
+    case Step::kRetry:
+      return Outcome::kRetry;
+    default:
+      return Outcome::kFail;
+  }
+}
+
+void Binder::undo(Attempt& a) {
+  stats_.undos++;
+  stats_.apiWrites += a.journal.undo(api_, index_);
+  // Held rather than freed: filters running before the next attempt must not send other pods
+  // to them. The bind's end lets them go if no attempt succeeds.
+  index_.holdReserved(a.node, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);
 }
 
 }  // namespace ker

@@ -8,8 +8,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/api_client.h"
+#include "common/api_error.h"
 #include "common/clocks.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
@@ -45,9 +47,10 @@ struct BinderOptions {
 // API, then binds the pod. Devices are written first with resourceVersion preconditions, so
 // the API server decides every race for a device; then the claims; then one Binding that sets
 // spec.nodeName and the allocation annotation together. Any failure undoes what the attempt
-// wrote (a claim it cannot put back keeps its devices), and a conflict re-decides on fresh
-// state. Claims an earlier call bound to the pod are rewritten before they are reused, so
-// that call's undo conflicts instead of freeing them. Safe to call concurrently.
+// wrote, as its BindJournal recorded it (a claim it cannot put back keeps its devices), and a
+// conflict re-decides on fresh state. Claims an earlier call bound to the pod are rewritten before
+// they are reused, so that call's undo conflicts instead of freeing them. Safe to call
+// concurrently.
 class Binder {
  public:
   Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
@@ -71,27 +74,63 @@ class Binder {
 
  private:
   enum class Outcome { kDone, kRetry, kFail };
+  // What one write step of an attempt came to. Only kOk lets the attempt go on; conclude()
+  // says what each of the others does. A step turns the ApiError of its API call into one of
+  // these where it makes the call; a local condition (a device gone from the cache or taken
+  // meanwhile) is given its kind directly, never dressed up as an API error.
+  struct Step {
+    enum Kind {
+      kOk,
+      kConflict,        // lost a race for an object: undo, re-decide on fresh state
+      kGone,            // an object is gone (API or cache): undo, re-decide on fresh state
+      kRetry,           // worth another attempt (throttled, 5xx, no answer): undo, retry
+      kFail,            // a failure no other attempt would mend: undo, give up
+      kDeadline,        // the bind's deadline passed before the write: undo, give up at once
+      kBroken,          // an exception that is no API answer: undo, give up at once
+      kBoundByAnother,  // the pod was bound with this allocation by another bind: leave it all
+      kUnsettled,       // the Binding may still land: keep the allocation whole
+    };
+    Kind kind = kOk;
+    std::string reason;
+    bool ok() const { return kind == kOk; }
+    // A failed API call's answer as the step's result.
+    static Step of(const ApiError& e);
+  };
   struct Attempt;
-  Outcome attempt(const BindingArgs& args, std::chrono::steady_clock::time_point deadline,
-                  std::string& error);
-  void undo(Attempt& attempt);
+
+  // One attempt: reads and plans, reserves, then writes in the bind's order.
+  Outcome attempt(const BindingArgs& args, SteadyTime deadline, std::string& error);
+  // The steps before any write; an outcome when the attempt ends there, nothing to undo.
+  std::optional<Outcome> readPod(const BindingArgs& args, Attempt& a, std::string& error);
+  std::optional<Outcome> plan(Attempt& a, std::string& error);
+  // The write steps, in order; each enters its write in the attempt's journal.
+  Step write(Attempt& a);
+  Step writeDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
+  Step writeClaim(const ExtendedResourceClaim& claim, const std::vector<std::string>& names,
+                  Attempt& a);
+  Step reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
+  Step reuseClaim(const ExtendedResourceClaim& claim, Attempt& a);
+  Step writeBinding(Attempt& a);
+  Step bindingFailed(const ApiError& e, Attempt& a);
+  // The deadline fence before each write: kDeadline once the bind's time is up.
+  Step beforeWrite(const Attempt& a) const;
+  // What the writes came to, as the attempt's outcome, with the undo it calls for.
+  Outcome conclude(const Step& step, Attempt& a, std::string& error);
+  void undo(Attempt& a);
   void refreshDevice(const std::string& name);
-  DevicePtr reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
-                          const std::string& podUid, Attempt& attempt);
-  // Throws when the bind's deadline has passed: the next write must not start.
-  void beforeWrite(const Attempt& attempt) const;
   // The pod as the API server has it now, if it is still the same pod (same UID).
   std::optional<Pod> livePod(const Pod& pod);
 
   ApiClient& api_;
   DeviceIndex& index_;
-  NodeLabelsLookup nodeLabels_;
-  BinderOptions options_;
+  const NodeLabelsLookup nodeLabels_;
+  const BinderOptions options_;
+  std::function<void()> plannedHook_;  // set before any bind
   std::atomic<int> staleWrites_{0};
-  std::function<void()> plannedHook_;
   BinderStats stats_;
+
   std::mutex bindingMu_;
-  std::set<std::string> binding_;  // UIDs of the pods being bound
+  std::set<std::string> binding_;  // guarded by bindingMu_: UIDs of the pods being bound
 };
 
 // The allocation annotation's value: {"<claim>": [{"name", "deviceID", "rawResourceName"}]}.

@@ -849,6 +849,20 @@ TEST_F(ReconcilerTest, ARewriteOfASuspectClaimStartsItsGraceAgain) {
   expectReleased();
 }
 
+// The rewrite as the binder makes it: only the claim's count of bind rewrites moves.
+TEST_F(ReconcilerTest, ACountedRewriteOfASuspectClaimStartsItsGraceAgain) {
+  seedBoundCluster("Pending", "");
+  reconciler->reconcileClaim("default/c");
+  now += 2min - 1s;
+  auto c = claim();
+  c["status"]["bindRewrites"] = 1;
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  caches.load(api);
+  const auto rv = settledResourceVersion();
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").requeueAfter, 2min);
+  expectUntouched(rv);
+}
+
 // Likewise a device a retried bind wrote again.
 TEST_F(ReconcilerTest, ARewriteOfASuspectDeviceStartsItsGraceAgain) {
   seedMidBind();

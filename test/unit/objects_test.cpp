@@ -553,6 +553,35 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
   EXPECT_EQ(back.podRef, c.podRef);
 }
 
+// A count the binder writes on each reuse of a claim; absent while 0, so claims written
+// before it existed round-trip unchanged, and released with the claim.
+TEST(ExtendedResourceClaim, BindRewritesAreACountWrittenOnlyWhenSet) {
+  auto c = ExtendedResourceClaim::fromJson(json::parse(kClaimJson));
+  EXPECT_EQ(c.bindRewrites, 0);
+  EXPECT_FALSE(c.toJson()["status"].contains("bindRewrites"));
+  c.bindRewrites = 2;
+  const json out = c.toJson();
+  EXPECT_EQ(out["status"]["bindRewrites"], 2);
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(out).bindRewrites, 2);
+  c.makePending();
+  EXPECT_EQ(c.bindRewrites, 0);
+  EXPECT_FALSE(c.toJson()["status"].contains("bindRewrites"));
+
+  const std::vector<std::pair<json, std::string>> cases = {
+      {"2", "status.bindRewrites: expected an integer, got string"},
+      {1.5, "status.bindRewrites: expected an integer, got number"},
+      {-1, "status.bindRewrites: must be at least 0"},
+  };
+  for (const auto& [value, why] : cases) {
+    json j = json::parse(kClaimJson);
+    j["status"]["bindRewrites"] = value;
+    const auto bad = ExtendedResourceClaim::fromJson(j);
+    EXPECT_EQ(bad.invalid, why) << value.dump();
+    EXPECT_EQ(bad.bindRewrites, 0) << value.dump();
+    EXPECT_FALSE(bad.statusReadable) << value.dump();
+  }
+}
+
 TEST(ExtendedResourceClaim, HeldDevicesAreWhatBoundAndLostClaimsList) {
   ExtendedResourceClaim c;
   c.allocated = {"a"};

@@ -1,0 +1,165 @@
+#include "scheduler/bind_journal.h"
+
+#include <exception>
+#include <set>
+
+#include "common/logging.h"
+
+namespace ker {
+
+namespace {
+
+ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
+  claim.makePending();
+  claim.reason.clear();
+  claim.message.clear();
+  return claim;
+}
+
+}  // namespace
+
+ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
+  device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
+  device.claimRef = std::move(ref);
+  device.reason.clear();
+  device.message.clear();
+  return device;
+}
+
+BindJournal::Entry& BindJournal::add(Kind kind) {
+  return entries_.emplace_back(Entry{.kind = kind});
+}
+
+void BindJournal::deviceSent(const std::string& name, const std::string& claimUid) {
+  Entry& e = add(Kind::kDevice);
+  e.name = name;
+  e.claimUid = claimUid;
+}
+
+void BindJournal::claimSent(const ExtendedResourceClaim& claim, std::vector<std::string> devices) {
+  Entry& e = add(Kind::kClaim);
+  e.ns = claim.meta.ns;
+  e.name = claim.meta.name;
+  e.devices = std::move(devices);
+}
+
+void BindJournal::reuseSent(const std::string& claimUid) {
+  add(Kind::kReuse).claimUid = claimUid;
+}
+
+void BindJournal::applied(ExtendedResource written) {
+  entries_.back().confirmed = true;
+  entries_.back().device = std::move(written);
+}
+
+void BindJournal::applied(ExtendedResourceClaim written) {
+  entries_.back().confirmed = true;
+  entries_.back().claim = std::move(written);
+}
+
+void BindJournal::reuseApplied() {
+  entries_.back().confirmed = true;
+}
+
+void BindJournal::refused() {
+  if (!entries_.empty() && !entries_.back().confirmed) {
+    entries_.pop_back();
+  }
+}
+
+void BindJournal::rebound(ExtendedResource written) {
+  Entry& e = add(Kind::kDevice);
+  e.name = written.meta.name;
+  e.confirmed = true;
+  e.device = std::move(written);
+}
+
+std::vector<ExtendedResource> BindJournal::devices() const {
+  std::vector<ExtendedResource> out;
+  for (const auto& e : entries_) {
+    if (e.kind == Kind::kDevice && e.confirmed) {
+      out.push_back(*e.device);
+    }
+  }
+  return out;
+}
+
+void BindJournal::readBack(ApiClient& api) {
+  if (entries_.empty() || entries_.back().confirmed) {
+    return;
+  }
+  Entry& e = entries_.back();
+  if (e.kind == Kind::kReuse) {
+    return;  // counted as rewritten: if it landed, the claim is this call's to keep
+  }
+  try {
+    if (e.kind == Kind::kClaim) {
+      // Another replica binding the same pod may have bound the claim too, with other devices.
+      auto live = ExtendedResourceClaim::fromJson(
+          api.get(resources::kExtendedResourceClaims, e.ns, e.name));
+      if (live.podRef && live.podRef->uid == podUid_ && live.allocated == e.devices) {
+        applied(std::move(live));
+        return;
+      }
+    } else {
+      auto live = ExtendedResource::fromJson(api.get(resources::kExtendedResources, "", e.name));
+      if (live.claimRef && live.claimRef->uid == e.claimUid) {
+        applied(std::move(live));
+        return;
+      }
+    }
+  } catch (const std::exception& ex) {
+    if (e.kind == Kind::kClaim) {
+      log::warn("bind undo: claim may be left bound",
+                {{"claim", objectKey(e.ns, e.name)}, {"error", ex.what()}});
+    } else {
+      log::warn("bind undo: device may be left bound", {{"device", e.name}, {"error", ex.what()}});
+    }
+  }
+  entries_.pop_back();
+}
+
+uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index) {
+  readBack(api);
+  uint64_t writes = 0;
+  std::set<std::string> kept;
+  for (const auto& e : entries_) {
+    if (e.kind == Kind::kReuse) {
+      kept.insert(e.claimUid);
+    }
+  }
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if (it->kind != Kind::kClaim || !it->confirmed) {
+      continue;
+    }
+    const ExtendedResourceClaim& c = *it->claim;
+    try {
+      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns, markClaimPending(c).toJson());
+      ++writes;
+    } catch (const std::exception& ex) {
+      kept.insert(c.meta.uid);
+      log::warn("bind undo: claim left bound with its devices",
+                {{"claim", objectKey(c.meta.ns, c.meta.name)}, {"error", ex.what()}});
+    }
+  }
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if (it->kind != Kind::kDevice || !it->confirmed) {
+      continue;
+    }
+    const ExtendedResource& d = *it->device;
+    if (d.claimRef && kept.count(d.claimRef->uid) != 0) {
+      continue;
+    }
+    try {
+      auto restored = ExtendedResource::fromJson(
+          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}).toJson()));
+      ++writes;
+      index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
+    } catch (const std::exception& ex) {
+      log::warn("bind undo: device left bound", {{"device", d.meta.name}, {"error", ex.what()}});
+    }
+  }
+  return writes;
+}
+
+}  // namespace ker

@@ -1,0 +1,152 @@
+#include "scheduler/bind_journal.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiClient;
+using Verb = FakeApiClient::Verb;
+
+// Records the status writes in order, as "<plural>/<name>".
+class RecordingApi : public FakeApiClient {
+ public:
+  std::vector<std::string> statusWrites;
+  json updateStatus(const Resource& res, const std::string& ns, const json& obj) override {
+    statusWrites.push_back(res.plural + "/" + obj["metadata"]["name"].get<std::string>());
+    return FakeApiClient::updateStatus(res, ns, obj);
+  }
+};
+
+class BindJournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const std::string name : {"d0", "d1"}) {
+      api_.seed(resources::kExtendedResources, {{"apiVersion", kApiVersion},
+                                                {"kind", "ExtendedResource"},
+                                                {"metadata", {{"name", name}}},
+                                                {"spec", {{"rawResourceName", "nvidia.com/gpu"}}}});
+    }
+    for (const std::string name : {"c1", "c2"}) {
+      api_.seed(resources::kExtendedResourceClaims,
+                {{"apiVersion", kApiVersion},
+                 {"kind", "ExtendedResourceClaim"},
+                 {"metadata", {{"name", name}, {"namespace", "default"}}},
+                 {"spec", {{"rawResourceName", "nvidia.com/gpu"}}}});
+    }
+  }
+
+  ExtendedResource device(const std::string& name) {
+    return ExtendedResource::fromJson(*api_.peek(resources::kExtendedResources, "", name));
+  }
+  ExtendedResourceClaim claim(const std::string& name) {
+    return ExtendedResourceClaim::fromJson(
+        *api_.peek(resources::kExtendedResourceClaims, "default", name));
+  }
+  // The device given to the claim, as the API stored it.
+  ExtendedResource bindDevice(const std::string& name, const std::string& claimName) {
+    const auto c = claim(claimName);
+    return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
+        resources::kExtendedResources, "",
+        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}).toJson()));
+  }
+  // The claim bound to pod p with devices, as the API stored it.
+  ExtendedResourceClaim bindClaim(const std::string& name, std::vector<std::string> devices) {
+    auto c = claim(name);
+    c.phase = ClaimPhase::kBound;
+    c.allocated = std::move(devices);
+    c.podRef = PodRef{"p", "uid-p"};
+    return ExtendedResourceClaim::fromJson(api_.FakeApiClient::updateStatus(
+        resources::kExtendedResourceClaims, "default", c.toJson()));
+  }
+
+  RecordingApi api_;
+  DeviceIndex index_;
+  BindJournal journal_{"uid-p"};
+};
+
+TEST_F(BindJournalTest, UndoPutsBackEveryClaimThenEveryDeviceNewestFirst) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  journal_.applied(bindDevice("d0", "c1"));
+  journal_.claimSent(claim("c1"), {"d0"});
+  journal_.applied(bindClaim("c1", {"d0"}));
+  journal_.deviceSent("d1", claim("c2").meta.uid);
+  journal_.applied(bindDevice("d1", "c2"));
+  journal_.claimSent(claim("c2"), {"d1"});
+  journal_.applied(bindClaim("c2", {"d1"}));
+  EXPECT_EQ(journal_.devices().size(), 2u);
+
+  EXPECT_EQ(journal_.undo(api_, index_), 4u);
+  EXPECT_EQ(api_.statusWrites,
+            (std::vector<std::string>{"extendedresourceclaims/c2", "extendedresourceclaims/c1",
+                                      "extendedresources/d1", "extendedresources/d0"}));
+  for (const std::string name : {"c1", "c2"}) {
+    EXPECT_EQ(claim(name).phase, ClaimPhase::kPending) << name;
+    EXPECT_FALSE(claim(name).podRef) << name;
+  }
+  for (const std::string name : {"d0", "d1"}) {
+    EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
+    ASSERT_TRUE(index_.get(name)) << name;
+    EXPECT_EQ(index_.get(name)->phase, DevicePhase::kAvailable) << name;
+  }
+}
+
+// A write with no answer may have landed: the undo reads it back and puts it back if it did.
+TEST_F(BindJournalTest, AnUnconfirmedWriteIsReadBackAndUndoneOnlyIfItLanded) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  bindDevice("d0", "c1");  // applied, the reply lost
+  EXPECT_TRUE(journal_.devices().empty());
+  EXPECT_EQ(journal_.undo(api_, index_), 1u);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
+
+  BindJournal notLanded("uid-p");
+  notLanded.claimSent(claim("c2"), {"d1"});
+  const int gets = api_.calls(Verb::kGet);
+  EXPECT_EQ(notLanded.undo(api_, index_), 0u);
+  EXPECT_EQ(api_.calls(Verb::kGet), gets + 1);
+}
+
+TEST_F(BindJournalTest, ARefusedWriteIsForgotten) {
+  journal_.claimSent(claim("c1"), {"d0"});
+  journal_.refused();
+  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(api_.calls(Verb::kGet), 0);
+  EXPECT_TRUE(api_.statusWrites.empty());
+}
+
+// A claim reused, its rewrite unanswered, keeps the device bound to it again.
+TEST_F(BindJournalTest, AReusedClaimKeepsItsDevices) {
+  bindClaim("c1", {"d0"});
+  journal_.rebound(bindDevice("d0", "c1"));
+  journal_.reuseSent(claim("c1").meta.uid);
+  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
+  EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
+}
+
+// Another call rewrote the claim after this attempt bound it: the claim's undo conflicts, and
+// its device stays with it.
+TEST_F(BindJournalTest, AClaimThatCannotBePutBackKeepsItsDevices) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  journal_.applied(bindDevice("d0", "c1"));
+  journal_.claimSent(claim("c1"), {"d0"});
+  journal_.applied(bindClaim("c1", {"d0"}));
+  auto rewritten = claim("c1");
+  rewritten.bindRewrites = 1;
+  api_.FakeApiClient::updateStatus(resources::kExtendedResourceClaims, "default",
+                                   rewritten.toJson());
+
+  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
+}
+
+}  // namespace
+}  // namespace ker
