@@ -21,6 +21,7 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
 ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
   device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
   device.claimRef = std::move(ref);
+  device.releasedFrom.reset();
   device.reason.clear();
   device.message.clear();
   return device;
