@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/api_error.h"
+#include "common/event_recorder.h"
 #include "common/http_server.h"
 #include "common/informer.h"
 #include "common/logging.h"
@@ -11,6 +12,7 @@
 #include "scheduler/claim_lookup.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
+#include "scheduler/preemption_worker.h"
 
 namespace ker {
 
@@ -52,6 +54,11 @@ struct ExtenderApp::Impl {
         // filter held for it is let go at once rather than when the hold expires.
         unboundPods(api, resources::kPods,
                     {.name = "unbound pods", .fieldSelector = "spec.nodeName="}),
+        // Bound pods, for the priorities of the pods holding claims (preemption only).
+        boundPods(api, resources::kPods,
+                  {.name = "bound pods", .fieldSelector = "spec.nodeName!="}),
+        events(api, {.component = "extended-resource-scheduler"}),
+        preemptionWorker(api, events, {}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {
@@ -86,6 +93,20 @@ struct ExtenderApp::Impl {
               index.setClaimHolds(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
             },
     });
+    if (config.preemption) {
+      extender.enablePreemption({
+          .pods = [this](const std::string& key) { return boundPods.get(key); },
+          .submit =
+              [this](PreemptionOrder order) { return preemptionWorker.submit(std::move(order)); },
+      });
+      registry.counterFunc(
+          "extended_resource_scheduler_preemptions_total",
+          "Preemptions decided by the filter: victims handed to the worker.",
+          [this] { return static_cast<double>(extender.stats().preemptions.load()); });
+      registry.gaugeFunc("extended_resource_scheduler_nominations",
+                         "Pods whose preemption keeps devices for them.",
+                         [this] { return static_cast<double>(index.nominationCount()); });
+    }
     unboundPods.addHandlers({
         .onUpdate =
             [this](const auto&, const auto& p) {
@@ -165,6 +186,9 @@ struct ExtenderApp::Impl {
   Informer<ExtendedResourceClaim> claims;
   Informer<Node> nodes;
   Informer<Pod> unboundPods;
+  Informer<Pod> boundPods;
+  EventRecorder events;
+  PreemptionWorker preemptionWorker;
   Binder binder;
   Extender extender;
   ExtenderHandlers handlers;
@@ -184,6 +208,11 @@ void ExtenderApp::start() {
   impl_->claims.start();
   impl_->nodes.start();
   impl_->unboundPods.start();
+  if (impl_->config.preemption) {
+    impl_->boundPods.start();
+    impl_->events.start();
+    impl_->preemptionWorker.start();
+  }
   impl_->main->start();
   if (impl_->health) {
     impl_->health->start();
@@ -205,6 +234,9 @@ void ExtenderApp::stop() {
   impl_->claims.stop();
   impl_->nodes.stop();
   impl_->unboundPods.stop();
+  impl_->preemptionWorker.stop();
+  impl_->events.stop();
+  impl_->boundPods.stop();
 }
 
 bool ExtenderApp::ready() const {

@@ -26,6 +26,9 @@ struct ExtenderConfig {
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
   std::string requiredPlugin = "extended-resource-node-agent";       // see BinderOptions
   size_t threads = 16;
+  // A pod that fits no node because lower-priority pods hold its matching devices preempts
+  // them (see docs/preemption.md); needs a watch of bound pods, for the holders' priorities.
+  bool preemption = true;
 };
 
 // The running extender: caches of devices, claims and nodes fed by watches, the decision
