@@ -6,6 +6,7 @@
 #include <climits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/event_recorder.h"
 #include "common/resource.h"
@@ -218,6 +219,58 @@ TEST(PreemptionWorkerTest, MarksAndDeletesTheVictimByUidAndLeavesOthersAlone) {
   EXPECT_EQ(c["status"], "True");
   EXPECT_EQ(c["reason"], "PreemptionByScheduler");
   EXPECT_EQ(preemptedMessage(order), "Preempted by pod uid-high on node n1");
+}
+
+TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecordsTheEvents) {
+  testing::FakeApiClient api;
+  const json p = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", "low"}, {"namespace", "default"}}},
+                  {"spec", {{"nodeName", "n1"}}}};
+  const std::string uid = api.seed(resources::kPods, p)["metadata"]["uid"];
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  events.start();
+  PreemptionWorker worker(api, events, {.queueSize = 1});
+  PreemptionOrder order{.preemptorUid = "uid-high",
+                        .preemptorNs = "default",
+                        .preemptorName = "high",
+                        .node = "n1",
+                        .victims = {{.uid = uid, .ns = "default", .name = "low"}}};
+  // Not started: the queue takes one order, then refuses.
+  ASSERT_TRUE(worker.submit(order));
+  EXPECT_FALSE(worker.submit(order));
+  worker.start();
+  ASSERT_TRUE(worker.drain(std::chrono::seconds(5)));
+  EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
+  ASSERT_TRUE(events.flush(std::chrono::seconds(5)));
+  std::multiset<std::string> reasons;
+  const json list = api.list(resources::kEvents, "default", {});
+  for (const auto& e : list["items"]) {
+    reasons.insert(e.value("reason", "") + "/" + e["involvedObject"].value("name", ""));
+  }
+  EXPECT_EQ(reasons, (std::multiset<std::string>{"Preempted/low", "Preempting/high"}));
+  worker.stop();
+  EXPECT_FALSE(worker.submit(order));
+}
+
+TEST(PodPriority, ReadFromTheSpecWithKubernetesDefaults) {
+  const Pod plain = Pod::fromJson({{"metadata", {{"name", "a"}}}, {"spec", json::object()}});
+  EXPECT_EQ(plain.priority, 0);
+  EXPECT_FALSE(plain.preemptNever);
+  EXPECT_EQ(plain.gracePeriodSeconds, 30);
+  const Pod set = Pod::fromJson(
+      {{"metadata", {{"name", "a"}}},
+       {"spec",
+        {{"priority", -5}, {"preemptionPolicy", "Never"}, {"terminationGracePeriodSeconds", 7}}}});
+  EXPECT_EQ(set.priority, -5);
+  EXPECT_TRUE(set.preemptNever);
+  EXPECT_EQ(set.gracePeriodSeconds, 7);
+  const Pod huge = Pod::fromJson(
+      {{"metadata", {{"name", "a"}}},
+       {"spec", {{"priority", int64_t{1} << 40}, {"preemptionPolicy", "PreemptLowerPriority"}}}});
+  EXPECT_EQ(huge.priority, INT32_MAX);
+  EXPECT_FALSE(huge.preemptNever);
+  EXPECT_EQ(huge.invalid, "");
 }
 
 // The filter end to end: node n0's two k80s are held by pods of priority 10.
