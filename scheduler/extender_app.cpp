@@ -41,6 +41,11 @@ HttpServerOptions serverOptions(const std::string& address, int port, const Exte
   return o;
 }
 
+std::string boundPodsSelector(const std::string& schedulerName) {
+  return schedulerName.empty() ? "spec.nodeName!="
+                               : "spec.nodeName!=,spec.schedulerName=" + schedulerName;
+}
+
 }  // namespace
 
 struct ExtenderApp::Impl {
@@ -54,11 +59,15 @@ struct ExtenderApp::Impl {
         // filter held for it is let go at once rather than when the hold expires.
         unboundPods(api, resources::kPods,
                     {.name = "unbound pods", .fieldSelector = "spec.nodeName="}),
-        // Bound pods, for the priorities of the pods holding claims (preemption only).
+        // Bound pods of this profile, for the priorities of the pods holding claims (preemption
+        // only): the extender binds only pods of its profile, so no other pod holds a claim.
         boundPods(api, resources::kPods,
-                  {.name = "bound pods", .fieldSelector = "spec.nodeName!="}),
+                  {.name = "bound pods", .fieldSelector = boundPodsSelector(config.schedulerName)}),
         events(api, {.component = "extended-resource-scheduler"}),
-        preemptionWorker(api, events, {}),
+        preemptionWorker(api, events,
+                         {.schedulerName = config.schedulerName.empty()
+                                               ? std::string("extended-resource-scheduler")
+                                               : config.schedulerName}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {
