@@ -175,6 +175,14 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   if (args.pod.preemptNever) {
     return;
   }
+  if (preemption_->lowestPriority) {
+    // Nobody bound is of lower priority (the usual case without PriorityClasses): nothing to
+    // plan, and the reply stays as it is.
+    if (const auto lowest = preemption_->lowestPriority();
+        !lowest || *lowest >= args.pod.priority) {
+      return;
+    }
+  }
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
     resources.insert(c->rawResourceName);

@@ -35,6 +35,9 @@ struct ExtenderStats {
 struct PreemptionHooks {
   HolderPodLookup pods;
   std::function<bool(PreemptionOrder)> submit;
+  // The lowest priority of the bound pods known (PriorityFloor::lowest); unset: not known,
+  // planning is never skipped for it.
+  std::function<std::optional<int32_t>()> lowestPriority;
 };
 
 // The extender's three verbs over the in-memory state; no HTTP here.

@@ -107,6 +107,13 @@ struct ExtenderApp::Impl {
           .pods = [this](const std::string& key) { return boundPods.get(key); },
           .submit =
               [this](PreemptionOrder order) { return preemptionWorker.submit(std::move(order)); },
+          .lowestPriority = [this] { return priorityFloor.lowest(); },
+      });
+      boundPods.addHandlers({
+          .onAdd = [this](const auto& p) { priorityFloor.set(p->meta.uid, p->priority); },
+          .onUpdate = [this](const auto&,
+                             const auto& p) { priorityFloor.set(p->meta.uid, p->priority); },
+          .onDelete = [this](const auto& p) { priorityFloor.erase(p->meta.uid); },
       });
       registry.counterFunc(
           "extended_resource_scheduler_preemptions_total",
@@ -196,6 +203,7 @@ struct ExtenderApp::Impl {
   Informer<Node> nodes;
   Informer<Pod> unboundPods;
   Informer<Pod> boundPods;
+  PriorityFloor priorityFloor;
   EventRecorder events;
   PreemptionWorker preemptionWorker;
   Binder binder;

@@ -117,6 +117,35 @@ std::chrono::seconds nominationTtl(const std::vector<PreemptionVictim>& victims)
   return std::chrono::seconds(grace) + kNominationMargin;
 }
 
+void PriorityFloor::set(const std::string& podUid, int32_t priority) {
+  std::lock_guard lock(mu_);
+  auto [it, added] = byPod_.try_emplace(podUid, priority);
+  if (!added) {
+    if (it->second == priority) {
+      return;
+    }
+    priorities_.erase(priorities_.find(it->second));
+    it->second = priority;
+  }
+  priorities_.insert(priority);
+}
+
+void PriorityFloor::erase(const std::string& podUid) {
+  std::lock_guard lock(mu_);
+  if (auto it = byPod_.find(podUid); it != byPod_.end()) {
+    priorities_.erase(priorities_.find(it->second));
+    byPod_.erase(it);
+  }
+}
+
+std::optional<int32_t> PriorityFloor::lowest() const {
+  std::lock_guard lock(mu_);
+  if (priorities_.empty()) {
+    return std::nullopt;
+  }
+  return *priorities_.begin();
+}
+
 std::string waitingMessage(size_t victims, const std::string& node) {
   return "waiting for " + std::to_string(victims) + " lower-priority pod" +
          (victims == 1 ? "" : "s") + " preempted on node " + node + " to release devices";

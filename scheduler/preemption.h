@@ -5,8 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/objects.h"
@@ -84,6 +87,21 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
 // controller to release their claims and kube-scheduler to try the pod again.
 static constexpr std::chrono::seconds kNominationMargin{60};
 std::chrono::seconds nominationTtl(const std::vector<PreemptionVictim>& victims);
+
+// The lowest priority among the bound pods the extender knows, kept by the bound-pod watch:
+// a pod whose priority is not above it has no one to preempt, and its filter skips planning.
+// Thread-safe.
+class PriorityFloor {
+ public:
+  void set(const std::string& podUid, int32_t priority);
+  void erase(const std::string& podUid);
+  std::optional<int32_t> lowest() const;  // nullopt: no bound pod known
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, int32_t> byPod_;
+  std::multiset<int32_t> priorities_;
+};
 
 // The filter's message for a node the preemptor waits on.
 std::string waitingMessage(size_t victims, const std::string& node);

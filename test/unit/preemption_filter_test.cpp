@@ -253,6 +253,24 @@ TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecords
   EXPECT_FALSE(worker.submit(order));
 }
 
+TEST(PriorityFloorTest, TracksTheLowestPriorityOfThePodsItWasGiven) {
+  PriorityFloor floor;
+  EXPECT_FALSE(floor.lowest());
+  floor.set("a", 10);
+  floor.set("b", 10);
+  floor.set("c", 50);
+  EXPECT_EQ(floor.lowest(), 10);
+  floor.erase("a");
+  EXPECT_EQ(floor.lowest(), 10);
+  floor.set("b", 70);  // updated
+  EXPECT_EQ(floor.lowest(), 50);
+  floor.erase("c");
+  floor.erase("unknown");
+  EXPECT_EQ(floor.lowest(), 70);
+  floor.erase("b");
+  EXPECT_FALSE(floor.lowest());
+}
+
 TEST(PodPriority, ReadFromTheSpecWithKubernetesDefaults) {
   const Pod plain = Pod::fromJson({{"metadata", {{"name", "a"}}}, {"spec", json::object()}});
   EXPECT_EQ(plain.priority, 0);
@@ -296,7 +314,8 @@ class PreemptionFilterTest : public ::testing::Test {
                                     [this](PreemptionOrder order) {
                                       orders_.push_back(std::move(order));
                                       return true;
-                                    }});
+                                    },
+                                .lowestPriority = [this] { return floor_.lowest(); }});
   }
   void addPod(const std::string& name, int32_t priority) {
     Pod p;
@@ -304,6 +323,7 @@ class PreemptionFilterTest : public ::testing::Test {
     p.nodeName = "n0";
     p.priority = priority;
     pods_["default/" + name] = std::make_shared<const Pod>(p);
+    floor_.set(p.meta.uid, priority);
   }
   FilterReply filter(const std::string& pod, int32_t priority, bool never = false) {
     if (!claims_.contains("default/" + pod + "-erc")) {
@@ -330,6 +350,7 @@ class PreemptionFilterTest : public ::testing::Test {
     index_.setClaimHolds("default/" + holder + "-erc", "nvidia.com/gpu", {});
     index_.upsert(ptr(device("n0-" + holder, "n0", {{"type", "k80"}})));
     pods_.erase("default/" + holder);
+    floor_.erase("uid-" + holder);
   }
 
   std::string body_;
@@ -337,6 +358,7 @@ class PreemptionFilterTest : public ::testing::Test {
   std::map<std::string, ClaimPtr> claims_;
   std::map<std::string, PodPtr> pods_;
   std::vector<PreemptionOrder> orders_;
+  PriorityFloor floor_;
   DeviceIndex index_;
   testing::FakeApiClient api_;
   Binder binder_{api_, index_,
@@ -421,6 +443,7 @@ TEST_F(PreemptionFilterTest, APodWhosePolicyIsNeverPreemptsNobody) {
 
 TEST_F(PreemptionFilterTest, UnknownHolderPodsAreNeverVictims) {
   pods_.clear();
+  floor_.set("uid-elsewhere", 0);  // some lower pod is bound, not these holders
   FilterReply reply = filter("high", 100);
   EXPECT_TRUE(orders_.empty());
   EXPECT_TRUE(reply.passing.empty());
