@@ -664,6 +664,20 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
     if (const json* spec = objectMember(obj, "spec", "spec")) {
       pod.nodeName = stringMember(*spec, "nodeName", "spec.nodeName");
       pod.schedulerName = stringMember(*spec, "schedulerName", "spec.schedulerName");
+      // Read leniently: a pod the API server accepted has them right, and a decision that
+      // needs them falls back to the defaults rather than refusing the pod.
+      if (const json* v = member(*spec, "priority"); v && v->is_number_integer()) {
+        pod.priority = static_cast<int32_t>(
+            std::clamp<int64_t>(v->get<int64_t>(), std::numeric_limits<int32_t>::min(),
+                                std::numeric_limits<int32_t>::max()));
+      }
+      if (const json* v = member(*spec, "preemptionPolicy"); v && v->is_string()) {
+        pod.preemptNever = v->get<std::string>() == "Never";
+      }
+      if (const json* v = member(*spec, "terminationGracePeriodSeconds");
+          v && v->is_number_integer()) {
+        pod.gracePeriodSeconds = std::max<int64_t>(0, v->get<int64_t>());
+      }
     }
   });
   p.check([&] {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -159,9 +160,12 @@ struct ExtendedResourceClaim {
 
 struct Pod {
   ObjectMeta meta;
-  std::string nodeName;       // spec.nodeName
-  std::string schedulerName;  // spec.schedulerName
-  std::string phase;          // status.phase
+  std::string nodeName;             // spec.nodeName
+  std::string schedulerName;        // spec.schedulerName
+  std::string phase;                // status.phase
+  int32_t priority = 0;             // spec.priority, 0 when absent (as kube-scheduler reads it)
+  bool preemptNever = false;        // spec.preemptionPolicy is Never
+  int64_t gracePeriodSeconds = 30;  // spec.terminationGracePeriodSeconds, 30 when absent
   // Claim names from the claims annotation, trimmed, de-duplicated, in order.
   std::vector<std::string> claims;
   std::string invalid;  // e.g. a garbled claims annotation

@@ -175,7 +175,8 @@ void DeviceIndex::upsert(DevicePtr device) {
   if (device->phase != DevicePhase::kAvailable) {
     // The write a reservation stood in for is now visible.
     std::lock_guard lock(reservationsMu_);
-    if (auto it = reservations_.find(device->meta.name); it != reservations_.end()) {
+    if (auto it = reservations_.find(device->meta.name);
+        it != reservations_.end() && !it->second.nominated) {
       dropReservation(it);
     }
   }
@@ -379,9 +380,10 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
       return false;
     }
   }
-  // The bind decides now: whatever the filter held for the pod, here or on another node,
-  // gives way to what the bind takes.
+  // The bind decides now: whatever the filter held or a preemption nominated for the pod,
+  // here or on another node, gives way to what the bind takes.
   dropHoldLocked(podUid);
+  dropNominationLocked(podUid);
   for (const auto& name : names) {
     if (auto it = reservations_.find(name); it != reservations_.end()) {
       dropReservation(it);
@@ -395,6 +397,7 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
 void DeviceIndex::unreserve(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
   holds_.erase(podUid);
+  nominations_.erase(podUid);
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     auto next = std::next(it);
     if (it->second.podUid == podUid) {
@@ -427,7 +430,7 @@ bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::strin
   for (const auto& name : names) {
     auto it = reservations_.find(name);
     if (it != reservations_.end() && !it->second.held && it->second.expires > now) {
-      continue;  // the pod's own bind reservation: stronger than a hold
+      continue;  // the pod's own bind reservation or nomination: stronger than a hold
     }
     if (it != reservations_.end()) {
       dropReservation(it);  // expired
@@ -465,6 +468,116 @@ void DeviceIndex::holdReserved(const std::string& nodeName, const std::string& p
   if (!hold.names.empty()) {
     holds_[podUid] = std::move(hold);
   }
+}
+
+void DeviceIndex::dropNominationLocked(const std::string& podUid) {
+  auto n = nominations_.find(podUid);
+  if (n == nominations_.end()) {
+    return;
+  }
+  for (const auto& name : n->second.names) {
+    if (auto it = reservations_.find(name);
+        it != reservations_.end() && it->second.nominated && it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+  }
+  nominations_.erase(n);
+  reservationCount_ = reservations_.size();
+}
+
+bool DeviceIndex::nominate(const std::string& nodeName, const std::vector<std::string>& names,
+                           const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
+  std::shared_lock devices(mu_);
+  std::lock_guard lock(reservationsMu_);
+  for (auto n = nominations_.begin(); n != nominations_.end();) {
+    auto next = std::next(n);
+    if (n->second.expires <= now) {
+      dropNominationLocked(n->first);
+    }
+    n = next;
+  }
+  for (const auto& name : names) {
+    if (reservedByOther(name, podUid, now)) {
+      return false;
+    }
+  }
+  dropNominationLocked(podUid);
+  const auto expires = now + ttl;
+  for (const auto& name : names) {
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      // The pod's own hold or an expired entry: the nomination takes the device over.
+      if (it->second.held) {
+        if (auto h = holds_.find(podUid); h != holds_.end()) {
+          std::erase(h->second.names, name);
+        }
+      }
+      dropReservation(it);
+    }
+    addReservation(name, podUid, expires, false);
+    reservations_.find(name)->second.nominated = true;
+  }
+  nominations_[podUid] = Hold{nodeName, names, expires};
+  reservationCount_ = reservations_.size();
+  return true;
+}
+
+std::string DeviceIndex::nominatedNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(reservationsMu_);
+  auto n = nominations_.find(podUid);
+  return n == nominations_.end() || n->second.expires <= now ? std::string() : n->second.node;
+}
+
+void DeviceIndex::dropNomination(const std::string& podUid) {
+  std::lock_guard lock(reservationsMu_);
+  dropNominationLocked(podUid);
+}
+
+size_t DeviceIndex::nominationCount() const {
+  std::lock_guard lock(reservationsMu_);
+  return nominations_.size();
+}
+
+std::vector<DevicePtr> DeviceIndex::reachable(
+    const std::string& rawResourceName, const std::string& nodeName,
+    const std::map<std::string, std::string>& nodeLabels) const {
+  std::vector<DevicePtr> out;
+  std::shared_lock lock(mu_);
+  auto res = resources_.find(rawResourceName);
+  if (res == resources_.end()) {
+    return out;
+  }
+  auto consider = [&](const Entry& e) {
+    if (e.pinnedOnly || matches(e.device->nodeAffinity, nodeName, nodeLabels)) {
+      out.push_back(e.device);
+    }
+  };
+  if (uint32_t slot = nodes_.find(nodeName); slot < res->second.pinned.size()) {
+    for (const auto& e : res->second.pinned[slot]) {
+      consider(e);
+    }
+  }
+  for (const auto& [name, e] : res->second.floating) {
+    consider(e);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> DeviceIndex::claimsHolding(
+    const std::string& rawResourceName, const std::set<std::string>& names) const {
+  std::map<std::string, std::vector<std::string>> out;
+  std::shared_lock lock(mu_);
+  for (const auto& [key, holds] : claimHolds_) {
+    if (holds.rawResourceName != rawResourceName) {
+      continue;
+    }
+    for (const auto& name : holds.names) {
+      if (names.contains(name)) {
+        out[key] = holds.names;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 size_t DeviceIndex::holdCount() const {

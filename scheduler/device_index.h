@@ -141,12 +141,36 @@ class DeviceIndex {
   static constexpr std::chrono::seconds kHoldTtl{15};
   size_t holdCount() const;
 
+  // Nominations: the devices a preemption frees, kept for the preemptor while its victims
+  // terminate and their claims are released. Unlike a hold, a nomination outlives the
+  // device being seen Bound (to the victim's claim) and then Available again: only the
+  // preemptor's own filter and bind may count on the device until the preemptor's bind
+  // reserves (any bind of it), dropNomination(), unreserve(), or `now + ttl`. All or none:
+  // false when any device is reserved, held or nominated for another pod. A pod is nominated
+  // on one node at a time; a new nomination replaces its earlier one.
+  bool nominate(const std::string& nodeName, const std::vector<std::string>& names,
+                const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  // The node of the pod's unexpired nomination, "" when it has none.
+  std::string nominatedNode(const std::string& podUid, Clock::time_point now) const;
+  void dropNomination(const std::string& podUid);
+  size_t nominationCount() const;
+
+  // Every device of rawResourceName that the node reaches, whatever its state (valid or not,
+  // free or not), in name order for devices placed by name.
+  std::vector<DevicePtr> reachable(const std::string& rawResourceName, const std::string& nodeName,
+                                   const std::map<std::string, std::string>& nodeLabels) const;
+  // The Bound or Lost claims (setClaimHolds) holding any of `names` of rawResourceName: claim
+  // key -> every device name it holds, in key order.
+  std::map<std::string, std::vector<std::string>> claimsHolding(
+      const std::string& rawResourceName, const std::set<std::string>& names) const;
+
  private:
   struct Reservation {
     std::string podUid;
     Clock::time_point expires;
     std::vector<std::string> nodes;  // the device's pinned nodes when it was reserved
     bool held = false;               // a filter's hold rather than a bind's reservation
+    bool nominated = false;          // a preemption's nomination: survives the device's phase
   };
   struct Hold {
     std::string node;
@@ -195,6 +219,8 @@ class DeviceIndex {
   void dropReservation(std::unordered_map<std::string, Reservation>::iterator it);
   // Ends the pod's hold and the reservations it still has; reservationsMu_ held.
   void dropHoldLocked(const std::string& podUid);
+  // Ends the pod's nomination; reservationsMu_ held.
+  void dropNominationLocked(const std::string& podUid);
   // Adds a reservation of the device for the pod; mu_ (shared) and reservationsMu_ held.
   void addReservation(const std::string& name, const std::string& podUid, Clock::time_point expires,
                       bool held);
@@ -233,6 +259,7 @@ class DeviceIndex {
   mutable std::mutex reservationsMu_;
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
   std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
+  std::unordered_map<std::string, Hold> nominations_;          // pod UID -> its nomination
   // Reservations per pinned node: a bind in flight sends only its own nodes down the
   // device-by-device path, where reservations are checked; the other nodes keep using their
   // summaries. (A device whose affinity changes while reserved is counted on its old nodes

@@ -1,5 +1,10 @@
 #include "scheduler/extender.h"
 
+#include <algorithm>
+#include <set>
+
+#include "common/logging.h"
+
 namespace ker {
 
 Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
@@ -50,11 +55,13 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
     reply.passing.reserve(args.nodeNames.size());
     std::vector<size_t> fitting;
     std::vector<std::optional<size_t>> leftover;
+    std::vector<ptrdiff_t> failedIdx;  // parallel to reply.failed: the node's request index
     planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
       const std::string_view node = args.nodeNames[i];
       if (!plan) {
         reply.failed.emplace_back(
             node, "node " + std::string(node) + " is not yet known to the extender");
+        failedIdx.push_back(-1);
       } else if (plan->fits) {
         reply.passing.push_back(node);
         fitting.push_back(i);
@@ -63,10 +70,14 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
         reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
       } else {
         reply.failed.emplace_back(node, std::move(plan->message));
+        failedIdx.push_back(static_cast<ptrdiff_t>(i));
       }
     });
     if (!claims.pending.empty() && !reply.passing.empty()) {
       decide(args, claims, fitter.needsNodeLabels(), fitting, leftover, now, reply);
+    } else if (preemption_ && reply.passing.empty() && !reply.failed.empty() &&
+               !claims.pending.empty() && claims.boundToPod.empty() && !args.pod.meta.uid.empty()) {
+      preempt(args, claims, fitter.needsNodeLabels(), failedIdx, now, reply);
     }
   }
   stats_.nodesPassed += reply.passing.size();
@@ -139,6 +150,145 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
     }
   }
   // Nothing could be held: the nodes go back as they are, and the bind decides.
+}
+
+// kube-scheduler's own preemption never helps a node only the extender rejects (see
+// docs/preemption.md), so the extender preempts for devices itself, with the same matching as
+// the filter (planPreemption). Everything decided here is pure (decidePreemption); the
+// deletions happen on the worker, out of the request path. The node stays failed: the pod does
+// not fit yet. The victims' deletions and their claims' release requeue it, and its next
+// filter finds the nominated devices free for it alone.
+void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
+                       const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now,
+                       FilterReply& reply) {
+  const std::string& uid = args.pod.meta.uid;
+  if (const std::string node = index_.nominatedNode(uid, now); !node.empty()) {
+    // Its victims are on their way out: no second set is chosen meanwhile.
+    for (auto& [name, message] : reply.failed) {
+      if (name == node) {
+        message = "waiting for the lower-priority pods preempted on node " + node +
+                  " to release devices; " + message;
+      }
+    }
+    return;
+  }
+  if (args.pod.preemptNever) {
+    return;
+  }
+  if (preemption_->lowestPriority) {
+    // Nobody bound is of lower priority (the usual case without PriorityClasses): nothing to
+    // plan, and the reply stays as it is.
+    if (const auto lowest = preemption_->lowestPriority();
+        !lowest || *lowest >= args.pod.priority) {
+      return;
+    }
+  }
+  std::set<std::string> resources;
+  for (const auto& c : claims.pending) {
+    resources.insert(c->rawResourceName);
+  }
+  // The candidates' devices, then who holds them, one claim scan per resource.
+  std::vector<PreemptionCandidate> candidates;
+  std::vector<size_t> replyIndex;  // candidate -> its entry in reply.failed
+  std::map<std::string, std::set<std::string>> namesByResource;
+  std::vector<std::map<std::string, std::vector<std::string>>> deviceNames;  // per candidate
+  for (size_t f = 0; f < reply.failed.size() && candidates.size() < kMaxPreemptionNodes; ++f) {
+    if (failedIdx[f] < 0) {
+      continue;
+    }
+    const auto i = static_cast<size_t>(failedIdx[f]);
+    PreemptionCandidate c;
+    c.node = std::string(args.nodeNames[i]);
+    if (needsNodeLabels) {
+      if (args.hasNodeList) {
+        c.labels = args.nodeLabels(i);
+      } else if (auto cached = nodes_(c.node)) {
+        c.labels = cached->meta.labels;
+      }
+    }
+    std::map<std::string, std::vector<std::string>> names;
+    for (const auto& res : resources) {
+      for (auto& d : index_.reachable(res, c.node, c.labels)) {
+        names[res].push_back(d->meta.name);
+        namesByResource[res].insert(d->meta.name);
+        c.devices.push_back(std::move(d));
+      }
+    }
+    candidates.push_back(std::move(c));
+    deviceNames.push_back(std::move(names));
+    replyIndex.push_back(f);
+  }
+  bool lower = false;
+  for (const auto& [res, all] : namesByResource) {
+    const auto held = index_.claimsHolding(res, all);
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      auto mine = deviceNames[k].find(res);
+      if (mine == deviceNames[k].end()) {
+        continue;
+      }
+      const std::set<std::string> here(mine->second.begin(), mine->second.end());
+      std::map<std::string, std::vector<std::string>> heldHere;
+      for (const auto& [key, devices] : held) {
+        if (std::any_of(devices.begin(), devices.end(),
+                        [&](const std::string& d) { return here.contains(d); })) {
+          heldHere.emplace(key, devices);
+        }
+      }
+      addHolders(res, heldHere, claims_, preemption_->pods, uid, candidates[k].holders);
+      lower = lower || anyLowerPriority(candidates[k].holders, args.pod.priority);
+    }
+  }
+  if (!lower) {
+    return;  // nobody to preempt anywhere: the answers stay as they are
+  }
+  PreemptionDecision decision = decidePreemption(claims, args.pod, candidates);
+  // Nodes where no victim set makes room: kube-scheduler's preemption cannot help there
+  // either (it cannot free devices), so they are answered as unresolvable.
+  std::vector<bool> unresolvable(reply.failed.size(), false);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    if (!decision.unresolvable[k].empty()) {
+      unresolvable[replyIndex[k]] = true;
+      auto& entry = reply.failed[replyIndex[k]];
+      entry.second += "; preemption cannot help: " + decision.unresolvable[k];
+    }
+  }
+  if (decision.order) {
+    PreemptionOrder& order = *decision.order;
+    const size_t victims = order.victims.size();
+    const std::string node = order.node;
+    const std::string pod = objectKey(args.pod.meta.ns, args.pod.meta.name);
+    if (!index_.nominate(node, order.devices, uid, now, order.ttl)) {
+      log::info("preemption deferred: the devices it would free are taken",
+                {{"pod", pod}, {"node", node}});
+    } else {
+      std::string names;
+      for (const auto& v : order.victims) {
+        names += (names.empty() ? "" : ",") + objectKey(v.ns, v.name);
+      }
+      log::info("preempting", {{"pod", pod},
+                               {"priority", args.pod.priority},
+                               {"node", node},
+                               {"victims", names},
+                               {"ttlSeconds", order.ttl.count()}});
+      if (preemption_->submit(std::move(order))) {
+        stats_.preemptions++;
+        for (auto& [name, message] : reply.failed) {
+          if (name == node) {
+            message = waitingMessage(victims, node) + "; " + message;
+          }
+        }
+      } else {
+        log::warn("preemption dropped: the worker's queue is full", {{"pod", pod}});
+        index_.dropNomination(uid);
+      }
+    }
+  }
+  std::vector<std::pair<std::string_view, std::string>> failed;
+  failed.reserve(reply.failed.size());
+  for (size_t f = 0; f < reply.failed.size(); ++f) {
+    (unresolvable[f] ? reply.failedUnresolvable : failed).push_back(std::move(reply.failed[f]));
+  }
+  reply.failed = std::move(failed);
 }
 
 std::vector<std::pair<std::string_view, int>> Extender::prioritize(const ExtenderArgs& args) {

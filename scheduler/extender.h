@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
 #include "scheduler/planner.h"
+#include "scheduler/preemption.h"
 
 namespace ker {
 
@@ -25,6 +27,17 @@ struct ExtenderStats {
   std::atomic<uint64_t> nodesPassed{0};
   std::atomic<uint64_t> nodesFailed{0};
   std::atomic<uint64_t> podsWithoutClaims{0};
+  std::atomic<uint64_t> preemptions{0};  // orders handed to the worker
+};
+
+// What the filter needs to preempt: the bound pods holding claims, and where orders go
+// (false: not taken, the nomination is dropped).
+struct PreemptionHooks {
+  HolderPodLookup pods;
+  std::function<bool(PreemptionOrder)> submit;
+  // The lowest priority of the bound pods known (PriorityFloor::lowest); unset: not known,
+  // planning is never skipped for it.
+  std::function<std::optional<int32_t>()> lowestPriority;
 };
 
 // The extender's three verbs over the in-memory state; no HTTP here.
@@ -44,8 +57,17 @@ class Extender {
   // Scores by node name; the names are views of args.nodeNames.
   std::vector<std::pair<std::string_view, int>> prioritize(const ExtenderArgs& args);
   std::string bind(const BindingArgs& args) { return binder_.bind(args); }
-  // The pod was deleted, or bound by anyone: what the filter held for it is let go.
-  void forgetPod(const std::string& podUid) { index_.dropHolds(podUid); }
+  // The pod was deleted, or bound by anyone: what the filter held or a preemption nominated
+  // for it is let go.
+  void forgetPod(const std::string& podUid) {
+    index_.dropHolds(podUid);
+    index_.dropNomination(podUid);
+  }
+  // From now on a pod that fits no node as devices stand may preempt lower-priority holders
+  // of its matching devices (see preempt()). Call before serving.
+  void enablePreemption(PreemptionHooks hooks) { preemption_ = std::move(hooks); }
+  // At most this many failed nodes are planned for preemption per filter.
+  static constexpr size_t kMaxPreemptionNodes = 256;
 
   const ExtenderStats& stats() const { return stats_; }
 
@@ -62,8 +84,18 @@ class Extender {
               const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
               FilterReply& reply);
 
+  // For a pod that fits none of the candidates: when it already waits for victims, the
+  // node's answer says so; otherwise, when some holder of its matching devices has a lower
+  // priority, plans each failed node (failedIdx: indexes into the request of reply.failed's
+  // entries, -1 for nodes not planned), picks one, nominates the devices there for the pod
+  // and hands the victims to the worker. Nodes where no victim set exists are answered as
+  // unresolvable, so kube-scheduler's own preemption does not try them either.
+  void preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
+               const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now, FilterReply& reply);
+
   DeviceIndex& index_;
   ClaimLookup claims_;
+  std::optional<PreemptionHooks> preemption_;
   CachedNode nodes_;
   Binder& binder_;
   ScoringStrategy scoring_;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/api_error.h"
+#include "common/event_recorder.h"
 #include "common/http_server.h"
 #include "common/informer.h"
 #include "common/logging.h"
@@ -11,6 +12,7 @@
 #include "scheduler/claim_lookup.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
+#include "scheduler/preemption_worker.h"
 
 namespace ker {
 
@@ -39,6 +41,11 @@ HttpServerOptions serverOptions(const std::string& address, int port, const Exte
   return o;
 }
 
+std::string boundPodsSelector(const std::string& schedulerName) {
+  return schedulerName.empty() ? "spec.nodeName!="
+                               : "spec.nodeName!=,spec.schedulerName=" + schedulerName;
+}
+
 }  // namespace
 
 struct ExtenderApp::Impl {
@@ -52,6 +59,15 @@ struct ExtenderApp::Impl {
         // filter held for it is let go at once rather than when the hold expires.
         unboundPods(api, resources::kPods,
                     {.name = "unbound pods", .fieldSelector = "spec.nodeName="}),
+        // Bound pods of this profile, for the priorities of the pods holding claims (preemption
+        // only): the extender binds only pods of its profile, so no other pod holds a claim.
+        boundPods(api, resources::kPods,
+                  {.name = "bound pods", .fieldSelector = boundPodsSelector(config.schedulerName)}),
+        events(api, {.component = "extended-resource-scheduler"}),
+        preemptionWorker(api, events,
+                         {.schedulerName = config.schedulerName.empty()
+                                               ? std::string("extended-resource-scheduler")
+                                               : config.schedulerName}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {
@@ -86,6 +102,27 @@ struct ExtenderApp::Impl {
               index.setClaimHolds(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
             },
     });
+    if (config.preemption) {
+      extender.enablePreemption({
+          .pods = [this](const std::string& key) { return boundPods.get(key); },
+          .submit =
+              [this](PreemptionOrder order) { return preemptionWorker.submit(std::move(order)); },
+          .lowestPriority = [this] { return priorityFloor.lowest(); },
+      });
+      boundPods.addHandlers({
+          .onAdd = [this](const auto& p) { priorityFloor.set(p->meta.uid, p->priority); },
+          .onUpdate = [this](const auto&,
+                             const auto& p) { priorityFloor.set(p->meta.uid, p->priority); },
+          .onDelete = [this](const auto& p) { priorityFloor.erase(p->meta.uid); },
+      });
+      registry.counterFunc(
+          "extended_resource_scheduler_preemptions_total",
+          "Preemptions decided by the filter: victims handed to the worker.",
+          [this] { return static_cast<double>(extender.stats().preemptions.load()); });
+      registry.gaugeFunc("extended_resource_scheduler_nominations",
+                         "Pods whose preemption keeps devices for them.",
+                         [this] { return static_cast<double>(index.nominationCount()); });
+    }
     unboundPods.addHandlers({
         .onUpdate =
             [this](const auto&, const auto& p) {
@@ -165,6 +202,10 @@ struct ExtenderApp::Impl {
   Informer<ExtendedResourceClaim> claims;
   Informer<Node> nodes;
   Informer<Pod> unboundPods;
+  Informer<Pod> boundPods;
+  PriorityFloor priorityFloor;
+  EventRecorder events;
+  PreemptionWorker preemptionWorker;
   Binder binder;
   Extender extender;
   ExtenderHandlers handlers;
@@ -184,6 +225,11 @@ void ExtenderApp::start() {
   impl_->claims.start();
   impl_->nodes.start();
   impl_->unboundPods.start();
+  if (impl_->config.preemption) {
+    impl_->boundPods.start();
+    impl_->events.start();
+    impl_->preemptionWorker.start();
+  }
   impl_->main->start();
   if (impl_->health) {
     impl_->health->start();
@@ -205,6 +251,9 @@ void ExtenderApp::stop() {
   impl_->claims.stop();
   impl_->nodes.stop();
   impl_->unboundPods.stop();
+  impl_->preemptionWorker.stop();
+  impl_->events.stop();
+  impl_->boundPods.stop();
 }
 
 bool ExtenderApp::ready() const {

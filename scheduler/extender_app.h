@@ -26,6 +26,12 @@ struct ExtenderConfig {
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
   std::string requiredPlugin = "extended-resource-node-agent";       // see BinderOptions
   size_t threads = 16;
+  // A pod that fits no node because lower-priority pods hold its matching devices preempts
+  // them (see docs/preemption.md); needs a watch of bound pods, for the holders' priorities.
+  bool preemption = true;
+  // The kube-scheduler profile whose pods claims are bound to: the bound pods watched for
+  // their priorities are those of this schedulerName ("" watches every bound pod).
+  std::string schedulerName = "extended-resource-scheduler";
 };
 
 // The running extender: caches of devices, claims and nodes fed by watches, the decision

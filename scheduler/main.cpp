@@ -43,6 +43,15 @@ int main(int argc, char** argv) {
       "node-agent-plugin", "extended-resource-node-agent",
       "the node agent's NRI plugin name, added to each bound pod's required-plugins annotation "
       "so its containers are refused while the agent is away (\"\": nodes without the agent)");
+  auto* preemption = flags.addBool(
+      "preemption", true,
+      "a pod that fits no node because pods of lower priority hold its matching devices "
+      "preempts them (deletes them and keeps the devices for it); needs list/watch/delete on "
+      "pods and patch on pods/status");
+  auto* schedulerName = flags.addString(
+      "scheduler-name", "extended-resource-scheduler",
+      "schedulerName of the pods it serves: --preemption watches the bound ones for their "
+      "priorities (\"\": every bound pod)");
   auto* logFormat = flags.addString("log-format", "text", "text or json");
   auto* verbosity = flags.addInt("v", 0, "log verbosity");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
@@ -78,6 +87,8 @@ int main(int argc, char** argv) {
     config.maxBodyBytes = static_cast<size_t>(*maxBody);
     config.bindDeadline = *bindDeadline;
     config.requiredPlugin = *requiredPlugin;
+    config.preemption = *preemption;
+    config.schedulerName = *schedulerName;
     ker::ExtenderApp app(api, config);
     app.start();
     int sig = ker::waitForTerminationSignal();

@@ -54,11 +54,12 @@ void ExtenderSuite::startStack(const Options& opts) {
                        " --extender-client-key " + env_->value("ADMIN_KEY");
     }
   }
+  schedulerName_ = uniqueName("sched");
+  args.push_back("--scheduler-name=" + schedulerName_);
   args.insert(args.end(), opts.extenderArgs.begin(), opts.extenderArgs.end());
   if (!opts.schedulerArgs.empty()) {
     schedulerArgs += " " + opts.schedulerArgs;
   }
-  schedulerName_ = uniqueName("sched");
   extender_ =
       std::make_unique<ChildProcess>(env_->binary("scheduler/extended-resource-scheduler"), args,
                                      env_->dir() + "/extender-" + schedulerName_ + ".log");

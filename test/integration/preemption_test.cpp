@@ -1,12 +1,20 @@
-// What the real kube-scheduler v1.37.1 does with an extender's preempt verb when a
-// high-priority pod's matching devices are all held by a lower-priority pod (see
-// docs/preemption.md). The extender serves no preempt verb, so a call to it would show in the
-// pod's FailedScheduling message as a failed preempt; whether that message appears tells
-// whether kube-scheduler called the verb.
+// Preemption for devices through the real kube-scheduler v1.37.1 (see docs/preemption.md).
+//
+// ExtenderPreemptionTest: what kube-scheduler does on its own with an extender's preempt verb
+// when a high-priority pod's matching devices are all held by a lower-priority pod; the
+// extender runs with --preemption=false and serves no preempt verb, so a call to it would show
+// in the pod's FailedScheduling message as a failed preempt; whether that message appears
+// tells whether kube-scheduler called the verb.
+//
+// ExtenderPreemptsForDevicesTest: the extender's own preemption, decided in its filter, with
+// the controller running to release the victims' claims.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <set>
 #include <string>
 
+#include "common/api_error.h"
 #include "common/objects.h"
 #include "common/resource.h"
 #include "extender_fixture.h"
@@ -21,7 +29,10 @@ const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", fa
 class ExtenderPreemptionTest : public ExtenderSuite {
  protected:
   static void SetUpTestSuite() {
-    setUpSuite([] { startStack({.schedulerArgs = "--preempt-verb preempt"}); });
+    setUpSuite([] {
+      startStack(
+          {.extenderArgs = {"--preemption=false"}, .schedulerArgs = "--preempt-verb preempt"});
+    });
   }
 
   void TearDown() override {
@@ -53,7 +64,22 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     json pod = podObject(ns_, name, {claim}, schedulerName_);
     pod["spec"]["priorityClassName"] = pc;
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu;
-    api_->create(resources::kPods, ns_, pod);
+    // The Priority admission plugin reads PriorityClasses from a cache: one just created may
+    // not be there yet.
+    bool created = eventually(
+        [&] {
+          try {
+            api_->create(resources::kPods, ns_, pod);
+            return true;
+          } catch (const ApiError& e) {
+            if (std::string(e.what()).find("no PriorityClass") == std::string::npos) {
+              throw;
+            }
+            return false;
+          }
+        },
+        10s, 100ms);
+    ASSERT_TRUE(created) << "PriorityClass " << pc << " never admitted";
     pods_.push_back(name);
   }
 
@@ -128,6 +154,163 @@ TEST_F(ExtenderPreemptionTest, ContentionAnInTreeFilterSeesReachesThePreemptVerb
   ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("failed preempt with extender"), std::string::npos) << message;
   expectLowUntouched(node);
+}
+
+// The extender preempts for devices itself, with the controller releasing the victims'
+// claims (integration has no kubelet: pods are bound but never run, and with
+// terminationGracePeriodSeconds 0 a deleted pod is gone at once).
+class ExtenderPreemptsForDevicesTest : public ExtenderPreemptionTest {
+ protected:
+  static void SetUpTestSuite() {
+    setUpSuite([] {
+      startStack({});
+      if (env_ != nullptr) {
+        startController();
+      }
+    });
+  }
+  static void TearDownTestSuite() {
+    controller_.reset();
+    stopStack();
+  }
+
+  static void startController() {
+    const int port = freePort();
+    controller_ = std::make_unique<ChildProcess>(
+        env_->binary("controller/extended-resource-controller"),
+        std::vector<std::string>{
+            "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-controller"),
+            "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
+            "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
+            "--leader-elect-retry-period=200ms", "--leader-elect-renew-deadline=2s",
+            "--leader-elect-lease-duration=4s", "--v=2"},
+        env_->dir() + "/controller-preemption-" + std::to_string(port) + ".log");
+    controller_->start();
+    httplib::Client health("127.0.0.1", port);
+    if (!eventually(
+            [&] {
+              auto res = health.Get("/readyz");
+              return res && res->status == 200;
+            },
+            60s, 100ms)) {
+      throw std::runtime_error("controller never became ready:\n" + controller_->logTail());
+    }
+  }
+
+  // `count` k80s on one node, each held by a pod "low-i" of priority lowPriority through
+  // claim "low-i-erc"; returns the node.
+  std::string fullNode(int count, int lowPriority) {
+    auto nodes = makeNodes(1);
+    const std::string pc = priorityClass(lowPriority);
+    for (int i = 0; i < count; ++i) {
+      api_->create(resources::kExtendedResources, "",
+                   deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+    }
+    for (int i = 0; i < count; ++i) {
+      const std::string name = "low-" + std::to_string(i);
+      api_->create(resources::kExtendedResourceClaims, ns_,
+                   claimObject(ns_, name + "-erc", resource_, 1, {{"type", "k80"}}));
+      createPod(name, name + "-erc", pc, "10m");
+      EXPECT_TRUE(waitBound(name)) << extender_->logTail();
+    }
+    return nodes[0];
+  }
+
+  // The devices a claim's status allocates.
+  std::vector<std::string> allocated(const std::string& claim) {
+    std::vector<std::string> out;
+    const json c = api_->get(resources::kExtendedResourceClaims, ns_, claim);
+    for (const auto& d :
+         c.value("status", json::object()).value("extendedResourceNames", json::array())) {
+      out.push_back(d.get<std::string>());
+    }
+    return out;
+  }
+
+  bool exists(const std::string& pod) {
+    try {
+      getPod(pod);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  bool hasEvent(const std::string& pod, const std::string& reason) {
+    auto events = api_->list(resources::kEvents, ns_,
+                             ListOptions{.fieldSelector = "involvedObject.name=" + pod});
+    for (const auto& e : events["items"]) {
+      if (e.value("reason", "") == reason) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static std::unique_ptr<ChildProcess> controller_;
+};
+
+std::unique_ptr<ChildProcess> ExtenderPreemptsForDevicesTest::controller_;
+
+// Two k80s, each held by a pod of priority 10, and a third pod of priority 10 pending for a
+// k80. A pod of priority 1000 claiming one k80 arrives: exactly one holder is deleted, the
+// preemptor is bound to the device it freed, and the pending low-priority pod never gets it.
+TEST_F(ExtenderPreemptsForDevicesTest, AHighPriorityPodPreemptsExactlyOneHolderAndGetsItsDevice) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  const std::string node = fullNode(2, 10);
+  std::map<std::string, std::string> deviceOf;
+  for (const std::string low : {"low-0", "low-1"}) {
+    const auto devices = allocated(low + "-erc");
+    ASSERT_EQ(devices.size(), 1u) << low;
+    deviceOf[low] = devices[0];
+  }
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "third-erc", resource_, 1, {{"type", "k80"}}));
+  createPod("third", "third-erc", priorityClass(10), "10m");
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "high-erc", resource_, 1, {{"type", "k80"}}));
+  createPod("high", "high-erc", priorityClass(1000), "10m");
+
+  ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("high"), node);
+  // Exactly one victim.
+  std::vector<std::string> gone;
+  for (const std::string low : {"low-0", "low-1"}) {
+    if (!exists(low)) {
+      gone.push_back(low);
+    }
+  }
+  ASSERT_EQ(gone.size(), 1u) << extender_->logTail();
+  const std::string survivor = gone[0] == "low-0" ? "low-1" : "low-0";
+  const json kept = getPod(survivor);
+  EXPECT_EQ(kept["spec"].value("nodeName", ""), node);
+  EXPECT_FALSE(kept["metadata"].contains("deletionTimestamp"));
+  // The preemptor holds the victim's device; the survivor keeps its own.
+  EXPECT_EQ(allocated("high-erc"), std::vector<std::string>{deviceOf[gone[0]]});
+  EXPECT_EQ(allocated(survivor + "-erc"), std::vector<std::string>{deviceOf[survivor]});
+  // The pending pod of the victims' priority took nothing in between.
+  EXPECT_EQ(nodeOf("third"), "");
+  EXPECT_TRUE(allocated("third-erc").empty());
+  EXPECT_TRUE(eventually([&] { return hasEvent("high", "Preempting"); }, 30s, 200ms));
+  EXPECT_TRUE(eventually([&] { return hasEvent(gone[0], "Preempted"); }, 30s, 200ms));
+  EXPECT_FALSE(hasEvent(survivor, "Preempted"));
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// Holders of the preemptor's own priority are never preempted: it stays pending and nothing
+// is deleted.
+TEST_F(ExtenderPreemptsForDevicesTest, EqualPriorityHoldersAreNeverPreempted) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  fullNode(1, 500);
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "peer-erc", resource_, 1, {{"type", "k80"}}));
+  createPod("peer", "peer-erc", priorityClass(500), "10m");
+  // Long enough for several scheduling attempts.
+  EXPECT_FALSE(eventually([&] { return !nodeOf("peer").empty() || !exists("low-0"); }, 15s, 500ms));
+  EXPECT_TRUE(exists("low-0"));
+  EXPECT_FALSE(getPod("low-0")["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(nodeOf("peer"), "");
+  EXPECT_FALSE(hasEvent("peer", "Preempting"));
 }
 
 }  // namespace

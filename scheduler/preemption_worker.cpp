@@ -1,0 +1,156 @@
+#include "scheduler/preemption_worker.h"
+
+#include "common/api_error.h"
+#include "common/api_time.h"
+#include "common/logging.h"
+#include "common/resource.h"
+
+namespace ker {
+
+nlohmann::json disruptionTargetPatch(const std::string& schedulerName, SystemTime now) {
+  return {{"status",
+           {{"conditions",
+             nlohmann::json::array(
+                 {{{"type", "DisruptionTarget"},
+                   {"status", "True"},
+                   {"reason", "PreemptionByScheduler"},
+                   {"message", schedulerName + ": preempting to accommodate a higher priority pod"},
+                   {"lastTransitionTime", formatTime(now)}}})}}}};
+}
+
+std::string preemptedMessage(const PreemptionOrder& order) {
+  return "Preempted by pod " + order.preemptorUid + " on node " + order.node;
+}
+
+std::string preemptingMessage(const PreemptionOrder& order) {
+  std::string names;
+  for (const auto& v : order.victims) {
+    names += (names.empty() ? "" : ", ") + objectKey(v.ns, v.name);
+  }
+  return "Preempting " + std::to_string(order.victims.size()) + " lower-priority pod" +
+         (order.victims.size() == 1 ? "" : "s") + " on node " + order.node +
+         " to free devices: " + names;
+}
+
+PreemptionWorker::PreemptionWorker(ApiClient& api, EventRecorder& events, Options options)
+    : api_(api), events_(events), options_(std::move(options)) {}
+
+PreemptionWorker::~PreemptionWorker() {
+  stop();
+}
+
+void PreemptionWorker::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) {
+    return;
+  }
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void PreemptionWorker::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+bool PreemptionWorker::submit(PreemptionOrder order) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= options_.queueSize) {
+      return false;
+    }
+    queue_.push_back(std::move(order));
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool PreemptionWorker::drain(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
+}
+
+void PreemptionWorker::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) {
+      return;
+    }
+    PreemptionOrder order = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    execute(order);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void PreemptionWorker::execute(const PreemptionOrder& order) {
+  const ObjectReference preemptor{"v1", "Pod", order.preemptorNs, order.preemptorName,
+                                  order.preemptorUid};
+  events_.record(preemptor, EventType::kNormal, "Preempting", preemptingMessage(order));
+  for (const auto& victim : order.victims) {
+    const EvictionResult result = evict(order, victim);
+    if (result == EvictionResult::kDeleted || result == EvictionResult::kTerminating) {
+      events_.record(ObjectReference{"v1", "Pod", victim.ns, victim.name, victim.uid},
+                     EventType::kNormal, "Preempted", preemptedMessage(order));
+    }
+  }
+}
+
+EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
+                                       const PreemptionVictim& victim) {
+  const std::string pod = objectKey(victim.ns, victim.name);
+  const std::string preemptor = objectKey(order.preemptorNs, order.preemptorName);
+  if (victim.terminating) {
+    log::info("preemption victim already terminating",
+              {{"victim", pod}, {"preemptor", preemptor}, {"node", order.node}});
+    return EvictionResult::kTerminating;
+  }
+  try {
+    // A status patch carries no UID precondition: the UID is checked first, and the delete's
+    // precondition covers a pod recreated under the name in between.
+    const Pod current = Pod::fromJson(api_.get(resources::kPods, victim.ns, victim.name));
+    if (current.meta.uid != victim.uid) {
+      return EvictionResult::kGone;
+    }
+    if (current.meta.deleting) {
+      return EvictionResult::kTerminating;
+    }
+    api_.patch(resources::kPods, victim.ns, victim.name, PatchType::kStrategicMerge,
+               disruptionTargetPatch(options_.schedulerName, options_.clock()), "status");
+    api_.remove(resources::kPods, victim.ns, victim.name,
+                DeleteOptions{.preconditionUid = victim.uid});
+  } catch (const ApiError& e) {
+    if (e.isNotFound() || e.isConflict()) {
+      // Gone, or (a failed UID precondition is a 409) replaced under the name.
+      log::info("preemption victim gone before its deletion",
+                {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
+      return EvictionResult::kGone;
+    }
+    log::error("could not preempt victim",
+               {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
+    return EvictionResult::kFailed;
+  } catch (const std::exception& e) {
+    log::error("could not preempt victim",
+               {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
+    return EvictionResult::kFailed;
+  }
+  log::info("preempted victim", {{"victim", pod},
+                                 {"victimPriority", victim.priority},
+                                 {"preemptor", preemptor},
+                                 {"node", order.node}});
+  return EvictionResult::kDeleted;
+}
+
+}  // namespace ker

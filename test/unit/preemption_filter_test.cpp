@@ -1,0 +1,453 @@
+// Preemption decided by the extender's filter: nominations in the device index, the pure
+// decisions (holders, node, TTL), the filter end to end with a fake worker, and the worker's
+// API calls.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/event_recorder.h"
+#include "common/resource.h"
+#include "scheduler/extender.h"
+#include "scheduler/preemption.h"
+#include "scheduler/preemption_worker.h"
+#include "scheduler_fixtures.h"
+#include "test/unit/fake_api_client.h"
+
+namespace ker {
+namespace {
+
+using nlohmann::json;
+using testing::claim;
+using testing::device;
+using Clock = DeviceIndex::Clock;
+
+DevicePtr ptr(ExtendedResource d) {
+  return std::make_shared<const ExtendedResource>(std::move(d));
+}
+
+ExtendedResource boundTo(ExtendedResource d, const std::string& claimName) {
+  d.phase = DevicePhase::kBound;
+  d.phaseWritten = true;
+  d.claimRef = ClaimRef{"default", claimName, "uid-" + claimName};
+  return d;
+}
+
+std::vector<std::string> freeNames(const DeviceIndex& idx, const std::string& node,
+                                   const std::string& podUid) {
+  std::vector<std::string> out;
+  for (const auto& d : idx.freeOnNode("nvidia.com/gpu", node, {}, podUid)) {
+    out.push_back(d->meta.name);
+  }
+  return out;
+}
+
+TEST(Nominations, OutliveTheDeviceBeingBoundAndAreFreeOnlyToThePreemptor) {
+  DeviceIndex idx;
+  idx.upsert(ptr(boundTo(device("a", "n1", {}), "victim-erc")));
+  idx.setClaimHolds("default/victim-erc", "nvidia.com/gpu", {"a"});
+  const auto now = Clock::now();
+  ASSERT_TRUE(idx.nominate("n1", {"a"}, "high", now, std::chrono::seconds(90)));
+  EXPECT_EQ(idx.nominatedNode("high", now), "n1");
+  // Seen Bound again (the victim's claim still holds it): the nomination stays.
+  idx.upsert(ptr(boundTo(device("a", "n1", {}), "victim-erc")));
+  EXPECT_EQ(idx.nominationCount(), 1u);
+  // Released by the controller: free to the preemptor only.
+  idx.setClaimHolds("default/victim-erc", "nvidia.com/gpu", {});
+  idx.upsert(ptr(device("a", "n1", {})));
+  EXPECT_EQ(freeNames(idx, "n1", "high"), (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(freeNames(idx, "n1", "third").empty());
+  EXPECT_FALSE(idx.hold("n1", {"a"}, "third", now, DeviceIndex::kHoldTtl));
+  EXPECT_FALSE(idx.nominate("n1", {"a"}, "third", now, std::chrono::seconds(90)));
+  // The preemptor's own filter holds it without losing the nomination.
+  EXPECT_TRUE(idx.hold("n1", {"a"}, "high", now, DeviceIndex::kHoldTtl));
+  idx.dropHolds("high");
+  EXPECT_EQ(idx.nominatedNode("high", now), "n1");
+  EXPECT_TRUE(freeNames(idx, "n1", "third").empty());
+  // Its bind takes it: the nomination ends.
+  ASSERT_TRUE(idx.reserve({"a"}, "high"));
+  EXPECT_EQ(idx.nominationCount(), 0u);
+  EXPECT_EQ(idx.nominatedNode("high", now), "");
+}
+
+TEST(Nominations, ExpireAndAreDroppedWithThePod) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  const auto past = Clock::now() - std::chrono::seconds(120);
+  ASSERT_TRUE(idx.nominate("n1", {"a"}, "high", past, std::chrono::seconds(60)));
+  EXPECT_EQ(idx.nominatedNode("high", Clock::now()), "");
+  EXPECT_EQ(freeNames(idx, "n1", "third"), (std::vector<std::string>{"a"}));
+  ASSERT_TRUE(idx.nominate("n1", {"a"}, "other", Clock::now(), std::chrono::seconds(60)));
+  EXPECT_EQ(idx.nominationCount(), 1u);  // the expired one was swept
+  idx.dropNomination("other");
+  EXPECT_EQ(idx.nominationCount(), 0u);
+  EXPECT_EQ(idx.reservedCount(), 0u);
+}
+
+TEST(PreemptionHolders, UnknownOrReplacedPodsAreNeverVictimsAndClaimsGroupByPod) {
+  std::map<std::string, ClaimPtr> claims;
+  auto addClaim = [&](const std::string& name, const std::string& pod) {
+    auto c = claim(name, 1);
+    c.phase = ClaimPhase::kBound;
+    c.podRef = PodRef{pod, "uid-" + pod};
+    claims["default/" + name] = std::make_shared<const ExtendedResourceClaim>(c);
+  };
+  addClaim("c1", "low");
+  addClaim("c2", "low");
+  addClaim("c3", "gone");
+  addClaim("c4", "replaced");
+  std::map<std::string, PodPtr> pods;
+  auto addPod = [&](const std::string& name, const std::string& uid, int32_t priority) {
+    Pod p;
+    p.meta.ns = "default";
+    p.meta.name = name;
+    p.meta.uid = uid;
+    p.priority = priority;
+    p.gracePeriodSeconds = 5;
+    pods["default/" + name] = std::make_shared<const Pod>(p);
+  };
+  addPod("low", "uid-low", 10);
+  addPod("replaced", "uid-new", 10);
+  Holders holders;
+  addHolders(
+      "nvidia.com/gpu",
+      {{"default/c1", {"a"}},
+       {"default/c2", {"b"}},
+       {"default/c3", {"c"}},
+       {"default/c4", {"d"}},
+       {"default/c5", {"e"}}},
+      [&](const std::string& k) -> ClaimPtr {
+        auto it = claims.find(k);
+        return it == claims.end() ? nullptr : it->second;
+      },
+      [&](const std::string& k) -> PodPtr {
+        auto it = pods.find(k);
+        return it == pods.end() ? nullptr : it->second;
+      },
+      "uid-high", holders);
+  ASSERT_EQ(holders.holders.size(), 4u);
+  EXPECT_EQ(holders.holders[0].uid, "uid-low");
+  EXPECT_EQ(holders.holders[0].priority, 10);
+  EXPECT_EQ(holders.holders[0].claims.size(), 2u);
+  EXPECT_EQ(holders.pods[0].gracePeriodSeconds, 5);
+  for (size_t h = 1; h < holders.holders.size(); ++h) {
+    EXPECT_EQ(holders.holders[h].priority, INT32_MAX) << holders.holders[h].key;
+  }
+  EXPECT_TRUE(anyLowerPriority(holders, 11));
+  EXPECT_FALSE(anyLowerPriority(holders, 10));
+}
+
+TEST(PreemptionDecision, PicksTheNodeWithTheLeastImportantVictimsAndSaysWhyNotElsewhere) {
+  PodClaims claims;
+  claims.pending.push_back(
+      std::make_shared<const ExtendedResourceClaim>(claim("want", 1, {{"type", "k80"}})));
+  Pod preemptor;
+  preemptor.meta = {.name = "high", .ns = "default", .uid = "uid-high"};
+  preemptor.priority = 100;
+  auto candidate = [](const std::string& node, int32_t priority) {
+    PreemptionCandidate c;
+    c.node = node;
+    c.devices.push_back(ptr(boundTo(device(node + "-a", node, {{"type", "k80"}}), node + "-erc")));
+    PreemptionHolder h{
+        .uid = "uid-" + node + "-pod", .key = "default/" + node + "-pod", .priority = priority};
+    h.claims.push_back(HeldClaim{"default/" + node + "-erc", "nvidia.com/gpu", {node + "-a"}});
+    c.holders.holders.push_back(h);
+    c.holders.pods.push_back(PreemptionVictim{.uid = h.uid,
+                                              .ns = "default",
+                                              .name = node + "-pod",
+                                              .priority = priority,
+                                              .gracePeriodSeconds = 10});
+    return c;
+  };
+  const auto decision = decidePreemption(
+      claims, preemptor,
+      {candidate("n1", 50), candidate("n2", 10), candidate("n3", 100), candidate("n4", 200)});
+  ASSERT_TRUE(decision.order);
+  EXPECT_EQ(decision.order->node, "n2");
+  ASSERT_EQ(decision.order->victims.size(), 1u);
+  EXPECT_EQ(decision.order->victims[0].name, "n2-pod");
+  EXPECT_EQ(decision.order->devices, (std::vector<std::string>{"n2-a"}));
+  EXPECT_EQ(decision.order->ttl, std::chrono::seconds(10) + kNominationMargin);
+  EXPECT_EQ(decision.unresolvable[0], "");  // n1 could preempt too, it was not chosen
+  EXPECT_EQ(decision.unresolvable[1], "");
+  EXPECT_NE(decision.unresolvable[2], "");  // equal priority
+  EXPECT_NE(decision.unresolvable[3], "");  // higher priority
+
+  preemptor.preemptNever = true;
+  const auto never = decidePreemption(claims, preemptor, {candidate("n2", 10)});
+  EXPECT_FALSE(never.order);
+  EXPECT_NE(never.unresolvable[0].find("Never"), std::string::npos);
+}
+
+TEST(PreemptionWorkerTest, MarksAndDeletesTheVictimByUidAndLeavesOthersAlone) {
+  testing::FakeApiClient api;
+  // The fake gives each pod a UID of its own.
+  auto pod = [&](const std::string& name) -> std::string {
+    const json p = {{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata", {{"name", name}, {"namespace", "default"}}},
+                    {"spec", {{"nodeName", "n1"}}}};
+    return api.seed(resources::kPods, p)["metadata"]["uid"];
+  };
+  const std::string lowUid = pod("low");
+  pod("replaced");
+  const std::string leavingUid = pod("leaving");
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  PreemptionWorker worker(api, events, {});
+  PreemptionOrder order{
+      .preemptorUid = "uid-high", .preemptorNs = "default", .preemptorName = "high", .node = "n1"};
+  EXPECT_EQ(worker.evict(order, {.uid = lowUid, .ns = "default", .name = "low"}),
+            EvictionResult::kDeleted);
+  EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
+  EXPECT_EQ(worker.evict(order, {.uid = "uid-old", .ns = "default", .name = "replaced"}),
+            EvictionResult::kGone);
+  EXPECT_TRUE(api.peek(resources::kPods, "default", "replaced"));
+  EXPECT_EQ(worker.evict(order, {.uid = "uid-x", .ns = "default", .name = "absent"}),
+            EvictionResult::kGone);
+  const int removes = api.calls(testing::FakeApiClient::Verb::kRemove);
+  EXPECT_EQ(
+      worker.evict(order,
+                   {.uid = "uid-leaving", .ns = "default", .name = "leaving", .terminating = true}),
+      EvictionResult::kTerminating);
+  EXPECT_EQ(api.calls(testing::FakeApiClient::Verb::kRemove), removes);
+
+  const json patch = disruptionTargetPatch("extended-resource-scheduler", SystemTime{});
+  const json& c = patch["status"]["conditions"][0];
+  EXPECT_EQ(c["type"], "DisruptionTarget");
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "PreemptionByScheduler");
+  EXPECT_EQ(preemptedMessage(order), "Preempted by pod uid-high on node n1");
+}
+
+TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecordsTheEvents) {
+  testing::FakeApiClient api;
+  const json p = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", "low"}, {"namespace", "default"}}},
+                  {"spec", {{"nodeName", "n1"}}}};
+  const std::string uid = api.seed(resources::kPods, p)["metadata"]["uid"];
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  events.start();
+  PreemptionWorker worker(api, events, {.queueSize = 1});
+  PreemptionOrder order{.preemptorUid = "uid-high",
+                        .preemptorNs = "default",
+                        .preemptorName = "high",
+                        .node = "n1",
+                        .victims = {{.uid = uid, .ns = "default", .name = "low"}}};
+  // Not started: the queue takes one order, then refuses.
+  ASSERT_TRUE(worker.submit(order));
+  EXPECT_FALSE(worker.submit(order));
+  worker.start();
+  ASSERT_TRUE(worker.drain(std::chrono::seconds(5)));
+  EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
+  ASSERT_TRUE(events.flush(std::chrono::seconds(5)));
+  std::multiset<std::string> reasons;
+  const json list = api.list(resources::kEvents, "default", {});
+  for (const auto& e : list["items"]) {
+    reasons.insert(e.value("reason", "") + "/" + e["involvedObject"].value("name", ""));
+  }
+  EXPECT_EQ(reasons, (std::multiset<std::string>{"Preempted/low", "Preempting/high"}));
+  worker.stop();
+  EXPECT_FALSE(worker.submit(order));
+}
+
+TEST(PriorityFloorTest, TracksTheLowestPriorityOfThePodsItWasGiven) {
+  PriorityFloor floor;
+  EXPECT_FALSE(floor.lowest());
+  floor.set("a", 10);
+  floor.set("b", 10);
+  floor.set("c", 50);
+  EXPECT_EQ(floor.lowest(), 10);
+  floor.erase("a");
+  EXPECT_EQ(floor.lowest(), 10);
+  floor.set("b", 70);  // updated
+  EXPECT_EQ(floor.lowest(), 50);
+  floor.erase("c");
+  floor.erase("unknown");
+  EXPECT_EQ(floor.lowest(), 70);
+  floor.erase("b");
+  EXPECT_FALSE(floor.lowest());
+}
+
+TEST(PodPriority, ReadFromTheSpecWithKubernetesDefaults) {
+  const Pod plain = Pod::fromJson({{"metadata", {{"name", "a"}}}, {"spec", json::object()}});
+  EXPECT_EQ(plain.priority, 0);
+  EXPECT_FALSE(plain.preemptNever);
+  EXPECT_EQ(plain.gracePeriodSeconds, 30);
+  const Pod set = Pod::fromJson(
+      {{"metadata", {{"name", "a"}}},
+       {"spec",
+        {{"priority", -5}, {"preemptionPolicy", "Never"}, {"terminationGracePeriodSeconds", 7}}}});
+  EXPECT_EQ(set.priority, -5);
+  EXPECT_TRUE(set.preemptNever);
+  EXPECT_EQ(set.gracePeriodSeconds, 7);
+  const Pod huge = Pod::fromJson(
+      {{"metadata", {{"name", "a"}}},
+       {"spec", {{"priority", int64_t{1} << 40}, {"preemptionPolicy", "PreemptLowerPriority"}}}});
+  EXPECT_EQ(huge.priority, INT32_MAX);
+  EXPECT_FALSE(huge.preemptNever);
+  EXPECT_EQ(huge.invalid, "");
+}
+
+// The filter end to end: node n0's two k80s are held by pods of priority 10.
+class PreemptionFilterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const std::string holder : {"low-0", "low-1"}) {
+      const std::string dev = "n0-" + holder;
+      index_.upsert(ptr(boundTo(device(dev, "n0", {{"type", "k80"}}), holder + "-erc")));
+      auto c = claim(holder + "-erc", 1, {{"type", "k80"}});
+      c.phase = ClaimPhase::kBound;
+      c.podRef = PodRef{holder, "uid-" + holder};
+      c.allocated = {dev};
+      claims_["default/" + c.meta.name] = std::make_shared<const ExtendedResourceClaim>(c);
+      index_.setClaimHolds("default/" + c.meta.name, "nvidia.com/gpu", {dev});
+      addPod(holder, 10);
+    }
+    extender_.enablePreemption({.pods = [this](const std::string& key) -> PodPtr {
+                                  auto it = pods_.find(key);
+                                  return it == pods_.end() ? nullptr : it->second;
+                                },
+                                .submit =
+                                    [this](PreemptionOrder order) {
+                                      orders_.push_back(std::move(order));
+                                      return true;
+                                    },
+                                .lowestPriority = [this] { return floor_.lowest(); }});
+  }
+  void addPod(const std::string& name, int32_t priority) {
+    Pod p;
+    p.meta = {.name = name, .ns = "default", .uid = "uid-" + name};
+    p.nodeName = "n0";
+    p.priority = priority;
+    pods_["default/" + name] = std::make_shared<const Pod>(p);
+    floor_.set(p.meta.uid, priority);
+  }
+  FilterReply filter(const std::string& pod, int32_t priority, bool never = false) {
+    if (!claims_.contains("default/" + pod + "-erc")) {
+      claims_["default/" + pod + "-erc"] =
+          std::make_shared<const ExtendedResourceClaim>(claim(pod + "-erc", 1, {{"type", "k80"}}));
+    }
+    json spec = {{"priority", priority}};
+    if (never) {
+      spec["preemptionPolicy"] = "Never";
+    }
+    const json p = {{"metadata",
+                     {{"name", pod},
+                      {"namespace", "default"},
+                      {"uid", "uid-" + pod},
+                      {"annotations", {{"extendedresource.io/claims", pod + "-erc"}}}}},
+                    {"spec", spec}};
+    body_ = json{{"Pod", p}, {"NodeNames", {"n0"}}, {"Nodes", nullptr}}.dump();
+    args_ = parseExtenderArgs(body_);
+    return extender_.filter(args_);
+  }
+  // What the controller does once a victim is gone: its claim releases the device.
+  void release(const std::string& holder) {
+    claims_.erase("default/" + holder + "-erc");
+    index_.setClaimHolds("default/" + holder + "-erc", "nvidia.com/gpu", {});
+    index_.upsert(ptr(device("n0-" + holder, "n0", {{"type", "k80"}})));
+    pods_.erase("default/" + holder);
+    floor_.erase("uid-" + holder);
+  }
+
+  std::string body_;
+  ExtenderArgs args_;
+  std::map<std::string, ClaimPtr> claims_;
+  std::map<std::string, PodPtr> pods_;
+  std::vector<PreemptionOrder> orders_;
+  PriorityFloor floor_;
+  DeviceIndex index_;
+  testing::FakeApiClient api_;
+  Binder binder_{api_, index_,
+                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  Extender extender_{index_,
+                     [this](const std::string& key) -> ClaimPtr {
+                       auto it = claims_.find(key);
+                       return it == claims_.end() ? nullptr : it->second;
+                     },
+                     [](const std::string&) -> std::shared_ptr<const Node> { return nullptr; },
+                     binder_, ScoringStrategy::kBinpack};
+};
+
+TEST_F(PreemptionFilterTest, OneVictimIsPreemptedOnceAndItsDeviceKeptForThePreemptor) {
+  FilterReply reply = filter("high", 100);
+  EXPECT_TRUE(reply.passing.empty());
+  ASSERT_EQ(reply.failed.size(), 1u);
+  EXPECT_NE(reply.failed[0].second.find("waiting for 1 lower-priority pod"), std::string::npos)
+      << reply.failed[0].second;
+  ASSERT_EQ(orders_.size(), 1u);
+  ASSERT_EQ(orders_[0].victims.size(), 1u);
+  const std::string victim = orders_[0].victims[0].name;
+  EXPECT_EQ(orders_[0].node, "n0");
+  EXPECT_EQ(orders_[0].devices, (std::vector<std::string>{"n0-" + victim}));
+  EXPECT_EQ(extender_.stats().preemptions.load(), 1u);
+
+  // Tried again before the victim is gone: it waits, nobody else is chosen.
+  reply = filter("high", 100);
+  EXPECT_TRUE(reply.passing.empty());
+  ASSERT_EQ(reply.failed.size(), 1u);
+  EXPECT_NE(reply.failed[0].second.find("waiting for the lower-priority pods"), std::string::npos)
+      << reply.failed[0].second;
+  EXPECT_EQ(orders_.size(), 1u);
+
+  // The victim's claim released: a third pod of low priority does not get the device...
+  release(victim);
+  reply = filter("third", 10);
+  EXPECT_TRUE(reply.passing.empty());
+  EXPECT_EQ(orders_.size(), 1u);
+  // ...the preemptor does.
+  reply = filter("high", 100);
+  ASSERT_EQ(reply.passing.size(), 1u);
+  EXPECT_EQ(reply.passing[0], "n0");
+  EXPECT_EQ(index_.heldNode("uid-high", Clock::now()), "n0");
+}
+
+TEST_F(PreemptionFilterTest, EqualPriorityHoldersAreNeverPreemptedAndTheNodeIsUnresolvable) {
+  FilterReply reply = filter("peer", 10);
+  EXPECT_TRUE(reply.passing.empty());
+  EXPECT_TRUE(orders_.empty());
+  // Nobody of lower priority anywhere: the reply is as without preemption.
+  EXPECT_EQ(reply.failed.size(), 1u);
+  EXPECT_EQ(index_.nominationCount(), 0u);
+}
+
+TEST_F(PreemptionFilterTest, HigherPriorityHoldersAreNeverPreempted) {
+  addPod("low-0", 1000);
+  addPod("low-1", 1000);
+  FilterReply reply = filter("high", 100);
+  EXPECT_TRUE(orders_.empty());
+  EXPECT_TRUE(reply.passing.empty());
+}
+
+TEST_F(PreemptionFilterTest, UnresolvableWhenOnlySomeHoldersAreLowerButNotEnough) {
+  // The preemptor needs 2 devices; only one holder is lower: no victim set makes room.
+  addPod("low-1", 500);
+  claims_["default/big-erc"] =
+      std::make_shared<const ExtendedResourceClaim>(claim("big-erc", 2, {{"type", "k80"}}));
+  FilterReply reply = filter("big", 100);
+  EXPECT_TRUE(orders_.empty());
+  EXPECT_TRUE(reply.failed.empty());
+  ASSERT_EQ(reply.failedUnresolvable.size(), 1u);
+  EXPECT_NE(reply.failedUnresolvable[0].second.find("preemption cannot help"), std::string::npos)
+      << reply.failedUnresolvable[0].second;
+}
+
+TEST_F(PreemptionFilterTest, APodWhosePolicyIsNeverPreemptsNobody) {
+  FilterReply reply = filter("high", 100, true);
+  EXPECT_TRUE(orders_.empty());
+  EXPECT_EQ(reply.failed.size(), 1u);
+}
+
+TEST_F(PreemptionFilterTest, UnknownHolderPodsAreNeverVictims) {
+  pods_.clear();
+  floor_.set("uid-elsewhere", 0);  // some lower pod is bound, not these holders
+  FilterReply reply = filter("high", 100);
+  EXPECT_TRUE(orders_.empty());
+  EXPECT_TRUE(reply.passing.empty());
+}
+
+}  // namespace
+}  // namespace ker
