@@ -38,6 +38,11 @@ void collectUndescribed(const YAML::Node& schema, const std::string& path,
   if (const YAML::Node props = schema["properties"]; props && props.IsMap()) {
     for (const auto& kv : props) {
       const std::string child = path + "." + kv.first.as<std::string>();
+      // The API server forbids anything but the type on the root's metadata (ObjectMeta,
+      // which kubectl explain documents itself).
+      if (child == ".metadata") {
+        continue;
+      }
       if (!described(kv.second)) {
         missing.push_back(child);
       }
