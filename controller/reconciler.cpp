@@ -260,8 +260,10 @@ ReconcileResult Reconciler::reconcilePod(const std::string& key) {
 }
 
 void Reconciler::reconcileTemplateClaims(const Pod& pod) {
+  const std::string podKey = objectKey(pod.meta.ns, pod.meta.name);
   TemplateClaimsInputs in;
   in.pod = &pod;
+  in.warned = memory_.warnedTemplateProblem(podKey, pod.meta.uid);
   std::vector<CachedTemplate> keepTemplates;  // own what in.templates points to
   for (const auto& entry : pod.claimTemplates) {
     if (!in.templates.count(entry.templateName)) {
@@ -302,11 +304,9 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
     }
     plan = planTemplateClaims(in);
   }
-  if (log::v(2) && !plan.waiting.empty()) {
-    for (const auto& [entry, why] : plan.waiting) {
-      log::info("template entry waits",
-                {{"pod", objectKey(pod.meta.ns, pod.meta.name)}, {"entry", entry}, {"why", why}});
-    }
+  // While writes are gated the warning is left for a later update.
+  if (!plan.warning || executor_.record({*plan.warning})) {
+    memory_.setWarnedTemplateProblem(podKey, pod.meta.uid, plan.problem);
   }
   if (plan.listLabelled || !plan.creates.empty()) {
     throw std::runtime_error("the claims of the pod's template entries did not settle");

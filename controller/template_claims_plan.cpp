@@ -96,6 +96,14 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl)});
     }
   }
+  for (const auto& [entry, why] : plan.waiting) {
+    plan.problem +=
+        (plan.problem.empty() ? "" : "; ") + std::string("template entry ") + entry + ": " + why;
+  }
+  if (!plan.problem.empty() && plan.problem != in.warned) {
+    plan.warning = PlannedEvent{referenceTo(pod), EventType::kWarning, "ClaimTemplateUnusable",
+                                "no claim can be made yet for " + plan.problem};
+  }
   if (plan.listLabelled) {
     // Nothing is written before the list: it decides between adopting and creating.
     plan.creates.clear();

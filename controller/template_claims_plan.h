@@ -20,6 +20,8 @@ struct TemplateClaimsInputs {
   // plan asks for that list. Only a quorum read may say that no claim was made yet: a claim
   // created just before a crash (or a lost reply) may not have reached any cache.
   std::optional<std::vector<const ExtendedResourceClaim*>> labelled;
+  // The waiting problem this pod (same UID) was last warned of, "" for none.
+  std::string warned;
 };
 
 struct ClaimCreate {
@@ -38,6 +40,10 @@ struct TemplateClaimsPlan {
   std::vector<PlannedEvent> events;  // with the record
   // Entries that wait for their template to exist or become valid: entry -> why.
   std::map<std::string, std::string> waiting;
+  // The waiting entries in one line ("" when none wait), to remember as warned of; and the
+  // Warning ClaimTemplateUnusable on the pod when it was not warned of yet.
+  std::string problem;
+  std::optional<PlannedEvent> warning;
   std::string why;  // for the log line
 };
 

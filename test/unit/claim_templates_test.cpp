@@ -261,6 +261,23 @@ TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   EXPECT_NE(plan.waiting.at("gpu").find("is invalid"), std::string::npos);
 }
 
+TEST_F(TemplateClaimsPlanTest, AWaitingEntryIsWarnedOfOncePerProblem) {
+  in.templates["gpu-tmpl"] = nullptr;
+  auto plan = planTemplateClaims(in);
+  EXPECT_EQ(plan.problem, "template entry gpu: template ns/gpu-tmpl not found");
+  ASSERT_TRUE(plan.warning);
+  EXPECT_EQ(plan.warning->reason, "ClaimTemplateUnusable");
+  EXPECT_EQ(plan.warning->type, EventType::kWarning);
+  in.warned = plan.problem;
+  plan = planTemplateClaims(in);
+  EXPECT_FALSE(plan.warning) << "warned of already";
+  in.templates["gpu-tmpl"] = &tmpl;
+  in.labelled.emplace();
+  plan = planTemplateClaims(in);
+  EXPECT_EQ(plan.problem, "") << "mended: the warning is forgotten";
+  EXPECT_FALSE(plan.warning);
+}
+
 TEST_F(TemplateClaimsPlanTest, NothingForPodsPastScheduling) {
   in.labelled.emplace();
   for (auto change : std::vector<std::function<void(Pod&)>>{

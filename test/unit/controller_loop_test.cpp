@@ -658,6 +658,7 @@ TEST_F(ControllerLoopTest, APodWaitsForItsTemplateAndGetsItsClaimOnceItExists) {
   std::this_thread::sleep_for(100ms);
   EXPECT_TRUE(labelledClaims(api, uid).empty());
   EXPECT_EQ(record(api, "w"), "");
+  EXPECT_EQ(eventsWithReason("ClaimTemplateUnusable").size(), 1u);
   api.create(resources::kExtendedResourceClaimTemplates, "default", templateJson("tmpl"));
   ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); }));
   EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
