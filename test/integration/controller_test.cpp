@@ -587,6 +587,22 @@ TEST_F(ControllerTest, APodWaitsForItsTemplateAndIsBoundOnceTheClaimIsMade) {
       },
       10s);
   EXPECT_TRUE(saidWhy) << "the FailedScheduling event names the wait";
+  bool warned = false;
+  eventually(
+      [&] {
+        const json events = api_->list(resources::kEvents, ns_, {});
+        for (const auto& e : events["items"]) {
+          if (e["involvedObject"].value("name", "") == "early" &&
+              e.value("reason", "") == "ClaimTemplateUnusable" &&
+              e.value("message", "").find("template " + ns_ + "/later not found") !=
+                  std::string::npos) {
+            warned = true;
+          }
+        }
+        return warned;
+      },
+      10s);
+  EXPECT_TRUE(warned) << "the controller says which template is missing";
   EXPECT_TRUE(api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty());
 
   api_->create(resources::kExtendedResourceClaimTemplates, ns_,
