@@ -69,16 +69,14 @@ const char* toString(RefusalReason reason) {
 }
 
 NamedClaims namedClaims(const PodIdentity& pod) {
+  PodClaimNames names = podClaimNames(pod.annotations);
   NamedClaims out;
-  auto it = pod.annotations.find(kClaimsAnnotation);
-  if (it == pod.annotations.end()) {
+  if (!names.invalid.empty()) {
+    out.invalid = std::move(names.invalid);
     return out;
   }
-  try {
-    out.names = parseClaimsAnnotation(it->second);
-  } catch (const std::invalid_argument& e) {
-    out.invalid = e.what();
-  }
+  out.names = std::move(names.claims);
+  out.awaiting = std::move(names.awaiting);
   return out;
 }
 
@@ -101,7 +99,7 @@ bool startedWithoutDevices(const PodIdentity& pod,
                            const std::map<std::string, std::string>& containerAnnotations,
                            const std::string& plugin) {
   NamedClaims named = namedClaims(pod);
-  if (named.names.empty() && named.invalid.empty()) {
+  if (named.names.empty() && named.invalid.empty() && named.awaiting.empty()) {
     return false;
   }
   if (containerAnnotations.count(kInjectedAnnotation)) {
@@ -115,8 +113,12 @@ bool startedWithoutDevices(const PodIdentity& pod,
 Injection decideInjection(const InjectionInput& in) {
   const PodIdentity& pod = *in.pod;
   if (!in.named.invalid.empty()) {
-    return refuse(RefusalReason::kInvalidAnnotation,
-                  std::string("annotation ") + kClaimsAnnotation + ": " + in.named.invalid);
+    return refuse(RefusalReason::kInvalidAnnotation, in.named.invalid);
+  }
+  if (!in.named.awaiting.empty()) {
+    return refuse(RefusalReason::kClaimNotFound, "no claim was made yet for template entry " +
+                                                     in.named.awaiting.front() + " of pod " +
+                                                     objectKey(pod.ns, pod.name));
   }
   if (in.named.names.empty()) {
     return Untouched{};

@@ -23,10 +23,13 @@ struct PodIdentity {
   std::map<std::string, std::string> annotations;
 };
 
-// The claims a pod names in its claims annotation.
+// The claims a pod uses, as every component reads them (podClaimNames): those its claims
+// annotation names and those the controller made for its template entries.
 struct NamedClaims {
   std::vector<std::string> names;  // empty: the pod names none
-  std::string invalid;             // the annotation does not parse
+  std::string invalid;             // an annotation does not parse
+  // Template entries without a claim recorded yet (a pod bound regardless is refused).
+  std::vector<std::string> awaiting;
 };
 NamedClaims namedClaims(const PodIdentity& pod);
 

@@ -149,6 +149,34 @@ void readMeta(const json& obj, ObjectMeta& meta, Problems& p) {
   p.check([&] { meta.finalizers = stringListMember(*m, "finalizers", "metadata.finalizers"); });
   p.check([&] { meta.labels = stringMapMember(*m, "labels", "metadata.labels"); });
   p.check([&] { meta.annotations = stringMapMember(*m, "annotations", "metadata.annotations"); });
+  p.check([&] {
+    const json* refs = member(*m, "ownerReferences");
+    if (!refs) {
+      return;
+    }
+    const std::string base = "metadata.ownerReferences";
+    if (!refs->is_array()) {
+      wrongType(base, "an array", *refs);
+    }
+    for (size_t i = 0; i < refs->size(); ++i) {
+      const json& r = (*refs)[i];
+      const std::string at = indexPath(base, i);
+      if (!r.is_object()) {
+        wrongType(at, "an object", r);
+      }
+      OwnerReference ref{stringMember(r, "apiVersion", childPath(at, "apiVersion")),
+                         stringMember(r, "kind", childPath(at, "kind")),
+                         stringMember(r, "name", childPath(at, "name")),
+                         stringMember(r, "uid", childPath(at, "uid"))};
+      if (const json* c = member(r, "controller")) {
+        if (!c->is_boolean()) {
+          wrongType(childPath(at, "controller"), "a boolean", *c);
+        }
+        ref.controller = c->get<bool>();
+      }
+      meta.ownerReferences.push_back(std::move(ref));
+    }
+  });
 }
 
 LabelSelector readLabelSelector(const json& j, const std::string& path) {
@@ -355,6 +383,15 @@ std::string requiredPluginsValue(const std::map<std::string, std::string>& podAn
   return json(list).dump();
 }
 
+std::string ObjectMeta::controllerUid() const {
+  for (const auto& ref : ownerReferences) {
+    if (ref.controller) {
+      return ref.uid;
+    }
+  }
+  return {};
+}
+
 std::string objectKey(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;
 }
@@ -405,6 +442,119 @@ std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
     }
     if (seen.insert(name).second) {
       out.push_back(std::move(name));
+    }
+  }
+  return out;
+}
+
+bool isDns1123Label(const std::string& s) {
+  return s.size() <= 63 && s.find('.') == std::string::npos && isDns1123Subdomain(s);
+}
+
+std::vector<TemplateEntry> parseClaimTemplatesAnnotation(const std::string& value) {
+  std::vector<TemplateEntry> out;
+  std::map<std::string, std::string> seen;  // entry -> template
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) {
+      comma = value.size();
+    }
+    const std::string item = trim(value.substr(start, comma - start));
+    start = comma + 1;
+    if (item.empty()) {
+      continue;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw std::invalid_argument("\"" + item +
+                                  "\" is not an entry: write <entry>=<template>, e.g. "
+                                  "gpu=gpu-template");
+    }
+    TemplateEntry e{trim(item.substr(0, eq)), trim(item.substr(eq + 1))};
+    if (!isDns1123Label(e.name)) {
+      throw std::invalid_argument("\"" + e.name +
+                                  "\" is not a valid entry name (a DNS-1123 label: lowercase "
+                                  "alphanumerics and '-', at most 63 characters)");
+    }
+    if (!isDns1123Subdomain(e.templateName)) {
+      throw std::invalid_argument("\"" + e.templateName +
+                                  "\" is not a valid template name (a DNS-1123 subdomain: "
+                                  "lowercase alphanumerics, '-' and '.', at most 253 characters)");
+    }
+    auto [it, added] = seen.emplace(e.name, e.templateName);
+    if (!added) {
+      if (it->second != e.templateName) {
+        throw std::invalid_argument("entry \"" + e.name + "\" names two templates (" + it->second +
+                                    ", " + e.templateName + ")");
+      }
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parseGeneratedClaimsAnnotation(const std::string& value) {
+  const json parsed = json::parse(value, nullptr, false);
+  if (!parsed.is_object()) {
+    throw std::invalid_argument("not a JSON object of entry name to claim name");
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [entry, claim] : parsed.items()) {
+    if (!claim.is_string() || !isDns1123Subdomain(claim.get<std::string>())) {
+      throw std::invalid_argument("entry \"" + entry + "\": " + claim.dump() +
+                                  " is not a claim name");
+    }
+    out.emplace(entry, claim.get<std::string>());
+  }
+  return out;
+}
+
+std::string generatedClaimsValue(const std::map<std::string, std::string>& generated) {
+  return json(generated).dump();
+}
+
+PodClaimNames podClaimNames(const std::map<std::string, std::string>& annotations) {
+  PodClaimNames out;
+  Problems p;
+  if (auto it = annotations.find(kClaimsAnnotation); it != annotations.end()) {
+    p.check([&] {
+      try {
+        out.claims = parseClaimsAnnotation(it->second);
+      } catch (const std::invalid_argument& e) {
+        failAt(std::string("annotation ") + kClaimsAnnotation, e.what());
+      }
+    });
+  }
+  if (auto it = annotations.find(kClaimTemplatesAnnotation); it != annotations.end()) {
+    p.check([&] {
+      try {
+        out.templates = parseClaimTemplatesAnnotation(it->second);
+      } catch (const std::invalid_argument& e) {
+        failAt(std::string("annotation ") + kClaimTemplatesAnnotation, e.what());
+      }
+    });
+  }
+  std::map<std::string, std::string> record;
+  if (auto it = annotations.find(kGeneratedClaimsAnnotation); it != annotations.end()) {
+    p.check([&] {
+      try {
+        record = parseGeneratedClaimsAnnotation(it->second);
+      } catch (const std::invalid_argument& e) {
+        failAt(std::string("annotation ") + kGeneratedClaimsAnnotation, e.what());
+      }
+    });
+  }
+  out.invalid = p.text();
+  for (const auto& e : out.templates) {
+    if (auto r = record.find(e.name); r != record.end()) {
+      out.generated.emplace(e.name, r->second);
+      if (std::find(out.claims.begin(), out.claims.end(), r->second) == out.claims.end()) {
+        out.claims.push_back(r->second);
+      }
+    } else {
+      out.awaiting.push_back(e.name);
     }
   }
   return out;
@@ -685,15 +835,54 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
       pod.phase = stringMember(*status, "phase", "status.phase");
     }
   });
-  if (auto it = pod.meta.annotations.find(kClaimsAnnotation); it != pod.meta.annotations.end()) {
-    try {
-      pod.claims = parseClaimsAnnotation(it->second);
-    } catch (const std::invalid_argument& e) {
-      p.add(std::string("annotation ") + kClaimsAnnotation + ": " + e.what());
-    }
+  PodClaimNames names = podClaimNames(pod.meta.annotations);
+  pod.claims = std::move(names.claims);
+  pod.claimTemplates = std::move(names.templates);
+  pod.generatedClaims = std::move(names.generated);
+  pod.awaitingTemplates = std::move(names.awaiting);
+  if (!names.invalid.empty()) {
+    p.add(names.invalid);
   }
   pod.invalid = p.text();
   return pod;
+}
+
+ExtendedResourceClaimTemplate ExtendedResourceClaimTemplate::fromJson(const nlohmann::json& obj) {
+  ExtendedResourceClaimTemplate t;
+  t.raw = obj;
+  if (!obj.is_object()) {
+    t.invalid = std::string("expected a JSON object, got ") + obj.type_name();
+    return t;
+  }
+  Problems p;
+  readMeta(obj, t.meta, p);
+  const json* spec = nullptr;
+  p.check([&] { spec = objectMember(obj, "spec", "spec"); });
+  if (spec) {
+    p.check([&] {
+      if (const json* m = objectMember(*spec, "metadata", "spec.metadata")) {
+        t.claimLabels = stringMapMember(*m, "labels", "spec.metadata.labels");
+        t.claimAnnotations = stringMapMember(*m, "annotations", "spec.metadata.annotations");
+      }
+    });
+    p.check([&] {
+      if (const json* s = objectMember(*spec, "spec", "spec.spec")) {
+        t.claimSpec = *s;
+      }
+    });
+  }
+  if (t.claimSpec.is_null()) {
+    p.add("spec.spec: required");
+  } else {
+    // The claims made from it must parse: their spec's problems are the template's.
+    const ExtendedResourceClaim probe =
+        ExtendedResourceClaim::fromJson(json{{"spec", t.claimSpec}});
+    if (!probe.invalid.empty()) {
+      p.add("spec.spec is not a valid claim spec: " + probe.invalid);
+    }
+  }
+  t.invalid = p.text();
+  return t;
 }
 
 Node Node::fromJson(const nlohmann::json& obj) {

@@ -16,6 +16,14 @@ inline constexpr const char* kVersion = "v1alpha1";
 inline constexpr const char* kApiVersion = "extendedresource.io/v1alpha1";
 inline constexpr const char* kClaimsAnnotation = "extendedresource.io/claims";
 inline constexpr const char* kAllocationAnnotation = "extendedresource.io/allocation";
+// A pod's claims made from templates (docs/templates.md): the user names the templates, one
+// entry each ("gpu=gpu-template, fpga=fpga-template"); the controller makes one claim per
+// entry and records its name ({"gpu": "web-0-gpu-x7k2p"}). Generated claims carry the two
+// labels, so the controller finds one it made before it could record it.
+inline constexpr const char* kClaimTemplatesAnnotation = "extendedresource.io/claim-templates";
+inline constexpr const char* kGeneratedClaimsAnnotation = "extendedresource.io/generated-claims";
+inline constexpr const char* kTemplateEntryLabel = "extendedresource.io/template-entry";
+inline constexpr const char* kPodUidLabel = "extendedresource.io/pod-uid";
 // NRI's pod-scoped list of plugins that must have processed each of the pod's containers
 // (checked by the runtime's default validator when it is enabled): the bind names the node
 // agent in it, so a container of a pod given devices never starts while the agent is away.
@@ -25,6 +33,15 @@ inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.node
 // and takes them off a deleting one once nothing holds it.
 inline constexpr const char* kClaimProtectionFinalizer = "extendedresource.io/claim-protection";
 inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/device-protection";
+
+struct OwnerReference {
+  std::string apiVersion;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  bool controller = false;
+  bool operator==(const OwnerReference&) const = default;
+};
 
 struct ObjectMeta {
   std::string name;
@@ -36,6 +53,9 @@ struct ObjectMeta {
   std::vector<std::string> finalizers;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  std::vector<OwnerReference> ownerReferences;
+  // The uid of the ownerReference with controller: true, "" when there is none.
+  std::string controllerUid() const;
 };
 
 // "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
@@ -158,6 +178,29 @@ struct ExtendedResourceClaim {
   std::vector<std::string> heldDevices() const;
 };
 
+// One entry of the claim-templates annotation: the pod wants a claim of its own made from
+// the template.
+struct TemplateEntry {
+  std::string name;          // a DNS-1123 label, unique in the pod
+  std::string templateName;  // an ExtendedResourceClaimTemplate in the pod's namespace
+  bool operator==(const TemplateEntry&) const = default;
+};
+
+// The claims a pod uses, read from its annotations: the one place every component (extender,
+// controller, node agent) learns them.
+struct PodClaimNames {
+  // The claims the pod uses: those the claims annotation names, then the generated claims
+  // recorded for its template entries; de-duplicated, in order.
+  std::vector<std::string> claims;
+  std::vector<TemplateEntry> templates;  // the claim-templates annotation
+  // entry -> generated claim, for the entries of `templates` the record names.
+  std::map<std::string, std::string> generated;
+  // The entries of `templates` without a recorded claim yet, in order.
+  std::vector<std::string> awaiting;
+  std::string invalid;  // a garbled annotation: then nothing else can be relied on
+};
+PodClaimNames podClaimNames(const std::map<std::string, std::string>& annotations);
+
 struct Pod {
   ObjectMeta meta;
   std::string nodeName;             // spec.nodeName
@@ -166,12 +209,28 @@ struct Pod {
   int32_t priority = 0;             // spec.priority, 0 when absent (as kube-scheduler reads it)
   bool preemptNever = false;        // spec.preemptionPolicy is Never
   int64_t gracePeriodSeconds = 30;  // spec.terminationGracePeriodSeconds, 30 when absent
-  // Claim names from the claims annotation, trimmed, de-duplicated, in order.
+  // The claims the pod uses (PodClaimNames::claims): named ones, then generated ones.
   std::vector<std::string> claims;
-  std::string invalid;  // e.g. a garbled claims annotation
+  std::vector<TemplateEntry> claimTemplates;           // PodClaimNames::templates
+  std::map<std::string, std::string> generatedClaims;  // PodClaimNames::generated
+  std::vector<std::string> awaitingTemplates;          // PodClaimNames::awaiting
+  std::string invalid;                                 // e.g. a garbled claims annotation
 
   static Pod fromJson(const nlohmann::json& obj);
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// One ExtendedResourceClaimTemplate: the labels, annotations and spec of the claims made from
+// it. Parsed leniently, as the others.
+struct ExtendedResourceClaimTemplate {
+  ObjectMeta meta;
+  std::map<std::string, std::string> claimLabels;       // spec.metadata.labels
+  std::map<std::string, std::string> claimAnnotations;  // spec.metadata.annotations
+  nlohmann::json claimSpec;                             // spec.spec, as stored
+  std::string invalid;  // including what makes spec.spec an invalid claim spec
+  RawObject raw;
+
+  static ExtendedResourceClaimTemplate fromJson(const nlohmann::json& obj);
 };
 
 struct Node {
@@ -196,6 +255,21 @@ bool isDns1123Subdomain(const std::string& s);
 // Parses the claims annotation value ("a, b,c"); throws std::invalid_argument on a name that
 // is not a valid DNS-1123 subdomain.
 std::vector<std::string> parseClaimsAnnotation(const std::string& value);
+
+// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, at most 63.
+bool isDns1123Label(const std::string& s);
+
+// Parses the claim-templates annotation value ("gpu=gpu-template, fpga = fpga-template"):
+// comma-separated entries, each an entry name (a DNS-1123 label) '=' a template name (a
+// DNS-1123 subdomain). Throws std::invalid_argument on a malformed entry or a repeated entry
+// name; an entry repeated identically counts once.
+std::vector<TemplateEntry> parseClaimTemplatesAnnotation(const std::string& value);
+
+// Parses the generated-claims record: a JSON object of entry name -> claim name. Throws
+// std::invalid_argument when it is not one, or a claim name is not a DNS-1123 subdomain.
+std::map<std::string, std::string> parseGeneratedClaimsAnnotation(const std::string& value);
+// The record's text for these entries (a JSON object, keys sorted).
+std::string generatedClaimsValue(const std::map<std::string, std::string>& generated);
 
 // Parsing helpers shared by the typed views; they throw std::invalid_argument with a message
 // naming the offending field. Each takes the value itself (the selector object, the NodeSelector

@@ -69,6 +69,8 @@ const Resource kNamespaces{"", "v1", "namespaces", false};
 const Resource kExtendedResources{"extendedresource.io", "v1alpha1", "extendedresources", false};
 const Resource kExtendedResourceClaims{"extendedresource.io", "v1alpha1", "extendedresourceclaims",
                                        true};
+const Resource kExtendedResourceClaimTemplates{"extendedresource.io", "v1alpha1",
+                                               "extendedresourceclaimtemplates", true};
 }  // namespace resources
 
 }  // namespace ker

@@ -17,6 +17,7 @@ namespace ker {
 using CachedClaim = std::shared_ptr<const ExtendedResourceClaim>;
 using CachedDevice = std::shared_ptr<const ExtendedResource>;
 using CachedPod = std::shared_ptr<const WatchedPod>;
+using CachedTemplate = std::shared_ptr<const ExtendedResourceClaimTemplate>;
 
 // What the reconciler reads: the informers' caches in the binary, plain maps in tests.
 class ControllerCaches {
@@ -26,6 +27,8 @@ class ControllerCaches {
   virtual CachedDevice device(const std::string& name) const = 0;
   virtual CachedPod pod(const std::string& key) const = 0;  // "namespace/name"
   virtual std::vector<CachedPod> pods() const = 0;
+  // "namespace/name"; nullptr when there is none (or templates are not watched).
+  virtual CachedTemplate claimTemplate(const std::string& /*key*/) const { return nullptr; }
   // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
   // pod's absence is as certain as a live read would make it.
   virtual bool podDeleted(const std::string& uid) const = 0;
@@ -46,6 +49,12 @@ class InformerCaches : public ControllerCaches {
   CachedDevice device(const std::string& name) const override { return devices_.get(name); }
   CachedPod pod(const std::string& key) const override { return pods_.get(key); }
   std::vector<CachedPod> pods() const override { return pods_.list(); }
+  CachedTemplate claimTemplate(const std::string& key) const override {
+    return templates_ ? templates_->get(key) : nullptr;
+  }
+  void watchTemplates(const Informer<ExtendedResourceClaimTemplate>& templates) {
+    templates_ = &templates;
+  }
   bool podDeleted(const std::string& uid) const override {
     std::lock_guard lock(mu_);
     return deletedPods_.count(uid) > 0;
@@ -147,6 +156,7 @@ class InformerCaches : public ControllerCaches {
   const Informer<WatchedPod>& pods_;
   const Informer<ExtendedResourceClaim>& claims_;
   const Informer<ExtendedResource>& devices_;
+  const Informer<ExtendedResourceClaimTemplate>* templates_ = nullptr;  // set before start
   // The indexes the watch keeps, beside the informers' own caches.
   mutable std::mutex mu_;
   std::unordered_set<std::string> deletedPods_;                  // holder UIDs

@@ -31,7 +31,8 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
                        Informer<ExtendedResourceClaim>& claims, Informer<ExtendedResource>& devices,
                        EventRecorder* events, metrics::Registry& registry, WriteGate mayWrite,
                        ControllerOptions opts)
-    : devices_(devices),
+    : pods_(pods),
+      devices_(devices),
       opts_(std::move(opts)),
       metrics_(registry),
       caches_(pods, claims, devices),
@@ -85,6 +86,16 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
       .onAdd = [this](const auto& d) { apply(deviceChanged(nullptr, *d)); },
       .onUpdate = [this](const auto& old, const auto& d) { apply(deviceChanged(old.get(), *d)); },
       .onDelete = [this](const auto& d) { apply(deviceDeleted(*d)); },
+  });
+}
+
+void Controller::watchTemplates(Informer<ExtendedResourceClaimTemplate>& templates) {
+  caches_.watchTemplates(templates);
+  auto changed = [this](const auto& t) { apply(templateChanged(*t, pods_.list())); };
+  templates.addHandlers({
+      .onAdd = changed,
+      .onUpdate = [changed](const auto&, const auto& t) { changed(t); },
+      .onDelete = changed,
   });
 }
 

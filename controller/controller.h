@@ -59,6 +59,10 @@ class Controller {
   // Shuts the queue down and joins the workers (each finishes its current key). Idempotent.
   void stop();
 
+  // Makes claims for pods' template entries from these templates (docs/templates.md); without
+  // it, template entries wait forever. Call before the informers start.
+  void watchTemplates(Informer<ExtendedResourceClaimTemplate>& templates);
+
   size_t queueLength() const { return queue_.len() + deviceQueue_.len(); }
   Reconciler& reconciler() { return reconciler_; }
 
@@ -70,6 +74,7 @@ class Controller {
   // a little later.
   void apply(const Triggers& triggers);
 
+  Informer<WatchedPod>& pods_;
   Informer<ExtendedResource>& devices_;
   const ControllerOptions opts_;
   ControllerMetrics metrics_;

@@ -46,7 +46,9 @@ struct ControllerApp::Impl {
                }()),
         pods(api, resources::kPods),
         claims(api, resources::kExtendedResourceClaims, informerOptions(config.resyncPeriod)),
-        devices(api, resources::kExtendedResources, informerOptions(config.resyncPeriod)) {
+        devices(api, resources::kExtendedResources, informerOptions(config.resyncPeriod)),
+        templates(api, resources::kExtendedResourceClaimTemplates,
+                  informerOptions(config.resyncPeriod)) {
     if (config.leaderElect) {
       elector = std::make_unique<LeaderElector>(
           api, electionConfig,
@@ -62,6 +64,7 @@ struct ControllerApp::Impl {
     controller = std::make_unique<Controller>(
         api, pods, claims, devices, &events, registry,
         [this] { return !elector || elector->isLeader(); }, config.controller);
+    controller->watchTemplates(templates);
 
     registry.gaugeFunc("extended_resource_controller_leader",
                        "1 while this process holds the lease and may write.",
@@ -86,7 +89,9 @@ struct ControllerApp::Impl {
     }
   }
 
-  bool synced() const { return pods.hasSynced() && claims.hasSynced() && devices.hasSynced(); }
+  bool synced() const {
+    return pods.hasSynced() && claims.hasSynced() && devices.hasSynced() && templates.hasSynced();
+  }
   bool leading() const { return elector ? elector->isLeader() : started.load(); }
 
   void mayStart() {
@@ -138,6 +143,7 @@ struct ControllerApp::Impl {
   Informer<WatchedPod> pods;
   Informer<ExtendedResourceClaim> claims;
   Informer<ExtendedResource> devices;
+  Informer<ExtendedResourceClaimTemplate> templates;
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<HttpServer> server;
@@ -170,6 +176,7 @@ void ControllerApp::start() {
   i.pods.start();
   i.claims.start();
   i.devices.start();
+  i.templates.start();
   i.runner = std::thread([&i] { i.run(); });
   if (i.elector) {
     log::info("starting leader election",
@@ -205,6 +212,7 @@ void ControllerApp::stop() {
   i.pods.stop();
   i.claims.stop();
   i.devices.stop();
+  i.templates.stop();
   if (!lost) {
     i.events.flush(std::chrono::seconds(2));
   }

@@ -132,6 +132,24 @@ void ControllerMemory::setWarnedPodProblem(const std::string& podKey, const std:
   }
 }
 
+std::string ControllerMemory::warnedTemplateProblem(const std::string& podKey,
+                                                    const std::string& podUid) const {
+  std::lock_guard lock(mu_);
+  auto it = warnedTemplates_.find(podKey);
+  return it != warnedTemplates_.end() && it->second.uid == podUid ? it->second.problem : "";
+}
+
+void ControllerMemory::setWarnedTemplateProblem(const std::string& podKey,
+                                                const std::string& podUid,
+                                                const std::string& problem) {
+  std::lock_guard lock(mu_);
+  if (problem.empty()) {
+    warnedTemplates_.erase(podKey);
+  } else {
+    warnedTemplates_[podKey] = {podUid, problem};
+  }
+}
+
 void ControllerMemory::forgetClaim(const std::string& key) {
   std::lock_guard lock(mu_);
   claimSuspects_.erase(key);
@@ -147,6 +165,7 @@ void ControllerMemory::forgetDevice(const std::string& name) {
 void ControllerMemory::forgetPod(const std::string& podKey) {
   std::lock_guard lock(mu_);
   warnedPods_.erase(podKey);
+  warnedTemplates_.erase(podKey);
 }
 
 size_t ControllerMemory::size() const {

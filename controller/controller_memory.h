@@ -52,6 +52,11 @@ class ControllerMemory {
   void setWarnedPodProblem(const std::string& podKey, const std::string& podUid,
                            const std::string& problem);
 
+  // The same for the pod's template entries that wait for a missing or invalid template.
+  std::string warnedTemplateProblem(const std::string& podKey, const std::string& podUid) const;
+  void setWarnedTemplateProblem(const std::string& podKey, const std::string& podUid,
+                                const std::string& problem);
+
   // Drop what is remembered about an object that was deleted.
   void forgetClaim(const std::string& key);
   void forgetDevice(const std::string& name);
@@ -75,8 +80,9 @@ class ControllerMemory {
   std::map<std::string, std::string> releasedDevices_;  // device -> resourceVersion
   std::map<std::string, SeenClaim> seenClaims_;
   std::map<NudgeTarget, SteadyTime> nudgeTriggered_;
-  std::map<std::string, SteadyTime> lastNudged_;  // pod UID -> when
-  std::map<std::string, Warned> warnedPods_;      // pod key -> warning given
+  std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
+  std::map<std::string, Warned> warnedPods_;       // pod key -> warning given
+  std::map<std::string, Warned> warnedTemplates_;  // pod key -> warning given
 };
 
 }  // namespace ker

@@ -195,6 +195,23 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
   return FreeResult::kFailed;
 }
 
+nlohmann::json Executor::createClaim(const nlohmann::json& claim) {
+  gate();
+  const std::string ns = claim["metadata"].value("namespace", "");
+  nlohmann::json created = api_.create(resources::kExtendedResourceClaims, ns, claim);
+  log::info("created claim for template entry",
+            {{"claim", objectKey(ns, created["metadata"].value("name", ""))},
+             {"entry", claim["metadata"]["labels"].value(kTemplateEntryLabel, "")}});
+  return created;
+}
+
+void Executor::patchPod(const Pod& pod, const nlohmann::json& patch,
+                        const std::vector<PlannedEvent>& events) {
+  gate();
+  api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kMerge, patch);
+  record(events);
+}
+
 bool Executor::nudgePod(const Pod& pod) {
   const nlohmann::json patch = {
       {"metadata", {{"annotations", {{kRequeueAtAnnotation, formatMicroTime(clock_())}}}}}};

@@ -52,6 +52,12 @@ class Executor {
   bool record(const std::vector<PlannedEvent>& events);
   // Asks kube-scheduler to retry the pod; false when the pod no longer exists.
   bool nudgePod(const Pod& pod);
+  // Creates a claim (a template entry's); returns it as the server stored it.
+  nlohmann::json createClaim(const nlohmann::json& claim);
+  // Merge-patches the pod (the generated-claims record, with its resourceVersion precondition
+  // inside), then records the events.
+  void patchPod(const Pod& pod, const nlohmann::json& patch,
+                const std::vector<PlannedEvent>& events);
 
   bool mayWrite() const { return !mayWrite_ || mayWrite_(); }
 

@@ -4,14 +4,17 @@ namespace ker {
 
 PodPlan planPod(const Pod& pod, const std::string& warned) {
   PodPlan p;
-  if (pod.invalid.empty() || pod.meta.annotations.count(kClaimsAnnotation) == 0) {
+  const auto& a = pod.meta.annotations;
+  if (pod.invalid.empty() ||
+      (a.count(kClaimsAnnotation) == 0 && a.count(kClaimTemplatesAnnotation) == 0 &&
+       a.count(kGeneratedClaimsAnnotation) == 0)) {
     return p;
   }
   p.problem = pod.invalid;
   if (warned != pod.invalid) {
-    p.warning = PlannedEvent{
-        referenceTo(pod), EventType::kWarning, "InvalidClaims",
-        std::string("annotation ") + kClaimsAnnotation + " cannot be used: " + pod.invalid};
+    // pod.invalid names the annotation at fault.
+    p.warning = PlannedEvent{referenceTo(pod), EventType::kWarning, "InvalidClaims",
+                             "the pod's claims cannot be used: " + pod.invalid};
   }
   return p;
 }

@@ -7,7 +7,8 @@
 
 namespace ker {
 
-// What to do about a pod's claims annotation: warn once per problem, not on every update.
+// What to do about a pod's claims annotations (claims, claim-templates, generated-claims): warn
+// once per problem, not on every update.
 struct PodPlan {
   std::optional<PlannedEvent> warning;
   std::string problem;  // the problem to remember as warned of; "" when there is none

@@ -5,6 +5,7 @@
 #include "controller/claim_plan.h"
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
+#include "controller/template_claims_plan.h"
 
 namespace ker {
 
@@ -255,8 +256,66 @@ ReconcileResult Reconciler::reconcilePod(const std::string& key) {
     if (!plan.warning || executor_.record({*plan.warning})) {
       memory_.setWarnedPodProblem(key, pod->meta.uid, plan.problem);
     }
+    reconcileTemplateClaims(*pod);
     return ReconcileResult{};
   });
+}
+
+void Reconciler::reconcileTemplateClaims(const Pod& pod) {
+  const std::string podKey = objectKey(pod.meta.ns, pod.meta.name);
+  TemplateClaimsInputs in;
+  in.pod = &pod;
+  in.warned = memory_.warnedTemplateProblem(podKey, pod.meta.uid);
+  std::vector<CachedTemplate> keepTemplates;  // own what in.templates points to
+  for (const auto& entry : pod.claimTemplates) {
+    if (!in.templates.count(entry.templateName)) {
+      keepTemplates.push_back(caches_.claimTemplate(objectKey(pod.meta.ns, entry.templateName)));
+      in.templates[entry.templateName] = keepTemplates.back().get();
+    }
+  }
+  std::vector<ExtendedResourceClaim> labelled;  // owns what in.labelled points to
+  auto setLabelled = [&] {
+    std::vector<const ExtendedResourceClaim*> ptrs;
+    for (const auto& c : labelled) {
+      ptrs.push_back(&c);
+    }
+    in.labelled = std::move(ptrs);
+  };
+  TemplateClaimsPlan plan = planTemplateClaims(in);
+  // A list, the creates, then the record: each step's result is the next plan's input.
+  for (int step = 0; step < 3; ++step) {
+    if (plan.listLabelled) {
+      if (metrics_) {
+        metrics_->liveReads.inc();
+      }
+      ListOptions opts;
+      opts.labelSelector = std::string(kPodUidLabel) + "=" + pod.meta.uid;
+      const nlohmann::json list = api_.list(resources::kExtendedResourceClaims, pod.meta.ns, opts);
+      labelled.clear();
+      for (const auto& item : list.value("items", nlohmann::json::array())) {
+        labelled.push_back(ExtendedResourceClaim::fromJson(item));
+      }
+      setLabelled();
+    } else if (!plan.creates.empty()) {
+      for (const auto& create : plan.creates) {
+        labelled.push_back(ExtendedResourceClaim::fromJson(executor_.createClaim(create.claim)));
+      }
+      setLabelled();
+    } else {
+      break;
+    }
+    plan = planTemplateClaims(in);
+  }
+  // While writes are gated the warning is left for a later update.
+  if (!plan.warning || executor_.record({*plan.warning})) {
+    memory_.setWarnedTemplateProblem(podKey, pod.meta.uid, plan.problem);
+  }
+  if (plan.listLabelled || !plan.creates.empty()) {
+    throw std::runtime_error("the claims of the pod's template entries did not settle");
+  }
+  if (plan.recordPatch) {
+    executor_.patchPod(pod, *plan.recordPatch, plan.events);
+  }
 }
 
 void Reconciler::requestNudge(const NudgeTarget& target) {

@@ -69,6 +69,8 @@ class Reconciler {
  private:
   template <class F>
   ReconcileResult guarded(F&& body);
+  // Creates the claims the pod's template entries call for and records them on the pod.
+  void reconcileTemplateClaims(const Pod& pod);
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 

@@ -114,10 +114,28 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
   for (const auto& key : held) {
     t.keys.push_back(ClaimKey{key});
   }
-  // Only a pod that names claims can need a warning about how it names them; a deleted one,
-  // for the warning to be forgotten.
-  if (deleted || pod.meta.annotations.count(kClaimsAnnotation)) {
+  // Only a pod that names claims or templates can need a warning about how it names them, or
+  // claims made for it; a deleted one, for the warning to be forgotten.
+  if (deleted || pod.meta.annotations.count(kClaimsAnnotation) ||
+      pod.meta.annotations.count(kClaimTemplatesAnnotation)) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
+  }
+  return t;
+}
+
+Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
+                         const std::vector<CachedPod>& pods) {
+  Triggers t;
+  for (const auto& p : pods) {
+    if (!p || p->meta.ns != tmpl.meta.ns || p->awaitingTemplates.empty()) {
+      continue;
+    }
+    for (const auto& entry : p->claimTemplates) {
+      if (entry.templateName == tmpl.meta.name) {
+        t.keys.push_back(PodKey{objectKey(p->meta.ns, p->meta.name)});
+        break;
+      }
+    }
   }
   return t;
 }

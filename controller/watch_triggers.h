@@ -32,6 +32,10 @@ Triggers deviceChanged(const ExtendedResource* old, const ExtendedResource& cur)
 Triggers deviceDeleted(const ExtendedResource& last);
 // `held`: the keys of the claims whose podRef names the pod.
 Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool deleted);
+// A template was created, changed or deleted: the pods of its namespace still waiting for a
+// claim from it are reconciled.
+Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
+                         const std::vector<CachedPod>& pods);
 
 // Available to the extender in a status the API holds (an absent status is not: the reconciler
 // writes it, and that write is the event that counts; nor is one still naming a claim, until

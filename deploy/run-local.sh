@@ -109,7 +109,8 @@ if ! $in_cluster; then
   log "applying crds/"
   kubectl apply -f "$root/crds" >/dev/null
   kubectl wait --for=condition=Established --timeout=60s \
-    crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+    crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
+    crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
 
   log "applying the ServiceAccounts and RBAC of deploy/"
   "$launcher" apply-deploy-rbac "$cp"

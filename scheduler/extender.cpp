@@ -39,7 +39,7 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
 
 FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
   FilterReply reply;
-  if (args.pod.claims.empty() && args.pod.invalid.empty()) {
+  if (args.pod.claims.empty() && args.pod.invalid.empty() && args.pod.awaitingTemplates.empty()) {
     stats_.podsWithoutClaims++;
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
     return reply;
@@ -49,6 +49,11 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
     reply.failedUnresolvable.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
       reply.failedUnresolvable.emplace_back(node, claims.unresolvable);
+    }
+  } else if (!claims.waiting.empty()) {
+    reply.failed.reserve(args.nodeNames.size());
+    for (const auto node : args.nodeNames) {
+      reply.failed.emplace_back(node, claims.waiting);
     }
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_);

@@ -12,6 +12,18 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
     out.unresolvable = "pod " + objectKey(pod.meta.ns, pod.meta.name) + ": " + pod.invalid;
     return out;
   }
+  if (!pod.awaitingTemplates.empty()) {
+    const std::string& entry = pod.awaitingTemplates.front();
+    std::string tmpl;
+    for (const auto& e : pod.claimTemplates) {
+      if (e.name == entry) {
+        tmpl = e.templateName;
+      }
+    }
+    out.waiting = "waiting for the controller to create the claim for template entry " + entry +
+                  " (template " + objectKey(pod.meta.ns, tmpl) + ")";
+    return out;
+  }
   for (const auto& name : pod.claims) {
     const std::string key = objectKey(pod.meta.ns, name);
     ClaimPtr claim = lookup(key);
@@ -121,6 +133,10 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   if (!claims_.unresolvable.empty()) {
     plan.unresolvable = true;
     plan.message = claims_.unresolvable;
+    return plan;
+  }
+  if (!claims_.waiting.empty()) {
+    plan.message = claims_.waiting;
     return plan;
   }
   if (!claims_.fixedNode.empty() && claims_.fixedNode != nodeName) {

@@ -26,7 +26,12 @@ struct PodClaims {
   // Non-empty when no node can pass whatever happens to devices (missing, invalid, Lost or
   // held claims): reported as unresolvable so preemption does not try.
   std::string unresolvable;
-  bool empty() const { return pending.empty() && boundToPod.empty() && unresolvable.empty(); }
+  // Non-empty while a template entry of the pod has no claim recorded yet: no node passes, but
+  // resolvably (the controller's record of the claim updates the pod, which requeues it).
+  std::string waiting;
+  bool empty() const {
+    return pending.empty() && boundToPod.empty() && unresolvable.empty() && waiting.empty();
+  }
 };
 
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup);

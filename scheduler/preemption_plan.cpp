@@ -186,6 +186,9 @@ PreemptionPlan planPreemption(const PreemptionRequest& request) {
   if (!request.claims.unresolvable.empty()) {
     return none(request.claims.unresolvable);
   }
+  if (!request.claims.waiting.empty()) {
+    return none(request.claims.waiting);
+  }
   if (request.preemptNever) {
     return none("the pod's preemptionPolicy is Never");
   }

@@ -482,6 +482,231 @@ TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
   EXPECT_TRUE(eventually([&] { return released("good", {device}); }, 10s)) << logs();
 }
 
+// ---- claims made from templates (docs/templates.md) ----
+
+json templateObject(const std::string& ns, const std::string& name, const std::string& resource) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaimTemplate"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"metadata", {{"labels", {{"app", "web"}}}}},
+            {"spec",
+             {{"rawResourceName", resource},
+              {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}}}};
+}
+
+// The claims the controller made for a pod (labelled with its UID), as the API has them.
+std::vector<json> generatedClaimsOf(KubeClient& api, const std::string& ns, const json& pod) {
+  ListOptions opts;
+  opts.labelSelector = std::string(kPodUidLabel) + "=" + pod["metadata"]["uid"].get<std::string>();
+  std::vector<json> out;
+  const json list = api.list(resources::kExtendedResourceClaims, ns, opts);
+  for (const auto& c : list["items"]) {
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Each pod bound, with exactly one generated claim that its record names, Bound to it; the
+// devices of all of them, which must be distinct.
+std::vector<std::string> checkTemplatePods(KubeClient& api, const std::string& ns,
+                                           const std::vector<json>& pods) {
+  std::vector<std::string> devices;
+  for (const auto& p : pods) {
+    const std::string name = p["metadata"]["name"];
+    const auto claims = generatedClaimsOf(api, ns, p);
+    EXPECT_EQ(claims.size(), 1u) << name;
+    if (claims.size() != 1) {
+      continue;
+    }
+    const json& c = claims[0];
+    const std::string claimName = c["metadata"]["name"];
+    EXPECT_EQ(p.value("/metadata/annotations"_json_pointer, json::object())
+                  .value(kGeneratedClaimsAnnotation, ""),
+              json({{"gpu", claimName}}).dump())
+        << name;
+    EXPECT_EQ(c["metadata"]["ownerReferences"][0]["uid"], p["metadata"]["uid"]);
+    EXPECT_EQ(c["metadata"]["labels"]["app"], "web");
+    EXPECT_EQ(c.value("/status/phase"_json_pointer, ""), "Bound") << claimName;
+    EXPECT_EQ(c.value("/status/podRef/uid"_json_pointer, ""), p["metadata"]["uid"]) << claimName;
+    for (const auto& d : c.value("/status/extendedResourceNames"_json_pointer, json::array())) {
+      devices.push_back(d);
+    }
+  }
+  std::sort(devices.begin(), devices.end());
+  EXPECT_EQ(std::adjacent_find(devices.begin(), devices.end()), devices.end())
+      << "a device is in two claims";
+  return devices;
+}
+
+TEST_F(ControllerTest, PodsNamingOneTemplateEachGetAClaimOfTheirOwnAndDistinctDevices) {
+  std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
+  devices_.push_back(uniqueName("dev"));
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(devices_.back(), node_, resource_, {{"type", "p100"}}));
+  api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+               templateObject(ns_, "gpu", resource_));
+  for (int i = 0; i < 3; ++i) {
+    json pod = podObject(ns_, "web-" + std::to_string(i), {}, schedulerName_);
+    pod["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=gpu"}};
+    api_->create(resources::kPods, ns_, pod);
+  }
+  std::vector<json> pods;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(waitBound("web-" + std::to_string(i))) << logs();
+    pods.push_back(getPod("web-" + std::to_string(i)));
+  }
+  std::sort(matching.begin(), matching.end());
+  EXPECT_EQ(checkTemplatePods(*api_, ns_, pods), matching);
+  EXPECT_EQ(api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].size(), 3u);
+
+  // Its pod gone, a generated claim is released like any other (without a garbage collector
+  // it stays, Pending).
+  ASSERT_EQ(generatedClaimsOf(*api_, ns_, pods[0]).size(), 1u);
+  const std::string claim = generatedClaimsOf(*api_, ns_, pods[0])[0]["metadata"]["name"];
+  const std::vector<std::string> held = claimStatus(claim)["extendedResourceNames"];
+  deletePodNow(*api_, ns_, "web-0");
+  EXPECT_TRUE(eventually([&] { return released(claim, held); }, 10s)) << logs();
+  EXPECT_EQ(claimStatus(claim).value("reason", ""), "Released");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ControllerTest, APodWaitsForItsTemplateAndIsBoundOnceTheClaimIsMade) {
+  const std::string device = makeDevice();
+  json pod = podObject(ns_, "early", {}, schedulerName_);
+  pod["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=later"}};
+  api_->create(resources::kPods, ns_, pod);
+  ASSERT_TRUE(waitParked("early")) << logs();
+  bool saidWhy = false;
+  eventually(
+      [&] {
+        const json events = api_->list(resources::kEvents, ns_, {});
+        for (const auto& e : events["items"]) {
+          if (e["involvedObject"].value("name", "") == "early" &&
+              e.value("reason", "") == "FailedScheduling" &&
+              e.value("message", "")
+                      .find("waiting for the controller to create the claim for "
+                            "template entry gpu") != std::string::npos) {
+            saidWhy = true;
+          }
+        }
+        return saidWhy;
+      },
+      10s);
+  EXPECT_TRUE(saidWhy) << "the FailedScheduling event names the wait";
+  bool warned = false;
+  eventually(
+      [&] {
+        const json events = api_->list(resources::kEvents, ns_, {});
+        for (const auto& e : events["items"]) {
+          if (e["involvedObject"].value("name", "") == "early" &&
+              e.value("reason", "") == "ClaimTemplateUnusable" &&
+              e.value("message", "").find("template " + ns_ + "/later not found") !=
+                  std::string::npos) {
+            warned = true;
+          }
+        }
+        return warned;
+      },
+      10s);
+  EXPECT_TRUE(warned) << "the controller says which template is missing";
+  EXPECT_TRUE(api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty());
+
+  api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+               templateObject(ns_, "later", resource_));
+  ASSERT_TRUE(waitBound("early", 20s)) << logs();
+  EXPECT_EQ(checkTemplatePods(*api_, ns_, {getPod("early")}), std::vector<std::string>{device});
+}
+
+// With kube-controller-manager's replicaset and garbage collector: the pods of a ReplicaSet
+// share one template, and each claim goes with its pod.
+TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod) {
+  const int kcmPort = freePort();
+  ChildProcess kcm(env_->value("BIN_DIR") + "/kube-controller-manager",
+                   {"--kubeconfig=" + env_->kubeconfig(), "--leader-elect=false",
+                    "--controllers=replicaset,garbagecollector", "--bind-address=127.0.0.1",
+                    "--secure-port=" + std::to_string(kcmPort),
+                    "--tls-cert-file=" + env_->dir() + "/pki/serving.crt",
+                    "--tls-private-key-file=" + env_->dir() + "/pki/serving.key",
+                    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", "--v=1"},
+                   env_->dir() + "/kcm-" + std::to_string(kcmPort) + ".log");
+  kcm.start();
+
+  std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
+  std::sort(matching.begin(), matching.end());
+  api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+               templateObject(ns_, "gpu", resource_));
+  json podTemplate = podObject(ns_, "unused", {}, schedulerName_);
+  podTemplate["metadata"] = {{"labels", {{"app", "web"}}},
+                             {"annotations", {{kClaimTemplatesAnnotation, "gpu=gpu"}}}};
+  const Resource replicaSets{"apps", "v1", "replicasets", true};
+  api_->create(
+      replicaSets, ns_,
+      {{"apiVersion", "apps/v1"},
+       {"kind", "ReplicaSet"},
+       {"metadata", {{"name", "web"}, {"namespace", ns_}}},
+       {"spec",
+        {{"replicas", 3},
+         {"selector", {{"matchLabels", {{"app", "web"}}}}},
+         {"template", {{"metadata", podTemplate["metadata"]}, {"spec", podTemplate["spec"]}}}}}});
+  auto boundPods = [&] {
+    std::vector<json> out;
+    const json list = api_->list(resources::kPods, ns_, {});
+    for (const auto& p : list["items"]) {
+      if (!p.value("/spec/nodeName"_json_pointer, "").empty() &&
+          !p.contains("/metadata/deletionTimestamp"_json_pointer)) {
+        out.push_back(p);
+      }
+    }
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return boundPods().size() == 3; }, 60s))
+      << logs() << "\nkube-controller-manager:\n"
+      << kcm.logTail();
+  std::vector<json> pods = boundPods();
+  EXPECT_EQ(checkTemplatePods(*api_, ns_, pods), matching);
+
+  // A pod deleted: its claim is released and deleted with it; the replacement gets a claim of
+  // its own and the freed device.
+  const json gone = pods[0];
+  ASSERT_EQ(generatedClaimsOf(*api_, ns_, gone).size(), 1u);
+  const std::string claim = generatedClaimsOf(*api_, ns_, gone)[0]["metadata"]["name"];
+  deletePodNow(*api_, ns_, gone["metadata"]["name"]);
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          api_->get(resources::kExtendedResourceClaims, ns_, claim);
+          return false;
+        } catch (const ApiError& e) {
+          return e.isNotFound();
+        }
+      },
+      60s))
+      << "the garbage collector did not delete the claim\n"
+      << kcm.logTail();
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto now = boundPods();
+        return now.size() == 3 && std::none_of(now.begin(), now.end(), [&](const json& p) {
+                 return p["metadata"]["uid"] == gone["metadata"]["uid"];
+               });
+      },
+      60s))
+      << logs();
+  EXPECT_EQ(checkTemplatePods(*api_, ns_, boundPods()), matching);
+  EXPECT_EQ(api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].size(), 3u);
+  EXPECT_EQ(invariantViolations(), "");
+
+  // The ReplicaSet deleted, its pods and their claims go too; then no controller manager is
+  // left running for the other tests.
+  api_->remove(replicaSets, ns_, "web");
+  EXPECT_TRUE(eventually(
+      [&] { return api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty(); },
+      60s))
+      << kcm.logTail();
+  kcm.stop();
+}
+
 TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   int standbyPort = 0;
   standby_ = startController(standbyPort);

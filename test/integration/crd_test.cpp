@@ -31,6 +31,7 @@ TEST_F(CrdTest, BothCrdsAreEstablishedWithShortNamesAndCategory) {
   ASSERT_EQ(env_->kubectl("api-resources --api-group=extendedresource.io -o wide", &out), 0);
   EXPECT_NE(out.find("er "), std::string::npos) << out;
   EXPECT_NE(out.find("erc "), std::string::npos) << out;
+  EXPECT_NE(out.find("erct "), std::string::npos) << out;
   EXPECT_NE(out.find("extendedresource"), std::string::npos) << out;
 }
 

@@ -68,6 +68,12 @@ TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
           {"list extendedresources.extendedresource.io", true},
           {"update extendedresources.extendedresource.io --subresource=status", true},
           {"update extendedresourceclaims.extendedresource.io --subresource=status -A", true},
+          // The claims of pods that name templates: made from the templates, owned by the pods.
+          {"watch extendedresourceclaimtemplates.extendedresource.io -A", true},
+          {"create extendedresourceclaims.extendedresource.io -A", true},
+          {"update pods --subresource=finalizers -A", true},
+          {"update extendedresourceclaims.extendedresource.io -A", false},
+          {"create extendedresourceclaimtemplates.extendedresource.io -A", false},
           {"create events -A", true},
           {"create leases -n kube-system", true},
           {"update leases/extended-resource-controller -n kube-system", true},

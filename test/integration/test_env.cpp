@@ -127,7 +127,8 @@ void TestEnv::ensureCrds() {
   }
   if (kubectl("wait --for=condition=Established --timeout=60s "
               "crd/extendedresources.extendedresource.io "
-              "crd/extendedresourceclaims.extendedresource.io",
+              "crd/extendedresourceclaims.extendedresource.io "
+              "crd/extendedresourceclaimtemplates.extendedresource.io",
               &out) != 0) {
     throw std::runtime_error("CRDs not Established: " + out);
   }
@@ -137,6 +138,8 @@ void TestEnv::ensureCrds() {
         try {
           admin_->list(resources::kExtendedResourceClaims, "default", ListOptions{.limit = 1});
           admin_->list(resources::kExtendedResources, "", ListOptions{.limit = 1});
+          admin_->list(resources::kExtendedResourceClaimTemplates, "default",
+                       ListOptions{.limit = 1});
           return true;
         } catch (const ApiError&) {
           return false;

@@ -43,7 +43,7 @@ class TestEnv {
   // Runs ker-check-invariants over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations() const;
 
-  // Applies crds/ once and waits for both CRDs to be Established.
+  // Applies crds/ once and waits for its CRDs to be Established.
   void ensureCrds();
   // Applies the ServiceAccounts and RBAC of deploy/ (every document but the Deployments) once.
   void ensureDeployRbac();

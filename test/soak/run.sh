@@ -123,7 +123,8 @@ kubectl=("$(env_get KUBECTL)" --kubeconfig "$(env_get KUBECONFIG)")
 
 "${kubectl[@]}" apply -f "$root/crds" >/dev/null
 "${kubectl[@]}" wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
+  crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
 # The ServiceAccounts and RBAC of deploy/. No kube-controller-manager runs, so the
 # Deployments in the same files stay inert: the soak runs the binaries itself.
 "${kubectl[@]}" apply -f "$root/deploy/extender.yaml" -f "$root/deploy/deployment.yaml" >/dev/null

@@ -70,6 +70,7 @@ class ControllerLoopTest : public ::testing::Test {
     pods.stop();
     claims.stop();
     devices.stop();
+    templates.stop();
     events.stop();
   }
 
@@ -81,11 +82,14 @@ class ControllerLoopTest : public ::testing::Test {
     o.reconciler.orphanGrace = grace;
     controller = std::make_unique<Controller>(
         api, pods, claims, devices, &events, registry, [this] { return leader.load(); }, o);
+    controller->watchTemplates(templates);
     events.start();
     pods.start();
     claims.start();
     devices.start();
-    ASSERT_TRUE(pods.waitForSync(5s) && claims.waitForSync(5s) && devices.waitForSync(5s));
+    templates.start();
+    ASSERT_TRUE(pods.waitForSync(5s) && claims.waitForSync(5s) && devices.waitForSync(5s) &&
+                templates.waitForSync(5s));
     controller->start();
   }
 
@@ -168,6 +172,8 @@ class ControllerLoopTest : public ::testing::Test {
   Informer<WatchedPod> pods{api, resources::kPods};
   Informer<ExtendedResourceClaim> claims{api, resources::kExtendedResourceClaims};
   Informer<ExtendedResource> devices{api, resources::kExtendedResources};
+  Informer<ExtendedResourceClaimTemplate> templates{api,
+                                                    resources::kExtendedResourceClaimTemplates};
   std::atomic<bool> leader{true};
   std::unique_ptr<Controller> controller;
   std::string claimUid;
@@ -567,6 +573,95 @@ TEST_F(ControllerLoopTest, MetricsAreExported) {
                            "extended_resource_controller_releases_total{cause=\"PodDeleted\"} 1"}) {
     EXPECT_NE(text.find(name), std::string::npos) << name;
   }
+}
+
+json templateJson(const std::string& name) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaimTemplate"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"metadata", {{"labels", {{"team", "a"}}}}},
+            {"spec", {{"rawResourceName", kGpu}, {"extendedResourceNum", 1}}}}}};
+}
+
+// A pending pod with one template entry, gpu=tmpl.
+json templatePodJson(const std::string& name) {
+  json p = podJson(name, "", "", "Pending");
+  p["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=tmpl"}};
+  return p;
+}
+
+// The claims labelled with the pod's UID, as the API holds them.
+std::vector<json> labelledClaims(FakeApiClient& api, const std::string& podUid) {
+  std::vector<json> out;
+  const json list = api.list(resources::kExtendedResourceClaims, "default",
+                             {.labelSelector = std::string(kPodUidLabel) + "=" + podUid});
+  for (const auto& c : list["items"]) {
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string record(FakeApiClient& api, const std::string& pod) {
+  return api.peek(resources::kPods, "default", pod)
+      .value()
+      .value("/metadata/annotations"_json_pointer, json::object())
+      .value(kGeneratedClaimsAnnotation, "");
+}
+
+TEST_F(ControllerLoopTest, APodNamingATemplateGetsOneClaimOfItsOwnRecorded) {
+  api.seed(resources::kExtendedResourceClaimTemplates, templateJson("tmpl"));
+  const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
+  start();
+  ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); })) << "no record written";
+  const auto claims = labelledClaims(api, uid);
+  ASSERT_EQ(claims.size(), 1u);
+  const json& c = claims[0];
+  const std::string name = c["metadata"]["name"];
+  EXPECT_EQ(record(api, "w"), json({{"gpu", name}}).dump());
+  EXPECT_EQ(name.rfind("w-gpu-", 0), 0u) << name;
+  EXPECT_EQ(c["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(c["metadata"]["labels"][kTemplateEntryLabel], "gpu");
+  EXPECT_EQ(c["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ(c["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(c["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], true);
+  EXPECT_EQ(c["spec"]["rawResourceName"], kGpu);
+  // Later updates of the pod change nothing.
+  auto p = api.peek(resources::kPods, "default", "w").value();
+  p["metadata"]["labels"] = {{"touched", "yes"}};
+  api.update(resources::kPods, "default", p);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
+  EXPECT_EQ(eventsWithReason("ClaimsGenerated").size(), 1u);
+}
+
+// A claim created before a crash (or whose create reply was lost) but never recorded is
+// adopted, not made again.
+TEST_F(ControllerLoopTest, AnUnrecordedClaimOfThePodIsAdoptedNotMadeTwice) {
+  api.seed(resources::kExtendedResourceClaimTemplates, templateJson("tmpl"));
+  const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
+  json made = claimJson("w-gpu-made");
+  made["metadata"]["labels"] = {{kTemplateEntryLabel, "gpu"}, {kPodUidLabel, uid}};
+  made["metadata"]["ownerReferences"] = {
+      {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "w"}, {"uid", uid}, {"controller", true}}};
+  api.seed(resources::kExtendedResourceClaims, made);
+  start();
+  ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); }));
+  EXPECT_EQ(record(api, "w"), json({{"gpu", "w-gpu-made"}}).dump());
+  EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
+  EXPECT_EQ(api.list(resources::kExtendedResourceClaims, "default", {})["items"].size(), 1u);
+}
+
+TEST_F(ControllerLoopTest, APodWaitsForItsTemplateAndGetsItsClaimOnceItExists) {
+  const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
+  start();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(labelledClaims(api, uid).empty());
+  EXPECT_EQ(record(api, "w"), "");
+  EXPECT_EQ(eventsWithReason("ClaimTemplateUnusable").size(), 1u);
+  api.create(resources::kExtendedResourceClaimTemplates, "default", templateJson("tmpl"));
+  ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); }));
+  EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
 }
 
 }  // namespace

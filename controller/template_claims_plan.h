@@ -1,0 +1,62 @@
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+#include "controller/plan.h"
+
+// The claims a pod's template entries call for (docs/templates.md): pure, as the other plans.
+namespace ker {
+
+struct TemplateClaimsInputs {
+  const Pod* pod = nullptr;
+  // Each template the pod's entries name, nullptr when it does not exist.
+  std::map<std::string, const ExtendedResourceClaimTemplate*> templates;
+  // The claims labelled with the pod's UID, as a live list returned them; nullopt until the
+  // plan asks for that list. Only a quorum read may say that no claim was made yet: a claim
+  // created just before a crash (or a lost reply) may not have reached any cache.
+  std::optional<std::vector<const ExtendedResourceClaim*>> labelled;
+  // The waiting problem this pod (same UID) was last warned of, "" for none.
+  std::string warned;
+};
+
+struct ClaimCreate {
+  std::string entry;
+  nlohmann::json claim;  // the whole object, generateName and ownerReference included
+};
+
+struct TemplateClaimsPlan {
+  // Read the claims labelled with the pod's UID live, then plan again.
+  bool listLabelled = false;
+  // Claims to create. Once they exist, plan again with them among `labelled`: they are then
+  // adopted into the record.
+  std::vector<ClaimCreate> creates;
+  // The merge patch writing the record onto the pod, conditional on the pod's resourceVersion.
+  std::optional<nlohmann::json> recordPatch;
+  std::vector<PlannedEvent> events;  // with the record
+  // Entries that wait for their template to exist or become valid: entry -> why.
+  std::map<std::string, std::string> waiting;
+  // The waiting entries in one line ("" when none wait), to remember as warned of; and the
+  // Warning ClaimTemplateUnusable on the pod when it was not warned of yet.
+  std::string problem;
+  std::optional<PlannedEvent> warning;
+  std::string why;  // for the log line
+};
+
+// One claim per template entry of a pod that is still to be scheduled: an existing claim the
+// pod controls (ownerReference with its UID) labelled with the entry is adopted, otherwise one
+// is created from the template. Nothing for pods bound, finished, being deleted, with garbled
+// annotations, or whose entries all have recorded claims.
+TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
+
+// The claim a template entry of the pod gets: the template's labels and annotations, the
+// entry and pod-UID labels, generateName "<pod>-<entry>-", the pod as controlling owner
+// (blockOwnerDeletion, so the garbage collector deletes it with the pod), the template's spec.
+nlohmann::json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
+                                 const ExtendedResourceClaimTemplate& tmpl);
+
+}  // namespace ker
