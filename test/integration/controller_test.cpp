@@ -32,7 +32,6 @@ class ControllerTest : public ExtenderSuite {
       if (env_ != nullptr) {
         // The credentials and Lease deploy/deployment.yaml gives the controller, so a missing
         // permission fails here rather than in a user's cluster.
-        kubeconfig_ = env_->serviceAccountKubeconfig("extended-resource-controller");
         controller_ = startController(controllerPort_);
       }
     });
@@ -47,29 +46,7 @@ class ControllerTest : public ExtenderSuite {
   // Starts a controller instance serving metrics on a fresh port; waits until it is ready.
   static std::unique_ptr<ChildProcess> startController(int& port) {
     port = freePort();
-    std::vector<std::string> args = {"--kubeconfig=" + kubeconfig_,
-                                     "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
-                                     "--scheduler-name=" + schedulerName_,
-                                     "--orphan-grace-period=3s",
-                                     "--leader-elect-retry-period=200ms",
-                                     "--leader-elect-renew-deadline=2s",
-                                     "--leader-elect-lease-duration=4s",
-                                     "--v=2"};
-    args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
-    auto child = std::make_unique<ChildProcess>(
-        env_->binary("controller/extended-resource-controller"), args,
-        env_->dir() + "/controller-" + std::to_string(port) + ".log");
-    child->start();
-    httplib::Client health("127.0.0.1", port);
-    if (!eventually(
-            [&] {
-              auto res = health.Get("/readyz");
-              return res && res->status == 200;
-            },
-            60s, 100ms)) {
-      throw std::runtime_error("controller never became ready:\n" + child->logTail());
-    }
-    return child;
+    return ExtenderSuite::startController(port, extraArgs_);
   }
 
   static std::string metricsOf(int port) {
@@ -199,7 +176,6 @@ class ControllerTest : public ExtenderSuite {
   static std::unique_ptr<ChildProcess> controller_;
   static std::unique_ptr<ChildProcess> standby_;
   static int controllerPort_;
-  static std::string kubeconfig_;
   static std::vector<std::string> extraArgs_;  // for the controllers a suite starts
 };
 
@@ -208,7 +184,6 @@ std::vector<std::string> ControllerTest::extraArgs_;
 std::unique_ptr<ChildProcess> ControllerTest::controller_;
 std::unique_ptr<ChildProcess> ControllerTest::standby_;
 int ControllerTest::controllerPort_ = 0;
-std::string ControllerTest::kubeconfig_;
 
 TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   const std::vector<std::string> devices = {makeDevice(), makeDevice()};

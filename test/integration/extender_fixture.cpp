@@ -205,6 +205,34 @@ void ExtenderSuite::expectPlacementOnMatchingNode() {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+std::unique_ptr<ChildProcess> ExtenderSuite::startController(
+    int port, const std::vector<std::string>& extraArgs) {
+  std::vector<std::string> args = {
+      "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-controller"),
+      "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
+      "--scheduler-name=" + schedulerName_,
+      "--orphan-grace-period=3s",
+      "--leader-elect-retry-period=200ms",
+      "--leader-elect-renew-deadline=2s",
+      "--leader-elect-lease-duration=4s",
+      "--v=2"};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  auto child =
+      std::make_unique<ChildProcess>(env_->binary("controller/extended-resource-controller"), args,
+                                     env_->dir() + "/controller-" + std::to_string(port) + ".log");
+  child->start();
+  httplib::Client health("127.0.0.1", port);
+  if (!eventually(
+          [&] {
+            auto res = health.Get("/readyz");
+            return res && res->status == 200;
+          },
+          60s, 100ms)) {
+    throw std::runtime_error("controller never became ready:\n" + child->logTail());
+  }
+  return child;
+}
+
 double ExtenderSuite::metricValue(const std::string& text, const std::string& name) {
   size_t pos = 0;
   while ((pos = text.find(name + " ", pos)) != std::string::npos) {

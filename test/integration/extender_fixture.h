@@ -30,6 +30,11 @@ class ExtenderSuite : public ::testing::Test {
   static void setUpSuite(const std::function<void()>& setUp);
   static void startStack(const Options& opts);
   static void stopStack();
+  // Starts the controller binary with deploy/'s ServiceAccount credentials, serving metrics on
+  // `port`, for this stack's scheduler name, with short grace and leader-election periods and
+  // `extraArgs`; returns once it is ready.
+  static std::unique_ptr<ChildProcess> startController(int port,
+                                                       const std::vector<std::string>& extraArgs);
   static void TearDownTestSuite() { stopStack(); }
 
   void SetUp() override;

@@ -174,28 +174,7 @@ class ExtenderPreemptsForDevicesTest : public ExtenderPreemptionTest {
     stopStack();
   }
 
-  static void startController() {
-    const int port = freePort();
-    controller_ = std::make_unique<ChildProcess>(
-        env_->binary("controller/extended-resource-controller"),
-        std::vector<std::string>{
-            "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-controller"),
-            "--metrics-bind-address=127.0.0.1:" + std::to_string(port),
-            "--scheduler-name=" + schedulerName_, "--orphan-grace-period=3s",
-            "--leader-elect-retry-period=200ms", "--leader-elect-renew-deadline=2s",
-            "--leader-elect-lease-duration=4s", "--v=2"},
-        env_->dir() + "/controller-preemption-" + std::to_string(port) + ".log");
-    controller_->start();
-    httplib::Client health("127.0.0.1", port);
-    if (!eventually(
-            [&] {
-              auto res = health.Get("/readyz");
-              return res && res->status == 200;
-            },
-            60s, 100ms)) {
-      throw std::runtime_error("controller never became ready:\n" + controller_->logTail());
-    }
-  }
+  static void startController() { controller_ = ExtenderSuite::startController(freePort(), {}); }
 
   // `count` k80s on one node, each held by a pod "low-i" of priority lowPriority through
   // claim "low-i-erc"; returns the node.
