@@ -33,43 +33,6 @@ std::string lostReason(const std::vector<std::string>& lost) {
   return reason;
 }
 
-// Whether the status already says what markInvalid would write.
-bool markedInvalid(const ExtendedResourceClaim& c) {
-  return parseStatusReason(c.reason) == StatusReason::kInvalid && c.message == c.invalid;
-}
-
-Plan markInvalid(const ExtendedResourceClaim& c) {
-  // A merge patch of just these fields: whatever else the status holds stays, parsable or not.
-  nlohmann::json status = {{"reason", toString(StatusReason::kInvalid)}, {"message", c.invalid}};
-  if (!c.phaseWritten) {
-    status["phase"] = toString(ClaimPhase::kPending);
-  }
-  Plan p;
-  p.write = StatusWrite{
-      &resources::kExtendedResourceClaims,
-      c.meta.ns,
-      c.meta.name,
-      {{"metadata", {{"resourceVersion", c.meta.resourceVersion}}}, {"status", std::move(status)}},
-      true};
-  p.change = Change::kMarkedInvalid;
-  p.why = c.invalid;
-  p.events.push_back(
-      {referenceTo(c), EventType::kWarning, toString(StatusReason::kInvalid), c.invalid});
-  return p;
-}
-
-Plan clearInvalid(const ExtendedResourceClaim& c) {
-  Plan p;
-  p.write = StatusWrite{&resources::kExtendedResourceClaims,
-                        c.meta.ns,
-                        c.meta.name,
-                        {{"metadata", {{"resourceVersion", c.meta.resourceVersion}}},
-                         {"status", {{"reason", nullptr}, {"message", nullptr}}}},
-                        true};
-  p.change = Change::kValidAgain;
-  return p;
-}
-
 void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Plan& p) {
   ExtendedResourceClaim next = c;
   next.makePending();
@@ -155,16 +118,22 @@ Plan planStatus(const ClaimInputs& in) {
   const ExtendedResourceClaim& c = *in.view.claim;
   // Marked first (the write brings it back). One whose status cannot be trusted to say what it
   // holds is left at that; one invalid in its spec alone is still released when its pod goes,
-  // or it would keep its devices until someone mended the spec.
-  if (!c.invalid.empty()) {
-    if (!markedInvalid(c) || !c.phaseWritten) {
-      return markInvalid(c);
+  // or it would keep its devices until someone mended the spec. Once valid again, the cleared
+  // mark's write brings it back with the status as it is now.
+  if (auto mark = invalidWrite(resources::kExtendedResourceClaims, c.meta, c.invalid, c.reason,
+                               c.message, c.phaseWritten, toString(ClaimPhase::kPending))) {
+    Plan p;
+    p.write = std::move(*mark);
+    p.change = c.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
+    p.why = c.invalid;
+    if (!c.invalid.empty()) {
+      p.events.push_back(
+          {referenceTo(c), EventType::kWarning, toString(StatusReason::kInvalid), c.invalid});
     }
-    if (!c.statusReadable) {
-      return {};
-    }
-  } else if (parseStatusReason(c.reason) == StatusReason::kInvalid) {
-    return clearInvalid(c);  // the write brings it back with the status as it is now
+    return p;
+  }
+  if (!c.invalid.empty() && !c.statusReadable) {
+    return {};
   }
   const Decision d = decideClaim(in.view);
   Plan p;
@@ -205,14 +174,10 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 Plan planClaim(const ClaimInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
-  // One write per reconcile, each conditional on the version seen: the finalizer waits for
-  // the next one.
-  if (in.protect && !p.write && !p.verify) {
-    if (const auto on = protectionChange(c.meta, kClaimProtectionFinalizer, claimInUse(c))) {
-      p.write = protectionWrite(resources::kExtendedResourceClaims, c.meta,
-                                kClaimProtectionFinalizer, *on);
-      p.change = *on ? Change::kProtected : Change::kUnprotected;
-    } else if (c.meta.deleting && claimInUse(c) && (!in.seen || !in.seen->deleting)) {
+  if (in.protect && !planProtection(p, resources::kExtendedResourceClaims, c.meta,
+                                    kClaimProtectionFinalizer, claimInUse(c))) {
+    if (!p.write && !p.verify && c.meta.deleting && claimInUse(c) &&
+        (!in.seen || !in.seen->deleting)) {
       p.events.push_back(
           {referenceTo(c), EventType::kNormal, "DeletionWaiting",
            "the claim is deleted once pod " + (c.podRef ? c.podRef->name : std::string("?")) +

@@ -10,15 +10,6 @@ StatusWrite updateOf(const ExtendedResource& next) {
   return {&resources::kExtendedResources, "", next.meta.name, next.toJson(), false};
 }
 
-StatusWrite patchOf(const ExtendedResource& d, nlohmann::json status) {
-  return {
-      &resources::kExtendedResources,
-      "",
-      d.meta.name,
-      {{"metadata", {{"resourceVersion", d.meta.resourceVersion}}}, {"status", std::move(status)}},
-      true};
-}
-
 Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedResourceClaim& c) {
   Plan p;
   if (!in.rebindClaimRead) {
@@ -49,27 +40,17 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
 
 Plan planStatus(const DeviceInputs& in) {
   const ExtendedResource& d = *in.view.device;
-  const bool markedInvalid =
-      parseStatusReason(d.reason) == StatusReason::kInvalid && d.message == d.invalid;
-  if (!d.invalid.empty()) {
+  // An invalid device is marked and never repaired: its status cannot be trusted either.
+  if (auto mark = invalidWrite(resources::kExtendedResources, d.meta, d.invalid, d.reason,
+                               d.message, d.phaseWritten, toString(DevicePhase::kAvailable))) {
     Plan p;
-    if (!markedInvalid || !d.phaseWritten) {
-      nlohmann::json status = {{"reason", toString(StatusReason::kInvalid)},
-                               {"message", d.invalid}};
-      if (!d.phaseWritten) {
-        status["phase"] = toString(DevicePhase::kAvailable);
-      }
-      p.write = patchOf(d, std::move(status));
-      p.change = Change::kMarkedInvalid;
-      p.why = d.invalid;
-    }
+    p.write = std::move(*mark);
+    p.change = d.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
+    p.why = d.invalid;
     return p;
   }
-  if (parseStatusReason(d.reason) == StatusReason::kInvalid) {
-    Plan p;
-    p.write = patchOf(d, {{"reason", nullptr}, {"message", nullptr}});
-    p.change = Change::kValidAgain;
-    return p;
+  if (!d.invalid.empty()) {
+    return {};
   }
   const Decision decision = decideDevice(in.view);
   Plan p;
@@ -98,14 +79,9 @@ Plan planStatus(const DeviceInputs& in) {
 Plan planDevice(const DeviceInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResource& d = *in.view.device;
-  // One write per reconcile, each conditional on the version seen: the finalizer waits for
-  // the next one.
-  if (in.protect && !p.write && !p.verify) {
-    if (const auto on = protectionChange(d.meta, kDeviceProtectionFinalizer, deviceInUse(d))) {
-      p.write =
-          protectionWrite(resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer, *on);
-      p.change = *on ? Change::kProtected : Change::kUnprotected;
-    }
+  if (in.protect) {
+    planProtection(p, resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer,
+                   deviceInUse(d));
   }
   return p;
 }

@@ -44,10 +44,14 @@ struct StatusWrite {
   std::string subresource = "status";
 };
 
-// The merge patch that puts `finalizer` on the object or takes it off, conditional on the
-// resourceVersion seen (a merge patch replaces the whole list).
-StatusWrite protectionWrite(const Resource& resource, const ObjectMeta& meta,
-                            const std::string& finalizer, bool on);
+// The Invalid mark both kinds share: a merge patch of status.reason Invalid and the parse error
+// as status.message (with `initPhase` when the object has no phase yet), or, once the object
+// parses again, of both cleared. Whatever else the status holds stays, parsable or not.
+// nullopt when the status already says what it should.
+std::optional<StatusWrite> invalidWrite(const Resource& resource, const ObjectMeta& meta,
+                                        const std::string& invalid, const std::string& reason,
+                                        const std::string& message, bool phaseWritten,
+                                        const char* initPhase);
 
 struct PlannedEvent {
   ObjectReference about;
@@ -89,5 +93,10 @@ struct Plan {
   std::optional<Millis> requeueAfter;
   std::optional<SteadyTime> suspectSince;
 };
+
+// With nothing else to write (one write per reconcile, each conditional on the version seen),
+// the protection finalizer's write when protectionChange calls for one; false when it does not.
+bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta,
+                    const std::string& finalizer, bool inUse);
 
 }  // namespace ker
