@@ -13,6 +13,8 @@
 namespace ker {
 namespace {
 
+using testing::ptr;
+
 using testing::device;
 
 std::vector<std::string> names(const std::vector<DevicePtr>& v) {
@@ -21,10 +23,6 @@ std::vector<std::string> names(const std::vector<DevicePtr>& v) {
     out.push_back(d->meta.name);
   }
   return out;
-}
-
-DevicePtr ptr(ExtendedResource d) {
-  return std::make_shared<const ExtendedResource>(std::move(d));
 }
 
 NodeSelectorRequirement pin(std::vector<std::string> nodes) {

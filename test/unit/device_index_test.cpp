@@ -10,6 +10,8 @@
 namespace ker {
 namespace {
 
+using testing::ptr;
+
 using testing::device;
 
 std::vector<std::string> names(const std::vector<DevicePtr>& v) {
@@ -19,10 +21,6 @@ std::vector<std::string> names(const std::vector<DevicePtr>& v) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-DevicePtr ptr(ExtendedResource d) {
-  return std::make_shared<const ExtendedResource>(std::move(d));
 }
 
 TEST(DeviceIndex, FreeOnNodeUsesAffinityPhaseAndResource) {

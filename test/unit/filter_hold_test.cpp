@@ -13,14 +13,12 @@
 namespace ker {
 namespace {
 
+using testing::ptr;
+
 using nlohmann::json;
 using testing::claim;
 using testing::device;
 using Clock = DeviceIndex::Clock;
-
-DevicePtr ptr(ExtendedResource d) {
-  return std::make_shared<const ExtendedResource>(std::move(d));
-}
 
 std::vector<std::string> freeNames(const DeviceIndex& idx, const std::string& node,
                                    const std::string& podUid) {

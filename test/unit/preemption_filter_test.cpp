@@ -19,14 +19,12 @@
 namespace ker {
 namespace {
 
+using testing::ptr;
+
 using nlohmann::json;
 using testing::claim;
 using testing::device;
 using Clock = DeviceIndex::Clock;
-
-DevicePtr ptr(ExtendedResource d) {
-  return std::make_shared<const ExtendedResource>(std::move(d));
-}
 
 ExtendedResource boundTo(ExtendedResource d, const std::string& claimName) {
   d.phase = DevicePhase::kBound;

@@ -9,6 +9,11 @@
 
 namespace ker::testing {
 
+// A device as the index and the planner hold it.
+inline std::shared_ptr<const ExtendedResource> ptr(ExtendedResource d) {
+  return std::make_shared<const ExtendedResource>(std::move(d));
+}
+
 // A device pinned to one node by matchFields metadata.name, as most real devices are.
 inline ExtendedResource device(const std::string& name, const std::string& node,
                                std::map<std::string, std::string> props,
