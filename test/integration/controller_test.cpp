@@ -11,6 +11,7 @@
 #include "common/api_error.h"
 #include "common/objects.h"
 #include "extender_fixture.h"
+#include "template_helpers.h"
 
 namespace ker::itest {
 namespace {
@@ -459,61 +460,6 @@ TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
 
 // ---- claims made from templates (docs/templates.md) ----
 
-json templateObject(const std::string& ns, const std::string& name, const std::string& resource) {
-  return {{"apiVersion", kApiVersion},
-          {"kind", "ExtendedResourceClaimTemplate"},
-          {"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec",
-           {{"metadata", {{"labels", {{"app", "web"}}}}},
-            {"spec",
-             {{"rawResourceName", resource},
-              {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}}}};
-}
-
-// The claims the controller made for a pod (labelled with its UID), as the API has them.
-std::vector<json> generatedClaimsOf(KubeClient& api, const std::string& ns, const json& pod) {
-  ListOptions opts;
-  opts.labelSelector = std::string(kPodUidLabel) + "=" + pod["metadata"]["uid"].get<std::string>();
-  std::vector<json> out;
-  const json list = api.list(resources::kExtendedResourceClaims, ns, opts);
-  for (const auto& c : list["items"]) {
-    out.push_back(c);
-  }
-  return out;
-}
-
-// Each pod bound, with exactly one generated claim that its record names, Bound to it; the
-// devices of all of them, which must be distinct.
-std::vector<std::string> checkTemplatePods(KubeClient& api, const std::string& ns,
-                                           const std::vector<json>& pods) {
-  std::vector<std::string> devices;
-  for (const auto& p : pods) {
-    const std::string name = p["metadata"]["name"];
-    const auto claims = generatedClaimsOf(api, ns, p);
-    EXPECT_EQ(claims.size(), 1u) << name;
-    if (claims.size() != 1) {
-      continue;
-    }
-    const json& c = claims[0];
-    const std::string claimName = c["metadata"]["name"];
-    EXPECT_EQ(p.value("/metadata/annotations"_json_pointer, json::object())
-                  .value(kGeneratedClaimsAnnotation, ""),
-              json({{"gpu", claimName}}).dump())
-        << name;
-    EXPECT_EQ(c["metadata"]["ownerReferences"][0]["uid"], p["metadata"]["uid"]);
-    EXPECT_EQ(c["metadata"]["labels"]["app"], "web");
-    EXPECT_EQ(c.value("/status/phase"_json_pointer, ""), "Bound") << claimName;
-    EXPECT_EQ(c.value("/status/podRef/uid"_json_pointer, ""), p["metadata"]["uid"]) << claimName;
-    for (const auto& d : c.value("/status/extendedResourceNames"_json_pointer, json::array())) {
-      devices.push_back(d);
-    }
-  }
-  std::sort(devices.begin(), devices.end());
-  EXPECT_EQ(std::adjacent_find(devices.begin(), devices.end()), devices.end())
-      << "a device is in two claims";
-  return devices;
-}
-
 TEST_F(ControllerTest, PodsNamingOneTemplateEachGetAClaimOfTheirOwnAndDistinctDevices) {
   std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
   devices_.push_back(uniqueName("dev"));
@@ -596,16 +542,7 @@ TEST_F(ControllerTest, APodWaitsForItsTemplateAndIsBoundOnceTheClaimIsMade) {
 // With kube-controller-manager's replicaset and garbage collector: the pods of a ReplicaSet
 // share one template, and each claim goes with its pod.
 TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod) {
-  const int kcmPort = freePort();
-  ChildProcess kcm(env_->value("BIN_DIR") + "/kube-controller-manager",
-                   {"--kubeconfig=" + env_->kubeconfig(), "--leader-elect=false",
-                    "--controllers=replicaset,garbagecollector", "--bind-address=127.0.0.1",
-                    "--secure-port=" + std::to_string(kcmPort),
-                    "--tls-cert-file=" + env_->dir() + "/pki/serving.crt",
-                    "--tls-private-key-file=" + env_->dir() + "/pki/serving.key",
-                    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", "--v=1"},
-                   env_->dir() + "/kcm-" + std::to_string(kcmPort) + ".log");
-  kcm.start();
+  const auto kcm = startControllerManager("replicaset,garbagecollector");
 
   std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
   std::sort(matching.begin(), matching.end());
@@ -637,7 +574,7 @@ TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod
   };
   ASSERT_TRUE(eventually([&] { return boundPods().size() == 3; }, 60s))
       << logs() << "\nkube-controller-manager:\n"
-      << kcm.logTail();
+      << kcm->logTail();
   std::vector<json> pods = boundPods();
   EXPECT_EQ(checkTemplatePods(*api_, ns_, pods), matching);
 
@@ -658,7 +595,7 @@ TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod
       },
       60s))
       << "the garbage collector did not delete the claim\n"
-      << kcm.logTail();
+      << kcm->logTail();
   ASSERT_TRUE(eventually(
       [&] {
         const auto now = boundPods();
@@ -678,8 +615,8 @@ TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod
   EXPECT_TRUE(eventually(
       [&] { return api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty(); },
       60s))
-      << kcm.logTail();
-  kcm.stop();
+      << kcm->logTail();
+  kcm->stop();
 }
 
 TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {

@@ -233,6 +233,23 @@ std::unique_ptr<ChildProcess> ExtenderSuite::startController(
   return child;
 }
 
+std::unique_ptr<ChildProcess> ExtenderSuite::startControllerManager(
+    const std::string& controllers) {
+  const int port = freePort();
+  auto kcm = std::make_unique<ChildProcess>(
+      env_->value("BIN_DIR") + "/kube-controller-manager",
+      std::vector<std::string>{
+          "--kubeconfig=" + env_->kubeconfig(), "--leader-elect=false",
+          "--controllers=" + controllers, "--bind-address=127.0.0.1",
+          "--secure-port=" + std::to_string(port),
+          "--tls-cert-file=" + env_->dir() + "/pki/serving.crt",
+          "--tls-private-key-file=" + env_->dir() + "/pki/serving.key",
+          "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", "--v=1"},
+      env_->dir() + "/kcm-" + std::to_string(port) + ".log");
+  kcm->start();
+  return kcm;
+}
+
 double ExtenderSuite::metricValue(const std::string& text, const std::string& name) {
   size_t pos = 0;
   while ((pos = text.find(name + " ", pos)) != std::string::npos) {

@@ -35,6 +35,10 @@ class ExtenderSuite : public ::testing::Test {
   // `extraArgs`; returns once it is ready.
   static std::unique_ptr<ChildProcess> startController(int port,
                                                        const std::vector<std::string>& extraArgs);
+  // Starts kube-controller-manager with only `controllers` (comma-separated, e.g.
+  // "replicaset,garbagecollector"), as the cluster's admin; it is not waited for: tests wait
+  // for what its controllers do.
+  static std::unique_ptr<ChildProcess> startControllerManager(const std::string& controllers);
   static void TearDownTestSuite() { stopStack(); }
 
   void SetUp() override;
