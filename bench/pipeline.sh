@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole scheduling pipeline on one real, loopback-only control plane, back to back: this
 # project (deploy/'s scheduler profile with the extender, and the controller), Kubernetes DRA
-# (ResourceSlices, a DeviceClass, one ResourceClaim per pod, the default profile) and the same
-# pods without a device request. Writes bench/results/pipeline-latest.{json,md} (also printed).
+# (ResourceSlices, a DeviceClass, one ResourceClaim per pod, the default profile), the same
+# pods without a device request, and this project's pods made by a ReplicaSet, each with a
+# claim the controller makes from a template. Writes bench/results/pipeline-latest.{json,md} (also printed).
 #
 #   bench/pipeline.sh [options]
 #     --sizes LIST       node counts, grown in place (default 500,2000,5000)
@@ -10,7 +11,7 @@
 #     --repeats N        runs of each variant per size and QPS; medians reported (default 3)
 #     --qps LIST         kube-scheduler client QPS settings, the same for every variant; burst is
 #                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
-#     --variants LIST    any of extender,dra,no-claims (default all three, in that order)
+#     --variants LIST    any of extender,dra,no-claims,templates (default all four, in that order)
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
 #     --out-dir DIR      where the results go (default bench/results)
@@ -30,7 +31,7 @@ launcher=$root/test/controlplane/launch.sh
 extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
-sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims scoring=''
+sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims,templates scoring=''
 timeout=600 out_dir=$root/bench/results
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
@@ -60,7 +61,8 @@ done
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
-[[ "$variants" =~ ^(extender|dra|no-claims)(,(extender|dra|no-claims))*$ ]] || die "--variants: extender, dra, no-claims"
+[[ "$variants" =~ ^(extender|dra|no-claims|templates)(,(extender|dra|no-claims|templates))*$ ]] ||
+  die "--variants: extender, dra, no-claims, templates"
 IFS=, read -r -a size_list <<<"$sizes"
 IFS=, read -r -a qps_values <<<"$qps_list"
 IFS=, read -r -a variant_list <<<"$variants"
@@ -159,7 +161,8 @@ k8s_version=$(env_get KUBERNETES_VERSION)
 
 "$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
 "$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
+  crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
 "$launcher" apply-deploy-rbac "$cp_dir"
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
@@ -226,7 +229,7 @@ for n in "${size_list[@]}"; do
       for v in "${variant_list[@]}"; do
         seq_no=$((seq_no + 1))
         instance=plain extra=()
-        if [[ "$v" == extender ]]; then
+        if [[ "$v" == extender || "$v" == templates ]]; then
           instance=ext
           extra=(--extender-metrics "$extender_metrics")
         fi

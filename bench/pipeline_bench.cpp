@@ -1,10 +1,12 @@
 // pipeline_bench: the whole scheduling pipeline on a real control plane, pod creation to
-// PodScheduled, for this project's scheduler profile, Kubernetes DRA and pods without device
-// requests. bench/pipeline.sh starts the processes and calls the three modes of this program:
+// PodScheduled, for this project's scheduler profile, Kubernetes DRA, pods without device
+// requests and pods of a ReplicaSet whose claims are made from a template. bench/pipeline.sh
+// starts the processes and calls the three modes of this program:
 //   --mode setup   creates the nodes, their devices (ExtendedResources and ResourceSlices) and
 //                  the DeviceClass, growing the cluster in place
-//   --mode run     one variant once: claims, then pods timed until every one is scheduled,
-//                  metrics and CPU before and after, then cleans up; writes one JSON file
+//   --mode run     one variant once: claims (or a template), then pods (or a ReplicaSet) timed
+//                  until every one is scheduled, metrics and CPU before and after, then cleans
+//                  up; writes one JSON file
 //   --mode report  medians over the runs' files, the targets, pipeline-latest.{json,md}
 // See bench/README.md.
 #include <sys/types.h>
@@ -202,16 +204,50 @@ bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout) {
 }
 
 struct PodTimes {
+  // The pods of a ReplicaSet have generated names: each gets the next slot when first seen,
+  // and that moment counts as its creation.
+  bool generatedNames = false;
+  std::map<std::string, size_t> slots;
   std::vector<Clock::time_point> created;
   std::vector<Clock::time_point> scheduled;
+  std::vector<Clock::time_point> recorded;
   std::vector<char> isScheduled;
+  std::vector<char> isRecorded;
   std::vector<char> everUnschedulable;
   std::mutex mu;
   size_t count = 0;
+  size_t recordedCount = 0;
+
+  explicit PodTimes(size_t pods)
+      : created(pods),
+        scheduled(pods),
+        recorded(pods),
+        isScheduled(pods, 0),
+        isRecorded(pods, 0),
+        everUnschedulable(pods, 0) {}
+
+  // The pod's slot, -1 for a pod not of the run. Called with mu held.
+  long slot(const std::string& name, Clock::time_point seen) {
+    if (!generatedNames) {
+      const long i = podIndex(name);
+      return i >= 0 && static_cast<size_t>(i) < scheduled.size() ? i : -1;
+    }
+    if (auto it = slots.find(name); it != slots.end()) {
+      return static_cast<long>(it->second);
+    }
+    if (slots.size() >= scheduled.size()) {
+      return -1;
+    }
+    const size_t i = slots.size();
+    slots[name] = i;
+    created[i] = seen;
+    return static_cast<long>(i);
+  }
 };
 
 // Watches the run's pods and notes when each is first seen with a node (the Binding sets
-// spec.nodeName and PodScheduled=True in one write), and whether it was ever Unschedulable.
+// spec.nodeName and PodScheduled=True in one write), whether it was ever Unschedulable, and
+// when the controller's record of its generated claims first appears on it.
 void watchPods(KubeClient& api, const std::string& ns, const std::string& rv, PodTimes& times,
                const std::atomic<bool>& stop, Clock::time_point deadline) {
   std::string resourceVersion = rv;
@@ -231,10 +267,6 @@ void watchPods(KubeClient& api, const std::string& ns, const std::string& rv, Po
             if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) {
               return !stop.load();
             }
-            const long i = podIndex(obj["metadata"].value("name", std::string()));
-            if (i < 0 || static_cast<size_t>(i) >= times.scheduled.size()) {
-              return !stop.load();
-            }
             const bool bound = !obj["spec"].value("nodeName", std::string()).empty();
             bool unschedulable = false;
             if (obj.contains("status") && obj["status"].contains("conditions")) {
@@ -244,7 +276,19 @@ void watchPods(KubeClient& api, const std::string& ns, const std::string& rv, Po
                 }
               }
             }
+            const bool recorded =
+                obj["metadata"].contains("annotations") &&
+                obj["metadata"]["annotations"].contains("extendedresource.io/generated-claims");
             std::lock_guard lock(times.mu);
+            const long i = times.slot(obj["metadata"].value("name", std::string()), now);
+            if (i < 0) {
+              return !stop.load();
+            }
+            if (recorded && !times.isRecorded[i]) {
+              times.isRecorded[i] = 1;
+              times.recorded[i] = now;
+              times.recordedCount++;
+            }
             if (unschedulable) {
               times.everUnschedulable[i] = 1;
             }
@@ -342,6 +386,9 @@ Snapshot snapshot(const Endpoints& e) {
   return s;
 }
 
+constexpr const char* kReplicaSetName = "trainer";
+constexpr const char* kTemplateName = "k80";
+
 // Deletes what the run created, at once (grace period 0: no kubelet will confirm).
 void cleanup(ApiClient& api, const Config& cfg, Variant v) {
   DeleteOptions now;
@@ -355,6 +402,18 @@ void cleanup(ApiClient& api, const Config& cfg, Variant v) {
       }
     }
   };
+  if (v == Variant::kTemplates) {
+    // The ReplicaSet first, so it makes no new pods; its pods' claims go with the pods (the
+    // garbage collector) or with the namespace.
+    ignoreMissing([&] { api.remove(resources::kReplicaSets, cfg.ns, kReplicaSetName); });
+    const auto pods = api.listAll(ker::resources::kPods, cfg.ns, {}).items;
+    parallelFor(pods.size(), cfg.workers, [&](size_t i) {
+      ignoreMissing([&] {
+        api.remove(ker::resources::kPods, cfg.ns, pods[i]["metadata"].value("name", ""), now);
+      });
+    });
+    return;
+  }
   parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
     ignoreMissing([&] { api.remove(ker::resources::kPods, cfg.ns, podName(i), now); });
   });
@@ -393,15 +452,15 @@ int run(const Config& cfg) {
     createAll(
         *api, resources::kResourceClaims, cfg.ns, 0, cfg.pods,
         [&](size_t i) { return resourceClaim(cfg.ns, claimName(i)); }, cfg.workers);
+  } else if (variant == Variant::kTemplates) {
+    api->create(ker::resources::kExtendedResourceClaimTemplates, cfg.ns,
+                claimTemplate(cfg.ns, kTemplateName));
   }
   // The schedulers' and the extender's informers see the claims before the first pod.
   std::this_thread::sleep_for(cfg.settle);
 
-  PodTimes times;
-  times.created.resize(cfg.pods);
-  times.scheduled.resize(cfg.pods);
-  times.isScheduled.assign(cfg.pods, 0);
-  times.everUnschedulable.assign(cfg.pods, 0);
+  PodTimes times(cfg.pods);
+  times.generatedNames = variant == Variant::kTemplates;
   const std::string rv =
       api->list(ker::resources::kPods, cfg.ns, {})["metadata"].value("resourceVersion", "");
   const double loadBefore = loadAverage();
@@ -414,15 +473,20 @@ int run(const Config& cfg) {
   const auto start = Clock::now();
   std::string createError;
   try {
-    parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
-      const json p = pod(variant, cfg.ns, podName(i), claimName(i));
-      const auto t = Clock::now();
-      {
-        std::lock_guard lock(times.mu);
-        times.created[i] = t;
-      }
-      api->create(ker::resources::kPods, cfg.ns, p);
-    });
+    if (variant == Variant::kTemplates) {
+      api->create(resources::kReplicaSets, cfg.ns,
+                  replicaSet(cfg.ns, kReplicaSetName, cfg.pods, kTemplateName));
+    } else {
+      parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
+        const json p = pod(variant, cfg.ns, podName(i), claimName(i));
+        const auto t = Clock::now();
+        {
+          std::lock_guard lock(times.mu);
+          times.created[i] = t;
+        }
+        api->create(ker::resources::kPods, cfg.ns, p);
+      });
+    }
   } catch (const std::exception& e) {
     createError = e.what();
     log::error("creating pods failed", {{"error", createError}});
@@ -454,11 +518,18 @@ int run(const Config& cfg) {
   watcher.join();
 
   std::vector<double> latencies;
+  std::vector<double> claimLatencies;
   Clock::time_point last = start;
+  Clock::time_point lastRecorded = start;
   size_t scheduled = 0;
   size_t everUnschedulable = 0;
   for (size_t i = 0; i < cfg.pods; ++i) {
     everUnschedulable += times.everUnschedulable[i] ? 1 : 0;
+    if (times.isRecorded[i]) {
+      claimLatencies.push_back(
+          std::chrono::duration<double, std::milli>(times.recorded[i] - times.created[i]).count());
+      lastRecorded = std::max(lastRecorded, times.recorded[i]);
+    }
     if (times.isScheduled[i]) {
       scheduled++;
       latencies.push_back(
@@ -486,6 +557,15 @@ int run(const Config& cfg) {
                {"max_ms", percentile(latencies, 100)},
                {"ever_unschedulable", everUnschedulable},
                {"load_average", {{"before", loadBefore}, {"after", loadAfter}}}};
+  if (variant == Variant::kTemplates) {
+    // Claims made by the controller and recorded on their pods, from the ReplicaSet's creation.
+    const double claimSeconds = std::chrono::duration<double>(lastRecorded - start).count();
+    out["claims_generated"] = claimLatencies.size();
+    out["claims_per_second"] =
+        claimSeconds > 0 ? static_cast<double>(claimLatencies.size()) / claimSeconds : 0;
+    out["claim_p50_ms"] = percentile(claimLatencies, 50);
+    out["claim_p99_ms"] = percentile(claimLatencies, 99);
+  }
   if (!createError.empty()) {
     out["error"] = createError;
   }
@@ -534,8 +614,9 @@ int run(const Config& cfg) {
     // The default binder: a failed bind is a scheduling attempt ending in error.
     out["failed_binds_per_pod"] = errors / pods;
   }
-  // Every client's requests, by verb and resource, less the bench's own pod creations and
-  // the non-resource requests (the metrics scrapes).
+  // Every client's requests, by verb and resource, less the bench's own pod creations (a
+  // ReplicaSet's are kube-controller-manager's, part of the pipeline) and the non-resource
+  // requests (the metrics scrapes).
   auto requests = counterGrowth(before.apiserver, after.apiserver, "apiserver_request_total",
                                 {"verb", "resource", "subresource"});
   double total = 0;
@@ -543,7 +624,7 @@ int run(const Config& cfg) {
   std::vector<std::pair<double, std::string>> sorted;
   for (auto& [k, v] : requests) {
     double n = v;
-    if (k == "POST pods ") {
+    if (k == "POST pods " && variant != Variant::kTemplates) {
       n -= static_cast<double>(cfg.pods);
     }
     const size_t sp = k.find(' ');
@@ -650,23 +731,23 @@ int main(int argc, char** argv) {
   using namespace ker::bench::pipeline;
   ker::FlagSet flags("pipeline_bench",
                      "The whole scheduling pipeline, pod creation to PodScheduled: this "
-                     "project's scheduler profile, Kubernetes DRA and pods without device "
-                     "requests on one control plane. bench/pipeline.sh drives it; see "
-                     "bench/README.md.");
+                     "project's scheduler profile, Kubernetes DRA, pods without device "
+                     "requests and a ReplicaSet naming a claim template on one control plane. "
+                     "bench/pipeline.sh drives it; see bench/README.md.");
   Config cfg;
   auto* mode = flags.addString("mode", "", "setup, run or report");
   auto* envFile = flags.addString("env-file", "", "the launcher's DIR/env (setup, run)");
   auto* nodes = flags.addInt("nodes", 0, "cluster size: nodes to create (setup), label (run)");
   auto* pods = flags.addInt("pods", 0, "pods of the run, each claiming one k80 (run)");
-  auto* variant = flags.addString("variant", "", "extender, dra or no-claims (run)");
+  auto* variant = flags.addString("variant", "", "extender, dra, no-claims or templates (run)");
   auto* ns = flags.addString("namespace", "", "the run's namespace, created and deleted (run)");
   auto* qps =
       flags.addString("client-qps", "default", "kube-scheduler's client QPS, a label of the run");
   auto* repeat = flags.addInt("repeat", 0, "repeat number, a label of the run");
   auto* sched = flags.addString("scheduler-instance", "",
                                 "the launcher's name of the kube-scheduler placing the pods (run)");
-  auto* extMetrics = flags.addString("extender-metrics", "",
-                                     "the extender's /metrics URL (run, variant extender)");
+  auto* extMetrics = flags.addString(
+      "extender-metrics", "", "the extender's /metrics URL (run, variants extender, templates)");
   auto* extPid = flags.addInt("extender-pid", 0, "the extender's pid, for its CPU time");
   auto* ctlPid = flags.addInt("controller-pid", 0, "the controller's pid, for its CPU time");
   auto* out = flags.addString("out", "", "the run's JSON file (run)");

@@ -12,6 +12,7 @@ namespace resources {
 const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
 const Resource kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", false};
 const Resource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", true};
+const Resource kReplicaSets{"apps", "v1", "replicasets", true};
 }  // namespace resources
 
 namespace {
@@ -30,17 +31,20 @@ const char* variantName(Variant v) {
       return "dra";
     case Variant::kNoClaims:
       return "no-claims";
+    case Variant::kTemplates:
+      return "templates";
   }
   return "?";
 }
 
 Variant parseVariant(const std::string& name) {
-  for (Variant v : {Variant::kExtender, Variant::kDra, Variant::kNoClaims}) {
+  for (Variant v : {Variant::kExtender, Variant::kDra, Variant::kNoClaims, Variant::kTemplates}) {
     if (name == variantName(v)) {
       return v;
     }
   }
-  throw std::invalid_argument("unknown variant '" + name + "' (extender, dra, no-claims)");
+  throw std::invalid_argument("unknown variant '" + name +
+                              "' (extender, dra, no-claims, templates)");
 }
 
 json extendedResource(size_t node, int d) {
@@ -96,6 +100,13 @@ json resourceClaim(const std::string& ns, const std::string& name) {
                    {"selectors", {{{"cel", {{"expression", k80Selector()}}}}}}}}}}}}}}}};
 }
 
+json claimTemplate(const std::string& ns, const std::string& name) {
+  return {{"apiVersion", "extendedresource.io/v1alpha1"},
+          {"kind", "ExtendedResourceClaimTemplate"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"spec", claim(ns, name, 1, "k80")["spec"]}}}};
+}
+
 json pod(Variant v, const std::string& ns, const std::string& name, const std::string& claim) {
   json container = {{"name", "trainer"},
                     {"image", "ghcr.io/example/trainer:v1.3"},
@@ -120,9 +131,27 @@ json pod(Variant v, const std::string& ns, const std::string& name, const std::s
       break;
     case Variant::kNoClaims:
       break;
+    case Variant::kTemplates:
+      p["spec"]["schedulerName"] = "extended-resource-scheduler";
+      p["metadata"]["annotations"] = {{"extendedresource.io/claim-templates", "gpu=" + claim}};
+      break;
   }
   p["spec"]["containers"].push_back(container);
   return p;
+}
+
+json replicaSet(const std::string& ns, const std::string& name, size_t replicas,
+                const std::string& templateName) {
+  json p = pod(Variant::kTemplates, ns, name, templateName);
+  p["metadata"].erase("name");
+  p["metadata"].erase("namespace");
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "ReplicaSet"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"selector", {{"matchLabels", p["metadata"]["labels"]}}},
+            {"template", {{"metadata", p["metadata"]}, {"spec", p["spec"]}}}}}};
 }
 
 }  // namespace ker::bench::pipeline

@@ -15,8 +15,10 @@ inline constexpr const char* kDriver = "gpu.example.com";
 // Devices 0-3 of every node are k80s, 4-7 p100s.
 inline constexpr int kK80PerNode = 4;
 
-enum class Variant { kExtender, kDra, kNoClaims };
-const char* variantName(Variant v);  // "extender", "dra", "no-claims"
+// kTemplates: this project's profile, pods made by a ReplicaSet, each claim made from a
+// template by the controller.
+enum class Variant { kExtender, kDra, kNoClaims, kTemplates };
+const char* variantName(Variant v);  // "extender", "dra", "no-claims", "templates"
 // Throws std::invalid_argument for an unknown name.
 Variant parseVariant(const std::string& name);
 
@@ -24,6 +26,7 @@ namespace resources {
 extern const Resource kResourceSlices;  // resource.k8s.io/v1, cluster-scoped
 extern const Resource kDeviceClasses;   // resource.k8s.io/v1, cluster-scoped
 extern const Resource kResourceClaims;  // resource.k8s.io/v1, namespaced
+extern const Resource kReplicaSets;     // apps/v1, namespaced
 }  // namespace resources
 
 // Device d of node i as an ExtendedResource, pinned to the node (bench::device's shape, but
@@ -38,10 +41,17 @@ nlohmann::json deviceClass();
 std::string k80Selector();
 // One DRA claim: exactly one device of the class, selected by k80Selector().
 nlohmann::json resourceClaim(const std::string& ns, const std::string& name);
-// The pod of a variant: the same container and requests in all three; kExtender names
+// An ExtendedResourceClaimTemplate for one k80, the template of the kTemplates variant.
+nlohmann::json claimTemplate(const std::string& ns, const std::string& name);
+// The pod of a variant: the same container and requests in all of them; kExtender names
 // `claim` in the extendedresource.io/claims annotation and uses the second scheduler's
-// profile, kDra references the pre-created ResourceClaim `claim`, kNoClaims asks for no device.
+// profile, kDra references the pre-created ResourceClaim `claim`, kNoClaims asks for no device,
+// kTemplates names the template `claim` (entry "gpu") in extendedresource.io/claim-templates
+// and uses the second scheduler's profile.
 nlohmann::json pod(Variant v, const std::string& ns, const std::string& name,
                    const std::string& claim);
+// A ReplicaSet of `replicas` kTemplates pods naming the template `templateName`.
+nlohmann::json replicaSet(const std::string& ns, const std::string& name, size_t replicas,
+                          const std::string& templateName);
 
 }  // namespace ker::bench::pipeline

@@ -20,7 +20,10 @@ constexpr const char* kMedians[] = {"pods_per_second",
                                     "api_requests_per_pod",
                                     "ever_unschedulable",
                                     "create_seconds",
-                                    "scheduling_attempt_ms_mean"};
+                                    "scheduling_attempt_ms_mean",
+                                    "claims_per_second",
+                                    "claim_p50_ms",
+                                    "claim_p99_ms"};
 
 std::string fmt(double v, int digits) {
   char buf[64];
@@ -192,6 +195,25 @@ std::string markdown(const ojson& summary, const ojson& verdicts, const ojson& m
                ? std::string(" (") + fmt(g["extender_bind_ms_mean"].get<double>(), 0) + ")"
                : std::string()) +
           " | " + cpu + " |\n";
+  }
+  std::string templates;
+  for (const auto& g : summary) {
+    if (!g.contains("claims_per_second")) {
+      continue;
+    }
+    templates += std::string("| ") + std::to_string(g["nodes"].get<int>()) + " / " +
+                 std::to_string(g["pods"].get<int>()) + " | " + g["client_qps"].get<std::string>() +
+                 " | " + fmt(g["claims_per_second"].get<double>(), 1) + " | " +
+                 fmt(g.value("claim_p50_ms", 0.0), 0) + " | " +
+                 fmt(g.value("claim_p99_ms", 0.0), 0) + " | " + fmt(g.value("p50_ms", 0.0), 0) +
+                 " | " + fmt(g.value("p99_ms", 0.0), 0) + " |\n";
+  }
+  if (!templates.empty()) {
+    md +=
+        "\n## Claims from a template (pods of a ReplicaSet)\n\n| nodes / pods | client QPS | "
+        "claims generated/s | pod seen -> claim recorded p50 ms | p99 ms | pod seen -> "
+        "PodScheduled p50 ms | p99 ms |\n|---|---|---|---|---|---|---|\n" +
+        templates;
   }
   if (!verdicts.empty()) {
     md += "\n## Targets (this project, default scoring)\n\n";

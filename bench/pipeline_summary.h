@@ -12,7 +12,8 @@ namespace ker::bench::pipeline {
 // the order first seen. Each group holds its run count, the runs that timed out, every run's
 // pods per second, and the median over its runs of each reported statistic (pods_per_second,
 // p50_ms, p99_ms, max_ms, failed_binds_per_pod, scheduler_errors_per_pod,
-// api_requests_per_pod, ever_unschedulable, each cpu_ms_per_pod entry).
+// api_requests_per_pod, ever_unschedulable, each cpu_ms_per_pod entry; for the templates
+// variant also claims_per_second, claim_p50_ms, claim_p99_ms).
 nlohmann::ordered_json summarize(const std::vector<nlohmann::ordered_json>& runs);
 
 // For each nodes/pods/client_qps with all three variants: the four targets (the
@@ -20,7 +21,8 @@ nlohmann::ordered_json summarize(const std::vector<nlohmann::ordered_json>& runs
 // no-claims ceiling), each {"target", "measured", "met", "margin"}.
 nlohmann::ordered_json judge(const nlohmann::ordered_json& summary);
 
-// The tables and verdicts as markdown.
+// The tables and verdicts as markdown; the templates variant's claim figures in a table of
+// their own.
 std::string markdown(const nlohmann::ordered_json& summary, const nlohmann::ordered_json& verdicts,
                      const nlohmann::ordered_json& meta);
 

@@ -382,10 +382,16 @@ TEST_F(WorkloadClaimsTest, ARollingUpdateWaitsForASpareDeviceAndThenCompletes) {
       30s, 200ms))
       << message << "\n"
       << logs();
-  runBoundPods();
-  const json d = api_->get(kDeployments, ns_, "web");
-  EXPECT_EQ(d.value("/status/availableReplicas"_json_pointer, 0), 3);
-  EXPECT_EQ(d.value("/status/updatedReplicas"_json_pointer, 0), 1);
+  json d;
+  EXPECT_TRUE(eventually(
+      [&] {
+        runBoundPods();
+        d = api_->get(kDeployments, ns_, "web");
+        return d.value("/status/availableReplicas"_json_pointer, 0) == 3 &&
+               d.value("/status/updatedReplicas"_json_pointer, 0) == 1;
+      },
+      10s))
+      << d.value("status", json()).dump();
   EXPECT_EQ(livePods(true).size(), 3u);
   EXPECT_EQ(holders(matching), before);
 

@@ -56,6 +56,26 @@ TEST(PipelineObjectsTest, ClaimSelectsOneK80OfTheClass) {
   EXPECT_THROW(parseVariant("nope"), std::invalid_argument);
 }
 
+TEST(PipelineObjectsTest, AReplicaSetsPodsNameTheTemplateForTheExtendersProfile) {
+  EXPECT_EQ(parseVariant("templates"), Variant::kTemplates);
+  EXPECT_STREQ(variantName(Variant::kTemplates), "templates");
+  const auto rs = replicaSet("ns", "trainer", 200, "k80");
+  EXPECT_EQ(rs["kind"], "ReplicaSet");
+  EXPECT_EQ(rs["spec"]["replicas"], 200);
+  const auto& tmpl = rs["spec"]["template"];
+  EXPECT_EQ(rs["spec"]["selector"]["matchLabels"], tmpl["metadata"]["labels"]);
+  EXPECT_FALSE(tmpl["metadata"].contains("name"));
+  EXPECT_EQ(tmpl["metadata"]["annotations"]["extendedresource.io/claim-templates"], "gpu=k80");
+  EXPECT_FALSE(tmpl["metadata"]["annotations"].contains("extendedresource.io/claims"));
+  EXPECT_EQ(tmpl["spec"], pod(Variant::kTemplates, "ns", "x", "k80")["spec"]);
+  EXPECT_EQ(tmpl["spec"]["schedulerName"], "extended-resource-scheduler");
+
+  const auto t = claimTemplate("ns", "k80");
+  EXPECT_EQ(t["kind"], "ExtendedResourceClaimTemplate");
+  EXPECT_EQ(t["spec"]["spec"]["extendedResourceNum"], 1);
+  EXPECT_EQ(t["spec"]["spec"]["metadataRequirements"]["matchLabels"]["type"], "k80");
+}
+
 ojson run(const std::string& variant, double rate, double p99, double failed,
           const std::string& qps = "1000") {
   return {{"variant", variant},
@@ -123,6 +143,32 @@ TEST(PipelineSummaryTest, JudgesTheFourTargetsWithMargins) {
   const std::string md = markdown(s, v, {{"note", "shared machine"}});
   EXPECT_NE(md.find("PASS pods/s >= DRA's"), std::string::npos);
   EXPECT_NE(md.find("shared machine"), std::string::npos);
+}
+
+TEST(PipelineSummaryTest, ReportsTheTemplateStagesClaimsInATableOfTheirOwn) {
+  ojson a = run("templates", 10, 900, 0);
+  ojson b = run("templates", 10, 700, 0);
+  ojson c = run("templates", 10, 800, 0);
+  a["claims_per_second"] = 40.0;
+  b["claims_per_second"] = 20.0;
+  c["claims_per_second"] = 30.0;
+  a["claim_p50_ms"] = 15.0;
+  b["claim_p50_ms"] = 25.0;
+  c["claim_p50_ms"] = 35.0;
+  a["claim_p99_ms"] = b["claim_p99_ms"] = c["claim_p99_ms"] = 120.0;
+  const ojson s = summarize({a, b, c, run("extender", 10, 900, 0)});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0]["claims_per_second"], 30.0);
+  EXPECT_EQ(s[0]["claim_p50_ms"], 25.0);
+  EXPECT_EQ(s[0]["p99_ms"], 800.0);
+  EXPECT_FALSE(s[1].contains("claims_per_second"));
+  const std::string md = markdown(s, judge(s), {});
+  const auto table = md.find("## Claims from a template");
+  ASSERT_NE(table, std::string::npos) << md;
+  EXPECT_NE(md.find("| 500 / 500 | 1000 | 30.0 | 25 | 120 | 400 | 800 |", table), std::string::npos)
+      << md;
+  EXPECT_EQ(markdown(summarize({run("extender", 10, 900, 0)}), {}, {}).find("## Claims"),
+            std::string::npos);
 }
 
 }  // namespace
