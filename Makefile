@@ -105,5 +105,5 @@ bench: deps controlplane-binaries ## benchmark extender and controller on a real
 	JOBS=$(JOBS) bench/run.sh $(BENCH_ARGS)
 	JOBS=$(JOBS) bench/pipeline.sh $(PIPELINE_ARGS)
 
-bench-pipeline: deps controlplane-binaries ## pods/s and latency, creation to PodScheduled: this project vs DRA vs no claims (500/2,000/5,000 nodes)
+bench-pipeline: deps controlplane-binaries ## pods/s and latency, creation to PodScheduled: this project vs DRA vs no claims, and claims from a template (500/2,000/5,000 nodes)
 	JOBS=$(JOBS) bench/pipeline.sh $(PIPELINE_ARGS)
