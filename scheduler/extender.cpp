@@ -246,7 +246,10 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   if (!lower) {
     return;  // nobody to preempt anywhere: the answers stay as they are
   }
-  PreemptionDecision decision = decidePreemption(claims, args.pod, candidates);
+  const std::vector<PdbPtr> budgets =
+      preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
+  PreemptionDecision decision =
+      decidePreemption(claims, args.pod, candidates, budgets, args.nominatedNodeName);
   // Nodes where no victim set makes room: kube-scheduler's preemption cannot help there
   // either (it cannot free devices), so they are answered as unresolvable.
   std::vector<bool> unresolvable(reply.failed.size(), false);
@@ -265,6 +268,15 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
     if (!index_.nominate(node, order.devices, uid, now, order.ttl)) {
       log::info("preemption deferred: the devices it would free are taken",
                 {{"pod", pod}, {"node", node}});
+    } else if (decision.resumed) {
+      // Its victims are already leaving: keep their devices again, delete nobody.
+      log::info("preemption resumed: the nominated node's victims are terminating",
+                {{"pod", pod}, {"node", node}, {"ttlSeconds", order.ttl.count()}});
+      for (auto& [name, message] : reply.failed) {
+        if (name == node) {
+          message = waitingMessage(victims, node) + "; " + message;
+        }
+      }
     } else {
       std::string names;
       for (const auto& v : order.victims) {
