@@ -33,9 +33,9 @@ PodDisruptionBudget PodDisruptionBudget::fromJson(const nlohmann::json& obj) {
     const auto* spec = member(obj, "spec");
     if (const auto* s = spec ? member(*spec, "selector") : nullptr) {
       pdb.selector = parseLabelSelector(*s);
-      pdb.selectsNothing = (pdb.selector.matchLabels.empty() &&
-                            pdb.selector.matchExpressions.empty()) ||
-                           !validate(pdb.selector).empty();
+      pdb.selectsNothing =
+          (pdb.selector.matchLabels.empty() && pdb.selector.matchExpressions.empty()) ||
+          !validate(pdb.selector).empty();
     }
     if (const auto* status = member(obj, "status")) {
       if (const auto* v = member(*status, "disruptionsAllowed"); v && v->is_number_integer()) {

@@ -1,10 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "common/objects.h"
 
@@ -17,7 +16,7 @@ struct PodDisruptionBudget {
   // kube-scheduler lets a nil, empty or invalid selector match no pod at all (unlike a label
   // selector elsewhere, where empty means everything).
   bool selectsNothing = true;
-  int32_t disruptionsAllowed = 0;      // status.disruptionsAllowed
+  int32_t disruptionsAllowed = 0;       // status.disruptionsAllowed
   std::set<std::string> disruptedPods;  // names in status.disruptedPods
   std::string invalid;                  // why the object could not be read; it then selects nothing
 

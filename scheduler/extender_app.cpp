@@ -65,13 +65,13 @@ struct ExtenderApp::Impl {
                   {.name = "bound pods", .fieldSelector = boundPodsSelector(config.schedulerName)}),
         budgets(api, resources::kPodDisruptionBudgets, {.name = "pod disruption budgets"}),
         events(api, {.component = "extended-resource-scheduler"}),
-        preemptionWorker(api, events,
-                         {.schedulerName = config.schedulerName.empty()
-                                               ? std::string("extended-resource-scheduler")
-                                               : config.schedulerName,
-                          .onFailed = [this](const std::string& preemptorUid) {
-                            index.dropNomination(preemptorUid);
-                          }}),
+        preemptionWorker(
+            api, events,
+            {.schedulerName = config.schedulerName.empty()
+                                  ? std::string("extended-resource-scheduler")
+                                  : config.schedulerName,
+             .onFailed =
+                 [this](const std::string& preemptorUid) { index.dropNomination(preemptorUid); }}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {

@@ -132,9 +132,9 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
   for (size_t r = 0; r < rankedIndex.size() && !nominatedNode.empty(); ++r) {
     const auto& c = candidates[rankedIndex[r]];
     const auto& victims = plans[rankedIndex[r]].victims;
-    if (c.node == nominatedNode &&
-        std::all_of(victims.begin(), victims.end(),
-                    [&](size_t v) { return c.holders.pods[v].terminating; })) {
+    if (c.node == nominatedNode && std::all_of(victims.begin(), victims.end(), [&](size_t v) {
+          return c.holders.pods[v].terminating;
+        })) {
       best = r;
       decision.resumed = true;
     }

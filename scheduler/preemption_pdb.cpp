@@ -1,5 +1,7 @@
 #include "scheduler/preemption_pdb.h"
 
+#include <cstdint>
+
 #include "common/label_selector.h"
 
 namespace ker {

@@ -113,8 +113,8 @@ std::vector<size_t> joined(const std::vector<size_t>& a, const std::vector<size_
 // sum that fits. The first found wins ties, which is the earliest holders in (priority, key)
 // order.
 std::optional<Choice> bestOfSize(Simulation& sim, const PreemptionRequest& request,
-                                 const std::vector<size_t>& forced,
-                                 const std::vector<size_t>& pool, size_t k, bool& exhausted) {
+                                 const std::vector<size_t>& forced, const std::vector<size_t>& pool,
+                                 size_t k, bool& exhausted) {
   const int32_t top = request.holders[pool.back()].priority;
   std::optional<Choice> best;
   std::vector<size_t> pos(k);
@@ -242,9 +242,9 @@ PreemptionPlan planPreemption(const PreemptionRequest& request) {
   if (!sim.fit(forced).fits) {
     for (size_t i = 0; i < unprotected.size(); ++i) {
       pool.push_back(unprotected[i]);
-      const bool levelEnds = i + 1 == unprotected.size() ||
-                             request.holders[unprotected[i + 1]].priority !=
-                                 request.holders[unprotected[i]].priority;
+      const bool levelEnds =
+          i + 1 == unprotected.size() ||
+          request.holders[unprotected[i + 1]].priority != request.holders[unprotected[i]].priority;
       if (levelEnds && (i + 1 == unprotected.size() || sim.fit(joined(forced, pool)).fits)) {
         break;
       }

@@ -31,7 +31,8 @@ WriteFailure classifyWriteFailure(const std::exception& error) {
 
 nlohmann::json nominatedNodePatch(const std::string& preemptorUid, const std::string& node) {
   return {{"metadata", {{"uid", preemptorUid}}},
-          {"status", {{"nominatedNodeName", node.empty() ? nlohmann::json() : node}}}};
+          {"status",
+           {{"nominatedNodeName", node.empty() ? nlohmann::json(nullptr) : nlohmann::json(node)}}}};
 }
 
 std::string preemptionFailedMessage(const PreemptionOrder& order, const PreemptionVictim& victim) {

@@ -60,7 +60,7 @@ class PreemptionWorker {
     std::string schedulerName = "extended-resource-scheduler";
     size_t queueSize = 256;
     SystemClock clock = std::chrono::system_clock::now;
-    int attempts = 4;  // per write, the first included
+    int attempts = 4;                           // per write, the first included
     std::chrono::milliseconds retryDelay{200};  // before the second attempt, doubled after
     // Waits between attempts; unset: on the worker's own condition, so stop() cuts it short.
     std::function<void(std::chrono::milliseconds)> sleep = {};

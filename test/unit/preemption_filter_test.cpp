@@ -181,8 +181,8 @@ TEST(PreemptionDecision, PicksTheNodeWithTheLeastImportantVictimsAndSaysWhyNotEl
 }
 
 // A node with one k80 held by one pod of the given priority.
-PreemptionCandidate heldCandidate(const std::string& node, int32_t priority,
-                                  const std::string& app, bool terminating = false) {
+PreemptionCandidate heldCandidate(const std::string& node, int32_t priority, const std::string& app,
+                                  bool terminating = false) {
   PreemptionCandidate c;
   c.node = node;
   c.devices.push_back(ptr(boundTo(device(node + "-a", node, {{"type", "k80"}}), node + "-erc")));
@@ -354,8 +354,8 @@ TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenG
   const std::string uid = seedPod(api, "low");
   EventRecorder events(api, {.component = "extended-resource-scheduler"});
   std::vector<std::chrono::milliseconds> waits;
-  PreemptionWorker worker(
-      api, events, {.sleep = [&](std::chrono::milliseconds d) { waits.push_back(d); }});
+  PreemptionWorker worker(api, events,
+                          {.sleep = [&](std::chrono::milliseconds d) { waits.push_back(d); }});
   PreemptionOrder order{
       .preemptorUid = "uid-high", .preemptorNs = "default", .preemptorName = "high", .node = "n1"};
   const PreemptionVictim victim{.uid = uid, .ns = "default", .name = "low"};
@@ -365,7 +365,7 @@ TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenG
   EXPECT_EQ(worker.evict(order, victim), EvictionResult::kDeleted);
   EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
   EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(200),
-                                                            std::chrono::milliseconds(400)}));
+                                                           std::chrono::milliseconds(400)}));
 
   // Four attempts, then it is a failure.
   waits.clear();
@@ -436,10 +436,12 @@ TEST(PreemptionWorkerTest, AVictimThatCannotBeEvictedEndsTheOrderWithAWarning) {
   // The rest are spared, and the stale nomination is cleared.
   EXPECT_TRUE(api.peek(resources::kPods, "default", "first"));
   EXPECT_TRUE(api.peek(resources::kPods, "default", "second"));
-  EXPECT_FALSE(api.get(resources::kPods, "default", "high")["status"].contains("nominatedNodeName"));
+  EXPECT_FALSE(
+      api.get(resources::kPods, "default", "high")["status"].contains("nominatedNodeName"));
   ASSERT_TRUE(events.flush(std::chrono::seconds(5)));
   std::multiset<std::string> reasons;
-  for (const auto& e : api.list(resources::kEvents, "default", {})["items"]) {
+  const json list = api.list(resources::kEvents, "default", {});
+  for (const auto& e : list["items"]) {
     reasons.insert(e.value("reason", "") + "/" + e.value("type", "") + "/" +
                    e["involvedObject"].value("name", ""));
   }

@@ -21,8 +21,8 @@ PdbPtr budget(const std::string& ns, const nlohmann::json& selector, int allowed
 
 const nlohmann::json kApp = {{"matchLabels", {{"app", "train"}}}};
 
-PdbSubject pod(const std::string& name, std::map<std::string, std::string> labels = {
-                                            {"app", "train"}}) {
+PdbSubject pod(const std::string& name,
+               std::map<std::string, std::string> labels = {{"app", "train"}}) {
   return PdbSubject{"default", name, std::move(labels)};
 }
 
@@ -44,8 +44,7 @@ TEST(PdbViolations, OnlyBudgetsOfTheNamespaceWhoseSelectorMatches) {
   EXPECT_EQ(count({pod("a")}, {budget("other", kApp, 0)}), (std::vector<bool>{false}));
   EXPECT_EQ(count({pod("a", {{"app", "serve"}})}, {budget("default", kApp, 0)}),
             (std::vector<bool>{false}));
-  const nlohmann::json exists = {
-      {"matchExpressions", {{{"key", "app"}, {"operator", "Exists"}}}}};
+  const nlohmann::json exists = {{"matchExpressions", {{{"key", "app"}, {"operator", "Exists"}}}}};
   EXPECT_EQ(count({pod("a", {{"app", "serve"}})}, {budget("default", exists, 0)}),
             (std::vector<bool>{true}));
 }
@@ -75,9 +74,9 @@ TEST(PdbViolations, AnyExhaustedBudgetMakesAViolation) {
 }
 
 TEST(PdbViolations, GarbledBudgetsSelectNothingAndSayWhy) {
-  const auto pdb = PodDisruptionBudget::fromJson(
-      {{"metadata", {{"name", "x"}, {"namespace", "default"}}},
-       {"spec", {{"selector", {{"matchLabels", "not-a-map"}}}}}});
+  const auto pdb =
+      PodDisruptionBudget::fromJson({{"metadata", {{"name", "x"}, {"namespace", "default"}}},
+                                     {"spec", {{"selector", {{"matchLabels", "not-a-map"}}}}}});
   EXPECT_TRUE(pdb.selectsNothing);
   EXPECT_FALSE(pdb.invalid.empty());
   EXPECT_FALSE(PodDisruptionBudget::fromJson(nlohmann::json::array()).invalid.empty());
