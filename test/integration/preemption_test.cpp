@@ -12,9 +12,12 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/api_error.h"
 #include "common/objects.h"
@@ -328,17 +331,40 @@ TEST_F(ExtenderPreemptsForDevicesTest, APodDisruptionBudgetSendsPreemptionToTheO
   const std::string pc = priorityClass(10);
   fill(nodes[0], 2, pc, "guarded", {{"app", app}});
   fill(nodes[1], 2, pc, "free", {{"app", "other"}});
+  // The API server clears status.nominatedNodeName when the pod is bound
+  // (ClearingNominatedNodeNameAfterBinding), so it is seen in the preemptor's watch events.
+  std::atomic<bool> stopWatch{false};
+  std::mutex nominatedMu;
+  std::set<std::string> nominated;
+  std::thread watcher([&] {
+    try {
+      api_->watch(
+          resources::kPods, ns_, WatchOptions{.fieldSelector = "metadata.name=high"},
+          [&](const WatchEvent& e) {
+            const std::string node =
+                e.object.value("status", json::object()).value("nominatedNodeName", "");
+            if (!node.empty()) {
+              std::lock_guard lock(nominatedMu);
+              nominated.insert(node);
+            }
+            return true;
+          },
+          &stopWatch);
+    } catch (const std::exception&) {
+      // Seen as no nomination below.
+    }
+  });
   api_->create(resources::kExtendedResourceClaims, ns_,
                claimObject(ns_, "high-erc", resource_, 1, {{"type", "k80"}}));
   createPod("high", "high-erc", priorityClass(1000), "10m");
 
-  ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
+  const bool bound = waitBound("high", 90s);
+  stopWatch = true;
+  watcher.join();
+  ASSERT_TRUE(bound) << extender_->logTail() << controller_->logTail();
   EXPECT_EQ(nodeOf("high"), nodes[1]);
-  // As after kube-scheduler's own preemption, the preemptor's status names the node.
-  EXPECT_TRUE(eventually(
-      [&] { return getPod("high")["status"].value("nominatedNodeName", "") == nodes[1]; }, 30s,
-      200ms))
-      << getPod("high")["status"].dump();
+  // As after kube-scheduler's own preemption, the preemptor's status named the node.
+  EXPECT_EQ(nominated, std::set<std::string>{nodes[1]});
   for (const std::string pod : {"guarded-0", "guarded-1"}) {
     ASSERT_TRUE(exists(pod)) << pod;
     EXPECT_FALSE(getPod(pod)["metadata"].contains("deletionTimestamp")) << pod;
