@@ -122,6 +122,9 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
   const ObjectReference preemptor{"v1", "Pod", order.preemptorNs, order.preemptorName,
                                   order.preemptorUid};
   events_.record(preemptor, EventType::kNormal, "Preempting", preemptingMessage(order));
+  // First, while the victims still hold the devices: once they are gone the preemptor may be
+  // bound at any moment, and a bound pod's nominatedNodeName may not be set.
+  setNominatedNode(order, order.node);
   for (const auto& victim : order.victims) {
     const EvictionResult result = evict(order, victim);
     if (result == EvictionResult::kFailed) {
@@ -138,7 +141,6 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
                      EventType::kNormal, "Preempted", preemptedMessage(order));
     }
   }
-  setNominatedNode(order, order.node);
 }
 
 void PreemptionWorker::setNominatedNode(const PreemptionOrder& order, const std::string& node) {

@@ -47,9 +47,9 @@ std::string preemptionFailedMessage(const PreemptionOrder& order, const Preempti
 // Carries out preemption orders off the request path, one at a time on its own thread: for
 // each victim not already terminating, the DisruptionTarget condition, then a delete with the
 // victim's UID as precondition (so a pod recreated under the name is never touched); an event
-// on each victim (Preempted) and one on the preemptor (Preempting). Once every victim is gone
-// or going, the preemptor's status.nominatedNodeName is set to the node, as kube-scheduler does
-// after its own preemption. A transient API error is retried a few times with a doubling
+// on each victim (Preempted) and one on the preemptor (Preempting). Before the victims, the
+// preemptor's status.nominatedNodeName is set to the node, as kube-scheduler's (asynchronous)
+// preemption does. A transient API error is retried a few times with a doubling
 // delay; a victim found gone counts as evicted. A victim that cannot be evicted ends the order:
 // the remaining victims are spared, the nomination is dropped (onFailed), the preemptor's
 // nominatedNodeName is cleared and it gets a Warning event (PreemptionFailed). A full queue
