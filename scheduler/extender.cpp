@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "common/logging.h"
 
@@ -226,17 +227,24 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   bool lower = false;
   for (const auto& [res, all] : namesByResource) {
     const auto held = index_.claimsHolding(res, all);
+    // Device -> the claims holding it, so each candidate looks only at its own devices.
+    std::unordered_map<std::string_view, std::vector<const decltype(held)::value_type*>> holding;
+    for (const auto& entry : held) {
+      for (const auto& d : entry.second) {
+        holding[d].push_back(&entry);
+      }
+    }
     for (size_t k = 0; k < candidates.size(); ++k) {
       auto mine = deviceNames[k].find(res);
       if (mine == deviceNames[k].end()) {
         continue;
       }
-      const std::set<std::string> here(mine->second.begin(), mine->second.end());
       std::map<std::string, std::vector<std::string>> heldHere;
-      for (const auto& [key, devices] : held) {
-        if (std::any_of(devices.begin(), devices.end(),
-                        [&](const std::string& d) { return here.contains(d); })) {
-          heldHere.emplace(key, devices);
+      for (const auto& d : mine->second) {
+        if (auto h = holding.find(d); h != holding.end()) {
+          for (const auto* entry : h->second) {
+            heldHere.emplace(entry->first, entry->second);
+          }
         }
       }
       addHolders(res, heldHere, claims_, preemption_->pods, uid, candidates[k].holders);
