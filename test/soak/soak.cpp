@@ -1,9 +1,10 @@
 // The chaos soak: two extender replicas (each behind its own kube-scheduler, both serving the
 // same profile, so they race for every pod) and two leader-elected controller replicas run
 // against a real control plane while pods with claims come and go (one in eight of a high
-// PriorityClass, which preempts the low ones for devices) and faults are injected in turn. At checkpoints and at the end it lets the cluster settle and checks that the invariant
-// checker finds nothing, that every Pending pod has no free matching device, and that no claim
-// is held by a pod that is gone. test/soak/run.sh prepares the control plane and runs it.
+// PriorityClass, which preempts the low ones for devices) and faults are injected in turn. At
+// checkpoints and at the end it lets the cluster settle and checks that the invariant checker finds
+// nothing, that every Pending pod has no free matching device, and that no claim is held by a pod
+// that is gone. test/soak/run.sh prepares the control plane and runs it.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
