@@ -65,11 +65,13 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   void createPod(const std::string& name, const std::string& claim, const std::string& pc,
-                 const std::string& cpu, const std::map<std::string, std::string>& labels = {}) {
+                 const std::string& cpu, const std::map<std::string, std::string>& labels = {},
+                 int64_t graceSeconds = 0) {
     json pod = podObject(ns_, name, {claim}, schedulerName_);
     for (const auto& [k, v] : labels) {
       pod["metadata"]["labels"][k] = v;
     }
+    pod["spec"]["terminationGracePeriodSeconds"] = graceSeconds;
     pod["spec"]["priorityClassName"] = pc;
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu;
     // The Priority admission plugin reads PriorityClasses from a cache: one just created may
@@ -373,6 +375,58 @@ TEST_F(ExtenderPreemptsForDevicesTest, APodDisruptionBudgetSendsPreemptionToTheO
   EXPECT_EQ(static_cast<int>(!exists("free-0")) + static_cast<int>(!exists("free-1")), 1)
       << extender_->logTail();
   api_->remove(resources::kPodDisruptionBudgets, ns_, "guard");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// A restarted extender resumes a preemption from the preemptor's nominatedNodeName: "low"
+// has a grace period no kubelet ever ends, so once preempted it stays terminating. After the
+// restart, "high"'s next filter keeps the device for it again without preempting anyone new,
+// and "mid" (priority between them, arriving after the restart) is not given it.
+TEST_F(ExtenderPreemptsForDevicesTest, ARestartedExtenderResumesTheNominationOfThePreemptor) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  auto nodes = makeNodes(1);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+  for (const std::string claim : {"low-erc", "high-erc", "mid-erc"}) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
+  }
+  createPod("low", "low-erc", priorityClass(10), "10m", {}, 300);
+  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+  createPod("high", "high-erc", priorityClass(1000), "10m");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json high = getPod("high");
+        return getPod("low")["metadata"].contains("deletionTimestamp") &&
+               high["status"].value("nominatedNodeName", "") == nodes[0];
+      },
+      30s, 200ms))
+      << extender_->logTail();
+
+  extender_->stop();
+  extender_->start();
+  httplib::Client health("127.0.0.1", healthPort_);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto res = health.Get("/readyz");
+        return res && res->status == 200;
+      },
+      60s, 100ms));
+  // Any cluster event requeues a pod the extender rejected.
+  ASSERT_TRUE(eventually(
+      [&] {
+        api_->patch(resources::kNodes, "", nodes[0], PatchType::kMerge,
+                    {{"metadata", {{"labels", {{"nudge", uniqueName("n")}}}}}});
+        return extender_->logTail().find("preemption resumed") != std::string::npos;
+      },
+      60s, 2s))
+      << extender_->logTail();
+  createPod("mid", "mid-erc", priorityClass(500), "10m");
+  // The victim goes for good; its device is the preemptor's alone.
+  deletePodNow(*api_, ns_, "low");
+  ASSERT_TRUE(waitBound("high", 60s)) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("mid"), "");
+  EXPECT_FALSE(hasEvent("mid", "Preempting"));
   EXPECT_EQ(invariantViolations(), "");
 }
 
