@@ -71,6 +71,7 @@ const Resource kExtendedResourceClaims{"extendedresource.io", "v1alpha1", "exten
                                        true};
 const Resource kExtendedResourceClaimTemplates{"extendedresource.io", "v1alpha1",
                                                "extendedresourceclaimtemplates", true};
+const Resource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true};
 }  // namespace resources
 
 }  // namespace ker

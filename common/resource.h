@@ -28,6 +28,7 @@ extern const Resource kNamespaces;
 extern const Resource kExtendedResources;       // extendedresource.io/v1alpha1, cluster-scoped
 extern const Resource kExtendedResourceClaims;  // extendedresource.io/v1alpha1, namespaced
 extern const Resource kExtendedResourceClaimTemplates;  // extendedresource.io/v1alpha1, namespaced
+extern const Resource kPodDisruptionBudgets;            // policy/v1, namespaced
 }  // namespace resources
 
 // Percent-encodes every byte except RFC 3986 unreserved characters, so a value can be used as

@@ -210,7 +210,11 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
     for (const auto& name : it->second.names) {
       const std::string key = holdKey(it->second.rawResourceName, name);
       auto h = held_.find(key);
-      if (h != held_.end() && --h->second == 0) {
+      if (h == held_.end()) {
+        continue;
+      }
+      std::erase(h->second, claimKey);
+      if (h->second.empty()) {
         held_.erase(h);
         changed.push_back(key);
       }
@@ -219,7 +223,9 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
   }
   for (const auto& name : names) {
     const std::string key = holdKey(rawResourceName, name);
-    if (++held_[key] == 1) {
+    auto& claims = held_[key];
+    claims.push_back(claimKey);
+    if (claims.size() == 1) {
       changed.push_back(key);
     }
   }
@@ -566,14 +572,14 @@ std::map<std::string, std::vector<std::string>> DeviceIndex::claimsHolding(
     const std::string& rawResourceName, const std::set<std::string>& names) const {
   std::map<std::string, std::vector<std::string>> out;
   std::shared_lock lock(mu_);
-  for (const auto& [key, holds] : claimHolds_) {
-    if (holds.rawResourceName != rawResourceName) {
+  for (const auto& name : names) {
+    auto h = held_.find(holdKey(rawResourceName, name));
+    if (h == held_.end()) {
       continue;
     }
-    for (const auto& name : holds.names) {
-      if (names.contains(name)) {
-        out[key] = holds.names;
-        break;
+    for (const auto& claim : h->second) {
+      if (auto c = claimHolds_.find(claim); c != claimHolds_.end()) {
+        out.emplace(claim, c->second.names);
       }
     }
   }

@@ -253,7 +253,9 @@ class DeviceIndex {
     std::vector<std::string> names;
   };
   std::unordered_map<std::string, ClaimHolds> claimHolds_;  // by claim key
-  std::unordered_map<std::string, uint32_t> held_;          // holdKey -> claims holding it
+  // holdKey -> the keys of the claims holding it (nearly always one), so the holders of a
+  // node's devices are found without scanning every claim.
+  std::unordered_map<std::string, std::vector<std::string>> held_;
   std::unordered_map<std::string, Resource> resources_;
 
   mutable std::mutex reservationsMu_;

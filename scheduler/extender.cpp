@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "common/logging.h"
 
@@ -226,17 +227,24 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   bool lower = false;
   for (const auto& [res, all] : namesByResource) {
     const auto held = index_.claimsHolding(res, all);
+    // Device -> the claims holding it, so each candidate looks only at its own devices.
+    std::unordered_map<std::string_view, std::vector<const decltype(held)::value_type*>> holding;
+    for (const auto& entry : held) {
+      for (const auto& d : entry.second) {
+        holding[d].push_back(&entry);
+      }
+    }
     for (size_t k = 0; k < candidates.size(); ++k) {
       auto mine = deviceNames[k].find(res);
       if (mine == deviceNames[k].end()) {
         continue;
       }
-      const std::set<std::string> here(mine->second.begin(), mine->second.end());
       std::map<std::string, std::vector<std::string>> heldHere;
-      for (const auto& [key, devices] : held) {
-        if (std::any_of(devices.begin(), devices.end(),
-                        [&](const std::string& d) { return here.contains(d); })) {
-          heldHere.emplace(key, devices);
+      for (const auto& d : mine->second) {
+        if (auto h = holding.find(d); h != holding.end()) {
+          for (const auto* entry : h->second) {
+            heldHere.emplace(entry->first, entry->second);
+          }
         }
       }
       addHolders(res, heldHere, claims_, preemption_->pods, uid, candidates[k].holders);
@@ -246,7 +254,10 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   if (!lower) {
     return;  // nobody to preempt anywhere: the answers stay as they are
   }
-  PreemptionDecision decision = decidePreemption(claims, args.pod, candidates);
+  const std::vector<PdbPtr> budgets =
+      preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
+  PreemptionDecision decision =
+      decidePreemption(claims, args.pod, candidates, budgets, args.nominatedNodeName);
   // Nodes where no victim set makes room: kube-scheduler's preemption cannot help there
   // either (it cannot free devices), so they are answered as unresolvable.
   std::vector<bool> unresolvable(reply.failed.size(), false);
@@ -265,6 +276,15 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
     if (!index_.nominate(node, order.devices, uid, now, order.ttl)) {
       log::info("preemption deferred: the devices it would free are taken",
                 {{"pod", pod}, {"node", node}});
+    } else if (decision.resumed) {
+      // Its victims are already leaving: keep their devices again, delete nobody.
+      log::info("preemption resumed: the nominated node's victims are terminating",
+                {{"pod", pod}, {"node", node}, {"ttlSeconds", order.ttl.count()}});
+      for (auto& [name, message] : reply.failed) {
+        if (name == node) {
+          message = waitingMessage(victims, node) + "; " + message;
+        }
+      }
     } else {
       std::string names;
       for (const auto& v : order.victims) {

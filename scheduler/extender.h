@@ -38,6 +38,8 @@ struct PreemptionHooks {
   // The lowest priority of the bound pods known (PriorityFloor::lowest); unset: not known,
   // planning is never skipped for it.
   std::function<std::optional<int32_t>()> lowestPriority;
+  // The PodDisruptionBudgets known; unset: none are counted.
+  std::function<std::vector<PdbPtr>()> budgets;
 };
 
 // The extender's three verbs over the in-memory state; no HTTP here.

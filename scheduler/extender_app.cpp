@@ -63,11 +63,15 @@ struct ExtenderApp::Impl {
         // only): the extender binds only pods of its profile, so no other pod holds a claim.
         boundPods(api, resources::kPods,
                   {.name = "bound pods", .fieldSelector = boundPodsSelector(config.schedulerName)}),
+        budgets(api, resources::kPodDisruptionBudgets, {.name = "pod disruption budgets"}),
         events(api, {.component = "extended-resource-scheduler"}),
-        preemptionWorker(api, events,
-                         {.schedulerName = config.schedulerName.empty()
-                                               ? std::string("extended-resource-scheduler")
-                                               : config.schedulerName}),
+        preemptionWorker(
+            api, events,
+            {.schedulerName = config.schedulerName.empty()
+                                  ? std::string("extended-resource-scheduler")
+                                  : config.schedulerName,
+             .onFailed =
+                 [this](const std::string& preemptorUid) { index.dropNomination(preemptorUid); }}),
         binder(api, index,
                [this](const std::string& node) {
                  if (auto cached = nodes.get(node)) {
@@ -108,6 +112,7 @@ struct ExtenderApp::Impl {
           .submit =
               [this](PreemptionOrder order) { return preemptionWorker.submit(std::move(order)); },
           .lowestPriority = [this] { return priorityFloor.lowest(); },
+          .budgets = [this] { return budgets.list(); },
       });
       boundPods.addHandlers({
           .onAdd = [this](const auto& p) { priorityFloor.set(p->meta.uid, p->priority); },
@@ -204,6 +209,7 @@ struct ExtenderApp::Impl {
   Informer<Pod> unboundPods;
   Informer<Pod> boundPods;
   PriorityFloor priorityFloor;
+  Informer<PodDisruptionBudget> budgets;
   EventRecorder events;
   PreemptionWorker preemptionWorker;
   Binder binder;
@@ -227,6 +233,7 @@ void ExtenderApp::start() {
   impl_->unboundPods.start();
   if (impl_->config.preemption) {
     impl_->boundPods.start();
+    impl_->budgets.start();
     impl_->events.start();
     impl_->preemptionWorker.start();
   }
@@ -254,6 +261,7 @@ void ExtenderApp::stop() {
   impl_->preemptionWorker.stop();
   impl_->events.stop();
   impl_->boundPods.stop();
+  impl_->budgets.stop();
 }
 
 bool ExtenderApp::ready() const {

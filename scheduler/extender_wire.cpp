@@ -276,7 +276,13 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
     throw WireError("Pod of " + std::to_string(pod->text.size()) + " bytes exceeds the limit of " +
                     std::to_string(kMaxPodBytes) + " bytes");
   }
-  args.pod = Pod::fromJson(parseValidated(pod->text));
+  const nlohmann::json podDoc = parseValidated(pod->text);
+  args.pod = Pod::fromJson(podDoc);
+  if (const auto status = podDoc.find("status"); status != podDoc.end() && status->is_object()) {
+    if (const auto n = status->find("nominatedNodeName"); n != status->end() && n->is_string()) {
+      args.nominatedNodeName = n->get<std::string>();
+    }
+  }
   // No UID is accepted (a hand-written request, a dry run): bound claims then match by name.
   if (args.pod.meta.name.empty()) {
     throw WireError("Pod.metadata.name is required");

@@ -25,6 +25,7 @@ class WireError : public std::invalid_argument {
 // field name first, then case-insensitively.
 struct ExtenderArgs {
   Pod pod;
+  std::string nominatedNodeName;  // the Pod's status.nominatedNodeName, left by a preemption
   // nodeCacheCapable: false sends the candidate Node objects. Only their names are read up
   // front; their bytes are kept so the filter can return the passing ones unchanged, and
   // their labels are parsed only if some device is placed by labels. The views point into

@@ -31,6 +31,7 @@ void addHolders(const std::string& rawResourceName,
         who.priority = pod->priority;
         who.terminating = pod->meta.deleting;
         who.gracePeriodSeconds = pod->gracePeriodSeconds;
+        who.labels = pod->meta.labels;
       }
     }
     const std::string group = who.uid.empty() ? "claim:" + key : who.uid;
@@ -56,8 +57,46 @@ bool anyLowerPriority(const Holders& holders, int32_t priority) {
                      [&](const PreemptionHolder& h) { return h.priority < priority; });
 }
 
+namespace {
+
+// The candidate's holders with violatesPdb set for the lower-priority ones the budgets protect.
+std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t priority,
+                                                std::span<const PdbPtr> budgets) {
+  std::vector<PreemptionHolder> out = holders.holders;
+  if (budgets.empty()) {
+    return out;
+  }
+  std::vector<size_t> lower;
+  for (size_t h = 0; h < out.size(); ++h) {
+    if (out[h].priority < priority) {
+      lower.push_back(h);
+    }
+  }
+  // kube-scheduler orders by priority, then start time, which the cache does not keep: the key
+  // stands in for it, so the count is reproducible.
+  std::stable_sort(lower.begin(), lower.end(), [&](size_t a, size_t b) {
+    return out[a].priority != out[b].priority ? out[a].priority > out[b].priority
+                                              : out[a].key < out[b].key;
+  });
+  std::vector<PdbSubject> subjects;
+  subjects.reserve(lower.size());
+  for (const size_t h : lower) {
+    const PreemptionVictim& pod = holders.pods[h];
+    subjects.push_back(PdbSubject{pod.ns, pod.name, pod.labels});
+  }
+  const std::vector<bool> violates = pdbViolations(subjects, budgets);
+  for (size_t i = 0; i < lower.size(); ++i) {
+    out[lower[i]].violatesPdb = violates[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preemptor,
-                                    const std::vector<PreemptionCandidate>& candidates) {
+                                    const std::vector<PreemptionCandidate>& candidates,
+                                    std::span<const PdbPtr> budgets,
+                                    std::string_view nominatedNode) {
   PreemptionDecision decision;
   decision.unresolvable.resize(candidates.size());
   std::vector<PreemptionPlan> plans;
@@ -66,6 +105,8 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
   plans.reserve(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto& c = candidates[i];
+    std::vector<PreemptionHolder> holders =
+        withPdbViolations(c.holders, preemptor.priority, budgets);
     PreemptionRequest request{.claims = claims,
                               .podUid = preemptor.meta.uid,
                               .priority = preemptor.priority,
@@ -73,7 +114,7 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
                               .nodeName = c.node,
                               .nodeLabels = c.labels,
                               .devices = c.devices,
-                              .holders = c.holders.holders};
+                              .holders = std::move(holders)};
     plans.push_back(planPreemption(request));
     const PreemptionPlan& plan = plans.back();
     if (plan.outcome == PreemptionPlan::Outcome::kNone) {
@@ -87,7 +128,17 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
       rankedIndex.push_back(i);
     }
   }
-  const auto best = pickPreemptionNode(ranked);
+  auto best = pickPreemptionNode(ranked);
+  for (size_t r = 0; r < rankedIndex.size() && !nominatedNode.empty(); ++r) {
+    const auto& c = candidates[rankedIndex[r]];
+    const auto& victims = plans[rankedIndex[r]].victims;
+    if (c.node == nominatedNode && std::all_of(victims.begin(), victims.end(), [&](size_t v) {
+          return c.holders.pods[v].terminating;
+        })) {
+      best = r;
+      decision.resumed = true;
+    }
+  }
   if (!best) {
     return decision;
   }

@@ -8,12 +8,15 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "common/objects.h"
 #include "scheduler/planner.h"
+#include "scheduler/preemption_pdb.h"
 #include "scheduler/preemption_plan.h"
 
 namespace ker {
@@ -30,6 +33,7 @@ struct PreemptionVictim {
   int32_t priority = 0;
   bool terminating = false;
   int64_t gracePeriodSeconds = 30;
+  std::map<std::string, std::string> labels;  // for the PodDisruptionBudgets selecting it
 };
 
 // What the extender does for a preemptor: delete `victims` and keep `devices` on `node` for
@@ -73,15 +77,25 @@ struct PreemptionCandidate {
 
 struct PreemptionDecision {
   std::optional<PreemptionOrder> order;  // none: no node where preemption makes room
+  // The order resumes an earlier preemption: the node is the preemptor's nominatedNodeName and
+  // every victim is already terminating (an extender restarted meanwhile), so nobody new is
+  // deleted and only the devices are to be kept again.
+  bool resumed = false;
   // Per candidate (same order): why preemption does not help there; empty for the node
   // chosen, or where the pod fits already, or where some victim set exists but another node
   // was chosen.
   std::vector<std::string> unresolvable;
 };
 
-// Plans each candidate with planPreemption and picks the node with pickPreemptionNode. Pure.
+// Marks each candidate's lower-priority holders that `budgets` protect (pdbViolations, over
+// them most important first: higher priority, then key), plans each candidate with
+// planPreemption and picks the node with pickPreemptionNode, except that the preemptor's
+// status.nominatedNodeName (`nominatedNode`) wins where its victims are all terminating already (as
+// kube-scheduler waits for those rather than preempting again). Pure.
 PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preemptor,
-                                    const std::vector<PreemptionCandidate>& candidates);
+                                    const std::vector<PreemptionCandidate>& candidates,
+                                    std::span<const PdbPtr> budgets = {},
+                                    std::string_view nominatedNode = {});
 
 // How long a nomination lasts: the victims' longest grace period plus a margin for the
 // controller to release their claims and kube-scheduler to try the pod again.

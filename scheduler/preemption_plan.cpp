@@ -98,16 +98,23 @@ PreemptionPlan none(std::string message) {
 
 struct Choice {
   std::vector<size_t> victims;  // indexes into the request's holders
-  int64_t pdbViolations = 0;
   int64_t prioritySum = 0;
   NodePlan plan;
 };
 
+std::vector<size_t> joined(const std::vector<size_t>& a, const std::vector<size_t>& b) {
+  std::vector<size_t> out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
 // Every k-subset of `pool` (positions in order) holding a pod of the pool's top priority,
-// while the budget lasts; the best that fits by PDB violations, then priority sum. The first
-// found wins ties, which is the earliest holders in (priority, key) order.
+// while the budget lasts, each tried with `forced` released too; the one of lowest priority
+// sum that fits. The first found wins ties, which is the earliest holders in (priority, key)
+// order.
 std::optional<Choice> bestOfSize(Simulation& sim, const PreemptionRequest& request,
-                                 const std::vector<size_t>& pool, size_t k, bool& exhausted) {
+                                 const std::vector<size_t>& forced, const std::vector<size_t>& pool,
+                                 size_t k, bool& exhausted) {
   const int32_t top = request.holders[pool.back()].priority;
   std::optional<Choice> best;
   std::vector<size_t> pos(k);
@@ -122,17 +129,14 @@ std::optional<Choice> bestOfSize(Simulation& sim, const PreemptionRequest& reque
       for (size_t i = 0; i < k; ++i) {
         set[i] = pool[pos[i]];
       }
-      int64_t pdb = 0;
       int64_t sum = 0;
       for (const size_t h : set) {
-        pdb += request.holders[h].violatesPdb ? 1 : 0;
         sum += request.holders[h].priority;
       }
-      if (!best || pdb < best->pdbViolations ||
-          (pdb == best->pdbViolations && sum < best->prioritySum)) {
-        NodePlan plan = sim.fit(set);
+      if (!best || sum < best->prioritySum) {
+        NodePlan plan = sim.fit(joined(forced, set));
         if (plan.fits) {
-          best = Choice{set, pdb, sum, std::move(plan)};
+          best = Choice{set, sum, std::move(plan)};
         }
       }
     }
@@ -151,33 +155,28 @@ std::optional<Choice> bestOfSize(Simulation& sim, const PreemptionRequest& reque
   }
 }
 
-// Past the budget: start from the whole pool and spare each holder, most important first
-// (PDB-violating, then higher priority), whenever the rest still make room.
-Choice reprieve(Simulation& sim, const PreemptionRequest& request, std::vector<size_t> pool) {
-  std::vector<size_t> order = pool;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const auto& ha = request.holders[a];
-    const auto& hb = request.holders[b];
-    if (ha.violatesPdb != hb.violatesPdb) {
-      return ha.violatesPdb;
-    }
-    return ha.priority > hb.priority;
-  });
-  Choice choice{pool, 0, 0, sim.fit(pool)};
+// Starting from `released` (which make room), spares each of `order` in turn whenever the
+// others still make room; kube-scheduler's reprieve. Returns who is left.
+std::vector<size_t> reprieve(Simulation& sim, std::vector<size_t> released,
+                             const std::vector<size_t>& order, const std::vector<size_t>& forced) {
   for (const size_t h : order) {
     std::vector<size_t> without;
-    std::copy_if(choice.victims.begin(), choice.victims.end(), std::back_inserter(without),
+    std::copy_if(released.begin(), released.end(), std::back_inserter(without),
                  [&](size_t v) { return v != h; });
-    NodePlan plan = sim.fit(without);
-    if (plan.fits) {
-      choice.victims = std::move(without);
-      choice.plan = std::move(plan);
+    if (sim.fit(joined(forced, without)).fits) {
+      released = std::move(without);
     }
   }
-  for (const size_t h : choice.victims) {
-    choice.pdbViolations += request.holders[h].violatesPdb ? 1 : 0;
-  }
-  return choice;
+  return released;
+}
+
+// Higher priority first, then key: the order in which holders are spared.
+void mostImportantFirst(const PreemptionRequest& request, std::vector<size_t>& holders) {
+  std::stable_sort(holders.begin(), holders.end(), [&](size_t a, size_t b) {
+    const auto& ha = request.holders[a];
+    const auto& hb = request.holders[b];
+    return ha.priority != hb.priority ? ha.priority > hb.priority : ha.key < hb.key;
+  });
 }
 
 }  // namespace
@@ -224,32 +223,56 @@ PreemptionPlan planPreemption(const PreemptionRequest& request) {
                 " lower-priority holders makes room; " + all.message);
   }
 
+  // As kube-scheduler does, holders a PodDisruptionBudget protects are spared first, most
+  // important first, with every other candidate released: those that cannot be are victims
+  // in every set, and the rest is chosen among the unprotected ones.
+  std::vector<size_t> forced;
+  std::vector<size_t> unprotected;
+  for (const size_t h : candidates) {
+    (request.holders[h].violatesPdb ? forced : unprotected).push_back(h);
+  }
+  if (!forced.empty()) {
+    mostImportantFirst(request, forced);
+    forced = reprieve(sim, forced, forced, unprotected);
+  }
+
   // The lowest priority level whose holders, with all those below, make room: every set that
   // fits includes a holder of that level, as more free devices never make a fit fail.
   std::vector<size_t> pool;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    pool.push_back(candidates[i]);
-    const bool levelEnds =
-        i + 1 == candidates.size() ||
-        request.holders[candidates[i + 1]].priority != request.holders[candidates[i]].priority;
-    if (levelEnds && (i + 1 == candidates.size() || sim.fit(pool).fits)) {
-      break;
+  if (!sim.fit(forced).fits) {
+    for (size_t i = 0; i < unprotected.size(); ++i) {
+      pool.push_back(unprotected[i]);
+      const bool levelEnds =
+          i + 1 == unprotected.size() ||
+          request.holders[unprotected[i + 1]].priority != request.holders[unprotected[i]].priority;
+      if (levelEnds && (i + 1 == unprotected.size() || sim.fit(joined(forced, pool)).fits)) {
+        break;
+      }
     }
   }
 
   std::optional<Choice> best;
   bool exhausted = false;
   for (size_t k = 1; k <= pool.size() && !best && !exhausted; ++k) {
-    best = bestOfSize(sim, request, pool, k, exhausted);
+    best = bestOfSize(sim, request, forced, pool, k, exhausted);
   }
   if (!best) {
-    best = reprieve(sim, request, pool);
+    std::vector<size_t> order = pool;
+    mostImportantFirst(request, order);
+    best = Choice{reprieve(sim, pool, order, forced), 0, {}};
+    best->plan = sim.fit(joined(forced, best->victims));
   }
+  std::vector<size_t> victims = joined(forced, best->victims);
+  std::stable_sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
+    const auto& ha = request.holders[a];
+    const auto& hb = request.holders[b];
+    return ha.priority != hb.priority ? ha.priority < hb.priority : ha.key < hb.key;
+  });
 
   PreemptionPlan plan;
   plan.outcome = PreemptionPlan::Outcome::kVictims;
-  plan.victims = std::move(best->victims);
-  plan.pdbViolations = best->pdbViolations;
+  plan.victims = std::move(victims);
+  plan.pdbViolations = static_cast<int64_t>(forced.size());
   plan.assignment = std::move(best->plan.assignment);
   return plan;
 }

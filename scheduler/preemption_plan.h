@@ -57,10 +57,13 @@ struct PreemptionPlan {
 
 // The smallest set of holders of lower priority than the preemptor whose claims' release lets
 // it fit on the node, decided with the planner's matching (planNode) over the node's devices
-// with the victims' devices counted as free. Among the sets that fit, the best has the lowest
-// highest victim priority, then the fewest pods, then the fewest PDB violations, then the
-// lowest sum of priorities, then the first holder keys. Holders of equal or higher priority
-// are never victims; a preemptor whose policy is Never preempts nobody. Pure: no I/O, no clock.
+// with the victims' devices counted as free. Holders that would violate a PDB are spared
+// first, as kube-scheduler's selectVictimsOnNode does (most important first, with every other
+// lower-priority holder released), and only those that cannot be spared are victims. Among the
+// sets of the other holders that then fit, the best has the lowest highest victim priority,
+// then the fewest pods, then the lowest sum of priorities, then the first holder keys. Holders
+// of equal or higher priority are never victims; a preemptor whose policy is Never preempts
+// nobody. Pure: no I/O, no clock.
 PreemptionPlan planPreemption(const PreemptionRequest& request);
 
 }  // namespace ker

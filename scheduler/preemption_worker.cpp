@@ -18,6 +18,29 @@ nlohmann::json disruptionTargetPatch(const std::string& schedulerName, SystemTim
                    {"lastTransitionTime", formatTime(now)}}})}}}};
 }
 
+WriteFailure classifyWriteFailure(const std::exception& error) {
+  const auto* api = dynamic_cast<const ApiError*>(&error);
+  if (api == nullptr) {
+    return WriteFailure::kPermanent;
+  }
+  if (api->isNotFound() || api->isConflict()) {
+    return WriteFailure::kGone;
+  }
+  return api->isRetriable() ? WriteFailure::kTransient : WriteFailure::kPermanent;
+}
+
+nlohmann::json nominatedNodePatch(const std::string& preemptorUid, const std::string& node) {
+  return {{"metadata", {{"uid", preemptorUid}}},
+          {"status",
+           {{"nominatedNodeName", node.empty() ? nlohmann::json(nullptr) : nlohmann::json(node)}}}};
+}
+
+std::string preemptionFailedMessage(const PreemptionOrder& order, const PreemptionVictim& victim) {
+  return "Could not preempt " + objectKey(victim.ns, victim.name) + " on node " + order.node +
+         "; the devices kept for this pod are released and its next scheduling attempt plans "
+         "again";
+}
+
 std::string preemptedMessage(const PreemptionOrder& order) {
   return "Preempted by pod " + order.preemptorUid + " on node " + order.node;
 }
@@ -99,12 +122,72 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
   const ObjectReference preemptor{"v1", "Pod", order.preemptorNs, order.preemptorName,
                                   order.preemptorUid};
   events_.record(preemptor, EventType::kNormal, "Preempting", preemptingMessage(order));
+  // First, while the victims still hold the devices: once they are gone the preemptor may be
+  // bound at any moment, and a bound pod's nominatedNodeName may not be set.
+  setNominatedNode(order, order.node);
   for (const auto& victim : order.victims) {
     const EvictionResult result = evict(order, victim);
+    if (result == EvictionResult::kFailed) {
+      if (options_.onFailed) {
+        options_.onFailed(order.preemptorUid);
+      }
+      setNominatedNode(order, "");
+      events_.record(preemptor, EventType::kWarning, "PreemptionFailed",
+                     preemptionFailedMessage(order, victim));
+      return;
+    }
     if (result == EvictionResult::kDeleted || result == EvictionResult::kTerminating) {
       events_.record(ObjectReference{"v1", "Pod", victim.ns, victim.name, victim.uid},
                      EventType::kNormal, "Preempted", preemptedMessage(order));
     }
+  }
+}
+
+void PreemptionWorker::setNominatedNode(const PreemptionOrder& order, const std::string& node) {
+  const std::string pod = objectKey(order.preemptorNs, order.preemptorName);
+  try {
+    withRetries([&] {
+      api_.patch(resources::kPods, order.preemptorNs, order.preemptorName, PatchType::kMerge,
+                 nominatedNodePatch(order.preemptorUid, node), "status");
+    });
+  } catch (const std::exception& e) {
+    // Gone or replaced: nothing to show it on. Otherwise only the display and a restarted
+    // extender's hint are missing; the nomination itself lives in the device index.
+    log::warn("could not set the preemptor's nominated node",
+              {{"pod", pod}, {"node", node}, {"error", e.what()}});
+  }
+}
+
+void PreemptionWorker::pause(std::chrono::milliseconds delay) {
+  if (options_.sleep) {
+    options_.sleep(delay);
+    return;
+  }
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+void PreemptionWorker::withRetries(const std::function<void()>& write) {
+  std::chrono::milliseconds delay = options_.retryDelay;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      write();
+      return;
+    } catch (const std::exception& e) {
+      bool stopping = false;
+      {
+        std::lock_guard lock(mu_);
+        stopping = stopping_;
+      }
+      if (stopping || attempt >= options_.attempts ||
+          classifyWriteFailure(e) != WriteFailure::kTransient) {
+        throw;
+      }
+      log::warn("preemption write failed, retrying",
+                {{"attempt", attempt}, {"delayMs", delay.count()}, {"error", e.what()}});
+    }
+    pause(delay);
+    delay *= 2;
   }
 }
 
@@ -117,22 +200,30 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
               {{"victim", pod}, {"preemptor", preemptor}, {"node", order.node}});
     return EvictionResult::kTerminating;
   }
+  // Each attempt starts over from the GET, so one whose delete went through unanswered finds
+  // the pod gone or terminating.
+  EvictionResult result = EvictionResult::kDeleted;
   try {
-    // A status patch carries no UID precondition: the UID is checked first, and the delete's
-    // precondition covers a pod recreated under the name in between.
-    const Pod current = Pod::fromJson(api_.get(resources::kPods, victim.ns, victim.name));
-    if (current.meta.uid != victim.uid) {
-      return EvictionResult::kGone;
-    }
-    if (current.meta.deleting) {
-      return EvictionResult::kTerminating;
-    }
-    api_.patch(resources::kPods, victim.ns, victim.name, PatchType::kStrategicMerge,
-               disruptionTargetPatch(options_.schedulerName, options_.clock()), "status");
-    api_.remove(resources::kPods, victim.ns, victim.name,
-                DeleteOptions{.preconditionUid = victim.uid});
-  } catch (const ApiError& e) {
-    if (e.isNotFound() || e.isConflict()) {
+    withRetries([&] {
+      // A status patch carries no UID precondition: the UID is checked first, and the
+      // delete's precondition covers a pod recreated under the name in between.
+      const Pod current = Pod::fromJson(api_.get(resources::kPods, victim.ns, victim.name));
+      if (current.meta.uid != victim.uid) {
+        result = EvictionResult::kGone;
+        return;
+      }
+      if (current.meta.deleting) {
+        result = EvictionResult::kTerminating;
+        return;
+      }
+      api_.patch(resources::kPods, victim.ns, victim.name, PatchType::kStrategicMerge,
+                 disruptionTargetPatch(options_.schedulerName, options_.clock()), "status");
+      api_.remove(resources::kPods, victim.ns, victim.name,
+                  DeleteOptions{.preconditionUid = victim.uid});
+      result = EvictionResult::kDeleted;
+    });
+  } catch (const std::exception& e) {
+    if (classifyWriteFailure(e) == WriteFailure::kGone) {
       // Gone, or (a failed UID precondition is a 409) replaced under the name.
       log::info("preemption victim gone before its deletion",
                 {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
@@ -141,10 +232,9 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
     log::error("could not preempt victim",
                {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
     return EvictionResult::kFailed;
-  } catch (const std::exception& e) {
-    log::error("could not preempt victim",
-               {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});
-    return EvictionResult::kFailed;
+  }
+  if (result != EvictionResult::kDeleted) {
+    return result;
   }
   log::info("preempted victim", {{"victim", pod},
                                  {"victimPriority", victim.priority},

@@ -11,8 +11,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/api_error.h"
 #include "common/objects.h"
@@ -60,8 +65,13 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   void createPod(const std::string& name, const std::string& claim, const std::string& pc,
-                 const std::string& cpu) {
+                 const std::string& cpu, const std::map<std::string, std::string>& labels = {},
+                 int64_t graceSeconds = 0) {
     json pod = podObject(ns_, name, {claim}, schedulerName_);
+    for (const auto& [k, v] : labels) {
+      pod["metadata"]["labels"][k] = v;
+    }
+    pod["spec"]["terminationGracePeriodSeconds"] = graceSeconds;
     pod["spec"]["priorityClassName"] = pc;
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu;
     // The Priority admission plugin reads PriorityClasses from a cache: one just created may
@@ -180,19 +190,26 @@ class ExtenderPreemptsForDevicesTest : public ExtenderPreemptionTest {
   // claim "low-i-erc"; returns the node.
   std::string fullNode(int count, int lowPriority) {
     auto nodes = makeNodes(1);
-    const std::string pc = priorityClass(lowPriority);
+    fill(nodes[0], count, priorityClass(lowPriority), "low");
+    return nodes[0];
+  }
+
+  // `count` k80s on `node`, each held by a pod "<prefix>-i" of PriorityClass pc through claim
+  // "<prefix>-i-erc". Other nodes must have no free k80 meanwhile.
+  void fill(const std::string& node, int count, const std::string& pc, const std::string& prefix,
+            const std::map<std::string, std::string>& labels = {}) {
     for (int i = 0; i < count; ++i) {
       api_->create(resources::kExtendedResources, "",
-                   deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+                   deviceObject(uniqueName("k80"), node, resource_, {{"type", "k80"}}));
     }
     for (int i = 0; i < count; ++i) {
-      const std::string name = "low-" + std::to_string(i);
+      const std::string name = prefix + "-" + std::to_string(i);
       api_->create(resources::kExtendedResourceClaims, ns_,
                    claimObject(ns_, name + "-erc", resource_, 1, {{"type", "k80"}}));
-      createPod(name, name + "-erc", pc, "10m");
+      createPod(name, name + "-erc", pc, "10m", labels);
       EXPECT_TRUE(waitBound(name)) << extender_->logTail();
+      EXPECT_EQ(nodeOf(name), node);
     }
-    return nodes[0];
   }
 
   // The devices a claim's status allocates.
@@ -290,6 +307,127 @@ TEST_F(ExtenderPreemptsForDevicesTest, EqualPriorityHoldersAreNeverPreempted) {
   EXPECT_FALSE(getPod("low-0")["metadata"].contains("deletionTimestamp"));
   EXPECT_EQ(nodeOf("peer"), "");
   EXPECT_FALSE(hasEvent("peer", "Preempting"));
+}
+
+// Two nodes full of holders of equal low priority; a PodDisruptionBudget with no disruption
+// left covers the holders of the node kube-scheduler's order would otherwise pick (the first
+// name). The preemptor preempts on the other node, and the protected holders are untouched.
+TEST_F(ExtenderPreemptsForDevicesTest, APodDisruptionBudgetSendsPreemptionToTheOtherNode) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  auto nodes = makeNodes(2);
+  std::sort(nodes.begin(), nodes.end());
+  const std::string app = uniqueName("guarded");
+  json pdb = api_->create(
+      resources::kPodDisruptionBudgets, ns_,
+      {{"apiVersion", "policy/v1"},
+       {"kind", "PodDisruptionBudget"},
+       {"metadata", {{"name", "guard"}}},
+       {"spec", {{"minAvailable", 2}, {"selector", {{"matchLabels", {{"app", app}}}}}}}});
+  // No disruption controller runs here: the status is written as it would write it.
+  pdb["status"] = {{"disruptionsAllowed", 0},
+                   {"currentHealthy", 2},
+                   {"desiredHealthy", 2},
+                   {"expectedPods", 2},
+                   {"observedGeneration", pdb["metadata"].value("generation", 1)}};
+  api_->updateStatus(resources::kPodDisruptionBudgets, ns_, pdb);
+  const std::string pc = priorityClass(10);
+  fill(nodes[0], 2, pc, "guarded", {{"app", app}});
+  fill(nodes[1], 2, pc, "free", {{"app", "other"}});
+  // The API server clears status.nominatedNodeName when the pod is bound
+  // (ClearingNominatedNodeNameAfterBinding), so it is seen in the preemptor's watch events.
+  std::atomic<bool> stopWatch{false};
+  std::mutex nominatedMu;
+  std::set<std::string> nominated;
+  std::thread watcher([&] {
+    try {
+      api_->watch(
+          resources::kPods, ns_, WatchOptions{.fieldSelector = "metadata.name=high"},
+          [&](const WatchEvent& e) {
+            const std::string node =
+                e.object.value("status", json::object()).value("nominatedNodeName", "");
+            if (!node.empty()) {
+              std::lock_guard lock(nominatedMu);
+              nominated.insert(node);
+            }
+            return true;
+          },
+          &stopWatch);
+    } catch (const std::exception&) {
+      // Seen as no nomination below.
+    }
+  });
+  api_->create(resources::kExtendedResourceClaims, ns_,
+               claimObject(ns_, "high-erc", resource_, 1, {{"type", "k80"}}));
+  createPod("high", "high-erc", priorityClass(1000), "10m");
+
+  const bool bound = waitBound("high", 90s);
+  stopWatch = true;
+  watcher.join();
+  ASSERT_TRUE(bound) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("high"), nodes[1]);
+  // As after kube-scheduler's own preemption, the preemptor's status named the node.
+  EXPECT_EQ(nominated, std::set<std::string>{nodes[1]});
+  for (const std::string pod : {"guarded-0", "guarded-1"}) {
+    ASSERT_TRUE(exists(pod)) << pod;
+    EXPECT_FALSE(getPod(pod)["metadata"].contains("deletionTimestamp")) << pod;
+    EXPECT_FALSE(hasEvent(pod, "Preempted")) << pod;
+  }
+  EXPECT_EQ(static_cast<int>(!exists("free-0")) + static_cast<int>(!exists("free-1")), 1)
+      << extender_->logTail();
+  api_->remove(resources::kPodDisruptionBudgets, ns_, "guard");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// A restarted extender resumes a preemption from the preemptor's nominatedNodeName: "low"
+// has a grace period no kubelet ever ends, so once preempted it stays terminating. After the
+// restart, "high"'s next filter keeps the device for it again without preempting anyone new,
+// and "mid" (priority between them, arriving after the restart) is not given it.
+TEST_F(ExtenderPreemptsForDevicesTest, ARestartedExtenderResumesTheNominationOfThePreemptor) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  auto nodes = makeNodes(1);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+  for (const std::string claim : {"low-erc", "high-erc", "mid-erc"}) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
+  }
+  createPod("low", "low-erc", priorityClass(10), "10m", {}, 300);
+  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+  createPod("high", "high-erc", priorityClass(1000), "10m");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json high = getPod("high");
+        return getPod("low")["metadata"].contains("deletionTimestamp") &&
+               high["status"].value("nominatedNodeName", "") == nodes[0];
+      },
+      30s, 200ms))
+      << extender_->logTail();
+
+  extender_->stop();
+  extender_->start();
+  httplib::Client health("127.0.0.1", healthPort_);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto res = health.Get("/readyz");
+        return res && res->status == 200;
+      },
+      60s, 100ms));
+  // Any cluster event requeues a pod the extender rejected.
+  ASSERT_TRUE(eventually(
+      [&] {
+        api_->patch(resources::kNodes, "", nodes[0], PatchType::kMerge,
+                    {{"metadata", {{"labels", {{"nudge", uniqueName("n")}}}}}});
+        return extender_->logTail().find("preemption resumed") != std::string::npos;
+      },
+      60s, 2s))
+      << extender_->logTail();
+  createPod("mid", "mid-erc", priorityClass(500), "10m");
+  // The victim goes for good; its device is the preemptor's alone.
+  deletePodNow(*api_, ns_, "low");
+  ASSERT_TRUE(waitBound("high", 60s)) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("mid"), "");
+  EXPECT_FALSE(hasEvent("mid", "Preempting"));
+  EXPECT_EQ(invariantViolations(), "");
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // The chaos soak: two extender replicas (each behind its own kube-scheduler, both serving the
 // same profile, so they race for every pod) and two leader-elected controller replicas run
-// against a real control plane while pods with claims come and go and faults are injected in
-// turn. At checkpoints and at the end it lets the cluster settle and checks that the invariant
-// checker finds nothing, that every Pending pod has no free matching device, and that no claim
-// is held by a pod that is gone. test/soak/run.sh prepares the control plane and runs it.
+// against a real control plane while pods with claims come and go (one in eight of a high
+// PriorityClass, which preempts the low ones for devices) and faults are injected in turn. At
+// checkpoints and at the end it lets the cluster settle and checks that the invariant checker finds
+// nothing, that every Pending pod has no free matching device, and that no claim is held by a pod
+// that is gone. test/soak/run.sh prepares the control plane and runs it.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -139,7 +140,8 @@ using Series = std::map<std::string, double>;
 
 const std::vector<std::string> kExtenderCounters = {
     "extended_resource_scheduler_allocation_conflicts_total",
-    "extended_resource_scheduler_bind_undos_total"};
+    "extended_resource_scheduler_bind_undos_total",
+    "extended_resource_scheduler_preemptions_total"};
 const std::vector<std::string> kControllerCounters = {
     "extended_resource_controller_releases_total", "extended_resource_controller_repairs_total",
     "extended_resource_controller_pod_nudges_total"};
@@ -260,7 +262,20 @@ json claimObject(const std::string& name, const std::string& type) {
             {"metadataRequirements", {{"matchLabels", {{"type", type}}}}}}}};
 }
 
-json podObject(const std::string& name) {
+// Most pods are of the low class; a few of the high one preempt them for devices when none is
+// free, so victims' devices and nominations are part of the churn the invariants check.
+constexpr const char* kLowPriorityClass = "soak-low";
+constexpr const char* kHighPriorityClass = "soak-high";
+const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
+
+json priorityClassObject(const std::string& name, int value) {
+  return {{"apiVersion", "scheduling.k8s.io/v1"},
+          {"kind", "PriorityClass"},
+          {"metadata", {{"name", name}}},
+          {"value", value}};
+}
+
+json podObject(const std::string& name, const std::string& priorityClass) {
   return {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
@@ -268,6 +283,7 @@ json podObject(const std::string& name) {
        {{"name", name}, {"namespace", kNamespace}, {"annotations", {{kClaimsAnnotation, name}}}}},
       {"spec",
        {{"schedulerName", kProfile},
+        {"priorityClassName", priorityClass},
         {"terminationGracePeriodSeconds", 0},
         {"containers",
          {{{"name", "app"},
@@ -575,6 +591,16 @@ void Soak::createObjects() {
       std::rethrow_exception(failure);
     }
   };
+  for (const auto& [name, value] :
+       {std::pair{kLowPriorityClass, 10}, std::pair{kHighPriorityClass, 1000}}) {
+    try {
+      api_->create(kPriorityClasses, "", priorityClassObject(name, value));
+    } catch (const ApiError& e) {
+      if (!e.isAlreadyExists()) {
+        throw;
+      }
+    }
+  }
   parallel(o_.nodes,
            [&](int i) { api_->create(resources::kNodes, "", nodeObject(nodeName(i), rackOf(i))); });
   parallel(o_.devices, [&](int d) {
@@ -727,11 +753,13 @@ void Soak::resumeChurn() {
 void Soak::createPod(std::mt19937_64& rng) {
   const std::string name = "p-" + std::to_string(++nextPod_);
   const std::string type = std::uniform_int_distribution<int>(0, 2)(rng) == 2 ? "p100" : "k80";
+  const bool high = std::uniform_int_distribution<int>(0, 7)(rng) == 0;
   try {
     api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
-    api_->create(resources::kPods, kNamespace, podObject(name));
+    api_->create(resources::kPods, kNamespace,
+                 podObject(name, high ? kHighPriorityClass : kLowPriorityClass));
     ++podsCreated_;
-    note("create " + name + " " + type);
+    note("create " + name + " " + type + (high ? " high" : ""));
   } catch (const std::exception& e) {
     note("create " + name + " failed: " + e.what());
     // A claim left without its pod is collected at the next checkpoint.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/api_error.h"
 #include "common/event_recorder.h"
 #include "common/resource.h"
 #include "scheduler/extender.h"
@@ -179,6 +180,79 @@ TEST(PreemptionDecision, PicksTheNodeWithTheLeastImportantVictimsAndSaysWhyNotEl
   EXPECT_NE(never.unresolvable[0].find("Never"), std::string::npos);
 }
 
+// A node with one k80 held by one pod of the given priority.
+PreemptionCandidate heldCandidate(const std::string& node, int32_t priority, const std::string& app,
+                                  bool terminating = false) {
+  PreemptionCandidate c;
+  c.node = node;
+  c.devices.push_back(ptr(boundTo(device(node + "-a", node, {{"type", "k80"}}), node + "-erc")));
+  PreemptionHolder h{
+      .uid = "uid-" + node + "-pod", .key = "default/" + node + "-pod", .priority = priority};
+  h.claims.push_back(HeldClaim{"default/" + node + "-erc", "nvidia.com/gpu", {node + "-a"}});
+  c.holders.holders.push_back(h);
+  c.holders.pods.push_back(PreemptionVictim{.uid = h.uid,
+                                            .ns = "default",
+                                            .name = node + "-pod",
+                                            .priority = priority,
+                                            .terminating = terminating,
+                                            .labels = {{"app", app}}});
+  return c;
+}
+
+PodClaims wantsOneK80() {
+  PodClaims claims;
+  claims.pending.push_back(
+      std::make_shared<const ExtendedResourceClaim>(claim("want", 1, {{"type", "k80"}})));
+  return claims;
+}
+
+TEST(PreemptionDecision, ResumesOnTheNominatedNodeWhoseVictimsAreTerminating) {
+  const PodClaims claims = wantsOneK80();
+  Pod preemptor;
+  preemptor.meta = {.name = "high", .ns = "default", .uid = "uid-high"};
+  preemptor.priority = 100;
+  const std::vector<PreemptionCandidate> candidates{heldCandidate("n1", 10, "a"),
+                                                    heldCandidate("n2", 50, "a", true)};
+  const auto fresh = decidePreemption(claims, preemptor, candidates);
+  EXPECT_EQ(fresh.order->node, "n1");
+  EXPECT_FALSE(fresh.resumed);
+  const auto resumed = decidePreemption(claims, preemptor, candidates, {}, "n2");
+  EXPECT_EQ(resumed.order->node, "n2");
+  EXPECT_TRUE(resumed.resumed);
+  // A nominated node whose victims are not leaving yet is no reason to prefer it.
+  const auto again = decidePreemption(
+      claims, preemptor, {heldCandidate("n1", 50, "a"), heldCandidate("n2", 10, "a")}, {}, "n1");
+  EXPECT_EQ(again.order->node, "n2");
+  EXPECT_FALSE(again.resumed);
+}
+
+TEST(PreemptionDecision, AvoidsTheNodeWhoseVictimsABudgetProtects) {
+  const PodClaims claims = wantsOneK80();
+  Pod preemptor;
+  preemptor.meta = {.name = "high", .ns = "default", .uid = "uid-high"};
+  preemptor.priority = 100;
+  // n1's victim is the least important, but a budget with no disruption left covers it.
+  const std::vector<PdbPtr> budgets{
+      std::make_shared<const PodDisruptionBudget>(PodDisruptionBudget::fromJson(
+          {{"metadata", {{"name", "guard"}, {"namespace", "default"}}},
+           {"spec", {{"selector", {{"matchLabels", {{"app", "guarded"}}}}}}},
+           {"status", {{"disruptionsAllowed", 0}}}}))};
+  const std::vector<PreemptionCandidate> candidates{heldCandidate("n1", 10, "guarded"),
+                                                    heldCandidate("n2", 50, "free")};
+  const auto decision = decidePreemption(claims, preemptor, candidates, budgets);
+  ASSERT_TRUE(decision.order);
+  EXPECT_EQ(decision.order->node, "n2");
+  // Without the budget, the lower-priority victim on n1 is chosen.
+  EXPECT_EQ(decidePreemption(claims, preemptor, candidates).order->node, "n1");
+  // A budget that still allows a disruption protects nobody.
+  const std::vector<PdbPtr> lenient{
+      std::make_shared<const PodDisruptionBudget>(PodDisruptionBudget::fromJson(
+          {{"metadata", {{"name", "guard"}, {"namespace", "default"}}},
+           {"spec", {{"selector", {{"matchLabels", {{"app", "guarded"}}}}}}},
+           {"status", {{"disruptionsAllowed", 1}}}}))};
+  EXPECT_EQ(decidePreemption(claims, preemptor, candidates, lenient).order->node, "n1");
+}
+
 TEST(PreemptionWorkerTest, MarksAndDeletesTheVictimByUidAndLeavesOthersAlone) {
   testing::FakeApiClient api;
   // The fake gives each pod a UID of its own.
@@ -249,6 +323,130 @@ TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecords
   EXPECT_EQ(reasons, (std::multiset<std::string>{"Preempted/low", "Preempting/high"}));
   worker.stop();
   EXPECT_FALSE(worker.submit(order));
+}
+
+std::string seedPod(testing::FakeApiClient& api, const std::string& name) {
+  const json p = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", name}, {"namespace", "default"}}},
+                  {"spec", {{"nodeName", "n1"}}}};
+  return api.seed(resources::kPods, p)["metadata"]["uid"];
+}
+
+TEST(PreemptionWorkerTest, WriteFailuresAreGoneTransientOrPermanent) {
+  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "")),
+            WriteFailure::kGone);
+  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "uid")),
+            WriteFailure::kGone);
+  for (const auto& e : {ApiError(ApiErrorKind::kTooManyRequests, 429, "TooManyRequests", ""),
+                        ApiError(ApiErrorKind::kServerError, 503, "ServiceUnavailable", ""),
+                        ApiError(ApiErrorKind::kTimeout, 0, "", "deadline"),
+                        ApiError(ApiErrorKind::kTransport, 0, "", "reset")}) {
+    EXPECT_EQ(classifyWriteFailure(e), WriteFailure::kTransient) << e.what();
+  }
+  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "")),
+            WriteFailure::kPermanent);
+  EXPECT_EQ(classifyWriteFailure(std::runtime_error("garbled")), WriteFailure::kPermanent);
+}
+
+TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenGiveUp) {
+  testing::FakeApiClient api;
+  const std::string uid = seedPod(api, "low");
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  std::vector<std::chrono::milliseconds> waits;
+  PreemptionWorker worker(api, events,
+                          {.sleep = [&](std::chrono::milliseconds d) { waits.push_back(d); }});
+  PreemptionOrder order{
+      .preemptorUid = "uid-high", .preemptorNs = "default", .preemptorName = "high", .node = "n1"};
+  const PreemptionVictim victim{.uid = uid, .ns = "default", .name = "low"};
+  const ApiError unavailable(ApiErrorKind::kServerError, 503, "ServiceUnavailable", "busy");
+
+  api.failNext(testing::FakeApiClient::Verb::kRemove, unavailable, 2);
+  EXPECT_EQ(worker.evict(order, victim), EvictionResult::kDeleted);
+  EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
+  EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(200),
+                                                           std::chrono::milliseconds(400)}));
+
+  // Four attempts, then it is a failure.
+  waits.clear();
+  const std::string again = seedPod(api, "again");
+  api.failNext(testing::FakeApiClient::Verb::kGet, unavailable, -1);
+  EXPECT_EQ(worker.evict(order, {.uid = again, .ns = "default", .name = "again"}),
+            EvictionResult::kFailed);
+  EXPECT_EQ(waits.size(), 3u);
+  api.clearFailures();
+  EXPECT_TRUE(api.peek(resources::kPods, "default", "again"));
+
+  // A permanent refusal is not retried.
+  waits.clear();
+  api.failNext(testing::FakeApiClient::Verb::kRemove,
+               ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"));
+  EXPECT_EQ(worker.evict(order, {.uid = again, .ns = "default", .name = "again"}),
+            EvictionResult::kFailed);
+  EXPECT_TRUE(waits.empty());
+}
+
+TEST(PreemptionWorkerTest, AFullOrderNominatesTheNodeInThePreemptorsStatus) {
+  testing::FakeApiClient api;
+  const std::string high = seedPod(api, "high");
+  const std::string low = seedPod(api, "low");
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  std::vector<std::string> failed;
+  PreemptionWorker worker(api, events,
+                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
+  worker.start();
+  ASSERT_TRUE(worker.submit({.preemptorUid = high,
+                             .preemptorNs = "default",
+                             .preemptorName = "high",
+                             .node = "n1",
+                             .victims = {{.uid = low, .ns = "default", .name = "low"}}}));
+  ASSERT_TRUE(worker.drain(std::chrono::seconds(5)));
+  EXPECT_FALSE(api.peek(resources::kPods, "default", "low"));
+  EXPECT_EQ(api.get(resources::kPods, "default", "high")["status"].value("nominatedNodeName", ""),
+            "n1");
+  EXPECT_TRUE(failed.empty());
+  // A preemptor replaced under its name is not nominated.
+  EXPECT_EQ(nominatedNodePatch("uid-other", "n2")["metadata"]["uid"], "uid-other");
+  EXPECT_TRUE(nominatedNodePatch(high, "")["status"]["nominatedNodeName"].is_null());
+}
+
+TEST(PreemptionWorkerTest, AVictimThatCannotBeEvictedEndsTheOrderWithAWarning) {
+  testing::FakeApiClient api;
+  const std::string high = seedPod(api, "high");
+  api.patch(resources::kPods, "default", "high", PatchType::kMerge,
+            {{"status", {{"nominatedNodeName", "n0"}}}}, "status");
+  const std::string first = seedPod(api, "first");
+  const std::string second = seedPod(api, "second");
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  events.start();
+  std::vector<std::string> failed;
+  PreemptionWorker worker(api, events,
+                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
+  worker.start();
+  api.failNext(testing::FakeApiClient::Verb::kRemove,
+               ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"));
+  ASSERT_TRUE(worker.submit({.preemptorUid = high,
+                             .preemptorNs = "default",
+                             .preemptorName = "high",
+                             .node = "n1",
+                             .victims = {{.uid = first, .ns = "default", .name = "first"},
+                                         {.uid = second, .ns = "default", .name = "second"}}}));
+  ASSERT_TRUE(worker.drain(std::chrono::seconds(5)));
+  EXPECT_EQ(failed, std::vector<std::string>{high});
+  // The rest are spared, and the stale nomination is cleared.
+  EXPECT_TRUE(api.peek(resources::kPods, "default", "first"));
+  EXPECT_TRUE(api.peek(resources::kPods, "default", "second"));
+  EXPECT_FALSE(
+      api.get(resources::kPods, "default", "high")["status"].contains("nominatedNodeName"));
+  ASSERT_TRUE(events.flush(std::chrono::seconds(5)));
+  std::multiset<std::string> reasons;
+  const json list = api.list(resources::kEvents, "default", {});
+  for (const auto& e : list["items"]) {
+    reasons.insert(e.value("reason", "") + "/" + e.value("type", "") + "/" +
+                   e["involvedObject"].value("name", ""));
+  }
+  EXPECT_EQ(reasons, (std::multiset<std::string>{"Preempting/Normal/high",
+                                                 "PreemptionFailed/Warning/high"}));
 }
 
 TEST(PriorityFloorTest, TracksTheLowestPriorityOfThePodsItWasGiven) {

@@ -146,14 +146,38 @@ TEST_F(PreemptionPlanTest, CountsPdbViolationsItCannotAvoid) {
   EXPECT_EQ(p.pdbViolations, 1);
 }
 
-TEST_F(PreemptionPlanTest, PriorityBeatsPdbViolations) {
-  // Lowest priority first, PDBs only after the number of pods.
+TEST_F(PreemptionPlanTest, PdbViolationsBeatPriority) {
+  // As kube-scheduler's selectVictimsOnNode: protected holders are reprieved first, so a
+  // higher-priority unprotected holder goes before a lower-priority protected one.
   wants({claim("erc", 1, kK80)});
   holder("guarded", 1, {{"gpu-0", kK80}}, /*violatesPdb=*/true);
   holder("higher", 2, {{"gpu-1", kK80}});
   const auto p = plan();
   ASSERT_EQ(p.outcome, Outcome::kVictims);
-  EXPECT_EQ(victims(p), (std::vector<std::string>{"default/guarded"}));
+  EXPECT_EQ(victims(p), (std::vector<std::string>{"default/higher"}));
+  EXPECT_EQ(p.pdbViolations, 0);
+}
+
+TEST_F(PreemptionPlanTest, ProtectedHoldersAreSparedMostImportantFirst) {
+  // Only protected holders: the more important one is spared, the other violates.
+  wants({claim("erc", 1, kK80)});
+  holder("low", 1, {{"gpu-0", kK80}}, /*violatesPdb=*/true);
+  holder("mid", 2, {{"gpu-1", kK80}}, /*violatesPdb=*/true);
+  const auto p = plan();
+  ASSERT_EQ(p.outcome, Outcome::kVictims);
+  EXPECT_EQ(victims(p), (std::vector<std::string>{"default/low"}));
+  EXPECT_EQ(p.pdbViolations, 1);
+}
+
+TEST_F(PreemptionPlanTest, AProtectedVictimItCannotSpareStillGetsTheSmallestRest) {
+  // Three devices needed: the protected holder's two and one of the rest, the lowest.
+  wants({claim("erc", 3, kK80)});
+  holder("guarded", 5, {{"gpu-0", kK80}, {"gpu-1", kK80}}, /*violatesPdb=*/true);
+  holder("x", 1, {{"gpu-2", kK80}});
+  holder("y", 3, {{"gpu-3", kK80}});
+  const auto p = plan();
+  ASSERT_EQ(p.outcome, Outcome::kVictims);
+  EXPECT_EQ(victims(p), (std::vector<std::string>{"default/x", "default/guarded"}));
   EXPECT_EQ(p.pdbViolations, 1);
 }
 
