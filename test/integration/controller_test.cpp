@@ -185,6 +185,20 @@ std::unique_ptr<ChildProcess> ControllerTest::controller_;
 std::unique_ptr<ChildProcess> ControllerTest::standby_;
 int ControllerTest::controllerPort_ = 0;
 
+// With --protect-in-use=false: a claim or device deleted while in use goes at once, and the
+// controller deals with what it leaves behind.
+class UnprotectedControllerTest : public ControllerTest {
+ protected:
+  static void SetUpTestSuite() {
+    extraArgs_ = {"--protect-in-use=false"};
+    ControllerTest::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    ControllerTest::TearDownTestSuite();
+    extraArgs_.clear();
+  }
+};
+
 TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   const std::vector<std::string> devices = {makeDevice(), makeDevice()};
   createPod("web", "two", 2);
@@ -225,7 +239,7 @@ TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
-TEST_F(ControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
+TEST_F(UnprotectedControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
   const std::string device = makeDevice();
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
@@ -254,7 +268,7 @@ TEST_F(ControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
   EXPECT_EQ(claimPhase("second-claim"), "Bound");
 }
 
-TEST_F(ControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) {
+TEST_F(UnprotectedControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) {
   const std::string device = makeDevice();
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
@@ -313,7 +327,7 @@ TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
 // A device deleted and created again under its name while its pod runs (a device plugin
 // re-registering, say) is the device that pod uses: it must go back to that pod's claim and
 // never to a second pod, even in the moments before the controller has seen it.
-TEST_F(ControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
+TEST_F(UnprotectedControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
   const std::string device = makeDevice();
   createPod("web", "first-claim");
   ASSERT_TRUE(waitBound("web")) << logs();
@@ -366,7 +380,7 @@ TEST_F(ControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
   EXPECT_TRUE(boundTo("second-claim"));
 }
 
-TEST_F(ControllerTest, DeletingABoundClaimFreesItsDevices) {
+TEST_F(UnprotectedControllerTest, DeletingABoundClaimFreesItsDevices) {
   const std::string device = makeDevice();
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
@@ -705,8 +719,8 @@ TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   EXPECT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
 }
 
-// With --protect-in-use: claims and devices carry the protection finalizers, and one deleted
-// while a pod holds it stays until that pod is gone.
+// With --protect-in-use (the default, passed here all the same): claims and devices carry the
+// protection finalizers, and one deleted while a pod holds it stays until that pod is gone.
 class ProtectionTest : public ControllerTest {
  protected:
   static void SetUpTestSuite() {
