@@ -39,7 +39,7 @@ std::string stringOf(const json& obj, const char* key) {
 }
 
 bool isOurs(const json& entry) {
-  return entry.is_object() && parse(kTypes, stringOf(entry, "type")).has_value();
+  return parse(kTypes, stringOf(entry, "type")).has_value();
 }
 
 }  // namespace
@@ -135,7 +135,7 @@ void writeConditions(json& status, const std::vector<Condition>& ours) {
   }
   if (auto old = status.find("conditions"); old != status.end() && old->is_array()) {
     for (const json& entry : *old) {
-      if (!isOurs(entry)) {
+      if (entry.is_object() && !isOurs(entry)) {
         list.push_back(entry);
       }
     }

@@ -50,7 +50,7 @@ struct Condition {
 // The conditions of this project's types in status.conditions; entries of other types, or not
 // in the standard shape, are skipped (a write keeps them as they are).
 std::vector<Condition> readConditions(const nlohmann::json& status);
-// status.conditions with ours replaced by `ours` (in that order, first) and every other entry
+// status.conditions with ours replaced by `ours` (in that order, first) and the other objects
 // kept after them. Nothing is written when both are empty.
 void writeConditions(nlohmann::json& status, const std::vector<Condition>& ours);
 
