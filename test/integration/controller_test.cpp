@@ -220,6 +220,43 @@ TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// The conditions ride on the status writes the bind and the release make anyway, and the API
+// server keeps them (the CRD's schema).
+TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
+  const std::string device = makeDevice();
+  auto condition = [](const json& status, const std::string& type) {
+    for (const auto& c : status.value("conditions", json::array())) {
+      if (c.value("type", "") == type) {
+        return c;
+      }
+    }
+    return json();
+  };
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  const json bound = condition(claimStatus("c"), "Allocated");
+  EXPECT_EQ(bound.value("status", ""), "True") << claimStatus("c").dump();
+  EXPECT_EQ(bound.value("reason", ""), "Bound");
+  EXPECT_NE(bound.value("message", "").find(device), std::string::npos) << bound.dump();
+  EXPECT_GE(bound.value("observedGeneration", 0), 1);
+  EXPECT_EQ(condition(claimStatus("c"), "Lost").value("status", ""), "False");
+  const json deviceStatus = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(condition(deviceStatus, "Allocated").value("status", ""), "True");
+  EXPECT_EQ(condition(deviceStatus, "Healthy").value("status", ""), "True");
+
+  deletePodNow(*api_, ns_, "web");
+  ASSERT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
+  const json freed = condition(claimStatus("c"), "Allocated");
+  EXPECT_EQ(freed.value("status", ""), "False") << claimStatus("c").dump();
+  EXPECT_EQ(freed.value("reason", ""), "Pending");
+  EXPECT_FALSE(freed.value("lastTransitionTime", "").empty());
+  const json lost = condition(claimStatus("c"), "Lost");
+  EXPECT_EQ(lost.value("status", ""), "False");
+  const json freedDevice = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(condition(freedDevice, "Allocated").value("reason", ""), "Available");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
   const std::string device = makeDevice();
   createPod("first", "first-claim");
