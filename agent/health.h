@@ -3,6 +3,7 @@
 #include <string>
 #include <variant>
 
+#include "common/conditions.h"
 #include "common/objects.h"
 
 // Device health as the agent reports it in the API: the pure decision, given what the agent
@@ -12,7 +13,7 @@ namespace ker::agent {
 // status.reason of a device the agent took out of offer because it is unhealthy. Only a device
 // with this reason is put back to Available by the agent: a Pending set by anyone else is not
 // its to undo.
-inline constexpr const char* kUnhealthyReason = "DeviceUnhealthy";
+inline constexpr const char* kUnhealthyReason = kDeviceUnhealthyReason;
 
 namespace health_action {
 struct Nothing {};

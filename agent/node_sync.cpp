@@ -246,7 +246,8 @@ void NodeSync::checkHealth(const NodeFile& file) {
       next.message = std::get<health_action::MarkUnhealthy>(action).message;
     }
     try {
-      api_.updateStatus(resources::kExtendedResources, "", next.toJson());
+      api_.updateStatus(resources::kExtendedResources, "",
+                        next.toJson(std::chrono::system_clock::now()));
       metrics_.healthChanges.labels({healthy ? "healthy" : "unhealthy"}).inc();
       log::info(healthy ? "device healthy again: offered" : "device unhealthy: not offered",
                 {{"device", spec.name}, {"message", next.message}});

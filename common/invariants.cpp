@@ -4,10 +4,33 @@
 #include <map>
 #include <set>
 
+#include "common/conditions.h"
 #include "common/label_selector.h"
 #include "common/node_selector.h"
 
 namespace ker {
+
+namespace {
+
+// The written conditions' statuses are those the rule gives for the written typed status (the
+// reasons and messages may lag behind a merge-patched Invalid mark). An object without
+// conditions was written by someone else, or before they existed.
+void checkConditions(const std::string& what, const std::vector<Condition>& written,
+                     const std::vector<Condition>& derived, std::vector<std::string>& out) {
+  if (written.empty()) {
+    return;
+  }
+  for (const Condition& want : derived) {
+    const Condition* got = findCondition(written, want.type);
+    if (!got || got->status != want.status) {
+      out.push_back(what + " has condition " + toString(want.type) + " " +
+                    (got ? toString(got->status) : "missing") + " but its status says " +
+                    toString(want.status));
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
   std::vector<std::string> out;
@@ -26,6 +49,13 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
   std::map<std::string, const Node*> nodes;
   for (const auto& n : s.nodes) {
     nodes[n.meta.name] = &n;
+  }
+  for (const auto& d : s.devices) {
+    checkConditions("device " + d.meta.name, d.conditions, deviceConditions(d, {}, {}), out);
+  }
+  for (const auto& c : s.claims) {
+    checkConditions("claim " + objectKey(c.meta.ns, c.meta.name), c.conditions,
+                    claimConditions(c, {}, {}), out);
   }
 
   // A claim that is not Pending stays with a pod that still runs (a Lost one too: it keeps

@@ -24,7 +24,8 @@ struct ClusterSnapshot {
 // - every allocation satisfies its claim (resource, selector, named list, count) and each
 //   device's node affinity matches the claim's node;
 // - no claim is held by a pod that no longer exists (or by a finished pod);
-// - every scheduled, running pod with claims holds all of them on its own node.
+// - every scheduled, running pod with claims holds all of them on its own node;
+// - written conditions agree with the typed status they were derived from.
 // Transient states of a bind in flight are violations too: check a quiet cluster.
 std::vector<std::string> checkInvariants(const ClusterSnapshot& snapshot);
 

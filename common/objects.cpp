@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/conditions.h"
 #include "common/field_path.h"
 #include "common/label_selector.h"
 #include "common/node_selector.h"
@@ -145,6 +146,7 @@ void readMeta(const json& obj, ObjectMeta& meta, Problems& p) {
   p.check([&] {
     meta.creationTimestamp = stringMember(*m, "creationTimestamp", "metadata.creationTimestamp");
   });
+  p.check([&] { meta.generation = countMember(*m, "generation", "metadata.generation"); });
   meta.deleting = member(*m, "deletionTimestamp") != nullptr;
   p.check([&] { meta.finalizers = stringListMember(*m, "finalizers", "metadata.finalizers"); });
   p.check([&] { meta.labels = stringMapMember(*m, "labels", "metadata.labels"); });
@@ -634,12 +636,13 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
     readClaimRef("releasedFrom", r.releasedFrom);
     p.check([&] { r.reason = stringMember(*status, "reason", "status.reason"); });
     p.check([&] { r.message = stringMember(*status, "message", "status.message"); });
+    r.conditions = readConditions(*status);
   }
   r.invalid = p.text();
   return r;
 }
 
-nlohmann::json ExtendedResource::toJson() const {
+nlohmann::json ExtendedResource::toJson(SystemTime now) const {
   json out = prepareWrite(raw, meta, "ExtendedResource");
   json& s = out["status"];
   s["phase"] = toString(phase);
@@ -655,6 +658,7 @@ nlohmann::json ExtendedResource::toJson() const {
   writeClaimRef("releasedFrom", releasedFrom);
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
+  writeConditions(s, deviceConditions(*this, conditions, now));
   return out;
 }
 
@@ -740,6 +744,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     ps.check([&] { c.bindRewrites = countMember(*status, "bindRewrites", "status.bindRewrites"); });
     ps.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
     ps.check([&] { c.message = stringMember(*status, "message", "status.message"); });
+    c.conditions = readConditions(*status);
   }
   c.statusReadable = metaReadable && ps.empty();
   if (!ps.empty()) {
@@ -749,7 +754,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
   return c;
 }
 
-nlohmann::json ExtendedResourceClaim::toJson() const {
+nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
   json out = prepareWrite(raw, meta, "ExtendedResourceClaim");
   json& s = out["status"];
   s["phase"] = toString(phase);
@@ -777,6 +782,7 @@ nlohmann::json ExtendedResourceClaim::toJson() const {
   }
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
+  writeConditions(s, claimConditions(*this, conditions, now));
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/clocks.h"
+#include "common/condition.h"
 #include "common/raw_object.h"
 
 namespace ker {
@@ -49,6 +51,7 @@ struct ObjectMeta {
   std::string uid;
   std::string resourceVersion;
   std::string creationTimestamp;  // RFC 3339, as sent
+  int64_t generation = 0;         // metadata.generation; 0 when absent
   bool deleting = false;          // metadata.deletionTimestamp is set
   std::vector<std::string> finalizers;
   std::map<std::string, std::string> labels;
@@ -128,13 +131,16 @@ struct ExtendedResource {
   std::optional<ClaimRef> releasedFrom;
   std::string reason;
   std::string message;
+  // status.conditions as read: the previous ones when the next status is written.
+  std::vector<Condition> conditions;
   std::string invalid;
   RawObject raw;
 
   static ExtendedResource fromJson(const nlohmann::json& obj);
   // raw with the status fields overlaid (spec and metadata are never rewritten from the
-  // typed fields, only status is); suitable for updateStatus.
-  nlohmann::json toJson() const;
+  // typed fields, only status is), and the conditions deviceConditions derives from them at
+  // `now`; suitable for updateStatus.
+  nlohmann::json toJson(SystemTime now) const;
 };
 
 // One ExtendedResourceClaim.
@@ -159,6 +165,7 @@ struct ExtendedResourceClaim {
   int64_t bindRewrites = 0;
   std::string reason;
   std::string message;
+  std::vector<Condition> conditions;  // as ExtendedResource::conditions
   std::string invalid;
   // False when the metadata or status (not only the spec) is among what `invalid` names:
   // then the status cannot be trusted to say what the claim holds.
@@ -166,7 +173,7 @@ struct ExtendedResourceClaim {
   RawObject raw;
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
-  nlohmann::json toJson() const;  // as ExtendedResource::toJson
+  nlohmann::json toJson(SystemTime now) const;  // as ExtendedResource::toJson (claimConditions)
   // Pending holds nothing: the phase becomes Pending and the allocation, lost devices, node,
   // holder and bind rewrites are cleared. Reason and message are left to the caller.
   void makePending();

@@ -17,8 +17,9 @@ std::optional<ObjectReference> holderRef(const ExtendedResourceClaim& c) {
   return ObjectReference{"v1", "Pod", c.meta.ns, c.podRef->name, c.podRef->uid};
 }
 
-StatusWrite updateOf(const ExtendedResourceClaim& next) {
-  return {&resources::kExtendedResourceClaims, next.meta.ns, next.meta.name, next.toJson(), false};
+StatusWrite updateOf(const ExtendedResourceClaim& next, SystemTime now) {
+  return {&resources::kExtendedResourceClaims, next.meta.ns, next.meta.name, next.toJson(now),
+          false};
 }
 
 // The contract: a reason naming the devices (kubectl's Reason column shows it). A few names
@@ -33,7 +34,8 @@ std::string lostReason(const std::vector<std::string>& lost) {
   return reason;
 }
 
-void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Plan& p) {
+void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
+             Plan& p) {
   ExtendedResourceClaim next = c;
   next.makePending();
   // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
@@ -41,7 +43,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Plan
   const bool invalid = !c.invalid.empty();
   next.reason = toString(invalid ? StatusReason::kInvalid : StatusReason::kReleased);
   next.message = invalid ? c.invalid : a.message;
-  p.write = updateOf(next);
+  p.write = updateOf(next, now);
   p.change = Change::kReleased;
   p.cause = a.cause;
   p.why = a.message;
@@ -61,7 +63,8 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Plan
   }
 }
 
-void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Plan& p) {
+void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, SystemTime now,
+              Plan& p) {
   ExtendedResourceClaim next = c;
   next.phase = ClaimPhase::kLost;
   std::erase_if(next.allocated, [&](const std::string& name) {
@@ -75,7 +78,7 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Pl
   }
   next.reason = lostReason(next.lost);
   next.message = a.message;
-  p.write = updateOf(next);
+  p.write = updateOf(next, now);
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
   p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
@@ -85,7 +88,8 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Pl
   }
 }
 
-void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Plan& p) {
+void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, SystemTime now,
+             Plan& p) {
   ExtendedResourceClaim next = c;
   std::erase_if(next.lost, [&](const std::string& name) {
     return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
@@ -103,7 +107,7 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Plan
     next.reason = lostReason(next.lost);
     next.message = message + "; still lost: " + joinNames(next.lost);
   }
-  p.write = updateOf(next);
+  p.write = updateOf(next, now);
   p.change = Change::kClaimRecovered;
   p.why = next.message;
   p.events.push_back(
@@ -143,17 +147,17 @@ Plan planStatus(const ClaimInputs& in) {
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
-    release(c, *r, p);
+    release(c, *r, in.now, p);
   } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
-    markLost(c, *lost, p);
+    markLost(c, *lost, in.now, p);
   } else if (const auto* back = std::get_if<action::RecoverClaim>(&d.action)) {
-    recover(c, *back, p);
+    recover(c, *back, in.now, p);
   } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
     // A status without a phase is not one any bind wrote: whatever allocation it names (by
     // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
     ExtendedResourceClaim next = c;
     next.makePending();
-    p.write = updateOf(next);
+    p.write = updateOf(next, in.now);
     p.change = Change::kClaimInitialized;
   }
   return p;

@@ -22,6 +22,7 @@ struct ClaimInputs {
   // nullopt: never reconciled by this process (found at start, or new).
   std::optional<SeenClaim> seen;
   bool protect = false;  // keep claims in use from deletion (the protection finalizer)
+  SystemTime now;        // stamps the conditions' transitions in the status written
 };
 
 // Everything the controller does about one claim, decided without I/O: mark it Invalid (or

@@ -6,8 +6,8 @@ namespace ker {
 
 namespace {
 
-StatusWrite updateOf(const ExtendedResource& next) {
-  return {&resources::kExtendedResources, "", next.meta.name, next.toJson(), false};
+StatusWrite updateOf(const ExtendedResource& next, SystemTime now) {
+  return {&resources::kExtendedResources, "", next.meta.name, next.toJson(now), false};
 }
 
 Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedResourceClaim& c) {
@@ -32,7 +32,7 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
   next.reason = toString(StatusReason::kRebound);
   next.message = "claim " + objectKey(c.meta.ns, c.meta.name) +
                  " still lists a device of this name for its pod";
-  p.write = updateOf(next);
+  p.write = updateOf(next, in.now);
   p.change = Change::kDeviceRebound;
   p.why = next.message;
   return p;
@@ -60,7 +60,7 @@ Plan planStatus(const DeviceInputs& in) {
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&decision.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* free = std::get_if<action::FreeDevice>(&decision.action)) {
-    p.write = updateOf(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}));
+    p.write = updateOf(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}), in.now);
     p.change = Change::kDeviceFreed;
     p.why = free->message;
   } else if (const auto* back = std::get_if<action::RebindDevice>(&decision.action)) {
@@ -68,7 +68,7 @@ Plan planStatus(const DeviceInputs& in) {
     r.suspectSince = decision.suspectSince;
     return r;
   } else if (std::holds_alternative<action::InitDeviceStatus>(decision.action)) {
-    p.write = updateOf(freed(d, {}));
+    p.write = updateOf(freed(d, {}), in.now);
     p.change = Change::kDeviceInitialized;
   }
   return p;

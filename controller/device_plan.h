@@ -17,6 +17,7 @@ struct DeviceInputs {
   bool rebindClaimRead = false;
   const ExtendedResourceClaim* rebindClaimLive = nullptr;
   bool protect = false;  // keep devices in use from deletion (the protection finalizer)
+  SystemTime now;        // as ClaimInputs::now
 };
 
 // Everything the controller does about one device, decided without I/O: mark it Invalid (or

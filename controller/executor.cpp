@@ -179,7 +179,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     gate();
     triedVersion = device->meta.resourceVersion;
     try {
-      api_.updateStatus(resources::kExtendedResources, "", freed(*device, status).toJson());
+      api_.updateStatus(resources::kExtendedResources, "", freed(*device, status).toJson(clock_()));
       return FreeResult::kFreed;
     } catch (const ApiError& e) {
       if (e.isNotFound()) {

@@ -36,9 +36,10 @@ int main(int argc, char** argv) {
       "the same for a device Bound to a claim that does not list it (the smaller of the two "
       "applies); keep it above the extender's --bind-deadline");
   auto* protectInUse = flags.addBool(
-      "protect-in-use", false,
+      "protect-in-use", true,
       "put the protection finalizers on claims and devices, so one deleted while a pod holds "
-      "it stays until that pod is gone (the ClusterRole must allow patching them)");
+      "it stays until that pod is gone (the ClusterRole must allow patching them); false "
+      "leaves deletions alone");
   auto* schedulerName = flags.addString("scheduler-name", "extended-resource-scheduler",
                                         "schedulerName of the pods whose claims are served");
   auto* leaderElect = flags.addBool("leader-elect", true, "run only while holding the lease");

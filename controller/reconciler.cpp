@@ -87,6 +87,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     ClaimInputs in;
     in.seen = memory_.seenClaim(key);
     in.protect = opts_.protectInUse;
+    in.now = opts_.wallClock();
     ClaimView& v = in.view;
     v.claim = claim.get();
     v.now = opts_.clock();
@@ -179,6 +180,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     }
     DeviceInputs in;
     in.protect = opts_.protectInUse;
+    in.now = opts_.wallClock();
     DeviceView& v = in.view;
     v.device = device.get();
     v.now = opts_.clock();

@@ -120,7 +120,7 @@ void BindJournal::readBack(ApiClient& api) {
   entries_.pop_back();
 }
 
-uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index) {
+uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
   readBack(api);
   uint64_t writes = 0;
   std::set<std::string> kept;
@@ -135,7 +135,8 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index) {
     }
     const ExtendedResourceClaim& c = *it->claim;
     try {
-      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns, markClaimPending(c).toJson());
+      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns,
+                       markClaimPending(c).toJson(now));
       ++writes;
     } catch (const std::exception& ex) {
       kept.insert(c.meta.uid);
@@ -153,7 +154,7 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index) {
     }
     try {
       auto restored = ExtendedResource::fromJson(
-          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}).toJson()));
+          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}).toJson(now)));
       ++writes;
       index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
     } catch (const std::exception& ex) {

@@ -52,7 +52,7 @@ class BindJournal {
   // otherwise the controller's repair releases the claim and its devices together), and so
   // does a claim the attempt reused. Restored devices go into the index. Returns the number
   // of writes made.
-  uint64_t undo(ApiClient& api, DeviceIndex& index);
+  uint64_t undo(ApiClient& api, DeviceIndex& index, SystemTime now);
 
  private:
   enum class Kind { kDevice, kClaim, kReuse };

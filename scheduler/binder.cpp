@@ -293,8 +293,8 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   if (!takeable(*cached)) {
     return {Step::kConflict, "device " + name + " was taken while this bind was deciding"};
   }
-  json body =
-      markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson();
+  json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
+                  .toJson(options_.wallClock());
   if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
     body["metadata"]["resourceVersion"] = "1";
   }
@@ -326,9 +326,9 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
   a.journal.claimSent(claim, names);
   ExtendedResourceClaim bound;
   try {
-    bound = ExtendedResourceClaim::fromJson(
-        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                          markClaimBound(claim, a.pod, a.node, names).toJson()));
+    bound = ExtendedResourceClaim::fromJson(api_.updateStatus(
+        resources::kExtendedResourceClaims, claim.meta.ns,
+        markClaimBound(claim, a.pod, a.node, names).toJson(options_.wallClock())));
   } catch (const ApiError& e) {
     if (e.isRefused()) {
       a.journal.refused();
@@ -366,9 +366,10 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
   }
   ExtendedResource written;
   try {
-    written = ExtendedResource::fromJson(api_.updateStatus(
-        resources::kExtendedResources, "",
-        markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}).toJson()));
+    written = ExtendedResource::fromJson(
+        api_.updateStatus(resources::kExtendedResources, "",
+                          markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
+                              .toJson(options_.wallClock())));
   } catch (const ApiError& e) {
     return Step::of(e);
   }
@@ -390,7 +391,7 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
   a.journal.reuseSent(claim.meta.uid);
   try {
     api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                      markClaimReused(claim).toJson());
+                      markClaimReused(claim).toJson(options_.wallClock()));
   } catch (const ApiError& e) {
     if (e.isRefused()) {
       a.journal.refused();
@@ -497,7 +498,7 @@ Binder::Outcome Binder::conclude(const Step& step, Attempt& a, std::string& erro
 
 void Binder::undo(Attempt& a) {
   stats_.undos++;
-  stats_.apiWrites += a.journal.undo(api_, index_);
+  stats_.apiWrites += a.journal.undo(api_, index_, options_.wallClock());
   // Held rather than freed: filters running before the next attempt must not send other pods
   // to them. The bind's end lets them go if no attempt succeeds.
   index_.holdReserved(a.node, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);

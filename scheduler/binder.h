@@ -41,6 +41,7 @@ struct BinderOptions {
   // Binding; empty adds nothing (nodes without the agent).
   std::string requiredPlugin = "extended-resource-node-agent";
   SteadyClock clock = std::chrono::steady_clock::now;
+  SystemClock wallClock = std::chrono::system_clock::now;  // stamps the conditions' transitions
 };
 
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the

@@ -136,6 +136,9 @@ TEST_F(NodeAgentTest, APodNamingAnotherPodsClaimNeverStartsAContainer) {
   EXPECT_TRUE(podRunning("owner"));
 }
 
+// The controller protects devices in use (on by default): the withdrawn device is deleted, but
+// stays, Bound and marked for deletion, while its pod runs; its claim is Lost and the pod warned.
+// Once the pod is gone the device disappears.
 TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned) {
   createDevice(uniqueName("gpu"));
   const std::string device = devices_[0];
@@ -144,6 +147,22 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned
   ASSERT_TRUE(eventually([&] { return podRunning("app"); }, 120s)) << podPhase("app");
 
   removeDeviceFromNodeFile(device);
+  json d;
+  ASSERT_TRUE(eventually(
+      [&] { return (d = getDevice(device)).contains("/metadata/deletionTimestamp"_json_pointer); },
+      60s))
+      << device << " was not withdrawn: " << d.dump();
+  EXPECT_EQ(phaseOf(d), "Bound");
+  EXPECT_NE(d["metadata"].value("finalizers", json::array()).dump().find("device-protection"),
+            std::string::npos)
+      << d.dump();
+  json claim;
+  ASSERT_TRUE(eventually([&] { return phaseOf(claim = getClaim("gpu")) == "Lost"; }, 60s))
+      << claim.dump();
+  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "ClaimLost").empty(); }, 30s));
+  EXPECT_NO_THROW(getDevice(device)) << "deleted while its pod still runs";
+
+  deletePod("app");
   ASSERT_TRUE(eventually(
       [&] {
         try {
@@ -153,12 +172,9 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned
           return e.isNotFound();
         }
       },
-      60s))
-      << device << " was not withdrawn";
-  json claim;
-  ASSERT_TRUE(eventually([&] { return phaseOf(claim = getClaim("gpu")) == "Lost"; }, 60s))
-      << claim.dump();
-  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "ClaimLost").empty(); }, 30s));
+      120s))
+      << device << " stayed after its pod was gone";
+  EXPECT_EQ(phaseOf(getClaim("gpu")), "Pending");
 }
 
 TEST_F(NodeAgentTest, ADeviceWhoseDeviceNodeVanishesGoesPendingAndComesBack) {

@@ -104,7 +104,7 @@ TEST_F(ClientTest, TypedStatusRoundTripKeepsUnknownFields) {
   claim.nodeName = "n1";
   claim.podRef = PodRef{"p", "uid-p"};
   auto written = ExtendedResourceClaim::fromJson(
-      api_->updateStatus(resources::kExtendedResourceClaims, ns, claim.toJson()));
+      api_->updateStatus(resources::kExtendedResourceClaims, ns, claim.toJson(SystemTime{})));
   EXPECT_EQ(written.phase, ClaimPhase::kBound);
   EXPECT_EQ(written.allocated, (std::vector<std::string>{"d1", "d2"}));
   EXPECT_EQ(written.meta.labels.at("team"), "ml");

@@ -186,6 +186,20 @@ std::unique_ptr<ChildProcess> ControllerTest::controller_;
 std::unique_ptr<ChildProcess> ControllerTest::standby_;
 int ControllerTest::controllerPort_ = 0;
 
+// With --protect-in-use=false: a claim or device deleted while in use goes at once, and the
+// controller deals with what it leaves behind.
+class UnprotectedControllerTest : public ControllerTest {
+ protected:
+  static void SetUpTestSuite() {
+    extraArgs_ = {"--protect-in-use=false"};
+    ControllerTest::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    ControllerTest::TearDownTestSuite();
+    extraArgs_.clear();
+  }
+};
+
 TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   const std::vector<std::string> devices = {makeDevice(), makeDevice()};
   createPod("web", "two", 2);
@@ -204,6 +218,43 @@ TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   EXPECT_FALSE(status.contains("podRef"));
   EXPECT_FALSE(status.contains("extendedResourceNames"));
   EXPECT_EQ(status.value("reason", ""), "Released");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// The conditions ride on the status writes the bind and the release make anyway, and the API
+// server keeps them (the CRD's schema).
+TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
+  const std::string device = makeDevice();
+  auto condition = [](const json& status, const std::string& type) {
+    for (const auto& c : status.value("conditions", json::array())) {
+      if (c.value("type", "") == type) {
+        return c;
+      }
+    }
+    return json();
+  };
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  const json bound = condition(claimStatus("c"), "Allocated");
+  EXPECT_EQ(bound.value("status", ""), "True") << claimStatus("c").dump();
+  EXPECT_EQ(bound.value("reason", ""), "Bound");
+  EXPECT_NE(bound.value("message", "").find(device), std::string::npos) << bound.dump();
+  EXPECT_GE(bound.value("observedGeneration", 0), 1);
+  EXPECT_EQ(condition(claimStatus("c"), "Lost").value("status", ""), "False");
+  const json deviceStatus = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(condition(deviceStatus, "Allocated").value("status", ""), "True");
+  EXPECT_EQ(condition(deviceStatus, "Healthy").value("status", ""), "True");
+
+  deletePodNow(*api_, ns_, "web");
+  ASSERT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
+  const json freed = condition(claimStatus("c"), "Allocated");
+  EXPECT_EQ(freed.value("status", ""), "False") << claimStatus("c").dump();
+  EXPECT_EQ(freed.value("reason", ""), "Pending");
+  EXPECT_FALSE(freed.value("lastTransitionTime", "").empty());
+  const json lost = condition(claimStatus("c"), "Lost");
+  EXPECT_EQ(lost.value("status", ""), "False");
+  const json freedDevice = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(condition(freedDevice, "Allocated").value("reason", ""), "Available");
   EXPECT_EQ(invariantViolations(), "");
 }
 
@@ -226,7 +277,7 @@ TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
-TEST_F(ControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
+TEST_F(UnprotectedControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
   const std::string device = makeDevice();
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
@@ -255,7 +306,7 @@ TEST_F(ControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
   EXPECT_EQ(claimPhase("second-claim"), "Bound");
 }
 
-TEST_F(ControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) {
+TEST_F(UnprotectedControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) {
   const std::string device = makeDevice();
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
@@ -314,7 +365,7 @@ TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
 // A device deleted and created again under its name while its pod runs (a device plugin
 // re-registering, say) is the device that pod uses: it must go back to that pod's claim and
 // never to a second pod, even in the moments before the controller has seen it.
-TEST_F(ControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
+TEST_F(UnprotectedControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
   const std::string device = makeDevice();
   createPod("web", "first-claim");
   ASSERT_TRUE(waitBound("web")) << logs();
@@ -367,7 +418,7 @@ TEST_F(ControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
   EXPECT_TRUE(boundTo("second-claim"));
 }
 
-TEST_F(ControllerTest, DeletingABoundClaimFreesItsDevices) {
+TEST_F(UnprotectedControllerTest, DeletingABoundClaimFreesItsDevices) {
   const std::string device = makeDevice();
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
@@ -642,8 +693,8 @@ TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   EXPECT_TRUE(eventually([&] { return released("c", {device}); }, 10s)) << logs();
 }
 
-// With --protect-in-use: claims and devices carry the protection finalizers, and one deleted
-// while a pod holds it stays until that pod is gone.
+// With --protect-in-use (the default, passed here all the same): claims and devices carry the
+// protection finalizers, and one deleted while a pod holds it stays until that pod is gone.
 class ProtectionTest : public ControllerTest {
  protected:
   static void SetUpTestSuite() {

@@ -55,7 +55,7 @@ class BindJournalTest : public ::testing::Test {
     const auto c = claim(claimName);
     return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
         resources::kExtendedResources, "",
-        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}).toJson()));
+        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}).toJson(SystemTime{})));
   }
   // The claim bound to pod p with devices, as the API stored it.
   ExtendedResourceClaim bindClaim(const std::string& name, std::vector<std::string> devices) {
@@ -64,7 +64,7 @@ class BindJournalTest : public ::testing::Test {
     c.allocated = std::move(devices);
     c.podRef = PodRef{"p", "uid-p"};
     return ExtendedResourceClaim::fromJson(api_.FakeApiClient::updateStatus(
-        resources::kExtendedResourceClaims, "default", c.toJson()));
+        resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{})));
   }
 
   RecordingApi api_;
@@ -83,7 +83,7 @@ TEST_F(BindJournalTest, UndoPutsBackEveryClaimThenEveryDeviceNewestFirst) {
   journal_.applied(bindClaim("c2", {"d1"}));
   EXPECT_EQ(journal_.devices().size(), 2u);
 
-  EXPECT_EQ(journal_.undo(api_, index_), 4u);
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 4u);
   EXPECT_EQ(api_.statusWrites,
             (std::vector<std::string>{"extendedresourceclaims/c2", "extendedresourceclaims/c1",
                                       "extendedresources/d1", "extendedresources/d0"}));
@@ -103,20 +103,20 @@ TEST_F(BindJournalTest, AnUnconfirmedWriteIsReadBackAndUndoneOnlyIfItLanded) {
   journal_.deviceSent("d0", claim("c1").meta.uid);
   bindDevice("d0", "c1");  // applied, the reply lost
   EXPECT_TRUE(journal_.devices().empty());
-  EXPECT_EQ(journal_.undo(api_, index_), 1u);
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 1u);
   EXPECT_EQ(device("d0").phase, DevicePhase::kAvailable);
 
   BindJournal notLanded("uid-p");
   notLanded.claimSent(claim("c2"), {"d1"});
   const int gets = api_.calls(Verb::kGet);
-  EXPECT_EQ(notLanded.undo(api_, index_), 0u);
+  EXPECT_EQ(notLanded.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(api_.calls(Verb::kGet), gets + 1);
 }
 
 TEST_F(BindJournalTest, ARefusedWriteIsForgotten) {
   journal_.claimSent(claim("c1"), {"d0"});
   journal_.refused();
-  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(api_.calls(Verb::kGet), 0);
   EXPECT_TRUE(api_.statusWrites.empty());
 }
@@ -126,7 +126,7 @@ TEST_F(BindJournalTest, AReusedClaimKeepsItsDevices) {
   bindClaim("c1", {"d0"});
   journal_.rebound(bindDevice("d0", "c1"));
   journal_.reuseSent(claim("c1").meta.uid);
-  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
   EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
 }
@@ -141,9 +141,9 @@ TEST_F(BindJournalTest, AClaimThatCannotBePutBackKeepsItsDevices) {
   auto rewritten = claim("c1");
   rewritten.bindRewrites = 1;
   api_.FakeApiClient::updateStatus(resources::kExtendedResourceClaims, "default",
-                                   rewritten.toJson());
+                                   rewritten.toJson(SystemTime{}));
 
-  EXPECT_EQ(journal_.undo(api_, index_), 0u);
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
   EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
 }

@@ -83,7 +83,7 @@ class BinderTest : public ::testing::Test {
     c.allocated = {"d1"};
     c.nodeName = "n1";
     c.podRef = PodRef{"p", args().podUid};
-    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   }
   // The whole allocation of an earlier attempt: d1 Bound to claim c too, in the API and the
   // index.
@@ -92,7 +92,7 @@ class BinderTest : public ::testing::Test {
     d.phase = DevicePhase::kBound;
     d.claimRef = ClaimRef{"default", "c", claim("c").meta.uid};
     index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
-        api_.updateStatus(resources::kExtendedResources, "", d.toJson()))));
+        api_.updateStatus(resources::kExtendedResources, "", d.toJson(SystemTime{})))));
     bindClaimToPodWithD1();
   }
   int writes() {
@@ -165,7 +165,7 @@ TEST_F(BinderTest, ADeviceTakenBehindAStaleCacheIsRedecidedNotOverwritten) {
   auto taken = device("d0");
   taken.phase = DevicePhase::kBound;
   taken.claimRef = ClaimRef{"default", "other", "uid-other"};
-  api_.updateStatus(resources::kExtendedResources, "", taken.toJson());
+  api_.updateStatus(resources::kExtendedResources, "", taken.toJson(SystemTime{}));
 
   ASSERT_EQ(binder_.bind(args()), "");
   EXPECT_EQ(claim("c").allocated, (std::vector<std::string>{"d1"}));
@@ -188,7 +188,7 @@ TEST_F(BinderTest, AWatchUpdateBetweenPlanAndWriteIsNotWrittenOver) {
     taken.phase = DevicePhase::kBound;
     taken.claimRef = ClaimRef{"default", "other", "uid-other"};
     index_.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(
-        api_.updateStatus(resources::kExtendedResources, "", taken.toJson()))));
+        api_.updateStatus(resources::kExtendedResources, "", taken.toJson(SystemTime{})))));
   });
 
   ASSERT_EQ(binder_.bind(args()), "");
@@ -318,7 +318,7 @@ TEST_F(BinderTest, EveryReuseOfAClaimLeavesItAStatusItNeverHadBefore) {
   auto c = claim("c");
   c.message = "bound by an earlier call";
   c.bindRewrites = 9;
-  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   const std::string before = claim("c").meta.resourceVersion;
 
   ASSERT_EQ(binder_.bind(args()), "");
@@ -332,7 +332,7 @@ TEST_F(BinderTest, EveryReuseOfAClaimLeavesItAStatusItNeverHadBefore) {
 TEST_F(BinderTest, AClaimBoundAfreshHasNoRewrites) {
   auto c = claim("c");
   c.bindRewrites = 3;
-  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+  api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   ASSERT_EQ(binder_.bind(args()), "");
   EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
   EXPECT_EQ(claim("c").bindRewrites, 0);
@@ -352,11 +352,11 @@ TEST_F(BinderTest, ARetryWhoseClaimWasUndoneMeanwhileBindsAfresh) {
     c.allocated.clear();
     c.nodeName.clear();
     c.podRef.reset();
-    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+    api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
     auto freed = device("d1");
     freed.phase = DevicePhase::kAvailable;
     freed.claimRef.reset();
-    api_.updateStatus(resources::kExtendedResources, "", freed.toJson());
+    api_.updateStatus(resources::kExtendedResources, "", freed.toJson(SystemTime{}));
   });
 
   ASSERT_EQ(binder_.bind(args()), "");
@@ -450,7 +450,7 @@ TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
   auto d = device("d1");
   d.phase = DevicePhase::kBound;
   d.claimRef = ClaimRef{"default", "other", claim("other").meta.uid};
-  api_.updateStatus(resources::kExtendedResources, "", d.toJson());
+  api_.updateStatus(resources::kExtendedResources, "", d.toJson(SystemTime{}));
   bindClaimToPodWithD1();
 
   const std::string error = binder_.bind(args());
@@ -514,7 +514,7 @@ TEST(BinderRace, AnUndoLeavesAClaimAnotherBindRewroteWithItsDevice) {
   api.before = [&] {
     auto c = claim();
     c.bindRewrites++;
-    api.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson());
+    api.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   };
   Binder binder(api, index,
                 [](const std::string&) { return std::map<std::string, std::string>{}; });

@@ -168,8 +168,8 @@ TEST_F(ExtenderTest, AnAvailableDeviceThatStillNamesAClaimIsNotOffered) {
 
 TEST_F(ExtenderTest, FilterAndBindAgreeOnAPinnedDeviceThatTestsLabels) {
   addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
-  api_.seed(resources::kExtendedResources, index_.get("d")->toJson());
-  api_.seed(resources::kExtendedResourceClaims, claims_.at("default/c")->toJson());
+  api_.seed(resources::kExtendedResources, index_.get("d")->toJson(SystemTime{}));
+  api_.seed(resources::kExtendedResourceClaims, claims_.at("default/c")->toJson(SystemTime{}));
   json pod = podJson();
   pod["metadata"].erase("uid");
   const std::string uid = api_.seed(resources::kPods, pod)["metadata"]["uid"];

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/conditions.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {
@@ -50,6 +51,19 @@ class InvariantsTest : public ::testing::Test {
 
 TEST_F(InvariantsTest, ConsistentClusterHasNoViolations) {
   EXPECT_TRUE(checkInvariants(s).empty());
+}
+
+TEST_F(InvariantsTest, ConditionsThatDisagreeWithTheStatus) {
+  // As written with the status: consistent.
+  s.claims[0].conditions = claimConditions(s.claims[0], {}, {});
+  s.devices[0].conditions = deviceConditions(s.devices[0], {}, {});
+  EXPECT_TRUE(checkInvariants(s).empty());
+  // Someone changed the phase without them.
+  s.claims[0].phase = ClaimPhase::kLost;
+  s.claims[0].lost = {"d9"};
+  expectViolation("claim default/c has condition Lost False but its status says True");
+  s.devices[0].conditions.pop_back();
+  expectViolation("device d0 has condition Healthy missing but its status says True");
 }
 
 TEST_F(InvariantsTest, LostClaimKeepsItsRemainingDevicesBound) {

@@ -1,0 +1,97 @@
+#include "common/conditions.h"
+
+#include "common/api_time.h"
+
+namespace ker {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    out += (out.empty() ? "" : ", ") + n;
+  }
+  return out;
+}
+
+// The condition as computed, with the transition time carried over while the status is the
+// one `previous` recorded.
+Condition stamped(ConditionType type, ConditionStatus status, ConditionReason reason,
+                  std::string message, int64_t generation, const std::vector<Condition>& previous,
+                  SystemTime now) {
+  Condition c{type, status, reason, std::move(message), "", generation};
+  const Condition* before = findCondition(previous, type);
+  c.lastTransitionTime = before && before->status == status && !before->lastTransitionTime.empty()
+                             ? before->lastTransitionTime
+                             : formatTime(now);
+  return c;
+}
+
+}  // namespace
+
+std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
+                                       const std::vector<Condition>& previous, SystemTime now) {
+  const int64_t gen = claim.meta.generation;
+  const std::string pod = claim.podRef ? claim.podRef->name : std::string("<none>");
+  std::vector<Condition> out;
+  switch (claim.phase) {
+    case ClaimPhase::kBound:
+    case ClaimPhase::kLost:
+      out.push_back(
+          stamped(ConditionType::kAllocated, ConditionStatus::kTrue, ConditionReason::kBound,
+                  "for pod " + pod + " on node " + claim.nodeName + ": " +
+                      (claim.allocated.empty() ? "no devices left" : joined(claim.allocated)),
+                  gen, previous, now));
+      break;
+    case ClaimPhase::kPending:
+      if (!claim.invalid.empty()) {
+        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
+                              ConditionReason::kInvalid, claim.invalid, gen, previous, now));
+      } else {
+        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
+                              ConditionReason::kPending,
+                              "waiting for a pod to be scheduled with it", gen, previous, now));
+      }
+      break;
+  }
+  if (claim.phase == ClaimPhase::kLost) {
+    out.push_back(
+        stamped(ConditionType::kLost, ConditionStatus::kTrue, ConditionReason::kDevicesLost,
+                "lost while pod " + pod + " held them: " + joined(claim.lost), gen, previous, now));
+  } else {
+    out.push_back(stamped(ConditionType::kLost, ConditionStatus::kFalse,
+                          ConditionReason::kNoDevicesLost, "", gen, previous, now));
+  }
+  return out;
+}
+
+std::vector<Condition> deviceConditions(const ExtendedResource& device,
+                                        const std::vector<Condition>& previous, SystemTime now) {
+  const int64_t gen = device.meta.generation;
+  std::vector<Condition> out;
+  if (device.phase == DevicePhase::kBound) {
+    const std::string claim =
+        device.claimRef ? objectKey(device.claimRef->ns, device.claimRef->name) : "<none>";
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kTrue,
+                          ConditionReason::kBound, "to claim " + claim, gen, previous, now));
+  } else if (!device.invalid.empty()) {
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
+                          ConditionReason::kInvalid, device.invalid, gen, previous, now));
+  } else if (device.phase == DevicePhase::kPending) {
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
+                          ConditionReason::kNotOffered, device.message, gen, previous, now));
+  } else {
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
+                          ConditionReason::kAvailable, "", gen, previous, now));
+  }
+  if (device.phase == DevicePhase::kPending && device.reason == kDeviceUnhealthyReason) {
+    out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kFalse,
+                          ConditionReason::kDeviceUnhealthy, device.message, gen, previous, now));
+  } else {
+    out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kTrue,
+                          ConditionReason::kNoProblemReported, "", gen, previous, now));
+  }
+  return out;
+}
+
+}  // namespace ker

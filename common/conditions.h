@@ -1,0 +1,27 @@
+#pragma once
+
+#include <vector>
+
+#include "common/clocks.h"
+#include "common/condition.h"
+#include "common/objects.h"
+
+// The one rule per kind that turns an object's typed status into its conditions. Pure: the
+// previous conditions and the time are passed in. A condition keeps its lastTransitionTime
+// while its status stays the same (reason and message may change meanwhile); `now` stamps a
+// flip. Applied by toJson, so every status write carries conditions that agree with it.
+namespace ker {
+
+// Allocated (True while Bound or Lost), Lost (True while Lost).
+std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
+                                       const std::vector<Condition>& previous, SystemTime now);
+
+// Allocated (True while Bound), Healthy (False while the node agent holds it Pending as
+// unhealthy).
+std::vector<Condition> deviceConditions(const ExtendedResource& device,
+                                        const std::vector<Condition>& previous, SystemTime now);
+
+// status.reason of a device the node agent took out of offer because it is unhealthy.
+inline constexpr const char* kDeviceUnhealthyReason = "DeviceUnhealthy";
+
+}  // namespace ker
