@@ -155,6 +155,8 @@ Decision decideClaim(const ClaimView& v) {
   std::vector<PodRef> gone;
   std::optional<ReleaseClaim> why;  // the first holder found gone
   std::optional<Decision> waiting;  // a holder still without a node
+  std::vector<std::string> unsure;  // holders the cache cannot answer for: read live first
+  std::optional<SteadyTime> since;  // when a holder without a node was first seen so
   for (size_t i = 0; i < refs.size(); ++i) {
     const PodRef& ref = refs[i];
     const HolderPod hp = i < v.holders.size() ? v.holders[i] : HolderPod{};
@@ -162,7 +164,8 @@ Decision decideClaim(const ClaimView& v) {
     std::optional<ReleaseClaim> left;
     if (!pod || !holds(*pod, ref)) {
       if (!hp.live) {
-        return {VerifyLive{LiveRead::kHolderPod, {}}, std::nullopt};
+        unsure.push_back(ref.name);
+        continue;
       }
       left = pod ? ReleaseClaim{ReleaseCause::kPodReplaced,
                                 "pod " + podName(c, ref) + " was recreated (uid " + pod->meta.uid +
@@ -179,6 +182,9 @@ Decision decideClaim(const ClaimView& v) {
                                       formatDuration(v.grace) + " of holding the claim"});
       if (auto* r = std::get_if<ReleaseClaim>(&d.action)) {
         left = *r;
+      } else if (std::holds_alternative<VerifyLive>(d.action)) {
+        unsure.push_back(ref.name);
+        since = d.suspectSince;
       } else if (!waiting) {
         waiting = std::move(d);
       }
@@ -189,6 +195,12 @@ Decision decideClaim(const ClaimView& v) {
         why = std::move(left);
       }
     }
+  }
+  if (!unsure.empty()) {
+    return {VerifyLive{LiveRead::kHolderPod, {}, {}, std::move(unsure)}, since ? since
+                                                                         : waiting
+                                                                             ? waiting->suspectSince
+                                                                             : std::nullopt};
   }
   if (gone.size() == refs.size()) {
     if (refs.size() > 1) {

@@ -47,6 +47,7 @@ struct VerifyLive {
   LiveRead what;
   std::vector<std::string> devices;  // for kClaimDevices: the names to read
   std::string claimKey;              // for kRebindClaim: "namespace/name"
+  std::vector<std::string> holders;  // for kHolderPod: the holders' names to read
 };
 // A suspicious state that may be a transient; look again after `remaining`.
 struct WaitGrace {

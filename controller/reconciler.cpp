@@ -1,5 +1,7 @@
 #include "controller/reconciler.h"
 
+#include <algorithm>
+
 #include "common/api_error.h"
 #include "common/logging.h"
 #include "controller/claim_plan.h"
@@ -110,8 +112,10 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     Plan plan = planClaim(in);
     for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
       if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
+        const auto& names = plan.verify->holders;
         for (size_t i = 0; i < refs.size(); ++i) {
-          if (v.holders[i].live) {
+          if (v.holders[i].live ||
+              std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
             continue;
           }
           auto live = liveGet(resources::kPods, claim->meta.ns, refs[i].name);

@@ -692,6 +692,18 @@ class NudgeTest : public ::testing::Test {
   NudgePlan plan;
 };
 
+TEST_F(NudgeTest, PodsNamingASharedClaimTheyCanJoinAreNudgedForThatClaim) {
+  addPod("a", "2026-01-01T00:00:01Z");
+  pending.shareable = true;
+  pending.phase = ClaimPhase::kBound;
+  pending.sharedHolders = {PodRef{"holder", "uid-holder"}};
+  EXPECT_TRUE(names().empty()) << "freed devices do not concern it";
+  view.claimKey = "default/c";
+  EXPECT_EQ(names(), std::vector<std::string>{"a"});
+  pending.shareable = false;
+  EXPECT_TRUE(names().empty()) << "held by another pod";
+}
+
 TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
   addPod("b", "2026-01-01T00:00:02Z");
   addPod("a", "2026-01-01T00:00:01Z");
