@@ -8,8 +8,7 @@ namespace ker::agent {
 ClaimSource::Result CachedClaimSource::get(const std::string& ns, const std::string& name,
                                            const std::string& podUid) {
   auto cached = cache_.get(objectKey(ns, name));
-  if (cached && cached->phase == ClaimPhase::kBound && cached->podRef &&
-      cached->podRef->uid == podUid) {
+  if (cached && cached->phase == ClaimPhase::kBound && cached->heldBy(podUid)) {
     return {cached, {}};
   }
   liveReads_.fetch_add(1);

@@ -32,12 +32,14 @@ std::optional<Refusal> notHeldByPod(const std::string& name, const ExtendedResou
                   "claim " + key + " is " + toString(c->phase) +
                       (c->statusReadable ? "" : " with an unreadable status") + ", not Bound");
   }
-  if (!c->podRef || c->podRef->uid != pod.uid) {
-    return refuse(RefusalReason::kClaimOfOtherPod,
-                  "claim " + key + " is bound to " +
-                      (c->podRef ? "pod " + c->podRef->name + " (uid " + c->podRef->uid + ")"
-                                 : std::string("no pod")) +
-                      ", not to this pod (uid " + pod.uid + ")");
+  if (pod.uid.empty() || !c->heldBy(pod.uid)) {
+    const auto refs = c->holders();
+    std::string who = refs.empty() ? std::string("no pod") : "";
+    for (const auto& ref : refs) {
+      who += (who.empty() ? "pod " : ", pod ") + ref.name + " (uid " + ref.uid + ")";
+    }
+    return refuse(RefusalReason::kClaimOfOtherPod, "claim " + key + " is bound to " + who +
+                                                       ", not to this pod (uid " + pod.uid + ")");
   }
   if (c->nodeName != node) {
     return refuse(RefusalReason::kClaimOfOtherPod,

@@ -267,9 +267,9 @@ void NodeSync::warnHolder(const ExtendedResource& device, const std::string& mes
   events_.record({kApiVersion, "ExtendedResourceClaim", ref.ns, ref.name, ref.uid},
                  EventType::kWarning, "DeviceUnhealthy", message);
   auto claim = claims_.get(objectKey(ref.ns, ref.name));
-  if (claim && claim->podRef) {
-    events_.record({"v1", "Pod", ref.ns, claim->podRef->name, claim->podRef->uid},
-                   EventType::kWarning, "DeviceUnhealthy", message);
+  for (const auto& holder : claim ? claim->holders() : std::vector<PodRef>{}) {
+    events_.record({"v1", "Pod", ref.ns, holder.name, holder.uid}, EventType::kWarning,
+                   "DeviceUnhealthy", message);
   }
   log::warn(
       "allocated device unhealthy; holder warned",

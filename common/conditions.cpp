@@ -32,14 +32,21 @@ Condition stamped(ConditionType type, ConditionStatus status, ConditionReason re
 std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
                                        const std::vector<Condition>& previous, SystemTime now) {
   const int64_t gen = claim.meta.generation;
-  const std::string pod = claim.podRef ? claim.podRef->name : std::string("<none>");
+  // A shared claim names every holder.
+  std::vector<std::string> holderNames;
+  for (const auto& ref : claim.holders()) {
+    holderNames.push_back(ref.name);
+  }
+  const std::string pod = holderNames.empty()       ? std::string("pod <none>")
+                          : holderNames.size() == 1 ? "pod " + holderNames.front()
+                                                    : "pods " + joined(holderNames);
   std::vector<Condition> out;
   switch (claim.phase) {
     case ClaimPhase::kBound:
     case ClaimPhase::kLost:
       out.push_back(
           stamped(ConditionType::kAllocated, ConditionStatus::kTrue, ConditionReason::kBound,
-                  "for pod " + pod + " on node " + claim.nodeName + ": " +
+                  "for " + pod + " on node " + claim.nodeName + ": " +
                       (claim.allocated.empty() ? "no devices left" : joined(claim.allocated)),
                   gen, previous, now));
       break;
@@ -57,7 +64,7 @@ std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
   if (claim.phase == ClaimPhase::kLost) {
     out.push_back(
         stamped(ConditionType::kLost, ConditionStatus::kTrue, ConditionReason::kDevicesLost,
-                "lost while pod " + pod + " held them: " + joined(claim.lost), gen, previous, now));
+                "lost while " + pod + " held them: " + joined(claim.lost), gen, previous, now));
   } else {
     out.push_back(stamped(ConditionType::kLost, ConditionStatus::kFalse,
                           ConditionReason::kNoDevicesLost, "", gen, previous, now));

@@ -58,19 +58,46 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
                     claimConditions(c, {}, {}), out);
   }
 
-  // A claim that is not Pending stays with a pod that still runs (a Lost one too: it keeps
-  // what it has left until that pod goes).
+  // A claim that is not Pending stays with the pods that hold it while they still run (a Lost
+  // one too: it keeps what it has left until they go), on its node; a shared one with at most
+  // kMaxClaimHolders of them, each once, in its holders list; any other with one, in podRef.
   auto checkHolder = [&](const ExtendedResourceClaim& c, const std::string& key) {
-    if (!c.podRef) {
+    const auto refs = c.holders();
+    if (refs.empty()) {
       out.push_back("claim " + key + " is " + toString(c.phase) + " without a podRef");
       return;
     }
-    auto pod = podsByUid.find(c.podRef->uid);
-    if (pod == podsByUid.end()) {
-      out.push_back("claim " + key + " is held by pod " + c.podRef->name + " (uid " +
-                    c.podRef->uid + ") which no longer exists");
-    } else if (pod->second->finished()) {
-      out.push_back("claim " + key + " is held by finished pod " + c.podRef->name);
+    if (!c.shareable && refs.size() > 1) {
+      out.push_back("claim " + key + " is not shareable but held by " +
+                    std::to_string(refs.size()) + " pods");
+    }
+    if (!c.shareable && !c.sharedHolders.empty()) {
+      out.push_back("claim " + key + " is not shareable but lists holders");
+    }
+    if (c.shareable && c.podRef) {
+      out.push_back("claim " + key + " is shareable but has a podRef");
+    }
+    if (refs.size() > kMaxClaimHolders) {
+      out.push_back("claim " + key + " has " + std::to_string(refs.size()) + " holders, over " +
+                    std::to_string(kMaxClaimHolders));
+    }
+    std::set<std::string> seen;
+    for (const auto& ref : refs) {
+      if (!seen.insert(ref.uid).second) {
+        out.push_back("claim " + key + " lists pod " + ref.name + " (uid " + ref.uid +
+                      ") as a holder twice");
+        continue;
+      }
+      auto pod = podsByUid.find(ref.uid);
+      if (pod == podsByUid.end()) {
+        out.push_back("claim " + key + " is held by pod " + ref.name + " (uid " + ref.uid +
+                      ") which no longer exists");
+      } else if (pod->second->finished()) {
+        out.push_back("claim " + key + " is held by finished pod " + ref.name);
+      } else if (!pod->second->nodeName.empty() && pod->second->nodeName != c.nodeName) {
+        out.push_back("claim " + key + " on node " + c.nodeName + " is held by pod " + ref.name +
+                      " on node " + pod->second->nodeName);
+      }
     }
   };
 
@@ -192,7 +219,7 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       }
       const auto& c = *it->second;
       // A Lost claim lost a device under its running pod: reported there, not inconsistent.
-      if (c.phase == ClaimPhase::kPending || !c.podRef || c.podRef->uid != p.meta.uid) {
+      if (c.phase == ClaimPhase::kPending || p.meta.uid.empty() || !c.heldBy(p.meta.uid)) {
         out.push_back("pod " + objectKey(p.meta.ns, p.meta.name) + " runs on " + p.nodeName +
                       " but does not hold its claim " + key);
       } else if (c.nodeName != p.nodeName) {

@@ -23,7 +23,9 @@ struct ClusterSnapshot {
 // - a device a Lost claim lost is Bound to no other claim (only to that one, once it is back);
 // - every allocation satisfies its claim (resource, selector, named list, count) and each
 //   device's node affinity matches the claim's node;
-// - no claim is held by a pod that no longer exists (or by a finished pod);
+// - no claim is held by a pod that no longer exists (or by a finished pod), or that runs on
+//   another node than the claim's; a shared claim lists each holder once and at most
+//   kMaxClaimHolders of them; a claim that is not shareable has at most one holder;
 // - every scheduled, running pod with claims holds all of them on its own node;
 // - written conditions agree with the typed status they were derived from.
 // Transient states of a bind in flight are violations too: check a quiet cluster.

@@ -714,6 +714,14 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
         c.extendedResourceNames = std::move(names);
       }
     });
+    p.check([&] {
+      if (const json* v = member(*spec, "shareable")) {
+        if (!v->is_boolean()) {
+          wrongType("spec.shareable", "a boolean", *v);
+        }
+        c.shareable = v->get<bool>();
+      }
+    });
   }
   if (c.rawResourceName.empty()) {
     p.add("spec.rawResourceName: required");
@@ -739,6 +747,24 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
         c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
                           stringMember(*ref, "uid", "status.podRef.uid")};
+      }
+    });
+    ps.check([&] {
+      const json* list = member(*status, "holders");
+      if (!list) {
+        return;
+      }
+      if (!list->is_array()) {
+        wrongType("status.holders", "an array", *list);
+      }
+      for (size_t i = 0; i < list->size(); ++i) {
+        const std::string path = indexPath("status.holders", i);
+        const json& h = (*list)[i];
+        if (!h.is_object()) {
+          wrongType(path, "an object", h);
+        }
+        c.sharedHolders.push_back(
+            PodRef{stringMember(h, "name", path + ".name"), stringMember(h, "uid", path + ".uid")});
       }
     });
     ps.check([&] { c.bindRewrites = countMember(*status, "bindRewrites", "status.bindRewrites"); });
@@ -775,6 +801,17 @@ nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
   } else {
     s.erase("podRef");
   }
+  if (sharedHolders.empty()) {
+    s.erase("holders");
+  } else {
+    json list = json::array();
+    for (const auto& h : sharedHolders) {
+      json entry{{"name", h.name}};
+      setOrErase(entry, "uid", h.uid);
+      list.push_back(std::move(entry));
+    }
+    s["holders"] = std::move(list);
+  }
   if (bindRewrites > 0) {
     s["bindRewrites"] = bindRewrites;
   } else {
@@ -798,7 +835,32 @@ void ExtendedResourceClaim::makePending() {
   lost.clear();
   nodeName.clear();
   podRef.reset();
+  sharedHolders.clear();
   bindRewrites = 0;
+}
+
+std::vector<PodRef> ExtendedResourceClaim::holders() const {
+  std::vector<PodRef> out;
+  if (podRef) {
+    out.push_back(*podRef);
+  }
+  out.insert(out.end(), sharedHolders.begin(), sharedHolders.end());
+  return out;
+}
+
+bool ExtendedResourceClaim::heldBy(const std::string& podUid, const std::string& podName) const {
+  const auto all = holders();
+  return std::any_of(all.begin(), all.end(), [&](const PodRef& h) {
+    return podUid.empty() ? h.name == podName : h.uid == podUid;
+  });
+}
+
+std::string ExtendedResourceClaim::holderNames() const {
+  std::string out;
+  for (const auto& h : holders()) {
+    out += (out.empty() ? "" : ", ") + h.name;
+  }
+  return out;
 }
 
 std::vector<std::string> ExtendedResourceClaim::heldDevices() const {

@@ -35,6 +35,9 @@ inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.node
 // and takes them off a deleting one once nothing holds it.
 inline constexpr const char* kClaimProtectionFinalizer = "extendedresource.io/claim-protection";
 inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/device-protection";
+// The most pods a shareable claim has at once (status.holders' maxItems in the CRD): the
+// extender keeps the next pod waiting.
+inline constexpr size_t kMaxClaimHolders = 32;
 
 struct OwnerReference {
   std::string apiVersion;
@@ -150,6 +153,8 @@ struct ExtendedResourceClaim {
   int64_t extendedResourceNum = 1;
   LabelSelector metadataRequirements;
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
+  // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
+  bool shareable = false;
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
   bool phaseWritten = false;                // as ExtendedResource::phaseWritten
   std::vector<std::string> allocated;       // status.extendedResourceNames
@@ -157,8 +162,11 @@ struct ExtendedResourceClaim {
   // held for it until it is released, so a device recreated under the same name (the same
   // physical device) goes back to that pod instead of to a second one.
   std::vector<std::string> lost;
-  std::string nodeName;          // status.nodeName
-  std::optional<PodRef> podRef;  // status.podRef
+  std::string nodeName;  // status.nodeName
+  // status.podRef: the one holder of a claim that is not shareable. A shareable claim lists
+  // its holders in status.holders instead, and has no podRef. Read both through holders().
+  std::optional<PodRef> podRef;
+  std::vector<PodRef> sharedHolders;  // status.holders
   // status.bindRewrites: how often a bind rewrote the claim, already bound to the pod, to reuse
   // it. Each rewrite counts up, so the write moves the resourceVersion and the status never
   // returns to an earlier form. Written only when above 0.
@@ -183,6 +191,13 @@ struct ExtendedResourceClaim {
   // device back under them): listedDevices() while Bound or Lost with a status that can be
   // trusted, none while Pending.
   std::vector<std::string> heldDevices() const;
+  // Who holds the claim: podRef, then the holders list; the one way every component asks.
+  std::vector<PodRef> holders() const;
+  // The pod with this UID is among holders() (by name when uid is empty, as for a pod that
+  // has none yet).
+  bool heldBy(const std::string& podUid, const std::string& podName = "") const;
+  // Every holder's name, comma-separated, for messages; "" when none.
+  std::string holderNames() const;
 };
 
 // One entry of the claim-templates annotation: the pod wants a claim of its own made from

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,7 +87,7 @@ class InformerCaches : public ControllerCaches {
     deletedClaims_.erase(it);
     return last;
   }
-  // The keys of the claims whose podRef names this pod UID.
+  // The keys of the claims that name this pod UID among their holders.
   std::set<std::string> claimsHeldBy(const std::string& podUid) const {
     std::lock_guard lock(mu_);
     auto it = claimsByHolder_.find(podUid);
@@ -134,22 +135,30 @@ class InformerCaches : public ControllerCaches {
     }
   }
   void indexHolder(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
-    // Unchanged: removing and re-adding it would forget that the holder was seen deleted.
-    if (old && cur && old->podRef && cur->podRef && old->podRef->uid == cur->podRef->uid) {
-      return;
-    }
-    if (old && old->podRef) {
-      auto it = claimsByHolder_.find(old->podRef->uid);
+    const std::vector<PodRef> was = old ? old->holders() : std::vector<PodRef>{};
+    const std::vector<PodRef> now = cur ? cur->holders() : std::vector<PodRef>{};
+    auto has = [](const std::vector<PodRef>& refs, const std::string& uid) {
+      return std::any_of(refs.begin(), refs.end(), [&](const PodRef& r) { return r.uid == uid; });
+    };
+    // A holder in both is left as it is: removing and re-adding it would forget that it was
+    // seen deleted.
+    for (const auto& ref : was) {
+      if (has(now, ref.uid)) {
+        continue;
+      }
+      auto it = claimsByHolder_.find(ref.uid);
       if (it != claimsByHolder_.end()) {
         it->second.erase(objectKey(old->meta.ns, old->meta.name));
         if (it->second.empty()) {
           claimsByHolder_.erase(it);
-          deletedPods_.erase(old->podRef->uid);
+          deletedPods_.erase(ref.uid);
         }
       }
     }
-    if (cur && cur->podRef) {
-      claimsByHolder_[cur->podRef->uid].insert(objectKey(cur->meta.ns, cur->meta.name));
+    for (const auto& ref : now) {
+      if (!has(was, ref.uid)) {
+        claimsByHolder_[ref.uid].insert(objectKey(cur->meta.ns, cur->meta.name));
+      }
     }
   }
 

@@ -10,11 +10,17 @@ std::string keyOf(const ExtendedResourceClaim& c) {
   return objectKey(c.meta.ns, c.meta.name);
 }
 
-std::optional<ObjectReference> holderRef(const ExtendedResourceClaim& c) {
-  if (!c.podRef) {
-    return std::nullopt;
+ObjectReference podReference(const ExtendedResourceClaim& c, const PodRef& ref) {
+  return ObjectReference{"v1", "Pod", c.meta.ns, ref.name, ref.uid};
+}
+
+// Every holder, for the events that concern them all.
+std::vector<ObjectReference> holderRefs(const ExtendedResourceClaim& c) {
+  std::vector<ObjectReference> out;
+  for (const auto& ref : c.holders()) {
+    out.push_back(podReference(c, ref));
   }
-  return ObjectReference{"v1", "Pod", c.meta.ns, c.podRef->name, c.podRef->uid};
+  return out;
 }
 
 StatusWrite updateOf(const ExtendedResourceClaim& next, SystemTime now) {
@@ -57,10 +63,39 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
       {referenceTo(c), EventType::kNormal, toString(StatusReason::kReleased), a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
   // shows it for a deleted pod.
-  if (auto pod = holderRef(c)) {
-    p.events.push_back({*pod, EventType::kNormal, "ClaimReleased",
+  for (const auto& pod : holderRefs(c)) {
+    p.events.push_back({pod, EventType::kNormal, "ClaimReleased",
                         "claim " + c.meta.name + " released: " + a.message});
   }
+}
+
+// Holders of a shared claim that went while others still hold it: only they leave it; the
+// devices stay allocated to the claim.
+void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, SystemTime now,
+                 Plan& p) {
+  ExtendedResourceClaim next = c;
+  auto isGone = [&](const PodRef& ref) {
+    return std::find(a.gone.begin(), a.gone.end(), ref) != a.gone.end();
+  };
+  std::erase_if(next.sharedHolders, isGone);
+  if (next.podRef && isGone(*next.podRef)) {
+    next.podRef.reset();
+  }
+  p.write = updateOf(next, now);
+  p.change = Change::kHoldersLeft;
+  p.cause = a.cause;
+  p.why = a.message;
+  std::vector<std::string> names;
+  for (const auto& ref : a.gone) {
+    names.push_back(ref.name);
+    p.events.push_back({podReference(c, ref), EventType::kNormal, "ClaimReleased",
+                        "claim " + c.meta.name + " released for this pod: " + a.message +
+                            "; its other holders keep it"});
+  }
+  p.events.push_back({referenceTo(c), EventType::kNormal, "HoldersLeft",
+                      "pod" + std::string(names.size() > 1 ? "s " : " ") + joinNames(names) +
+                          (names.size() > 1 ? " no longer hold" : " no longer holds") +
+                          " the claim: " + a.message});
 }
 
 void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, SystemTime now,
@@ -82,9 +117,9 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
   p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
-  if (auto pod = holderRef(c)) {
+  for (const auto& pod : holderRefs(c)) {
     p.events.push_back(
-        {*pod, EventType::kWarning, "ClaimLost", "claim " + c.meta.name + " lost: " + a.message});
+        {pod, EventType::kWarning, "ClaimLost", "claim " + c.meta.name + " lost: " + a.message});
   }
 }
 
@@ -112,9 +147,9 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
   p.why = next.message;
   p.events.push_back(
       {referenceTo(c), EventType::kNormal, toString(StatusReason::kRecovered), message});
-  if (auto pod = holderRef(c)) {
+  for (const auto& pod : holderRefs(c)) {
     p.events.push_back(
-        {*pod, EventType::kNormal, "ClaimRecovered", "claim " + c.meta.name + ": " + message});
+        {pod, EventType::kNormal, "ClaimRecovered", "claim " + c.meta.name + ": " + message});
   }
 }
 
@@ -148,6 +183,8 @@ Plan planStatus(const ClaimInputs& in) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
     release(c, *r, in.now, p);
+  } else if (const auto* drop = std::get_if<action::DropHolders>(&d.action)) {
+    dropHolders(c, *drop, in.now, p);
   } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
     markLost(c, *lost, in.now, p);
   } else if (const auto* back = std::get_if<action::RecoverClaim>(&d.action)) {
@@ -169,8 +206,8 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
   SeenClaim s;
   s.phase = c.phase;
   s.deleting = c.meta.deleting;
-  if (c.podRef) {
-    s.holderUid = c.podRef->uid;
+  if (const auto refs = c.holders(); !refs.empty()) {
+    s.holderUid = refs.front().uid;
   }
   return s;
 }
@@ -184,21 +221,27 @@ Plan planClaim(const ClaimInputs& in) {
         (!in.seen || !in.seen->deleting)) {
       p.events.push_back(
           {referenceTo(c), EventType::kNormal, "DeletionWaiting",
-           "the claim is deleted once pod " + (c.podRef ? c.podRef->name : std::string("?")) +
-               " no longer holds it (finishes or is deleted): until then its devices stay "
-               "with that pod"});
+           c.holders().size() > 1
+               ? "the claim is deleted once pods " + c.holderNames() +
+                     " no longer hold it (finish or are deleted): until then its devices stay "
+                     "with those pods"
+               : "the claim is deleted once pod " +
+                     (c.holders().empty() ? std::string("?") : c.holderNames()) +
+                     " no longer holds it (finishes or is deleted): until then its devices stay "
+                     "with that pod"});
     }
   }
   // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
   // own Recovered). A release missed in between still counts.
   if (in.seen && in.seen->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
-    const bool recovered = in.seen->phase == ClaimPhase::kLost && in.seen->holderUid && c.podRef &&
-                           *in.seen->holderUid == c.podRef->uid;
+    const auto refs = c.holders();
+    const bool recovered = in.seen->phase == ClaimPhase::kLost && in.seen->holderUid &&
+                           !refs.empty() && *in.seen->holderUid == refs.front().uid;
     if (!recovered) {
       p.events.insert(p.events.begin(),
                       {referenceTo(c), EventType::kNormal, toString(StatusReason::kBound),
                        "allocated " + joinNames(c.allocated) + " on node " + c.nodeName +
-                           " to pod " + (c.podRef ? c.podRef->name : std::string("?"))});
+                           " to pod " + (refs.empty() ? std::string("?") : c.holderNames())});
     }
   }
   return p;
@@ -217,8 +260,8 @@ Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder) {
 
 std::string statusFingerprint(const ExtendedResourceClaim& c) {
   std::string s = toString(c.phase) + ('\n' + c.nodeName);
-  if (c.podRef) {
-    s += '\n' + c.podRef->name + '/' + c.podRef->uid;
+  for (const auto& ref : c.holders()) {
+    s += '\n' + ref.name + '/' + ref.uid;
   }
   for (const auto& name : c.allocated) {
     s += '\n' + name;

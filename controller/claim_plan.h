@@ -12,7 +12,7 @@ namespace ker {
 // How a claim looked at its last reconcile: what tells a transition from a state.
 struct SeenClaim {
   ClaimPhase phase = ClaimPhase::kPending;
-  std::optional<std::string> holderUid;  // the podRef's UID; nullopt without a podRef
+  std::optional<std::string> holderUid;  // the first holder's UID; nullopt without one
   bool deleting = false;
 };
 SeenClaim seenClaim(const ExtendedResourceClaim& claim);
@@ -32,8 +32,9 @@ struct ClaimInputs {
 // while in use, an event saying what its deletion waits for.
 Plan planClaim(const ClaimInputs& in);
 
-// The claim is gone from the cache; `last` is how the watch last saw it, `holder` its podRef's
-// pod in the cache. Its holder, still running, is warned that its devices may go to another pod.
+// The claim is gone from the cache; `last` is how the watch last saw it, `holder` one of its
+// holders' pods in the cache (called once for each). Its holder, still running, is warned that its
+// devices may go to another pod.
 Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder);
 
 // The status a bind writes, as one string: a change to it is a sign of life that starts the

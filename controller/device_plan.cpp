@@ -18,7 +18,7 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
   }
   // Released meanwhile (or replaced): the claim's own event brings the device back here.
   const ExtendedResourceClaim* live = in.rebindClaimLive;
-  if (!live || live->meta.uid != c.meta.uid || !live->podRef) {
+  if (!live || live->meta.uid != c.meta.uid || live->holders().empty()) {
     return p;
   }
   const auto held = live->heldDevices();

@@ -22,6 +22,10 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
                                    {"devices", devices},
                                    {"why", plan.why}});
       return;
+    case Change::kHoldersLeft:
+      log::info("holders left shared claim",
+                {{"claim", object}, {"cause", toString(*plan.cause)}, {"why", plan.why}});
+      return;
     case Change::kClaimLost:
       log::warn("claim lost", {{"claim", object}, {"why", plan.why}});
       return;
@@ -85,7 +89,7 @@ void Executor::count(const Plan& plan) {
   if (!metrics_ || !plan.change) {
     return;
   }
-  if (*plan.change == Change::kReleased) {
+  if (*plan.change == Change::kReleased || *plan.change == Change::kHoldersLeft) {
     metrics_->releases.labels({toString(*plan.cause)}).inc();
   } else if (*plan.change != Change::kValidAgain && *plan.change != Change::kProtected &&
              *plan.change != Change::kUnprotected) {

@@ -6,6 +6,8 @@ const char* toString(Change change) {
   switch (change) {
     case Change::kReleased:
       return "released";
+    case Change::kHoldersLeft:
+      return "holders_left";
     case Change::kClaimLost:
       return "claim_lost";
     case Change::kClaimRecovered:

@@ -18,6 +18,7 @@ namespace ker {
 // What a write does, for its metric and log line.
 enum class Change {
   kReleased,
+  kHoldersLeft,  // holders of a shared claim left it; the others keep its devices
   kClaimLost,
   kClaimRecovered,
   kClaimInitialized,
@@ -85,7 +86,7 @@ struct Plan {
   std::optional<action::VerifyLive> verify;
   std::optional<StatusWrite> write;
   std::optional<Change> change;       // with write
-  std::optional<ReleaseCause> cause;  // with Change::kReleased
+  std::optional<ReleaseCause> cause;  // with Change::kReleased and kHoldersLeft
   std::string why;                    // for the log line
   std::optional<DeviceFrees> frees;
   std::vector<PlannedEvent> events;  // dropped, not failed, while this process may not write

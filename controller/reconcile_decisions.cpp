@@ -13,8 +13,23 @@ namespace {
 
 using namespace action;
 
-std::string podName(const ExtendedResourceClaim& c) {
-  return objectKey(c.meta.ns, c.podRef ? c.podRef->name : "");
+std::string podName(const ExtendedResourceClaim& c, const PodRef& ref) {
+  return objectKey(c.meta.ns, ref.name);
+}
+
+// "pod ns/a", or "pods ns/a, ns/b" for a shared claim: who a Lost claim's devices were lost
+// under.
+std::string holdersText(const ExtendedResourceClaim& c) {
+  const auto refs = c.holders();
+  std::vector<std::string> names;
+  for (const auto& ref : refs) {
+    names.push_back(podName(c, ref));
+  }
+  return (refs.size() > 1 ? "pods " : "pod ") + joinNames(names);
+}
+
+bool holds(const Pod& pod, const PodRef& ref) {
+  return pod.meta.name == ref.name && (ref.uid.empty() || pod.meta.uid == ref.uid);
 }
 
 // A state that is only suspicious while young: wait until it has lasted `grace`, then act
@@ -63,7 +78,8 @@ const char* toString(ReleaseCause cause) {
 }
 
 bool isHolder(const Pod& pod, const ExtendedResourceClaim& c) {
-  return c.podRef && (c.podRef->uid.empty() || pod.meta.uid == c.podRef->uid);
+  const auto refs = c.holders();
+  return std::any_of(refs.begin(), refs.end(), [&](const PodRef& ref) { return holds(pod, ref); });
 }
 
 bool warnOfDeletedClaim(const ExtendedResourceClaim& c, const Pod* holder) {
@@ -100,7 +116,8 @@ bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
 // claim's release just freed is no such device: the claim in the cache is older.
 bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
   // A device without a status reads as Available too, and is as good to bind back.
-  if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting || !c.podRef ||
+  if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting ||
+      c.holders().empty() ||
       (parseStatusReason(d.reason) == StatusReason::kReleased && d.releasedFrom &&
        d.releasedFrom->ns == c.meta.ns && d.releasedFrom->name == c.meta.name)) {
     return false;
@@ -127,38 +144,75 @@ Decision decideClaim(const ClaimView& v) {
   if (!c.statusReadable || c.phase == ClaimPhase::kPending) {
     return {Nothing{}, std::nullopt};
   }
-  if (!c.podRef) {
+  const std::vector<PodRef> refs = c.holders();
+  if (refs.empty()) {
     return afterGrace(
         v.now, v.suspectSince, v.grace, true, LiveRead::kHolderPod,
         ReleaseClaim{ReleaseCause::kNoHolder,
                      std::string("claim is ") + toString(c.phase) + " without a podRef"});
   }
-  const PodRef& ref = *c.podRef;
-  const Pod* pod = v.holder;
-  const bool holds = pod && isHolder(*pod, c);
-  if (!holds) {
-    if (!v.holderLive) {
-      return {VerifyLive{LiveRead::kHolderPod, {}}, std::nullopt};
+  // Each holder is judged as a lone holder would be; the claim is released when all are gone.
+  std::vector<PodRef> gone;
+  std::optional<ReleaseClaim> why;  // the first holder found gone
+  std::optional<Decision> waiting;  // a holder still without a node
+  std::vector<std::string> unsure;  // holders the cache cannot answer for: read live first
+  std::optional<SteadyTime> since;  // when a holder without a node was first seen so
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const PodRef& ref = refs[i];
+    const HolderPod hp = i < v.holders.size() ? v.holders[i] : HolderPod{};
+    const Pod* pod = hp.pod;
+    std::optional<ReleaseClaim> left;
+    if (!pod || !holds(*pod, ref)) {
+      if (!hp.live) {
+        unsure.push_back(ref.name);
+        continue;
+      }
+      left = pod ? ReleaseClaim{ReleaseCause::kPodReplaced,
+                                "pod " + podName(c, ref) + " was recreated (uid " + pod->meta.uid +
+                                    "); the holder (uid " + ref.uid + ") is gone"}
+                 : ReleaseClaim{ReleaseCause::kPodDeleted, "pod " + podName(c, ref) + " (uid " +
+                                                               ref.uid + ") no longer exists"};
+    } else if (pod->finished()) {
+      left = ReleaseClaim{ReleaseCause::kPodFinished, "pod " + podName(c, ref) + " " + pod->phase};
+    } else if (pod->nodeName.empty()) {
+      Decision d =
+          afterGrace(v.now, v.suspectSince, v.grace, hp.live, LiveRead::kHolderPod,
+                     ReleaseClaim{ReleaseCause::kNeverScheduled,
+                                  "pod " + podName(c, ref) + " was not bound to a node within " +
+                                      formatDuration(v.grace) + " of holding the claim"});
+      if (auto* r = std::get_if<ReleaseClaim>(&d.action)) {
+        left = *r;
+      } else if (std::holds_alternative<VerifyLive>(d.action)) {
+        unsure.push_back(ref.name);
+        since = d.suspectSince;
+      } else if (!waiting) {
+        waiting = std::move(d);
+      }
     }
-    if (pod) {
-      return {ReleaseClaim{ReleaseCause::kPodReplaced,
-                           "pod " + podName(c) + " was recreated (uid " + pod->meta.uid +
-                               "); the holder (uid " + ref.uid + ") is gone"},
-              std::nullopt};
+    if (left) {
+      gone.push_back(ref);
+      if (!why) {
+        why = std::move(left);
+      }
     }
-    return {ReleaseClaim{ReleaseCause::kPodDeleted,
-                         "pod " + podName(c) + " (uid " + ref.uid + ") no longer exists"},
-            std::nullopt};
   }
-  if (pod->finished()) {
-    return {ReleaseClaim{ReleaseCause::kPodFinished, "pod " + podName(c) + " " + pod->phase},
-            std::nullopt};
+  if (!unsure.empty()) {
+    return {VerifyLive{LiveRead::kHolderPod, {}, {}, std::move(unsure)}, since ? since
+                                                                         : waiting
+                                                                             ? waiting->suspectSince
+                                                                             : std::nullopt};
   }
-  if (pod->nodeName.empty()) {
-    return afterGrace(v.now, v.suspectSince, v.grace, v.holderLive, LiveRead::kHolderPod,
-                      ReleaseClaim{ReleaseCause::kNeverScheduled,
-                                   "pod " + podName(c) + " was not bound to a node within " +
-                                       formatDuration(v.grace) + " of holding the claim"});
+  if (gone.size() == refs.size()) {
+    if (refs.size() > 1) {
+      why->message = "every holder is gone: " + why->message;
+    }
+    return {std::move(*why), std::nullopt};
+  }
+  if (!gone.empty()) {
+    return {DropHolders{std::move(gone), why->cause, std::move(why->message)}, std::nullopt};
+  }
+  if (waiting) {
+    return *waiting;
   }
 
   std::vector<std::string> recovered;
@@ -218,7 +272,7 @@ Decision decideClaim(const ClaimView& v) {
                std::string(unbound.size() > 1 ? "s " : " ") + joinNames(unbound) +
                (unbound.size() > 1 ? " are" : " is") + " no longer bound to this claim";
   }
-  message += " while held by pod " + podName(c);
+  message += " while held by " + holdersText(c);
   return {MarkClaimLost{std::move(missing), std::move(message)}, std::nullopt};
 }
 
@@ -286,6 +340,11 @@ bool claimInUse(const ExtendedResourceClaim& c) {
   return !c.statusReadable || c.phase != ClaimPhase::kPending;
 }
 
+bool joinable(const ExtendedResourceClaim& c) {
+  return c.shareable && c.phase == ClaimPhase::kBound && c.statusReadable && c.invalid.empty() &&
+         !c.meta.deleting && c.holders().size() < kMaxClaimHolders;
+}
+
 bool deviceInUse(const ExtendedResource& d) {
   return d.phase == DevicePhase::kBound;
 }
@@ -315,9 +374,12 @@ NudgePlan podsToNudge(const NudgeView& v) {
     const bool wants = std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
       const std::string key = objectKey(p->meta.ns, name);
       auto it = v.claims.find(key);
-      return it != v.claims.end() && it->second && it->second->phase == ClaimPhase::kPending &&
-             (v.claimKey.empty() ? it->second->rawResourceName == v.rawResourceName
-                                 : key == v.claimKey);
+      if (it == v.claims.end() || !it->second) {
+        return false;
+      }
+      const bool pending = it->second->phase == ClaimPhase::kPending;
+      return v.claimKey.empty() ? pending && it->second->rawResourceName == v.rawResourceName
+                                : key == v.claimKey && (pending || joinable(*it->second));
     });
     if (!wants) {
       continue;

@@ -28,13 +28,13 @@ enum class ReleaseCause {
   kPodReplaced,     // a different pod (another UID) now has the holder's name
   kPodFinished,     // the holder Succeeded or Failed
   kNeverScheduled,  // the holder never got a node within the grace period (bind died midway)
-  kNoHolder,        // Bound or Lost without a podRef, past the grace period
+  kNoHolder,        // Bound or Lost without a holder, past the grace period
 };
 const char* toString(ReleaseCause cause);
 
 // What a live read must fetch before the decision can be trusted.
 enum class LiveRead {
-  kHolderPod,     // the pod the claim's podRef names
+  kHolderPod,     // the pods the claim's holders name (those not read live yet)
   kClaimDevices,  // the devices the claim lists
   kDeviceClaim,   // the claim the device's claimRef names
   kRebindClaim,   // the claim a device would be bound back to
@@ -47,15 +47,23 @@ struct VerifyLive {
   LiveRead what;
   std::vector<std::string> devices;  // for kClaimDevices: the names to read
   std::string claimKey;              // for kRebindClaim: "namespace/name"
+  std::vector<std::string> holders;  // for kHolderPod: the holders' names to read
 };
 // A suspicious state that may be a transient; look again after `remaining`.
 struct WaitGrace {
   Millis remaining;
 };
-// The claim goes back to Pending (allocation, node and podRef cleared) and the devices it
+// The claim goes back to Pending (allocation, node and holders cleared) and the devices it
 // lists that are still Bound to it go back to Available.
 struct ReleaseClaim {
   ReleaseCause cause;
+  std::string message;
+};
+// Some holders of a shared claim are gone (deleted, replaced, finished, never scheduled)
+// while others still hold it: they leave its holders, and the claim keeps its devices.
+struct DropHolders {
+  std::vector<PodRef> gone;
+  ReleaseCause cause;  // the first one's
   std::string message;
 };
 // Devices the claim lists are gone (or no longer Bound to it): the claim becomes Lost and
@@ -85,10 +93,10 @@ struct InitDeviceStatus {};
 struct InitClaimStatus {};
 }  // namespace action
 
-using Action =
-    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
-                 action::MarkClaimLost, action::RecoverClaim, action::FreeDevice,
-                 action::RebindDevice, action::InitDeviceStatus, action::InitClaimStatus>;
+using Action = std::variant<action::Nothing, action::VerifyLive, action::WaitGrace,
+                            action::ReleaseClaim, action::DropHolders, action::MarkClaimLost,
+                            action::RecoverClaim, action::FreeDevice, action::RebindDevice,
+                            action::InitDeviceStatus, action::InitClaimStatus>;
 
 struct Decision {
   Action action;
@@ -97,13 +105,18 @@ struct Decision {
   std::optional<SteadyTime> suspectSince;
 };
 
+// The pod found under one holder's name in the claim's namespace, whatever its UID (nullptr
+// when there is none), and whether it (or its absence) comes from a live read.
+struct HolderPod {
+  const Pod* pod = nullptr;
+  bool live = false;
+};
+
 // Inputs for one claim.
 struct ClaimView {
   const ExtendedResourceClaim* claim = nullptr;  // never null
-  // The pod named by the claim's podRef in the claim's namespace, whatever its UID; nullptr
-  // when there is none.
-  const Pod* holder = nullptr;
-  bool holderLive = false;  // holder (or its absence) comes from a live read
+  // Parallel to claim->holders(); a holder without an entry counts as not found, not live.
+  std::vector<HolderPod> holders;
   // Every device the claim lists, allocated or lost, nullptr for those not found.
   std::map<std::string, const ExtendedResource*> devices;
   bool devicesLive = false;
@@ -113,7 +126,8 @@ struct ClaimView {
 };
 
 // A Bound or Lost claim is released once its holder is gone, replaced or finished, or never
-// got a node within the grace period; a claim whose allocated devices vanished becomes (or
+// got a node within the grace period; a shared claim drops each holder that goes so, and is
+// released only when the last one does; a claim whose allocated devices vanished becomes (or
 // stays) Lost, and takes back lost devices that are Bound to it again. Anything that would release
 // or mark Lost because something is missing from the cache is confirmed by a live read first: cache
 // lag must never take devices from a live pod.
@@ -150,8 +164,8 @@ std::string joinNames(const std::vector<std::string>& names);
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 bool isBoundTo(const ExtendedResource& device, const ClaimRef& claim);
 
-// The pod found under the name the claim's podRef gives is its holder: the UIDs agree, or the
-// podRef carries none.
+// The pod is among the claim's holders: a holder of its name whose UID agrees, or carries
+// none.
 bool isHolder(const Pod& pod, const ExtendedResourceClaim& claim);
 
 // A claim deleted while it still listed devices under a holder that runs on with them: #5
@@ -166,6 +180,8 @@ bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
 // is Bound. A device being deleted counts as lost to the claim that holds it (its pod is told)
 // and stays until that claim is released.
 bool claimInUse(const ExtendedResourceClaim& claim);
+// A shareable claim a pod naming it can join now: Bound, usable, with room for one more holder.
+bool joinable(const ExtendedResourceClaim& claim);
 bool deviceInUse(const ExtendedResource& device);
 // true: put the finalizer on; false: take it off; nullopt: leave it as it is. A deleting object
 // gets no new finalizer (the API server refuses it).

@@ -1,5 +1,7 @@
 #include "controller/reconciler.h"
 
+#include <algorithm>
+
 #include "common/api_error.h"
 #include "common/logging.h"
 #include "controller/claim_plan.h"
@@ -76,11 +78,10 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     if (!claim) {
       memory_.forgetClaim(key);
       if (const CachedClaim last = caches_.takeDeletedClaim(key)) {
-        CachedPod holder;
-        if (last->podRef) {
-          holder = caches_.pod(objectKey(last->meta.ns, last->podRef->name));
+        for (const auto& ref : last->holders()) {
+          const CachedPod holder = caches_.pod(objectKey(last->meta.ns, ref.name));
+          executor_.record(planDeletedClaim(*last, holder.get()).events);
         }
-        executor_.record(planDeletedClaim(*last, holder.get()).events);
       }
       return ReconcileResult{};
     }
@@ -94,14 +95,15 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     v.grace = opts_.orphanGrace;
     const std::string fingerprint = statusFingerprint(*claim);
     v.suspectSince = memory_.claimSuspectSince(key, fingerprint);
-    std::shared_ptr<const Pod> holder;
-    if (claim->podRef) {
-      holder = caches_.pod(objectKey(claim->meta.ns, claim->podRef->name));
-      const std::string& uid = claim->podRef->uid;
-      v.holderLive =
-          !uid.empty() && (!holder || holder->meta.uid != uid) && caches_.podDeleted(uid);
+    const std::vector<PodRef> refs = claim->holders();
+    std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
+    for (const auto& ref : refs) {
+      holders.push_back(caches_.pod(objectKey(claim->meta.ns, ref.name)));
+      const auto& holder = holders.back();
+      v.holders.push_back({holder.get(), !ref.uid.empty() &&
+                                             (!holder || holder->meta.uid != ref.uid) &&
+                                             caches_.podDeleted(ref.uid)});
     }
-    v.holder = holder.get();
     std::vector<CachedDevice> keep;  // owns what v.devices points to
     for (const auto& name : claim->listedDevices()) {
       keep.push_back(caches_.device(name));
@@ -110,11 +112,18 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
 
     Plan plan = planClaim(in);
     for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
-      if (plan.verify->what == LiveRead::kHolderPod && claim->podRef) {
-        auto live = liveGet(resources::kPods, claim->meta.ns, claim->podRef->name);
-        holder = live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
-        v.holder = holder.get();
-        v.holderLive = true;
+      if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
+        const auto& names = plan.verify->holders;
+        for (size_t i = 0; i < refs.size(); ++i) {
+          if (v.holders[i].live ||
+              std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
+            continue;
+          }
+          auto live = liveGet(resources::kPods, claim->meta.ns, refs[i].name);
+          holders[i] =
+              live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+          v.holders[i] = {holders[i].get(), true};
+        }
       } else {
         for (const auto& name : plan.verify->devices) {
           auto live = liveGet(resources::kExtendedResources, "", name);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "controller/reconcile_decisions.h"
+
 namespace ker {
 
 namespace {
@@ -62,6 +64,10 @@ Triggers claimChanged(const ExtendedResourceClaim* old, const ExtendedResourceCl
   // whose spec was edited, was parked by kube-scheduler: no device freeing would wake it.
   // (Claims found by the first list are not news.)
   if (!listing && allocatable(c) && (!old || !allocatable(*old) || specOf(*old) != specOf(c))) {
+    t.nudges.push_back(NudgeTarget::claim(key));
+  }
+  // A shared claim other pods may join now: allocated, or a holder gone from a full one.
+  if (!listing && joinable(c) && (!old || !joinable(*old))) {
     t.nudges.push_back(NudgeTarget::claim(key));
   }
   t.keys.push_back(ClaimKey{key});

@@ -30,7 +30,7 @@ Triggers claimDeleted(const ExtendedResourceClaim& last, const std::vector<std::
                       const DeviceGetter& device);
 Triggers deviceChanged(const ExtendedResource* old, const ExtendedResource& cur);
 Triggers deviceDeleted(const ExtendedResource& last);
-// `held`: the keys of the claims whose podRef names the pod.
+// `held`: the keys of the claims that name the pod among their holders.
 Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool deleted);
 // A template was created, changed or deleted: the pods of its namespace still waiting for a
 // claim from it are reconciled.

@@ -16,6 +16,11 @@ ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
   return claim;
 }
 
+ExtendedResourceClaim withoutHolder(ExtendedResourceClaim claim, const std::string& podUid) {
+  std::erase_if(claim.sharedHolders, [&](const PodRef& h) { return h.uid == podUid; });
+  return claim;
+}
+
 }  // namespace
 
 ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
@@ -46,6 +51,12 @@ void BindJournal::claimSent(const ExtendedResourceClaim& claim, std::vector<std:
 
 void BindJournal::reuseSent(const std::string& claimUid) {
   add(Kind::kReuse).claimUid = claimUid;
+}
+
+void BindJournal::joinSent(const ExtendedResourceClaim& claim) {
+  Entry& e = add(Kind::kJoin);
+  e.ns = claim.meta.ns;
+  e.name = claim.meta.name;
 }
 
 void BindJournal::applied(ExtendedResource written) {
@@ -94,11 +105,11 @@ void BindJournal::readBack(ApiClient& api) {
     return;  // counted as rewritten: if it landed, the claim is this call's to keep
   }
   try {
-    if (e.kind == Kind::kClaim) {
+    if (e.kind == Kind::kClaim || e.kind == Kind::kJoin) {
       // Another replica binding the same pod may have bound the claim too, with other devices.
       auto live = ExtendedResourceClaim::fromJson(
           api.get(resources::kExtendedResourceClaims, e.ns, e.name));
-      if (live.podRef && live.podRef->uid == podUid_ && live.allocated == e.devices) {
+      if (live.heldBy(podUid_) && (e.kind == Kind::kJoin || live.allocated == e.devices)) {
         applied(std::move(live));
         return;
       }
@@ -110,7 +121,7 @@ void BindJournal::readBack(ApiClient& api) {
       }
     }
   } catch (const std::exception& ex) {
-    if (e.kind == Kind::kClaim) {
+    if (e.kind == Kind::kClaim || e.kind == Kind::kJoin) {
       log::warn("bind undo: claim may be left bound",
                 {{"claim", objectKey(e.ns, e.name)}, {"error", ex.what()}});
     } else {
@@ -130,13 +141,14 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
     }
   }
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    if (it->kind != Kind::kClaim || !it->confirmed) {
+    if ((it->kind != Kind::kClaim && it->kind != Kind::kJoin) || !it->confirmed) {
       continue;
     }
     const ExtendedResourceClaim& c = *it->claim;
     try {
-      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns,
-                       markClaimPending(c).toJson(now));
+      api.updateStatus(
+          resources::kExtendedResourceClaims, c.meta.ns,
+          (it->kind == Kind::kJoin ? withoutHolder(c, podUid_) : markClaimPending(c)).toJson(now));
       ++writes;
     } catch (const std::exception& ex) {
       kept.insert(c.meta.uid);

@@ -30,6 +30,9 @@ class BindJournal {
   // undo conflicts. Unless refused, it counts as done (a lost reply may have landed): the undo
   // then leaves the claim bound, with all its devices, even those this attempt bound again.
   void reuseSent(const std::string& claimUid);
+  // A write adding the pod to the holders of a shareable claim allocated to other pods, about
+  // to be sent. Its undo takes the pod out of the holders again, and leaves the devices.
+  void joinSent(const ExtendedResourceClaim& claim);
 
   // The write sent last was applied; `written` is the object as the API stored it.
   void applied(ExtendedResource written);
@@ -45,21 +48,21 @@ class BindJournal {
   // The devices the attempt is known to have written, oldest first.
   std::vector<ExtendedResource> devices() const;
 
-  // Puts back what the attempt wrote, newest first: the claims to Pending, then the devices
-  // to Available; writes that fail are logged and left. Claims go first so that every claim
-  // kept is known before a device is freed: a claim that could not be put back keeps its
-  // devices (it may be another call's now, one that rewrote it to bind the pod with it, and
-  // otherwise the controller's repair releases the claim and its devices together), and so
-  // does a claim the attempt reused. Restored devices go into the index. Returns the number
-  // of writes made.
+  // Puts back what the attempt wrote, newest first: the claims to Pending (a joined claim
+  // without the pod among its holders), then the devices to Available; writes that fail are logged
+  // and left. Claims go first so that every claim kept is known before a device is freed: a claim
+  // that could not be put back keeps its devices (it may be another call's now, one that rewrote it
+  // to bind the pod with it, and otherwise the controller's repair releases the claim and its
+  // devices together), and so does a claim the attempt reused. Restored devices go into the index.
+  // Returns the number of writes made.
   uint64_t undo(ApiClient& api, DeviceIndex& index, SystemTime now);
 
  private:
-  enum class Kind { kDevice, kClaim, kReuse };
+  enum class Kind { kDevice, kClaim, kReuse, kJoin };
   struct Entry {
     Kind kind;
     bool confirmed = false;  // applied; else sent without a definite answer
-    // kDevice: the device's name. kClaim: the claim's namespace and name.
+    // kDevice: the device's name. kClaim, kJoin: the claim's namespace and name.
     std::string ns;
     std::string name;
     // kDevice: the claim the device was given to. kReuse: the claim reused.

@@ -22,7 +22,13 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
   claim.phase = ClaimPhase::kBound;
   claim.allocated = std::move(devices);
   claim.nodeName = node;
-  claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
+  // The first holder of a shareable claim starts its holders list; others have a podRef.
+  if (claim.shareable) {
+    claim.podRef.reset();
+    claim.sharedHolders = {PodRef{pod.meta.name, pod.meta.uid}};
+  } else {
+    claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
+  }
   claim.bindRewrites = 0;
   claim.reason = "Bound";
   claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
@@ -35,6 +41,13 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
 // controller would take for no sign of life.
 ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
   ++claim.bindRewrites;
+  return claim;
+}
+
+// A shareable claim allocated to other pods, with this pod added to its holders: the
+// allocation itself is left as it is.
+ExtendedResourceClaim markClaimJoined(ExtendedResourceClaim claim, const Pod& pod) {
+  claim.sharedHolders.push_back(PodRef{pod.meta.name, pod.meta.uid});
   return claim;
 }
 
@@ -269,6 +282,11 @@ Binder::Step Binder::write(Attempt& a) {
       return s;
     }
   }
+  for (const auto& claim : a.claims.joining) {
+    if (Step s = joinClaim(*claim, a); !s.ok()) {
+      return s;
+    }
+  }
   return writeBinding(a);
 }
 
@@ -400,6 +418,47 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
   }
   stats_.apiWrites++;
   a.journal.reuseApplied();
+  return {};
+}
+
+// A shareable claim allocated to other pods: its devices are read to be sure they are still
+// Bound to it (the annotation names them), then the pod is added to its holders. That write
+// carries the claim's resourceVersion as read for the plan, so a release, Lost or another
+// holder's change in between fails it with a Conflict and the attempt is decided again; the
+// devices themselves are never written.
+Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
+  for (const auto& name : claim.allocated) {
+    ExtendedResource live;
+    try {
+      live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+    } catch (const ApiError& e) {
+      return Step::of(e);
+    }
+    if (live.phase != DevicePhase::kBound || !live.claimRef ||
+        live.claimRef->uid != claim.meta.uid) {
+      return {Step::kConflict, "device " + name + " of shared claim " +
+                                   objectKey(claim.meta.ns, claim.meta.name) +
+                                   " is no longer bound to it"};
+    }
+    a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
+  }
+  if (Step s = beforeWrite(a); !s.ok()) {
+    return s;
+  }
+  a.journal.joinSent(claim);
+  ExtendedResourceClaim joined;
+  try {
+    joined = ExtendedResourceClaim::fromJson(
+        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
+                          markClaimJoined(claim, a.pod).toJson(options_.wallClock())));
+  } catch (const ApiError& e) {
+    if (e.isRefused()) {
+      a.journal.refused();
+    }
+    return Step::of(e);
+  }
+  stats_.apiWrites++;
+  a.journal.applied(std::move(joined));
   return {};
 }
 

@@ -50,8 +50,9 @@ struct BinderOptions {
 // spec.nodeName and the allocation annotation together. Any failure undoes what the attempt
 // wrote, as its BindJournal recorded it (a claim it cannot put back keeps its devices), and a
 // conflict re-decides on fresh state. Claims an earlier call bound to the pod are rewritten before
-// they are reused, so that call's undo conflicts instead of freeing them. Safe to call
-// concurrently.
+// they are reused, so that call's undo conflicts instead of freeing them. A shareable claim
+// already allocated to other pods is joined: the pod is added to its holders, its devices kept.
+// Safe to call concurrently.
 class Binder {
  public:
   Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
@@ -111,6 +112,7 @@ class Binder {
                   Attempt& a);
   Step reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
   Step reuseClaim(const ExtendedResourceClaim& claim, Attempt& a);
+  Step joinClaim(const ExtendedResourceClaim& claim, Attempt& a);
   Step writeBinding(Attempt& a);
   Step bindingFailed(const ApiError& e, Attempt& a);
   // The deadline fence before each write: kDeadline once the bind's time is up.

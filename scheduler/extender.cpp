@@ -82,7 +82,8 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
     if (!claims.pending.empty() && !reply.passing.empty()) {
       decide(args, claims, fitter.needsNodeLabels(), fitting, leftover, now, reply);
     } else if (preemption_ && reply.passing.empty() && !reply.failed.empty() &&
-               !claims.pending.empty() && claims.boundToPod.empty() && !args.pod.meta.uid.empty()) {
+               !claims.pending.empty() && claims.boundToPod.empty() && claims.joining.empty() &&
+               !args.pod.meta.uid.empty()) {
       preempt(args, claims, fitter.needsNodeLabels(), failedIdx, now, reply);
     }
   }

@@ -48,21 +48,34 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
         out.unresolvable = "claim " + key + " is Lost" +
                            (claim->message.empty() ? std::string() : ": " + claim->message);
         return out;
-      case ClaimPhase::kBound:
-        if (claim->podRef && (pod.meta.uid.empty() ? claim->podRef->name == pod.meta.name
-                                                   : claim->podRef->uid == pod.meta.uid)) {
-          if (!out.fixedNode.empty() && out.fixedNode != claim->nodeName) {
-            out.unresolvable = "claims of this pod are bound on two nodes (" + out.fixedNode +
-                               ", " + claim->nodeName + ")";
-            return out;
-          }
-          out.fixedNode = claim->nodeName;
-          out.boundToPod.push_back(claim);
-          break;
+      case ClaimPhase::kBound: {
+        const bool own = claim->heldBy(pod.meta.uid, pod.meta.name);
+        if (!own && !claim->shareable) {
+          out.unresolvable =
+              "claim " + key + " is held by pod " +
+              (claim->holders().empty() ? std::string("<unknown>") : claim->holderNames());
+          return out;
         }
-        out.unresolvable = "claim " + key + " is held by pod " +
-                           (claim->podRef ? claim->podRef->name : std::string("<unknown>"));
-        return out;
+        if (!own && claim->holders().size() >= kMaxClaimHolders) {
+          out.unresolvable = "shared claim " + key + " already has " +
+                             std::to_string(claim->holders().size()) + " holders, the most " +
+                             std::to_string(kMaxClaimHolders) + " it may have";
+          return out;
+        }
+        if (!out.fixedNode.empty() && out.fixedNode != claim->nodeName) {
+          out.unresolvable = "claims of this pod are bound on two nodes (" + out.fixedNode + ", " +
+                             claim->nodeName + ")";
+          return out;
+        }
+        out.fixedNode = claim->nodeName;
+        if (out.fixedBy.empty()) {
+          out.fixedBy =
+              own ? "claim " + key + " is already bound to this pod on node " + claim->nodeName
+                  : "shared claim " + key + " is allocated on node " + claim->nodeName;
+        }
+        (own ? out.boundToPod : out.joining).push_back(claim);
+        break;
+      }
       case ClaimPhase::kPending:
         out.pending.push_back(claim);
         break;
@@ -141,9 +154,7 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   }
   if (!claims_.fixedNode.empty() && claims_.fixedNode != nodeName) {
     plan.unresolvable = true;
-    const auto& bound = *claims_.boundToPod.front();
-    plan.message = "claim " + objectKey(bound.meta.ns, bound.meta.name) +
-                   " is already bound to this pod on node " + claims_.fixedNode;
+    plan.message = claims_.fixedBy;
     return plan;
   }
   if (pending_.empty()) {

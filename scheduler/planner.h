@@ -21,8 +21,12 @@ using ClaimLookup = std::function<ClaimPtr(const std::string& key)>;
 struct PodClaims {
   std::vector<ClaimPtr> pending;     // still to be allocated
   std::vector<ClaimPtr> boundToPod;  // already allocated to this pod (a retried bind)
-  // Non-empty when some claim is already bound to this pod: only that node can pass.
+  // Shareable claims allocated to other pods, which this pod joins as one more holder.
+  std::vector<ClaimPtr> joining;
+  // Non-empty when some claim is already allocated (to this pod, or shared): only that node
+  // can pass. fixedBy names the claim that pinned it.
   std::string fixedNode;
+  std::string fixedBy;
   // Non-empty when no node can pass whatever happens to devices (missing, invalid, Lost or
   // held claims): reported as unresolvable so preemption does not try.
   std::string unresolvable;
@@ -30,7 +34,8 @@ struct PodClaims {
   // resolvably (the controller's record of the claim updates the pod, which requeues it).
   std::string waiting;
   bool empty() const {
-    return pending.empty() && boundToPod.empty() && unresolvable.empty() && waiting.empty();
+    return pending.empty() && boundToPod.empty() && joining.empty() && unresolvable.empty() &&
+           waiting.empty();
   }
 };
 

@@ -20,11 +20,14 @@ void addHolders(const std::string& rawResourceName,
     PreemptionVictim who;
     who.priority = std::numeric_limits<int32_t>::max();
     const ClaimPtr claim = claims ? claims(key) : nullptr;
-    std::string holderKey = key;  // a claim without a known pod stands alone
-    if (claim && claim->podRef && !claim->podRef->uid.empty()) {
+    // A claim without one known pod stands alone, as does a shared one: preempting one of
+    // its pods frees nothing.
+    std::string holderKey = key;
+    const auto holders = claim ? claim->holders() : std::vector<PodRef>{};
+    if (holders.size() == 1 && !claim->shareable && !holders.front().uid.empty()) {
       who.ns = claim->meta.ns;
-      who.name = claim->podRef->name;
-      who.uid = claim->podRef->uid;
+      who.name = holders.front().name;
+      who.uid = holders.front().uid;
       holderKey = objectKey(who.ns, who.name);
       const PodPtr pod = pods ? pods(holderKey) : nullptr;
       if (pod && pod->meta.uid == who.uid && who.uid != preemptorUid) {

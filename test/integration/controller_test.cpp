@@ -670,6 +670,63 @@ TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod
   kcm->stop();
 }
 
+// A shareable claim is held by three pods at once, all on its node though another node has a
+// matching device; its device stays allocated until the last of them goes. A claim that is
+// not shareable still refuses a second pod.
+TEST_F(ControllerTest, ASharedClaimIsHeldByThreePodsOnItsNodeUntilTheLastGoes) {
+  const std::string device = makeDevice();
+  const std::string elsewhere = makeNodes(1)[0];
+  devices_.push_back(uniqueName("dev"));
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(devices_.back(), elsewhere, resource_, {{"type", "k80"}}));
+  json shared = claimObject(ns_, "shared", resource_, 1, {{"type", "k80"}});
+  shared["spec"]["shareable"] = true;
+  api_->create(resources::kExtendedResourceClaims, ns_, shared);
+
+  api_->create(resources::kPods, ns_, podObject(ns_, "s-0", {"shared"}, schedulerName_));
+  ASSERT_TRUE(waitBound("s-0")) << logs();
+  const std::string node = nodeOf("s-0");
+  const json allocated = claimStatus("shared").value("extendedResourceNames", json());
+  ASSERT_EQ(allocated.size(), 1u);
+  const std::string taken = allocated[0];
+  for (const char* pod : {"s-1", "s-2"}) {
+    api_->create(resources::kPods, ns_, podObject(ns_, pod, {"shared"}, schedulerName_));
+    ASSERT_TRUE(waitBound(pod)) << logs();
+    EXPECT_EQ(nodeOf(pod), node) << pod;
+  }
+  json status = claimStatus("shared");
+  EXPECT_FALSE(status.contains("podRef"));
+  ASSERT_EQ(status.value("holders", json::array()).size(), 3u) << status.dump();
+  EXPECT_EQ(status.value("extendedResourceNames", json()), allocated) << "never re-allocated";
+  const auto annotation = getPod("s-2").value(
+      "/metadata/annotations/extendedresource.io~1allocation"_json_pointer, std::string());
+  EXPECT_EQ(json::parse(annotation)["shared"][0]["name"], taken);
+  EXPECT_EQ(invariantViolations(), "");
+
+  deletePodNow(*api_, ns_, "s-0");
+  deletePodNow(*api_, ns_, "s-1");
+  ASSERT_TRUE(eventually(
+      [&] { return claimStatus("shared").value("holders", json::array()).size() == 1; }, 10s))
+      << logs();
+  status = claimStatus("shared");
+  EXPECT_EQ(status.value("phase", ""), "Bound");
+  EXPECT_EQ(status["holders"][0].value("name", ""), "s-2");
+  EXPECT_EQ(devicePhase(taken), "Bound");
+  EXPECT_EQ(invariantViolations(), "");
+
+  deletePodNow(*api_, ns_, "s-2");
+  ASSERT_TRUE(eventually([&] { return released("shared", {taken}); }, 10s)) << logs();
+  EXPECT_FALSE(claimStatus("shared").contains("holders"));
+
+  createPod("solo-0", "solo");
+  ASSERT_TRUE(waitBound("solo-0")) << logs();
+  api_->create(resources::kPods, ns_, podObject(ns_, "solo-1", {"solo"}, schedulerName_));
+  ASSERT_TRUE(waitParked("solo-1")) << logs();
+  EXPECT_TRUE(nodeOf("solo-1").empty());
+  EXPECT_EQ(claimStatus("solo").value("/podRef/name"_json_pointer, ""), "solo-0");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   int standbyPort = 0;
   standby_ = startController(standbyPort);

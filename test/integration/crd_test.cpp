@@ -100,6 +100,48 @@ TEST_F(CrdTest, StatusIsOnlyWritableThroughTheSubresource) {
   }
 }
 
+// A claim is shareable or not for its whole life, defaults to not, and lists at most 32
+// holders.
+TEST_F(CrdTest, ShareableIsFixedAtCreationAndHoldersAreCapped) {
+  json plain = api_->create(resources::kExtendedResourceClaims, "default",
+                            claimObject("default", uniqueName("plain"), "x.io/gpu", 1));
+  EXPECT_EQ(plain["spec"]["shareable"], false);
+  plain["spec"]["shareable"] = true;
+  try {
+    api_->update(resources::kExtendedResourceClaims, "default", plain);
+    ADD_FAILURE() << "shareable changed";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shareable cannot be changed"), std::string::npos)
+        << e.what();
+  }
+
+  json shared = claimObject("default", uniqueName("shared"), "x.io/gpu", 1);
+  shared["spec"]["shareable"] = true;
+  shared = api_->create(resources::kExtendedResourceClaims, "default", shared);
+  json holders = json::array();
+  for (int i = 0; i < 33; ++i) {
+    holders.push_back({{"name", "p" + std::to_string(i)}, {"uid", "u" + std::to_string(i)}});
+  }
+  shared["status"] = {{"phase", "Bound"}, {"nodeName", "n1"}, {"holders", holders}};
+  try {
+    api_->updateStatus(resources::kExtendedResourceClaims, "default", shared);
+    ADD_FAILURE() << "33 holders accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holders"), std::string::npos) << e.what();
+  }
+  holders.erase(holders.size() - 1);
+  shared["status"]["holders"] = holders;
+  EXPECT_EQ(
+      api_->updateStatus(resources::kExtendedResourceClaims, "default", shared)["status"]["holders"]
+          .size(),
+      32u);
+  // Other suites check the whole cluster's invariants: no holders of pods that never existed.
+  api_->remove(resources::kExtendedResourceClaims, "default", shared["metadata"]["name"]);
+  api_->remove(resources::kExtendedResourceClaims, "default", plain["metadata"]["name"]);
+}
+
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {
   std::string out;
   for (const char* dir : {"config", "config/local", "deploy"}) {

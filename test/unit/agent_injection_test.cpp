@@ -126,6 +126,19 @@ TEST_F(InjectionTest, TwoClaimsOfTheSamePodAreBothInjected) {
   EXPECT_EQ(std::get<Adjustment>(inj).deviceNames, (std::vector<std::string>{"gpu0", "gpu1"}));
 }
 
+TEST_F(InjectionTest, EveryHolderOfASharedClaimGetsItsDevices) {
+  claims["c1"].shareable = true;
+  claims["c1"].podRef.reset();
+  claims["c1"].sharedHolders = {PodRef{"first", "uid-first"}, PodRef{"p", "uid-p"}};
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  EXPECT_EQ(std::get<Adjustment>(inj).deviceNames, std::vector<std::string>{"gpu0"});
+  claims["c1"].sharedHolders.pop_back();
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kClaimOfOtherPod);
+  EXPECT_NE(r.message.find("pod first (uid uid-first)"), std::string::npos) << r.message;
+}
+
 TEST_F(InjectionTest, AGarbledAnnotationIsRefused) {
   pod.annotations[kClaimsAnnotation] = "c1,Not_A_Name";
   EXPECT_EQ(refusal().reason, RefusalReason::kInvalidAnnotation);

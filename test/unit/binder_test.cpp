@@ -134,6 +134,77 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
   EXPECT_EQ(binder_.stats().apiWrites.load(), 3u);
 }
 
+// Claim s, shareable, allocated by pod sp's bind; pods sq and sr name it too.
+class SharedClaimBinderTest : public BinderTest {
+ protected:
+  void SetUp() override {
+    BinderTest::SetUp();
+    json shared = claimJson("s");
+    shared["spec"]["shareable"] = true;
+    api_.seed(resources::kExtendedResourceClaims, shared);
+    for (const auto& name : {"sp", "sq", "sr"}) {
+      api_.seed(resources::kPods, podJson(name, "s"));
+    }
+    ASSERT_EQ(binder_.bind(args("sp")), "");
+  }
+};
+
+TEST_F(SharedClaimBinderTest, TheFirstPodAllocatesAndBecomesTheFirstHolder) {
+  auto s = claim("s");
+  EXPECT_EQ(s.phase, ClaimPhase::kBound);
+  EXPECT_FALSE(s.podRef);
+  EXPECT_EQ(s.holders(), (std::vector<PodRef>{{"sp", args("sp").podUid}}));
+  ASSERT_EQ(s.allocated.size(), 1u);
+}
+
+TEST_F(SharedClaimBinderTest, ALaterPodJoinsTheHoldersWithoutWritingADevice) {
+  const auto before = claim("s");
+  const auto device0 = device(before.allocated[0]);
+  const int writesBefore = writes();
+  ASSERT_EQ(binder_.bind(args("sq")), "");
+  auto s = claim("s");
+  EXPECT_EQ(s.holders(),
+            (std::vector<PodRef>{{"sp", args("sp").podUid}, {"sq", args("sq").podUid}}));
+  EXPECT_EQ(s.allocated, before.allocated);
+  EXPECT_EQ(device(before.allocated[0]).meta.resourceVersion, device0.meta.resourceVersion);
+  EXPECT_EQ(writes() - writesBefore, 2);  // the claim and the Binding
+  auto allocation = json::parse(api_.bindings().back().annotations.at(kAllocationAnnotation));
+  EXPECT_EQ(allocation["s"][0]["name"], before.allocated[0]);
+}
+
+TEST_F(SharedClaimBinderTest, AJoinIsOnlyOnTheClaimsNode) {
+  std::string error = binder_.bind(args("sq", "n2"));
+  EXPECT_EQ(error, "shared claim default/s is allocated on node n1");
+  EXPECT_EQ(claim("s").holders().size(), 1u);
+}
+
+TEST_F(SharedClaimBinderTest, AJoinThatLosesARaceIsDecidedAgainOnTheClaimAsItIsNow) {
+  // sr joins between sq's read of the claim and its write: that write conflicts, and the
+  // next attempt adds sq after sr rather than writing over sr.
+  bool once = true;
+  binder_.onPlannedForTesting([&] {
+    if (std::exchange(once, false)) {
+      auto s = claim("s");
+      s.sharedHolders.push_back(PodRef{"sr", args("sr").podUid});
+      api_.updateStatus(resources::kExtendedResourceClaims, "default", s.toJson(SystemTime{}));
+    }
+  });
+  ASSERT_EQ(binder_.bind(args("sq")), "");
+  EXPECT_EQ(claim("s").holders(),
+            (std::vector<PodRef>{
+                {"sp", args("sp").podUid}, {"sr", args("sr").podUid}, {"sq", args("sq").podUid}}));
+  EXPECT_GE(binder_.stats().conflicts.load(), 1u);
+}
+
+TEST_F(SharedClaimBinderTest, AFailedJoinTakesOnlyThatPodOutOfTheHolders) {
+  api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
+  EXPECT_NE(binder_.bind(args("sq")), "");
+  auto s = claim("s");
+  EXPECT_EQ(s.phase, ClaimPhase::kBound);
+  EXPECT_EQ(s.holders(), (std::vector<PodRef>{{"sp", args("sp").podUid}}));
+  EXPECT_EQ(device(s.allocated[0]).phase, DevicePhase::kBound);
+}
+
 TEST_F(BinderTest, TheBindingKeepsThePodsOwnRequiredPlugins) {
   json pod = podJson("q", "c");
   pod["metadata"]["annotations"][kRequiredPluginsAnnotation] = R"(["other-plugin"])";

@@ -79,7 +79,7 @@ class ClaimDecisionTest : public ::testing::Test {
         claim(boundClaim({"d0", "d1"}, "uid-p")),
         holder(pod("uid-p", "n1")) {
     view.claim = &claim;
-    view.holder = &holder;
+    view.holders = {{&holder, false}};
     view.devices = {{"d0", &d0}, {"d1", &d1}};
     view.now = kT0;
     view.grace = kGrace;
@@ -99,8 +99,8 @@ TEST_F(ClaimDecisionTest, ConsistentClaimNeedsNothing) {
 
 TEST_F(ClaimDecisionTest, PendingClaimNeedsNothingWhateverTheHolder) {
   claim.phase = ClaimPhase::kPending;
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   as<action::Nothing>(decideClaim(view));
 }
 
@@ -141,28 +141,28 @@ TEST_F(ClaimDecisionTest, GarbledPhaseIsUnreadableNotUninitialized) {
 TEST_F(ClaimDecisionTest, ClaimWithAnUnreadableStatusIsLeftAlone) {
   claim.invalid = "status.podRef: expected an object";
   claim.statusReadable = false;
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   as<action::Nothing>(decideClaim(view));
 }
 
 TEST_F(ClaimDecisionTest, ClaimInvalidInItsSpecAloneIsStillReleasedWhenItsPodGoes) {
   claim.invalid = "spec.metadataRequirements: values must be non-empty for In";
   as<action::Nothing>(decideClaim(view));
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   EXPECT_EQ(as<action::ReleaseClaim>(decideClaim(view)).cause, ReleaseCause::kPodDeleted);
 }
 
 TEST_F(ClaimDecisionTest, HolderMissingFromCacheIsVerifiedLiveFirst) {
-  view.holder = nullptr;
+  view.holders[0].pod = nullptr;
   auto d = decideClaim(view);
   EXPECT_EQ(as<action::VerifyLive>(d).what, LiveRead::kHolderPod);
 }
 
 TEST_F(ClaimDecisionTest, HolderConfirmedGoneReleases) {
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   auto d = decideClaim(view);
   const auto& r = as<action::ReleaseClaim>(d);
   EXPECT_EQ(r.cause, ReleaseCause::kPodDeleted);
@@ -172,21 +172,21 @@ TEST_F(ClaimDecisionTest, HolderConfirmedGoneReleases) {
 
 TEST_F(ClaimDecisionTest, DifferentPodWithTheSameNameInCacheIsVerifiedLiveFirst) {
   Pod other = pod("uid-other", "n2");
-  view.holder = &other;
+  view.holders[0].pod = &other;
   EXPECT_EQ(as<action::VerifyLive>(decideClaim(view)).what, LiveRead::kHolderPod);
 }
 
 TEST_F(ClaimDecisionTest, DifferentPodWithTheSameNameLiveReleases) {
   Pod other = pod("uid-other", "n2");
-  view.holder = &other;
-  view.holderLive = true;
+  view.holders[0].pod = &other;
+  view.holders[0].live = true;
   const auto& r = as<action::ReleaseClaim>(decideClaim(view));
   EXPECT_EQ(r.cause, ReleaseCause::kPodReplaced);
   EXPECT_NE(r.message.find("uid-other"), std::string::npos);
 }
 
 TEST_F(ClaimDecisionTest, LiveReadFindingTheHolderAliveKeepsTheClaim) {
-  view.holderLive = true;
+  view.holders[0].live = true;
   as<action::Nothing>(decideClaim(view));
 }
 
@@ -211,8 +211,8 @@ TEST_F(ClaimDecisionTest, TerminatingHolderKeepsItsClaimUntilGone) {
 
 TEST_F(ClaimDecisionTest, LostClaimIsReleasedWhenItsHolderGoes) {
   claim.phase = ClaimPhase::kLost;
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   EXPECT_EQ(as<action::ReleaseClaim>(decideClaim(view)).cause, ReleaseCause::kPodDeleted);
 }
 
@@ -248,7 +248,7 @@ TEST_F(ClaimDecisionTest, UnscheduledHolderPastGraceIsVerifiedLive) {
 TEST_F(ClaimDecisionTest, UnscheduledHolderPastGraceConfirmedLiveReleases) {
   holder.nodeName.clear();
   view.suspectSince = kT0 - kGrace - 1s;
-  view.holderLive = true;
+  view.holders[0].live = true;
   auto d = decideClaim(view);
   const auto& r = as<action::ReleaseClaim>(d);
   EXPECT_EQ(r.cause, ReleaseCause::kNeverScheduled);
@@ -364,8 +364,8 @@ TEST_F(ClaimDecisionTest, HolderGoneReleasesALostClaimBeforeAnyRecovery) {
   claim.phase = ClaimPhase::kLost;
   claim.allocated = {"d0"};
   claim.lost = {"d1"};
-  view.holder = nullptr;
-  view.holderLive = true;
+  view.holders[0].pod = nullptr;
+  view.holders[0].live = true;
   as<action::ReleaseClaim>(decideClaim(view));
 }
 
@@ -692,6 +692,18 @@ class NudgeTest : public ::testing::Test {
   NudgePlan plan;
 };
 
+TEST_F(NudgeTest, PodsNamingASharedClaimTheyCanJoinAreNudgedForThatClaim) {
+  addPod("a", "2026-01-01T00:00:01Z");
+  pending.shareable = true;
+  pending.phase = ClaimPhase::kBound;
+  pending.sharedHolders = {PodRef{"holder", "uid-holder"}};
+  EXPECT_TRUE(names().empty()) << "freed devices do not concern it";
+  view.claimKey = "default/c";
+  EXPECT_EQ(names(), std::vector<std::string>{"a"});
+  pending.shareable = false;
+  EXPECT_TRUE(names().empty()) << "held by another pod";
+}
+
 TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
   addPod("b", "2026-01-01T00:00:02Z");
   addPod("a", "2026-01-01T00:00:01Z");
@@ -783,6 +795,103 @@ TEST(ReleaseCauseTest, Names) {
   EXPECT_STREQ(toString(ReleaseCause::kPodFinished), "PodFinished");
   EXPECT_STREQ(toString(ReleaseCause::kNeverScheduled), "NeverScheduled");
   EXPECT_STREQ(toString(ReleaseCause::kNoHolder), "NoHolder");
+}
+
+// Claim c, shareable, Bound with device d0 on n1 and held by three running pods a, b and e.
+class SharedClaimDecisionTest : public ::testing::Test {
+ protected:
+  SharedClaimDecisionTest() : d0(boundDevice("d0", "c", "uid-c")), claim(boundClaim({"d0"}, "")) {
+    claim.shareable = true;
+    claim.podRef.reset();
+    for (const char* name : {"a", "b", "e"}) {
+      claim.sharedHolders.push_back(PodRef{name, std::string("uid-") + name});
+      Pod p = pod(std::string("uid-") + name, "n1");
+      p.meta.name = name;
+      pods.push_back(p);
+    }
+    view.claim = &claim;
+    for (const auto& p : pods) {
+      view.holders.push_back({&p, false});
+    }
+    view.devices = {{"d0", &d0}};
+    view.now = kT0;
+    view.grace = kGrace;
+  }
+
+  ExtendedResource d0;
+  ExtendedResourceClaim claim;
+  std::vector<Pod> pods;
+  ClaimView view;
+};
+
+TEST_F(SharedClaimDecisionTest, HoldersAllRunningNeedNothing) {
+  as<action::Nothing>(decideClaim(view));
+}
+
+TEST_F(SharedClaimDecisionTest, HoldersThatGoLeaveWhileOthersKeepTheDevices) {
+  pods[0].phase = "Succeeded";
+  view.holders[2] = {nullptr, true};
+  auto d = decideClaim(view);
+  const auto& drop = as<action::DropHolders>(d);
+  EXPECT_EQ(drop.gone, (std::vector<PodRef>{{"a", "uid-a"}, {"e", "uid-e"}}));
+  EXPECT_EQ(drop.cause, ReleaseCause::kPodFinished);
+}
+
+TEST_F(SharedClaimDecisionTest, AHolderMissingFromTheCacheIsVerifiedLiveFirst) {
+  view.holders[1].pod = nullptr;
+  EXPECT_EQ(as<action::VerifyLive>(decideClaim(view)).what, LiveRead::kHolderPod);
+}
+
+TEST_F(SharedClaimDecisionTest, TheLastHolderGoingReleasesTheClaim) {
+  for (auto& h : view.holders) {
+    h = {nullptr, true};
+  }
+  const auto& r = as<action::ReleaseClaim>(decideClaim(view));
+  EXPECT_EQ(r.cause, ReleaseCause::kPodDeleted);
+  EXPECT_EQ(r.message, "every holder is gone: pod default/a (uid uid-a) no longer exists");
+}
+
+TEST_F(SharedClaimDecisionTest, AHolderNeverScheduledLeavesAfterTheGrace) {
+  pods[1].nodeName.clear();
+  auto first = decideClaim(view);
+  as<action::WaitGrace>(first);
+  view.suspectSince = first.suspectSince;
+  view.now = kT0 + kGrace;
+  view.holders[1].live = true;
+  const auto& drop = as<action::DropHolders>(decideClaim(view));
+  EXPECT_EQ(drop.gone, (std::vector<PodRef>{{"b", "uid-b"}}));
+  EXPECT_EQ(drop.cause, ReleaseCause::kNeverScheduled);
+}
+
+TEST_F(SharedClaimDecisionTest, ALostDeviceIsLostUnderEveryHolder) {
+  view.devices["d0"] = nullptr;
+  view.devicesLive = true;
+  const auto& lost = as<action::MarkClaimLost>(decideClaim(view));
+  EXPECT_EQ(lost.message,
+            "extended resource d0 was deleted while held by pods default/a, default/b, default/e");
+}
+
+TEST_F(SharedClaimDecisionTest, EachHolderIsAHolder) {
+  for (const auto& p : pods) {
+    EXPECT_TRUE(isHolder(p, claim)) << p.meta.name;
+  }
+  Pod stranger = pod("uid-x", "n1");
+  stranger.meta.name = "x";
+  EXPECT_FALSE(isHolder(stranger, claim));
+}
+
+TEST(Joinable, ASharedClaimIsJoinableWhileBoundWithRoom) {
+  ExtendedResourceClaim c = boundClaim({"d0"}, "");
+  c.podRef.reset();
+  c.sharedHolders = {PodRef{"a", "uid-a"}};
+  EXPECT_FALSE(joinable(c));  // not shareable
+  c.shareable = true;
+  EXPECT_TRUE(joinable(c));
+  c.phase = ClaimPhase::kLost;
+  EXPECT_FALSE(joinable(c));
+  c.phase = ClaimPhase::kBound;
+  c.sharedHolders.resize(kMaxClaimHolders, PodRef{"a", "uid-a"});
+  EXPECT_FALSE(joinable(c));
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ class ClaimPlanTest : public ::testing::Test {
   ClaimPlanTest()
       : claim(claimBoundTo("uid-p")), d0(deviceBoundTo(claim)), holder(runningPod("uid-p")) {
     in.view.claim = &claim;
-    in.view.holder = &holder;
+    in.view.holders = {{&holder, false}};
     in.view.devices = {{"d0", &d0}};
     in.view.now = kT0;
     in.view.grace = 2min;
@@ -115,6 +115,65 @@ TEST_F(ClaimPlanTest, ReleaseWritesPendingThenFreesWithItsOrigin) {
   EXPECT_EQ(eventReasons(p),
             (std::vector<std::string>{"ExtendedResourceClaim/Released", "Pod/ClaimReleased"}));
   EXPECT_EQ(p.events[1].about.uid, "uid-p") << "the holder, gone or not";
+}
+
+// The same claim, shareable, held by p and a second running pod q.
+class SharedClaimPlanTest : public ClaimPlanTest {
+ protected:
+  SharedClaimPlanTest() : second(runningPod("uid-q")) {
+    second.meta.name = "q";
+    claim.shareable = true;
+    claim.podRef.reset();
+    claim.sharedHolders = {PodRef{"p", "uid-p"}, PodRef{"q", "uid-q"}};
+    in.view.holders = {{&holder, false}, {&second, false}};
+  }
+  Pod second;
+};
+
+TEST_F(SharedClaimPlanTest, AHolderThatGoesLeavesTheHoldersAndTheDevicesStay) {
+  holder.phase = "Succeeded";
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7") << "conditional on what was seen";
+  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
+  EXPECT_EQ(p.write->body["status"]["holders"],
+            nlohmann::json::parse(R"([{"name": "q", "uid": "uid-q"}])"));
+  EXPECT_EQ(p.write->body["status"]["extendedResourceNames"], nlohmann::json({"d0"}));
+  EXPECT_EQ(p.change, Change::kHoldersLeft);
+  EXPECT_EQ(p.cause, ReleaseCause::kPodFinished);
+  EXPECT_FALSE(p.frees);
+  EXPECT_EQ(eventReasons(p),
+            (std::vector<std::string>{"Pod/ClaimReleased", "ExtendedResourceClaim/HoldersLeft"}));
+  EXPECT_EQ(p.events[0].about.uid, "uid-p");
+}
+
+TEST_F(SharedClaimPlanTest, TheLastHolderGoingReleasesAndTellsEveryHolder) {
+  holder.phase = "Succeeded";
+  second.phase = "Failed";
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.write->body["status"]["phase"], "Pending");
+  EXPECT_FALSE(p.write->body["status"].contains("holders"));
+  EXPECT_EQ(p.change, Change::kReleased);
+  ASSERT_TRUE(p.frees);
+  EXPECT_EQ(p.frees->names, std::vector<std::string>{"d0"});
+  EXPECT_EQ(eventReasons(p), (std::vector<std::string>{"ExtendedResourceClaim/Released",
+                                                       "Pod/ClaimReleased", "Pod/ClaimReleased"}));
+}
+
+TEST_F(SharedClaimPlanTest, AClaimIsProtectedWhileAnyHolderHoldsIt) {
+  in.protect = true;
+  claim.meta.deleting = true;
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+  holder.phase = "Succeeded";
+  Plan p = planClaim(in);
+  EXPECT_EQ(p.change, Change::kHoldersLeft) << "the holder leaves; the finalizer stays";
+  claim.sharedHolders = {PodRef{"q", "uid-q"}};
+  in.view.holders = {{&second, false}};
+  p = planClaim(in);
+  EXPECT_FALSE(p.write) << "q still holds it";
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "DeletionWaiting");
 }
 
 TEST_F(ClaimPlanTest, AnInvalidClaimReleasedKeepsSayingWhy) {

@@ -277,6 +277,38 @@ TEST_F(ReconcilerTest, DeletedPodReleasesTheClaimAndFreesItsDevices) {
   EXPECT_EQ(podEvents[0]["involvedObject"]["uid"], podUid);
 }
 
+TEST_F(ReconcilerTest, ASharedClaimLosesOnlyTheHolderThatWentUntilTheLastGoes) {
+  seedBoundCluster();
+  const std::string qUid =
+      api.seed(resources::kPods, podJson("q", "n1", "Running"))["metadata"]["uid"];
+  auto c = claim();
+  c["spec"]["shareable"] = true;
+  c = api.update(resources::kExtendedResourceClaims, "default", c);
+  c["status"].erase("podRef");
+  c["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}, {{"name", "q"}, {"uid", qUid}}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), 1) << "only the missing holder is read live";
+  auto s = claim()["status"];
+  EXPECT_EQ(s["phase"], "Bound");
+  EXPECT_EQ(s["holders"], json::parse(R"([{"name": "q", "uid": ")" + qUid + R"("}])"));
+  for (const char* name : {"d0", "d1"}) {
+    EXPECT_EQ(device(name)["status"]["phase"], "Bound") << name;
+  }
+  EXPECT_EQ(counter(metrics.releases, {"PodDeleted"}), 1);
+
+  api.remove(resources::kPods, "default", "q");
+  caches.load(api);
+  r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  expectReleased();
+  EXPECT_FALSE(claim()["status"].contains("holders"));
+}
+
 TEST_F(ReconcilerTest, PodDeletionSeenByTheWatchNeedsNoLiveRead) {
   seedBoundCluster();
   deletePodSeenByTheWatch();

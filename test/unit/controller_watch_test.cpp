@@ -109,6 +109,24 @@ TEST(WatchTriggers, AClaimThatBecomesUsableNudgesThePodsNamingIt) {
   EXPECT_TRUE(hasKey(claimChanged(&c, c, false, kNoDevices), ClaimKey{"default/c"}));
 }
 
+TEST(WatchTriggers, ASharedClaimThatPodsCanJoinNudgesThePodsNamingIt) {
+  auto pending = pendingClaim();
+  pending.shareable = true;
+  auto bound = pending;
+  bound.phase = ClaimPhase::kBound;
+  bound.sharedHolders = {PodRef{"a", "uid-a"}};
+  const auto nudge = NudgeTarget::claim("default/c");
+  EXPECT_TRUE(hasNudge(claimChanged(&pending, bound, false, kNoDevices), nudge)) << "allocated";
+  auto full = bound;
+  full.sharedHolders.resize(kMaxClaimHolders, PodRef{"a", "uid-a"});
+  EXPECT_FALSE(hasNudge(claimChanged(&bound, full, false, kNoDevices), nudge)) << "now full";
+  EXPECT_TRUE(hasNudge(claimChanged(&full, bound, false, kNoDevices), nudge)) << "room again";
+  auto joined = bound;
+  joined.sharedHolders.push_back(PodRef{"b", "uid-b"});
+  EXPECT_FALSE(hasNudge(claimChanged(&bound, joined, false, kNoDevices), nudge))
+      << "joinable before and after";
+}
+
 TEST(WatchTriggers, ALostClaimLettingGoOfAnAvailableDeviceNudgesItsResource) {
   auto lost = pendingClaim();
   lost.phase = ClaimPhase::kLost;

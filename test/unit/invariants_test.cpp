@@ -170,5 +170,57 @@ TEST_F(InvariantsTest, ScheduledPodMustHoldItsClaimsOnItsNode) {
   expectViolation("runs on n9 but its claim default/c is on n1");
 }
 
+// Claim c made shareable and held by p and a second pod q, both on n1.
+class SharedInvariantsTest : public InvariantsTest {
+ protected:
+  void SetUp() override {
+    InvariantsTest::SetUp();
+    auto& c = s.claims[0];
+    c.shareable = true;
+    c.podRef.reset();
+    c.sharedHolders = {PodRef{"p", "uid-p"}, PodRef{"q", "uid-q"}};
+    Pod q = s.pods[0];
+    q.meta.name = "q";
+    q.meta.uid = "uid-q";
+    s.pods.push_back(q);
+  }
+};
+
+TEST_F(SharedInvariantsTest, HoldersOnTheClaimsNodeAreConsistent) {
+  EXPECT_EQ(checkInvariants(s), std::vector<std::string>{});
+}
+
+TEST_F(SharedInvariantsTest, AHolderOnAnotherNodeIsAViolation) {
+  s.pods[1].nodeName = "n2";
+  expectViolation("claim default/c on node n1 is held by pod q on node n2");
+}
+
+TEST_F(SharedInvariantsTest, AHolderListedTwiceIsAViolation) {
+  s.claims[0].sharedHolders.push_back(PodRef{"q", "uid-q"});
+  expectViolation("claim default/c lists pod q (uid uid-q) as a holder twice");
+}
+
+TEST_F(SharedInvariantsTest, AGoneHolderIsAViolation) {
+  s.pods.pop_back();
+  expectViolation("claim default/c is held by pod q (uid uid-q) which no longer exists");
+}
+
+TEST_F(SharedInvariantsTest, MoreHoldersThanTheCapIsAViolation) {
+  for (size_t i = 0; i < kMaxClaimHolders; ++i) {
+    Pod extra = s.pods[0];
+    extra.meta.name = "x" + std::to_string(i);
+    extra.meta.uid = "uid-x" + std::to_string(i);
+    s.pods.push_back(extra);
+    s.claims[0].sharedHolders.push_back(PodRef{extra.meta.name, extra.meta.uid});
+  }
+  expectViolation("claim default/c has 34 holders, over 32");
+}
+
+TEST_F(SharedInvariantsTest, AClaimThatIsNotShareableHasOneHolder) {
+  s.claims[0].shareable = false;
+  expectViolation("claim default/c is not shareable but held by 2 pods");
+  expectViolation("claim default/c is not shareable but lists holders");
+}
+
 }  // namespace
 }  // namespace ker

@@ -441,6 +441,45 @@ TEST(ExtendedResourceClaim, Defaults) {
   EXPECT_FALSE(c.podRef.has_value());
 }
 
+TEST(ExtendedResourceClaim, ASharedClaimListsItsHoldersAndWritesThemBack) {
+  json j = json::parse(kClaimJson);
+  j["spec"]["shareable"] = true;
+  j["status"].erase("podRef");
+  j["status"]["holders"] = json::parse(R"([{"name": "a", "uid": "ua"}, {"name": "b"}])");
+  auto c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_EQ(c.invalid, "");
+  EXPECT_TRUE(c.shareable);
+  EXPECT_FALSE(c.podRef);
+  EXPECT_EQ(c.holders(), (std::vector<PodRef>{{"a", "ua"}, {"b", ""}}));
+  EXPECT_TRUE(c.heldBy("ua"));
+  EXPECT_TRUE(c.heldBy("", "b"));
+  EXPECT_FALSE(c.heldBy("ub"));
+  EXPECT_EQ(c.holderNames(), "a, b");
+  EXPECT_EQ(c.toJson(SystemTime{})["status"]["holders"], j["status"]["holders"]);
+  c.makePending();
+  EXPECT_TRUE(c.holders().empty());
+  EXPECT_FALSE(c.toJson(SystemTime{})["status"].contains("holders"));
+}
+
+TEST(ExtendedResourceClaim, AClaimOfTodayIsHeldByItsPodRef) {
+  auto c = ExtendedResourceClaim::fromJson(json::parse(kClaimJson));
+  EXPECT_FALSE(c.shareable);
+  EXPECT_EQ(c.holders(), (std::vector<PodRef>{*c.podRef}));
+  EXPECT_FALSE(c.toJson(SystemTime{})["status"].contains("holders"));
+}
+
+TEST(ExtendedResourceClaim, BadlyShapedSharingFieldsAreInvalid) {
+  json j = json::parse(kClaimJson);
+  j["spec"]["shareable"] = "yes";
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
+            "spec.shareable: expected a boolean, got string");
+  j = json::parse(kClaimJson);
+  j["status"]["holders"] = json::parse(R"([{"name": 3}])");
+  auto c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_NE(c.invalid.find("status.holders[0].name"), std::string::npos) << c.invalid;
+  EXPECT_FALSE(c.statusReadable);
+}
+
 TEST(ExtendedResourceClaim, BadNumbersAreInvalid) {
   const std::vector<std::pair<json, std::string>> cases = {
       {"2", "spec.extendedResourceNum: not an integer (string)"},

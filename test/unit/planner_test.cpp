@@ -285,5 +285,57 @@ TEST_F(PlannerTest, FilterAnswersRespectBindsInFlight) {
   EXPECT_EQ(plan.leftover, 0u);
 }
 
+// A shareable claim allocated to another pod is joined where it is: its node alone passes,
+// nothing is allocated again, and a pod beyond the cap is told why it waits.
+TEST_F(PlannerTest, ASharedClaimIsJoinedOnItsNodeUpToItsCap) {
+  auto shared = claim("shared", 1);
+  shared.shareable = true;
+  shared.phase = ClaimPhase::kBound;
+  shared.sharedHolders = {PodRef{"first", "first-uid"}};
+  shared.nodeName = "n2";
+  shared.allocated = {"gpu-9"};
+  addClaim(shared);
+
+  auto pc = resolve(pod({"shared"}));
+  EXPECT_TRUE(pc.unresolvable.empty()) << pc.unresolvable;
+  EXPECT_TRUE(pc.pending.empty());
+  ASSERT_EQ(pc.joining.size(), 1u);
+  auto there = planNode(pc, "pod-uid", "n2", {}, index_);
+  EXPECT_TRUE(there.fits);
+  EXPECT_TRUE(there.assignment.empty());
+  auto elsewhere = planNode(pc, "pod-uid", "n1", {}, index_);
+  EXPECT_FALSE(elsewhere.fits);
+  EXPECT_TRUE(elsewhere.unresolvable);
+  EXPECT_EQ(elsewhere.message, "shared claim default/shared is allocated on node n2");
+
+  // A holder already: a retried bind reuses it.
+  shared.sharedHolders.push_back(PodRef{"web", "pod-uid"});
+  addClaim(shared);
+  pc = resolve(pod({"shared"}));
+  EXPECT_EQ(pc.boundToPod.size(), 1u);
+  EXPECT_TRUE(pc.joining.empty());
+
+  shared.sharedHolders.clear();
+  for (size_t i = 0; i < kMaxClaimHolders; ++i) {
+    shared.sharedHolders.push_back(PodRef{"p" + std::to_string(i), "uid-" + std::to_string(i)});
+  }
+  addClaim(shared);
+  pc = resolve(pod({"shared"}));
+  EXPECT_EQ(pc.unresolvable,
+            "shared claim default/shared already has 32 holders, the most 32 it may have");
+}
+
+TEST_F(PlannerTest, AClaimThatIsNotShareableStaysWithItsOnePod) {
+  auto held = claim("held", 1);
+  held.phase = ClaimPhase::kBound;
+  held.podRef = PodRef{"first", "first-uid"};
+  held.nodeName = "n2";
+  held.allocated = {"gpu-9"};
+  addClaim(held);
+  auto pc = resolve(pod({"held"}));
+  EXPECT_TRUE(pc.joining.empty());
+  EXPECT_EQ(pc.unresolvable, "claim default/held is held by pod first");
+}
+
 }  // namespace
 }  // namespace ker
