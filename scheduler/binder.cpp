@@ -560,7 +560,7 @@ void Binder::undo(Attempt& a) {
   stats_.apiWrites += a.journal.undo(api_, index_, options_.wallClock());
   // Held rather than freed: filters running before the next attempt must not send other pods
   // to them. The bind's end lets them go if no attempt succeeds.
-  index_.holdReserved(a.node, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);
+  index_.holdReserved(a.node, a.taken, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);
 }
 
 }  // namespace ker

@@ -459,8 +459,10 @@ void DeviceIndex::dropHolds(const std::string& podUid) {
   dropHoldLocked(podUid);
 }
 
-void DeviceIndex::holdReserved(const std::string& nodeName, const std::string& podUid,
-                               Clock::time_point now, Clock::duration ttl) {
+void DeviceIndex::holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
+                               const std::string& podUid, Clock::time_point now,
+                               Clock::duration ttl) {
+  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
   std::lock_guard lock(reservationsMu_);
   dropHoldLocked(podUid);
   Hold hold{nodeName, {}, now + ttl};
@@ -471,9 +473,20 @@ void DeviceIndex::holdReserved(const std::string& nodeName, const std::string& p
       hold.names.push_back(name);
     }
   }
+  for (const auto& name : names) {
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      if (it->second.podUid == podUid || it->second.expires > now) {
+        continue;  // converted above, or another pod's
+      }
+      dropReservation(it);  // another pod's, expired
+    }
+    addReservation(name, podUid, hold.expires, true);
+    hold.names.push_back(name);
+  }
   if (!hold.names.empty()) {
     holds_[podUid] = std::move(hold);
   }
+  reservationCount_ = reservations_.size();
 }
 
 void DeviceIndex::dropNominationLocked(const std::string& podUid) {

@@ -132,11 +132,14 @@ class DeviceIndex {
   std::string heldNode(const std::string& podUid, Clock::time_point now) const;
   // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
   void dropHolds(const std::string& podUid);
-  // Turns the pod's bind reservations into a hold on `nodeName` until `now + ttl`: a bind
-  // attempt that was undone and will be tried again keeps its devices from the filters
-  // meanwhile, and its next attempt may take them again.
-  void holdReserved(const std::string& nodeName, const std::string& podUid, Clock::time_point now,
-                    Clock::duration ttl);
+  // Holds `names`, the devices an undone bind attempt of the pod took, on `nodeName` until
+  // `now + ttl` (with any reservation of the pod's left), so that the filters keep them from
+  // other pods until its next attempt, which may take them again. By name, not by what is
+  // still reserved: the device watch ends a reservation as soon as it shows the attempt's
+  // write, and the undo makes the device Available again. A device another pod has reserved
+  // or held meanwhile stays theirs.
+  void holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
+                    const std::string& podUid, Clock::time_point now, Clock::duration ttl);
   // How long a hold lasts when nothing ends it sooner.
   static constexpr std::chrono::seconds kHoldTtl{15};
   size_t holdCount() const;

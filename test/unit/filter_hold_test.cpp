@@ -132,17 +132,42 @@ TEST(DeviceHolds, AnUndoneBindAttemptHoldsItsDevicesForTheNextAttempt) {
   idx.upsert(ptr(device("a", "n1", {})));
   ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
   const auto now = Clock::now();
-  idx.holdReserved("n1", "pod-1", now, DeviceIndex::kHoldTtl);
+  idx.holdReserved("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
   EXPECT_EQ(idx.heldNode("pod-1", now), "n1");
   EXPECT_TRUE(freeNames(idx, "n1", "pod-2").empty());
   EXPECT_FALSE(idx.hold("n1", {"a"}, "pod-2", now, DeviceIndex::kHoldTtl));
   EXPECT_EQ(freeNames(idx, "n1", "pod-1"), (std::vector<std::string>{"a"}));
   ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
   EXPECT_EQ(idx.holdCount(), 0u);
-  idx.holdReserved("n1", "pod-1", now, DeviceIndex::kHoldTtl);
+  idx.holdReserved("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
   idx.unreserve("pod-1");
   EXPECT_EQ(idx.reservedCount(), 0u);
   EXPECT_EQ(idx.holdCount(), 0u);
+}
+
+// The device watch may show an attempt's write (ending its reservation) before the attempt is
+// undone: the devices it took are still held for the pod, and stay held once the undo makes
+// them Available again. A device another pod holds meanwhile stays that pod's.
+TEST(DeviceHolds, AnUndoneAttemptHoldsItsDevicesEvenAfterTheWatchShowedThemBound) {
+  DeviceIndex idx;
+  idx.upsert(ptr(device("a", "n1", {})));
+  idx.upsert(ptr(device("b", "n1", {})));
+  idx.upsert(ptr(device("c", "n1", {})));
+  ASSERT_TRUE(idx.reserve({"a", "b"}, "pod-1"));
+  auto bound = device("a", "n1", {});
+  bound.phase = DevicePhase::kBound;
+  idx.upsert(ptr(bound));                  // the attempt's device write, seen by the watch
+  idx.upsert(ptr(device("a", "n1", {})));  // the undo's write
+  const auto now = Clock::now();
+  ASSERT_TRUE(idx.hold("n1", {"c"}, "pod-2", now, DeviceIndex::kHoldTtl));
+  idx.holdReserved("n1", {"a", "b", "c"}, "pod-1", now, DeviceIndex::kHoldTtl);
+  EXPECT_EQ(idx.heldNode("pod-1", now), "n1");
+  EXPECT_TRUE(freeNames(idx, "n1", "pod-3").empty());
+  EXPECT_EQ(freeNames(idx, "n1", "pod-1"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(idx.hold("n1", {"a"}, "pod-3", now, DeviceIndex::kHoldTtl));
+  EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"c"}));
+  idx.unreserve("pod-1");
+  EXPECT_EQ(freeNames(idx, "n1", "pod-3"), (std::vector<std::string>{"a", "b"}));
 }
 
 // The extender over nodes n0..n3 with `perNode` free k80s each, under a strategy.
