@@ -51,6 +51,11 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
                 {{"kind", w.resource->plural}, {"object", object}});
       return;
     case Change::kProtected:
+      if (log::v(2)) {
+        log::info("added the in-use protection finalizer",
+                  {{"kind", w.resource->plural}, {"object", object}});
+      }
+      return;
     case Change::kClaimInitialized:
     case Change::kDeviceInitialized:
       if (log::v(2)) {

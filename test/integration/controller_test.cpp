@@ -433,9 +433,17 @@ TEST_F(ControllerTest, AHalfWrittenBindIsRepairedOnlyAfterTheGracePeriod) {
   const std::string device = makeDevice();
   const json claim = api_->create(resources::kExtendedResourceClaims, ns_,
                                   claimObject(ns_, "c", resource_, 1, {{"type", "k80"}}));
-  // The controller first gives the new device its Available status; writing over it before
-  // then would race that write.
-  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
+  // The controller first gives the new device its Available status and its protection
+  // finalizer; writing over it before then would race those writes.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json d = api_->get(resources::kExtendedResources, "", device);
+        return d.value("/status/phase"_json_pointer, "") == "Available" &&
+               d.value("/metadata/finalizers"_json_pointer, json::array()) ==
+                   json::array({kDeviceProtectionFinalizer});
+      },
+      10s))
+      << logs();
   // What an extender that died between its device write and its claim write leaves behind.
   json d = api_->get(resources::kExtendedResources, "", device);
   d["status"] = {
