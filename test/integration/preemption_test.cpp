@@ -64,10 +64,16 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     return name;
   }
 
+  // onNode: a nodeSelector on that node's hostname, so that nodes other tests of the shared
+  // control plane left behind are not preemption candidates (they would crowd the node of
+  // interest out of kube-scheduler's truncated message).
   void createPod(const std::string& name, const std::string& claim, const std::string& pc,
                  const std::string& cpu, const std::map<std::string, std::string>& labels = {},
-                 int64_t graceSeconds = 0) {
+                 int64_t graceSeconds = 0, const std::string& onNode = "") {
     json pod = podObject(ns_, name, {claim}, schedulerName_);
+    if (!onNode.empty()) {
+      pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] = onNode;
+    }
     for (const auto& [k, v] : labels) {
       pod["metadata"]["labels"][k] = v;
     }
@@ -114,7 +120,8 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   // A k80 on one node, held by pod "low" (priority 10, requesting lowCpu); then pod "high"
-  // (priority 1000, requesting highCpu) claims a k80 too. Returns the node.
+  // (priority 1000, requesting highCpu, selecting that node) claims a k80 too. Returns the
+  // node.
   std::string lowHoldsTheOnlyDevice(const std::string& lowCpu, const std::string& highCpu) {
     auto nodes = makeNodes(1);
     api_->create(resources::kExtendedResources, "",
@@ -126,7 +133,7 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     createPod("low", "low-erc", priorityClass(10), lowCpu);
     EXPECT_TRUE(waitBound("low")) << extender_->logTail();
     EXPECT_EQ(nodeOf("low"), nodes[0]);
-    createPod("high", "high-erc", priorityClass(1000), highCpu);
+    createPod("high", "high-erc", priorityClass(1000), highCpu, {}, 0, nodes[0]);
     return nodes[0];
   }
 
