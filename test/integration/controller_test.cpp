@@ -102,16 +102,6 @@ class ControllerTest : public ExtenderSuite {
     }
   }
 
-  void removeIgnoringMissing(const Resource& res, const std::string& ns, const std::string& name) {
-    try {
-      api_->remove(res, ns, name);
-    } catch (const ApiError& e) {
-      if (!e.isNotFound()) {
-        throw;
-      }
-    }
-  }
-
   std::string makeDevice() {
     devices_.push_back(uniqueName("dev"));
     api_->create(resources::kExtendedResources, "",
@@ -860,11 +850,19 @@ TEST_F(ProtectionTest, ADeviceDeletedWhileInUseIsLostToItsClaimAndStaysUntilRele
       << claimStatus("c").dump();
   EXPECT_TRUE(deleting(resources::kExtendedResources, "", device));
   EXPECT_EQ(devicePhase(device), "Bound") << "its pod still has it";
+  // A pod wanting a device of that kind is not given the deleting one, before or after its
+  // holder goes.
+  createPod("second", "c2");
+  ASSERT_TRUE(waitParked("second")) << logs();
 
   deletePodNow(*api_, ns_, "web");
   EXPECT_TRUE(eventually([&] { return gone(resources::kExtendedResources, "", device); }, 10s))
       << logs();
   EXPECT_EQ(claimPhase("c"), "Pending");
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(getPod("second").value("/spec/nodeName"_json_pointer, ""), "");
+  EXPECT_EQ(claimPhase("c2"), "Pending");
+  EXPECT_EQ(invariantViolations(), "");
 }
 
 TEST_F(ProtectionTest, AClaimNobodyHoldsIsDeletedAtOnce) {

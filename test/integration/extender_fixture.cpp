@@ -120,6 +120,17 @@ std::string ExtenderSuite::nodeOf(const std::string& pod) {
   return getPod(pod)["spec"].value("nodeName", "");
 }
 
+void ExtenderSuite::removeIgnoringMissing(const Resource& res, const std::string& ns,
+                                          const std::string& name) {
+  try {
+    api_->remove(res, ns, name);
+  } catch (const ApiError& e) {
+    if (!e.isNotFound()) {
+      throw;
+    }
+  }
+}
+
 bool ExtenderSuite::waitBound(const std::string& pod, std::chrono::milliseconds timeout) {
   return eventually([&] { return !nodeOf(pod).empty(); }, timeout, 100ms);
 }

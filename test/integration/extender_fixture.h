@@ -57,6 +57,9 @@ class ExtenderSuite : public ::testing::Test {
   // Pods of this test's namespace bound to a node; deletes PREFIX-0.. that never were.
   int boundPodCount();
   void deleteUnboundPods(const std::string& prefix, int count);
+  // Deletes the object; one already gone is fine (test clean-up).
+  static void removeIgnoringMissing(const Resource& res, const std::string& ns,
+                                    const std::string& name);
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
   std::string extenderMetrics();

@@ -98,16 +98,6 @@ class WorkloadClaimsTest : public ExtenderSuite {
     }
   }
 
-  void removeIgnoringMissing(const Resource& res, const std::string& ns, const std::string& name) {
-    try {
-      api_->remove(res, ns, name);
-    } catch (const ApiError& e) {
-      if (!e.isNotFound()) {
-        throw;
-      }
-    }
-  }
-
   std::string makeDevice() {
     devices_.push_back(uniqueName("dev"));
     api_->create(resources::kExtendedResources, "",
