@@ -1,9 +1,10 @@
 // The chaos soak: two extender replicas (each behind its own kube-scheduler, both serving the
 // same profile, so they race for every pod) and two leader-elected controller replicas run
-// against a real control plane while pods with claims come and go (one in eight of a high
-// PriorityClass, which preempts the low ones for devices) and faults are injected in turn. At
-// checkpoints and at the end it lets the cluster settle and checks that the invariant checker finds
-// nothing, that every Pending pod has no free matching device, and that no claim is held by a pod
+// against a real control plane while pods with claims (their own, made from a template, or
+// shared) come and go (one in eight of a high PriorityClass, which preempts the low ones for
+// devices) and faults are injected in turn. At checkpoints and at the end it lets the cluster
+// settle and checks that the invariant checker finds nothing, that every Pending pod has no free
+// matching device (nor a shared claim already holding one), and that no claim is held by a pod
 // that is gone. test/soak/run.sh prepares the control plane and runs it.
 #include <httplib.h>
 #include <signal.h>
@@ -252,14 +253,66 @@ json deviceObject(int d, int devices, int nodes) {
             {"nodeAffinity", {{"required", {{"nodeSelectorTerms", {term}}}}}}}}};
 }
 
-json claimObject(const std::string& name, const std::string& type) {
+json claimSpec(const std::string& type) {
+  return {{"rawResourceName", kResource},
+          {"extendedResourceNum", 1},
+          {"metadataRequirements", {{"matchLabels", {{"type", type}}}}}};
+}
+
+json claimObject(const std::string& name, const std::string& type, bool shareable = false) {
+  json spec = claimSpec(type);
+  if (shareable) {
+    spec["shareable"] = true;
+  }
   return {{"apiVersion", kApiVersion},
           {"kind", "ExtendedResourceClaim"},
           {"metadata", {{"name", name}, {"namespace", kNamespace}}},
-          {"spec",
-           {{"rawResourceName", kResource},
-            {"extendedResourceNum", 1},
-            {"metadataRequirements", {{"matchLabels", {{"type", type}}}}}}}};
+          {"spec", std::move(spec)}};
+}
+
+// Besides plain pods (a claim of their own, named like the pod), some pods name a claim
+// template (the controller makes their claim; they wait until then) and a few name one of the
+// shareable claims, which several of them hold at once on its node. The kind is a label on the
+// pod, so the churn and the checks tell them apart.
+enum class PodKind { kPlain, kTemplate, kShared };
+constexpr const char* kKindLabel = "soak-kind";
+constexpr const char* kTemplateEntry = "gpu";
+constexpr int kSharedClaims = 2;  // of type k80
+
+const char* kindName(PodKind k) {
+  switch (k) {
+    case PodKind::kPlain:
+      return "plain";
+    case PodKind::kTemplate:
+      return "template";
+    case PodKind::kShared:
+      return "shared";
+  }
+  return "plain";
+}
+
+PodKind kindOf(const ObjectMeta& meta) {
+  const auto it = meta.labels.find(kKindLabel);
+  if (it == meta.labels.end()) {
+    return PodKind::kPlain;
+  }
+  return it->second == "template" ? PodKind::kTemplate
+         : it->second == "shared" ? PodKind::kShared
+                                  : PodKind::kPlain;
+}
+
+std::string templateName(const std::string& type) {
+  return "soak-" + type;
+}
+std::string sharedClaimName(int i) {
+  return "shared-" + std::to_string(i);
+}
+
+json templateObject(const std::string& type) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClaimTemplate"},
+          {"metadata", {{"name", templateName(type)}, {"namespace", kNamespace}}},
+          {"spec", {{"spec", claimSpec(type)}}}};
 }
 
 // Most pods are of the low class; a few of the high one preempt them for devices when none is
@@ -275,29 +328,42 @@ json priorityClassObject(const std::string& name, int value) {
           {"value", value}};
 }
 
-json podObject(const std::string& name, const std::string& priorityClass) {
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", name}, {"namespace", kNamespace}, {"annotations", {{kClaimsAnnotation, name}}}}},
-      {"spec",
-       {{"schedulerName", kProfile},
-        {"priorityClassName", priorityClass},
-        {"terminationGracePeriodSeconds", 0},
-        {"containers",
-         {{{"name", "app"},
-           {"image", "registry.k8s.io/pause:3.10"},
-           {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}};
+// `claim` is the claim the pod names, or the template for kind kTemplate.
+json podObject(const std::string& name, const std::string& priorityClass, PodKind kind,
+               const std::string& claim) {
+  const json annotations =
+      kind == PodKind::kTemplate
+          ? json{{kClaimTemplatesAnnotation, std::string(kTemplateEntry) + "=" + claim}}
+          : json{{kClaimsAnnotation, claim}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", kNamespace},
+            {"labels", {{kKindLabel, kindName(kind)}}},
+            {"annotations", annotations}}},
+          {"spec",
+           {{"schedulerName", kProfile},
+            {"priorityClassName", priorityClass},
+            {"terminationGracePeriodSeconds", 0},
+            {"containers",
+             {{{"name", "app"},
+               {"image", "registry.k8s.io/pause:3.10"},
+               {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}};
 }
 
-// The device names in an allocation annotation's value; nullopt when it is not one.
-std::optional<std::vector<std::string>> allocatedDevices(const std::string& annotation) {
+struct Allocated {
+  std::string claim;
+  std::string device;
+};
+
+// The claims and device names in an allocation annotation's value; nullopt when it is not one.
+std::optional<std::vector<Allocated>> allocatedDevices(const std::string& annotation) {
   const json allocation = json::parse(annotation, nullptr, false);
   if (!allocation.is_object()) {
     return std::nullopt;
   }
-  std::vector<std::string> out;
+  std::vector<Allocated> out;
   for (const auto& [claim, devices] : allocation.items()) {
     if (!devices.is_array()) {
       return std::nullopt;
@@ -306,7 +372,7 @@ std::optional<std::vector<std::string>> allocatedDevices(const std::string& anno
       if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) {
         return std::nullopt;
       }
-      out.push_back(d["name"]);
+      out.push_back({claim, d["name"]});
     }
   }
   return out;
@@ -392,6 +458,7 @@ struct Verdict {
   std::vector<std::string> problems;
   size_t bound = 0;
   size_t pending = 0;
+  size_t mostSharedHolders = 0;  // on one shared claim
   std::map<std::string, int> freeByType;
 };
 
@@ -462,12 +529,19 @@ class Soak {
   std::atomic<uint64_t> boundDeleted_{0};
   std::atomic<uint64_t> claimsDeletedWithPod_{0};
   std::atomic<uint64_t> claimsCollected_{0};
+  std::atomic<uint64_t> generatedCollected_{0};  // of claimsCollected_
+  std::atomic<uint64_t> templatePodsCreated_{0};
+  std::atomic<uint64_t> sharedPodsCreated_{0};
   std::atomic<uint64_t> safetySamples_{0};
   Series totals_;  // counters of the component runs that ended
   Clock::time_point lastScrape_;
 
   mutable std::mutex mu_;
   std::set<std::string> scheduledUids_;
+  std::set<std::string> sharedClaims_;  // names; fixed before the churn starts
+  std::set<std::string> scheduledTemplateUids_;
+  std::set<std::string> scheduledSharedUids_;  // holders that joined a shared claim
+  size_t mostSharedHolders_ = 0;               // seen on one shared claim at a checkpoint
   std::map<std::string, uint64_t> apiErrors_;
   std::set<std::string> violationKeys_;
   std::vector<std::string> violations_;
@@ -479,7 +553,8 @@ class Soak {
   std::ofstream churnLog_;
   // Devices held by pods the churn deleted, until the devices informer shows them released.
   struct Held {
-    std::string pod;  // and its claim, of the same name
+    std::string pod;
+    std::string claim;
     Clock::time_point since;
     double at;  // soak time of the deletion
   };
@@ -547,7 +622,7 @@ void Soak::deviceChanged(const ExtendedResource& d) {
   auto it = awaitingRelease_.find(d.meta.name);
   if (it == awaitingRelease_.end() ||
       (d.phase == DevicePhase::kBound && d.claimRef && d.claimRef->ns == kNamespace &&
-       d.claimRef->name == it->second.pod)) {
+       d.claimRef->name == it->second.claim)) {
     return;
   }
   releases_.push_back({secondsSince(it->second.since), it->second.at, d.meta.name, it->second.pod});
@@ -600,6 +675,22 @@ void Soak::createObjects() {
         throw;
       }
     }
+  }
+  auto createOnce = [&](const Resource& r, const json& obj) {
+    try {
+      api_->create(r, kNamespace, obj);
+    } catch (const ApiError& e) {
+      if (!e.isAlreadyExists()) {
+        throw;
+      }
+    }
+  };
+  for (const char* type : {"k80", "p100"}) {
+    createOnce(resources::kExtendedResourceClaimTemplates, templateObject(type));
+  }
+  for (int i = 0; i < kSharedClaims; ++i) {
+    createOnce(resources::kExtendedResourceClaims, claimObject(sharedClaimName(i), "k80", true));
+    sharedClaims_.insert(sharedClaimName(i));
   }
   parallel(o_.nodes,
            [&](int i) { api_->create(resources::kNodes, "", nodeObject(nodeName(i), rackOf(i))); });
@@ -749,17 +840,35 @@ void Soak::resumeChurn() {
   churnPaused_ = false;
 }
 
-// Each pod has a claim of its own, named like it, for one device of a random type.
+// Most pods have a claim of their own, named like them, for one device of a random type; one
+// in five names a template instead, one in ten one of the shared claims (a k80).
 void Soak::createPod(std::mt19937_64& rng) {
   const std::string name = "p-" + std::to_string(++nextPod_);
-  const std::string type = std::uniform_int_distribution<int>(0, 2)(rng) == 2 ? "p100" : "k80";
+  std::string type = std::uniform_int_distribution<int>(0, 2)(rng) == 2 ? "p100" : "k80";
   const bool high = std::uniform_int_distribution<int>(0, 7)(rng) == 0;
+  const int mix = std::uniform_int_distribution<int>(0, 9)(rng);
+  const PodKind kind = mix < 2 ? PodKind::kTemplate : mix == 2 ? PodKind::kShared : PodKind::kPlain;
+  std::string claim = name;
+  if (kind == PodKind::kTemplate) {
+    claim = templateName(type);
+  } else if (kind == PodKind::kShared) {
+    type = "k80";
+    claim = sharedClaimName(std::uniform_int_distribution<int>(0, kSharedClaims - 1)(rng));
+  }
   try {
-    api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
+    if (kind == PodKind::kPlain) {
+      api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
+    }
     api_->create(resources::kPods, kNamespace,
-                 podObject(name, high ? kHighPriorityClass : kLowPriorityClass));
+                 podObject(name, high ? kHighPriorityClass : kLowPriorityClass, kind, claim));
     ++podsCreated_;
-    note("create " + name + " " + type + (high ? " high" : ""));
+    if (kind == PodKind::kTemplate) {
+      ++templatePodsCreated_;
+    } else if (kind == PodKind::kShared) {
+      ++sharedPodsCreated_;
+    }
+    note("create " + name + " " + type + " " + kindName(kind) + " " + claim +
+         (high ? " high" : ""));
   } catch (const std::exception& e) {
     note("create " + name + " failed: " + e.what());
     // A claim left without its pod is collected at the next checkpoint.
@@ -770,17 +879,19 @@ void Soak::createPod(std::mt19937_64& rng) {
 
 // The devices a bound pod holds start waiting for their release before the delete is sent:
 // the controller may free them before the delete call even returns. Returns them once the pod
-// is deleted.
+// is deleted. A shared claim's devices stay while other holders remain, so they are not
+// awaited; only a plain pod's claim is deleted with it (generated ones go at checkpoints).
 std::vector<std::string> Soak::deletePod(const Pod& pod, bool withClaim) {
+  const PodKind kind = kindOf(pod.meta);
+  withClaim = withClaim && kind == PodKind::kPlain;
   std::vector<std::string> held;
   if (auto a = pod.meta.annotations.find(kAllocationAnnotation);
-      a != pod.meta.annotations.end() && !pod.nodeName.empty()) {
-    held = allocatedDevices(a->second).value_or(std::vector<std::string>{});
-  }
-  {
+      a != pod.meta.annotations.end() && !pod.nodeName.empty() && kind != PodKind::kShared) {
     std::lock_guard lock(mu_);
-    for (const auto& d : held) {
-      awaitingRelease_[d] = {pod.meta.name, Clock::now(), secondsSince(gStart)};
+    for (const auto& [claim, device] :
+         allocatedDevices(a->second).value_or(std::vector<Allocated>{})) {
+      held.push_back(device);
+      awaitingRelease_[device] = {pod.meta.name, claim, Clock::now(), secondsSince(gStart)};
     }
   }
   bool deleted = false;
@@ -880,7 +991,7 @@ std::vector<std::string> Soak::deleteBoundPods(size_t n) {
     if (done == n) {
       break;
     }
-    if (!p->nodeName.empty() && !p->meta.deleting) {
+    if (!p->nodeName.empty() && !p->meta.deleting && kindOf(p->meta) != PodKind::kShared) {
       auto held = deletePod(*p, false);
       devices.insert(devices.end(), held.begin(), held.end());
       ++done;
@@ -913,7 +1024,11 @@ void Soak::monitorLoop() {
   while (!stopChurn_ && !interrupted()) {
     try {
       const auto list = check_->listAll(resources::kPods, kNamespace, {});
-      std::map<std::string, std::string> holder;
+      struct Holder {
+        std::string pod;
+        std::string claim;
+      };
+      std::map<std::string, Holder> holder;  // device -> the first pod seen naming it
       for (const auto& item : list.items) {
         const std::string name = item["metadata"]["name"];
         if (item["spec"].value("nodeName", "").empty()) {
@@ -930,13 +1045,15 @@ void Soak::monitorLoop() {
           violation("pod " + name + " has a garbled allocation annotation");
           continue;
         }
-        for (const auto& device : *devices) {
-          auto [it, fresh] = holder.emplace(device, name);
-          if (!fresh) {
-            violation("device " + device + " is allocated to live pods " + it->second + " and " +
-                          name + " at once (first seen in the list at resourceVersion " +
+        for (const auto& [claim, device] : *devices) {
+          auto [it, fresh] = holder.emplace(device, Holder{name, claim});
+          // The holders of one shared claim all name its devices.
+          const bool sameSharedClaim = it->second.claim == claim && sharedClaims_.count(claim);
+          if (!fresh && !sameSharedClaim) {
+            violation("device " + device + " is allocated to live pods " + it->second.pod +
+                          " and " + name + " at once (first seen in the list at resourceVersion " +
                           list.resourceVersion + ")",
-                      "shared " + device + " " + it->second + " " + name);
+                      "shared " + device + " " + it->second.pod + " " + name);
           }
         }
       }
@@ -1222,10 +1339,19 @@ Verdict Soak::evaluate() {
       liveUids.insert(item["metadata"].value("uid", ""));
     }
     for (const auto& [name, c] : claims) {
-      if (c.phase == ClaimPhase::kBound && c.podRef && !liveUids.count(c.podRef->uid)) {
-        v.problems.push_back("claim " + std::string(kNamespace) + "/" + name +
-                             " is still Bound to deleted pod " + c.podRef->name + " (uid " +
-                             c.podRef->uid + "): not released");
+      if (c.phase != ClaimPhase::kBound) {
+        continue;
+      }
+      const auto holders = c.holders();
+      if (c.shareable) {
+        v.mostSharedHolders = std::max(v.mostSharedHolders, holders.size());
+      }
+      for (const auto& h : holders) {
+        if (!liveUids.count(h.uid)) {
+          v.problems.push_back("claim " + std::string(kNamespace) + "/" + name +
+                               " is still Bound to deleted pod " + h.name + " (uid " + h.uid +
+                               "): not released");
+        }
       }
     }
     for (const auto& item : pods) {
@@ -1235,9 +1361,22 @@ Verdict Soak::evaluate() {
         continue;
       }
       ++v.pending;
-      auto c = claims.find(p.meta.name);
+      if (!p.awaitingTemplates.empty()) {
+        v.problems.push_back("pod " + p.meta.name +
+                             " is Pending and its claim from template entry " +
+                             p.awaitingTemplates.front() + " was not made");
+        continue;
+      }
+      auto c = p.claims.empty() ? claims.end() : claims.find(p.claims.front());
       if (c == claims.end()) {
         v.problems.push_back("pod " + p.meta.name + " is Pending and its claim is gone");
+        continue;
+      }
+      if (c->second.phase == ClaimPhase::kBound && c->second.shareable) {
+        // A shared claim that holds its devices takes every pod naming it, on its node.
+        v.problems.push_back("pod " + p.meta.name + " is Pending although its shared claim " +
+                             c->first + " is Bound on node " + c->second.nodeName + " with " +
+                             std::to_string(c->second.holders().size()) + " holders");
         continue;
       }
       const auto& want = c->second.metadataRequirements.matchLabels;
@@ -1258,7 +1397,7 @@ Verdict Soak::evaluate() {
                              std::to_string(free.size()) + " " + type + " devices are free (" +
                              free.front() + ", ...); " + said);
       } else if (reason != "Unschedulable" ||
-                 message.find("claim " + std::string(kNamespace) + "/" + p.meta.name +
+                 message.find("claim " + std::string(kNamespace) + "/" + c->first +
                               ": 0 of 1 free") == std::string::npos) {
         // It has to wait, and kube-scheduler must say why: the extender's no-free-device reason.
         v.problems.push_back("pod " + p.meta.name + " (" + type +
@@ -1272,19 +1411,34 @@ Verdict Soak::evaluate() {
 }
 
 // Claims whose pod is gone and which were released are of no further use; collecting them
-// keeps the object count flat over a long run.
+// keeps the object count flat over a long run. That includes the claims made from templates:
+// the soak's control plane runs no kube-controller-manager, so no garbage collector deletes
+// them with their pod (their ownerReference); the soak does, once they are released. The
+// shared claims stay for the whole run.
 void Soak::collectReleasedClaims() {
   try {
-    std::set<std::string> podNames;
+    std::set<std::string> named;  // claims live pods name (or will: plain ones share its name)
+    std::set<std::string> liveUids;
     for (const auto& item : check_->listAll(resources::kPods, kNamespace, {}).items) {
-      podNames.insert(item["metadata"]["name"].get<std::string>());
+      const Pod p = Pod::fromJson(item);
+      named.insert(p.meta.name);
+      named.insert(p.claims.begin(), p.claims.end());
+      liveUids.insert(p.meta.uid);
     }
     for (const auto& item :
          check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
       const auto c = ExtendedResourceClaim::fromJson(item);
-      if (!podNames.count(c.meta.name) && c.phase != ClaimPhase::kBound) {
-        check_->remove(resources::kExtendedResourceClaims, kNamespace, c.meta.name);
-        ++claimsCollected_;
+      const auto owner = c.meta.labels.find(kPodUidLabel);
+      const bool generated = owner != c.meta.labels.end();
+      // A claim made but not yet recorded is known by its pod's UID label.
+      if (named.count(c.meta.name) || (generated && liveUids.count(owner->second)) ||
+          sharedClaims_.count(c.meta.name) || c.phase == ClaimPhase::kBound) {
+        continue;
+      }
+      check_->remove(resources::kExtendedResourceClaims, kNamespace, c.meta.name);
+      ++claimsCollected_;
+      if (generated) {
+        ++generatedCollected_;
       }
     }
   } catch (const std::exception& e) {
@@ -1345,6 +1499,7 @@ void Soak::checkpoint(bool final) {
   }
   say("checkpoint " + line);
   checkpoints_.push_back(line);
+  mostSharedHolders_ = std::max(mostSharedHolders_, v.mostSharedHolders);
   collectReleasedClaims();
   if (!final) {
     resumeChurn();
@@ -1392,7 +1547,12 @@ int Soak::report() {
   r << "pods: created " << podsCreated_ << ", scheduled " << scheduledUids_.size() << ", deleted "
     << podsDeleted_ << " (" << boundDeleted_ << " of them bound)\n";
   r << "claims: deleted with their pod " << claimsDeletedWithPod_ << ", collected after release "
-    << claimsCollected_ << "\n";
+    << claimsCollected_ << " (" << generatedCollected_ << " of them made from templates)\n";
+  r << "template pods: created " << templatePodsCreated_ << ", bound "
+    << scheduledTemplateUids_.size() << "\n";
+  r << "shared claims (" << sharedClaims_.size() << "): pods created " << sharedPodsCreated_
+    << ", holders joined " << scheduledSharedUids_.size()
+    << ", most holders of one claim at a checkpoint " << mostSharedHolders_ << "\n";
   size_t faultCount = 0;
   for (const auto& [f, details] : faults_) {
     faultCount += details.size();
@@ -1505,6 +1665,12 @@ int Soak::run() {
       if (!p->nodeName.empty()) {
         std::lock_guard lock(mu_);
         scheduledUids_.insert(p->meta.uid);
+        const PodKind kind = kindOf(p->meta);
+        if (kind == PodKind::kTemplate) {
+          scheduledTemplateUids_.insert(p->meta.uid);
+        } else if (kind == PodKind::kShared) {
+          scheduledSharedUids_.insert(p->meta.uid);
+        }
       }
     };
     pods_->addHandlers(
