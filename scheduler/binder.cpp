@@ -342,11 +342,15 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
     return s;
   }
   a.journal.claimSent(claim, names);
-  ExtendedResourceClaim bound;
+  return sendClaimStatus(markClaimBound(claim, a.pod, a.node, names), a);
+}
+
+// The claim's status write of a step already entered in the journal, and its answer recorded.
+Binder::Step Binder::sendClaimStatus(const ExtendedResourceClaim& next, Attempt& a) {
+  ExtendedResourceClaim written;
   try {
-    bound = ExtendedResourceClaim::fromJson(api_.updateStatus(
-        resources::kExtendedResourceClaims, claim.meta.ns,
-        markClaimBound(claim, a.pod, a.node, names).toJson(options_.wallClock())));
+    written = ExtendedResourceClaim::fromJson(api_.updateStatus(
+        resources::kExtendedResourceClaims, next.meta.ns, next.toJson(options_.wallClock())));
   } catch (const ApiError& e) {
     if (e.isRefused()) {
       a.journal.refused();
@@ -354,7 +358,7 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
     return Step::of(e);
   }
   stats_.apiWrites++;
-  a.journal.applied(std::move(bound));
+  a.journal.applied(std::move(written));
   return {};
 }
 
@@ -446,20 +450,7 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
     return s;
   }
   a.journal.joinSent(claim);
-  ExtendedResourceClaim joined;
-  try {
-    joined = ExtendedResourceClaim::fromJson(
-        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                          markClaimJoined(claim, a.pod).toJson(options_.wallClock())));
-  } catch (const ApiError& e) {
-    if (e.isRefused()) {
-      a.journal.refused();
-    }
-    return Step::of(e);
-  }
-  stats_.apiWrites++;
-  a.journal.applied(std::move(joined));
-  return {};
+  return sendClaimStatus(markClaimJoined(claim, a.pod), a);
 }
 
 Binder::Step Binder::writeBinding(Attempt& a) {

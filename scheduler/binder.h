@@ -113,6 +113,7 @@ class Binder {
   Step reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
   Step reuseClaim(const ExtendedResourceClaim& claim, Attempt& a);
   Step joinClaim(const ExtendedResourceClaim& claim, Attempt& a);
+  Step sendClaimStatus(const ExtendedResourceClaim& next, Attempt& a);
   Step writeBinding(Attempt& a);
   Step bindingFailed(const ApiError& e, Attempt& a);
   // The deadline fence before each write: kDeadline once the bind's time is up.
