@@ -100,8 +100,9 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
 // names the node the hold is on, and the pods filtered before it see those devices taken.
 // Scoring in prioritize could not promise that: kube-scheduler adds the extender's weighted
 // score to its own plugins' scores and breaks ties at random, so a hold on the extender's best
-// node might be on a node other than the one bound. Nodes the pod fits but that were not
-// chosen are failed as "not chosen", so every candidate is still answered.
+// node might be on a node other than the one bound. The reply then names the chosen node
+// alone: kube-scheduler reads failed nodes only when none passes (to explain a FitError and to
+// pick preemption candidates), and answering thousands of them made up most of the reply.
 void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
                       const std::vector<size_t>& fitting,
                       const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
@@ -144,15 +145,9 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
       names.insert(names.end(), devices.begin(), devices.end());
     }
     if (index_.hold(node, names, uid, now, kHoldTtl)) {
-      // Short enough to need no allocation: a reply may fail thousands of nodes this way.
-      const std::string why = "not chosen";
-      for (const size_t other : fitting) {
-        // (A name asked twice is passed, not failed too.)
-        if (args.nodeNames[other] != args.nodeNames[i]) {
-          reply.failed.emplace_back(args.nodeNames[other], why);
-        }
-      }
       reply.passing.assign(1, args.nodeNames[i]);
+      reply.failed.clear();
+      reply.failedUnresolvable.clear();
       return;
     }
   }

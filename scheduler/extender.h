@@ -80,7 +80,8 @@ class Extender {
   void planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn);
 
   // Narrows reply.passing (the nodes the pod fits, fitting[k] its index in the request, with
-  // leftover[k] for the scoring) to the one node it chooses, and holds the devices there.
+  // leftover[k] for the scoring) to the one node it chooses, holds the devices there, and
+  // drops the failed nodes from the reply.
   void decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
               const std::vector<size_t>& fitting,
               const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
