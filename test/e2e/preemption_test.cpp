@@ -37,8 +37,9 @@ class PreemptionTest : public E2eTest {
     if (IsSkipped()) {
       return;
     }
-    markerDir_ = "/run/ker-e2e-preemption/" + ns_;
-    std::filesystem::create_directories(markerDir_);
+    // On "the host", which is also the node; TearDown removes it.
+    markerDir_ = "/run/ker-e2e-markers-" + ns_;
+    std::filesystem::create_directory(markerDir_);
   }
 
   void TearDown() override {
