@@ -54,12 +54,36 @@ Percentiles percentiles(std::vector<double> ms) {
   return {at(0.50), at(0.99)};
 }
 
+using NodeMap = std::unordered_map<std::string, std::shared_ptr<const Node>>;
+
+// The extender wired as the app wires it, over in-memory claims and nodes.
+struct WiredExtender {
+  WiredExtender(DeviceIndex& index, const std::map<std::string, ClaimPtr>& claims,
+                const NodeMap& nodes)
+      : binder(api, index,
+               [&nodes](const std::string& node) { return nodes.at(node)->meta.labels; }),
+        extender(
+            index,
+            [&claims](const std::string& key) {
+              auto it = claims.find(key);
+              return it == claims.end() ? nullptr : it->second;
+            },
+            [&nodes](const std::string& node) -> std::shared_ptr<const Node> {
+              auto it = nodes.find(node);
+              return it == nodes.end() ? nullptr : it->second;
+            },
+            binder, ScoringStrategy::kBinpack) {}
+
+  testing::FakeApiClient api;
+  Binder binder;
+  Extender extender;
+};
+
 // Every device of every node held by its own pod of priority 10; a pod of priority 1000
 // claiming one k80 is filtered against all nodes. What is timed is the whole filter: no node
 // fits, so the preemption gathers holders on the first Extender::kMaxPreemptionNodes failed
 // nodes and plans each.
-int timePreemption(size_t n, const std::vector<std::string>& names,
-                   const std::unordered_map<std::string, std::shared_ptr<const Node>>& nodes,
+int timePreemption(size_t n, const std::vector<std::string>& names, const NodeMap& nodes,
                    int64_t iterations) {
   DeviceIndex index;
   std::map<std::string, ClaimPtr> claims;
@@ -92,19 +116,8 @@ int timePreemption(size_t n, const std::vector<std::string>& names,
   claims["bench/one-k80"] =
       std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(want));
 
-  testing::FakeApiClient api;
-  Binder binder(api, index, [&](const std::string& node) { return nodes.at(node)->meta.labels; });
-  Extender extender(
-      index,
-      [&](const std::string& key) {
-        auto it = claims.find(key);
-        return it == claims.end() ? nullptr : it->second;
-      },
-      [&](const std::string& node) -> std::shared_ptr<const Node> {
-        auto it = nodes.find(node);
-        return it == nodes.end() ? nullptr : it->second;
-      },
-      binder, ScoringStrategy::kBinpack);
+  WiredExtender wired(index, claims, nodes);
+  Extender& extender = wired.extender;
   uint64_t orders = 0;
   extender.enablePreemption({
       .pods = [&](const std::string& key) -> PodPtr {
@@ -165,7 +178,7 @@ int run(int argc, char** argv) {
   const auto n = static_cast<size_t>(*nodeCount);
 
   DeviceIndex index;
-  std::unordered_map<std::string, std::shared_ptr<const Node>> nodes;
+  NodeMap nodes;
   std::vector<std::string> names;
   std::vector<json> nodeObjects;
   for (size_t i = 0; i < n; ++i) {
@@ -188,19 +201,8 @@ int run(int argc, char** argv) {
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
   }
 
-  testing::FakeApiClient api;
-  Binder binder(api, index, [&](const std::string& node) { return nodes.at(node)->meta.labels; });
-  Extender extender(
-      index,
-      [&](const std::string& key) {
-        auto it = claims.find(key);
-        return it == claims.end() ? nullptr : it->second;
-      },
-      [&](const std::string& node) -> std::shared_ptr<const Node> {
-        auto it = nodes.find(node);
-        return it == nodes.end() ? nullptr : it->second;
-      },
-      binder, ScoringStrategy::kBinpack);
+  WiredExtender wired(index, claims, nodes);
+  Extender& extender = wired.extender;
   metrics::Registry registry;
   ExtenderHandlers handlers(extender, registry);
 
