@@ -83,7 +83,8 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
   next.message = o.invalid;
   const std::vector<Condition> conditions = conditionsOf(next, now);
   const bool saidAlready = marked && o.message == o.invalid;
-  if (!o.invalid.empty() && saidAlready && o.phaseWritten && alreadyWritten(conditions, o.conditions)) {
+  if (!o.invalid.empty() && saidAlready && o.phaseWritten &&
+      alreadyWritten(conditions, o.conditions)) {
     return std::nullopt;
   }
   nlohmann::json status = o.invalid.empty()
