@@ -56,6 +56,14 @@ class ClaimPlanTest : public ::testing::Test {
     in.view.grace = 2min;
   }
 
+  // Invalid, and marked so (with the conditions the mark writes).
+  void markedInvalid(const std::string& why) {
+    claim.invalid = why;
+    claim.reason = "Invalid";
+    claim.message = why;
+    claim.conditions = claimConditions(claim, {}, in.now);
+  }
+
   std::vector<std::string> eventReasons(const Plan& p) {
     std::vector<std::string> out;
     for (const auto& e : p.events) {
@@ -182,9 +190,7 @@ TEST_F(SharedClaimPlanTest, AClaimIsProtectedWhileAnyHolderHoldsIt) {
 
 TEST_F(ClaimPlanTest, AnInvalidClaimReleasedKeepsSayingWhy) {
   holder.phase = "Failed";
-  claim.invalid = "spec.metadataRequirements: expected an object";
-  claim.reason = "Invalid";
-  claim.message = claim.invalid;
+  markedInvalid("spec.metadataRequirements: expected an object");
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.write->body["status"]["reason"], "Invalid");
@@ -256,10 +262,8 @@ TEST_F(ClaimPlanTest, TheInvalidMarkKeepsTheConditionsOfOthers) {
 }
 
 TEST_F(ClaimPlanTest, AnUnreadableStatusIsLeftAlone) {
-  claim.invalid = "status.podRef: expected an object";
+  markedInvalid("status.podRef: expected an object");
   claim.statusReadable = false;
-  claim.reason = "Invalid";
-  claim.message = claim.invalid;
   holder.phase = "Succeeded";
   const Plan p = planClaim(in);
   EXPECT_FALSE(p.write) << "it cannot be trusted to say what it holds";
@@ -596,11 +600,11 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
 
   // Someone else's status write took the condition away: said again.
   device.conditions.clear();
-  in.view.claim = nullptr;
+  claim.sharedHolders.clear();
   p = planDevice(in);
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_NE(p.events[0].message.find("claim default/c is released"), std::string::npos)
-      << "no pods named when the claim is not known: " << p.events[0].message;
+      << "no pods named when the claim names none: " << p.events[0].message;
 
   in.protect = false;
   EXPECT_FALSE(planDevice(in).write) << "no finalizer of ours keeps it";
