@@ -305,6 +305,13 @@ TEST(DeletedClaimPlan, WarnsAHolderThatRunsOn) {
 
 class DevicePlanTest : public ::testing::Test {
  protected:
+  static std::vector<std::string> eventReasons(const Plan& p) {
+    std::vector<std::string> out;
+    for (const auto& e : p.events) {
+      out.push_back(e.reason);
+    }
+    return out;
+  }
   DevicePlanTest() : claim(claimBoundTo("uid-p")) {
     device.meta = {.name = "d0", .resourceVersion = "3"};
     device.rawResourceName = "nvidia.com/gpu";
@@ -612,6 +619,12 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
   device.invalid = "spec.properties: expected an object";
   device.reason = "Invalid";
   device.message = device.invalid;
+  p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kMarkedInvalid) << "a mark that lacks its conditions is completed";
+  EXPECT_EQ(eventReasons(p), std::vector<std::string>{"DeletionWaiting"})
+      << "that write says it";
+  device.conditions = deviceConditions(device, {}, in.now);
   EXPECT_FALSE(planDevice(in).write) << "an invalid device's status is left alone";
 }
 
