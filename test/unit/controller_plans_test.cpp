@@ -622,8 +622,7 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
   p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kMarkedInvalid) << "a mark that lacks its conditions is completed";
-  EXPECT_EQ(eventReasons(p), std::vector<std::string>{"DeletionWaiting"})
-      << "that write says it";
+  EXPECT_EQ(eventReasons(p), std::vector<std::string>{"DeletionWaiting"}) << "that write says it";
   device.conditions = deviceConditions(device, {}, in.now);
   EXPECT_FALSE(planDevice(in).write) << "an invalid device's status is left alone";
 }
