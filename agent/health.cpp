@@ -7,24 +7,47 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   if (!device.invalid.empty() || device.meta.deleting) {
     return Nothing{};
   }
+  const bool bound = device.phase == DevicePhase::kBound;
+  const bool marked = device.reason == kUnhealthyReason;
   if (seen.healthy) {
-    if (device.phase == DevicePhase::kPending && device.reason == kUnhealthyReason &&
-        !device.claimRef) {
+    // A Pending set by anyone else is not the agent's to undo, nor one naming a claim.
+    if (marked && (bound || (device.phase == DevicePhase::kPending && !device.claimRef))) {
       return MarkHealthy{};
     }
     return Nothing{};
   }
+  const std::string warning = "device " + device.meta.name + " is unhealthy: " + seen.problem;
+  if (bound) {
+    if (!marked || device.message != seen.problem) {
+      return MarkUnhealthy{seen.problem, seen.wasHealthy ? std::optional(warning) : std::nullopt};
+    }
+    return seen.wasHealthy ? HealthAction{WarnHolder{warning}} : HealthAction{Nothing{}};
+  }
   if (device.phase == DevicePhase::kAvailable && !device.claimRef) {
     return MarkUnhealthy{seen.problem};
   }
-  if (device.phase == DevicePhase::kPending && device.reason == kUnhealthyReason &&
-      device.message != seen.problem) {
+  if (device.phase == DevicePhase::kPending && marked && device.message != seen.problem) {
     return MarkUnhealthy{seen.problem};  // a different problem now: keep the message current
   }
-  if (device.phase == DevicePhase::kBound && seen.wasHealthy) {
-    return WarnHolder{"device " + device.meta.name + " is unhealthy: " + seen.problem};
-  }
   return Nothing{};
+}
+
+ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem) {
+  const bool bound = device.phase == DevicePhase::kBound;
+  if (healthy) {
+    device.reason.clear();
+    device.message.clear();
+    if (!bound) {
+      device.phase = DevicePhase::kAvailable;
+    }
+  } else {
+    device.reason = kUnhealthyReason;
+    device.message = problem;
+    if (!bound) {
+      device.phase = DevicePhase::kPending;
+    }
+  }
+  return device;
 }
 
 }  // namespace ker::agent

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -17,14 +18,20 @@ inline constexpr const char* kUnhealthyReason = kDeviceUnhealthyReason;
 
 namespace health_action {
 struct Nothing {};
-// Available (or without a status) and unhealthy: Pending, so the extender stops offering it.
+// Unhealthy and the status does not say so (or not this problem): status.reason
+// kUnhealthyReason with the problem as message, which makes its Healthy condition False. A
+// free device becomes Pending as well, so the extender stops offering it; a Bound one stays
+// with its pod (taking it away is the user's call), and when it just turned unhealthy its claim
+// and pod get a Warning event.
 struct MarkUnhealthy {
   std::string message;
+  std::optional<std::string> warning;  // for the claim and pod of a Bound device
 };
-// Pending for kUnhealthyReason and healthy again: Available.
+// Marked for kUnhealthyReason and healthy again: the mark goes (a Pending device becomes
+// Available).
 struct MarkHealthy {};
-// Bound and just turned unhealthy: the device stays with its pod (taking it away is the
-// user's call), and its claim and pod get a Warning event.
+// Bound, marked unhealthy already and just seen to turn unhealthy (the agent restarted): the
+// warning alone.
 struct WarnHolder {
   std::string message;
 };
@@ -42,5 +49,8 @@ struct HealthObservation {
 };
 
 HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen);
+
+// The device with the status a MarkUnhealthy (healthy false) or MarkHealthy (true) writes.
+ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem);
 
 }  // namespace ker::agent

@@ -234,27 +234,26 @@ void NodeSync::checkHealth(const NodeFile& file) {
       metrics_.healthChanges.labels({"holder_warned"}).inc();
       continue;
     }
-    ExtendedResource next = *device;
-    const bool healthy = std::holds_alternative<health_action::MarkHealthy>(action);
-    if (healthy) {
-      next.phase = DevicePhase::kAvailable;
-      next.reason.clear();
-      next.message.clear();
-    } else {
-      next.phase = DevicePhase::kPending;
-      next.reason = kUnhealthyReason;
-      next.message = std::get<health_action::MarkUnhealthy>(action).message;
-    }
+    const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
+    const ExtendedResource next =
+        withHealth(*device, !unhealthy, unhealthy ? unhealthy->message : std::string());
     try {
       api_.updateStatus(resources::kExtendedResources, "",
                         next.toJson(std::chrono::system_clock::now()));
-      metrics_.healthChanges.labels({healthy ? "healthy" : "unhealthy"}).inc();
-      log::info(healthy ? "device healthy again: offered" : "device unhealthy: not offered",
+      metrics_.healthChanges.labels({unhealthy ? "unhealthy" : "healthy"}).inc();
+      log::info(!unhealthy                          ? "device healthy again"
+                : next.phase == DevicePhase::kBound ? "allocated device unhealthy: kept by its pod"
+                                                    : "device unhealthy: not offered",
                 {{"device", spec.name}, {"message", next.message}});
     } catch (const ApiError& e) {
       // A conflict is a bind or another write in between: the next sync decides again.
       lastHealthy_.erase(spec.name);
       log::warn("writing device health failed", {{"device", spec.name}, {"error", e.what()}});
+      continue;
+    }
+    if (unhealthy && unhealthy->warning) {
+      warnHolder(*device, *unhealthy->warning);
+      metrics_.healthChanges.labels({"holder_warned"}).inc();
     }
   }
 }

@@ -21,7 +21,8 @@ constexpr std::array kReasons{ConditionReason::kBound,
                               ConditionReason::kAvailable,
                               ConditionReason::kNotOffered,
                               ConditionReason::kDeviceUnhealthy,
-                              ConditionReason::kNoProblemReported};
+                              ConditionReason::kNoProblemReported,
+                              ConditionReason::kDeletionWaiting};
 
 template <typename E, size_t N>
 std::optional<E> parse(const std::array<E, N>& known, std::string_view text) {
@@ -88,6 +89,8 @@ const char* toString(ConditionReason reason) {
       return "DeviceUnhealthy";
     case ConditionReason::kNoProblemReported:
       return "NoProblemReported";
+    case ConditionReason::kDeletionWaiting:
+      return "DeletionWaiting";
     case ConditionReason::kUnrecognized:
       return "Unrecognized";
   }

@@ -30,6 +30,7 @@ enum class ConditionReason {
   kNotOffered,         // device: Pending, not offered to claims
   kDeviceUnhealthy,    // device: the node agent found its device node or mount missing
   kNoProblemReported,  // device: nobody reported a problem
+  kDeletionWaiting,    // claim or device: deleted while in use, it stays until released
   kUnrecognized,       // read from the API, not one of ours
 };
 

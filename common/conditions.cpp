@@ -43,13 +43,20 @@ std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
   std::vector<Condition> out;
   switch (claim.phase) {
     case ClaimPhase::kBound:
-    case ClaimPhase::kLost:
+    case ClaimPhase::kLost: {
+      std::string message = "for " + pod + " on node " + claim.nodeName + ": " +
+                            (claim.allocated.empty() ? "no devices left" : joined(claim.allocated));
+      // Deleted while held: kept by its protection finalizer until released.
+      if (claim.meta.deleting) {
+        message += "; deleted once " + pod +
+                   (holderNames.size() > 1 ? " no longer hold it" : " no longer holds it");
+      }
       out.push_back(
-          stamped(ConditionType::kAllocated, ConditionStatus::kTrue, ConditionReason::kBound,
-                  "for " + pod + " on node " + claim.nodeName + ": " +
-                      (claim.allocated.empty() ? "no devices left" : joined(claim.allocated)),
-                  gen, previous, now));
+          stamped(ConditionType::kAllocated, ConditionStatus::kTrue,
+                  claim.meta.deleting ? ConditionReason::kDeletionWaiting : ConditionReason::kBound,
+                  std::move(message), gen, previous, now));
       break;
+    }
     case ClaimPhase::kPending:
       if (!claim.invalid.empty()) {
         out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
@@ -79,8 +86,12 @@ std::vector<Condition> deviceConditions(const ExtendedResource& device,
   if (device.phase == DevicePhase::kBound) {
     const std::string claim =
         device.claimRef ? objectKey(device.claimRef->ns, device.claimRef->name) : "<none>";
-    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kTrue,
-                          ConditionReason::kBound, "to claim " + claim, gen, previous, now));
+    // Deleted while allocated: kept by its protection finalizer until the claim lets it go.
+    out.push_back(stamped(
+        ConditionType::kAllocated, ConditionStatus::kTrue,
+        device.meta.deleting ? ConditionReason::kDeletionWaiting : ConditionReason::kBound,
+        "to claim " + claim + (device.meta.deleting ? "; deleted once the claim is released" : ""),
+        gen, previous, now));
   } else if (!device.invalid.empty()) {
     out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
                           ConditionReason::kInvalid, device.invalid, gen, previous, now));
@@ -91,7 +102,8 @@ std::vector<Condition> deviceConditions(const ExtendedResource& device,
     out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
                           ConditionReason::kAvailable, "", gen, previous, now));
   }
-  if (device.phase == DevicePhase::kPending && device.reason == kDeviceUnhealthyReason) {
+  // Bound too: the pod keeps a device that turned unhealthy, and its status says so.
+  if (device.reason == kDeviceUnhealthyReason) {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kFalse,
                           ConditionReason::kDeviceUnhealthy, device.message, gen, previous, now));
   } else {

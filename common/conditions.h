@@ -12,16 +12,17 @@
 // flip. Applied by toJson, so every status write carries conditions that agree with it.
 namespace ker {
 
-// Allocated (True while Bound or Lost), Lost (True while Lost).
+// Allocated (True while Bound or Lost; reason DeletionWaiting once deleted), Lost (True while
+// Lost).
 std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
                                        const std::vector<Condition>& previous, SystemTime now);
 
-// Allocated (True while Bound), Healthy (False while the node agent holds it Pending as
-// unhealthy).
+// Allocated (True while Bound; reason DeletionWaiting once deleted), Healthy (False while the
+// node agent marks it unhealthy: Pending when free, still Bound when allocated).
 std::vector<Condition> deviceConditions(const ExtendedResource& device,
                                         const std::vector<Condition>& previous, SystemTime now);
 
-// status.reason of a device the node agent took out of offer because it is unhealthy.
+// status.reason of a device the node agent found unhealthy (taken out of offer when free).
 inline constexpr const char* kDeviceUnhealthyReason = "DeviceUnhealthy";
 
 }  // namespace ker

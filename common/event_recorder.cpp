@@ -13,6 +13,10 @@ ObjectReference referenceTo(const ExtendedResourceClaim& claim) {
   return {kApiVersion, "ExtendedResourceClaim", claim.meta.ns, claim.meta.name, claim.meta.uid};
 }
 
+ObjectReference referenceTo(const ExtendedResource& device) {
+  return {kApiVersion, "ExtendedResource", "", device.meta.name, device.meta.uid};
+}
+
 ObjectReference referenceTo(const Pod& pod) {
   return {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid};
 }

@@ -27,6 +27,7 @@ struct ObjectReference {
 };
 
 ObjectReference referenceTo(const ExtendedResourceClaim& claim);
+ObjectReference referenceTo(const ExtendedResource& device);
 ObjectReference referenceTo(const Pod& pod);
 
 enum class EventType { kNormal, kWarning };

@@ -12,9 +12,10 @@ namespace ker {
 
 namespace {
 
-// The written conditions' statuses are those the rule gives for the written typed status (the
-// reasons and messages may lag behind a merge-patched Invalid mark). An object without
-// conditions was written by someone else, or before they existed.
+// The written conditions' statuses are those the rule gives for the written typed status. The
+// reasons may lag behind a deletion (DeletionWaiting is written by the controller once it sees
+// it), so only statuses are compared. An object without conditions was written by someone
+// else, or before they existed.
 void checkConditions(const std::string& what, const std::vector<Condition>& written,
                      const std::vector<Condition>& derived, std::vector<std::string>& out) {
   if (written.empty()) {

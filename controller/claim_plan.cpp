@@ -159,17 +159,8 @@ Plan planStatus(const ClaimInputs& in) {
   // holds is left at that; one invalid in its spec alone is still released when its pod goes,
   // or it would keep its devices until someone mended the spec. Once valid again, the cleared
   // mark's write brings it back with the status as it is now.
-  if (auto mark = invalidWrite(resources::kExtendedResourceClaims, c.meta, c.invalid, c.reason,
-                               c.message, c.phaseWritten, toString(ClaimPhase::kPending))) {
-    Plan p;
-    p.write = std::move(*mark);
-    p.change = c.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
-    p.why = c.invalid;
-    if (!c.invalid.empty()) {
-      p.events.push_back(
-          {referenceTo(c), EventType::kWarning, toString(StatusReason::kInvalid), c.invalid});
-    }
-    return p;
+  if (auto mark = planInvalidMark(c, in.now)) {
+    return std::move(*mark);
   }
   if (!c.invalid.empty() && !c.statusReadable) {
     return {};
@@ -205,7 +196,6 @@ Plan planStatus(const ClaimInputs& in) {
 SeenClaim seenClaim(const ExtendedResourceClaim& c) {
   SeenClaim s;
   s.phase = c.phase;
-  s.deleting = c.meta.deleting;
   if (const auto refs = c.holders(); !refs.empty()) {
     s.holderUid = refs.front().uid;
   }
@@ -215,21 +205,26 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 Plan planClaim(const ClaimInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
-  if (in.protect && !planProtection(p, resources::kExtendedResourceClaims, c.meta,
-                                    kClaimProtectionFinalizer, claimInUse(c))) {
-    if (!p.write && !p.verify && c.meta.deleting && claimInUse(c) &&
-        (!in.seen || !in.seen->deleting)) {
-      p.events.push_back(
-          {referenceTo(c), EventType::kNormal, "DeletionWaiting",
-           c.holders().size() > 1
-               ? "the claim is deleted once pods " + c.holderNames() +
-                     " no longer hold it (finish or are deleted): until then its devices stay "
-                     "with those pods"
-               : "the claim is deleted once pod " +
-                     (c.holders().empty() ? std::string("?") : c.holderNames()) +
-                     " no longer holds it (finishes or is deleted): until then its devices stay "
-                     "with that pod"});
-    }
+  if (in.protect) {
+    planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
+                   claimInUse(c));
+    planDeletionWait(
+        p, c.meta, claimInUse(c), c.conditions, c.statusReadable,
+        [&] { return updateOf(c, in.now); },
+        [&](const StatusWrite& w) -> PlannedEvent {
+          // The holders as written (those leaving now are not waited for).
+          const ExtendedResourceClaim next =
+              w.mergePatch ? c : ExtendedResourceClaim::fromJson(w.body);
+          const std::string pods = next.holders().empty() ? std::string("?") : next.holderNames();
+          return {referenceTo(c), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
+                  next.holders().size() > 1
+                      ? "the claim is deleted once pods " + pods +
+                            " no longer hold it (finish or are deleted): until then its devices "
+                            "stay with those pods"
+                      : "the claim is deleted once pod " + pods +
+                            " no longer holds it (finishes or is deleted): until then its devices "
+                            "stay with that pod"};
+        });
   }
   // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
   // own Recovered). A release missed in between still counts.

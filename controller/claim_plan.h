@@ -13,7 +13,6 @@ namespace ker {
 struct SeenClaim {
   ClaimPhase phase = ClaimPhase::kPending;
   std::optional<std::string> holderUid;  // the first holder's UID; nullopt without one
-  bool deleting = false;
 };
 SeenClaim seenClaim(const ExtendedResourceClaim& claim);
 
@@ -29,7 +28,8 @@ struct ClaimInputs {
 // valid again), then decideClaim's action turned into the exact status to write and the events
 // to record, and the Bound event when the extender bound it since the last reconcile. With no
 // status to write, its protection finalizer (protectionChange), and once, when it is deleted
-// while in use, an event saying what its deletion waits for.
+// while in use, its status again with conditions and an event saying what its deletion waits
+// for (deletionWaitUnannounced).
 Plan planClaim(const ClaimInputs& in);
 
 // The claim is gone from the cache; `last` is how the watch last saw it, `holder` one of its

@@ -41,13 +41,8 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
 Plan planStatus(const DeviceInputs& in) {
   const ExtendedResource& d = *in.view.device;
   // An invalid device is marked and never repaired: its status cannot be trusted either.
-  if (auto mark = invalidWrite(resources::kExtendedResources, d.meta, d.invalid, d.reason,
-                               d.message, d.phaseWritten, toString(DevicePhase::kAvailable))) {
-    Plan p;
-    p.write = std::move(*mark);
-    p.change = d.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
-    p.why = d.invalid;
-    return p;
+  if (auto mark = planInvalidMark(d, in.now)) {
+    return std::move(*mark);
   }
   if (!d.invalid.empty()) {
     return {};
@@ -74,6 +69,21 @@ Plan planStatus(const DeviceInputs& in) {
   return p;
 }
 
+// The device stays while its claim holds it: the event names the claim and the pods holding it
+// (as far as the cache knows them).
+PlannedEvent deletionWaitEvent(const ExtendedResource& d, const ExtendedResourceClaim* c) {
+  const std::string claim =
+      d.claimRef ? objectKey(d.claimRef->ns, d.claimRef->name) : std::string("<none>");
+  const bool known = d.claimRef && c && c->meta.uid == d.claimRef->uid && !c->holders().empty();
+  const std::string pods =
+      !known ? std::string()
+             : (c->holders().size() > 1 ? " (pods " : " (pod ") + c->holderNames() + ")";
+  return {referenceTo(d), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
+          "the device is deleted once claim " + claim + pods +
+              " is released (its pods finish or are deleted): until then it stays with that "
+              "claim"};
+}
+
 }  // namespace
 
 Plan planDevice(const DeviceInputs& in) {
@@ -82,6 +92,11 @@ Plan planDevice(const DeviceInputs& in) {
   if (in.protect) {
     planProtection(p, resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer,
                    deviceInUse(d));
+    // An invalid device's status is never written but for its mark.
+    planDeletionWait(
+        p, d.meta, deviceInUse(d), d.conditions, d.invalid.empty(),
+        [&] { return updateOf(d, in.now); },
+        [&](const StatusWrite&) { return deletionWaitEvent(d, in.view.claim); });
   }
   return p;
 }

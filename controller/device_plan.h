@@ -22,7 +22,9 @@ struct DeviceInputs {
 
 // Everything the controller does about one device, decided without I/O: mark it Invalid (or
 // valid again; an invalid device is never repaired), then decideDevice's action turned into
-// the exact status to write.
+// the exact status to write; with no status to write, its protection finalizer, and once, when
+// it is deleted while allocated, its status again with conditions and an event saying what its
+// deletion waits for (deletionWaitUnannounced).
 Plan planDevice(const DeviceInputs& in);
 
 // As for claims: the status a bind writes, as one string.

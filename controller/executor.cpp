@@ -50,6 +50,10 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
       log::info("nothing holds the deleting object any more; its deletion completes",
                 {{"kind", w.resource->plural}, {"object", object}});
       return;
+    case Change::kDeletionWaiting:
+      log::info("deleting object in use: its deletion waits for the release",
+                {{"kind", w.resource->plural}, {"object", object}, {"why", plan.why}});
+      return;
     case Change::kProtected:
       if (log::v(2)) {
         log::info("added the in-use protection finalizer",
@@ -97,7 +101,7 @@ void Executor::count(const Plan& plan) {
   if (*plan.change == Change::kReleased || *plan.change == Change::kHoldersLeft) {
     metrics_->releases.labels({toString(*plan.cause)}).inc();
   } else if (*plan.change != Change::kValidAgain && *plan.change != Change::kProtected &&
-             *plan.change != Change::kUnprotected) {
+             *plan.change != Change::kUnprotected && *plan.change != Change::kDeletionWaiting) {
     metrics_->repairs.labels({toString(*plan.change)}).inc();
   }
 }

@@ -1,5 +1,9 @@
 #include "controller/plan.h"
 
+#include <algorithm>
+
+#include "common/conditions.h"
+
 namespace ker {
 
 const char* toString(Change change) {
@@ -28,6 +32,8 @@ const char* toString(Change change) {
       return "protected";
     case Change::kUnprotected:
       return "unprotected";
+    case Change::kDeletionWaiting:
+      return "deletion_waiting";
   }
   return "unknown";
 }
@@ -43,28 +49,108 @@ StatusWrite statusPatch(const Resource& resource, const ObjectMeta& meta, nlohma
       true};
 }
 
-}  // namespace
+const Resource& resourceOf(const ExtendedResourceClaim&) {
+  return resources::kExtendedResourceClaims;
+}
+const Resource& resourceOf(const ExtendedResource&) {
+  return resources::kExtendedResources;
+}
+std::vector<Condition> conditionsOf(const ExtendedResourceClaim& c, SystemTime now) {
+  return claimConditions(c, c.conditions, now);
+}
+std::vector<Condition> conditionsOf(const ExtendedResource& d, SystemTime now) {
+  return deviceConditions(d, d.conditions, now);
+}
 
-std::optional<StatusWrite> invalidWrite(const Resource& resource, const ObjectMeta& meta,
-                                        const std::string& invalid, const std::string& reason,
-                                        const std::string& message, bool phaseWritten,
-                                        const char* initPhase) {
-  const bool marked = parseStatusReason(reason) == StatusReason::kInvalid;
-  if (invalid.empty()) {
-    if (!marked) {
-      return std::nullopt;
-    }
-    return statusPatch(resource, meta, {{"reason", nullptr}, {"message", nullptr}});
-  }
-  // Marked already with this very problem: the desired status is the status.
-  if (marked && message == invalid && phaseWritten) {
+// Each wanted condition is written, alike but for its times and generation.
+bool alreadyWritten(const std::vector<Condition>& want, const std::vector<Condition>& got) {
+  return std::all_of(want.begin(), want.end(), [&](const Condition& w) {
+    const Condition* g = findCondition(got, w.type);
+    return g && g->status == w.status && g->reason == w.reason && g->message == w.message;
+  });
+}
+
+template <typename Object>
+std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
+  const bool marked = parseStatusReason(o.reason) == StatusReason::kInvalid;
+  if (o.invalid.empty() && !marked) {
     return std::nullopt;
   }
-  nlohmann::json status = {{"reason", toString(StatusReason::kInvalid)}, {"message", invalid}};
-  if (!phaseWritten) {
-    status["phase"] = initPhase;
+  // The object as the patch leaves it; its typed phase already reads as the initial one when
+  // none is written.
+  Object next = o;
+  next.reason = o.invalid.empty() ? "" : toString(StatusReason::kInvalid);
+  next.message = o.invalid;
+  const std::vector<Condition> conditions = conditionsOf(next, now);
+  const bool saidAlready = marked && o.message == o.invalid;
+  if (!o.invalid.empty() && saidAlready && o.phaseWritten &&
+      alreadyWritten(conditions, o.conditions)) {
+    return std::nullopt;
   }
-  return statusPatch(resource, meta, std::move(status));
+  nlohmann::json status = o.invalid.empty()
+                              ? nlohmann::json{{"reason", nullptr}, {"message", nullptr}}
+                              : nlohmann::json{{"reason", next.reason}, {"message", o.invalid}};
+  if (!o.invalid.empty() && !o.phaseWritten) {
+    status["phase"] = toString(next.phase);
+  }
+  // A merge patch replaces the whole list: the conditions of others are written back as read.
+  const nlohmann::json raw = o.raw.parse();
+  nlohmann::json list = nlohmann::json::object();
+  if (auto st = raw.is_object() ? raw.find("status") : raw.end();
+      raw.is_object() && st != raw.end() && st->is_object() && st->contains("conditions")) {
+    list["conditions"] = st->at("conditions");
+  }
+  writeConditions(list, conditions);
+  status["conditions"] = std::move(list["conditions"]);
+  Plan p;
+  p.write = statusPatch(resourceOf(o), o.meta, std::move(status));
+  p.change = o.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
+  p.why = o.invalid;
+  if (!o.invalid.empty() && !saidAlready) {
+    p.events.push_back({referenceTo(o), EventType::kWarning, next.reason, o.invalid});
+  }
+  return p;
+}
+
+}  // namespace
+
+std::optional<Plan> planInvalidMark(const ExtendedResourceClaim& claim, SystemTime now) {
+  return invalidMark(claim, now);
+}
+
+std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime now) {
+  return invalidMark(device, now);
+}
+
+void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
+                      const std::vector<Condition>& written, bool mayRewrite,
+                      const std::function<StatusWrite()>& rewrite,
+                      const std::function<PlannedEvent(const StatusWrite&)>& event) {
+  if (plan.verify || !deletionWaitUnannounced(meta, inUse, written)) {
+    return;
+  }
+  if (!plan.write && mayRewrite) {
+    plan.write = rewrite();
+    plan.change = Change::kDeletionWaiting;
+  }
+  if (!plan.write) {
+    return;
+  }
+  // The write's own conditions tell: a release (no longer in use) or a finalizer patch (no
+  // status) does not say it.
+  const nlohmann::json& body = plan.write->body;
+  auto status = body.find("status");
+  if (status == body.end()) {
+    return;
+  }
+  const auto next = readConditions(*status);
+  const Condition* allocated = findCondition(next, ConditionType::kAllocated);
+  if (allocated && allocated->reason == ConditionReason::kDeletionWaiting) {
+    plan.events.push_back(event(*plan.write));
+    if (plan.change == Change::kDeletionWaiting) {
+      plan.why = plan.events.back().message;
+    }
+  }
 }
 
 bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,8 +28,9 @@ enum class Change {
   kDeviceInitialized,
   kMarkedInvalid,
   kValidAgain,
-  kProtected,    // the protection finalizer put on
-  kUnprotected,  // taken off a deleting object nothing holds: its deletion completes
+  kProtected,        // the protection finalizer put on
+  kUnprotected,      // taken off a deleting object nothing holds: its deletion completes
+  kDeletionWaiting,  // a deleting object in use: its conditions say why it stays
 };
 const char* toString(Change change);
 
@@ -44,15 +46,6 @@ struct StatusWrite {
   bool mergePatch = false;
   std::string subresource = "status";
 };
-
-// The Invalid mark both kinds share: a merge patch of status.reason Invalid and the parse error
-// as status.message (with `initPhase` when the object has no phase yet), or, once the object
-// parses again, of both cleared. Whatever else the status holds stays, parsable or not.
-// nullopt when the status already says what it should.
-std::optional<StatusWrite> invalidWrite(const Resource& resource, const ObjectMeta& meta,
-                                        const std::string& invalid, const std::string& reason,
-                                        const std::string& message, bool phaseWritten,
-                                        const char* initPhase);
 
 struct PlannedEvent {
   ObjectReference about;
@@ -94,6 +87,25 @@ struct Plan {
   std::optional<Millis> requeueAfter;
   std::optional<SteadyTime> suspectSince;
 };
+
+// The Invalid mark both kinds share: a merge patch of status.reason Invalid, the parse error as
+// status.message (and the initial phase when the object has no phase yet), or, once the object
+// parses again, of both cleared; either with the conditions that status gives (claimConditions,
+// deviceConditions), so no condition contradicts the mark. Whatever else the status holds stays,
+// parsable or not. A new mark comes with the Warning event Invalid. nullopt when the status and
+// its conditions already say what they should.
+std::optional<Plan> planInvalidMark(const ExtendedResourceClaim& claim, SystemTime now);
+std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime now);
+
+// A deleting object in use says once why it stays (deletionWaitUnannounced): with nothing else
+// to write, `rewrite` (its status as it is, whose conditions then say DeletionWaiting) is
+// planned. The write that first turns its Allocated condition to DeletionWaiting, that one or
+// another status write of the plan (holders leaving, Lost, a mark), carries `event(write)`.
+// `mayRewrite` false: its status is not to be written back (it cannot be trusted).
+void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
+                      const std::vector<Condition>& written, bool mayRewrite,
+                      const std::function<StatusWrite()>& rewrite,
+                      const std::function<PlannedEvent(const StatusWrite&)>& event);
 
 // With nothing else to write (one write per reconcile, each conditional on the version seen),
 // the protection finalizer's write when protectionChange calls for one; false when it does not.

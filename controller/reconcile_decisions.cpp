@@ -362,6 +362,13 @@ std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& 
   return std::nullopt;
 }
 
+bool deletionWaitUnannounced(const ObjectMeta& meta, bool inUse,
+                             const std::vector<Condition>& written) {
+  const Condition* allocated = findCondition(written, ConditionType::kAllocated);
+  return meta.deleting && inUse &&
+         (!allocated || allocated->reason != ConditionReason::kDeletionWaiting);
+}
+
 NudgePlan podsToNudge(const NudgeView& v) {
   NudgePlan plan;
   auto later = [&](Millis d) { plan.again = plan.again ? std::min(*plan.again, d) : d; };

@@ -187,6 +187,12 @@ bool deviceInUse(const ExtendedResource& device);
 // gets no new finalizer (the API server refuses it).
 std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,
                                      bool inUse);
+// A deleting object in use stays until it is released, and says so: true while its written
+// Allocated condition does not yet give the reason DeletionWaiting. The plan then writes the
+// status again (its conditions say it) with the DeletionWaiting event, so the event comes once
+// per deletion, remembered by the object itself across resyncs and restarts.
+bool deletionWaitUnannounced(const ObjectMeta& meta, bool inUse,
+                             const std::vector<Condition>& written);
 
 // A pod as the nudge selection sees it.
 struct PendingPodView {

@@ -777,16 +777,33 @@ class ProtectionTest : public ControllerTest {
   bool deleting(const Resource& res, const std::string& ns, const std::string& name) {
     return api_->get(res, ns, name).contains("/metadata/deletionTimestamp"_json_pointer);
   }
-  std::vector<std::string> claimEventReasons(const std::string& claim) {
-    std::vector<std::string> out;
-    const json events = api_->list(resources::kEvents, ns_, {});
+  // The events about one object; those about a cluster-scoped one are in "default".
+  std::vector<json> eventsAbout(const std::string& kind, const std::string& name,
+                                const std::string& eventNs) {
+    std::vector<json> out;
+    const json events = api_->list(resources::kEvents, eventNs, {});
     for (const auto& e : events["items"]) {
-      if (e.value("/involvedObject/name"_json_pointer, "") == claim &&
-          e.value("/involvedObject/kind"_json_pointer, "") == "ExtendedResourceClaim") {
-        out.push_back(e.value("reason", ""));
+      if (e.value("/involvedObject/name"_json_pointer, "") == name &&
+          e.value("/involvedObject/kind"_json_pointer, "") == kind) {
+        out.push_back(e);
       }
     }
     return out;
+  }
+  std::vector<std::string> claimEventReasons(const std::string& claim) {
+    std::vector<std::string> out;
+    for (const auto& e : eventsAbout("ExtendedResourceClaim", claim, ns_)) {
+      out.push_back(e.value("reason", ""));
+    }
+    return out;
+  }
+  json allocatedCondition(const json& object) {
+    for (const auto& c : object.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Allocated") {
+        return c;
+      }
+    }
+    return json();
   }
 };
 
@@ -812,6 +829,9 @@ TEST_F(ProtectionTest, AClaimDeletedWhileItsPodRunsStaysUntilThePodIsGone) {
       },
       10s))
       << "kubectl describe says why it is still there";
+  EXPECT_EQ(allocatedCondition(api_->get(resources::kExtendedResourceClaims, ns_, "c"))
+                .value("reason", ""),
+            "DeletionWaiting");
   // A second pod wanting a device of that kind is not given the held one meanwhile.
   createPod("second", "c2");
   ASSERT_TRUE(waitParked("second")) << logs();
@@ -850,6 +870,34 @@ TEST_F(ProtectionTest, ADeviceDeletedWhileInUseIsLostToItsClaimAndStaysUntilRele
       << claimStatus("c").dump();
   EXPECT_TRUE(deleting(resources::kExtendedResources, "", device));
   EXPECT_EQ(devicePhase(device), "Bound") << "its pod still has it";
+  // `kubectl describe er` says why it is still there: its condition, and one event naming the
+  // claim and the pod.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json allocated =
+            allocatedCondition(api_->get(resources::kExtendedResources, "", device));
+        return allocated.value("status", "") == "True" &&
+               allocated.value("reason", "") == "DeletionWaiting";
+      },
+      10s))
+      << api_->get(resources::kExtendedResources, "", device).dump() << logs();
+  std::vector<json> waiting;
+  EXPECT_TRUE(eventually(
+      [&] {
+        waiting.clear();
+        for (const auto& e : eventsAbout("ExtendedResource", device, "default")) {
+          if (e.value("reason", "") == "DeletionWaiting") {
+            waiting.push_back(e);
+          }
+        }
+        return !waiting.empty();
+      },
+      10s))
+      << logs();
+  ASSERT_EQ(waiting.size(), 1u);
+  const std::string said = waiting[0].value("message", "");
+  EXPECT_NE(said.find("claim " + ns_ + "/c (pod web)"), std::string::npos) << said;
+  EXPECT_EQ(waiting[0].value("count", 1), 1) << "once per deletion, not on every resync";
   // A pod wanting a device of that kind is not given the deleting one, before or after its
   // holder goes.
   createPod("second", "c2");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/api_error.h"
+#include "template_helpers.h"
 #include "test_env.h"
 
 namespace ker::itest {
@@ -137,9 +138,45 @@ TEST_F(CrdTest, ShareableIsFixedAtCreationAndHoldersAreCapped) {
       api_->updateStatus(resources::kExtendedResourceClaims, "default", shared)["status"]["holders"]
           .size(),
       32u);
+  // kubectl get -o wide names them.
+  std::string out;
+  ASSERT_EQ(
+      env_->kubectl("get erc -n default -o wide " + shared["metadata"]["name"].get<std::string>(),
+                    &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("HOLDERS"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("name":"p0")"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("name":"p31")"), std::string::npos) << "every holder: " << out;
+  ASSERT_EQ(
+      env_->kubectl("get erc -n default " + shared["metadata"]["name"].get<std::string>(), &out), 0)
+      << out;
+  EXPECT_EQ(out.find("HOLDERS"), std::string::npos) << "a wide column only: " << out;
   // Other suites check the whole cluster's invariants: no holders of pods that never existed.
   api_->remove(resources::kExtendedResourceClaims, "default", shared["metadata"]["name"]);
   api_->remove(resources::kExtendedResourceClaims, "default", plain["metadata"]["name"]);
+}
+
+// A claim made from a template belongs to one pod: a template asking for shareable claims is
+// refused with a message that says what to do instead.
+TEST_F(CrdTest, ATemplateCannotMakeShareableClaims) {
+  json tmpl = templateObject("default", uniqueName("shared-tmpl"), "x.io/gpu");
+  tmpl["spec"]["spec"]["shareable"] = true;
+  expectInvalid(resources::kExtendedResourceClaimTemplates, "default", tmpl,
+                "a claim made from a template belongs to one pod and cannot be shareable");
+
+  tmpl["spec"]["spec"]["shareable"] = false;
+  const json created = api_->create(resources::kExtendedResourceClaimTemplates, "default", tmpl);
+  EXPECT_EQ(created["spec"]["spec"]["shareable"], false);
+  json edited = created;
+  edited["spec"]["spec"]["shareable"] = true;
+  try {
+    api_->update(resources::kExtendedResourceClaimTemplates, "default", edited);
+    ADD_FAILURE() << "made shareable by an update";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << e.what();
+  }
+  api_->remove(resources::kExtendedResourceClaimTemplates, "default", created["metadata"]["name"]);
 }
 
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/health.h"
+#include "common/conditions.h"
 
 namespace ker::agent {
 namespace {
@@ -51,13 +52,52 @@ TEST(HealthTest, TheMessageFollowsTheCurrentProblem) {
   EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(current, sick())));
 }
 
-TEST(HealthTest, ABoundDeviceStaysWithItsPodAndTheHolderIsWarnedOncePerTurn) {
+TEST(HealthTest, ABoundDeviceStaysWithItsPodSaysItIsUnhealthyAndWarnsOncePerTurn) {
   auto bound = device(DevicePhase::kBound, true);
   auto first = decideHealth(bound, sick(/*wasHealthy=*/true));
-  ASSERT_TRUE(std::holds_alternative<WarnHolder>(first));
-  EXPECT_NE(std::get<WarnHolder>(first).message.find("d0"), std::string::npos);
-  EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(bound, sick(/*wasHealthy=*/false))));
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(first));
+  const auto& mark = std::get<MarkUnhealthy>(first);
+  EXPECT_EQ(mark.message, "device node /dev/x is missing");
+  ASSERT_TRUE(mark.warning);
+  EXPECT_NE(mark.warning->find("d0"), std::string::npos);
+
+  const ExtendedResource marked = withHealth(bound, false, mark.message);
+  EXPECT_EQ(marked.phase, DevicePhase::kBound) << "its pod keeps it";
+  EXPECT_EQ(marked.claimRef, bound.claimRef);
+  EXPECT_EQ(marked.reason, kUnhealthyReason);
+  const auto conditions = deviceConditions(marked, {}, {});
+  ASSERT_EQ(conditions.size(), 2u);
+  EXPECT_EQ(conditions[0].status, ConditionStatus::kTrue) << "still allocated";
+  EXPECT_EQ(conditions[1].type, ConditionType::kHealthy);
+  EXPECT_EQ(conditions[1].status, ConditionStatus::kFalse);
+  EXPECT_EQ(conditions[1].reason, ConditionReason::kDeviceUnhealthy);
+
+  EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(marked, sick(/*wasHealthy=*/false))))
+      << "said once";
+  EXPECT_TRUE(std::holds_alternative<WarnHolder>(decideHealth(marked, sick(/*wasHealthy=*/true))))
+      << "a restarted agent warns again, without a write";
+  auto other = marked;
+  other.message = "older problem";
+  auto again = decideHealth(other, sick(/*wasHealthy=*/false));
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(again)) << "the message follows the problem";
+  EXPECT_FALSE(std::get<MarkUnhealthy>(again).warning);
+
+  ASSERT_TRUE(std::holds_alternative<MarkHealthy>(decideHealth(marked, {})));
+  const ExtendedResource healed = withHealth(marked, true, "");
+  EXPECT_EQ(healed.phase, DevicePhase::kBound);
+  EXPECT_EQ(healed.reason, "");
+  EXPECT_EQ(deviceConditions(healed, {}, {})[1].status, ConditionStatus::kTrue);
   EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(bound, {})));
+}
+
+TEST(HealthTest, AFreeDeviceIsTakenOutOfOfferAndBack) {
+  const ExtendedResource out = withHealth(device(DevicePhase::kAvailable), false, "gone");
+  EXPECT_EQ(out.phase, DevicePhase::kPending);
+  EXPECT_EQ(out.message, "gone");
+  EXPECT_EQ(deviceConditions(out, {}, {})[1].status, ConditionStatus::kFalse);
+  const ExtendedResource back = withHealth(out, true, "");
+  EXPECT_EQ(back.phase, DevicePhase::kAvailable);
+  EXPECT_EQ(back.reason, "");
 }
 
 TEST(HealthTest, InvalidOrDeletingDevicesAreLeftAlone) {

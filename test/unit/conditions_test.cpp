@@ -111,6 +111,34 @@ TEST(DeviceConditions, AllocatedFollowsThePhaseAndHealthTheAgentsReason) {
   EXPECT_EQ(healthy[1].status, ConditionStatus::kTrue);
 }
 
+TEST(Conditions, ADeletingObjectInUseStaysAllocatedAndSaysItsDeletionWaits) {
+  ExtendedResourceClaim c = boundClaim();
+  const auto before = claimConditions(c, {}, kThen);
+  c.meta.deleting = true;
+  auto cs = claimConditions(c, before, kNow);
+  EXPECT_EQ(cs[0].status, ConditionStatus::kTrue);
+  EXPECT_EQ(cs[0].reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(
+      cs[0].message,
+      "for pod trainer on node n1: gpu-0, gpu-1; deleted once pod trainer no longer holds it");
+  EXPECT_EQ(cs[0].lastTransitionTime, formatTime(kThen)) << "still True";
+  c.makePending();
+  EXPECT_EQ(claimConditions(c, cs, kNow)[0].reason, ConditionReason::kPending)
+      << "released: nothing keeps it";
+
+  ExtendedResource d;
+  d.meta.deleting = true;
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"ml", "train", "u"};
+  auto ds = deviceConditions(d, {}, kNow);
+  EXPECT_EQ(ds[0].status, ConditionStatus::kTrue);
+  EXPECT_EQ(ds[0].reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(ds[0].message, "to claim ml/train; deleted once the claim is released");
+  d.phase = DevicePhase::kAvailable;
+  d.claimRef.reset();
+  EXPECT_EQ(deviceConditions(d, ds, kNow)[0].reason, ConditionReason::kAvailable);
+}
+
 TEST(ConditionsJson, WritingReplacesOursAndKeepsOthers) {
   json status = json::parse(R"({"conditions": [
       {"type": "Ready", "status": "True", "reason": "Theirs", "lastTransitionTime": "x"},

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "common/conditions.h"
 #include "controller/claim_plan.h"
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
@@ -53,6 +54,14 @@ class ClaimPlanTest : public ::testing::Test {
     in.view.devices = {{"d0", &d0}};
     in.view.now = kT0;
     in.view.grace = 2min;
+  }
+
+  // Invalid, and marked so (with the conditions the mark writes).
+  void markedInvalid(const std::string& why) {
+    claim.invalid = why;
+    claim.reason = "Invalid";
+    claim.message = why;
+    claim.conditions = claimConditions(claim, {}, in.now);
   }
 
   std::vector<std::string> eventReasons(const Plan& p) {
@@ -168,19 +177,20 @@ TEST_F(SharedClaimPlanTest, AClaimIsProtectedWhileAnyHolderHoldsIt) {
   holder.phase = "Succeeded";
   Plan p = planClaim(in);
   EXPECT_EQ(p.change, Change::kHoldersLeft) << "the holder leaves; the finalizer stays";
+  ASSERT_EQ(eventReasons(p).back(), "ExtendedResourceClaim/DeletionWaiting");
+  EXPECT_NE(p.events.back().message.find("once pod q no longer holds it"), std::string::npos)
+      << "only the holder that stays is waited for: " << p.events.back().message;
   claim.sharedHolders = {PodRef{"q", "uid-q"}};
   in.view.holders = {{&second, false}};
   p = planClaim(in);
-  EXPECT_FALSE(p.write) << "q still holds it";
+  EXPECT_EQ(p.change, Change::kDeletionWaiting) << "q still holds it";
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].reason, "DeletionWaiting");
 }
 
 TEST_F(ClaimPlanTest, AnInvalidClaimReleasedKeepsSayingWhy) {
   holder.phase = "Failed";
-  claim.invalid = "spec.metadataRequirements: expected an object";
-  claim.reason = "Invalid";
-  claim.message = claim.invalid;
+  markedInvalid("spec.metadataRequirements: expected an object");
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.write->body["status"]["reason"], "Invalid");
@@ -193,19 +203,37 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_TRUE(p.write->mergePatch);
-  EXPECT_EQ(p.write->body["status"],
-            nlohmann::json({{"reason", "Invalid"}, {"message", claim.invalid}}));
+  nlohmann::json status = p.write->body["status"];
+  const auto conditions = readConditions(status);
+  status.erase("conditions");
+  EXPECT_EQ(status, nlohmann::json({{"reason", "Invalid"}, {"message", claim.invalid}}));
   EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7");
   EXPECT_EQ(p.change, Change::kMarkedInvalid);
   EXPECT_EQ(eventReasons(p), std::vector<std::string>{"ExtendedResourceClaim/Invalid"});
+  // Its conditions come in the same write: still Bound to its pod.
+  ExtendedResourceClaim marked = claim;
+  marked.reason = "Invalid";
+  marked.message = claim.invalid;
+  EXPECT_EQ(conditions, claimConditions(marked, {}, in.now));
 
   claim.phaseWritten = false;
-  EXPECT_EQ(planClaim(in).write->body["status"]["phase"], "Pending")
+  claim.makePending();
+  p = planClaim(in);
+  EXPECT_EQ(p.write->body["status"]["phase"], "Pending")
       << "a claim without a phase gets one as it is marked";
+  const auto pending = readConditions(p.write->body["status"]);
+  ASSERT_TRUE(findCondition(pending, ConditionType::kAllocated));
+  EXPECT_EQ(findCondition(pending, ConditionType::kAllocated)->reason, ConditionReason::kInvalid)
+      << "a Pending claim cannot be allocated while invalid";
+  claim = claimBoundTo("uid-p");
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
 
-  claim.phaseWritten = true;
   claim.reason = "Invalid";
   claim.message = claim.invalid;
+  p = planClaim(in);
+  ASSERT_TRUE(p.write) << "marked by an earlier version, without its conditions";
+  EXPECT_TRUE(p.events.empty()) << "the mark itself was said";
+  claim.conditions = conditions;
   p = planClaim(in);
   EXPECT_FALSE(p.write) << "marked already, and its pod runs on";
 
@@ -213,14 +241,29 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kValidAgain);
-  EXPECT_EQ(p.write->body["status"], nlohmann::json({{"reason", nullptr}, {"message", nullptr}}));
+  status = p.write->body["status"];
+  EXPECT_EQ(readConditions(status), claimConditions(claimBoundTo("uid-p"), {}, in.now));
+  status.erase("conditions");
+  EXPECT_EQ(status, nlohmann::json({{"reason", nullptr}, {"message", nullptr}}));
+}
+
+TEST_F(ClaimPlanTest, TheInvalidMarkKeepsTheConditionsOfOthers) {
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
+  claim.raw = nlohmann::json::parse(R"({"status": {"conditions": [
+      {"type": "Ready", "status": "True", "reason": "Theirs"},
+      {"type": "Allocated", "status": "False", "reason": "Pending"}]}})");
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  const nlohmann::json& list = p.write->body["status"]["conditions"];
+  ASSERT_EQ(list.size(), 3u) << list.dump();
+  EXPECT_EQ(list[0]["type"], "Allocated");
+  EXPECT_EQ(list[0]["status"], "True");
+  EXPECT_EQ(list[2]["type"], "Ready");
 }
 
 TEST_F(ClaimPlanTest, AnUnreadableStatusIsLeftAlone) {
-  claim.invalid = "status.podRef: expected an object";
+  markedInvalid("status.podRef: expected an object");
   claim.statusReadable = false;
-  claim.reason = "Invalid";
-  claim.message = claim.invalid;
   holder.phase = "Succeeded";
   const Plan p = planClaim(in);
   EXPECT_FALSE(p.write) << "it cannot be trusted to say what it holds";
@@ -262,6 +305,13 @@ TEST(DeletedClaimPlan, WarnsAHolderThatRunsOn) {
 
 class DevicePlanTest : public ::testing::Test {
  protected:
+  static std::vector<std::string> eventReasons(const Plan& p) {
+    std::vector<std::string> out;
+    for (const auto& e : p.events) {
+      out.push_back(e.reason);
+    }
+    return out;
+  }
   DevicePlanTest() : claim(claimBoundTo("uid-p")) {
     device.meta = {.name = "d0", .resourceVersion = "3"};
     device.rawResourceName = "nvidia.com/gpu";
@@ -339,8 +389,14 @@ TEST_F(DevicePlanTest, InvalidDeviceIsMarkedAndNeverRepaired) {
   ASSERT_TRUE(p.write);
   EXPECT_TRUE(p.write->mergePatch);
   EXPECT_EQ(p.change, Change::kMarkedInvalid);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "Invalid");
+  EXPECT_EQ(p.events[0].about.kind, "ExtendedResource");
   device.reason = "Invalid";
   device.message = device.invalid;
+  device.conditions = readConditions(p.write->body["status"]);
+  EXPECT_EQ(device.conditions, deviceConditions(device, {}, in.now))
+      << "the mark's conditions are those of the marked status";
   in.view.claimLive = true;
   p = planDevice(in);
   EXPECT_FALSE(p.write);
@@ -410,12 +466,26 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   claim.meta.finalizers = {"other", kClaimProtectionFinalizer};
   claim.meta.deleting = true;
   Plan p = planClaim(in);
-  EXPECT_FALSE(p.write) << "its pod runs on: the finalizer stays";
+  ASSERT_TRUE(p.write) << "its pod runs on: the finalizer stays, and the status says why";
+  EXPECT_EQ(p.change, Change::kDeletionWaiting);
+  EXPECT_FALSE(p.write->mergePatch);
+  EXPECT_FALSE(p.write->body["metadata"].contains("finalizers"));
+  EXPECT_EQ(p.write->body["status"]["phase"], "Bound") << "nothing else changes";
+  const auto written = readConditions(p.write->body["status"]);
+  const Condition* allocated = findCondition(written, ConditionType::kAllocated);
+  ASSERT_TRUE(allocated);
+  EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
+  EXPECT_EQ(allocated->reason, ConditionReason::kDeletionWaiting);
+  EXPECT_NE(allocated->message.find("pod p no longer holds it"), std::string::npos)
+      << allocated->message;
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].reason, "DeletionWaiting");
   EXPECT_NE(p.events[0].message.find("pod p"), std::string::npos) << p.events[0].message;
-  in.seen = seenClaim(claim);
-  EXPECT_TRUE(planClaim(in).events.empty()) << "said once";
+  claim.conditions = written;
+  in.seen.reset();  // a restarted controller too
+  p = planClaim(in);
+  EXPECT_FALSE(p.write) << "said once";
+  EXPECT_TRUE(p.events.empty()) << "said once";
 
   claim.makePending();  // released when its pod went
   p = planClaim(in);
@@ -423,6 +493,30 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   EXPECT_EQ(p.change, Change::kUnprotected);
   EXPECT_EQ(p.write->body["metadata"]["finalizers"], nlohmann::json({"other"}))
       << "only its own finalizer goes";
+}
+
+TEST_F(ProtectionPlanTest, AnotherStatusWriteOfADeletingClaimSaysWhyItWaitsOnce) {
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+  claim.meta.deleting = true;
+  in.view.devices = {{"d0", nullptr}};
+  in.view.devicesLive = true;
+  Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kClaimLost) << "the Lost write is the one that says it";
+  EXPECT_EQ(
+      findCondition(readConditions(p.write->body["status"]), ConditionType::kAllocated)->reason,
+      ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(eventReasons(p),
+            (std::vector<std::string>{"ExtendedResourceClaim/Lost", "Pod/ClaimLost",
+                                      "ExtendedResourceClaim/DeletionWaiting"}));
+
+  holder.phase = "Succeeded";
+  claim.conditions.clear();
+  p = planClaim(in);
+  EXPECT_EQ(p.change, Change::kReleased);
+  EXPECT_EQ(eventReasons(p),
+            (std::vector<std::string>{"ExtendedResourceClaim/Released", "Pod/ClaimReleased"}))
+      << "a release is no wait";
 }
 
 TEST_F(ProtectionPlanTest, NoFinalizerIsAddedToADeletingClaim) {
@@ -462,6 +556,8 @@ TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   device.claimRef = ClaimRef{"default", "c", "uid-c"};
   in.view.claim = &claim;
   device.meta.deleting = true;
+  device.conditions = {{ConditionType::kAllocated, ConditionStatus::kTrue,
+                        ConditionReason::kDeletionWaiting, "said", "", 0}};
   EXPECT_FALSE(planDevice(in).write) << "in use";
   device.phase = DevicePhase::kAvailable;
   device.claimRef.reset();
@@ -473,6 +569,62 @@ TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   device.meta.deleting = false;
   device.meta.finalizers.clear();
   EXPECT_EQ(planDevice(in).change, Change::kProtected);
+}
+
+TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
+  in.protect = true;
+  device.meta.uid = "uid-d0";
+  device.meta.finalizers = {kDeviceProtectionFinalizer};
+  device.meta.deleting = true;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "c", "uid-c"};
+  claim.shareable = true;
+  claim.podRef.reset();
+  claim.sharedHolders = {PodRef{"p", "uid-p"}, PodRef{"q", "uid-q"}};
+  in.view.claim = &claim;
+  Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kDeletionWaiting);
+  EXPECT_FALSE(p.write->mergePatch) << "the status as it is, its conditions saying why";
+  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
+  EXPECT_EQ(p.write->body["status"]["claimRef"]["name"], "c");
+  const auto written = readConditions(p.write->body["status"]);
+  const Condition* allocated = findCondition(written, ConditionType::kAllocated);
+  ASSERT_TRUE(allocated);
+  EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
+  EXPECT_EQ(allocated->reason, ConditionReason::kDeletionWaiting);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].about.kind, "ExtendedResource");
+  EXPECT_EQ(p.events[0].about.name, "d0");
+  EXPECT_EQ(p.events[0].reason, "DeletionWaiting");
+  EXPECT_NE(p.events[0].message.find("claim default/c (pods p, q)"), std::string::npos)
+      << p.events[0].message;
+
+  device.conditions = written;
+  p = planDevice(in);
+  EXPECT_FALSE(p.write) << "said once, whatever the controller remembers";
+  EXPECT_TRUE(p.events.empty());
+
+  // Someone else's status write took the condition away: said again.
+  device.conditions.clear();
+  claim.sharedHolders.clear();
+  p = planDevice(in);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_NE(p.events[0].message.find("claim default/c is released"), std::string::npos)
+      << "no pods named when the claim names none: " << p.events[0].message;
+
+  in.protect = false;
+  EXPECT_FALSE(planDevice(in).write) << "no finalizer of ours keeps it";
+  in.protect = true;
+  device.invalid = "spec.properties: expected an object";
+  device.reason = "Invalid";
+  device.message = device.invalid;
+  p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kMarkedInvalid) << "a mark that lacks its conditions is completed";
+  EXPECT_EQ(eventReasons(p), std::vector<std::string>{"DeletionWaiting"}) << "that write says it";
+  device.conditions = deviceConditions(device, {}, in.now);
+  EXPECT_FALSE(planDevice(in).write) << "an invalid device's status is left alone";
 }
 
 }  // namespace
