@@ -1,6 +1,7 @@
 #include "agent/claim_source.h"
 
-#include "common/api_error.h"
+#include <utility>
+
 #include "common/resource.h"
 
 namespace ker::agent {
@@ -16,13 +17,14 @@ ClaimSource::Result CachedClaimSource::get(const std::string& ns, const std::str
     auto obj = live_.get(resources::kExtendedResourceClaims, ns, name);
     return {std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(obj)),
             {}};
-  } catch (const ApiError& e) {
-    if (e.isNotFound()) {
+  } catch (const std::exception& e) {
+    // The injection's boundary: a container is never refused by an exception, only by a
+    // decision on what could and could not be read.
+    Status read = statusFrom(e);
+    if (read.isNotFound()) {
       return {nullptr, {}};
     }
-    return {nullptr, e.what()};
-  } catch (const std::exception& e) {
-    return {nullptr, e.what()};
+    return {nullptr, std::move(read)};
   }
 }
 

@@ -8,6 +8,7 @@
 #include "common/api_client.h"
 #include "common/informer.h"
 #include "common/objects.h"
+#include "common/status.h"
 
 namespace ker::agent {
 
@@ -16,7 +17,7 @@ class ClaimSource {
  public:
   struct Result {
     std::shared_ptr<const ExtendedResourceClaim> claim;  // nullptr: it does not exist
-    std::string error;                                   // set when it could not be read
+    Status status;                                       // not OK when it could not be read
   };
   virtual ~ClaimSource() = default;
   // The claim ns/name, as current as needed to tell whether it is Bound to pod podUid.

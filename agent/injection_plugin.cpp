@@ -113,8 +113,8 @@ Injection InjectionPlugin::decide(const PodIdentity& pod) {
   std::vector<const ExtendedResourceClaim*> found;
   for (const auto& name : in.named.names) {
     ClaimSource::Result r = deps_.claims->get(pod.ns, name, pod.uid);
-    if (!r.error.empty()) {
-      in.unreadable[name] = r.error;
+    if (!r.status.ok()) {
+      in.unreadable[name] = r.status.message();
       continue;
     }
     in.claims[name] = r.claim.get();

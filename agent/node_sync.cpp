@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "agent/health.h"
-#include "common/api_error.h"
 #include "common/logging.h"
 #include "common/resource.h"
+#include "common/status.h"
 
 namespace ker::agent {
 
@@ -157,62 +157,59 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
   };
   for (const auto& c : plan.creates) {
     const std::string name = c.object["metadata"]["name"];
-    try {
-      api_.create(resources::kExtendedResources, "", c.object);
+    const Status sent = callApi([&] { api_.create(resources::kExtendedResources, "", c.object); });
+    const bool exists = sent.code() == StatusCode::kAlreadyExists;
+    if (sent.ok()) {
       count("create", "success");
       conflicts_.erase(name);
       log::info("published device", {{"device", name}});
-    } catch (const ApiError& e) {
-      if (e.isAlreadyExists() && publishedByThisAgent(name)) {
-        count("create", "exists");  // created by an earlier sync the cache had not shown yet
-      } else if (e.isAlreadyExists()) {
-        // Another object (by hand, or another node's) has the name: never taken over.
-        count("create", "conflict");
-        if (conflicts_.insert(name).second) {
-          log::warn("device name taken by an object this agent does not manage; not published",
-                    {{"device", name}, {"error", e.what()}});
-        }
-      } else {
-        count("create", "error");
-        log::warn("publishing device failed", {{"device", name}, {"error", e.what()}});
+    } else if (exists && publishedByThisAgent(name)) {
+      count("create", "exists");  // created by an earlier sync the cache had not shown yet
+    } else if (exists) {
+      // Another object (by hand, or another node's) has the name: never taken over.
+      count("create", "conflict");
+      if (conflicts_.insert(name).second) {
+        log::warn("device name taken by an object this agent does not manage; not published",
+                  {{"device", name}, {"error", sent.message()}});
       }
+    } else {
+      count("create", "error");
+      log::warn("publishing device failed", {{"device", name}, {"error", sent.message()}});
     }
   }
   for (const auto& u : plan.updates) {
     const std::string name = u.object["metadata"]["name"];
-    try {
-      api_.update(resources::kExtendedResources, "", u.object);
+    if (const Status sent =
+            callApi([&] { api_.update(resources::kExtendedResources, "", u.object); });
+        sent.ok()) {
       count("update", "success");
       log::info("updated device spec", {{"device", name}});
-    } catch (const ApiError& e) {
-      count("update", e.isConflict() ? "conflict" : "error");
-      log::warn("updating device failed", {{"device", name}, {"error", e.what()}});
+    } else {
+      count("update", sent.isConflict() ? "conflict" : "error");
+      log::warn("updating device failed", {{"device", name}, {"error", sent.message()}});
     }
   }
   for (const auto& d : plan.deletes) {
-    try {
+    const Status sent = callApi([&] {
       api_.remove(resources::kExtendedResources, "", d.name, {.preconditionUid = d.uid});
+    });
+    if (sent.ok()) {
       count("delete", "success");
       lastHealthy_.erase(d.name);
       log::info("withdrew device no longer in the node file", {{"device", d.name}});
-    } catch (const ApiError& e) {
-      if (e.isNotFound()) {
-        continue;
-      }
-      count("delete", e.isConflict() ? "conflict" : "error");
-      log::warn("withdrawing device failed", {{"device", d.name}, {"error", e.what()}});
+    } else if (!sent.isNotFound()) {
+      count("delete", sent.isConflict() ? "conflict" : "error");
+      log::warn("withdrawing device failed", {{"device", d.name}, {"error", sent.message()}});
     }
   }
 }
 
 bool NodeSync::publishedByThisAgent(const std::string& name) {
-  try {
-    return publishedBy(
-        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)),
-        options_.node);
-  } catch (const ApiError&) {
-    return false;
-  }
+  ExtendedResource live;
+  return callApi([&] {
+           live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+         }).ok() &&
+         publishedBy(live, options_.node);
 }
 
 void NodeSync::checkHealth(const NodeFile& file) {
@@ -237,18 +234,20 @@ void NodeSync::checkHealth(const NodeFile& file) {
     const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
     const ExtendedResource next =
         withHealth(*device, !unhealthy, unhealthy ? unhealthy->message : std::string());
-    try {
-      api_.updateStatus(resources::kExtendedResources, "",
-                        next.toJson(std::chrono::system_clock::now()));
+    if (const Status sent = callApi([&] {
+          api_.updateStatus(resources::kExtendedResources, "",
+                            next.toJson(std::chrono::system_clock::now()));
+        });
+        sent.ok()) {
       metrics_.healthChanges.labels({unhealthy ? "unhealthy" : "healthy"}).inc();
       log::info(!unhealthy                          ? "device healthy again"
                 : next.phase == DevicePhase::kBound ? "allocated device unhealthy: kept by its pod"
                                                     : "device unhealthy: not offered",
                 {{"device", spec.name}, {"message", next.message}});
-    } catch (const ApiError& e) {
+    } else {
       // A conflict is a bind or another write in between: the next sync decides again.
       lastHealthy_.erase(spec.name);
-      log::warn("writing device health failed", {{"device", spec.name}, {"error", e.what()}});
+      log::warn("writing device health failed", {{"device", spec.name}, {"error", sent.message()}});
       continue;
     }
     if (unhealthy && unhealthy->warning) {

@@ -15,35 +15,34 @@ namespace ker::agent {
 
 namespace {
 
-// A connected unix stream socket, or -1 with errno's text in *error.
-int connectUnix(const std::string& path, std::string* error) {
+// Connects a unix stream socket to path: its descriptor in *fd, else why not (errno's text).
+nri::Status connectUnix(const std::string& path, int* fd) {
+  const std::string what = "connect " + path + ": ";
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) {
-    *error = "socket path too long";
-    return -1;
+    return nri::Status::ioError(what + "socket path too long");
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *error = std::strerror(errno);
-    return -1;
+  const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    return nri::Status::ioError(what + std::strerror(errno));
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size());
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    *error = std::strerror(errno);
-    ::close(fd);
-    return -1;
+  if (::connect(s, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    ::close(s);
+    return nri::Status::ioError(what + std::strerror(err));
   }
-  return fd;
+  *fd = s;
+  return nri::Status::ok();
 }
 
 }  // namespace
 
 nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
-  std::string error;
-  int fd = connectUnix(options_.socketPath, &error);
-  if (fd < 0) {
-    return nri::Status::ioError("connect " + options_.socketPath + ": " + error);
+  int fd = -1;
+  if (nri::Status s = connectUnix(options_.socketPath, &fd); !s.isOk()) {
+    return s;
   }
   nri::PluginDispatcher dispatcher(plugin_);
   nri::Session session(fd, &dispatcher);

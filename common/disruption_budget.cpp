@@ -35,7 +35,7 @@ PodDisruptionBudget PodDisruptionBudget::fromJson(const nlohmann::json& obj) {
       pdb.selector = parseLabelSelector(*s);
       pdb.selectsNothing =
           (pdb.selector.matchLabels.empty() && pdb.selector.matchExpressions.empty()) ||
-          !validate(pdb.selector).empty();
+          !validate(pdb.selector).ok();
     }
     if (const auto* status = member(obj, "status")) {
       if (const auto* v = member(*status, "disruptionsAllowed"); v && v->is_number_integer()) {

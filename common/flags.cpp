@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <variant>
 
+#include "common/status.h"
+
 namespace ker {
 
 namespace {
@@ -151,9 +153,9 @@ struct FlagSet::Flag {
         value);
   }
 
-  // Returns an error message, empty on success.
-  std::string assign(std::string_view text) {
-    std::string error;
+  // Sets the value from its text; kInvalid saying what was expected when it does not parse.
+  Status assign(std::string_view text) {
+    Status error;
     std::visit(
         [&](auto& v) {
           using V = std::decay_t<decltype(v)>;
@@ -165,28 +167,28 @@ struct FlagSet::Flag {
             } else if (text == "false" || text == "0") {
               v = false;
             } else {
-              error = "expected true or false";
+              error = Status::invalid("expected true or false");
             }
           } else if constexpr (std::is_same_v<V, int64_t>) {
             int64_t parsed = 0;
             auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
             if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-              error = ec == std::errc::result_out_of_range ? "integer out of range"
-                                                           : "expected an integer";
+              error = Status::invalid(ec == std::errc::result_out_of_range ? "integer out of range"
+                                                                           : "expected an integer");
             } else {
               v = parsed;
             }
           } else if constexpr (std::is_same_v<V, double>) {
             double parsed = 0;
             if (!parseDouble(text, parsed)) {
-              error = "expected a number";
+              error = Status::invalid("expected a number");
             } else {
               v = parsed;
             }
           } else {
             auto parsed = parseDuration(text);
             if (!parsed) {
-              error = "expected a duration such as 30s, 2m, 1h30m, 250ms";
+              error = Status::invalid("expected a duration such as 30s, 2m, 1h30m, 250ms");
             } else {
               v = *parsed;
             }
@@ -327,10 +329,10 @@ FlagParseResult FlagSet::parse(int argc, const char* const* argv) {
         return fail("flag --" + std::string(name) + " needs a value");
       }
     }
-    if (std::string err = f->assign(*value); !err.empty()) {
+    if (Status err = f->assign(*value); !err.ok()) {
       // Named as typed: an alias is what the user wrote.
       return fail("invalid value \"" + std::string(*value) + "\" for --" + std::string(name) +
-                  ": " + err);
+                  ": " + err.message());
     }
     f->set = true;
   }

@@ -18,20 +18,21 @@ std::string joined(const std::vector<std::string>& values) {
   return out;
 }
 
-std::string validateRequirement(const LabelSelectorRequirement& r) {
+Status validateRequirement(const LabelSelectorRequirement& r) {
   if (r.key.empty()) {
-    return "key: must not be empty";
+    return Status::invalid("key: must not be empty");
   }
   if (r.op == "In" || r.op == "NotIn") {
     if (r.values.empty()) {
-      return "values: must be non-empty for operator " + r.op;
+      return Status::invalid("values: must be non-empty for operator " + r.op);
     }
   } else if (r.op == "Exists" || r.op == "DoesNotExist") {
     if (!r.values.empty()) {
-      return "values: must be empty for operator " + r.op;
+      return Status::invalid("values: must be empty for operator " + r.op);
     }
   } else {
-    return "operator: \"" + r.op + "\" is not one of In, NotIn, Exists, DoesNotExist";
+    return Status::invalid("operator: \"" + r.op +
+                           "\" is not one of In, NotIn, Exists, DoesNotExist");
   }
   return {};
 }
@@ -54,15 +55,15 @@ bool requirementMatches(const LabelSelectorRequirement& r,
 
 }  // namespace
 
-std::string validate(const LabelSelector& selector) {
+Status validate(const LabelSelector& selector) {
   for (const auto& [key, value] : selector.matchLabels) {
     if (key.empty()) {
-      return "matchLabels: a key must not be empty";
+      return Status::invalid("matchLabels: a key must not be empty");
     }
   }
   for (size_t i = 0; i < selector.matchExpressions.size(); ++i) {
-    if (std::string why = validateRequirement(selector.matchExpressions[i]); !why.empty()) {
-      return "matchExpressions[" + std::to_string(i) + "]." + why;
+    if (Status s = validateRequirement(selector.matchExpressions[i]); !s.ok()) {
+      return Status::invalid("matchExpressions[" + std::to_string(i) + "]." + s.message());
     }
   }
   return {};
@@ -71,7 +72,7 @@ std::string validate(const LabelSelector& selector) {
 // An invalid selector matches nothing: the API server refuses to build a selector from it,
 // and failing closed never hands out a device the claim did not ask for.
 bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels) {
-  if (!validate(selector).empty()) {
+  if (!validate(selector).ok()) {
     return false;
   }
   for (const auto& [key, value] : selector.matchLabels) {

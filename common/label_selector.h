@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/objects.h"
+#include "common/status.h"
 
 namespace ker {
 
@@ -12,9 +13,9 @@ namespace ker {
 // validate() matches nothing.
 bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels);
 
-// Returns an empty string when the selector is valid, else why not (unknown operator, values
-// given to Exists/DoesNotExist, no values for In/NotIn).
-std::string validate(const LabelSelector& selector);
+// OK when the selector is valid, else kInvalid saying why not (unknown operator, values given
+// to Exists/DoesNotExist, no values for In/NotIn).
+Status validate(const LabelSelector& selector);
 
 // A short human-readable form, e.g. "type=k80,zone in (a,b)", for messages and events.
 std::string describe(const LabelSelector& selector);

@@ -29,54 +29,56 @@ std::optional<int64_t> parseInt64(const std::string& s) {
   return value;
 }
 
-std::string validateExpression(const NodeSelectorRequirement& r) {
+Status validateExpression(const NodeSelectorRequirement& r) {
   if (r.key.empty()) {
-    return "key: must not be empty";
+    return Status::invalid("key: must not be empty");
   }
   if (r.op == "In" || r.op == "NotIn") {
     if (r.values.empty()) {
-      return "values: must be non-empty for operator " + r.op;
+      return Status::invalid("values: must be non-empty for operator " + r.op);
     }
   } else if (r.op == "Exists" || r.op == "DoesNotExist") {
     if (!r.values.empty()) {
-      return "values: must be empty for operator " + r.op;
+      return Status::invalid("values: must be empty for operator " + r.op);
     }
   } else if (r.op == "Gt" || r.op == "Lt") {
     if (r.values.size() != 1) {
-      return "values: operator " + r.op + " needs exactly one value";
+      return Status::invalid("values: operator " + r.op + " needs exactly one value");
     }
     if (!parseInt64(r.values[0])) {
-      return "values[0]: \"" + r.values[0] + "\" is not an integer (operator " + r.op + ")";
+      return Status::invalid("values[0]: \"" + r.values[0] + "\" is not an integer (operator " +
+                             r.op + ")");
     }
   } else {
-    return "operator: \"" + r.op + "\" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt";
+    return Status::invalid("operator: \"" + r.op +
+                           "\" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
   }
   return {};
 }
 
 // As the API validates node field selectors: only metadata.name, only In/NotIn, one value.
-std::string validateField(const NodeSelectorRequirement& r) {
+Status validateField(const NodeSelectorRequirement& r) {
   if (r.key != kNameField) {
-    return "key: \"" + r.key + "\" is not a supported field (only metadata.name)";
+    return Status::invalid("key: \"" + r.key + "\" is not a supported field (only metadata.name)");
   }
   if (r.op != "In" && r.op != "NotIn") {
-    return "operator: \"" + r.op + "\" is not one of In, NotIn for a field";
+    return Status::invalid("operator: \"" + r.op + "\" is not one of In, NotIn for a field");
   }
   if (r.values.size() != 1) {
-    return "values: operator " + r.op + " on a field needs exactly one value";
+    return Status::invalid("values: operator " + r.op + " on a field needs exactly one value");
   }
   return {};
 }
 
-std::string validateTerm(const NodeSelectorTerm& term) {
+Status validateTerm(const NodeSelectorTerm& term) {
   for (size_t i = 0; i < term.matchExpressions.size(); ++i) {
-    if (std::string why = validateExpression(term.matchExpressions[i]); !why.empty()) {
-      return "matchExpressions[" + std::to_string(i) + "]." + why;
+    if (Status s = validateExpression(term.matchExpressions[i]); !s.ok()) {
+      return Status::invalid("matchExpressions[" + std::to_string(i) + "]." + s.message());
     }
   }
   for (size_t i = 0; i < term.matchFields.size(); ++i) {
-    if (std::string why = validateField(term.matchFields[i]); !why.empty()) {
-      return "matchFields[" + std::to_string(i) + "]." + why;
+    if (Status s = validateField(term.matchFields[i]); !s.ok()) {
+      return Status::invalid("matchFields[" + std::to_string(i) + "]." + s.message());
     }
   }
   return {};
@@ -86,7 +88,7 @@ bool contains(const std::vector<std::string>& values, const std::string& v) {
   return std::find(values.begin(), values.end(), v) != values.end();
 }
 
-// r is valid (validateExpression returned empty).
+// r is valid (validateExpression returned OK).
 bool expressionMatches(const NodeSelectorRequirement& r,
                        const std::map<std::string, std::string>& labels) {
   auto it = labels.find(r.key);
@@ -131,10 +133,10 @@ bool termMatches(const NodeSelectorTerm& term, const std::string& nodeName,
 
 }  // namespace
 
-std::string validate(const NodeSelector& selector) {
+Status validate(const NodeSelector& selector) {
   for (size_t i = 0; i < selector.terms.size(); ++i) {
-    if (std::string why = validateTerm(selector.terms[i]); !why.empty()) {
-      return "nodeSelectorTerms[" + std::to_string(i) + "]." + why;
+    if (Status s = validateTerm(selector.terms[i]); !s.ok()) {
+      return Status::invalid("nodeSelectorTerms[" + std::to_string(i) + "]." + s.message());
     }
   }
   return {};
@@ -148,7 +150,7 @@ bool matches(const NodeSelector& selector, const std::string& nodeName,
     if (t.matchExpressions.empty() && t.matchFields.empty()) {
       return false;
     }
-    return validateTerm(t).empty() && termMatches(t, nodeName, nodeLabels);
+    return validateTerm(t).ok() && termMatches(t, nodeName, nodeLabels);
   });
 }
 

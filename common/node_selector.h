@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/objects.h"
+#include "common/status.h"
 
 namespace ker {
 
@@ -15,9 +16,9 @@ namespace ker {
 bool matches(const NodeSelector& selector, const std::string& nodeName,
              const std::map<std::string, std::string>& nodeLabels);
 
-// Empty when valid, else the first problem with its path (nodeSelectorTerms[i]...): bad operators,
-// value counts, non-integer Gt/Lt values, and matchFields other than metadata.name In/NotIn with
-// exactly one value.
-std::string validate(const NodeSelector& selector);
+// OK when valid, else kInvalid with the first problem and its path (nodeSelectorTerms[i]...):
+// bad operators, value counts, non-integer Gt/Lt values, and matchFields other than
+// metadata.name In/NotIn with exactly one value.
+Status validate(const NodeSelector& selector);
 
 }  // namespace ker

@@ -606,8 +606,8 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
       const std::string path = "spec.nodeAffinity.required";
       const json* required = member(*aff, "required");
       r.nodeAffinity = readNodeSelector(required ? *required : json(), path);
-      if (std::string why = validate(r.nodeAffinity); !why.empty()) {
-        failAt(path, why);
+      if (Status s = validate(r.nodeAffinity); !s.ok()) {
+        failAt(path, s.message());
       }
     });
   }
@@ -703,8 +703,8 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       const std::string path = "spec.metadataRequirements";
       const json* sel = member(*spec, "metadataRequirements");
       c.metadataRequirements = readLabelSelector(sel ? *sel : json(), path);
-      if (std::string why = validate(c.metadataRequirements); !why.empty()) {
-        failAt(path, why);
+      if (Status s = validate(c.metadataRequirements); !s.ok()) {
+        failAt(path, s.message());
       }
     });
     p.check([&] {

@@ -13,7 +13,7 @@ const char* resultLabel(const ReconcileResult& r) {
     case ReconcileResult::Status::kDone:
       return r.requeueAfter ? "requeue" : "success";
     case ReconcileResult::Status::kRetry:
-      return r.conflict ? "conflict" : "error";
+      return r.error.isConflict() ? "conflict" : "error";
     case ReconcileResult::Status::kAborted:
       return "aborted";
   }
@@ -182,14 +182,14 @@ void Controller::process(KeyQueue& queue, const WorkKey& key) {
       break;
     case ReconcileResult::Status::kRetry:
       metrics_.reconcileErrors.labels({kind}).inc();
-      if (r.conflict) {
+      if (r.error.isConflict()) {
         if (log::v(2)) {
           log::info("reconcile conflict, retrying",
-                    {{"kind", kind}, {"key", KeyQueue::encode(key)}, {"error", r.error}});
+                    {{"kind", kind}, {"key", KeyQueue::encode(key)}, {"error", r.error.message()}});
         }
       } else {
         log::warn("reconcile failed, retrying",
-                  {{"kind", kind}, {"key", KeyQueue::encode(key)}, {"error", r.error}});
+                  {{"kind", kind}, {"key", KeyQueue::encode(key)}, {"error", r.error.message()}});
       }
       queue.addRateLimited(key);
       break;

@@ -1,8 +1,8 @@
 #include "controller/executor.h"
 
-#include "common/api_error.h"
 #include "common/api_time.h"
 #include "common/logging.h"
+#include "common/status.h"
 
 namespace ker {
 
@@ -121,17 +121,12 @@ bool Executor::record(const std::vector<PlannedEvent>& events) {
 Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) {
   Outcome out;
   bool claimGone = false;
-  if (plan.write) {
-    try {
-      write(*plan.write);
-    } catch (const ApiError& e) {
-      if (!e.isNotFound() || !plan.frees) {
-        throw;
-      }
-      claimGone = true;
-      log::info("claim to release was deleted; freeing its devices",
-                {{"claim", objectOf(*plan.write)}, {"devices", plan.frees->names}});
-    }
+  if (plan.write && !plan.frees) {
+    write(*plan.write);
+  } else if (plan.write && !unlessNotFound([&] { write(*plan.write); })) {
+    claimGone = true;
+    log::info("claim to release was deleted; freeing its devices",
+              {{"claim", objectOf(*plan.write)}, {"devices", plan.frees->names}});
   }
   if (!claimGone) {
     if (plan.write) {
@@ -172,16 +167,18 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     if (!device) {
       // The cache may lag behind the extender's write, or a write just conflicted: the API
       // server decides.
-      try {
-        if (metrics_) {
-          metrics_->liveReads.inc();
-        }
-        device = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-      } catch (const ApiError& e) {
-        if (e.isNotFound()) {
+      if (metrics_) {
+        metrics_->liveReads.inc();
+      }
+      if (Status read = callApi([&] {
+            device = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+          });
+          !read.ok()) {
+        if (read.isNotFound()) {
           return FreeResult::kNothingToDo;
         }
-        log::warn("reading a released device failed", {{"device", name}, {"error", e.what()}});
+        log::warn("reading a released device failed",
+                  {{"device", name}, {"error", read.message()}});
         triedVersion.clear();
         return FreeResult::kFailed;
       }
@@ -191,19 +188,20 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     }
     gate();
     triedVersion = device->meta.resourceVersion;
-    try {
+    const Status sent = callApi([&] {
       api_.updateStatus(resources::kExtendedResources, "", freed(*device, status).toJson(clock_()));
+    });
+    if (sent.ok()) {
       return FreeResult::kFreed;
-    } catch (const ApiError& e) {
-      if (e.isNotFound()) {
-        return FreeResult::kNothingToDo;
-      }
-      if (!e.isConflict()) {
-        log::warn("freeing a released device failed", {{"device", name}, {"error", e.what()}});
-        return FreeResult::kFailed;
-      }
-      device.reset();
     }
+    if (sent.isNotFound()) {
+      return FreeResult::kNothingToDo;
+    }
+    if (!sent.isConflict()) {
+      log::warn("freeing a released device failed", {{"device", name}, {"error", sent.message()}});
+      return FreeResult::kFailed;
+    }
+    device.reset();
   }
   return FreeResult::kFailed;
 }
@@ -229,13 +227,10 @@ bool Executor::nudgePod(const Pod& pod) {
   const nlohmann::json patch = {
       {"metadata", {{"annotations", {{kRequeueAtAnnotation, formatMicroTime(clock_())}}}}}};
   gate();
-  try {
-    api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kMerge, patch);
-  } catch (const ApiError& e) {
-    if (e.isNotFound()) {
-      return false;
-    }
-    throw;
+  if (!unlessNotFound([&] {
+        api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kMerge, patch);
+      })) {
+    return false;
   }
   if (metrics_) {
     metrics_->podNudges.inc();

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     app.stop();
     return lost ? 1 : 0;
   } catch (const std::exception& e) {
-    ker::log::error(std::string("fatal: ") + e.what());
+    ker::log::error("fatal", {{"error", e.what()}});
     return 1;
   }
 }

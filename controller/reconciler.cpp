@@ -13,15 +13,15 @@ namespace ker {
 
 namespace {
 
-using Status = ReconcileResult::Status;
+using Result = ReconcileResult::Status;
 
 // Each decision asks for at most this many live reads before it must settle.
 constexpr int kMaxLiveReads = 2;
 
 ReconcileResult unsettled() {
   ReconcileResult r;
-  r.status = Status::kRetry;
-  r.error = "the live reads did not settle the decision";
+  r.status = Result::kRetry;
+  r.error = Status::unavailable("the live reads did not settle the decision");
   return r;
 }
 
@@ -37,22 +37,21 @@ ReconcileResult Reconciler::guarded(F&& body) {
   try {
     return body();
   } catch (const NotLeading&) {
-    r.status = Status::kAborted;
-  } catch (const ApiError& e) {
+    r.status = Result::kAborted;
+  } catch (const std::exception& e) {
+    // The controller's one boundary with the API client's exceptions: an ApiError by its
+    // kind, any other fault as kInternal.
+    Status failed = statusFrom(e);
     // The object written was deleted meanwhile: its delete event queues it again, and the
     // reconcile then finds nothing to do.
-    if (e.isNotFound()) {
+    if (failed.isNotFound()) {
       if (log::v(2)) {
-        log::info("reconciled object is gone", {{"error", e.what()}});
+        log::info("reconciled object is gone", {{"error", failed.message()}});
       }
       return r;
     }
-    r.status = Status::kRetry;
-    r.conflict = e.isConflict();
-    r.error = e.what();
-  } catch (const std::exception& e) {
-    r.status = Status::kRetry;
-    r.error = e.what();
+    r.status = Result::kRetry;
+    r.error = std::move(failed);
   }
   return r;
 }
@@ -62,14 +61,9 @@ std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std
   if (metrics_) {
     metrics_->liveReads.inc();
   }
-  try {
-    return api_.get(res, ns, name);
-  } catch (const ApiError& e) {
-    if (e.isNotFound()) {
-      return std::nullopt;
-    }
-    throw;
-  }
+  std::optional<nlohmann::json> live;
+  unlessNotFound([&] { live = api_.get(res, ns, name); });
+  return live;
 }
 
 ReconcileResult Reconciler::reconcileClaim(const std::string& key) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/api_client.h"
+#include "common/status.h"
 #include "controller/caches.h"
 #include "controller/controller_memory.h"
 #include "controller/controller_metrics.h"
@@ -40,9 +41,8 @@ struct ReconcileResult {
     kAborted,  // leadership lost: stop
   };
   Status status = Status::kDone;
-  std::optional<Millis> requeueAfter;  // with kDone: look again then
-  bool conflict = false;               // with kRetry: a write lost an optimistic-concurrency race
-  std::string error;
+  std::optional<Millis> requeueAfter;       // with kDone: look again then
+  ker::Status error;                        // with kRetry: why (kConflict: a write lost a race)
   std::vector<std::string> devicesToRetry;  // device names worth another look (with backoff)
 };
 

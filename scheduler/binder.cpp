@@ -95,27 +95,35 @@ struct Binder::Attempt {
   std::map<std::string, std::vector<const ExtendedResource*>> annotation;
 };
 
-Binder::Step Binder::Step::of(const ApiError& e) {
-  if (e.isConflict()) {
-    return {kConflict, e.what()};
+Binder::Step Binder::Step::of(const Status& answer) {
+  if (answer.isConflict()) {
+    return {kConflict, answer};
   }
-  if (e.isNotFound()) {
-    return {kGone, e.what()};
+  if (answer.isNotFound()) {
+    return {kGone, answer};
   }
-  return {e.isRetriable() ? kRetry : kFail, e.what()};
+  return {answer.isRetriable() ? kRetry : kFail, answer};
+}
+
+Binder::Step Binder::writeFailed(const Status& answer, Attempt& a) {
+  if (answer.isRefused()) {
+    a.journal.refused();
+  }
+  return Step::of(answer);
 }
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
                BinderOptions options)
     : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), options_(std::move(options)) {}
 
-std::string Binder::bind(const BindingArgs& args) {
+Status Binder::bind(const BindingArgs& args) {
   {
     std::lock_guard lock(bindingMu_);
     if (!binding_.insert(args.podUid).second) {
       stats_.failures++;
-      return "pod " + args.podNamespace + "/" + args.podName +
-             " is still being bound by an earlier call; retry when it has finished";
+      return Status::unavailable("pod " + args.podNamespace + "/" + args.podName +
+                                 " is still being bound by an earlier call; retry when it has "
+                                 "finished");
     }
   }
   struct Release {
@@ -127,64 +135,69 @@ std::string Binder::bind(const BindingArgs& args) {
     }
   } release{*this, args.podUid};
   const auto deadline = options_.clock() + options_.deadline;
-  std::string error;
+  Status last = Status::internal("no attempt was made");
   for (int i = 0; i < options_.maxAttempts; ++i) {
-    switch (attempt(args, deadline, error)) {
+    Verdict v = attempt(args, deadline);
+    switch (v.outcome) {
       case Outcome::kDone:
         stats_.binds++;
         return {};
       case Outcome::kFail:
         stats_.failures++;
         index_.unreserve(args.podUid);
-        return error;
+        return v.status;
       case Outcome::kRetry:
         if (log::v(4)) {
           log::info("bind attempt failed, retrying",
-                    {{"pod", objectKey(args.podNamespace, args.podName)}, {"error", error}});
+                    {{"pod", objectKey(args.podNamespace, args.podName)},
+                     {"code", toString(v.status.code())},
+                     {"error", v.status.message()}});
         }
+        last = std::move(v.status);
         break;
     }
   }
   stats_.failures++;
   index_.unreserve(args.podUid);
-  return "gave up after " + std::to_string(options_.maxAttempts) + " attempts: " + error;
+  return last.within("gave up after " + std::to_string(options_.maxAttempts) + " attempts");
 }
 
 void Binder::refreshDevice(const std::string& name) {
-  try {
-    index_.upsert(std::make_shared<const ExtendedResource>(
-        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name))));
-  } catch (const ApiError& e) {
-    if (e.isNotFound()) {
-      index_.remove(name);
-    }
+  DevicePtr fresh;
+  const Status read = callApi([&] {
+    fresh = std::make_shared<const ExtendedResource>(
+        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)));
+  });
+  if (read.ok()) {
+    index_.upsert(std::move(fresh));
+  } else if (read.isNotFound()) {
+    index_.remove(name);
   }
 }
 
 std::optional<Pod> Binder::livePod(const Pod& pod) {
   // Whether a cut-off Binding landed decides between done and undo: asked whatever the time.
   RequestDeadline unfenced(std::nullopt);
-  try {
-    auto live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
-    if (live.meta.uid == pod.meta.uid) {
-      return live;
-    }
-  } catch (const ApiError&) {
+  Pod live;
+  if (!callApi([&] {
+         live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
+       }).ok() ||
+      live.meta.uid != pod.meta.uid) {
+    return std::nullopt;  // not readable is as good as not seen: the caller decides on neither
   }
-  return std::nullopt;
+  return live;
 }
 
-Binder::Outcome Binder::attempt(const BindingArgs& args, SteadyTime deadline, std::string& error) {
+Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline) {
   Attempt a(args, deadline);
-  if (auto ended = readPod(args, a, error)) {
+  if (auto ended = readPod(args, a)) {
     return *ended;
   }
-  if (auto ended = plan(a, error)) {
+  if (auto ended = plan(a)) {
     return *ended;
   }
   if (!index_.reserve(a.taken, a.pod.meta.uid)) {
-    error = "devices were taken by a concurrent bind";
-    return Outcome::kRetry;
+    return {Outcome::kRetry, Status::conflict("devices were taken by a concurrent bind")};
   }
   if (plannedHook_) {
     plannedHook_();
@@ -195,57 +208,64 @@ Binder::Outcome Binder::attempt(const BindingArgs& args, SteadyTime deadline, st
   } catch (const std::exception& e) {
     // Not an API answer (the steps turn those into results) but a fault all the same: what
     // was written is undone.
-    step = {Step::kBroken, e.what()};
+    step = {Step::kBroken, Status::internal(e.what())};
   }
-  return conclude(step, a, error);
+  return conclude(step, a);
 }
 
-std::optional<Binder::Outcome> Binder::readPod(const BindingArgs& args, Attempt& a,
-                                               std::string& error) {
-  try {
-    a.pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
-  } catch (const ApiError& e) {
-    error = "pod " + args.podNamespace + "/" + args.podName + ": " + e.what();
-    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args, Attempt& a) {
+  const std::string pod = args.podNamespace + "/" + args.podName;
+  if (Status read = callApi([&] {
+        a.pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
+      });
+      !read.ok()) {
+    return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
+                   read.within("pod " + pod)};
   }
   if (a.pod.meta.uid != args.podUid) {
-    error = "pod " + args.podNamespace + "/" + args.podName + " has UID " + a.pod.meta.uid +
-            ", not " + args.podUid + " (it was recreated)";
-    return Outcome::kFail;
+    return Verdict{Outcome::kFail,
+                   Status::notFound("pod " + pod + " has UID " + a.pod.meta.uid + ", not " +
+                                    args.podUid + " (it was recreated)")};
   }
   if (!a.pod.nodeName.empty()) {
     if (a.pod.nodeName == args.node) {
-      return Outcome::kDone;  // an earlier bind whose reply was lost
+      return Verdict{};  // done: an earlier bind whose reply was lost
     }
-    error = "pod is already bound to node " + a.pod.nodeName;
-    return Outcome::kFail;
+    return Verdict{Outcome::kFail,
+                   Status::conflict("pod is already bound to node " + a.pod.nodeName)};
   }
   if (a.pod.meta.deleting) {
-    error = "pod is being deleted";
-    return Outcome::kFail;
+    return Verdict{Outcome::kFail, Status::failedPrecondition("pod is being deleted")};
   }
   return std::nullopt;
 }
 
-std::optional<Binder::Outcome> Binder::plan(Attempt& a, std::string& error) {
-  // Claims are read fresh: the bind is the write path and must not trust a stale cache.
-  try {
-    a.claims = resolveClaims(a.pod, [&](const std::string& key) { return liveClaim(api_, key); });
-  } catch (const ApiError& e) {
-    error = std::string("reading claims: ") + e.what();
-    return e.isRetriable() ? Outcome::kRetry : Outcome::kFail;
+std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
+  // Claims are read fresh: the bind is the write path and must not trust a stale cache. A
+  // failed read ends the resolving there (the claim counts as missing) and the attempt with it.
+  Status read;
+  a.claims = resolveClaims(a.pod, [&](const std::string& key) -> ClaimPtr {
+    ClaimPtr claim;
+    if (!read.ok()) {
+      return claim;
+    }
+    read = callApi([&] { claim = liveClaim(api_, key); });
+    return claim;
+  });
+  if (!read.ok()) {
+    return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
+                   read.within("reading claims")};
   }
   std::map<std::string, std::string> labels;
   try {
     labels = nodeLabels_(a.node);
   } catch (const std::exception& e) {
-    error = "node " + a.node + ": " + e.what();
-    return Outcome::kFail;
+    // The lookup is the binary's (its cache, else a live read): whatever it throws ends here.
+    return Verdict{Outcome::kFail, statusFrom(e).within("node " + a.node)};
   }
   NodePlan fit = planNode(a.claims, a.pod.meta.uid, a.node, labels, index_);
   if (!fit.fits) {
-    error = fit.message;
-    return Outcome::kFail;
+    return Verdict{Outcome::kFail, Status::failedPrecondition(fit.message)};
   }
   a.assignment = std::move(fit.assignment);
   for (const auto& [key, names] : a.assignment) {
@@ -292,8 +312,10 @@ Binder::Step Binder::write(Attempt& a) {
 
 Binder::Step Binder::beforeWrite(const Attempt& a) const {
   if (options_.clock() > a.deadline) {
-    return {Step::kDeadline, "bind passed its " + std::to_string(options_.deadline.count()) +
-                                 "ms deadline before it finished writing; what it wrote is undone"};
+    return {Step::kDeadline,
+            Status::deadlineExceeded(
+                "bind passed its " + std::to_string(options_.deadline.count()) +
+                "ms deadline before it finished writing; what it wrote is undone")};
   }
   return {};
 }
@@ -306,10 +328,11 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   // pass the precondition and steal the device.
   DevicePtr cached = index_.get(name);
   if (!cached) {
-    return {Step::kGone, "device " + name + " vanished"};
+    return {Step::kGone, Status::notFound("device " + name + " vanished")};
   }
   if (!takeable(*cached)) {
-    return {Step::kConflict, "device " + name + " was taken while this bind was deciding"};
+    return {Step::kConflict,
+            Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
   json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
                   .toJson(options_.wallClock());
@@ -321,14 +344,12 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   }
   a.journal.deviceSent(name, claim.meta.uid);
   ExtendedResource written;
-  try {
-    written =
-        ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
-  } catch (const ApiError& e) {
-    if (e.isRefused()) {
-      a.journal.refused();
-    }
-    return Step::of(e);
+  if (Status sent = callApi([&] {
+        written =
+            ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
+      });
+      !sent.ok()) {
+    return writeFailed(sent, a);
   }
   stats_.apiWrites++;
   a.journal.applied(written);
@@ -348,14 +369,12 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
 // The claim's status write of a step already entered in the journal, and its answer recorded.
 Binder::Step Binder::sendClaimStatus(const ExtendedResourceClaim& next, Attempt& a) {
   ExtendedResourceClaim written;
-  try {
-    written = ExtendedResourceClaim::fromJson(api_.updateStatus(
-        resources::kExtendedResourceClaims, next.meta.ns, next.toJson(options_.wallClock())));
-  } catch (const ApiError& e) {
-    if (e.isRefused()) {
-      a.journal.refused();
-    }
-    return Step::of(e);
+  if (Status sent = callApi([&] {
+        written = ExtendedResourceClaim::fromJson(api_.updateStatus(
+            resources::kExtendedResourceClaims, next.meta.ns, next.toJson(options_.wallClock())));
+      });
+      !sent.ok()) {
+    return writeFailed(sent, a);
   }
   stats_.apiWrites++;
   a.journal.applied(std::move(written));
@@ -369,31 +388,33 @@ Binder::Step Binder::sendClaimStatus(const ExtendedResourceClaim& next, Attempt&
 Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
                                    Attempt& a) {
   ExtendedResource live;
-  try {
-    live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-  } catch (const ApiError& e) {
-    return Step::of(e);
+  if (Status read = callApi([&] {
+        live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+      });
+      !read.ok()) {
+    return Step::of(read);
   }
   if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
     return {};
   }
   if (!takeable(live) || !index_.reserve({name}, a.pod.meta.uid)) {
-    return {Step::kConflict, "device " + name + " of claim " +
-                                 objectKey(claim.meta.ns, claim.meta.name) +
-                                 " is no longer bound to it"};
+    return {Step::kConflict, Status::conflict("device " + name + " of claim " +
+                                              objectKey(claim.meta.ns, claim.meta.name) +
+                                              " is no longer bound to it")};
   }
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
   ExtendedResource written;
-  try {
-    written = ExtendedResource::fromJson(
-        api_.updateStatus(resources::kExtendedResources, "",
-                          markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
-                              .toJson(options_.wallClock())));
-  } catch (const ApiError& e) {
-    return Step::of(e);
+  if (Status sent = callApi([&] {
+        written = ExtendedResource::fromJson(api_.updateStatus(
+            resources::kExtendedResources, "",
+            markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
+                .toJson(options_.wallClock())));
+      });
+      !sent.ok()) {
+    return Step::of(sent);
   }
   stats_.apiWrites++;
   a.journal.rebound(written);
@@ -411,14 +432,12 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
     return s;
   }
   a.journal.reuseSent(claim.meta.uid);
-  try {
-    api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                      markClaimReused(claim).toJson(options_.wallClock()));
-  } catch (const ApiError& e) {
-    if (e.isRefused()) {
-      a.journal.refused();
-    }
-    return Step::of(e);
+  if (Status sent = callApi([&] {
+        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
+                          markClaimReused(claim).toJson(options_.wallClock()));
+      });
+      !sent.ok()) {
+    return writeFailed(sent, a);
   }
   stats_.apiWrites++;
   a.journal.reuseApplied();
@@ -433,16 +452,17 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
 Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   for (const auto& name : claim.allocated) {
     ExtendedResource live;
-    try {
-      live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-    } catch (const ApiError& e) {
-      return Step::of(e);
+    if (Status read = callApi([&] {
+          live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+        });
+        !read.ok()) {
+      return Step::of(read);
     }
     if (live.phase != DevicePhase::kBound || !live.claimRef ||
         live.claimRef->uid != claim.meta.uid) {
-      return {Step::kConflict, "device " + name + " of shared claim " +
-                                   objectKey(claim.meta.ns, claim.meta.name) +
-                                   " is no longer bound to it"};
+      return {Step::kConflict, Status::conflict("device " + name + " of shared claim " +
+                                                objectKey(claim.meta.ns, claim.meta.name) +
+                                                " is no longer bound to it")};
     }
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
   }
@@ -465,17 +485,18 @@ Binder::Step Binder::writeBinding(Attempt& a) {
     annotations[kRequiredPluginsAnnotation] =
         requiredPluginsValue(a.pod.meta.annotations, options_.requiredPlugin);
   }
-  try {
-    api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
-  } catch (const ApiError& e) {
-    return bindingFailed(e, a);
+  if (Status sent = callApi([&] {
+        api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
+      });
+      !sent.ok()) {
+    return bindingFailed(sent, a);
   }
   return {};
 }
 
 // A Binding whose reply was lost (timeout, dropped connection) may have been applied; undoing
 // the allocation of a bound pod would be far worse than a failed bind.
-Binder::Step Binder::bindingFailed(const ApiError& e, Attempt& a) {
+Binder::Step Binder::bindingFailed(const Status& answer, Attempt& a) {
   const std::optional<Pod> live = livePod(a.pod);
   if (live && live->nodeName == a.node) {
     return {};
@@ -485,29 +506,30 @@ Binder::Step Binder::bindingFailed(const ApiError& e, Attempt& a) {
   // them, so they and their devices are the pod's now. A pod bound without an allocation
   // annotation was not bound by an extender and gets the undo.
   if (live && !live->nodeName.empty() && live->meta.annotations.count(kAllocationAnnotation)) {
-    return {Step::kBoundByAnother,
-            "pod was bound to node " + live->nodeName + " by another bind meanwhile"};
+    return {Step::kBoundByAnother, Status::conflict("pod was bound to node " + live->nodeName +
+                                                    " by another bind meanwhile")};
   }
   // Neither refused nor seen applied: the Binding may still be on its way to the API server's
   // store (a reply lost, a call cut off at the deadline). Undoing now could free what the pod
   // will be bound with, so the allocation stays, whole and consistent: a retry finds the
   // claims bound to the pod and reuses them, and the controller releases them if the pod is
   // never bound.
-  if (!e.isRefused() && !(live && !live->nodeName.empty())) {
-    return {Step::kUnsettled, std::string("the Binding's outcome is unknown (") + e.what() +
-                                  "); the allocation is kept for a retry"};
+  if (!answer.isRefused() && !(live && !live->nodeName.empty())) {
+    return {
+        Step::kUnsettled,
+        Status::withCode(answer.code(), "the Binding's outcome is unknown (" + answer.message() +
+                                            "); the allocation is kept for a retry")};
   }
-  return Step::of(e);
+  return Step::of(answer);
 }
 
-Binder::Outcome Binder::conclude(const Step& step, Attempt& a, std::string& error) {
+Binder::Verdict Binder::conclude(const Step& step, Attempt& a) {
   if (step.ok()) {
-    return Outcome::kDone;
+    return {};
   }
-  error = step.reason;
   switch (step.kind) {
     case Step::kBoundByAnother:
-      return Outcome::kFail;
+      return {Outcome::kFail, step.status};
     case Step::kUnsettled:
       // The index learns the devices are Bound now, not when the watch catches up, so filter
       // stops offering them before their reservations go.
@@ -515,11 +537,11 @@ Binder::Outcome Binder::conclude(const Step& step, Attempt& a, std::string& erro
         index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
       }
       index_.unreserve(a.pod.meta.uid);
-      return options_.clock() > a.deadline ? Outcome::kFail : Outcome::kRetry;
+      return {options_.clock() > a.deadline ? Outcome::kFail : Outcome::kRetry, step.status};
     case Step::kDeadline:  // no other attempt may write now
     case Step::kBroken:
       undo(a);
-      return Outcome::kFail;
+      return {Outcome::kFail, step.status};
     default:
       break;
   }
@@ -531,18 +553,19 @@ Binder::Outcome Binder::conclude(const Step& step, Attempt& a, std::string& erro
     }
   }
   if (options_.clock() > a.deadline) {
-    error += "; the bind's deadline has passed";
-    return Outcome::kFail;  // no other attempt may write now
+    // No other attempt may write now.
+    return {Outcome::kFail,
+            Status::deadlineExceeded(step.status.message() + "; the bind's deadline has passed")};
   }
   switch (step.kind) {
     case Step::kConflict:
       stats_.conflicts++;
-      return Outcome::kRetry;
+      return {Outcome::kRetry, step.status};
     case Step::kGone:
     case Step::kRetry:
-      return Outcome::kRetry;
+      return {Outcome::kRetry, step.status};
     default:
-      return Outcome::kFail;
+      return {Outcome::kFail, step.status};
   }
 }
 

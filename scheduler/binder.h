@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/api_client.h"
-#include "common/api_error.h"
 #include "common/clocks.h"
+#include "common/status.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
 
@@ -65,21 +65,29 @@ class Binder {
   // write, so a test can land another replica's write and its watch event in between.
   void onPlannedForTesting(std::function<void()> hook) { plannedHook_ = std::move(hook); }
 
-  // Empty on success, else a message for the scheduler (which will retry the pod). A call
-  // for a pod whose bind is still running here fails at once, writing nothing: kube-scheduler
-  // retries a bind whose call timed out, and until the first call ends (pod bound, or its
-  // writes undone) a second one could only contend with it for the same claims. Calls that
-  // do overlap (from two replicas) stay safe through the claim rewrite described above.
-  std::string bind(const BindingArgs& args);
+  // OK once the pod is bound, else why not, for the scheduler (which will retry the pod). A
+  // call for a pod whose bind is still running here fails at once, writing nothing:
+  // kube-scheduler retries a bind whose call timed out, and until the first call ends (pod
+  // bound, or its writes undone) a second one could only contend with it for the same claims.
+  // Calls that do overlap (from two replicas) stay safe through the claim rewrite described
+  // above.
+  Status bind(const BindingArgs& args);
 
   const BinderStats& stats() const { return stats_; }
 
  private:
   enum class Outcome { kDone, kRetry, kFail };
+  // What an attempt, or a step before its writes, came to: the outcome, and why when it is
+  // not kDone.
+  struct Verdict {
+    Outcome outcome = Outcome::kDone;
+    Status status;
+  };
   // What one write step of an attempt came to. Only kOk lets the attempt go on; conclude()
-  // says what each of the others does. A step turns the ApiError of its API call into one of
-  // these where it makes the call; a local condition (a device gone from the cache or taken
-  // meanwhile) is given its kind directly, never dressed up as an API error.
+  // says what each of the others does. A step turns the answer of its API call into one of
+  // these where it makes the call (Step::of); a local condition (a device gone from the cache
+  // or taken meanwhile) is given its kind and status directly, never dressed up as an API
+  // error.
   struct Step {
     enum Kind {
       kOk,
@@ -93,18 +101,18 @@ class Binder {
       kUnsettled,       // the Binding may still land: keep the allocation whole
     };
     Kind kind = kOk;
-    std::string reason;
+    Status status;  // why, unless kOk
     bool ok() const { return kind == kOk; }
     // A failed API call's answer as the step's result.
-    static Step of(const ApiError& e);
+    static Step of(const Status& answer);
   };
   struct Attempt;
 
   // One attempt: reads and plans, reserves, then writes in the bind's order.
-  Outcome attempt(const BindingArgs& args, SteadyTime deadline, std::string& error);
-  // The steps before any write; an outcome when the attempt ends there, nothing to undo.
-  std::optional<Outcome> readPod(const BindingArgs& args, Attempt& a, std::string& error);
-  std::optional<Outcome> plan(Attempt& a, std::string& error);
+  Verdict attempt(const BindingArgs& args, SteadyTime deadline);
+  // The steps before any write; a verdict when the attempt ends there, nothing to undo.
+  std::optional<Verdict> readPod(const BindingArgs& args, Attempt& a);
+  std::optional<Verdict> plan(Attempt& a);
   // The write steps, in order; each enters its write in the attempt's journal.
   Step write(Attempt& a);
   Step writeDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
@@ -115,11 +123,13 @@ class Binder {
   Step joinClaim(const ExtendedResourceClaim& claim, Attempt& a);
   Step sendClaimStatus(const ExtendedResourceClaim& next, Attempt& a);
   Step writeBinding(Attempt& a);
-  Step bindingFailed(const ApiError& e, Attempt& a);
+  Step bindingFailed(const Status& answer, Attempt& a);
+  // A write journaled as sent came back failed: a refused one is struck from the journal.
+  static Step writeFailed(const Status& answer, Attempt& a);
   // The deadline fence before each write: kDeadline once the bind's time is up.
   Step beforeWrite(const Attempt& a) const;
-  // What the writes came to, as the attempt's outcome, with the undo it calls for.
-  Outcome conclude(const Step& step, Attempt& a, std::string& error);
+  // What the writes came to, as the attempt's verdict, with the undo it calls for.
+  Verdict conclude(const Step& step, Attempt& a);
   void undo(Attempt& a);
   void refreshDevice(const std::string& name);
   // The pod as the API server has it now, if it is still the same pod (same UID).

@@ -3,8 +3,8 @@
 #include <memory>
 #include <utility>
 
-#include "common/api_error.h"
 #include "common/resource.h"
+#include "common/status.h"
 
 namespace ker {
 
@@ -13,15 +13,12 @@ ClaimPtr liveClaim(ApiClient& api, const std::string& key) {
   if (slash == std::string::npos) {
     return nullptr;  // claims are namespaced: a key without one names none
   }
-  try {
-    return std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(
+  ClaimPtr claim;
+  unlessNotFound([&] {
+    claim = std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(
         api.get(resources::kExtendedResourceClaims, key.substr(0, slash), key.substr(slash + 1))));
-  } catch (const ApiError& e) {
-    if (e.isNotFound()) {
-      return nullptr;
-    }
-    throw;
-  }
+  });
+  return claim;
 }
 
 ClaimLookup cacheThenLive(ClaimLookup cached, ApiClient& api) {

@@ -58,7 +58,7 @@ class Extender {
   FilterReply filter(const ExtenderArgs& args, Clock::time_point now = Clock::now());
   // Scores by node name; the names are views of args.nodeNames.
   std::vector<std::pair<std::string_view, int>> prioritize(const ExtenderArgs& args);
-  std::string bind(const BindingArgs& args) { return binder_.bind(args); }
+  Status bind(const BindingArgs& args) { return binder_.bind(args); }
   // The pod was deleted, or bound by anyone: what the filter held or a preemption nominated
   // for it is let go.
   void forgetPod(const std::string& podUid) {

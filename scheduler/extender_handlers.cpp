@@ -74,17 +74,18 @@ HttpResponse ExtenderHandlers::prioritize(std::string_view body) {
 HttpResponse ExtenderHandlers::bind(std::string_view body) {
   return timed("bind", [&] {
     BindingArgs args = parseBindingArgs(body);
-    std::string error = extender_.bind(args);
-    decisions_.labels({"bind", error.empty() ? "bound" : "failed"}).inc();
-    if (error.empty()) {
+    const Status bound = extender_.bind(args);
+    decisions_.labels({"bind", bound.ok() ? "bound" : "failed"}).inc();
+    if (bound.ok()) {
       log::info("bound pod",
                 {{"pod", objectKey(args.podNamespace, args.podName)}, {"node", args.node}});
     } else {
       log::warn("bind failed", {{"pod", objectKey(args.podNamespace, args.podName)},
                                 {"node", args.node},
-                                {"error", error}});
+                                {"error", bound.message()}});
     }
-    return jsonReply(200, renderBindingReply(error));
+    // The wire's error: empty when bound.
+    return jsonReply(200, renderBindingReply(bound.message()));
   });
 }
 

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     ker::log::info("shutting down", {{"signal", sig}});
     app.stop();
   } catch (const std::exception& e) {
-    ker::log::error(std::string("fatal: ") + e.what());
+    ker::log::error("fatal", {{"error", e.what()}});
     return 1;
   }
   return 0;

@@ -35,8 +35,8 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
       out.unresolvable = "claim " + key + " is invalid: " + claim->invalid;
       return out;
     }
-    if (std::string why = validate(claim->metadataRequirements); !why.empty()) {
-      out.unresolvable = "claim " + key + " has an invalid metadataRequirements: " + why;
+    if (Status s = validate(claim->metadataRequirements); !s.ok()) {
+      out.unresolvable = "claim " + key + " has an invalid metadataRequirements: " + s.message();
       return out;
     }
     if (claim->meta.deleting) {

@@ -11,7 +11,7 @@ class FakeClaims : public ClaimSource {
     ++calls;
     auto it = claims.find(objectKey(ns, name));
     if (it == claims.end()) {
-      return {nullptr, error};
+      return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
     }
     return {std::make_shared<const ExtendedResourceClaim>(it->second), {}};
   }

@@ -107,7 +107,7 @@ class BinderTest : public ::testing::Test {
 };
 
 TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
 
   auto c = claim("c");
   EXPECT_EQ(c.phase, ClaimPhase::kBound);
@@ -145,7 +145,7 @@ class SharedClaimBinderTest : public BinderTest {
     for (const auto& name : {"sp", "sq", "sr"}) {
       api_.seed(resources::kPods, podJson(name, "s"));
     }
-    ASSERT_EQ(binder_.bind(args("sp")), "");
+    ASSERT_EQ(binder_.bind(args("sp")).message(), "");
   }
 };
 
@@ -161,7 +161,7 @@ TEST_F(SharedClaimBinderTest, ALaterPodJoinsTheHoldersWithoutWritingADevice) {
   const auto before = claim("s");
   const auto device0 = device(before.allocated[0]);
   const int writesBefore = writes();
-  ASSERT_EQ(binder_.bind(args("sq")), "");
+  ASSERT_EQ(binder_.bind(args("sq")).message(), "");
   auto s = claim("s");
   EXPECT_EQ(s.holders(),
             (std::vector<PodRef>{{"sp", args("sp").podUid}, {"sq", args("sq").podUid}}));
@@ -173,7 +173,7 @@ TEST_F(SharedClaimBinderTest, ALaterPodJoinsTheHoldersWithoutWritingADevice) {
 }
 
 TEST_F(SharedClaimBinderTest, AJoinIsOnlyOnTheClaimsNode) {
-  std::string error = binder_.bind(args("sq", "n2"));
+  std::string error = binder_.bind(args("sq", "n2")).message();
   EXPECT_EQ(error, "shared claim default/s is allocated on node n1");
   EXPECT_EQ(claim("s").holders().size(), 1u);
 }
@@ -189,7 +189,7 @@ TEST_F(SharedClaimBinderTest, AJoinThatLosesARaceIsDecidedAgainOnTheClaimAsItIsN
       api_.updateStatus(resources::kExtendedResourceClaims, "default", s.toJson(SystemTime{}));
     }
   });
-  ASSERT_EQ(binder_.bind(args("sq")), "");
+  ASSERT_EQ(binder_.bind(args("sq")).message(), "");
   EXPECT_EQ(claim("s").holders(),
             (std::vector<PodRef>{
                 {"sp", args("sp").podUid}, {"sr", args("sr").podUid}, {"sq", args("sq").podUid}}));
@@ -198,7 +198,7 @@ TEST_F(SharedClaimBinderTest, AJoinThatLosesARaceIsDecidedAgainOnTheClaimAsItIsN
 
 TEST_F(SharedClaimBinderTest, AFailedJoinTakesOnlyThatPodOutOfTheHolders) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
-  EXPECT_NE(binder_.bind(args("sq")), "");
+  EXPECT_NE(binder_.bind(args("sq")).message(), "");
   auto s = claim("s");
   EXPECT_EQ(s.phase, ClaimPhase::kBound);
   EXPECT_EQ(s.holders(), (std::vector<PodRef>{{"sp", args("sp").podUid}}));
@@ -209,7 +209,7 @@ TEST_F(BinderTest, TheBindingKeepsThePodsOwnRequiredPlugins) {
   json pod = podJson("q", "c");
   pod["metadata"]["annotations"][kRequiredPluginsAnnotation] = R"(["other-plugin"])";
   api_.seed(resources::kPods, pod);
-  ASSERT_EQ(binder_.bind(args("q")), "");
+  ASSERT_EQ(binder_.bind(args("q")).message(), "");
   EXPECT_EQ(api_.bindings().at(0).annotations.at(kRequiredPluginsAnnotation),
             R"(["other-plugin","extended-resource-node-agent"])");
 }
@@ -218,7 +218,7 @@ TEST_F(BinderTest, APodGivenNoDevicesDoesNotRequireTheAgent) {
   json pod = podJson("bare", "c");
   pod["metadata"]["annotations"].erase(kClaimsAnnotation);
   api_.seed(resources::kPods, pod);
-  ASSERT_EQ(binder_.bind(args("bare")), "");
+  ASSERT_EQ(binder_.bind(args("bare")).message(), "");
   EXPECT_EQ(api_.bindings().at(0).annotations.count(kRequiredPluginsAnnotation), 0u);
 }
 
@@ -227,7 +227,7 @@ TEST_F(BinderTest, NoRequiredPluginIsNamedForNodesWithoutTheAgent) {
                 index_,
                 [](const std::string&) { return std::map<std::string, std::string>{}; },
                 {.requiredPlugin = ""}};
-  ASSERT_EQ(binder.bind(args()), "");
+  ASSERT_EQ(binder.bind(args()).message(), "");
   EXPECT_EQ(api_.bindings().at(0).annotations.count(kRequiredPluginsAnnotation), 0u);
 }
 
@@ -238,7 +238,7 @@ TEST_F(BinderTest, ADeviceTakenBehindAStaleCacheIsRedecidedNotOverwritten) {
   taken.claimRef = ClaimRef{"default", "other", "uid-other"};
   api_.updateStatus(resources::kExtendedResources, "", taken.toJson(SystemTime{}));
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(claim("c").allocated, (std::vector<std::string>{"d1"}));
   EXPECT_EQ(device("d0").claimRef, (ClaimRef{"default", "other", "uid-other"}));
   EXPECT_GE(binder_.stats().conflicts.load(), 1u);
@@ -262,7 +262,7 @@ TEST_F(BinderTest, AWatchUpdateBetweenPlanAndWriteIsNotWrittenOver) {
         api_.updateStatus(resources::kExtendedResources, "", taken.toJson(SystemTime{})))));
   });
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   ASSERT_TRUE(landed);
   EXPECT_EQ(device("d0").claimRef, (ClaimRef{"default", "other", "uid-other"}));
   EXPECT_EQ(claim("c").allocated, (std::vector<std::string>{"d1"}));
@@ -273,7 +273,7 @@ TEST_F(BinderTest, AWatchUpdateBetweenPlanAndWriteIsNotWrittenOver) {
 
 TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
-  std::string error = binder_.bind(args());
+  std::string error = binder_.bind(args()).message();
   EXPECT_NE(error.find("no"), std::string::npos) << error;
   EXPECT_EQ(claim("c").phase, ClaimPhase::kPending);
   EXPECT_TRUE(claim("c").allocated.empty());
@@ -291,7 +291,7 @@ TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
 // so nothing is undone; the next attempt finds the claim bound to the pod and reuses it.
 TEST_F(BinderTest, ABindingOfUnknownOutcomeKeepsTheAllocationForTheRetry) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kTimeout, 0, "", "cut off"));
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   const auto c = claim("c");
   ASSERT_EQ(c.allocated.size(), 1u);
   ASSERT_EQ(api_.bindings().size(), 1u);
@@ -303,7 +303,7 @@ TEST_F(BinderTest, ABindingOfUnknownOutcomeKeepsTheAllocationForTheRetry) {
 
 TEST_F(BinderTest, BindingsOfUnknownOutcomeLeaveTheAllocationWholeForTheController) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kTransport, 0, "", "connection reset"), -1);
-  const std::string error = binder_.bind(args());
+  const std::string error = binder_.bind(args()).message();
   EXPECT_NE(error.find("outcome is unknown"), std::string::npos) << error;
   EXPECT_EQ(binder_.stats().undos, 0u);
   const auto c = claim("c");
@@ -326,7 +326,7 @@ TEST_F(BinderTest, AFailedBindingLeavesWhatAnotherBindOfThePodBoundItWith) {
     pod["metadata"]["annotations"][kAllocationAnnotation] = R"({"c":["d0"]})";
     api_.update(resources::kPods, "default", pod);
   });
-  const std::string error = binder_.bind(args());
+  const std::string error = binder_.bind(args()).message();
   EXPECT_NE(error.find("bound to node n2"), std::string::npos) << error;
   EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
   EXPECT_EQ(claim("c").allocated.size(), 1u);
@@ -340,7 +340,7 @@ TEST_F(BinderTest, AFailedBindingLeavesWhatAnotherBindOfThePodBoundItWith) {
     pod["spec"]["nodeName"] = "n2";
     api_.update(resources::kPods, "default", pod);
   });
-  const std::string other = binder_.bind(args("q"));
+  const std::string other = binder_.bind(args("q")).message();
   EXPECT_NE(other.find("already bound to node n2"), std::string::npos) << other;
   EXPECT_EQ(claim("c2").phase, ClaimPhase::kPending);
   EXPECT_TRUE(claim("c2").allocated.empty());
@@ -357,16 +357,16 @@ TEST_F(BinderTest, ABindOfAPodStillBeingBoundHereFailsWithoutWriting) {
       return;
     }
     const int before = writes();
-    retried = binder_.bind(args());
+    retried = binder_.bind(args()).message();
     writesByRetry = writes() - before;
   });
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_NE(retried.find("still being bound"), std::string::npos) << retried;
   EXPECT_EQ(writesByRetry, 0);
   EXPECT_EQ(api_.bindings().size(), 1u);
   EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
   // Once the first call is done the pod may be bound again (a no-op now that it is bound).
-  EXPECT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(api_.bindings().size(), 1u);
 }
 
@@ -374,7 +374,7 @@ TEST_F(BinderTest, ARetriedBindReusesTheAllocationItAlreadyMade) {
   bindClaimAndD1ToPod();
   const int before = writes();
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(writes() - before, 2);  // the claim, rewritten so the call that bound it cannot undo it
   EXPECT_EQ(claim("c").bindRewrites, 1);
   auto allocation = json::parse(api_.bindings().at(0).annotations.at(kAllocationAnnotation));
@@ -392,7 +392,7 @@ TEST_F(BinderTest, EveryReuseOfAClaimLeavesItAStatusItNeverHadBefore) {
   api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   const std::string before = claim("c").meta.resourceVersion;
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(claim("c").bindRewrites, 10);
   EXPECT_EQ(claim("c").message, "bound by an earlier call");
   EXPECT_NE(claim("c").meta.resourceVersion, before);
@@ -404,7 +404,7 @@ TEST_F(BinderTest, AClaimBoundAfreshHasNoRewrites) {
   auto c = claim("c");
   c.bindRewrites = 3;
   api_.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
   EXPECT_EQ(claim("c").bindRewrites, 0);
 }
@@ -430,7 +430,7 @@ TEST_F(BinderTest, ARetryWhoseClaimWasUndoneMeanwhileBindsAfresh) {
     api_.updateStatus(resources::kExtendedResources, "", freed.toJson(SystemTime{}));
   });
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_GE(binder_.stats().conflicts.load(), 1u);
   const auto c = claim("c");
   ASSERT_EQ(c.phase, ClaimPhase::kBound);
@@ -445,7 +445,7 @@ TEST_F(BinderTest, ARetryWhoseClaimWasUndoneMeanwhileBindsAfresh) {
 
 TEST_F(BinderTest, AClaimWriteWhoseReplyIsLostIsUndoneWithItsDevices) {
   api_.loseNextStatusReplies(resources::kExtendedResourceClaims);
-  ASSERT_EQ(binder_.bind(args()), "");  // the retry allocates afresh and binds
+  ASSERT_EQ(binder_.bind(args()).message(), "");  // the retry allocates afresh and binds
   ASSERT_EQ(api_.bindings().size(), 1u);
   const auto c = claim("c");
   EXPECT_EQ(c.phase, ClaimPhase::kBound);
@@ -461,7 +461,7 @@ TEST_F(BinderTest, AClaimWriteWhoseReplyIsLostIsUndoneWithItsDevices) {
 // it back, so the device the retry does not allocate is not left Bound to the claim.
 TEST_F(BinderTest, ADeviceWriteWhoseReplyIsLostIsUndone) {
   api_.loseNextStatusReplies(resources::kExtendedResources);
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   ASSERT_EQ(api_.bindings().size(), 1u);
   const auto c = claim("c");
   ASSERT_EQ(c.allocated.size(), 1u);
@@ -476,7 +476,7 @@ TEST_F(BinderTest, ADeviceWriteWhoseReplyIsLostIsUndone) {
 TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
   api_.loseNextStatusReplies(resources::kExtendedResourceClaims);
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
-  EXPECT_NE(binder_.bind(args()), "");
+  EXPECT_NE(binder_.bind(args()).message(), "");
   EXPECT_TRUE(api_.bindings().empty());
   EXPECT_EQ(claim("c").phase, ClaimPhase::kPending);
   EXPECT_FALSE(claim("c").podRef);
@@ -490,7 +490,7 @@ TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
 TEST_F(BinderTest, ARetriedBindBindsAgainADeviceALostReplyPutBack) {
   bindClaimToPodWithD1();
 
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(device("d1").phase, DevicePhase::kBound);
   ASSERT_TRUE(device("d1").claimRef);
   EXPECT_EQ(device("d1").claimRef->uid, claim("c").meta.uid);
@@ -506,7 +506,7 @@ TEST_F(BinderTest, AFailedRetryKeepsTheDevicesItBoundAgainToAReusedClaim) {
   bindClaimToPodWithD1();
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
 
-  EXPECT_NE(binder_.bind(args()), "");
+  EXPECT_NE(binder_.bind(args()).message(), "");
   EXPECT_TRUE(api_.bindings().empty());
   EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
   EXPECT_EQ(claim("c").allocated, std::vector<std::string>{"d1"});
@@ -524,7 +524,7 @@ TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
   api_.updateStatus(resources::kExtendedResources, "", d.toJson(SystemTime{}));
   bindClaimToPodWithD1();
 
-  const std::string error = binder_.bind(args());
+  const std::string error = binder_.bind(args()).message();
   EXPECT_NE(error.find("device d1 of claim default/c is no longer bound to it"), std::string::npos)
       << error;
   EXPECT_TRUE(api_.bindings().empty());
@@ -533,23 +533,36 @@ TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
 }
 
 TEST_F(BinderTest, ARetriedBindOfAnAlreadyBoundPodSucceedsWithoutWriting) {
-  ASSERT_EQ(binder_.bind(args()), "");
+  ASSERT_EQ(binder_.bind(args()).message(), "");
   const int before = writes();
-  EXPECT_EQ(binder_.bind(args()), "");
+  EXPECT_EQ(binder_.bind(args()).message(), "");
   EXPECT_EQ(writes(), before);
-  EXPECT_NE(binder_.bind(args("p", "n2")), "");
+  EXPECT_NE(binder_.bind(args("p", "n2")).message(), "");
 }
 
 TEST_F(BinderTest, ARecreatedPodIsNotBoundWithTheOldUid) {
-  std::string error = binder_.bind({"p", "default", "uid-of-an-older-p", "n1"});
+  std::string error = binder_.bind({"p", "default", "uid-of-an-older-p", "n1"}).message();
   EXPECT_NE(error.find("recreated"), std::string::npos) << error;
   EXPECT_EQ(writes(), 0);
 }
 
 TEST_F(BinderTest, NoFreeDeviceOnTheNodeFailsWithTheFilterReason) {
-  std::string error = binder_.bind(args("p", "n2"));
+  std::string error = binder_.bind(args("p", "n2")).message();
   EXPECT_EQ(error, "claim default/c: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
   EXPECT_EQ(writes(), 0);
+}
+
+// The bind's failures carry a code the caller can decide on; the message stays the one the
+// scheduler shows.
+TEST_F(BinderTest, FailuresCarryTheirCode) {
+  EXPECT_EQ(binder_.bind({"p", "default", "uid-of-an-older-p", "n1"}).code(),
+            StatusCode::kNotFound);
+  const Status noFit = binder_.bind(args("p", "n2"));
+  EXPECT_EQ(noFit.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(noFit.message(),
+            "claim default/c: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
+  ASSERT_TRUE(binder_.bind(args()).ok());
+  EXPECT_EQ(binder_.bind(args("p", "n2")).code(), StatusCode::kConflict);
 }
 
 // Two extender replicas, each with its own cache, race for the only device: the API's
@@ -590,7 +603,9 @@ TEST(BinderRace, AnUndoLeavesAClaimAnotherBindRewroteWithItsDevice) {
   Binder binder(api, index,
                 [](const std::string&) { return std::map<std::string, std::string>{}; });
 
-  EXPECT_NE(binder.bind({"p", "default", pod["metadata"]["uid"], "n1"}).find("bindings refused"),
+  EXPECT_NE(binder.bind({"p", "default", pod["metadata"]["uid"], "n1"})
+                .message()
+                .find("bindings refused"),
             std::string::npos);
   const auto c = claim();
   ASSERT_EQ(c.phase, ClaimPhase::kBound);
@@ -620,8 +635,8 @@ TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
     auto uid = [&](const std::string& pod) -> std::string {
       return (*api.peek(resources::kPods, "default", pod))["metadata"]["uid"];
     };
-    std::thread t1([&, u = uid("p1")] { e1 = b1.bind({"p1", "default", u, "n1"}); });
-    std::thread t2([&, u = uid("p2")] { e2 = b2.bind({"p2", "default", u, "n1"}); });
+    std::thread t1([&, u = uid("p1")] { e1 = b1.bind({"p1", "default", u, "n1"}).message(); });
+    std::thread t2([&, u = uid("p2")] { e2 = b2.bind({"p2", "default", u, "n1"}).message(); });
     t1.join();
     t2.join();
 
@@ -679,7 +694,7 @@ class BinderDeadlineTest : public ::testing::Test {
     Binder binder(api, index,
                   [](const std::string&) { return std::map<std::string, std::string>{}; },
                   {.deadline = std::chrono::seconds(30), .clock = [this] { return now; }});
-    return binder.bind({"p", "default", podUid, "n1"});
+    return binder.bind({"p", "default", podUid, "n1"}).message();
   }
   void expectNothingLeftAllocated() {
     const auto c = ExtendedResourceClaim::fromJson(

@@ -439,7 +439,7 @@ TEST_F(ReconcilerTest, LiveReadFailureRetriesWithoutWriting) {
   const auto rv = settledResourceVersion();
   auto r = reconciler->reconcileClaim("default/c");
   EXPECT_EQ(r.status, Status::kRetry);
-  EXPECT_FALSE(r.conflict);
+  EXPECT_FALSE(r.error.isConflict());
   expectUntouched(rv);
 }
 
@@ -453,7 +453,7 @@ TEST_F(ReconcilerTest, ConflictOnTheClaimIsRetriedOnFreshState) {
 
   auto r = reconciler->reconcileClaim("default/c");
   EXPECT_EQ(r.status, Status::kRetry);
-  EXPECT_TRUE(r.conflict);
+  EXPECT_TRUE(r.error.isConflict());
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << "devices wait for the claim";
 
   caches.load(api);
@@ -1109,7 +1109,7 @@ TEST_F(ReconcilerTest, InvalidMarkIsConditionalOnTheObjectAsRead) {
   api.update(resources::kExtendedResourceClaims, "default", c);  // fixed; the cache is stale
   auto r = reconciler->reconcileClaim("default/c");
   EXPECT_EQ(r.status, Status::kRetry);
-  EXPECT_TRUE(r.conflict);
+  EXPECT_TRUE(r.error.isConflict());
   EXPECT_FALSE(claim()["status"].contains("message"));
 }
 

@@ -175,7 +175,7 @@ TEST_F(ExtenderTest, FilterAndBindAgreeOnAPinnedDeviceThatTestsLabels) {
   const std::string uid = api_.seed(resources::kPods, pod)["metadata"]["uid"];
 
   EXPECT_EQ(passing(), std::vector<std::string>{});
-  EXPECT_NE(extender_.bind({"p", "default", uid, "n1"}), "");
+  EXPECT_NE(extender_.bind({"p", "default", uid, "n1"}).message(), "");
   EXPECT_EQ(api_.bindings().size(), 0u);
 }
 

@@ -16,7 +16,7 @@ LabelSelector expr(std::string key, std::string op, std::vector<std::string> val
 TEST(LabelSelector, EmptyMatchesEverything) {
   EXPECT_TRUE(matches(LabelSelector{}, {}));
   EXPECT_TRUE(matches(LabelSelector{}, {{"type", "k80"}}));
-  EXPECT_EQ(validate(LabelSelector{}), "");
+  EXPECT_TRUE(validate(LabelSelector{}).ok());
   EXPECT_EQ(describe(LabelSelector{}), "");
 }
 
@@ -65,26 +65,28 @@ TEST(LabelSelector, LabelsAndExpressionsAreAnded) {
 }
 
 TEST(LabelSelector, ValidateRejectsMalformedRequirements) {
-  EXPECT_EQ(validate(expr("zone", "In")),
+  EXPECT_EQ(validate(expr("zone", "In")).message(),
             "matchExpressions[0].values: must be non-empty for operator In");
-  EXPECT_EQ(validate(expr("zone", "NotIn")),
+  EXPECT_EQ(validate(expr("zone", "NotIn")).message(),
             "matchExpressions[0].values: must be non-empty for operator NotIn");
-  EXPECT_EQ(validate(expr("gpu", "Exists", {"x"})),
+  EXPECT_EQ(validate(expr("gpu", "Exists", {"x"})).message(),
             "matchExpressions[0].values: must be empty for operator Exists");
-  EXPECT_EQ(validate(expr("gpu", "DoesNotExist", {"x"})),
+  EXPECT_EQ(validate(expr("gpu", "DoesNotExist", {"x"})).message(),
             "matchExpressions[0].values: must be empty for operator DoesNotExist");
-  EXPECT_EQ(validate(expr("mem", "Gt", {"4"})),
+  EXPECT_EQ(validate(expr("mem", "Gt", {"4"})).message(),
             "matchExpressions[0].operator: \"Gt\" is not one of In, NotIn, Exists, DoesNotExist");
-  EXPECT_EQ(validate(expr("zone", "in", {"a"})),
+  EXPECT_EQ(validate(expr("zone", "in", {"a"})).message(),
             "matchExpressions[0].operator: \"in\" is not one of In, NotIn, Exists, DoesNotExist");
-  EXPECT_EQ(validate(expr("", "Exists")), "matchExpressions[0].key: must not be empty");
+  EXPECT_EQ(validate(expr("", "Exists")).message(), "matchExpressions[0].key: must not be empty");
   LabelSelector second = expr("zone", "In", {"a"});
   second.matchExpressions.push_back({"gpu", "Exists", {"1"}});
-  EXPECT_EQ(validate(second), "matchExpressions[1].values: must be empty for operator Exists");
+  EXPECT_EQ(validate(second).message(),
+            "matchExpressions[1].values: must be empty for operator Exists");
   LabelSelector emptyKey;
   emptyKey.matchLabels = {{"", "x"}};
-  EXPECT_EQ(validate(emptyKey), "matchLabels: a key must not be empty");
-  EXPECT_EQ(validate(expr("zone", "In", {"a"})), "");
+  EXPECT_EQ(validate(emptyKey).message(), "matchLabels: a key must not be empty");
+  EXPECT_TRUE(validate(expr("zone", "In", {"a"})).ok());
+  EXPECT_EQ(validate(emptyKey).code(), StatusCode::kInvalid);
 }
 
 TEST(LabelSelector, InvalidSelectorMatchesNothing) {

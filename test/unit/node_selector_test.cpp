@@ -18,7 +18,7 @@ NodeSelector fieldsTerm(std::vector<Req> fields) {
 
 TEST(NodeSelector, EmptyTermListMatchesNothing) {
   EXPECT_FALSE(matches(NodeSelector{}, "n1", {{"zone", "a"}}));
-  EXPECT_EQ(validate(NodeSelector{}), "");
+  EXPECT_TRUE(validate(NodeSelector{}).ok());
 }
 
 TEST(NodeSelector, EmptyTermMatchesNothingButOtherTermsStillCount) {
@@ -39,16 +39,16 @@ TEST(NodeSelector, MatchFieldsOnNodeName) {
 }
 
 TEST(NodeSelector, MatchFieldsAreValidatedAsTheApiDoes) {
-  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "In", {"n1", "n2"}}})),
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "In", {"n1", "n2"}}})).message(),
             "nodeSelectorTerms[0].matchFields[0].values: operator In on a field needs exactly one "
             "value");
-  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "NotIn", {}}})),
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "NotIn", {}}})).message(),
             "nodeSelectorTerms[0].matchFields[0].values: operator NotIn on a field needs exactly "
             "one value");
-  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "Exists", {}}})),
+  EXPECT_EQ(validate(fieldsTerm({{"metadata.name", "Exists", {}}})).message(),
             "nodeSelectorTerms[0].matchFields[0].operator: \"Exists\" is not one of In, NotIn for "
             "a field");
-  EXPECT_EQ(validate(fieldsTerm({{"spec.unschedulable", "In", {"true"}}})),
+  EXPECT_EQ(validate(fieldsTerm({{"spec.unschedulable", "In", {"true"}}})).message(),
             "nodeSelectorTerms[0].matchFields[0].key: \"spec.unschedulable\" is not a supported "
             "field (only metadata.name)");
   // An invalid field requirement makes its term match nothing, even the node it names.
@@ -94,26 +94,26 @@ TEST(NodeSelector, GtLtNeedExactlyOneIntegerValue) {
   for (const auto& values : std::vector<std::vector<std::string>>{
            {}, {"1", "2"}, {"eight"}, {"8.0"}, {""}, {"+-8"}, {"99999999999999999999"}}) {
     auto s = labelsTerm({{"cores", "Gt", values}});
-    EXPECT_NE(validate(s), "") << ::testing::PrintToString(values);
+    EXPECT_FALSE(validate(s).ok()) << ::testing::PrintToString(values);
     EXPECT_FALSE(matches(s, "n", l)) << ::testing::PrintToString(values);
   }
-  EXPECT_EQ(validate(labelsTerm({{"cores", "Lt", {"x"}}})),
+  EXPECT_EQ(validate(labelsTerm({{"cores", "Lt", {"x"}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].values[0]: \"x\" is not an integer "
             "(operator Lt)");
-  EXPECT_EQ(validate(labelsTerm({{"cores", "Gt", {"1", "2"}}})),
+  EXPECT_EQ(validate(labelsTerm({{"cores", "Gt", {"1", "2"}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].values: operator Gt needs exactly one value");
-  EXPECT_EQ(validate(labelsTerm({{"cores", "Gt", {"-9223372036854775808"}}})), "");
+  EXPECT_TRUE(validate(labelsTerm({{"cores", "Gt", {"-9223372036854775808"}}})).ok());
 }
 
 TEST(NodeSelector, ExpressionValidation) {
-  EXPECT_EQ(validate(labelsTerm({{"zone", "In", {}}})),
+  EXPECT_EQ(validate(labelsTerm({{"zone", "In", {}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].values: must be non-empty for operator In");
-  EXPECT_EQ(validate(labelsTerm({{"zone", "Exists", {"a"}}})),
+  EXPECT_EQ(validate(labelsTerm({{"zone", "Exists", {"a"}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].values: must be empty for operator Exists");
-  EXPECT_EQ(validate(labelsTerm({{"zone", "Equals", {"a"}}})),
+  EXPECT_EQ(validate(labelsTerm({{"zone", "Equals", {"a"}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].operator: \"Equals\" is not one of In, "
             "NotIn, Exists, DoesNotExist, Gt, Lt");
-  EXPECT_EQ(validate(labelsTerm({{"", "Exists", {}}})),
+  EXPECT_EQ(validate(labelsTerm({{"", "Exists", {}}})).message(),
             "nodeSelectorTerms[0].matchExpressions[0].key: must not be empty");
   EXPECT_FALSE(matches(labelsTerm({{"zone", "NotIn", {}}}), "n", {}));
   EXPECT_FALSE(matches(labelsTerm({{"zone", "DoesNotExist", {"a"}}}), "n", {}));
@@ -136,7 +136,7 @@ TEST(NodeSelector, BadTermDoesNotSpoilAGoodOne) {
       NodeSelectorTerm{{{"cores", "Gt", {"lots"}}}, {}},
       NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}},
   }};
-  EXPECT_EQ(validate(s),
+  EXPECT_EQ(validate(s).message(),
             "nodeSelectorTerms[0].matchExpressions[0].values[0]: \"lots\" is not an integer "
             "(operator Gt)");
   EXPECT_TRUE(matches(s, "n", {{"zone", "a"}, {"cores", "100"}}));
