@@ -62,7 +62,7 @@ TEST(PreemptionVerbWire, ReadsMetaVictimsAndWholePodsAndWritesMetaVictims) {
 
 TEST(PreemptionVerbWire, RefusesWhatKubeSchedulerCouldNotHaveSent) {
   const std::string pod = R"("Pod": {"metadata": {"name": "high"}})";
-  for (const std::string body :
+  for (const auto& body :
        {std::string(), std::string("{"), std::string("[]"), std::string("{}"),
         std::string(R"({"Pod": 3})"), std::string(R"({"Pod": {"metadata": {}}})"),
         "{" + pod + R"(, "NodeNameToMetaVictims": [])" + "}",
