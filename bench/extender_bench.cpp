@@ -1,5 +1,5 @@
-// extender_bench: measures the extender (filter, prioritize, bind) and the controller against
-// a real control plane, next to the floors of the same work: the HTTP transport alone and a
+// extender_bench: measures the extender (filter, prioritize, preempt, bind) and the controller
+// against a real control plane, next to the floors of the same work: the HTTP transport alone and a
 // plain DOM parse. bench/run.sh starts the control plane and runs this; see bench/README.md.
 #include <unistd.h>
 
@@ -183,6 +183,23 @@ std::string nodeListBody(const json& pod, const std::vector<std::string>& nodes)
   return body + "]},\"NodeNames\":null}";
 }
 
+// The preempt verb's candidates: kube-scheduler's dry run stops at 10% of the nodes, at least
+// 100 (DefaultPreemption's minCandidateNodesPercentage and minCandidateNodesAbsolute).
+constexpr size_t kPreemptCandidates = 100;
+
+// ExtenderPreemptionArgs as kube-scheduler sends them with nodeCacheCapable: the first
+// candidates, each with the two victims its dry run found for the CPU (pods holding no device).
+std::string preemptBody(const json& pod, const std::vector<std::string>& names) {
+  json victims = json::object();
+  for (size_t i = 0; i < std::min(kPreemptCandidates, names.size()); ++i) {
+    victims[names[i]] = {
+        {"Pods", {{{"UID", names[i] + "-victim-a"}}, {{"UID", names[i] + "-victim-b"}}}},
+        {"NumPDBViolations", 0}};
+  }
+  return "{\"Pod\":" + pod.dump() +
+         ",\"NodeNameToVictims\":null,\"NodeNameToMetaVictims\":" + victims.dump() + "}";
+}
+
 struct Probe {
   int claims;
   json pod;
@@ -196,6 +213,19 @@ size_t checkReply(const std::string& verb, bool nodeList, const Reply& reply,
                              decodedBody(reply).substr(0, 300));
   }
   json out = json::parse(decodedBody(reply));
+  if (verb == "preempt") {
+    const std::set<std::string> input(names.begin(), names.end());
+    const auto& kept = out["NodeNameToMetaVictims"];
+    if (!kept.is_object()) {
+      throw std::runtime_error("preempt did not answer NodeNameToMetaVictims");
+    }
+    for (auto it = kept.begin(); it != kept.end(); ++it) {
+      if (!input.count(it.key()) || it.value().value("Pods", json::array()).empty()) {
+        throw std::runtime_error("preempt returned a node it was not given, or no victims");
+      }
+    }
+    return kept.size();
+  }
   if (verb == "prioritize") {
     if (!out.is_array() || out.size() != names.size()) {
       throw std::runtime_error("prioritize did not score every node");
@@ -270,19 +300,28 @@ HandlerTotals handlerTotals(const Extender& ext, const std::string& verb) {
 ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floor,
                  const FloorServer& stackFloor, const std::vector<Probe>& probes,
                  const std::vector<std::string>& names, const std::vector<std::string>& nodes,
-                 bool nodeList) {
+                 bool nodeList, bool preempt = false) {
   ojson rows = ojson::array();
   for (const auto& probe : probes) {
-    const std::string body =
-        nodeList ? nodeListBody(probe.pod, nodes) : nodeNamesBody(probe.pod, names);
+    const std::string body = preempt    ? preemptBody(probe.pod, names)
+                             : nodeList ? nodeListBody(probe.pod, nodes)
+                                        : nodeNamesBody(probe.pod, names);
+    const std::vector<std::string> verbs = preempt
+                                               ? std::vector<std::string>{"preempt"}
+                                               : std::vector<std::string>{"filter", "prioritize"};
     const bool big = body.size() > (4u << 20);
     const double dom = domParseMs(body, big ? 3 : 15);
-    for (const std::string verb : {"filter", "prioritize"}) {
+    for (const std::string& verb : verbs) {
       const std::string path = "/" + verb;
       Reply sample = Connection(ext.port).post(path, body);
       const size_t passing = checkReply(verb, nodeList, sample, names, nodes);
       const std::string decoded = decodedBody(sample);
-      ojson row = {{"mode", nodeList ? "NodeList" : "NodeNames"},
+      const std::string mode =
+          preempt ? "MetaVictims, " + std::to_string(std::min(kPreemptCandidates, names.size())) +
+                        " candidates"
+          : nodeList ? "NodeList"
+                     : "NodeNames";
+      ojson row = {{"mode", mode},
                    {"verb", verb},
                    {"claims_per_pod", probe.claims},
                    {"nodes", names.size()},
@@ -316,9 +355,9 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
       row["ratio_p99_to_floor"] = row["c1"]["p99_ms"].get<double>() /
                                   std::max(row["floor_c1"]["p99_ms"].get<double>(), 1e-6);
       row["ratio_p50_to_dom_parse"] = row["c1"]["p50_ms"].get<double>() / std::max(dom, 1e-6);
-      say(std::string(nodeList ? "NodeList " : "NodeNames ") + verb + " " +
-          std::to_string(names.size()) + " nodes, " + std::to_string(probe.claims) +
-          " claim(s): p50 " + fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
+      say(mode + " " + verb + " " + std::to_string(names.size()) + " nodes, " +
+          std::to_string(probe.claims) + " claim(s): p50 " +
+          fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
           fmt(row["c1"]["p99_ms"].get<double>(), 3) + " ms, handler " +
           fmt(row["c1"]["handler_ms_mean"].get<double>(), 3) + " ms, CPU " +
           fmt(row["c1"]["extender_cpu_ms_per_call"].get<double>(), 3) + " ms/call, " +
@@ -778,6 +817,13 @@ int run(const Config& cfg) {
         rows.push_back(std::move(r));
       }
       cluster["memory_after_nodelist"] = memoryJson(memoryOf(ext.process->pid()));
+    }
+    if (cfg.nodeNamesMode) {
+      // Last: the devices each call nominates for the probe pod would put the other verbs'
+      // nodes on the filter's slower path for reserved devices.
+      for (auto& r : benchVerbs(cfg, ext, floor, stackFloor, probes, names, nodes, false, true)) {
+        rows.push_back(std::move(r));
+      }
     }
     cluster["verbs"] = std::move(rows);
     ext.process->stop();

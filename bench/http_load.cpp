@@ -329,7 +329,7 @@ FloorServer::FloorServer(Stack stack) {
     opts.threads = extender.threads;
     opts.maxBodyBytes = extender.maxBodyBytes;
     stack_ = std::make_unique<HttpServer>(opts);
-    for (const char* verb : {"/filter", "/prioritize", "/bind"}) {
+    for (const char* verb : {"/filter", "/prioritize", "/preempt", "/bind"}) {
       stack_->post(verb, [](const HttpRequest&) {
         return HttpResponse{200, "application/json", "{}"};
       });
@@ -345,9 +345,10 @@ FloorServer::FloorServer(Stack stack) {
   bare_->set_keep_alive_max_count(defaults.keepAliveMaxRequests);
   bare_->set_keep_alive_timeout(defaults.keepAliveTimeout.count());
   bare_->set_payload_max_length(extender.maxBodyBytes);
-  bare_->Post(R"(/(filter|prioritize|bind))", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{}", "application/json");
-  });
+  bare_->Post(R"(/(filter|prioritize|preempt|bind))",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_content("{}", "application/json");
+              });
   port_ = bare_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) {
     throw std::runtime_error("the transport floor server cannot bind 127.0.0.1");

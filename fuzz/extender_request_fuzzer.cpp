@@ -1,6 +1,6 @@
 // libFuzzer target: one request body through each of the extender's verbs (filter,
-// prioritize, bind), as anyone who can reach its port could POST it, over a small in-memory
-// cluster so that bind runs its real logic against the fake API server. Beyond what the
+// prioritize, bind, preempt), as anyone who can reach its port could POST it, over a small
+// in-memory cluster so that bind runs its real logic against the fake API server. Beyond what the
 // sanitizers catch, it aborts when a reply breaks what kube-scheduler relies on.
 
 #include <cstdint>
@@ -199,6 +199,29 @@ void checkBind(const HttpResponse& reply, World& world, std::string_view input, 
   }
 }
 
+// The kept candidates are among those asked, each with victims (kube-scheduler refuses a
+// node without), and a well-formed request is answered.
+void checkPreempt(const HttpResponse& reply, const std::optional<PreemptionArgs>& args,
+                  std::string_view input) {
+  const json body = decode("preempt", reply, input);
+  if (args.has_value() != (reply.status == 200)) {
+    violated("preempt", "answer disagrees with parsePreemptionArgs", reply);
+  }
+  if (!args) {
+    return;
+  }
+  std::map<std::string, size_t> asked;
+  for (const auto& n : args->nodes) {
+    asked[n.node] = n.pods.size();
+  }
+  for (const auto& [node, victims] : body.at("NodeNameToMetaVictims").items()) {
+    auto it = asked.find(node);
+    if (it == asked.end() || victims.at("Pods").size() < it->second) {
+      violated("preempt", "a node it was not asked about, or fewer victims than asked", reply);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ker
 
@@ -234,10 +257,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ker::decode("prioritize", world->handlers.prioritize(input), input);
   }
 
+  std::optional<ker::PreemptionArgs> preemption;
+  try {
+    preemption = ker::parsePreemptionArgs(input);
+  } catch (const ker::WireError&) {
+  }
+  ker::checkPreempt(world->handlers.preempt(input), preemption, input);
+
   const ker::HttpResponse bound = world->handlers.bind(input);
   const bool wrote = world->api.resourceVersion() != before;
   ker::checkBind(bound, *world, input, wrote);
-  if (wrote) {
+  // A preemption's nomination would change later inputs' answers too.
+  if (wrote || world->index.nominationCount() != 0) {
     world.reset();
   }
   return 0;

@@ -189,11 +189,8 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   for (const auto& c : claims.pending) {
     resources.insert(c->rawResourceName);
   }
-  // The candidates' devices, then who holds them, one claim scan per resource.
   std::vector<PreemptionCandidate> candidates;
   std::vector<size_t> replyIndex;  // candidate -> its entry in reply.failed
-  std::map<std::string, std::set<std::string>> namesByResource;
-  std::vector<std::map<std::string, std::vector<std::string>>> deviceNames;  // per candidate
   for (size_t f = 0; f < reply.failed.size() && candidates.size() < kMaxPreemptionNodes; ++f) {
     if (failedIdx[f] < 0) {
       continue;
@@ -208,45 +205,17 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
         c.labels = cached->meta.labels;
       }
     }
-    std::map<std::string, std::vector<std::string>> names;
-    for (const auto& res : resources) {
-      for (auto& d : index_.reachable(res, c.node, c.labels)) {
-        names[res].push_back(d->meta.name);
-        namesByResource[res].insert(d->meta.name);
-        c.devices.push_back(std::move(d));
-      }
-    }
     candidates.push_back(std::move(c));
-    deviceNames.push_back(std::move(names));
     replyIndex.push_back(f);
   }
-  bool lower = false;
-  for (const auto& [res, all] : namesByResource) {
-    const auto held = index_.claimsHolding(res, all);
-    // Device -> the claims holding it, so each candidate looks only at its own devices.
-    std::unordered_map<std::string_view, std::vector<const decltype(held)::value_type*>> holding;
-    for (const auto& entry : held) {
-      for (const auto& d : entry.second) {
-        holding[d].push_back(&entry);
-      }
-    }
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      auto mine = deviceNames[k].find(res);
-      if (mine == deviceNames[k].end()) {
-        continue;
-      }
-      std::map<std::string, std::vector<std::string>> heldHere;
-      for (const auto& d : mine->second) {
-        if (auto h = holding.find(d); h != holding.end()) {
-          for (const auto* entry : h->second) {
-            heldHere.emplace(entry->first, entry->second);
-          }
-        }
-      }
-      addHolders(res, heldHere, claims_, preemption_->pods, uid, candidates[k].holders);
-      lower = lower || anyLowerPriority(candidates[k].holders, args.pod.priority);
-    }
+  std::vector<PreemptionCandidate*> each;
+  for (auto& c : candidates) {
+    each.push_back(&c);
   }
+  gatherHolders(resources, uid, each);
+  const bool lower = std::any_of(candidates.begin(), candidates.end(), [&](const auto& c) {
+    return anyLowerPriority(c.holders, args.pod.priority);
+  });
   if (!lower) {
     return;  // nobody to preempt anywhere: the answers stay as they are
   }
@@ -310,6 +279,104 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
     (unresolvable[f] ? reply.failedUnresolvable : failed).push_back(std::move(reply.failed[f]));
   }
   reply.failed = std::move(failed);
+}
+
+void Extender::gatherHolders(const std::set<std::string>& resources,
+                             const std::string& preemptorUid,
+                             std::span<PreemptionCandidate* const> candidates) const {
+  std::map<std::string, std::set<std::string>> namesByResource;
+  std::vector<std::map<std::string, std::vector<std::string>>> deviceNames(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    PreemptionCandidate& c = *candidates[k];
+    for (const auto& res : resources) {
+      for (auto& d : index_.reachable(res, c.node, c.labels)) {
+        deviceNames[k][res].push_back(d->meta.name);
+        namesByResource[res].insert(d->meta.name);
+        c.devices.push_back(std::move(d));
+      }
+    }
+  }
+  const HolderPodLookup pods = preemption_ ? preemption_->pods : HolderPodLookup{};
+  for (const auto& [res, all] : namesByResource) {
+    const auto held = index_.claimsHolding(res, all);
+    // Device -> the claims holding it, so each candidate looks only at its own devices.
+    std::unordered_map<std::string_view, std::vector<const decltype(held)::value_type*>> holding;
+    for (const auto& entry : held) {
+      for (const auto& d : entry.second) {
+        holding[d].push_back(&entry);
+      }
+    }
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      auto mine = deviceNames[k].find(res);
+      if (mine == deviceNames[k].end()) {
+        continue;
+      }
+      std::map<std::string, std::vector<std::string>> heldHere;
+      for (const auto& d : mine->second) {
+        if (auto h = holding.find(d); h != holding.end()) {
+          for (const auto* entry : h->second) {
+            heldHere.emplace(entry->first, entry->second);
+          }
+        }
+      }
+      addHolders(res, heldHere, claims_, pods, preemptorUid, candidates[k]->holders);
+    }
+  }
+}
+
+// kube-scheduler calls the verb only for nodes where its own dry run found victims, i.e. where
+// an in-tree filter (CPU, memory) fails too (see docs/preemption.md). Those victims free that;
+// the verb makes sure the pod's claims then fit on the node's devices too, adding the holders
+// of devices where they do not. The decision is decideVerbPreemption's; kube-scheduler deletes
+// the victims and sets the pod's nominatedNodeName.
+std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock::time_point now) {
+  if (args.pod.claims.empty() && args.pod.invalid.empty() && args.pod.awaitingTemplates.empty()) {
+    return args.nodes;
+  }
+  const std::string& uid = args.pod.meta.uid;
+  const PodClaims claims = resolveClaims(args.pod, claims_);
+  std::set<std::string> resources;
+  for (const auto& c : claims.pending) {
+    resources.insert(c->rawResourceName);
+  }
+  const bool needsNodeLabels = NodeFitter(claims, uid, index_).needsNodeLabels();
+  std::vector<VerbCandidate> candidates;
+  candidates.reserve(args.nodes.size());
+  std::vector<PreemptionCandidate*> known;
+  for (const auto& asked : args.nodes) {
+    VerbCandidate& c = candidates.emplace_back();
+    c.asked = asked;
+    c.at.node = asked.node;
+    if (needsNodeLabels) {
+      if (auto cached = nodes_(asked.node)) {
+        c.at.labels = cached->meta.labels;
+      } else {
+        c.unknown = "node " + asked.node + " is not yet known to the extender";
+        continue;
+      }
+    }
+    known.push_back(&c.at);
+  }
+  gatherHolders(resources, uid, known);
+  const std::vector<PdbPtr> budgets =
+      preemption_ && preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
+  VerbDecision decision = decideVerbPreemption(claims, args.pod, candidates, budgets,
+                                               uid.empty() ? "" : index_.nominatedNode(uid, now));
+  const std::string pod = objectKey(args.pod.meta.ns, args.pod.meta.name);
+  for (const auto& [node, why] : decision.dropped) {
+    log::info("preempt verb: node dropped", {{"pod", pod}, {"node", node}, {"reason", why}});
+  }
+  if (decision.nomination && !uid.empty()) {
+    const VerbNomination& n = *decision.nomination;
+    if (index_.nominate(n.node, n.devices, uid, now, n.ttl)) {
+      log::info("preempt verb: devices nominated",
+                {{"pod", pod}, {"node", n.node}, {"ttlSeconds", n.ttl.count()}});
+    } else {
+      log::info("preempt verb: the devices it would free are taken",
+                {{"pod", pod}, {"node", n.node}});
+    }
+  }
+  return std::move(decision.kept);
 }
 
 std::vector<std::pair<std::string_view, int>> Extender::prioritize(const ExtenderArgs& args) {

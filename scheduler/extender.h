@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "scheduler/extender_wire.h"
 #include "scheduler/planner.h"
 #include "scheduler/preemption.h"
+#include "scheduler/preemption_verb.h"
 
 namespace ker {
 
@@ -65,6 +68,13 @@ class Extender {
     index_.dropHolds(podUid);
     index_.dropNomination(podUid);
   }
+  // kube-scheduler's preempt verb: its candidate nodes and their victims, checked and
+  // completed for the pod's devices (decideVerbPreemption), in NodeNameToMetaVictims form. A
+  // pod without claims gets them back unchanged. The devices the pod would get on the node
+  // kube-scheduler is expected to pick are nominated for it, as the filter's own preemption
+  // does, so no other pod takes them while the victims leave.
+  std::vector<NodeVictims> preemptVerb(const PreemptionArgs& args,
+                                       Clock::time_point now = Clock::now());
   // From now on a pod that fits no node as devices stand may preempt lower-priority holders
   // of its matching devices (see preempt()). Call before serving.
   void enablePreemption(PreemptionHooks hooks) { preemption_ = std::move(hooks); }
@@ -95,6 +105,11 @@ class Extender {
   // unresolvable, so kube-scheduler's own preemption does not try them either.
   void preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
                const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now, FilterReply& reply);
+
+  // Fills in each candidate's devices of `resources` (the candidate's node and labels set)
+  // and the holders of those devices, one claim scan per resource.
+  void gatherHolders(const std::set<std::string>& resources, const std::string& preemptorUid,
+                     std::span<PreemptionCandidate* const> candidates) const;
 
   DeviceIndex& index_;
   ClaimLookup claims_;

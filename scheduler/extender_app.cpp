@@ -172,6 +172,7 @@ struct ExtenderApp::Impl {
     main->post(joinPath(config.pathPrefix, "filter"), route(&ExtenderHandlers::filter));
     main->post(joinPath(config.pathPrefix, "prioritize"), route(&ExtenderHandlers::prioritize));
     main->post(joinPath(config.pathPrefix, "bind"), route(&ExtenderHandlers::bind));
+    main->post(joinPath(config.pathPrefix, "preempt"), route(&ExtenderHandlers::preempt));
     HttpServer* healthServer = main.get();
     if (config.healthPort != 0) {
       health = std::make_unique<HttpServer>(

@@ -29,7 +29,7 @@ ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& regist
       latency_(registry.histogram("extended_resource_scheduler_request_duration_seconds",
                                   "Time to answer an extender request, by verb.", {"verb"})),
       decisions_(registry.counter("extended_resource_scheduler_decisions_total",
-                                  "Filter decisions per node and bind outcomes.",
+                                  "Filter and preempt decisions per node, and bind outcomes.",
                                   {"verb", "result"})) {}
 
 template <class Fn>
@@ -86,6 +86,17 @@ HttpResponse ExtenderHandlers::bind(std::string_view body) {
     }
     // The wire's error: empty when bound.
     return jsonReply(200, renderBindingReply(bound.message()));
+  });
+}
+
+HttpResponse ExtenderHandlers::preempt(std::string_view body) {
+  return timed("preempt", [&] {
+    const PreemptionArgs args = parsePreemptionArgs(body);
+    const std::vector<NodeVictims> kept = extender_.preemptVerb(args);
+    decisions_.labels({"preempt", "kept"}).inc(static_cast<double>(kept.size()));
+    decisions_.labels({"preempt", "dropped"})
+        .inc(static_cast<double>(args.nodes.size() - kept.size()));
+    return jsonReply(200, renderPreemptionResult(kept));
   });
 }
 

@@ -22,6 +22,7 @@ class ExtenderHandlers {
   HttpResponse filter(std::string_view body);
   HttpResponse prioritize(std::string_view body);
   HttpResponse bind(std::string_view body);
+  HttpResponse preempt(std::string_view body);
 
  private:
   template <class Fn>

@@ -425,6 +425,139 @@ BindingArgs parseBindingArgs(std::string_view body) {
   return args;
 }
 
+namespace {
+
+// The member of a parsed object Go's encoding/json would decode into the field `name`: the
+// exact key, else the first key equal but for case; null when there is none.
+const json* field(const json& object, std::string_view name) {
+  const json* best = nullptr;
+  std::string_view bestKey;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (it.key() == name) {
+      return &it.value();
+    }
+    if (equalsFold(it.key(), name) && (best == nullptr || it.key() < bestKey)) {
+      best = &it.value();
+      bestKey = it.key();
+    }
+  }
+  return best;
+}
+
+// One node's Victims (whole Pods) or MetaVictims (UIDs).
+NodeVictims nodeVictims(const std::string& node, const json& victims, bool whole) {
+  const std::string where = (whole ? "NodeNameToVictims[" : "NodeNameToMetaVictims[") + node + "]";
+  if (!victims.is_object()) {
+    throw WireError(where + " must be an object, got " + victims.type_name());
+  }
+  NodeVictims out{.node = node};
+  if (const json* n = field(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
+    if (!n->is_number_integer()) {
+      throw WireError(where + ".NumPDBViolations must be an integer");
+    }
+    out.numPdbViolations = n->get<int64_t>();
+  }
+  const json* pods = field(victims, "Pods");
+  if (pods == nullptr || pods->is_null()) {
+    return out;
+  }
+  if (!pods->is_array()) {
+    throw WireError(where + ".Pods must be an array, got " + pods->type_name());
+  }
+  for (const auto& p : *pods) {
+    if (!p.is_object()) {
+      throw WireError(where + ".Pods must hold objects");
+    }
+    VictimPod victim;
+    const json* uid = nullptr;
+    if (!whole) {
+      uid = field(p, "UID");
+    } else if (const json* meta = field(p, "metadata"); meta != nullptr && meta->is_object()) {
+      uid = field(*meta, "uid");
+    }
+    if (uid == nullptr || !uid->is_string() || uid->get_ref<const std::string&>().empty()) {
+      throw WireError(where + ".Pods[] needs a non-empty " + (whole ? "metadata.uid" : "UID"));
+    }
+    victim.uid = uid->get<std::string>();
+    if (whole) {
+      victim.priority = Pod::fromJson(p).priority;
+    }
+    out.pods.push_back(std::move(victim));
+  }
+  return out;
+}
+
+}  // namespace
+
+PreemptionArgs parsePreemptionArgs(std::string_view body) {
+  if (body.empty()) {
+    throw WireError("empty request body");
+  }
+  // Validated with a depth limit first: the document below is built recursively.
+  JsonReader r(body, kMaxDepth);
+  const Kind top = r.peek();
+  r.skip();
+  r.finish();
+  if (top != Kind::kObject) {
+    throw WireError(std::string("ExtenderPreemptionArgs must be a JSON object, got ") +
+                    typeName(top));
+  }
+  const json doc = parseValidated(body);
+  const json* pod = field(doc, "Pod");
+  if (pod == nullptr || pod->is_null()) {
+    throw WireError("Pod is required");
+  }
+  if (!pod->is_object()) {
+    throw WireError(std::string("Pod must be an object, got ") + pod->type_name());
+  }
+  PreemptionArgs args;
+  args.pod = Pod::fromJson(*pod);
+  if (args.pod.meta.name.empty()) {
+    throw WireError("Pod.metadata.name is required");
+  }
+  if (args.pod.meta.ns.empty()) {
+    args.pod.meta.ns = "default";
+  }
+  // kube-scheduler sends one of the two maps (MetaVictims when nodeCacheCapable); the other
+  // is null.
+  const json* victims = field(doc, "NodeNameToMetaVictims");
+  bool whole = false;
+  if (victims == nullptr || victims->is_null()) {
+    victims = field(doc, "NodeNameToVictims");
+    whole = true;
+  }
+  if (victims == nullptr || victims->is_null()) {
+    return args;
+  }
+  if (!victims->is_object()) {
+    throw WireError(std::string(whole ? "NodeNameToVictims" : "NodeNameToMetaVictims") +
+                    " must be an object, got " + victims->type_name());
+  }
+  for (auto it = victims->begin(); it != victims->end(); ++it) {
+    if (it.key().empty()) {
+      throw WireError("a node name must not be empty");
+    }
+    args.nodes.push_back(nodeVictims(it.key(), it.value(), whole));
+  }
+  return args;
+}
+
+std::string renderPreemptionResult(const std::vector<NodeVictims>& nodes) {
+  std::string out = "{\"NodeNameToMetaVictims\":{";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out += i == 0 ? "" : ",";
+    appendJsonString(out, nodes[i].node);
+    out += ":{\"Pods\":[";
+    for (size_t k = 0; k < nodes[i].pods.size(); ++k) {
+      out += k == 0 ? "{\"UID\":" : ",{\"UID\":";
+      appendJsonString(out, nodes[i].pods[k].uid);
+      out += '}';
+    }
+    out += "],\"NumPDBViolations\":" + std::to_string(nodes[i].numPdbViolations) + "}";
+  }
+  return out + "}}";
+}
+
 // Written directly rather than through a document: for thousands of nodes the reply is most
 // of the filter's output, and in NodeList mode it carries the Node objects' original bytes.
 // Keys come in the order nlohmann::json's sorted objects used, so NodeNames-mode replies are

@@ -53,11 +53,35 @@ struct BindingArgs {
   std::string node;
 };
 
+// A victim in the preempt verb's request: a MetaPod's UID (nodeCacheCapable: true), or a whole
+// Pod's UID and spec.priority (nodeCacheCapable: false).
+struct VictimPod {
+  std::string uid;
+  std::optional<int32_t> priority;  // known only from whole Pods
+};
+
+// One node's victims, as ExtenderPreemptionArgs and ExtenderPreemptionResult carry them.
+struct NodeVictims {
+  std::string node;
+  std::vector<VictimPod> pods;  // kube-scheduler lists them most important first
+  int64_t numPdbViolations = 0;
+};
+
+// ExtenderPreemptionArgs: the preemptor and kube-scheduler's candidate nodes with their
+// victims, from NodeNameToMetaVictims, else NodeNameToVictims; nodes in name order.
+struct PreemptionArgs {
+  Pod pod;
+  std::vector<NodeVictims> nodes;
+};
+
 // Both throw WireError with a message naming the offending field. parseExtenderArgs reads
 // the body in one pass and builds a document only for the Pod; of each Node object it keeps
 // the name and labels, so neither mode allocates much more than what the decision reads.
 ExtenderArgs parseExtenderArgs(std::string_view body);
 BindingArgs parseBindingArgs(std::string_view body);
+// Throws WireError for a body kube-scheduler could not have sent: not JSON, no Pod, a map
+// that is not one, a victim without a UID.
+PreemptionArgs parsePreemptionArgs(std::string_view body);
 
 struct FilterReply {
   // Node names in request order: views of the request's names, which outlive the reply.
@@ -77,6 +101,8 @@ SplicedBody renderFilterReply(const FilterReply& reply, const ExtenderArgs& args
 std::string renderPriorities(const std::vector<std::pair<std::string_view, int>>& scores,
                              bool verbatimHosts = false);
 std::string renderBindingReply(const std::string& error);
+// ExtenderPreemptionResult: NodeNameToMetaVictims, UIDs only.
+std::string renderPreemptionResult(const std::vector<NodeVictims>& nodes);
 // A filter-shaped error body (also valid for bind: only Error is read).
 std::string renderError(const std::string& error);
 

@@ -60,9 +60,6 @@ bool anyLowerPriority(const Holders& holders, int32_t priority) {
                      [&](const PreemptionHolder& h) { return h.priority < priority; });
 }
 
-namespace {
-
-// The candidate's holders with violatesPdb set for the lower-priority ones the budgets protect.
 std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t priority,
                                                 std::span<const PdbPtr> budgets) {
   std::vector<PreemptionHolder> out = holders.holders;
@@ -93,8 +90,6 @@ std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t 
   }
   return out;
 }
-
-}  // namespace
 
 PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preemptor,
                                     const std::vector<PreemptionCandidate>& candidates,

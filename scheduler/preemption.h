@@ -87,6 +87,12 @@ struct PreemptionDecision {
   std::vector<std::string> unresolvable;
 };
 
+// The candidate's holders with violatesPdb set for those of priority below `priority` that
+// `budgets` protect (pdbViolations, over them most important first: higher priority, then key).
+// Pure.
+std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t priority,
+                                                std::span<const PdbPtr> budgets);
+
 // Marks each candidate's lower-priority holders that `budgets` protect (pdbViolations, over
 // them most important first: higher priority, then key), plans each candidate with
 // planPreemption and picks the node with pickPreemptionNode, except that the preemptor's

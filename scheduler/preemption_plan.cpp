@@ -30,6 +30,8 @@ class Simulation {
         index_.setClaimHolds(c.key, c.rawResourceName, c.devices);
       }
     }
+    // Released for good: fit() never puts them back, as candidates never include them.
+    setReleased(request.released, true);
   }
 
   // Whether the holder has a device the node reaches: only those can make room.
@@ -206,7 +208,10 @@ PreemptionPlan planPreemption(const PreemptionRequest& request) {
   // Only holders of lower priority with a device here may be victims, lowest priority first.
   std::vector<size_t> candidates;
   for (size_t h = 0; h < request.holders.size(); ++h) {
-    if (request.holders[h].priority < request.priority && sim.holdsHere(request.holders[h])) {
+    const bool released =
+        std::find(request.released.begin(), request.released.end(), h) != request.released.end();
+    if (!released && request.holders[h].priority < request.priority &&
+        sim.holdsHere(request.holders[h])) {
       candidates.push_back(h);
     }
   }

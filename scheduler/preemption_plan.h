@@ -39,12 +39,15 @@ struct PreemptionRequest {
   // Every device of the claims' resources the node may reach, in its current state.
   std::vector<DevicePtr> devices;
   std::vector<PreemptionHolder> holders;
+  // Indexes into holders whose claims count as released whatever their priority, and who are
+  // never reported as victims: the victims kube-scheduler's own preemption already chose.
+  std::vector<size_t> released;
 };
 
 struct PreemptionPlan {
   enum class Outcome {
     kVictims,      // preempting `victims` lets the pod fit
-    kFitsAlready,  // the pod fits without preempting anyone
+    kFitsAlready,  // the pod fits without preempting anyone (but the released holders)
     kNone,         // no set of lower-priority holders is enough: the node is dropped
   };
   Outcome outcome = Outcome::kNone;

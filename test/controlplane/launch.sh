@@ -27,7 +27,7 @@
 #       --extender-client-cert FILE / --extender-client-key FILE
 #                              client certificate kube-scheduler presents (mutual TLS)
 #       --filter-verb V / --prioritize-verb V / --bind-verb V / --preempt-verb V
-#                              (defaults: filter, prioritize, bind, none; "" leaves a verb out)
+#                              (defaults: filter, prioritize, bind, preempt; "" leaves a verb out)
 #       --weight N             prioritize weight (default: 1)
 #       --http-timeout DUR     (default: 5s)
 #       --ignorable true|false (default: false)
@@ -616,7 +616,7 @@ check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or fa
 
 start_scheduler() {
   local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' client_cert='' client_key='' \
-    filter=filter prioritize=prioritize bind=bind preempt='' weight=1 http_timeout=5s ignorable=false
+    filter=filter prioritize=prioritize bind=bind preempt=preempt weight=1 http_timeout=5s ignorable=false
   local managed=() extra=() no_extender=false qps='' burst='' percentage=100
   while (($#)); do
     if [[ "$1" == --no-extender ]]; then

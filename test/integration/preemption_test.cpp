@@ -1,13 +1,14 @@
 // Preemption for devices through the real kube-scheduler v1.37.1 (see docs/preemption.md).
 //
-// ExtenderPreemptionTest: what kube-scheduler does on its own with an extender's preempt verb
-// when a high-priority pod's matching devices are all held by a lower-priority pod; the
-// extender runs with --preemption=false and serves no preempt verb, so a call to it would show
-// in the pod's FailedScheduling message as a failed preempt; whether that message appears
-// tells whether kube-scheduler called the verb.
+// ExtenderPreemptionTest: what kube-scheduler does on its own with the extender's preempt verb
+// (preemptVerb: preempt, as the launcher and deploy/ set it) when a high-priority pod's
+// matching devices are all held by a lower-priority pod; the extender runs with
+// --preemption=false, so what is observed is kube-scheduler's preemption alone, and the
+// extender's log tells whether the verb was called.
 //
-// ExtenderPreemptsForDevicesTest: the extender's own preemption, decided in its filter, with
-// the controller running to release the victims' claims.
+// ExtenderPreemptsForDevicesTest: the extender's own preemption, decided in its filter, and
+// kube-scheduler's preemption through the preempt verb, with the controller running to release
+// the victims' claims.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -34,10 +35,7 @@ const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", fa
 class ExtenderPreemptionTest : public ExtenderSuite {
  protected:
   static void SetUpTestSuite() {
-    setUpSuite([] {
-      startStack(
-          {.extenderArgs = {"--preemption=false"}, .schedulerArgs = "--preempt-verb preempt"});
-    });
+    setUpSuite([] { startStack({.extenderArgs = {"--preemption=false"}}); });
   }
 
   void TearDown() override {
@@ -163,14 +161,48 @@ TEST_F(ExtenderPreemptionTest, DeviceOnlyContentionNeverReachesThePreemptVerb) {
 }
 
 // The same node also short of CPU: the dry run finds "low" as a victim for the CPU, so the
-// preempt verb is called (and, unserved, fails the preemption). The verb is reached only when
-// an in-tree filter fails too.
+// preempt verb is called: the verb is reached only when an in-tree filter fails too. (Before
+// the verb was served, this preemption failed with "failed preempt with extender ..., code
+// 404".) "low"'s claim frees the device too, so the extender keeps the node and its victim,
+// and kube-scheduler deletes "low".
 TEST_F(ExtenderPreemptionTest, ContentionAnInTreeFilterSeesReachesThePreemptVerb) {
   const std::string node = lowHoldsTheOnlyDevice("8", "1");
-  const std::string message = preemptionMessage("high");
-  ASSERT_FALSE(message.empty()) << extender_->logTail();
-  EXPECT_NE(message.find("failed preempt with extender"), std::string::npos) << message;
-  expectLowUntouched(node);
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          getPod("low");
+          return false;
+        } catch (const std::exception&) {
+          return true;
+        }
+      },
+      60s, 200ms))
+      << extender_->logTail();
+  EXPECT_NE(extender_->logTail().find("preempt verb: devices nominated"), std::string::npos)
+      << extender_->logTail();
+  // kube-scheduler's own event on its victim (the extender's preemption is off here).
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto events = api_->list(resources::kEvents, ns_,
+                                 ListOptions{.fieldSelector = "involvedObject.name=low"});
+        for (const auto& e : events["items"]) {
+          if (e.value("reason", "") == "Preempted" &&
+              e.value("message", "").find(node) != std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      30s, 200ms));
+  // No controller runs in this suite: the claim stays Bound to the deleted pod, and "high"
+  // waits.
+  EXPECT_EQ(nodeOf("high"), "");
+  auto events =
+      api_->list(resources::kEvents, ns_, ListOptions{.fieldSelector = "involvedObject.name=high"});
+  for (const auto& e : events["items"]) {
+    EXPECT_EQ(e.value("message", "").find("preempt with extender"), std::string::npos)
+        << e.value("message", "");
+  }
 }
 
 // The extender preempts for devices itself, with the controller releasing the victims'
@@ -297,6 +329,70 @@ TEST_F(ExtenderPreemptsForDevicesTest, AHighPriorityPodPreemptsExactlyOneHolderA
   EXPECT_TRUE(eventually([&] { return hasEvent("high", "Preempting"); }, 30s, 200ms));
   EXPECT_TRUE(eventually([&] { return hasEvent(gone[0], "Preempted"); }, 30s, 200ms));
   EXPECT_FALSE(hasEvent(survivor, "Preempted"));
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// kube-scheduler's own preemption through the verb: "low" (priority 10) takes the node's whole
+// CPU and holds its only k80; "high" (priority 1000) needs a CPU and a k80 there. kube-scheduler
+// finds "low" as the CPU's victim and calls /preempt, which keeps it (its claim frees the
+// device) and nominates the device for "high"; "high" is bound to it once "low" is gone. The
+// extender's own preemption never acts: the node fails kube-scheduler's CPU filter, so the
+// extender's filter never sees it.
+TEST_F(ExtenderPreemptsForDevicesTest, KubeSchedulersVictimForCpuFreesTheDeviceThroughTheVerb) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  auto nodes = makeNodes(1);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+  for (const std::string claim : {"low-erc", "high-erc"}) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
+  }
+  createPod("low", "low-erc", priorityClass(10), "8", {}, 0, nodes[0]);
+  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+  const auto device = allocated("low-erc");
+  ASSERT_EQ(device.size(), 1u);
+  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, nodes[0]);
+
+  ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("high"), nodes[0]);
+  EXPECT_FALSE(exists("low"));
+  EXPECT_EQ(allocated("high-erc"), device);
+  EXPECT_NE(extender_->logTail().find("preempt verb: devices nominated"), std::string::npos)
+      << extender_->logTail();
+  EXPECT_FALSE(hasEvent("high", "Preempting"));  // the extender's own preemption's event
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// As above, but kube-scheduler's victim for the CPU ("cpu-hog", no claims) holds no device; the
+// node's k80 is held by "low", of low priority too, which kube-scheduler's dry run spares (the
+// CPU fits without removing it). The verb adds "low": both are deleted, and "high" gets the
+// device.
+TEST_F(ExtenderPreemptsForDevicesTest, TheVerbAddsTheHolderOfTheDeviceToKubeSchedulersVictims) {
+  ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
+  auto nodes = makeNodes(1);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+  for (const std::string claim : {"low-erc", "high-erc"}) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
+  }
+  const std::string low = priorityClass(10);
+  createPod("low", "low-erc", low, "10m", {}, 0, nodes[0]);
+  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+  const auto device = allocated("low-erc");
+  ASSERT_EQ(device.size(), 1u);
+  createPod("cpu-hog", "", low, "7900m", {}, 0, nodes[0]);
+  ASSERT_TRUE(waitBound("cpu-hog")) << extender_->logTail();
+  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, nodes[0]);
+
+  ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
+  EXPECT_EQ(nodeOf("high"), nodes[0]);
+  EXPECT_FALSE(exists("cpu-hog"));
+  EXPECT_FALSE(exists("low"));
+  EXPECT_EQ(allocated("high-erc"), device);
+  EXPECT_NE(extender_->logTail().find("preempt verb: devices nominated"), std::string::npos)
+      << extender_->logTail();
+  EXPECT_FALSE(hasEvent("high", "Preempting"));
   EXPECT_EQ(invariantViolations(), "");
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <utility>
+#include <vector>
 
 #include "scheduler_fixtures.h"
 
@@ -44,7 +46,8 @@ class PreemptionPlanTest : public ::testing::Test {
     h.claims.push_back(std::move(c));
     holders_.push_back(std::move(h));
   }
-  PreemptionPlan plan(int32_t priority = 100, bool never = false) {
+  PreemptionPlan plan(int32_t priority = 100, bool never = false,
+                      std::vector<size_t> released = {}) {
     return planPreemption(PreemptionRequest{.claims = claims_,
                                             .podUid = "preemptor-uid",
                                             .priority = priority,
@@ -52,7 +55,8 @@ class PreemptionPlanTest : public ::testing::Test {
                                             .nodeName = "n1",
                                             .nodeLabels = {},
                                             .devices = devices_,
-                                            .holders = holders_});
+                                            .holders = holders_,
+                                            .released = std::move(released)});
   }
   // The victims' pod keys, in the plan's order.
   std::vector<std::string> victims(const PreemptionPlan& p) const {
@@ -79,6 +83,25 @@ TEST_F(PreemptionPlanTest, FitsAlreadyWhenFreeDevicesAreEnough) {
   EXPECT_EQ(p.outcome, Outcome::kFitsAlready);
   EXPECT_TRUE(p.victims.empty());
   EXPECT_EQ(p.assignment.at("default/erc"), (std::vector<std::string>{"gpu-0"}));
+}
+
+// Holders released already (kube-scheduler's own victims) count as gone whatever their
+// priority, and are never among the victims the plan adds.
+TEST_F(PreemptionPlanTest, ReleasedHoldersFreeTheirDevicesAndAreNeverVictims) {
+  wants({claim("erc", 2, kK80)});
+  holder("chosen", 500, {{"gpu-0", kK80}});
+  holder("a", 1, {{"gpu-1", kK80}});
+  holder("b", 2, {{"gpu-2", kK80}});
+  const auto p = plan(100, false, {0});
+  ASSERT_EQ(p.outcome, Outcome::kVictims);
+  EXPECT_EQ(victims(p), (std::vector<std::string>{"default/a"}));
+  EXPECT_EQ(p.assignment.at("default/erc"), (std::vector<std::string>{"gpu-0", "gpu-1"}));
+  // One device wanted: the released holder's is enough.
+  claims_.pending.clear();
+  wants({claim("erc", 1, kK80)});
+  const auto one = plan(100, false, {0});
+  EXPECT_EQ(one.outcome, Outcome::kFitsAlready);
+  EXPECT_EQ(one.assignment.at("default/erc"), (std::vector<std::string>{"gpu-0"}));
 }
 
 TEST_F(PreemptionPlanTest, TakesExactlyTheVictimsNeeded) {
