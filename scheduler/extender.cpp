@@ -253,7 +253,10 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
     } else {
       std::string names;
       for (const auto& v : order.victims) {
-        names += (names.empty() ? "" : ",") + objectKey(v.ns, v.name);
+        if (!names.empty()) {
+          names += ',';
+        }
+        names += objectKey(v.ns, v.name);
       }
       log::info("preempting", {{"pod", pod},
                                {"priority", args.pod.priority},
