@@ -8,6 +8,7 @@
 
 #include "scheduler/extender.h"
 #include "scheduler_fixtures.h"
+#include "test/unit/extender_parts.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {
@@ -171,8 +172,10 @@ TEST(DeviceHolds, AnUndoneAttemptHoldsItsDevicesEvenAfterTheWatchShowedThemBound
 }
 
 // The extender over nodes n0..n3 with `perNode` free k80s each, under a strategy.
-class FilterHoldTest : public ::testing::TestWithParam<ScoringStrategy> {
+class FilterHoldTest : public ::testing::TestWithParam<ScoringStrategy>,
+                       protected testing::ExtenderParts {
  protected:
+  FilterHoldTest() : ExtenderParts(GetParam()) {}
   void addDevices(int nodes, int perNode) {
     for (int n = 0; n < nodes; ++n) {
       nodeNames_.push_back("n" + std::to_string(n));
@@ -205,18 +208,6 @@ class FilterHoldTest : public ::testing::TestWithParam<ScoringStrategy> {
   }
 
   std::vector<std::string> nodeNames_;
-  std::map<std::string, ClaimPtr> claims_;
-  DeviceIndex index_;
-  testing::FakeApiClient api_;
-  Binder binder_{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
-  Extender extender_{index_,
-                     [this](const std::string& key) -> ClaimPtr {
-                       auto it = claims_.find(key);
-                       return it == claims_.end() ? nullptr : it->second;
-                     },
-                     [](const std::string&) -> std::shared_ptr<const Node> { return nullptr; },
-                     binder_, GetParam()};
 };
 
 // Before any bind, every pod is passed on to exactly one node, and no two pods hold the same

@@ -15,6 +15,7 @@
 #include "scheduler/preemption.h"
 #include "scheduler/preemption_worker.h"
 #include "scheduler_fixtures.h"
+#include "test/unit/extender_parts.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {
@@ -488,7 +489,7 @@ TEST(PodPriority, ReadFromTheSpecWithKubernetesDefaults) {
 }
 
 // The filter end to end: node n0's two k80s are held by pods of priority 10.
-class PreemptionFilterTest : public ::testing::Test {
+class PreemptionFilterTest : public ::testing::Test, protected testing::ExtenderParts {
  protected:
   void SetUp() override {
     for (const std::string holder : {"low-0", "low-1"}) {
@@ -551,21 +552,9 @@ class PreemptionFilterTest : public ::testing::Test {
 
   std::string body_;
   ExtenderArgs args_;
-  std::map<std::string, ClaimPtr> claims_;
   std::map<std::string, PodPtr> pods_;
   std::vector<PreemptionOrder> orders_;
   PriorityFloor floor_;
-  DeviceIndex index_;
-  testing::FakeApiClient api_;
-  Binder binder_{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
-  Extender extender_{index_,
-                     [this](const std::string& key) -> ClaimPtr {
-                       auto it = claims_.find(key);
-                       return it == claims_.end() ? nullptr : it->second;
-                     },
-                     [](const std::string&) -> std::shared_ptr<const Node> { return nullptr; },
-                     binder_, ScoringStrategy::kBinpack};
 };
 
 TEST_F(PreemptionFilterTest, OneVictimIsPreemptedOnceAndItsDeviceKeptForThePreemptor) {

@@ -11,6 +11,7 @@
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
 #include "scheduler_fixtures.h"
+#include "test/unit/extender_parts.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {
@@ -82,7 +83,7 @@ TEST(PreemptionVerbWire, RefusesWhatKubeSchedulerCouldNotHaveSent) {
 
 // Node n0: every k80 is held by a pod through a claim of its own; pods named by their
 // priority's role. kube-scheduler's victims come as UIDs.
-class PreemptionVerbTest : public ::testing::Test {
+class PreemptionVerbTest : public ::testing::Test, protected testing::ExtenderParts {
  protected:
   void SetUp() override {
     extender_.enablePreemption({.pods = [this](const std::string& key) -> PodPtr {
@@ -148,20 +149,8 @@ class PreemptionVerbTest : public ::testing::Test {
   }
 
   PreemptionArgs args_;
-  std::map<std::string, ClaimPtr> claims_;
   std::map<std::string, PodPtr> pods_;
   std::vector<PdbPtr> budgets_;
-  DeviceIndex index_;
-  testing::FakeApiClient api_;
-  Binder binder_{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
-  Extender extender_{index_,
-                     [this](const std::string& key) -> ClaimPtr {
-                       auto it = claims_.find(key);
-                       return it == claims_.end() ? nullptr : it->second;
-                     },
-                     [](const std::string&) -> std::shared_ptr<const Node> { return nullptr; },
-                     binder_, ScoringStrategy::kBinpack};
 };
 
 TEST_F(PreemptionVerbTest, KubeSchedulersVictimAloneFreesTheDeviceAndItIsNominated) {
