@@ -142,8 +142,11 @@ void checkFilter(const HttpResponse& reply, const ExtenderArgs& args) {
       answered.insert(node);
     }
   }
-  if (answered != asked) {
-    violated("filter", "some candidate node is neither passed nor failed", reply);
+  // kube-scheduler reads the failed nodes only when none passes (to explain the pod's
+  // FitError): then every candidate must be failed; a reply that passes a node may leave
+  // the others out.
+  if (body.at("NodeNames").empty() && answered != asked) {
+    violated("filter", "no node passes and some candidate is not failed", reply);
   }
   if (args.hasNodeList) {
     // The passing Nodes go back as the request sent them, in NodeNames' order.
