@@ -13,6 +13,8 @@
 #                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
 #     --variants LIST    any of extender,dra,no-claims,templates (default all four, in that order)
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
+#     --percentage P     the extender profile's percentageOfNodesToScore, 1-100 or "default"
+#                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
 #     --out-dir DIR      where the results go (default bench/results)
 #     -h, --help
@@ -32,7 +34,7 @@ extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims,templates scoring=''
-timeout=600 out_dir=$root/bench/results
+timeout=600 out_dir=$root/bench/results percentage=100
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
 die() {
@@ -49,6 +51,7 @@ while (($#)); do
   --qps) qps_list=${2:?} && shift ;;
   --variants) variants=${2:?} && shift ;;
   --scoring) scoring=${2:?} && shift ;;
+  --percentage) percentage=${2:?} && shift ;;
   --timeout) timeout=${2:?} && shift ;;
   --out-dir) out_dir=${2:?} && shift ;;
   -h | --help) usage && exit 0 ;;
@@ -60,6 +63,8 @@ done
 [[ -z "$pods" || "$pods" =~ ^[1-9][0-9]*$ ]] || die "--pods must be a positive number"
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
+[[ "$percentage" == default || "$percentage" =~ ^(100|[1-9][0-9]?)$ ]] ||
+  die "--percentage must be 1-100 or default"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
 [[ "$variants" =~ ^(extender|dra|no-claims|templates)(,(extender|dra|no-claims|templates))*$ ]] ||
   die "--variants: extender, dra, no-claims, templates"
@@ -190,7 +195,7 @@ start_components() {
 }
 
 # Two kube-schedulers with the same client QPS: "ext" is deploy/'s profile (extender with
-# filter, prioritize and bind, nodeCacheCapable, percentageOfNodesToScore 100), "plain" the
+# filter, prioritize and bind, nodeCacheCapable, percentageOfNodesToScore --percentage), "plain" the
 # default profile with kube-scheduler's defaults (DRA and the no-claims pods).
 start_schedulers() { # qps
   local q=() burst
@@ -199,7 +204,7 @@ start_schedulers() { # qps
     q=(--client-qps "$1" --client-burst "$burst")
   fi
   "$launcher" start-scheduler "$cp_dir" --name ext --extender-url "$extender_url" \
-    --node-cache-capable true "${q[@]}" >/dev/null
+    --node-cache-capable true --percentage-of-nodes-to-score "$percentage" "${q[@]}" >/dev/null
   "$launcher" start-scheduler "$cp_dir" --name plain --no-extender --scheduler-name default-scheduler \
     --percentage-of-nodes-to-score default "${q[@]}" >/dev/null
 }
@@ -207,7 +212,7 @@ start_schedulers() { # qps
 report() {
   local cpu_model note
   cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; $(date -u +%FT%TZ)"
+  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; extender profile percentageOfNodesToScore $percentage; $(date -u +%FT%TZ)"
   mkdir -p "$out_dir"
   run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
 }
