@@ -1,9 +1,9 @@
 #include "scheduler/preemption_worker.h"
 
-#include "common/api_error.h"
 #include "common/api_time.h"
 #include "common/logging.h"
 #include "common/resource.h"
+#include "common/status.h"
 
 namespace ker {
 
@@ -18,15 +18,11 @@ nlohmann::json disruptionTargetPatch(const std::string& schedulerName, SystemTim
                    {"lastTransitionTime", formatTime(now)}}})}}}};
 }
 
-WriteFailure classifyWriteFailure(const std::exception& error) {
-  const auto* api = dynamic_cast<const ApiError*>(&error);
-  if (api == nullptr) {
-    return WriteFailure::kPermanent;
-  }
-  if (api->isNotFound() || api->isConflict()) {
+WriteFailure classifyWriteFailure(const Status& failure) {
+  if (failure.isNotFound() || failure.isConflict()) {
     return WriteFailure::kGone;
   }
-  return api->isRetriable() ? WriteFailure::kTransient : WriteFailure::kPermanent;
+  return failure.isRetriable() ? WriteFailure::kTransient : WriteFailure::kPermanent;
 }
 
 nlohmann::json nominatedNodePatch(const std::string& preemptorUid, const std::string& node) {
@@ -180,7 +176,7 @@ void PreemptionWorker::withRetries(const std::function<void()>& write) {
         stopping = stopping_;
       }
       if (stopping || attempt >= options_.attempts ||
-          classifyWriteFailure(e) != WriteFailure::kTransient) {
+          classifyWriteFailure(statusFrom(e)) != WriteFailure::kTransient) {
         throw;
       }
       log::warn("preemption write failed, retrying",
@@ -223,7 +219,7 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
       result = EvictionResult::kDeleted;
     });
   } catch (const std::exception& e) {
-    if (classifyWriteFailure(e) == WriteFailure::kGone) {
+    if (classifyWriteFailure(statusFrom(e)) == WriteFailure::kGone) {
       // Gone, or (a failed UID precondition is a 409) replaced under the name.
       log::info("preemption victim gone before its deletion",
                 {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});

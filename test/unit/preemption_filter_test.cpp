@@ -335,19 +335,23 @@ std::string seedPod(testing::FakeApiClient& api, const std::string& name) {
 }
 
 TEST(PreemptionWorkerTest, WriteFailuresAreGoneTransientOrPermanent) {
-  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kNotFound, 404, "NotFound", "")),
-            WriteFailure::kGone);
-  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "uid")),
-            WriteFailure::kGone);
+  EXPECT_EQ(
+      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kNotFound, 404, "NotFound", ""))),
+      WriteFailure::kGone);
+  EXPECT_EQ(
+      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "uid"))),
+      WriteFailure::kGone);
   for (const auto& e : {ApiError(ApiErrorKind::kTooManyRequests, 429, "TooManyRequests", ""),
                         ApiError(ApiErrorKind::kServerError, 503, "ServiceUnavailable", ""),
                         ApiError(ApiErrorKind::kTimeout, 0, "", "deadline"),
                         ApiError(ApiErrorKind::kTransport, 0, "", "reset")}) {
-    EXPECT_EQ(classifyWriteFailure(e), WriteFailure::kTransient) << e.what();
+    EXPECT_EQ(classifyWriteFailure(statusFrom(e)), WriteFailure::kTransient) << e.what();
   }
-  EXPECT_EQ(classifyWriteFailure(ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "")),
+  EXPECT_EQ(
+      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", ""))),
+      WriteFailure::kPermanent);
+  EXPECT_EQ(classifyWriteFailure(statusFrom(std::runtime_error("garbled"))),
             WriteFailure::kPermanent);
-  EXPECT_EQ(classifyWriteFailure(std::runtime_error("garbled")), WriteFailure::kPermanent);
 }
 
 TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenGiveUp) {
