@@ -13,14 +13,12 @@
 #include <sstream>
 #include <thread>
 
-#include "common/api_error.h"
 #include "common/resource.h"
 #include "e2e_fixture.h"
+#include "test/integration/priority_classes.h"
 
 namespace ker::e2e {
 namespace {
-
-const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
 
 constexpr int kVictimGraceSeconds = 10;
 
@@ -45,28 +43,14 @@ class PreemptionTest : public E2eTest {
   void TearDown() override {
     stopWatch();
     E2eTest::TearDown();
-    for (const auto& pc : priorityClasses_) {
-      try {
-        api_->remove(kPriorityClasses, "", pc);
-      } catch (const ApiError&) {
-      }
-    }
+    priorityClasses_.removeAll();
     if (!markerDir_.empty()) {
       std::error_code ignored;
       std::filesystem::remove_all(markerDir_, ignored);
     }
   }
 
-  std::string priorityClass(int value) {
-    const std::string name = uniqueName("prio");
-    api_->create(kPriorityClasses, "",
-                 {{"apiVersion", "scheduling.k8s.io/v1"},
-                  {"kind", "PriorityClass"},
-                  {"metadata", {{"name", name}}},
-                  {"value", value}});
-    priorityClasses_.push_back(name);
-    return name;
-  }
+  std::string priorityClass(int value) { return priorityClasses_.create(*api_, value); }
 
   // A busybox pod of PriorityClass pc claiming `claim`, with this test's marker folder
   // mounted at /marker.
@@ -78,22 +62,8 @@ class PreemptionTest : public E2eTest {
         {{{"name", "marker"}, {"hostPath", {{"path", markerDir_}, {"type", "Directory"}}}}});
     pod["spec"]["containers"][0]["volumeMounts"] =
         json::array({{{"name", "marker"}, {"mountPath", "/marker"}}});
-    // The Priority admission plugin reads PriorityClasses from a cache: one just created may
-    // not be there yet.
-    const bool created = eventually(
-        [&] {
-          try {
-            createPod(pod);
-            return true;
-          } catch (const ApiError& e) {
-            if (std::string(e.what()).find("no PriorityClass") == std::string::npos) {
-              throw;
-            }
-            return false;
-          }
-        },
-        30s, 200ms);
-    ASSERT_TRUE(created) << "PriorityClass " << pc << " never admitted";
+    ASSERT_TRUE(itest::createPodOnceAdmitted(*api_, ns_, pod, 30s, 200ms))
+        << "PriorityClass " << pc << " never admitted";
   }
 
   // Records every change to the namespace's pods from now on, in order.
@@ -148,7 +118,7 @@ class PreemptionTest : public E2eTest {
   }
 
   std::string markerDir_;
-  std::vector<std::string> priorityClasses_;
+  itest::PriorityClasses priorityClasses_;
   std::string watchError_;
 
  private:

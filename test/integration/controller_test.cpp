@@ -65,9 +65,7 @@ class ControllerTest : public ExtenderSuite {
     if (IsSkipped() || HasFatalFailure()) {
       return;
     }
-    ASSERT_TRUE(controller_ && controller_->running())
-        << "controller died:\n"
-        << (controller_ ? controller_->logTail() : "");
+    ASSERT_TRUE(alive(controller_, "controller"));
     ASSERT_TRUE(eventually([] { return leads(controllerPort_); }, 30s)) << controller_->logTail();
     node_ = makeNodes(1)[0];
   }
@@ -93,20 +91,7 @@ class ControllerTest : public ExtenderSuite {
           return true;
         },
         10s);
-    const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
-    for (const auto& c : claims["items"]) {
-      removeIgnoringMissing(resources::kExtendedResourceClaims, ns_, c["metadata"]["name"]);
-    }
-    for (const auto& d : devices_) {
-      removeIgnoringMissing(resources::kExtendedResources, "", d);
-    }
-  }
-
-  std::string makeDevice() {
-    devices_.push_back(uniqueName("dev"));
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(devices_.back(), node_, resource_, {{"type", "k80"}}));
-    return devices_.back();
+    removeClaimsAndDevices();
   }
 
   // Creates claim `claim` for `count` devices and pod `pod` holding it.
@@ -162,7 +147,6 @@ class ControllerTest : public ExtenderSuite {
   }
 
   std::string node_;
-  std::vector<std::string> devices_;
 
   static std::unique_ptr<ChildProcess> controller_;
   static std::unique_ptr<ChildProcess> standby_;
@@ -191,7 +175,7 @@ class UnprotectedControllerTest : public ControllerTest {
 };
 
 TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
-  const std::vector<std::string> devices = {makeDevice(), makeDevice()};
+  const std::vector<std::string> devices = {makeDevice(node_), makeDevice(node_)};
   createPod("web", "two", 2);
   ASSERT_TRUE(waitBound("web")) << logs();
   ASSERT_EQ(claimPhase("two"), "Bound");
@@ -214,7 +198,7 @@ TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
 // The conditions ride on the status writes the bind and the release make anyway, and the API
 // server keeps them (the CRD's schema).
 TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   auto condition = [](const json& status, const std::string& type) {
     for (const auto& c : status.value("conditions", json::array())) {
       if (c.value("type", "") == type) {
@@ -249,7 +233,7 @@ TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
 }
 
 TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
   createPod("second", "second-claim");
@@ -268,7 +252,7 @@ TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
 }
 
 TEST_F(UnprotectedControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFree) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
   createPod("second", "second-claim");
@@ -297,7 +281,7 @@ TEST_F(UnprotectedControllerTest, TheNudgeAloneBringsAParkedPodBackWhenDevicesFr
 }
 
 TEST_F(UnprotectedControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("first", "first-claim");
   ASSERT_TRUE(waitBound("first")) << logs();
   createPod("second", "second-claim");
@@ -323,7 +307,7 @@ TEST_F(UnprotectedControllerTest, WithoutTheNudgeAParkedPodIgnoresAFreedDevice) 
 }
 
 TEST_F(ControllerTest, AFinishedPodReleasesItsClaim) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("job", "job-claim");
   ASSERT_TRUE(waitBound("job")) << logs();
   json pod = getPod("job");
@@ -333,7 +317,7 @@ TEST_F(ControllerTest, AFinishedPodReleasesItsClaim) {
 }
 
 TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
-  const std::vector<std::string> devices = {makeDevice(), makeDevice()};
+  const std::vector<std::string> devices = {makeDevice(node_), makeDevice(node_)};
   createPod("web", "two", 2);
   ASSERT_TRUE(waitBound("web")) << logs();
   const auto allocated = claimStatus("two")["extendedResourceNames"];
@@ -356,7 +340,7 @@ TEST_F(ControllerTest, DeletingABoundDeviceMakesItsClaimLost) {
 // re-registering, say) is the device that pod uses: it must go back to that pod's claim and
 // never to a second pod, even in the moments before the controller has seen it.
 TEST_F(UnprotectedControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodThatHadIt) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "first-claim");
   ASSERT_TRUE(waitBound("web")) << logs();
   auto create = [&] {
@@ -409,7 +393,7 @@ TEST_F(UnprotectedControllerTest, ADeviceRecreatedUnderItsNameGoesBackToThePodTh
 }
 
 TEST_F(UnprotectedControllerTest, DeletingABoundClaimFreesItsDevices) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
   ASSERT_EQ(devicePhase(device), "Bound");
@@ -420,7 +404,7 @@ TEST_F(UnprotectedControllerTest, DeletingABoundClaimFreesItsDevices) {
 }
 
 TEST_F(ControllerTest, AHalfWrittenBindIsRepairedOnlyAfterTheGracePeriod) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   const json claim = api_->create(resources::kExtendedResourceClaims, ns_,
                                   claimObject(ns_, "c", resource_, 1, {{"type", "k80"}}));
   // The controller first gives the new device its Available status and its protection
@@ -449,7 +433,7 @@ TEST_F(ControllerTest, AHalfWrittenBindIsRepairedOnlyAfterTheGracePeriod) {
 }
 
 TEST_F(ControllerTest, ANewDeviceWithoutStatusShowsAvailable) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   EXPECT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
 }
 
@@ -499,7 +483,7 @@ TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
       10s))
       << logs();
 
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "good");
   ASSERT_TRUE(waitBound("web")) << logs();
   EXPECT_EQ(claimStatus("good")["extendedResourceNames"], json({device}));
@@ -510,10 +494,8 @@ TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
 // ---- claims made from templates (docs/templates.md) ----
 
 TEST_F(ControllerTest, PodsNamingOneTemplateEachGetAClaimOfTheirOwnAndDistinctDevices) {
-  std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
-  devices_.push_back(uniqueName("dev"));
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(devices_.back(), node_, resource_, {{"type", "p100"}}));
+  std::vector<std::string> matching = {makeDevice(node_), makeDevice(node_), makeDevice(node_)};
+  makeDevice(node_, "p100");
   api_->create(resources::kExtendedResourceClaimTemplates, ns_,
                templateObject(ns_, "gpu", resource_));
   for (int i = 0; i < 3; ++i) {
@@ -542,7 +524,7 @@ TEST_F(ControllerTest, PodsNamingOneTemplateEachGetAClaimOfTheirOwnAndDistinctDe
 }
 
 TEST_F(ControllerTest, APodWaitsForItsTemplateAndIsBoundOnceTheClaimIsMade) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   json pod = podObject(ns_, "early", {}, schedulerName_);
   pod["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=later"}};
   api_->create(resources::kPods, ns_, pod);
@@ -593,7 +575,7 @@ TEST_F(ControllerTest, APodWaitsForItsTemplateAndIsBoundOnceTheClaimIsMade) {
 TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod) {
   const auto kcm = startControllerManager("replicaset,garbagecollector");
 
-  std::vector<std::string> matching = {makeDevice(), makeDevice(), makeDevice()};
+  std::vector<std::string> matching = {makeDevice(node_), makeDevice(node_), makeDevice(node_)};
   std::sort(matching.begin(), matching.end());
   api_->create(resources::kExtendedResourceClaimTemplates, ns_,
                templateObject(ns_, "gpu", resource_));
@@ -672,11 +654,9 @@ TEST_F(ControllerTest, AReplicaSetSharesATemplateAndEachClaimIsDeletedWithItsPod
 // matching device; its device stays allocated until the last of them goes. A claim that is
 // not shareable still refuses a second pod.
 TEST_F(ControllerTest, ASharedClaimIsHeldByThreePodsOnItsNodeUntilTheLastGoes) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   const std::string elsewhere = makeNodes(1)[0];
-  devices_.push_back(uniqueName("dev"));
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(devices_.back(), elsewhere, resource_, {{"type", "k80"}}));
+  makeDevice(elsewhere);
   json shared = claimObject(ns_, "shared", resource_, 1, {{"type", "k80"}});
   shared["spec"]["shareable"] = true;
   api_->create(resources::kExtendedResourceClaims, ns_, shared);
@@ -741,7 +721,7 @@ TEST_F(ControllerTest, AStandbyTakesOverWhenTheLeaderStops) {
   // The new leader does the work.
   controller_ = std::move(standby_);
   controllerPort_ = standbyPort;
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
   deletePodNow(*api_, ns_, "web");
@@ -808,7 +788,7 @@ class ProtectionTest : public ControllerTest {
 };
 
 TEST_F(ProtectionTest, AClaimDeletedWhileItsPodRunsStaysUntilThePodIsGone) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
   ASSERT_TRUE(eventually(
@@ -854,7 +834,7 @@ TEST_F(ProtectionTest, AClaimDeletedWhileItsPodRunsStaysUntilThePodIsGone) {
 }
 
 TEST_F(ProtectionTest, ADeviceDeletedWhileInUseIsLostToItsClaimAndStaysUntilReleased) {
-  const std::string device = makeDevice();
+  const std::string device = makeDevice(node_);
   createPod("web", "c");
   ASSERT_TRUE(waitBound("web")) << logs();
   ASSERT_TRUE(eventually(

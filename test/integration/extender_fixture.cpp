@@ -92,6 +92,14 @@ void ExtenderSuite::stopStack() {
   extender_.reset();
 }
 
+::testing::AssertionResult ExtenderSuite::alive(const std::unique_ptr<ChildProcess>& child,
+                                                const std::string& what) {
+  if (child && child->running()) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << what << " died:\n" << (child ? child->logTail() : "");
+}
+
 void ExtenderSuite::SetUp() {
   if (TestEnv::get() == nullptr) {
     GTEST_SKIP() << "KER_TEST_ENV is not set: run `make integration-test`";
@@ -112,6 +120,13 @@ std::vector<std::string> ExtenderSuite::makeNodes(int count) {
   return names;
 }
 
+std::string ExtenderSuite::makeDevice(const std::string& node, const std::string& type) {
+  devices_.push_back(uniqueName("dev"));
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(devices_.back(), node, resource_, {{"type", type}}));
+  return devices_.back();
+}
+
 nlohmann::json ExtenderSuite::getPod(const std::string& name) {
   return api_->get(resources::kPods, ns_, name);
 }
@@ -128,6 +143,16 @@ void ExtenderSuite::removeIgnoringMissing(const Resource& res, const std::string
     if (!e.isNotFound()) {
       throw;
     }
+  }
+}
+
+void ExtenderSuite::removeClaimsAndDevices() {
+  const nlohmann::json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
+  for (const auto& c : claims["items"]) {
+    removeIgnoringMissing(resources::kExtendedResourceClaims, ns_, c["metadata"]["name"]);
+  }
+  for (const auto& d : devices_) {
+    removeIgnoringMissing(resources::kExtendedResources, "", d);
   }
 }
 

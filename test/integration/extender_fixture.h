@@ -40,6 +40,9 @@ class ExtenderSuite : public ::testing::Test {
   // for what its controllers do.
   static std::unique_ptr<ChildProcess> startControllerManager(const std::string& controllers);
   static void TearDownTestSuite() { stopStack(); }
+  // Whether `child` is running; if not, the failure says `what` died, with its log's tail.
+  static ::testing::AssertionResult alive(const std::unique_ptr<ChildProcess>& child,
+                                          const std::string& what);
 
   void SetUp() override;
 
@@ -47,6 +50,11 @@ class ExtenderSuite : public ::testing::Test {
   std::string resource_;
   std::string ns_;
   std::vector<std::string> makeNodes(int count);
+  // A device of this test's resource on `node` with property type=`type`; returns its name,
+  // also kept in devices_.
+  std::string makeDevice(const std::string& node, const std::string& type = "k80");
+  // The devices this test created, for removeClaimsAndDevices.
+  std::vector<std::string> devices_;
 
   nlohmann::json getPod(const std::string& name);
   std::string nodeOf(const std::string& pod);
@@ -60,6 +68,8 @@ class ExtenderSuite : public ::testing::Test {
   // Deletes the object; one already gone is fine (test clean-up).
   static void removeIgnoringMissing(const Resource& res, const std::string& ns,
                                     const std::string& name);
+  // Test clean-up once the pods are gone: deletes the namespace's claims, then devices_.
+  void removeClaimsAndDevices();
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
   std::string extenderMetrics();

@@ -20,17 +20,15 @@
 #include <string>
 #include <thread>
 
-#include "common/api_error.h"
 #include "common/objects.h"
 #include "common/resource.h"
 #include "extender_fixture.h"
+#include "priority_classes.h"
 
 namespace ker::itest {
 namespace {
 
 using nlohmann::json;
-
-const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
 
 class ExtenderPreemptionTest : public ExtenderSuite {
  protected:
@@ -42,25 +40,10 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     for (const auto& pod : pods_) {
       deletePodNow(*api_, ns_, pod);
     }
-    for (const auto& pc : priorityClasses_) {
-      try {
-        api_->remove(kPriorityClasses, "", pc);
-      } catch (const std::exception&) {
-        // Left behind in a control plane that is thrown away after the run.
-      }
-    }
+    priorityClasses_.removeAll();
   }
 
-  std::string priorityClass(int value) {
-    const std::string name = uniqueName("prio");
-    api_->create(kPriorityClasses, "",
-                 {{"apiVersion", "scheduling.k8s.io/v1"},
-                  {"kind", "PriorityClass"},
-                  {"metadata", {{"name", name}}},
-                  {"value", value}});
-    priorityClasses_.push_back(name);
-    return name;
-  }
+  std::string priorityClass(int value) { return priorityClasses_.create(*api_, value); }
 
   // onNode: a nodeSelector on that node's hostname, so that nodes other tests of the shared
   // control plane left behind are not preemption candidates (they would crowd the node of
@@ -78,22 +61,8 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     pod["spec"]["terminationGracePeriodSeconds"] = graceSeconds;
     pod["spec"]["priorityClassName"] = pc;
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu;
-    // The Priority admission plugin reads PriorityClasses from a cache: one just created may
-    // not be there yet.
-    bool created = eventually(
-        [&] {
-          try {
-            api_->create(resources::kPods, ns_, pod);
-            return true;
-          } catch (const ApiError& e) {
-            if (std::string(e.what()).find("no PriorityClass") == std::string::npos) {
-              throw;
-            }
-            return false;
-          }
-        },
-        10s, 100ms);
-    ASSERT_TRUE(created) << "PriorityClass " << pc << " never admitted";
+    ASSERT_TRUE(createPodOnceAdmitted(*api_, ns_, pod, 10s, 100ms))
+        << "PriorityClass " << pc << " never admitted";
     pods_.push_back(name);
   }
 
@@ -117,22 +86,28 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     return message;
   }
 
+  // One node with one k80, and a claim for one k80 by each name in `claims`; returns the node.
+  std::string nodeWithOneK80(const std::vector<std::string>& claims) {
+    auto nodes = makeNodes(1);
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
+    for (const auto& claim : claims) {
+      api_->create(resources::kExtendedResourceClaims, ns_,
+                   claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
+    }
+    return nodes[0];
+  }
+
   // A k80 on one node, held by pod "low" (priority 10, requesting lowCpu); then pod "high"
   // (priority 1000, requesting highCpu, selecting that node) claims a k80 too. Returns the
   // node.
   std::string lowHoldsTheOnlyDevice(const std::string& lowCpu, const std::string& highCpu) {
-    auto nodes = makeNodes(1);
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, "low-erc", resource_, 1, {{"type", "k80"}}));
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, "high-erc", resource_, 1, {{"type", "k80"}}));
+    const std::string node = nodeWithOneK80({"low-erc", "high-erc"});
     createPod("low", "low-erc", priorityClass(10), lowCpu);
     EXPECT_TRUE(waitBound("low")) << extender_->logTail();
-    EXPECT_EQ(nodeOf("low"), nodes[0]);
-    createPod("high", "high-erc", priorityClass(1000), highCpu, {}, 0, nodes[0]);
-    return nodes[0];
+    EXPECT_EQ(nodeOf("low"), node);
+    createPod("high", "high-erc", priorityClass(1000), highCpu, {}, 0, node);
+    return node;
   }
 
   void expectLowUntouched(const std::string& node) {
@@ -143,7 +118,7 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   std::vector<std::string> pods_;
-  std::vector<std::string> priorityClasses_;
+  PriorityClasses priorityClasses_;
 };
 
 // The node fails only the extender's filter (FailedNodes, so a potential candidate): the dry
@@ -262,6 +237,23 @@ class ExtenderPreemptsForDevicesTest : public ExtenderPreemptionTest {
     return out;
   }
 
+  // Pod "low" bound on its node, holding the node's only k80.
+  struct LowHolding {
+    std::string node;
+    std::vector<std::string> device;  // as allocated("low-erc") says
+  };
+
+  // One node with one k80 and claims "low-erc" and "high-erc"; pod "low" (PriorityClass pc,
+  // requesting cpu, selecting the node) is bound there through "low-erc". Call it in
+  // ASSERT_NO_FATAL_FAILURE.
+  void lowHoldsTheOnlyK80(const std::string& pc, const std::string& cpu, LowHolding* out) {
+    out->node = nodeWithOneK80({"low-erc", "high-erc"});
+    createPod("low", "low-erc", pc, cpu, {}, 0, out->node);
+    ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+    out->device = allocated("low-erc");
+    ASSERT_EQ(out->device.size(), 1u);
+  }
+
   bool exists(const std::string& pod) {
     try {
       getPod(pod);
@@ -340,23 +332,14 @@ TEST_F(ExtenderPreemptsForDevicesTest, AHighPriorityPodPreemptsExactlyOneHolderA
 // extender's filter never sees it.
 TEST_F(ExtenderPreemptsForDevicesTest, KubeSchedulersVictimForCpuFreesTheDeviceThroughTheVerb) {
   ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
-  auto nodes = makeNodes(1);
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
-  for (const std::string claim : {"low-erc", "high-erc"}) {
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
-  }
-  createPod("low", "low-erc", priorityClass(10), "8", {}, 0, nodes[0]);
-  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
-  const auto device = allocated("low-erc");
-  ASSERT_EQ(device.size(), 1u);
-  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, nodes[0]);
+  LowHolding low;
+  ASSERT_NO_FATAL_FAILURE(lowHoldsTheOnlyK80(priorityClass(10), "8", &low));
+  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, low.node);
 
   ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
-  EXPECT_EQ(nodeOf("high"), nodes[0]);
+  EXPECT_EQ(nodeOf("high"), low.node);
   EXPECT_FALSE(exists("low"));
-  EXPECT_EQ(allocated("high-erc"), device);
+  EXPECT_EQ(allocated("high-erc"), low.device);
   EXPECT_NE(extender_->logTail().find("preempt verb: devices nominated"), std::string::npos)
       << extender_->logTail();
   EXPECT_FALSE(hasEvent("high", "Preempting"));  // the extender's own preemption's event
@@ -369,27 +352,18 @@ TEST_F(ExtenderPreemptsForDevicesTest, KubeSchedulersVictimForCpuFreesTheDeviceT
 // device.
 TEST_F(ExtenderPreemptsForDevicesTest, TheVerbAddsTheHolderOfTheDeviceToKubeSchedulersVictims) {
   ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
-  auto nodes = makeNodes(1);
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
-  for (const std::string claim : {"low-erc", "high-erc"}) {
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
-  }
-  const std::string low = priorityClass(10);
-  createPod("low", "low-erc", low, "10m", {}, 0, nodes[0]);
-  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
-  const auto device = allocated("low-erc");
-  ASSERT_EQ(device.size(), 1u);
-  createPod("cpu-hog", "", low, "7900m", {}, 0, nodes[0]);
+  const std::string lowPc = priorityClass(10);
+  LowHolding low;
+  ASSERT_NO_FATAL_FAILURE(lowHoldsTheOnlyK80(lowPc, "10m", &low));
+  createPod("cpu-hog", "", lowPc, "7900m", {}, 0, low.node);
   ASSERT_TRUE(waitBound("cpu-hog")) << extender_->logTail();
-  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, nodes[0]);
+  createPod("high", "high-erc", priorityClass(1000), "1", {}, 0, low.node);
 
   ASSERT_TRUE(waitBound("high", 90s)) << extender_->logTail() << controller_->logTail();
-  EXPECT_EQ(nodeOf("high"), nodes[0]);
+  EXPECT_EQ(nodeOf("high"), low.node);
   EXPECT_FALSE(exists("cpu-hog"));
   EXPECT_FALSE(exists("low"));
-  EXPECT_EQ(allocated("high-erc"), device);
+  EXPECT_EQ(allocated("high-erc"), low.device);
   EXPECT_NE(extender_->logTail().find("preempt verb: devices nominated"), std::string::npos)
       << extender_->logTail();
   EXPECT_FALSE(hasEvent("high", "Preempting"));
@@ -487,13 +461,7 @@ TEST_F(ExtenderPreemptsForDevicesTest, APodDisruptionBudgetSendsPreemptionToTheO
 // and "mid" (priority between them, arriving after the restart) is not given it.
 TEST_F(ExtenderPreemptsForDevicesTest, ARestartedExtenderResumesTheNominationOfThePreemptor) {
   ASSERT_TRUE(controller_ && controller_->running()) << "controller not running";
-  auto nodes = makeNodes(1);
-  api_->create(resources::kExtendedResources, "",
-               deviceObject(uniqueName("k80"), nodes[0], resource_, {{"type", "k80"}}));
-  for (const std::string claim : {"low-erc", "high-erc", "mid-erc"}) {
-    api_->create(resources::kExtendedResourceClaims, ns_,
-                 claimObject(ns_, claim, resource_, 1, {{"type", "k80"}}));
-  }
+  const std::string node = nodeWithOneK80({"low-erc", "high-erc", "mid-erc"});
   createPod("low", "low-erc", priorityClass(10), "10m", {}, 300);
   ASSERT_TRUE(waitBound("low")) << extender_->logTail();
   createPod("high", "high-erc", priorityClass(1000), "10m");
@@ -501,7 +469,7 @@ TEST_F(ExtenderPreemptsForDevicesTest, ARestartedExtenderResumesTheNominationOfT
       [&] {
         const json high = getPod("high");
         return getPod("low")["metadata"].contains("deletionTimestamp") &&
-               high["status"].value("nominatedNodeName", "") == nodes[0];
+               high["status"].value("nominatedNodeName", "") == node;
       },
       30s, 200ms))
       << extender_->logTail();
@@ -518,7 +486,7 @@ TEST_F(ExtenderPreemptsForDevicesTest, ARestartedExtenderResumesTheNominationOfT
   // Any cluster event requeues a pod the extender rejected.
   ASSERT_TRUE(eventually(
       [&] {
-        api_->patch(resources::kNodes, "", nodes[0], PatchType::kMerge,
+        api_->patch(resources::kNodes, "", node, PatchType::kMerge,
                     {{"metadata", {{"labels", {{"nudge", uniqueName("n")}}}}}});
         return extender_->logTail().find("preemption resumed") != std::string::npos;
       },

@@ -45,18 +45,13 @@ class WorkloadClaimsTest : public ExtenderSuite {
     if (IsSkipped() || HasFatalFailure()) {
       return;
     }
-    ASSERT_TRUE(controller_ && controller_->running())
-        << "controller died:\n"
-        << (controller_ ? controller_->logTail() : "");
-    ASSERT_TRUE(kcm_ && kcm_->running()) << "kube-controller-manager died:\n"
-                                         << (kcm_ ? kcm_->logTail() : "");
+    ASSERT_TRUE(alive(controller_, "controller"));
+    ASSERT_TRUE(alive(kcm_, "kube-controller-manager"));
     node_ = makeNodes(1)[0];
     api_->create(resources::kExtendedResourceClaimTemplates, ns_,
                  templateObject(ns_, "gpu", resource_));
     // A device of the test's resource that the template's claims never match.
-    devices_.push_back(uniqueName("p100"));
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(devices_.back(), node_, resource_, {{"type", "p100"}}));
+    makeDevice(node_, "p100");
   }
 
   // Leaves the cluster as it found it: the workloads and their pods go, the garbage collector
@@ -89,25 +84,13 @@ class WorkloadClaimsTest : public ExtenderSuite {
                  api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty();
         },
         60s, 500ms);
-    const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
-    for (const auto& c : claims["items"]) {
-      removeIgnoringMissing(resources::kExtendedResourceClaims, ns_, c["metadata"]["name"]);
-    }
-    for (const auto& d : devices_) {
-      removeIgnoringMissing(resources::kExtendedResources, "", d);
-    }
+    removeClaimsAndDevices();
   }
 
-  std::string makeDevice() {
-    devices_.push_back(uniqueName("dev"));
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(devices_.back(), node_, resource_, {{"type", "k80"}}));
-    return devices_.back();
-  }
   std::vector<std::string> makeDevices(int count) {
     std::vector<std::string> out;
     for (int i = 0; i < count; ++i) {
-      out.push_back(makeDevice());
+      out.push_back(makeDevice(node_));
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -251,7 +234,6 @@ class WorkloadClaimsTest : public ExtenderSuite {
   static std::unique_ptr<ChildProcess> controller_;
   static std::unique_ptr<ChildProcess> kcm_;
   std::string node_;
-  std::vector<std::string> devices_;
 };
 
 std::unique_ptr<ChildProcess> WorkloadClaimsTest::controller_;
@@ -387,7 +369,7 @@ TEST_F(WorkloadClaimsTest, ARollingUpdateWaitsForASpareDeviceAndThenCompletes) {
 
   // A spare device: the surge pod takes it, each old pod then gives its device to the next new
   // one, and the rollout completes with every pod of the new template on its own device.
-  matching.push_back(makeDevice());
+  matching.push_back(makeDevice(node_));
   std::sort(matching.begin(), matching.end());
   ASSERT_TRUE(waitRolledOut("web", 3, 90s)) << logs();
   const auto pods = livePods(true);

@@ -1,0 +1,54 @@
+#include "priority_classes.h"
+
+#include "common/api_error.h"
+#include "common/resource.h"
+#include "test_env.h"
+
+namespace ker::itest {
+
+namespace {
+
+const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
+
+}  // namespace
+
+std::string PriorityClasses::create(KubeClient& api, int value) {
+  const std::string name = uniqueName("prio");
+  api.create(kPriorityClasses, "",
+             {{"apiVersion", "scheduling.k8s.io/v1"},
+              {"kind", "PriorityClass"},
+              {"metadata", {{"name", name}}},
+              {"value", value}});
+  api_ = &api;
+  names_.push_back(name);
+  return name;
+}
+
+void PriorityClasses::removeAll() {
+  for (const auto& name : names_) {
+    try {
+      api_->remove(kPriorityClasses, "", name);
+    } catch (const ApiError&) {
+      // Left behind: see the header.
+    }
+  }
+}
+
+bool createPodOnceAdmitted(KubeClient& api, const std::string& ns, const nlohmann::json& pod,
+                           std::chrono::milliseconds timeout, std::chrono::milliseconds interval) {
+  return eventually(
+      [&] {
+        try {
+          api.create(resources::kPods, ns, pod);
+          return true;
+        } catch (const ApiError& e) {
+          if (std::string(e.what()).find("no PriorityClass") == std::string::npos) {
+            throw;
+          }
+          return false;
+        }
+      },
+      timeout, interval);
+}
+
+}  // namespace ker::itest
