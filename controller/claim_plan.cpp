@@ -23,9 +23,15 @@ std::vector<ObjectReference> holderRefs(const ExtendedResourceClaim& c) {
   return out;
 }
 
-StatusWrite updateOf(const ExtendedResourceClaim& next, SystemTime now) {
-  return {&resources::kExtendedResourceClaims, next.meta.ns, next.meta.name, next.toJson(now),
-          false};
+// A plan of the claim's status, and the holders its write leaves (those a deletion waits for).
+struct StatusPlan {
+  Plan plan;
+  std::vector<PodRef> holders;
+};
+
+void writeStatus(StatusPlan& s, const ExtendedResourceClaim& next, SystemTime now) {
+  s.plan.write = statusUpdate(next, now);
+  s.holders = next.holders();
 }
 
 // The contract: a reason naming the devices (kubectl's Reason column shows it). A few names
@@ -41,7 +47,8 @@ std::string lostReason(const std::vector<std::string>& lost) {
 }
 
 void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
-             Plan& p) {
+             StatusPlan& s) {
+  Plan& p = s.plan;
   ExtendedResourceClaim next = c;
   next.makePending();
   // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
@@ -49,7 +56,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   const bool invalid = !c.invalid.empty();
   next.reason = toString(invalid ? StatusReason::kInvalid : StatusReason::kReleased);
   next.message = invalid ? c.invalid : a.message;
-  p.write = updateOf(next, now);
+  writeStatus(s, next, now);
   p.change = Change::kReleased;
   p.cause = a.cause;
   p.why = a.message;
@@ -72,7 +79,8 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
 // Holders of a shared claim that went while others still hold it: only they leave it; the
 // devices stay allocated to the claim.
 void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, SystemTime now,
-                 Plan& p) {
+                 StatusPlan& s) {
+  Plan& p = s.plan;
   ExtendedResourceClaim next = c;
   auto isGone = [&](const PodRef& ref) {
     return std::find(a.gone.begin(), a.gone.end(), ref) != a.gone.end();
@@ -81,7 +89,7 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
   if (next.podRef && isGone(*next.podRef)) {
     next.podRef.reset();
   }
-  p.write = updateOf(next, now);
+  writeStatus(s, next, now);
   p.change = Change::kHoldersLeft;
   p.cause = a.cause;
   p.why = a.message;
@@ -99,7 +107,8 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
 }
 
 void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, SystemTime now,
-              Plan& p) {
+              StatusPlan& s) {
+  Plan& p = s.plan;
   ExtendedResourceClaim next = c;
   next.phase = ClaimPhase::kLost;
   std::erase_if(next.allocated, [&](const std::string& name) {
@@ -113,7 +122,7 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
   }
   next.reason = lostReason(next.lost);
   next.message = a.message;
-  p.write = updateOf(next, now);
+  writeStatus(s, next, now);
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
   p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
@@ -124,7 +133,8 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
 }
 
 void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, SystemTime now,
-             Plan& p) {
+             StatusPlan& s) {
+  Plan& p = s.plan;
   ExtendedResourceClaim next = c;
   std::erase_if(next.lost, [&](const std::string& name) {
     return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
@@ -142,7 +152,7 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
     next.reason = lostReason(next.lost);
     next.message = message + "; still lost: " + joinNames(next.lost);
   }
-  p.write = updateOf(next, now);
+  writeStatus(s, next, now);
   p.change = Change::kClaimRecovered;
   p.why = next.message;
   p.events.push_back(
@@ -153,42 +163,62 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
   }
 }
 
-Plan planStatus(const ClaimInputs& in) {
+StatusPlan planStatus(const ClaimInputs& in) {
   const ExtendedResourceClaim& c = *in.view.claim;
+  // Without a write, or with a mark, the holders stay as they are.
+  StatusPlan s{{}, c.holders()};
   // Marked first (the write brings it back). One whose status cannot be trusted to say what it
   // holds is left at that; one invalid in its spec alone is still released when its pod goes,
   // or it would keep its devices until someone mended the spec. Once valid again, the cleared
   // mark's write brings it back with the status as it is now.
   if (auto mark = planInvalidMark(c, in.now)) {
-    return std::move(*mark);
+    s.plan = std::move(*mark);
+    return s;
   }
   if (!c.invalid.empty() && !c.statusReadable) {
-    return {};
+    return s;
   }
   const Decision d = decideClaim(in.view);
-  Plan p;
+  Plan& p = s.plan;
   p.suspectSince = d.suspectSince;
   if (const auto* verify = std::get_if<action::VerifyLive>(&d.action)) {
     p.verify = *verify;
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
-    release(c, *r, in.now, p);
+    release(c, *r, in.now, s);
   } else if (const auto* drop = std::get_if<action::DropHolders>(&d.action)) {
-    dropHolders(c, *drop, in.now, p);
+    dropHolders(c, *drop, in.now, s);
   } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
-    markLost(c, *lost, in.now, p);
+    markLost(c, *lost, in.now, s);
   } else if (const auto* back = std::get_if<action::RecoverClaim>(&d.action)) {
-    recover(c, *back, in.now, p);
+    recover(c, *back, in.now, s);
   } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
     // A status without a phase is not one any bind wrote: whatever allocation it names (by
     // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
     ExtendedResourceClaim next = c;
     next.makePending();
-    p.write = updateOf(next, in.now);
+    writeStatus(s, next, in.now);
     p.change = Change::kClaimInitialized;
   }
-  return p;
+  return s;
+}
+
+// The claim stays while pods hold it: the event names those its write leaves (those leaving now
+// are not waited for).
+PlannedEvent deletionWaitEvent(const ExtendedResourceClaim& c, const std::vector<PodRef>& holders) {
+  std::vector<std::string> names;
+  for (const auto& ref : holders) {
+    names.push_back(ref.name);
+  }
+  const std::string pods = names.empty() ? std::string("?") : joinNames(names);
+  return {referenceTo(c), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
+          names.size() > 1 ? "the claim is deleted once pods " + pods +
+                                 " no longer hold it (finish or are deleted): until then its "
+                                 "devices stay with those pods"
+                           : "the claim is deleted once pod " + pods +
+                                 " no longer holds it (finishes or is deleted): until then its "
+                                 "devices stay with that pod"};
 }
 
 }  // namespace
@@ -203,28 +233,16 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 }
 
 Plan planClaim(const ClaimInputs& in) {
-  Plan p = planStatus(in);
+  StatusPlan status = planStatus(in);
+  Plan p = std::move(status.plan);
   const ExtendedResourceClaim& c = *in.view.claim;
   if (in.protect) {
     planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
                    claimInUse(c));
     planDeletionWait(
         p, c.meta, claimInUse(c), c.conditions, c.statusReadable,
-        [&] { return updateOf(c, in.now); },
-        [&](const StatusWrite& w) -> PlannedEvent {
-          // The holders as written (those leaving now are not waited for).
-          const ExtendedResourceClaim next =
-              w.mergePatch ? c : ExtendedResourceClaim::fromJson(w.body);
-          const std::string pods = next.holders().empty() ? std::string("?") : next.holderNames();
-          return {referenceTo(c), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
-                  next.holders().size() > 1
-                      ? "the claim is deleted once pods " + pods +
-                            " no longer hold it (finish or are deleted): until then its devices "
-                            "stay with those pods"
-                      : "the claim is deleted once pod " + pods +
-                            " no longer holds it (finishes or is deleted): until then its devices "
-                            "stay with that pod"};
-        });
+        [&] { return statusUpdate(c, in.now); },
+        [&] { return deletionWaitEvent(c, status.holders); });
   }
   // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
   // own Recovered). A release missed in between still counts.

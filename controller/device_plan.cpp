@@ -6,10 +6,6 @@ namespace ker {
 
 namespace {
 
-StatusWrite updateOf(const ExtendedResource& next, SystemTime now) {
-  return {&resources::kExtendedResources, "", next.meta.name, next.toJson(now), false};
-}
-
 Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedResourceClaim& c) {
   Plan p;
   if (!in.rebindClaimRead) {
@@ -32,7 +28,7 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
   next.reason = toString(StatusReason::kRebound);
   next.message = "claim " + objectKey(c.meta.ns, c.meta.name) +
                  " still lists a device of this name for its pod";
-  p.write = updateOf(next, in.now);
+  p.write = statusUpdate(next, in.now);
   p.change = Change::kDeviceRebound;
   p.why = next.message;
   return p;
@@ -55,7 +51,8 @@ Plan planStatus(const DeviceInputs& in) {
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&decision.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* free = std::get_if<action::FreeDevice>(&decision.action)) {
-    p.write = updateOf(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}), in.now);
+    p.write =
+        statusUpdate(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}), in.now);
     p.change = Change::kDeviceFreed;
     p.why = free->message;
   } else if (const auto* back = std::get_if<action::RebindDevice>(&decision.action)) {
@@ -63,7 +60,7 @@ Plan planStatus(const DeviceInputs& in) {
     r.suspectSince = decision.suspectSince;
     return r;
   } else if (std::holds_alternative<action::InitDeviceStatus>(decision.action)) {
-    p.write = updateOf(freed(d, {}), in.now);
+    p.write = statusUpdate(freed(d, {}), in.now);
     p.change = Change::kDeviceInitialized;
   }
   return p;
@@ -95,8 +92,8 @@ Plan planDevice(const DeviceInputs& in) {
     // An invalid device's status is never written but for its mark.
     planDeletionWait(
         p, d.meta, deviceInUse(d), d.conditions, d.invalid.empty(),
-        [&] { return updateOf(d, in.now); },
-        [&](const StatusWrite&) { return deletionWaitEvent(d, in.view.claim); });
+        [&] { return statusUpdate(d, in.now); },
+        [&] { return deletionWaitEvent(d, in.view.claim); });
   }
   return p;
 }

@@ -40,13 +40,16 @@ const char* toString(Change change) {
 
 namespace {
 
-StatusWrite statusPatch(const Resource& resource, const ObjectMeta& meta, nlohmann::json status) {
+StatusWrite statusPatch(const Resource& resource, const ObjectMeta& meta, nlohmann::json status,
+                        std::vector<Condition> conditions) {
   return {
       &resource,
       meta.ns,
       meta.name,
       {{"metadata", {{"resourceVersion", meta.resourceVersion}}}, {"status", std::move(status)}},
-      true};
+      true,
+      "status",
+      std::move(conditions)};
 }
 
 const Resource& resourceOf(const ExtendedResourceClaim&) {
@@ -103,7 +106,7 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
   writeConditions(list, conditions);
   status["conditions"] = std::move(list["conditions"]);
   Plan p;
-  p.write = statusPatch(resourceOf(o), o.meta, std::move(status));
+  p.write = statusPatch(resourceOf(o), o.meta, std::move(status), conditions);
   p.change = o.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
   p.why = o.invalid;
   if (!o.invalid.empty() && !saidAlready) {
@@ -113,6 +116,22 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
 }
 
 }  // namespace
+
+// toJson writes the conditions conditionsOf gives for the same object and time.
+StatusWrite statusUpdate(const ExtendedResourceClaim& next, SystemTime now) {
+  return {&resources::kExtendedResourceClaims,
+          next.meta.ns,
+          next.meta.name,
+          next.toJson(now),
+          false,
+          "status",
+          conditionsOf(next, now)};
+}
+
+StatusWrite statusUpdate(const ExtendedResource& next, SystemTime now) {
+  return {&resources::kExtendedResources, "", next.meta.name, next.toJson(now), false, "status",
+          conditionsOf(next, now)};
+}
 
 std::optional<Plan> planInvalidMark(const ExtendedResourceClaim& claim, SystemTime now) {
   return invalidMark(claim, now);
@@ -125,7 +144,7 @@ std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime n
 void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
                       const std::vector<Condition>& written, bool mayRewrite,
                       const std::function<StatusWrite()>& rewrite,
-                      const std::function<PlannedEvent(const StatusWrite&)>& event) {
+                      const std::function<PlannedEvent()>& event) {
   if (plan.verify || !deletionWaitUnannounced(meta, inUse, written)) {
     return;
   }
@@ -133,20 +152,10 @@ void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
     plan.write = rewrite();
     plan.change = Change::kDeletionWaiting;
   }
-  if (!plan.write) {
-    return;
-  }
   // The write's own conditions tell: a release (no longer in use) or a finalizer patch (no
   // status) does not say it.
-  const nlohmann::json& body = plan.write->body;
-  auto status = body.find("status");
-  if (status == body.end()) {
-    return;
-  }
-  const auto next = readConditions(*status);
-  const Condition* allocated = findCondition(next, ConditionType::kAllocated);
-  if (allocated && allocated->reason == ConditionReason::kDeletionWaiting) {
-    plan.events.push_back(event(*plan.write));
+  if (plan.write && saysDeletionWaiting(plan.write->conditions)) {
+    plan.events.push_back(event());
     if (plan.change == Change::kDeletionWaiting) {
       plan.why = plan.events.back().message;
     }

@@ -45,7 +45,14 @@ struct StatusWrite {
   nlohmann::json body;
   bool mergePatch = false;
   std::string subresource = "status";
+  // Our conditions as the body's status.conditions gives them, typed, for the plan's own
+  // decisions; none for a write of no status (a finalizer patch).
+  std::vector<Condition> conditions;
 };
+
+// The update of /status that writes `next`'s typed status with the conditions it gives.
+StatusWrite statusUpdate(const ExtendedResourceClaim& next, SystemTime now);
+StatusWrite statusUpdate(const ExtendedResource& next, SystemTime now);
 
 struct PlannedEvent {
   ObjectReference about;
@@ -99,13 +106,14 @@ std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime n
 
 // A deleting object in use says once why it stays (deletionWaitUnannounced): with nothing else
 // to write, `rewrite` (its status as it is, whose conditions then say DeletionWaiting) is
-// planned. The write that first turns its Allocated condition to DeletionWaiting, that one or
-// another status write of the plan (holders leaving, Lost, a mark), carries `event(write)`.
-// `mayRewrite` false: its status is not to be written back (it cannot be trusted).
+// planned. The write that first turns its Allocated condition to DeletionWaiting
+// (saysDeletionWaiting of the write's typed conditions), that one or another status write of
+// the plan (holders leaving, Lost, a mark), carries `event()`. `mayRewrite` false: its status
+// is not to be written back (it cannot be trusted).
 void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
                       const std::vector<Condition>& written, bool mayRewrite,
                       const std::function<StatusWrite()>& rewrite,
-                      const std::function<PlannedEvent(const StatusWrite&)>& event);
+                      const std::function<PlannedEvent()>& event);
 
 // With nothing else to write (one write per reconcile, each conditional on the version seen),
 // the protection finalizer's write when protectionChange calls for one; false when it does not.

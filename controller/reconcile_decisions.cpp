@@ -364,9 +364,12 @@ std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& 
 
 bool deletionWaitUnannounced(const ObjectMeta& meta, bool inUse,
                              const std::vector<Condition>& written) {
-  const Condition* allocated = findCondition(written, ConditionType::kAllocated);
-  return meta.deleting && inUse &&
-         (!allocated || allocated->reason != ConditionReason::kDeletionWaiting);
+  return meta.deleting && inUse && !saysDeletionWaiting(written);
+}
+
+bool saysDeletionWaiting(const std::vector<Condition>& conditions) {
+  const Condition* allocated = findCondition(conditions, ConditionType::kAllocated);
+  return allocated && allocated->reason == ConditionReason::kDeletionWaiting;
 }
 
 NudgePlan podsToNudge(const NudgeView& v) {

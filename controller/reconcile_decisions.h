@@ -193,6 +193,8 @@ std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& 
 // per deletion, remembered by the object itself across resyncs and restarts.
 bool deletionWaitUnannounced(const ObjectMeta& meta, bool inUse,
                              const std::vector<Condition>& written);
+// These conditions say the deletion waits: their Allocated condition gives DeletionWaiting.
+bool saysDeletionWaiting(const std::vector<Condition>& conditions);
 
 // A pod as the nudge selection sees it.
 struct PendingPodView {

@@ -519,6 +519,72 @@ TEST_F(ProtectionPlanTest, AnotherStatusWriteOfADeletingClaimSaysWhyItWaitsOnce)
       << "a release is no wait";
 }
 
+TEST_F(ProtectionPlanTest, TheInvalidMarkOfADeletingClaimSaysWhyItWaitsOnce) {
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+  claim.meta.deleting = true;
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
+  Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kMarkedInvalid) << "the mark is the write that says it";
+  EXPECT_EQ(eventReasons(p), (std::vector<std::string>{"ExtendedResourceClaim/Invalid",
+                                                       "ExtendedResourceClaim/DeletionWaiting"}));
+  EXPECT_NE(p.events.back().message.find("once pod p no longer holds it"), std::string::npos)
+      << "the mark leaves its holder: " << p.events.back().message;
+
+  claim.reason = "Invalid";
+  claim.message = claim.invalid;
+  claim.conditions = readConditions(p.write->body["status"]);
+  p = planClaim(in);
+  EXPECT_FALSE(p.write) << "marked, and said once";
+  EXPECT_TRUE(p.events.empty()) << "said once";
+}
+
+// The conditions a write carries, typed, for the plan's own decisions are exactly those its body
+// writes; a write of no status carries none.
+void expectWriteWithItsConditions(const Plan& p, Change change) {
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, change);
+  const nlohmann::json& body = p.write->body;
+  const auto status = body.find("status");
+  EXPECT_EQ(p.write->conditions,
+            status == body.end() ? std::vector<Condition>{} : readConditions(*status))
+      << body.dump();
+}
+
+TEST_F(ProtectionPlanTest, EveryClaimWriteCarriesTheConditionsItsBodyWrites) {
+  expectWriteWithItsConditions(planClaim(in), Change::kProtected);
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+  claim.meta.deleting = true;
+  expectWriteWithItsConditions(planClaim(in), Change::kDeletionWaiting);
+  claim.meta.deleting = false;
+
+  in.view.devices = {{"d0", nullptr}};
+  in.view.devicesLive = true;
+  expectWriteWithItsConditions(planClaim(in), Change::kClaimLost);
+  in.view.devices = {{"d0", &d0}};
+  claim.phase = ClaimPhase::kLost;
+  claim.allocated.clear();
+  claim.lost = {"d0"};
+  expectWriteWithItsConditions(planClaim(in), Change::kClaimRecovered);
+  claim = claimBoundTo("uid-p");
+  claim.meta.finalizers = {kClaimProtectionFinalizer};
+
+  holder.phase = "Succeeded";
+  expectWriteWithItsConditions(planClaim(in), Change::kReleased);
+  holder.phase = "Running";
+  claim.invalid = "spec.extendedResourceNum: expected an integer";
+  expectWriteWithItsConditions(planClaim(in), Change::kMarkedInvalid);
+  claim.invalid.clear();
+  claim.phaseWritten = false;
+  claim.makePending();
+  expectWriteWithItsConditions(planClaim(in), Change::kClaimInitialized);
+}
+
+TEST_F(SharedClaimPlanTest, TheHoldersLeavingWriteCarriesTheConditionsItsBodyWrites) {
+  holder.phase = "Succeeded";
+  expectWriteWithItsConditions(planClaim(in), Change::kHoldersLeft);
+}
+
 TEST_F(ProtectionPlanTest, NoFinalizerIsAddedToADeletingClaim) {
   claim.makePending();
   claim.meta.deleting = true;
@@ -547,6 +613,36 @@ TEST_F(ProtectionPlanTest, ADeviceBeingDeletedIsLostToItsClaimButNotRecovered) {
   claim.lost = {"d0"};
   p = planClaim(in);
   EXPECT_FALSE(p.write) << "still Bound to the claim, but going: not taken back";
+}
+
+TEST_F(DevicePlanTest, EveryDeviceWriteCarriesTheConditionsItsBodyWrites) {
+  device.phaseWritten = false;
+  expectWriteWithItsConditions(planDevice(in), Change::kDeviceInitialized);
+  device.phaseWritten = true;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "gone", "uid-gone"};
+  in.view.claimLive = true;
+  expectWriteWithItsConditions(planDevice(in), Change::kDeviceFreed);
+  device.phase = DevicePhase::kAvailable;
+  device.claimRef.reset();
+
+  in.view.listedBy = {&claim};
+  in.rebindClaimRead = true;
+  in.rebindClaimLive = &claim;
+  expectWriteWithItsConditions(planDevice(in), Change::kDeviceRebound);
+  in.view.listedBy.clear();
+  device.invalid = "spec.properties: expected an object";
+  expectWriteWithItsConditions(planDevice(in), Change::kMarkedInvalid);
+  device.invalid.clear();
+
+  in.protect = true;
+  expectWriteWithItsConditions(planDevice(in), Change::kProtected);
+  device.meta.finalizers = {kDeviceProtectionFinalizer};
+  device.meta.deleting = true;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "c", "uid-c"};
+  in.view.claim = &claim;
+  expectWriteWithItsConditions(planDevice(in), Change::kDeletionWaiting);
 }
 
 TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
