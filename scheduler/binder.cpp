@@ -75,8 +75,8 @@ std::string allocationAnnotation(
 
 // One attempt: what it read and planned, what it wrote, and what its Binding will carry.
 struct Binder::Attempt {
-  Attempt(const BindingArgs& args, SteadyTime deadline)
-      : node(args.node), deadline(deadline), journal(args.podUid) {}
+  Attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches)
+      : node(args.node), deadline(deadline), fromCaches(fromCaches), journal(args.podUid) {}
 
   // The allocation annotation lists the device, as written or read, under the claim's name.
   void annotate(const std::string& claimName, DevicePtr device) {
@@ -86,6 +86,7 @@ struct Binder::Attempt {
 
   const std::string node;
   const SteadyTime deadline;
+  const bool fromCaches;
   Pod pod;
   PodClaims claims;
   std::map<std::string, std::vector<std::string>> assignment;  // pending claim key -> devices
@@ -113,8 +114,12 @@ Binder::Step Binder::writeFailed(const Status& answer, Attempt& a) {
 }
 
 Binder::Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
-               BinderOptions options)
-    : api_(api), index_(index), nodeLabels_(std::move(nodeLabels)), options_(std::move(options)) {}
+               BinderOptions options, BinderCaches caches)
+    : api_(api),
+      index_(index),
+      nodeLabels_(std::move(nodeLabels)),
+      options_(std::move(options)),
+      caches_(std::move(caches)) {}
 
 Status Binder::bind(const BindingArgs& args) {
   {
@@ -137,7 +142,7 @@ Status Binder::bind(const BindingArgs& args) {
   const auto deadline = options_.clock() + options_.deadline;
   Status last = Status::internal("no attempt was made");
   for (int i = 0; i < options_.maxAttempts; ++i) {
-    Verdict v = attempt(args, deadline);
+    Verdict v = attempt(args, deadline, i == 0);
     switch (v.outcome) {
       case Outcome::kDone:
         stats_.binds++;
@@ -188,8 +193,8 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
   return live;
 }
 
-Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline) {
-  Attempt a(args, deadline);
+Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches) {
+  Attempt a(args, deadline, fromCaches);
   if (auto ended = readPod(args, a)) {
     return *ended;
   }
@@ -215,6 +220,15 @@ Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline) {
 
 std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args, Attempt& a) {
   const std::string pod = args.podNamespace + "/" + args.podName;
+  // The cached copy is taken only as the pod to bind; anything else about it (recreated,
+  // bound, deleting, or not yet seen) is decided on the live pod below.
+  if (a.fromCaches && caches_.pods) {
+    if (auto cached = caches_.pods(pod); cached && cached->meta.uid == args.podUid &&
+                                         cached->nodeName.empty() && !cached->meta.deleting) {
+      a.pod = *cached;
+      return std::nullopt;
+    }
+  }
   if (Status read = callApi([&] {
         a.pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
       });
@@ -241,12 +255,13 @@ std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args, Attempt&
 }
 
 std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
-  // Claims are read fresh: the bind is the write path and must not trust a stale cache. A
-  // failed read ends the resolving there (the claim counts as missing) and the attempt with it.
+  const bool cached = a.fromCaches && caches_.claims;
+  // A failed read ends the resolving there (the claim counts as missing) and the attempt
+  // with it.
   Status read;
   a.claims = resolveClaims(a.pod, [&](const std::string& key) -> ClaimPtr {
-    ClaimPtr claim;
-    if (!read.ok()) {
+    ClaimPtr claim = cached ? caches_.claims(key) : nullptr;
+    if (claim || !read.ok()) {
       return claim;
     }
     read = callApi([&] { claim = liveClaim(api_, key); });
@@ -256,6 +271,8 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
     return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
                    read.within("reading claims")};
   }
+  // A refusal decided on cached claims is decided again on live ones before it stands.
+  const Outcome refused = cached ? Outcome::kRetry : Outcome::kFail;
   std::map<std::string, std::string> labels;
   try {
     labels = nodeLabels_(a.node);
@@ -265,7 +282,7 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
   }
   NodePlan fit = planNode(a.claims, a.pod.meta.uid, a.node, labels, index_);
   if (!fit.fits) {
-    return Verdict{Outcome::kFail, Status::failedPrecondition(fit.message)};
+    return Verdict{refused, Status::failedPrecondition(fit.message)};
   }
   a.assignment = std::move(fit.assignment);
   for (const auto& [key, names] : a.assignment) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -15,11 +16,21 @@
 #include "common/status.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
+#include "scheduler/planner.h"
 
 namespace ker {
 
 using NodeLabelsLookup =
     std::function<std::map<std::string, std::string>(const std::string& nodeName)>;
+
+// The extender's informer caches, for a bind's first attempt (each may be left empty). Every
+// write the bind makes carries the resourceVersion of what it read as a precondition and the
+// Binding the pod's UID, so a stale copy costs a conflict and a retry, never a wrong write;
+// later attempts read live.
+struct BinderCaches {
+  std::function<std::shared_ptr<const Pod>(const std::string& key)> pods;  // unbound pods
+  ClaimLookup claims;
+};
 
 struct BinderStats {
   std::atomic<uint64_t> binds{0};
@@ -56,7 +67,7 @@ struct BinderOptions {
 class Binder {
  public:
   Binder(ApiClient& api, DeviceIndex& index, NodeLabelsLookup nodeLabels,
-         BinderOptions options = {});
+         BinderOptions options = {}, BinderCaches caches = {});
 
   // Fault injection for tests and chaos runs: the next n device writes carry a stale
   // resourceVersion, so the API server rejects them with a real 409 Conflict.
@@ -108,8 +119,10 @@ class Binder {
   };
   struct Attempt;
 
-  // One attempt: reads and plans, reserves, then writes in the bind's order.
-  Verdict attempt(const BindingArgs& args, SteadyTime deadline);
+  // One attempt: reads and plans, reserves, then writes in the bind's order. The first reads
+  // from the caches where they have the objects; its writes' preconditions catch what they
+  // missed.
+  Verdict attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches);
   // The steps before any write; a verdict when the attempt ends there, nothing to undo.
   std::optional<Verdict> readPod(const BindingArgs& args, Attempt& a);
   std::optional<Verdict> plan(Attempt& a);
@@ -139,6 +152,7 @@ class Binder {
   DeviceIndex& index_;
   const NodeLabelsLookup nodeLabels_;
   const BinderOptions options_;
+  const BinderCaches caches_;
   std::function<void()> plannedHook_;  // set before any bind
   std::atomic<int> staleWrites_{0};
   BinderStats stats_;

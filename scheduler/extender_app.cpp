@@ -79,7 +79,9 @@ struct ExtenderApp::Impl {
                  }
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                },
-               {.deadline = config.bindDeadline, .requiredPlugin = config.requiredPlugin}),
+               {.deadline = config.bindDeadline, .requiredPlugin = config.requiredPlugin},
+               {.pods = [this](const std::string& key) { return unboundPods.get(key); },
+                .claims = [this](const std::string& key) { return claims.get(key); }}),
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),

@@ -552,6 +552,103 @@ TEST_F(BinderTest, NoFreeDeviceOnTheNodeFailsWithTheFilterReason) {
   EXPECT_EQ(writes(), 0);
 }
 
+// A binder given the extender's caches, here copies the test takes of the API's objects.
+class CachedBinderTest : public BinderTest {
+ protected:
+  void cachePod(const std::string& name) {
+    pods_[objectKey("default", name)] =
+        std::make_shared<const Pod>(Pod::fromJson(*api_.peek(resources::kPods, "default", name)));
+  }
+  void cacheClaim(const ExtendedResourceClaim& c) {
+    claims_[objectKey(c.meta.ns, c.meta.name)] = std::make_shared<const ExtendedResourceClaim>(c);
+  }
+  template <typename Map>
+  static typename Map::mapped_type find(const Map& m, const std::string& key) {
+    auto it = m.find(key);
+    return it == m.end() ? nullptr : it->second;
+  }
+
+  std::map<std::string, std::shared_ptr<const Pod>> pods_;
+  std::map<std::string, ClaimPtr> claims_;
+  Binder cached_{api_,
+                 index_,
+                 [](const std::string&) { return std::map<std::string, std::string>{}; },
+                 {},
+                 {.pods = [this](const std::string& key) { return find(pods_, key); },
+                  .claims = [this](const std::string& key) { return find(claims_, key); }}};
+};
+
+TEST_F(CachedBinderTest, ABindWhoseObjectsAreCachedReadsNothingAndMakesItsThreeWrites) {
+  cachePod("p");
+  cacheClaim(claim("c"));
+  ASSERT_EQ(cached_.bind(args()).message(), "");
+  EXPECT_EQ(api_.calls(Verb::kGet), 0);
+  EXPECT_EQ(writes(), 3);
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+  EXPECT_EQ(api_.bindings().size(), 1u);
+}
+
+TEST_F(CachedBinderTest, WhatTheCachesLackIsReadLive) {
+  ASSERT_EQ(cached_.bind(args()).message(), "");
+  EXPECT_EQ(api_.calls(Verb::kGet), 2);  // the pod and its claim
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+}
+
+// The cached claim is a version behind: its write is refused, the device written before it is
+// put back, and the second attempt binds on the claim as the API has it.
+TEST_F(CachedBinderTest, AStaleCachedClaimCostsAnUndoAndARetryNeverAWrongWrite) {
+  cachePod("p");
+  cacheClaim(claim("c"));
+  // Any change moves the claim's resourceVersion past the cached one.
+  json moved = *api_.peek(resources::kExtendedResourceClaims, "default", "c");
+  moved["metadata"]["labels"]["touched"] = "yes";
+  api_.update(resources::kExtendedResourceClaims, "default", moved);
+  ASSERT_NE(claim("c").meta.resourceVersion, claims_.at("default/c")->meta.resourceVersion);
+  ASSERT_EQ(cached_.bind(args()).message(), "");
+  auto c = claim("c");
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  ASSERT_EQ(c.allocated.size(), 1u);
+  EXPECT_EQ(device(c.allocated[0]).claimRef, (ClaimRef{"default", "c", c.meta.uid}));
+  EXPECT_EQ(cached_.stats().undos.load(), 1u);
+  EXPECT_EQ(cached_.stats().conflicts.load(), 1u);
+  for (const auto& name : {"d0", "d1"}) {
+    if (name != c.allocated[0]) {
+      EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
+    }
+  }
+}
+
+// A cached pod that is not the one to bind (recreated, or bound meanwhile) decides nothing:
+// the live pod does.
+TEST_F(CachedBinderTest, ACachedPodOfAnotherUidIsReadLive) {
+  auto other = Pod::fromJson(*api_.peek(resources::kPods, "default", "p"));
+  other.meta.uid = "uid-of-a-newer-p";
+  pods_[objectKey("default", "p")] = std::make_shared<const Pod>(other);
+  cacheClaim(claim("c"));
+  ASSERT_EQ(cached_.bind(args()).message(), "");
+  EXPECT_EQ(api_.calls(Verb::kGet), 1);
+}
+
+// Cached claims that would refuse the bind (here a claim not yet seen as it is now) are not
+// trusted with a refusal: the next attempt decides on live claims.
+TEST_F(CachedBinderTest, ARefusalOnCachedClaimsIsDecidedAgainOnLiveOnes) {
+  cachePod("p");
+  auto stale = claim("c");
+  stale.phase = ClaimPhase::kLost;
+  cacheClaim(stale);
+  ASSERT_EQ(cached_.bind(args()).message(), "");
+  EXPECT_EQ(claim("c").phase, ClaimPhase::kBound);
+  EXPECT_EQ(writes(), 3);
+}
+
+TEST_F(CachedBinderTest, ABindThatCannotFitFailsOnLiveStateWithTheFilterReason) {
+  cachePod("p");
+  cacheClaim(claim("c"));
+  EXPECT_EQ(cached_.bind(args("p", "n2")).message(),
+            "claim default/c: 0 of 1 free nvidia.com/gpu with type=k80 on this node");
+  EXPECT_EQ(writes(), 0);
+}
+
 // The bind's failures carry a code the caller can decide on; the message stays the one the
 // scheduler shows.
 TEST_F(BinderTest, FailuresCarryTheirCode) {
