@@ -25,7 +25,10 @@ struct ExtenderConfig {
   size_t maxBodyBytes = size_t{64} << 20;
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
   std::string requiredPlugin = "extended-resource-node-agent";       // see BinderOptions
-  size_t threads = 16;
+  // Threads serving the verbs; each holds one connection. kube-scheduler binds pods
+  // asynchronously and opens a connection per bind in flight, so this bounds the binds served
+  // at once; a connection beyond it waits for a thread.
+  size_t threads = 64;
   // A pod that fits no node because lower-priority pods hold its matching devices preempts
   // them (see docs/preemption.md); needs a watch of bound pods, for the holders' priorities.
   bool preemption = true;

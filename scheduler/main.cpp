@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
                                   "binpack: prefer nodes left with the fewest matching free "
                                   "devices; spread: the most");
   auto* maxBody = flags.addInt("max-body-bytes", 64 << 20, "largest request body accepted");
+  auto* httpThreads = flags.addInt(
+      "http-threads", 64,
+      "threads serving the verbs, each holding one connection (kube-scheduler opens one per "
+      "bind in flight): the most binds served at once (1 to 1024)");
   auto* bindDeadline =
       flags.addDuration("bind-deadline", std::chrono::seconds(30),
                         "a bind starts no write after this, and calls in flight are cut off; "
@@ -61,12 +65,12 @@ int main(int argc, char** argv) {
   auto format = ker::log::parseFormat(*logFormat);
   if (!format || (*scoring != "binpack" && *scoring != "spread") ||
       (tlsCert->empty() != tlsKey->empty()) || (!clientCa->empty() && tlsCert->empty()) ||
-      *maxBody <= 0 || bindDeadline->count() <= 0) {
+      *maxBody <= 0 || bindDeadline->count() <= 0 || *httpThreads < 1 || *httpThreads > 1024) {
     std::fprintf(stderr,
                  "invalid flags: --log-format is text|json, --scoring is binpack|spread, "
                  "--tls-cert-file and --tls-private-key-file go together, "
-                 "--client-ca-file needs them, and --max-body-bytes and --bind-deadline "
-                 "are positive\n");
+                 "--client-ca-file needs them, --max-body-bytes and --bind-deadline "
+                 "are positive, and --http-threads is 1 to 1024\n");
     return 2;
   }
   ker::log::init(*format, static_cast<int>(*verbosity));
@@ -85,6 +89,7 @@ int main(int argc, char** argv) {
     config.scoring =
         *scoring == "spread" ? ker::ScoringStrategy::kSpread : ker::ScoringStrategy::kBinpack;
     config.maxBodyBytes = static_cast<size_t>(*maxBody);
+    config.threads = static_cast<size_t>(*httpThreads);
     config.bindDeadline = *bindDeadline;
     config.requiredPlugin = *requiredPlugin;
     config.preemption = *preemption;
