@@ -15,6 +15,8 @@
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
 #     --percentage P     the extender profile's percentageOfNodesToScore, 1-100 or "default"
 #                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
+#     --extender-flag F  one more flag for the extender, e.g. --extender-flag --http-threads=16
+#                        (repeatable)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
 #     --out-dir DIR      where the results go (default bench/results)
 #     -h, --help
@@ -34,7 +36,7 @@ extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims,templates scoring=''
-timeout=600 out_dir=$root/bench/results percentage=100
+timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=()
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
 die() {
@@ -52,6 +54,7 @@ while (($#)); do
   --variants) variants=${2:?} && shift ;;
   --scoring) scoring=${2:?} && shift ;;
   --percentage) percentage=${2:?} && shift ;;
+  --extender-flag) extender_flags+=("${2:?}") && shift ;;
   --timeout) timeout=${2:?} && shift ;;
   --out-dir) out_dir=${2:?} && shift ;;
   -h | --help) usage && exit 0 ;;
@@ -178,6 +181,7 @@ start_components() {
   health_port=$(free_port)
   [[ "$health_port" != "$ext_port" ]] || health_port=$(free_port)
   [[ -z "$scoring" ]] || args+=(--scoring "$scoring")
+  args+=(${extender_flags[@]+"${extender_flags[@]}"})
   "$build_dir/scheduler/extended-resource-scheduler" --kubeconfig "$work/extender.kubeconfig" \
     --bind-address 127.0.0.1 --port "$ext_port" --health-bind-address 127.0.0.1 \
     --health-port "$health_port" "${args[@]}" </dev/null >>"$work/extender.log" 2>&1 &
@@ -212,7 +216,7 @@ start_schedulers() { # qps
 report() {
   local cpu_model note
   cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; extender profile percentageOfNodesToScore $percentage; $(date -u +%FT%TZ)"
+  note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; extender profile percentageOfNodesToScore $percentage${extender_flags[*]+; extender flags ${extender_flags[*]}}; $(date -u +%FT%TZ)"
   mkdir -p "$out_dir"
   run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
 }
