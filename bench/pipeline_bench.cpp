@@ -37,6 +37,7 @@
 #include "common/flags.h"
 #include "common/kube_client.h"
 #include "common/logging.h"
+#include "common/objects.h"
 
 namespace ker::bench::pipeline {
 namespace {
@@ -66,6 +67,7 @@ struct Config {
   std::chrono::milliseconds timeout{600s};
   std::chrono::milliseconds settle{2s};
   std::chrono::milliseconds quietTimeout{300s};
+  bool protection = true;  // the controller puts protection finalizers (its default)
   std::string note;
 };
 
@@ -171,14 +173,28 @@ long podIndex(const std::string& name) {
   }
 }
 
+bool hasFinalizer(const json& obj, const char* finalizer) {
+  const auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->contains("finalizers") || !(*meta)["finalizers"].is_array()) {
+    return false;
+  }
+  const json& list = (*meta)["finalizers"];
+  return std::find(list.begin(), list.end(), finalizer) != list.end();
+}
+
 // Waits until no device of this project is held and no DRA claim is left from an earlier
-// run, so every run starts from the same free devices. False when that did not happen in time.
-bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout) {
+// run, so every run starts from the same free devices; with `protection`, until every device
+// carries the controller's protection finalizer too, so the controller's protecting of the
+// devices a larger cluster added is not done, and timed, during a run. False when that did not
+// happen in time.
+bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout, bool protection) {
   const auto deadline = Clock::now() + timeout;
   size_t held = 0;
+  size_t unprotected = 0;
   size_t claims = 0;
   while (true) {
     held = 0;
+    unprotected = 0;
     ListOptions opts;
     api.listEach(
         ker::resources::kExtendedResources, "", opts, 5000,
@@ -187,17 +203,46 @@ bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout) {
           if (phase == nullptr || phase->value("phase", std::string()) != "Available") {
             held++;
           }
+          if (protection && !hasFinalizer(er, ker::kDeviceProtectionFinalizer)) {
+            unprotected++;
+          }
         },
-        [&] { held = 0; });
+        [&] { held = unprotected = 0; });
     claims = api.listAll(resources::kResourceClaims, "", {}).items.size();
-    if ((held == 0 && claims == 0) || Clock::now() >= deadline) {
+    if ((held == 0 && unprotected == 0 && claims == 0) || Clock::now() >= deadline) {
       break;
     }
     std::this_thread::sleep_for(2s);
   }
-  if (held != 0 || claims != 0) {
-    log::warn("cluster not quiet before the run",
-              {{"devices_not_available", held}, {"resourceclaims_left", claims}});
+  if (held != 0 || unprotected != 0 || claims != 0) {
+    log::warn("cluster not quiet before the run", {{"devices_not_available", held},
+                                                   {"devices_unprotected", unprotected},
+                                                   {"resourceclaims_left", claims}});
+    return false;
+  }
+  return true;
+}
+
+// Waits until the controller has put its protection finalizer on every claim of the run, as
+// it does for each new claim: that write belongs to making the claim, which is not timed for
+// any variant. False when that did not happen in time.
+bool waitClaimsProtected(ApiClient& api, const std::string& ns, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  size_t unprotected = 0;
+  while (true) {
+    unprotected = 0;
+    for (const json& c : api.listAll(ker::resources::kExtendedResourceClaims, ns, {}).items) {
+      if (!hasFinalizer(c, ker::kClaimProtectionFinalizer)) {
+        unprotected++;
+      }
+    }
+    if (unprotected == 0 || Clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(1s);
+  }
+  if (unprotected != 0) {
+    log::warn("claims not protected before the run", {{"claims_unprotected", unprotected}});
     return false;
   }
   return true;
@@ -442,12 +487,15 @@ int run(const Config& cfg) {
   auto watchApi = client(env);
   const Endpoints ep = endpoints(cfg, env);
 
-  const bool quiet = waitQuiet(*api, cfg.quietTimeout);
+  bool quiet = waitQuiet(*api, cfg.quietTimeout, cfg.protection);
   createIgnoringExisting(*api, ker::resources::kNamespaces, "", namespaceObject(cfg.ns));
   if (variant == Variant::kExtender) {
     createAll(
         *api, ker::resources::kExtendedResourceClaims, cfg.ns, 0, cfg.pods,
         [&](size_t i) { return claim(cfg.ns, claimName(i), 1, "k80"); }, cfg.workers);
+    if (cfg.protection) {
+      quiet = waitClaimsProtected(*api, cfg.ns, cfg.quietTimeout) && quiet;
+    }
   } else if (variant == Variant::kDra) {
     createAll(
         *api, resources::kResourceClaims, cfg.ns, 0, cfg.pods,
@@ -684,7 +732,7 @@ int run(const Config& cfg) {
     }
     std::this_thread::sleep_for(500ms);
   }
-  if (!waitQuiet(*api, cfg.quietTimeout)) {
+  if (!waitQuiet(*api, cfg.quietTimeout, cfg.protection)) {
     log::warn("devices or claims not released after the run", {{"ns", cfg.ns}});
   }
   return scheduled < cfg.pods ? 3 : 0;
@@ -761,6 +809,10 @@ int main(int argc, char** argv) {
                                    "pause between creating the claims and the first pod");
   auto* quiet = flags.addDuration("quiet-timeout", std::chrono::minutes(5),
                                   "bound for earlier runs' devices and claims to be released");
+  auto* protection = flags.addBool(
+      "protection", true,
+      "the controller puts protection finalizers on devices and claims (its default): a run "
+      "starts once they are on, so it does not time them");
   if (auto r = flags.parse(argc, argv); r.status != ker::FlagParseResult::kOk) {
     r.print();
     return r.exitCode();
@@ -786,6 +838,7 @@ int main(int argc, char** argv) {
   cfg.timeout = *timeout;
   cfg.settle = *settle;
   cfg.quietTimeout = *quiet;
+  cfg.protection = *protection;
   try {
     if (cfg.mode == "setup" && !cfg.envFile.empty() && cfg.nodes > 0) {
       return setup(cfg);
