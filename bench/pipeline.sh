@@ -175,6 +175,11 @@ k8s_version=$(env_get KUBERNETES_VERSION)
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
 
+# The bound for a run's wait for a quiet cluster: 5 minutes, plus what the controller needs to
+# protect the devices of a grown cluster (8 per node; it protected about 100 a second at
+# 5,000 nodes on 2 cores).
+quiet_timeout() { echo "$((300 + $1 * 8 / 50))s"; }
+
 start_components() {
   local ext_port health_port ctl_port args=()
   ext_port=$(free_port)
@@ -248,7 +253,7 @@ for n in "${size_list[@]}"; do
           --namespace "pipe-$n-$q-$r-$v" --client-qps "$q" --repeat "$r" \
           --scheduler-instance "$instance" "${extra[@]}" \
           --extender-pid "$extender_pid" --controller-pid "$controller_pid" \
-          --timeout "${timeout}s" --out "$(printf '%s/%04d-%s.json' "$runs_dir" "$seq_no" "$v")" || rc=$?
+          --timeout "${timeout}s" --quiet-timeout "$(quiet_timeout "$n")" --out "$(printf '%s/%04d-%s.json' "$runs_dir" "$seq_no" "$v")" || rc=$?
         if ((rc != 0)); then
           failed_runs=$((failed_runs + 1))
           log "run did not complete (exit $rc); its file says how far it got"
