@@ -13,14 +13,16 @@ namespace ker::itest {
 // deleted again by its TearDown.
 class PriorityClasses {
  public:
+  explicit PriorityClasses(KubeClient& api) : api_(api) {}
+
   // Creates a PriorityClass of `value` under a fresh name and remembers it; returns the name.
-  std::string create(KubeClient& api, int value);
+  std::string create(int value);
   // Deletes the ones created; one the API server refuses to delete is left behind, in a
   // control plane that is thrown away after the run.
   void removeAll();
 
  private:
-  KubeClient* api_ = nullptr;
+  KubeClient& api_;
   std::vector<std::string> names_;
 };
 
