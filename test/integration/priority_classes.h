@@ -10,7 +10,7 @@
 namespace ker::itest {
 
 // The PriorityClasses one test creates (cluster-scoped, so no namespace takes them along),
-// deleted again by its TearDown.
+// deleted again by its TearDown; the soak's too, never deleted on its throwaway control plane.
 class PriorityClasses {
  public:
   explicit PriorityClasses(KubeClient& api) : api_(api) {}
