@@ -44,6 +44,8 @@ die() {
   exit 1
 }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+# shellcheck source=../test/controlplane/lib/scheduler_checks.sh
+source "$root/test/controlplane/lib/scheduler_checks.sh"
 
 while (($#)); do
   case "$1" in
@@ -66,8 +68,7 @@ done
 [[ -z "$pods" || "$pods" =~ ^[1-9][0-9]*$ ]] || die "--pods must be a positive number"
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
-[[ "$percentage" == default || "$percentage" =~ ^(100|[1-9][0-9]?)$ ]] ||
-  die "--percentage must be 1-100 or default"
+check_percentage_of_nodes_to_score --percentage "$percentage"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
 [[ "$variants" =~ ^(extender|dra|no-claims|templates)(,(extender|dra|no-claims|templates))*$ ]] ||
   die "--variants: extender, dra, no-claims, templates"

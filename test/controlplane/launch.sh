@@ -613,6 +613,8 @@ yaml_str() { # a double-quoted YAML scalar
 }
 
 check_bool() { [[ "$2" == true || "$2" == false ]] || die "$1 must be true or false, not '$2'"; }
+# shellcheck source=lib/scheduler_checks.sh
+source "$here/lib/scheduler_checks.sh"
 
 start_scheduler() {
   local name=default profile=extended-resource-scheduler url='' node_cache=false ca='' client_cert='' client_key='' \
@@ -664,8 +666,7 @@ start_scheduler() {
   [[ "$weight" =~ ^[1-9][0-9]*$ ]] || die "--weight must be a positive integer"
   [[ -z "$qps" || "$qps" =~ ^[1-9][0-9]*(\.[0-9]+)?$ ]] || die "--client-qps must be a positive number"
   [[ -z "$burst" || "$burst" =~ ^[1-9][0-9]*$ ]] || die "--client-burst must be a positive integer"
-  [[ "$percentage" == default || "$percentage" =~ ^(100|[1-9][0-9]?)$ ]] ||
-    die "--percentage-of-nodes-to-score must be 1-100 or default"
+  check_percentage_of_nodes_to_score --percentage-of-nodes-to-score "$percentage"
   [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
   [[ -z "$ca" || -r "$ca" ]] || die "--extender-ca '$ca' is not readable"
   [[ -z "$ca" ]] || ca=$(cd "$(dirname "$ca")" && printf '%s/%s' "$(pwd -P)" "$(basename "$ca")")

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -35,6 +36,7 @@ class PreemptionTest : public E2eTest {
     if (IsSkipped()) {
       return;
     }
+    priorityClasses_.emplace(*api_);
     // On "the host", which is also the node; TearDown removes it.
     markerDir_ = "/run/ker-e2e-markers-" + ns_;
     std::filesystem::create_directory(markerDir_);
@@ -43,14 +45,16 @@ class PreemptionTest : public E2eTest {
   void TearDown() override {
     stopWatch();
     E2eTest::TearDown();
-    priorityClasses_.removeAll();
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
+    }
     if (!markerDir_.empty()) {
       std::error_code ignored;
       std::filesystem::remove_all(markerDir_, ignored);
     }
   }
 
-  std::string priorityClass(int value) { return priorityClasses_.create(*api_, value); }
+  std::string priorityClass(int value) { return priorityClasses_->create(value); }
 
   // A busybox pod of PriorityClass pc claiming `claim`, with this test's marker folder
   // mounted at /marker.
@@ -118,7 +122,7 @@ class PreemptionTest : public E2eTest {
   }
 
   std::string markerDir_;
-  itest::PriorityClasses priorityClasses_;
+  std::optional<itest::PriorityClasses> priorityClasses_;  // from SetUp on, on a real node
   std::string watchError_;
 
  private:

@@ -76,10 +76,7 @@ class ControllerTest : public ExtenderSuite {
     if (api_ == nullptr || ns_.empty()) {
       return;
     }
-    const json pods = api_->list(resources::kPods, ns_, {});
-    for (const auto& p : pods["items"]) {
-      deletePodNow(*api_, ns_, p["metadata"]["name"]);
-    }
+    deleteAllPodsNow(*api_, ns_);
     eventually(
         [&] {
           const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,14 +37,24 @@ class ExtenderPreemptionTest : public ExtenderSuite {
     setUpSuite([] { startStack({.extenderArgs = {"--preemption=false"}}); });
   }
 
+  void SetUp() override {
+    ExtenderSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    priorityClasses_.emplace(*api_);
+  }
+
   void TearDown() override {
     for (const auto& pod : pods_) {
       deletePodNow(*api_, ns_, pod);
     }
-    priorityClasses_.removeAll();
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
+    }
   }
 
-  std::string priorityClass(int value) { return priorityClasses_.create(*api_, value); }
+  std::string priorityClass(int value) { return priorityClasses_->create(value); }
 
   // onNode: a nodeSelector on that node's hostname, so that nodes other tests of the shared
   // control plane left behind are not preemption candidates (they would crowd the node of
@@ -118,7 +129,7 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   std::vector<std::string> pods_;
-  PriorityClasses priorityClasses_;
+  std::optional<PriorityClasses> priorityClasses_;  // from SetUp on, when the suite's stack runs
 };
 
 // The node fails only the extender's filter (FailedNodes, so a potential candidate): the dry

@@ -12,14 +12,13 @@ const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", fa
 
 }  // namespace
 
-std::string PriorityClasses::create(KubeClient& api, int value) {
+std::string PriorityClasses::create(int value) {
   const std::string name = uniqueName("prio");
-  api.create(kPriorityClasses, "",
-             {{"apiVersion", "scheduling.k8s.io/v1"},
-              {"kind", "PriorityClass"},
-              {"metadata", {{"name", name}}},
-              {"value", value}});
-  api_ = &api;
+  api_.create(kPriorityClasses, "",
+              {{"apiVersion", "scheduling.k8s.io/v1"},
+               {"kind", "PriorityClass"},
+               {"metadata", {{"name", name}}},
+               {"value", value}});
   names_.push_back(name);
   return name;
 }
@@ -27,7 +26,7 @@ std::string PriorityClasses::create(KubeClient& api, int value) {
 void PriorityClasses::removeAll() {
   for (const auto& name : names_) {
     try {
-      api_->remove(kPriorityClasses, "", name);
+      api_.remove(kPriorityClasses, "", name);
     } catch (const ApiError&) {
       // Left behind: see the header.
     }

@@ -10,17 +10,19 @@
 namespace ker::itest {
 
 // The PriorityClasses one test creates (cluster-scoped, so no namespace takes them along),
-// deleted again by its TearDown.
+// deleted again by its TearDown; the soak's too, never deleted on its throwaway control plane.
 class PriorityClasses {
  public:
+  explicit PriorityClasses(KubeClient& api) : api_(api) {}
+
   // Creates a PriorityClass of `value` under a fresh name and remembers it; returns the name.
-  std::string create(KubeClient& api, int value);
+  std::string create(int value);
   // Deletes the ones created; one the API server refuses to delete is left behind, in a
   // control plane that is thrown away after the run.
   void removeAll();
 
  private:
-  KubeClient* api_ = nullptr;
+  KubeClient& api_;
   std::vector<std::string> names_;
 };
 

@@ -276,4 +276,21 @@ void deletePodNow(KubeClient& api, const std::string& ns, const std::string& nam
   }
 }
 
+int deleteAllPodsNow(KubeClient& api, const std::string& ns) {
+  const nlohmann::json pods = api.list(resources::kPods, ns, {});
+  for (const auto& p : pods["items"]) {
+    const std::string name = p["metadata"]["name"];
+    if (p["metadata"].contains("finalizers")) {
+      try {
+        api.patch(resources::kPods, ns, name, PatchType::kMerge,
+                  {{"metadata", {{"finalizers", nullptr}}}});
+      } catch (const ApiError&) {
+        // Gone already, or deleted below all the same.
+      }
+    }
+    deletePodNow(api, ns, name);
+  }
+  return static_cast<int>(pods["items"].size());
+}
+
 }  // namespace ker::itest

@@ -100,5 +100,8 @@ nlohmann::json podObject(const std::string& ns, const std::string& name,
 std::string createNamespace(KubeClient& api, const std::string& prefix);
 // Deletes a pod immediately (grace period 0): no kubelet will ever confirm a graceful delete.
 void deletePodNow(KubeClient& api, const std::string& ns, const std::string& name);
+// Test clean-up: deletes every pod of `ns` immediately, taking off the finalizers that would
+// keep one (a Job's tracking finalizer, once its Job is gone); returns how many there were.
+int deleteAllPodsNow(KubeClient& api, const std::string& ns);
 
 }  // namespace ker::itest

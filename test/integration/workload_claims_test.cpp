@@ -69,18 +69,7 @@ class WorkloadClaimsTest : public ExtenderSuite {
     }
     eventually(
         [&] {
-          const json pods = api_->list(resources::kPods, ns_, {});
-          for (const auto& p : pods["items"]) {
-            const std::string name = p["metadata"]["name"];
-            try {
-              // A Job's pods carry its tracking finalizer; the Job is gone.
-              api_->patch(resources::kPods, ns_, name, PatchType::kMerge,
-                          {{"metadata", {{"finalizers", nullptr}}}});
-            } catch (const ApiError&) {
-            }
-            deletePodNow(*api_, ns_, name);
-          }
-          return pods["items"].empty() &&
+          return deleteAllPodsNow(*api_, ns_) == 0 &&
                  api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty();
         },
         60s, 500ms);

@@ -34,6 +34,7 @@
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/signals.h"
+#include "test/integration/priority_classes.h"
 #include "test/soak/tcp_proxy.h"
 #include "test/support/child_process.h"
 #include "test/support/free_port.h"
@@ -315,19 +316,6 @@ json templateObject(const std::string& type) {
           {"spec", {{"spec", claimSpec(type)}}}};
 }
 
-// Most pods are of the low class; a few of the high one preempt them for devices when none is
-// free, so victims' devices and nominations are part of the churn the invariants check.
-constexpr const char* kLowPriorityClass = "soak-low";
-constexpr const char* kHighPriorityClass = "soak-high";
-const Resource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
-
-json priorityClassObject(const std::string& name, int value) {
-  return {{"apiVersion", "scheduling.k8s.io/v1"},
-          {"kind", "PriorityClass"},
-          {"metadata", {{"name", name}}},
-          {"value", value}};
-}
-
 // `claim` is the claim the pod names, or the template for kind kTemplate.
 json podObject(const std::string& name, const std::string& priorityClass, PodKind kind,
                const std::string& claim) {
@@ -539,6 +527,11 @@ class Soak {
   mutable std::mutex mu_;
   std::set<std::string> scheduledUids_;
   std::set<std::string> sharedClaims_;  // names; fixed before the churn starts
+  // Most pods are of the low class; a few of the high one preempt them for devices when none
+  // is free, so victims' devices and nominations are part of the churn the invariants check.
+  // Names; fixed before the churn starts.
+  std::string lowPriorityClass_;
+  std::string highPriorityClass_;
   std::set<std::string> scheduledTemplateUids_;
   std::set<std::string> scheduledSharedUids_;  // holders that joined a shared claim
   size_t mostSharedHolders_ = 0;               // seen on one shared claim at a checkpoint
@@ -666,16 +659,10 @@ void Soak::createObjects() {
       std::rethrow_exception(failure);
     }
   };
-  for (const auto& [name, value] :
-       {std::pair{kLowPriorityClass, 10}, std::pair{kHighPriorityClass, 1000}}) {
-    try {
-      api_->create(kPriorityClasses, "", priorityClassObject(name, value));
-    } catch (const ApiError& e) {
-      if (!e.isAlreadyExists()) {
-        throw;
-      }
-    }
-  }
+  // Never removed: the control plane is thrown away after the soak.
+  itest::PriorityClasses priorityClasses(*api_);
+  lowPriorityClass_ = priorityClasses.create(10);
+  highPriorityClass_ = priorityClasses.create(1000);
   auto createOnce = [&](const Resource& r, const json& obj) {
     try {
       api_->create(r, kNamespace, obj);
@@ -860,7 +847,7 @@ void Soak::createPod(std::mt19937_64& rng) {
       api_->create(resources::kExtendedResourceClaims, kNamespace, claimObject(name, type));
     }
     api_->create(resources::kPods, kNamespace,
-                 podObject(name, high ? kHighPriorityClass : kLowPriorityClass, kind, claim));
+                 podObject(name, high ? highPriorityClass_ : lowPriorityClass_, kind, claim));
     ++podsCreated_;
     if (kind == PodKind::kTemplate) {
       ++templatePodsCreated_;
