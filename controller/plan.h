@@ -34,7 +34,6 @@ enum class Change {
 };
 const char* toString(Change change);
 
-// What a write sends, typed; the executor renders it (renderWrite) only as it sends it.
 // The whole status of `next`, the object as the write leaves it: an update of /status carrying
 // the whole object with the resourceVersion the plan was made on, so a concurrent change fails
 // with a Conflict and the reconcile re-decides.
@@ -55,6 +54,7 @@ struct FinalizersPatch {
   std::string resourceVersion;
   std::vector<std::string> finalizers;
 };
+// What a write sends, typed: the executor renders it (renderWrite) only as it sends it.
 using WriteContent = std::variant<WholeStatus<ExtendedResourceClaim>, WholeStatus<ExtendedResource>,
                                   InvalidMarkPatch<ExtendedResourceClaim>,
                                   InvalidMarkPatch<ExtendedResource>, FinalizersPatch>;
