@@ -23,17 +23,6 @@ std::vector<ObjectReference> holderRefs(const ExtendedResourceClaim& c) {
   return out;
 }
 
-// A plan of the claim's status, and the holders its write leaves (those a deletion waits for).
-struct StatusPlan {
-  Plan plan;
-  std::vector<PodRef> holders;
-};
-
-void writeStatus(StatusPlan& s, const ExtendedResourceClaim& next, SystemTime now) {
-  s.plan.write = statusUpdate(next, now);
-  s.holders = next.holders();
-}
-
 // The contract: a reason naming the devices (kubectl's Reason column shows it). A few names
 // at most; the message lists them all.
 std::string lostReason(const std::vector<std::string>& lost) {
@@ -47,8 +36,7 @@ std::string lostReason(const std::vector<std::string>& lost) {
 }
 
 void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
-             StatusPlan& s) {
-  Plan& p = s.plan;
+             Plan& p) {
   ExtendedResourceClaim next = c;
   next.makePending();
   // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
@@ -56,7 +44,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   const bool invalid = !c.invalid.empty();
   next.reason = toString(invalid ? StatusReason::kInvalid : StatusReason::kReleased);
   next.message = invalid ? c.invalid : a.message;
-  writeStatus(s, next, now);
+  p.write = statusUpdate(std::move(next), now);
   p.change = Change::kReleased;
   p.cause = a.cause;
   p.why = a.message;
@@ -79,8 +67,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
 // Holders of a shared claim that went while others still hold it: only they leave it; the
 // devices stay allocated to the claim.
 void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, SystemTime now,
-                 StatusPlan& s) {
-  Plan& p = s.plan;
+                 Plan& p) {
   ExtendedResourceClaim next = c;
   auto isGone = [&](const PodRef& ref) {
     return std::find(a.gone.begin(), a.gone.end(), ref) != a.gone.end();
@@ -89,7 +76,7 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
   if (next.podRef && isGone(*next.podRef)) {
     next.podRef.reset();
   }
-  writeStatus(s, next, now);
+  p.write = statusUpdate(std::move(next), now);
   p.change = Change::kHoldersLeft;
   p.cause = a.cause;
   p.why = a.message;
@@ -107,8 +94,7 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
 }
 
 void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, SystemTime now,
-              StatusPlan& s) {
-  Plan& p = s.plan;
+              Plan& p) {
   ExtendedResourceClaim next = c;
   next.phase = ClaimPhase::kLost;
   std::erase_if(next.allocated, [&](const std::string& name) {
@@ -122,7 +108,7 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
   }
   next.reason = lostReason(next.lost);
   next.message = a.message;
-  writeStatus(s, next, now);
+  p.write = statusUpdate(std::move(next), now);
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
   p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
@@ -133,8 +119,7 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
 }
 
 void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, SystemTime now,
-             StatusPlan& s) {
-  Plan& p = s.plan;
+             Plan& p) {
   ExtendedResourceClaim next = c;
   std::erase_if(next.lost, [&](const std::string& name) {
     return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
@@ -152,9 +137,9 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
     next.reason = lostReason(next.lost);
     next.message = message + "; still lost: " + joinNames(next.lost);
   }
-  writeStatus(s, next, now);
-  p.change = Change::kClaimRecovered;
   p.why = next.message;
+  p.write = statusUpdate(std::move(next), now);
+  p.change = Change::kClaimRecovered;
   p.events.push_back(
       {referenceTo(c), EventType::kNormal, toString(StatusReason::kRecovered), message});
   for (const auto& pod : holderRefs(c)) {
@@ -163,45 +148,42 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
   }
 }
 
-StatusPlan planStatus(const ClaimInputs& in) {
+Plan planStatus(const ClaimInputs& in) {
   const ExtendedResourceClaim& c = *in.view.claim;
-  // Without a write, or with a mark, the holders stay as they are.
-  StatusPlan s{{}, c.holders()};
   // Marked first (the write brings it back). One whose status cannot be trusted to say what it
   // holds is left at that; one invalid in its spec alone is still released when its pod goes,
   // or it would keep its devices until someone mended the spec. Once valid again, the cleared
   // mark's write brings it back with the status as it is now.
   if (auto mark = planInvalidMark(c, in.now)) {
-    s.plan = std::move(*mark);
-    return s;
+    return std::move(*mark);
   }
+  Plan p;
   if (!c.invalid.empty() && !c.statusReadable) {
-    return s;
+    return p;
   }
   const Decision d = decideClaim(in.view);
-  Plan& p = s.plan;
   p.suspectSince = d.suspectSince;
   if (const auto* verify = std::get_if<action::VerifyLive>(&d.action)) {
     p.verify = *verify;
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
-    release(c, *r, in.now, s);
+    release(c, *r, in.now, p);
   } else if (const auto* drop = std::get_if<action::DropHolders>(&d.action)) {
-    dropHolders(c, *drop, in.now, s);
+    dropHolders(c, *drop, in.now, p);
   } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {
-    markLost(c, *lost, in.now, s);
+    markLost(c, *lost, in.now, p);
   } else if (const auto* back = std::get_if<action::RecoverClaim>(&d.action)) {
-    recover(c, *back, in.now, s);
+    recover(c, *back, in.now, p);
   } else if (std::holds_alternative<action::InitClaimStatus>(d.action)) {
     // A status without a phase is not one any bind wrote: whatever allocation it names (by
     // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
     ExtendedResourceClaim next = c;
     next.makePending();
-    writeStatus(s, next, in.now);
+    p.write = statusUpdate(std::move(next), in.now);
     p.change = Change::kClaimInitialized;
   }
-  return s;
+  return p;
 }
 
 // The claim stays while pods hold it: the event names those its write leaves (those leaving now
@@ -233,8 +215,7 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 }
 
 Plan planClaim(const ClaimInputs& in) {
-  StatusPlan status = planStatus(in);
-  Plan p = std::move(status.plan);
+  Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
   if (in.protect) {
     planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
@@ -242,7 +223,11 @@ Plan planClaim(const ClaimInputs& in) {
     planDeletionWait(
         p, c.meta, claimInUse(c), c.conditions, c.statusReadable,
         [&] { return statusUpdate(c, in.now); },
-        [&] { return deletionWaitEvent(c, status.holders); });
+        [&](const StatusWrite& w) {
+          // The holders the write leaves (a mark leaves them as they are).
+          const auto* next = writtenObject<ExtendedResourceClaim>(w);
+          return deletionWaitEvent(c, (next ? *next : c).holders());
+        });
   }
   // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
   // own Recovered). A release missed in between still counts.

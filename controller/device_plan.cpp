@@ -93,7 +93,7 @@ Plan planDevice(const DeviceInputs& in) {
     planDeletionWait(
         p, d.meta, deviceInUse(d), d.conditions, d.invalid.empty(),
         [&] { return statusUpdate(d, in.now); },
-        [&] { return deletionWaitEvent(d, in.view.claim); });
+        [&](const StatusWrite&) { return deletionWaitEvent(d, in.view.claim); });
   }
   return p;
 }

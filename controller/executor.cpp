@@ -3,6 +3,7 @@
 #include "common/api_time.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "controller/write_request.h"
 
 namespace ker {
 
@@ -87,10 +88,11 @@ void Executor::gate() const {
 
 void Executor::write(const StatusWrite& w) {
   gate();
-  if (w.mergePatch) {
-    api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge, w.body, w.subresource);
+  const WriteRequest request = renderWrite(w);
+  if (request.mergePatch) {
+    api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge, request.body, request.subresource);
   } else {
-    api_.updateStatus(*w.resource, w.ns, w.body);
+    api_.updateStatus(*w.resource, w.ns, request.body);
   }
 }
 

@@ -40,18 +40,6 @@ const char* toString(Change change) {
 
 namespace {
 
-StatusWrite statusPatch(const Resource& resource, const ObjectMeta& meta, nlohmann::json status,
-                        std::vector<Condition> conditions) {
-  return {
-      &resource,
-      meta.ns,
-      meta.name,
-      {{"metadata", {{"resourceVersion", meta.resourceVersion}}}, {"status", std::move(status)}},
-      true,
-      "status",
-      std::move(conditions)};
-}
-
 const Resource& resourceOf(const ExtendedResourceClaim&) {
   return resources::kExtendedResourceClaims;
 }
@@ -90,47 +78,40 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
       alreadyWritten(conditions, o.conditions)) {
     return std::nullopt;
   }
-  nlohmann::json status = o.invalid.empty()
-                              ? nlohmann::json{{"reason", nullptr}, {"message", nullptr}}
-                              : nlohmann::json{{"reason", next.reason}, {"message", o.invalid}};
-  if (!o.invalid.empty() && !o.phaseWritten) {
-    status["phase"] = toString(next.phase);
-  }
-  // A merge patch replaces the whole list: the conditions of others are written back as read.
-  const nlohmann::json raw = o.raw.parse();
-  nlohmann::json list = nlohmann::json::object();
-  if (auto st = raw.is_object() ? raw.find("status") : raw.end();
-      raw.is_object() && st != raw.end() && st->is_object() && st->contains("conditions")) {
-    list["conditions"] = st->at("conditions");
-  }
-  writeConditions(list, conditions);
-  status["conditions"] = std::move(list["conditions"]);
   Plan p;
-  p.write = statusPatch(resourceOf(o), o.meta, std::move(status), conditions);
   p.change = o.invalid.empty() ? Change::kValidAgain : Change::kMarkedInvalid;
   p.why = o.invalid;
   if (!o.invalid.empty() && !saidAlready) {
     p.events.push_back({referenceTo(o), EventType::kWarning, next.reason, o.invalid});
   }
+  p.write = StatusWrite{&resourceOf(o), o.meta.ns, o.meta.name,
+                        InvalidMarkPatch<Object>{std::move(next)}, now};
   return p;
 }
 
 }  // namespace
 
-// toJson writes the conditions conditionsOf gives for the same object and time.
-StatusWrite statusUpdate(const ExtendedResourceClaim& next, SystemTime now) {
-  return {&resources::kExtendedResourceClaims,
-          next.meta.ns,
-          next.meta.name,
-          next.toJson(now),
-          false,
-          "status",
-          conditionsOf(next, now)};
+StatusWrite statusUpdate(ExtendedResourceClaim next, SystemTime now) {
+  std::string ns = next.meta.ns;
+  std::string name = next.meta.name;
+  return {&resources::kExtendedResourceClaims, std::move(ns), std::move(name),
+          WholeStatus<ExtendedResourceClaim>{std::move(next)}, now};
 }
 
-StatusWrite statusUpdate(const ExtendedResource& next, SystemTime now) {
-  return {&resources::kExtendedResources, "", next.meta.name, next.toJson(now), false, "status",
-          conditionsOf(next, now)};
+StatusWrite statusUpdate(ExtendedResource next, SystemTime now) {
+  std::string name = next.meta.name;
+  return {&resources::kExtendedResources, "", std::move(name),
+          WholeStatus<ExtendedResource>{std::move(next)}, now};
+}
+
+std::vector<Condition> writtenConditions(const StatusWrite& w) {
+  if (const auto* claim = writtenObject<ExtendedResourceClaim>(w)) {
+    return conditionsOf(*claim, w.now);
+  }
+  if (const auto* device = writtenObject<ExtendedResource>(w)) {
+    return conditionsOf(*device, w.now);
+  }
+  return {};
 }
 
 std::optional<Plan> planInvalidMark(const ExtendedResourceClaim& claim, SystemTime now) {
@@ -144,7 +125,7 @@ std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime n
 void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
                       const std::vector<Condition>& written, bool mayRewrite,
                       const std::function<StatusWrite()>& rewrite,
-                      const std::function<PlannedEvent()>& event) {
+                      const std::function<PlannedEvent(const StatusWrite&)>& event) {
   if (plan.verify || !deletionWaitUnannounced(meta, inUse, written)) {
     return;
   }
@@ -154,8 +135,8 @@ void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
   }
   // The write's own conditions tell: a release (no longer in use) or a finalizer patch (no
   // status) does not say it.
-  if (plan.write && saysDeletionWaiting(plan.write->conditions)) {
-    plan.events.push_back(event());
+  if (plan.write && saysDeletionWaiting(writtenConditions(*plan.write))) {
+    plan.events.push_back(event(*plan.write));
     if (plan.change == Change::kDeletionWaiting) {
       plan.why = plan.events.back().message;
     }
@@ -177,13 +158,11 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
   if (*on) {
     finalizers.push_back(finalizer);
   }
-  plan.write = StatusWrite{
-      &resource,
-      meta.ns,
-      meta.name,
-      {{"metadata", {{"resourceVersion", meta.resourceVersion}, {"finalizers", finalizers}}}},
-      true,
-      ""};
+  plan.write = StatusWrite{&resource,
+                           meta.ns,
+                           meta.name,
+                           FinalizersPatch{meta.resourceVersion, std::move(finalizers)},
+                           {}};
   plan.change = *on ? Change::kProtected : Change::kUnprotected;
   return true;
 }

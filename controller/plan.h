@@ -1,9 +1,9 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/event_recorder.h"
@@ -34,25 +34,60 @@ enum class Change {
 };
 const char* toString(Change change);
 
-// One write. An update of /status carries the whole object with the resourceVersion the plan
-// was made on, so a concurrent change fails with a Conflict and the reconcile re-decides; a
-// merge patch (mergePatch) touches only the fields it names, with the same precondition inside,
-// of /status or (subresource "") of the object itself.
+// The whole status of `next`, the object as the write leaves it: an update of /status carrying
+// the whole object with the resourceVersion the plan was made on, so a concurrent change fails
+// with a Conflict and the reconcile re-decides.
+template <typename Object>
+struct WholeStatus {
+  Object next;
+};
+// The Invalid mark of `next` (its reason and message, set or cleared) and the conditions its
+// status gives: a merge patch of /status naming only those fields, with the same precondition
+// inside (planInvalidMark).
+template <typename Object>
+struct InvalidMarkPatch {
+  Object next;
+};
+// The finalizers the object is to have: a merge patch of the object itself, with the same
+// precondition inside.
+struct FinalizersPatch {
+  std::string resourceVersion;
+  std::vector<std::string> finalizers;
+};
+// What a write sends, typed: the executor renders it (renderWrite) only as it sends it.
+using WriteContent = std::variant<WholeStatus<ExtendedResourceClaim>, WholeStatus<ExtendedResource>,
+                                  InvalidMarkPatch<ExtendedResourceClaim>,
+                                  InvalidMarkPatch<ExtendedResource>, FinalizersPatch>;
+
+// One write.
 struct StatusWrite {
   const Resource* resource = nullptr;
   std::string ns;
   std::string name;
-  nlohmann::json body;
-  bool mergePatch = false;
-  std::string subresource = "status";
-  // Our conditions as the body's status.conditions gives them, typed, for the plan's own
-  // decisions; none for a write of no status (a finalizer patch).
-  std::vector<Condition> conditions;
+  WriteContent content;
+  SystemTime now;  // the plan's time: stamps the written conditions' transitions
 };
 
 // The update of /status that writes `next`'s typed status with the conditions it gives.
-StatusWrite statusUpdate(const ExtendedResourceClaim& next, SystemTime now);
-StatusWrite statusUpdate(const ExtendedResource& next, SystemTime now);
+StatusWrite statusUpdate(ExtendedResourceClaim next, SystemTime now);
+StatusWrite statusUpdate(ExtendedResource next, SystemTime now);
+
+// The object of this kind whose status `w` writes, as the write leaves it (whole or its mark);
+// nullptr for a write of no status (a finalizer patch) or of the other kind.
+template <typename Object>
+const Object* writtenObject(const StatusWrite& w) {
+  if (const auto* whole = std::get_if<WholeStatus<Object>>(&w.content)) {
+    return &whole->next;
+  }
+  if (const auto* mark = std::get_if<InvalidMarkPatch<Object>>(&w.content)) {
+    return &mark->next;
+  }
+  return nullptr;
+}
+
+// Our conditions as `w` writes them (claimConditions, deviceConditions of its object at its
+// time), for the plan's own decisions; none for a write of no status.
+std::vector<Condition> writtenConditions(const StatusWrite& w);
 
 struct PlannedEvent {
   ObjectReference about;
@@ -107,13 +142,13 @@ std::optional<Plan> planInvalidMark(const ExtendedResource& device, SystemTime n
 // A deleting object in use says once why it stays (deletionWaitUnannounced): with nothing else
 // to write, `rewrite` (its status as it is, whose conditions then say DeletionWaiting) is
 // planned. The write that first turns its Allocated condition to DeletionWaiting
-// (saysDeletionWaiting of the write's typed conditions), that one or another status write of
-// the plan (holders leaving, Lost, a mark), carries `event()`. `mayRewrite` false: its status
+// (saysDeletionWaiting of writtenConditions), that one or another status write of the plan
+// (holders leaving, Lost, a mark), carries `event(write)`. `mayRewrite` false: its status
 // is not to be written back (it cannot be trusted).
 void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
                       const std::vector<Condition>& written, bool mayRewrite,
                       const std::function<StatusWrite()>& rewrite,
-                      const std::function<PlannedEvent()>& event);
+                      const std::function<PlannedEvent(const StatusWrite&)>& event);
 
 // With nothing else to write (one write per reconcile, each conditional on the version seen),
 // the protection finalizer's write when protectionChange calls for one; false when it does not.

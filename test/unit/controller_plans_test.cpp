@@ -4,6 +4,7 @@
 #include "controller/claim_plan.h"
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
+#include "controller/write_request.h"
 
 namespace ker {
 namespace {
@@ -107,11 +108,12 @@ TEST_F(ClaimPlanTest, ReleaseWritesPendingThenFreesWithItsOrigin) {
   holder.phase = "Succeeded";
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  EXPECT_FALSE(p.write->mergePatch);
-  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7") << "conditional on what was seen";
-  EXPECT_EQ(p.write->body["status"]["phase"], "Pending");
-  EXPECT_EQ(p.write->body["status"]["reason"], "Released");
-  EXPECT_FALSE(p.write->body["status"].contains("podRef"));
+  EXPECT_FALSE(renderWrite(*p.write).mergePatch);
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["resourceVersion"], "7")
+      << "conditional on what was seen";
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Pending");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "Released");
+  EXPECT_FALSE(renderWrite(*p.write).body["status"].contains("podRef"));
   EXPECT_EQ(p.change, Change::kReleased);
   EXPECT_EQ(p.cause, ReleaseCause::kPodFinished);
   ASSERT_TRUE(p.frees);
@@ -143,11 +145,12 @@ TEST_F(SharedClaimPlanTest, AHolderThatGoesLeavesTheHoldersAndTheDevicesStay) {
   holder.phase = "Succeeded";
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7") << "conditional on what was seen";
-  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
-  EXPECT_EQ(p.write->body["status"]["holders"],
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["resourceVersion"], "7")
+      << "conditional on what was seen";
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Bound");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["holders"],
             nlohmann::json::parse(R"([{"name": "q", "uid": "uid-q"}])"));
-  EXPECT_EQ(p.write->body["status"]["extendedResourceNames"], nlohmann::json({"d0"}));
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["extendedResourceNames"], nlohmann::json({"d0"}));
   EXPECT_EQ(p.change, Change::kHoldersLeft);
   EXPECT_EQ(p.cause, ReleaseCause::kPodFinished);
   EXPECT_FALSE(p.frees);
@@ -161,8 +164,8 @@ TEST_F(SharedClaimPlanTest, TheLastHolderGoingReleasesAndTellsEveryHolder) {
   second.phase = "Failed";
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  EXPECT_EQ(p.write->body["status"]["phase"], "Pending");
-  EXPECT_FALSE(p.write->body["status"].contains("holders"));
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Pending");
+  EXPECT_FALSE(renderWrite(*p.write).body["status"].contains("holders"));
   EXPECT_EQ(p.change, Change::kReleased);
   ASSERT_TRUE(p.frees);
   EXPECT_EQ(p.frees->names, std::vector<std::string>{"d0"});
@@ -193,8 +196,8 @@ TEST_F(ClaimPlanTest, AnInvalidClaimReleasedKeepsSayingWhy) {
   markedInvalid("spec.metadataRequirements: expected an object");
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  EXPECT_EQ(p.write->body["status"]["reason"], "Invalid");
-  EXPECT_EQ(p.write->body["status"]["message"], claim.invalid);
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "Invalid");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["message"], claim.invalid);
   EXPECT_EQ(p.change, Change::kReleased);
 }
 
@@ -202,12 +205,12 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   claim.invalid = "spec.extendedResourceNum: expected an integer";
   Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  EXPECT_TRUE(p.write->mergePatch);
-  nlohmann::json status = p.write->body["status"];
+  EXPECT_TRUE(renderWrite(*p.write).mergePatch);
+  nlohmann::json status = renderWrite(*p.write).body["status"];
   const auto conditions = readConditions(status);
   status.erase("conditions");
   EXPECT_EQ(status, nlohmann::json({{"reason", "Invalid"}, {"message", claim.invalid}}));
-  EXPECT_EQ(p.write->body["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["resourceVersion"], "7");
   EXPECT_EQ(p.change, Change::kMarkedInvalid);
   EXPECT_EQ(eventReasons(p), std::vector<std::string>{"ExtendedResourceClaim/Invalid"});
   // Its conditions come in the same write: still Bound to its pod.
@@ -219,9 +222,9 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   claim.phaseWritten = false;
   claim.makePending();
   p = planClaim(in);
-  EXPECT_EQ(p.write->body["status"]["phase"], "Pending")
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Pending")
       << "a claim without a phase gets one as it is marked";
-  const auto pending = readConditions(p.write->body["status"]);
+  const auto pending = readConditions(renderWrite(*p.write).body["status"]);
   ASSERT_TRUE(findCondition(pending, ConditionType::kAllocated));
   EXPECT_EQ(findCondition(pending, ConditionType::kAllocated)->reason, ConditionReason::kInvalid)
       << "a Pending claim cannot be allocated while invalid";
@@ -241,7 +244,7 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kValidAgain);
-  status = p.write->body["status"];
+  status = renderWrite(*p.write).body["status"];
   EXPECT_EQ(readConditions(status), claimConditions(claimBoundTo("uid-p"), {}, in.now));
   status.erase("conditions");
   EXPECT_EQ(status, nlohmann::json({{"reason", nullptr}, {"message", nullptr}}));
@@ -254,7 +257,7 @@ TEST_F(ClaimPlanTest, TheInvalidMarkKeepsTheConditionsOfOthers) {
       {"type": "Allocated", "status": "False", "reason": "Pending"}]}})");
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
-  const nlohmann::json& list = p.write->body["status"]["conditions"];
+  const nlohmann::json list = renderWrite(*p.write).body["status"]["conditions"];
   ASSERT_EQ(list.size(), 3u) << list.dump();
   EXPECT_EQ(list[0]["type"], "Allocated");
   EXPECT_EQ(list[0]["status"], "True");
@@ -275,9 +278,10 @@ TEST_F(ClaimPlanTest, LostDevicesNameTheReasonAndWarnTheHolder) {
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kClaimLost);
-  EXPECT_EQ(p.write->body["status"]["phase"], "Lost");
-  EXPECT_EQ(p.write->body["status"]["reason"], "ExtendedResourceLost: d0");
-  EXPECT_EQ(p.write->body["status"]["lostExtendedResourceNames"], nlohmann::json({"d0"}));
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Lost");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "ExtendedResourceLost: d0");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["lostExtendedResourceNames"],
+            nlohmann::json({"d0"}));
   EXPECT_EQ(eventReasons(p),
             (std::vector<std::string>{"ExtendedResourceClaim/Lost", "Pod/ClaimLost"}));
 }
@@ -338,9 +342,9 @@ TEST_F(DevicePlanTest, RebindReadsTheClaimLiveFirst) {
   p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kDeviceRebound);
-  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
-  EXPECT_EQ(p.write->body["status"]["reason"], "Rebound");
-  EXPECT_EQ(p.write->body["status"]["claimRef"]["uid"], "uid-c");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Bound");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "Rebound");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["claimRef"]["uid"], "uid-c");
 }
 
 TEST_F(DevicePlanTest, NoRebindToAClaimReleasedMeanwhile) {
@@ -364,7 +368,7 @@ TEST_F(DevicePlanTest, FreedOrphanAndFirstStatusClearTheReleaseOrigin) {
   Plan p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kDeviceInitialized);
-  nlohmann::json status = p.write->body["status"];
+  nlohmann::json status = renderWrite(*p.write).body["status"];
   EXPECT_EQ(status["conditions"][0]["reason"], "Available");  // the rest: conditions_test.cpp
   status.erase("conditions");
   EXPECT_EQ(status, nlohmann::json({{"phase", "Available"}}));
@@ -376,9 +380,9 @@ TEST_F(DevicePlanTest, FreedOrphanAndFirstStatusClearTheReleaseOrigin) {
   p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kDeviceFreed);
-  EXPECT_EQ(p.write->body["status"]["reason"], "Orphaned");
-  EXPECT_FALSE(p.write->body["status"].contains("releasedFrom"));
-  EXPECT_FALSE(p.write->body["status"].contains("claimRef"));
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "Orphaned");
+  EXPECT_FALSE(renderWrite(*p.write).body["status"].contains("releasedFrom"));
+  EXPECT_FALSE(renderWrite(*p.write).body["status"].contains("claimRef"));
 }
 
 TEST_F(DevicePlanTest, InvalidDeviceIsMarkedAndNeverRepaired) {
@@ -387,14 +391,14 @@ TEST_F(DevicePlanTest, InvalidDeviceIsMarkedAndNeverRepaired) {
   device.claimRef = ClaimRef{"default", "gone", "uid-gone"};
   Plan p = planDevice(in);
   ASSERT_TRUE(p.write);
-  EXPECT_TRUE(p.write->mergePatch);
+  EXPECT_TRUE(renderWrite(*p.write).mergePatch);
   EXPECT_EQ(p.change, Change::kMarkedInvalid);
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].reason, "Invalid");
   EXPECT_EQ(p.events[0].about.kind, "ExtendedResource");
   device.reason = "Invalid";
   device.message = device.invalid;
-  device.conditions = readConditions(p.write->body["status"]);
+  device.conditions = readConditions(renderWrite(*p.write).body["status"]);
   EXPECT_EQ(device.conditions, deviceConditions(device, {}, in.now))
       << "the mark's conditions are those of the marked status";
   in.view.claimLive = true;
@@ -449,10 +453,11 @@ TEST_F(ProtectionPlanTest, EveryClaimGetsTheFinalizerOnceNothingElseIsToBeWritte
   Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kProtected);
-  EXPECT_TRUE(p.write->mergePatch);
-  EXPECT_EQ(p.write->subresource, "") << "finalizers are metadata of the object itself";
-  EXPECT_EQ(p.write->body, nlohmann::json::parse(
-                               R"({"metadata": {"resourceVersion": "7",
+  EXPECT_TRUE(renderWrite(*p.write).mergePatch);
+  EXPECT_EQ(renderWrite(*p.write).subresource, "")
+      << "finalizers are metadata of the object itself";
+  EXPECT_EQ(renderWrite(*p.write).body, nlohmann::json::parse(
+                                            R"({"metadata": {"resourceVersion": "7",
                                    "finalizers": ["extendedresource.io/claim-protection"]}})"));
   claim.meta.finalizers = {"other", kClaimProtectionFinalizer};
   EXPECT_FALSE(planClaim(in).write) << "on already";
@@ -468,10 +473,10 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   Plan p = planClaim(in);
   ASSERT_TRUE(p.write) << "its pod runs on: the finalizer stays, and the status says why";
   EXPECT_EQ(p.change, Change::kDeletionWaiting);
-  EXPECT_FALSE(p.write->mergePatch);
-  EXPECT_FALSE(p.write->body["metadata"].contains("finalizers"));
-  EXPECT_EQ(p.write->body["status"]["phase"], "Bound") << "nothing else changes";
-  const auto written = readConditions(p.write->body["status"]);
+  EXPECT_FALSE(renderWrite(*p.write).mergePatch);
+  EXPECT_FALSE(renderWrite(*p.write).body["metadata"].contains("finalizers"));
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Bound") << "nothing else changes";
+  const auto written = readConditions(renderWrite(*p.write).body["status"]);
   const Condition* allocated = findCondition(written, ConditionType::kAllocated);
   ASSERT_TRUE(allocated);
   EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
@@ -491,7 +496,7 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kUnprotected);
-  EXPECT_EQ(p.write->body["metadata"]["finalizers"], nlohmann::json({"other"}))
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["finalizers"], nlohmann::json({"other"}))
       << "only its own finalizer goes";
 }
 
@@ -504,7 +509,8 @@ TEST_F(ProtectionPlanTest, AnotherStatusWriteOfADeletingClaimSaysWhyItWaitsOnce)
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kClaimLost) << "the Lost write is the one that says it";
   EXPECT_EQ(
-      findCondition(readConditions(p.write->body["status"]), ConditionType::kAllocated)->reason,
+      findCondition(readConditions(renderWrite(*p.write).body["status"]), ConditionType::kAllocated)
+          ->reason,
       ConditionReason::kDeletionWaiting);
   EXPECT_EQ(eventReasons(p),
             (std::vector<std::string>{"ExtendedResourceClaim/Lost", "Pod/ClaimLost",
@@ -533,20 +539,20 @@ TEST_F(ProtectionPlanTest, TheInvalidMarkOfADeletingClaimSaysWhyItWaitsOnce) {
 
   claim.reason = "Invalid";
   claim.message = claim.invalid;
-  claim.conditions = readConditions(p.write->body["status"]);
+  claim.conditions = readConditions(renderWrite(*p.write).body["status"]);
   p = planClaim(in);
   EXPECT_FALSE(p.write) << "marked, and said once";
   EXPECT_TRUE(p.events.empty()) << "said once";
 }
 
-// The conditions a write carries, typed, for the plan's own decisions are exactly those its body
-// writes; a write of no status carries none.
+// The conditions a write carries, typed, for the plan's own decisions are exactly those its
+// rendered body writes; a write of no status carries none.
 void expectWriteWithItsConditions(const Plan& p, Change change) {
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, change);
-  const nlohmann::json& body = p.write->body;
+  const nlohmann::json body = renderWrite(*p.write).body;
   const auto status = body.find("status");
-  EXPECT_EQ(p.write->conditions,
+  EXPECT_EQ(writtenConditions(*p.write),
             status == body.end() ? std::vector<Condition>{} : readConditions(*status))
       << body.dump();
 }
@@ -604,9 +610,10 @@ TEST_F(ProtectionPlanTest, ADeviceBeingDeletedIsLostToItsClaimButNotRecovered) {
   Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kClaimLost);
-  EXPECT_NE(p.write->body["status"]["message"].get<std::string>().find("d0 is being deleted"),
+  EXPECT_NE(renderWrite(*p.write).body["status"]["message"].get<std::string>().find(
+                "d0 is being deleted"),
             std::string::npos)
-      << p.write->body.dump();
+      << renderWrite(*p.write).body.dump();
 
   claim.phase = ClaimPhase::kLost;
   claim.allocated.clear();
@@ -660,7 +667,7 @@ TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   const Plan p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kUnprotected);
-  EXPECT_EQ(p.write->body["metadata"]["finalizers"], nlohmann::json::array());
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["finalizers"], nlohmann::json::array());
 
   device.meta.deleting = false;
   device.meta.finalizers.clear();
@@ -681,10 +688,11 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
   Plan p = planDevice(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kDeletionWaiting);
-  EXPECT_FALSE(p.write->mergePatch) << "the status as it is, its conditions saying why";
-  EXPECT_EQ(p.write->body["status"]["phase"], "Bound");
-  EXPECT_EQ(p.write->body["status"]["claimRef"]["name"], "c");
-  const auto written = readConditions(p.write->body["status"]);
+  EXPECT_FALSE(renderWrite(*p.write).mergePatch)
+      << "the status as it is, its conditions saying why";
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Bound");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["claimRef"]["name"], "c");
+  const auto written = readConditions(renderWrite(*p.write).body["status"]);
   const Condition* allocated = findCondition(written, ConditionType::kAllocated);
   ASSERT_TRUE(allocated);
   EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
