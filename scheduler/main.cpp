@@ -34,13 +34,16 @@ int main(int argc, char** argv) {
   auto* scoring = flags.addString("scoring", "binpack",
                                   "binpack: prefer nodes left with the fewest matching free "
                                   "devices; spread: the most");
-  auto* maxBody = flags.addInt("max-body-bytes", 64 << 20, "largest request body accepted");
+  // The defaults are ExtenderConfig's, so they have one home.
+  const ker::ExtenderConfig defaults;
+  auto* maxBody = flags.addInt("max-body-bytes", static_cast<int64_t>(defaults.maxBodyBytes),
+                               "largest request body accepted");
   auto* httpThreads = flags.addInt(
-      "http-threads", 64,
+      "http-threads", static_cast<int64_t>(defaults.threads),
       "threads serving the verbs, each holding one connection (kube-scheduler opens one per "
       "bind in flight): the most binds served at once (1 to 1024)");
   auto* bindDeadline =
-      flags.addDuration("bind-deadline", std::chrono::seconds(30),
+      flags.addDuration("bind-deadline", defaults.bindDeadline,
                         "a bind starts no write after this, and calls in flight are cut off; "
                         "keep it below the controller's --device-orphan-grace-period (45s)");
   auto* requiredPlugin = flags.addString(
