@@ -691,6 +691,17 @@ int run(const Config& cfg) {
   out["api_requests"] = total;
   out["api_requests_per_pod"] = total / pods;
   out["api_requests_by_kind"] = byKind;
+  // The refused ones among them (conflicts above all: a write from a stale cache), by code.
+  ojson refused = ojson::object();
+  for (const auto& [k, n] :
+       counterGrowth(before.apiserver, after.apiserver, "apiserver_request_total",
+                     {"verb", "resource", "subresource", "code"})) {
+    const size_t codeAt = k.rfind(' ');
+    if (codeAt != std::string::npos && k.compare(codeAt + 1, 1, "4") == 0) {
+      refused[k] = n;
+    }
+  }
+  out["api_requests_refused_by_kind"] = refused;
   ojson cpu = ojson::object();
   ojson cpuPerPod = ojson::object();
   for (const auto& [proc, s] : after.cpu) {
