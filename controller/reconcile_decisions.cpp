@@ -280,7 +280,8 @@ Decision decideDevice(const DeviceView& v) {
   const ExtendedResource& d = *v.device;
   for (const ExtendedResourceClaim* c : v.listedBy) {
     if (bindsBackTo(d, *c)) {
-      return {RebindDevice{c}, std::nullopt};
+      return afterGrace(v.now, v.suspectSince, v.rebindDelay, true, LiveRead::kRebindClaim,
+                        RebindDevice{c});
     }
   }
   if (!d.phaseWritten) {

@@ -24,6 +24,12 @@ struct ReconcilerOptions {
   // bind in flight writes its devices first, but only until its deadline (the extender's
   // --bind-deadline, 30 s), so this wait is shorter. The smaller of the two applies.
   Millis deviceOrphanGrace{std::chrono::seconds(45)};
+  // How long an Available device that a Bound claim lists waits before it is bound back. Every
+  // bind shows the controller that state for a moment when the claim's event overtakes the
+  // device's (the extender writes the device first; the two watches are separate streams), and
+  // a rebind from that stale view only loses a conflict. The extender offers no device a Bound
+  // claim lists meanwhile, and a claim waits the grace for its device to come back.
+  Millis rebindDelay{std::chrono::seconds(2)};
   std::string schedulerName = "extended-resource-scheduler";
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod

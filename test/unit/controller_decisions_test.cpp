@@ -477,6 +477,32 @@ TEST_F(DeviceDecisionTest, ADeviceThisClaimsReleaseFreedIsNotBoundBackOnAStaleCa
   as<action::RebindDevice>(decideDevice(view));
 }
 
+// A bind writes the device before the claim, and the two watches are separate streams: the
+// controller may see the claim Bound while its device still reads Available. It waits for the
+// device's own event rather than write over it from that stale copy.
+TEST_F(DeviceDecisionTest, ADeviceABoundClaimListsWaitsTheRebindDelayBeforeItIsBoundBack) {
+  claim = boundClaim({"d0"}, "p");
+  device = availableDevice("d0");
+  device.phaseWritten = true;
+  view.claim = nullptr;
+  view.listedBy = {&claim};
+  view.rebindDelay = 2s;
+  const Decision first = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(first).remaining, 2s);
+  ASSERT_TRUE(first.suspectSince);
+  EXPECT_EQ(*first.suspectSince, view.now);
+  view.suspectSince = first.suspectSince;
+  view.now += 1500ms;
+  EXPECT_EQ(as<action::WaitGrace>(decideDevice(view)).remaining, 500ms);
+  view.now += 500ms;
+  EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
+  // Once the device's event shows it Bound to the claim, nothing is left to do.
+  view.claim = &claim;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid};
+  as<action::Nothing>(decideDevice(view));
+}
+
 TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
   device = availableDevice("d0");
   device.phaseWritten = false;

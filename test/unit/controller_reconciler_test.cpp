@@ -583,6 +583,9 @@ TEST_F(ReconcilerTest, DeviceSetAvailableByHandUnderARunningPodIsBoundBack) {
     }
     api.updateStatus(resources::kExtendedResources, "", d0);
     caches.load(api);
+    EXPECT_EQ(reconciler->reconcileDevice("d0").requeueAfter, ReconcilerOptions{}.rebindDelay);
+    EXPECT_EQ(device("d0")["status"]["phase"], "Available") << "a bind in flight looks the same";
+    now += ReconcilerOptions{}.rebindDelay;
     EXPECT_EQ(reconciler->reconcileDevice("d0").status, Status::kDone);
     EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << keepRef;
     EXPECT_EQ(device("d0")["status"]["claimRef"]["uid"], claimUid);
@@ -659,6 +662,13 @@ TEST_F(ReconcilerTest, DeletedDeviceRecreatedGoesBackToItsLostClaim) {
   recreated.erase("status");
   api.seed(resources::kExtendedResources, recreated);
   caches.load(api);
+  // It waits a moment first: a bind in flight shows the same state until the device's event.
+  const auto before = settledResourceVersion();
+  const ReconcileResult waiting = reconciler->reconcileDevice("d1");
+  EXPECT_EQ(waiting.status, Status::kDone);
+  EXPECT_EQ(waiting.requeueAfter, ReconcilerOptions{}.rebindDelay);
+  expectUntouched(before);
+  now += ReconcilerOptions{}.rebindDelay;
   EXPECT_EQ(reconciler->reconcileDevice("d1").status, Status::kDone);
   auto d1 = device("d1")["status"];
   EXPECT_EQ(d1["phase"], "Bound");
@@ -689,7 +699,8 @@ TEST_F(ReconcilerTest, DeletedDeviceRecreatedGoesBackToItsLostClaim) {
   expectUntouched(rv);
 }
 
-// Recreated before the controller saw it gone: bound back at once, the claim never Lost.
+// Recreated before the controller saw it gone: bound back after the rebind delay, the claim
+// never Lost.
 TEST_F(ReconcilerTest, DeviceRecreatedUnderABoundClaimIsBoundBackToIt) {
   seedBoundCluster();
   api.remove(resources::kExtendedResources, "", "d1");
@@ -697,6 +708,8 @@ TEST_F(ReconcilerTest, DeviceRecreatedUnderABoundClaimIsBoundBackToIt) {
   recreated.erase("status");
   api.seed(resources::kExtendedResources, recreated);
   caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("d1").requeueAfter, ReconcilerOptions{}.rebindDelay);
+  now += ReconcilerOptions{}.rebindDelay;
   reconciler->reconcileDevice("d1");
   EXPECT_EQ(device("d1")["status"]["phase"], "Bound");
   caches.load(api);
