@@ -153,10 +153,10 @@ struct DeviceView {
 
 // A device without a status becomes Available, or Bound to the Bound or Lost claim that lists
 // a device of that name and resource, as does an Available one once that has lasted
-// rebindDelay. A Bound device whose claim (that
-// UID) no longer exists is freed once a live read confirms it. A Bound device its claim does not
-// list is freed only after that has lasted the grace period (unless releasedWithClaim), because the
-// extender writes devices before the claim and so passes through that state on every bind.
+// rebindDelay. A Bound device whose claim (that UID) no longer exists is freed once a live read
+// confirms it. A Bound device its claim does not list is freed only after that has lasted the
+// grace period (unless releasedWithClaim), because the extender writes devices before the claim
+// and so passes through that state on every bind.
 Decision decideDevice(const DeviceView& v);
 
 // "a, b, c": device names in messages and reasons.
