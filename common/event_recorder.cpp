@@ -30,8 +30,10 @@ EventRecorder::~EventRecorder() {
 
 void EventRecorder::start() {
   std::lock_guard lock(mu_);
-  if (!thread_.joinable() && !stopping_) {
-    thread_ = std::thread([this] { run(); });
+  if (threads_.empty() && !stopping_) {
+    for (size_t i = 0; i < std::max<size_t>(opts_.posters, 1); ++i) {
+      threads_.emplace_back([this] { run(); });
+    }
   }
 }
 
@@ -44,14 +46,16 @@ void EventRecorder::stop() {
   }
   wake_.notify_all();
   idle_.notify_all();
-  if (thread_.joinable()) {
-    thread_.join();
+  for (auto& t : threads_) {
+    if (t.joinable()) {
+      t.join();
+    }
   }
 }
 
 bool EventRecorder::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  return idle_.wait_for(lock, timeout, [this] { return queue_.empty() && !posting_; });
+  return idle_.wait_for(lock, timeout, [this] { return queue_.empty() && posting_ == 0; });
 }
 
 void EventRecorder::record(const ObjectReference& object, EventType type, const std::string& reason,
@@ -125,7 +129,7 @@ void EventRecorder::run() {
       }
       next = std::move(queue_.front());
       queue_.pop_front();
-      posting_ = true;
+      posting_++;
     }
     const std::string name = uniqueName(next.object.name, next.at);
     const auto event = buildEvent(next.object, next.type, next.reason, next.message, next.at, name);
@@ -140,7 +144,7 @@ void EventRecorder::run() {
     }
     {
       std::lock_guard lock(mu_);
-      posting_ = false;
+      posting_--;
     }
     idle_.notify_all();
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/api_client.h"
 #include "common/clocks.h"
@@ -36,6 +37,10 @@ struct EventRecorderOptions {
   std::string component = "extended-resource-controller";  // source.component
   std::string instance;                                    // reportingInstance, e.g. host name
   size_t queueSize = 1000;
+  // Threads posting at once. One keeps each object's events in the order recorded; more keep
+  // up with bursts (a post is one round trip to the API server), and the events' timestamps
+  // still give their order.
+  size_t posters = 1;
   SystemClock clock = std::chrono::system_clock::now;
 };
 
@@ -45,8 +50,8 @@ struct EventRecorderStats {
   std::atomic<uint64_t> failed{0};   // the API refused or could not be reached
 };
 
-// Posts core/v1 Events from one background thread, so recording never blocks a reconcile: a
-// full queue drops the event (counted) and a failed post is logged, never fatal.
+// Posts core/v1 Events from background threads, so recording never blocks a reconcile: a full
+// queue drops the event (counted) and a failed post is logged, never fatal.
 class EventRecorder {
  public:
   EventRecorder(ApiClient& api, EventRecorderOptions opts = {});
@@ -89,10 +94,10 @@ class EventRecorder {
   std::condition_variable idle_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
-  bool posting_ = false;
+  size_t posting_ = 0;     // posts in flight
   int64_t lastNanos_ = 0;  // keeps generated names unique within the process
   EventRecorderStats stats_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace ker

@@ -40,8 +40,11 @@ struct ControllerApp::Impl {
                [&] {
                  EventRecorderOptions o;
                  o.instance = electionConfig.identity;
-                 // Room for a mass release (an event per claim) posted by one thread.
+                 // Room for a mass release or a burst of binds (an event per claim), and
+                 // posters enough for them: with one, a 500-pod burst left most of its
+                 // claims' Bound events queued for seconds after the pods were bound.
                  o.queueSize = 10000;
+                 o.posters = 4;
                  return o;
                }()),
         pods(api, resources::kPods),

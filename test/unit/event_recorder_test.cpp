@@ -91,6 +91,35 @@ TEST(EventRecorderTest, NamesStayUniqueForEventsAtTheSameInstant) {
   EXPECT_EQ(r.stats().failed, 0u);
 }
 
+// Several posters: each event is posted once, under a name of its own, and flush waits for
+// the posts still in flight as well as the queue.
+TEST(EventRecorderTest, SeveralPostersPostEveryEventOnce) {
+  FakeApiClient api;
+  EventRecorderOptions o = options(1000);
+  o.posters = 4;
+  EventRecorder r(api, o);
+  r.start();
+  constexpr int kEvents = 200;
+  for (int i = 0; i < kEvents; ++i) {
+    r.record(referenceTo(claim()), EventType::kNormal, "Bound", std::to_string(i));
+  }
+  ASSERT_TRUE(r.flush(5s));
+  const auto list = events(api, "team");
+  ASSERT_EQ(list.size(), static_cast<size_t>(kEvents));
+  std::set<std::string> names;
+  std::set<std::string> messages;
+  for (const auto& e : list) {
+    names.insert(e["metadata"]["name"].get<std::string>());
+    messages.insert(e["message"].get<std::string>());
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(messages.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(r.stats().sent, static_cast<uint64_t>(kEvents));
+  r.stop();
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "after stop");
+  EXPECT_EQ(r.stats().dropped, 1u);
+}
+
 TEST(EventRecorderTest, AFullQueueDropsInsteadOfBlocking) {
   FakeApiClient api;
   EventRecorder r(api, options(2));
