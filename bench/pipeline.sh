@@ -18,6 +18,9 @@
 #     --extender-flag F  one more flag for the extender, e.g. --extender-flag --http-threads=16
 #                        (repeatable)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
+#     --writes N         status writes per kind in the write-cost stage (default 1000)
+#     --no-write-cost    skip the write-cost stage (kube-apiserver's CPU per status write of a
+#                        device, a claim and a pod, once per size before the runs)
 #     --out-dir DIR      where the results go (default bench/results)
 #     -h, --help
 #
@@ -36,7 +39,7 @@ extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims,templates scoring=''
-timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=()
+timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=() writes=1000 write_cost=true
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
 die() {
@@ -58,6 +61,8 @@ while (($#)); do
   --percentage) percentage=${2:?} && shift ;;
   --extender-flag) extender_flags+=("${2:?}") && shift ;;
   --timeout) timeout=${2:?} && shift ;;
+  --writes) writes=${2:?} && shift ;;
+  --no-write-cost) write_cost=false ;;
   --out-dir) out_dir=${2:?} && shift ;;
   -h | --help) usage && exit 0 ;;
   *) die "unknown option '$1' (try --help)" ;;
@@ -68,6 +73,7 @@ done
 [[ -z "$pods" || "$pods" =~ ^[1-9][0-9]*$ ]] || die "--pods must be a positive number"
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
+[[ "$writes" =~ ^[1-9][0-9]*$ ]] || die "--writes must be a positive number"
 check_percentage_of_nodes_to_score --percentage "$percentage"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
 [[ "$variants" =~ ^(extender|dra|no-claims|templates)(,(extender|dra|no-claims|templates))*$ ]] ||
@@ -85,7 +91,8 @@ bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ker-pipeline.XXXXXX")
 cp_dir=$work/controlplane
 runs_dir=$work/runs
-mkdir -p "$runs_dir"
+write_cost_dir=$work/write-cost
+mkdir -p "$runs_dir" "$write_cost_dir"
 extender_pid='' controller_pid='' bench_pid=''
 
 stop_pid() { # pid name: TERM, up to 20 s, then KILL
@@ -204,6 +211,13 @@ start_components() {
   log "extender (pid $extender_pid) at $extender_url, controller (pid $controller_pid) ready"
 }
 
+# Stops the extender and the controller (the write-cost stage runs without them).
+stop_components() {
+  stop_pid "$extender_pid" extender
+  stop_pid "$controller_pid" controller
+  extender_pid='' controller_pid=''
+}
+
 # Two kube-schedulers with the same client QPS: "ext" is deploy/'s profile (extender with
 # filter, prioritize and bind, nodeCacheCapable, percentageOfNodesToScore --percentage), "plain" the
 # default profile with kube-scheduler's defaults (DRA and the no-claims pods).
@@ -224,7 +238,8 @@ report() {
   cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   note="Kubernetes $k8s_version, $(nproc) cores ($cpu_model), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); scoring ${scoring:-binpack (default)}; extender profile percentageOfNodesToScore $percentage${extender_flags[*]+; extender flags ${extender_flags[*]}}; $(date -u +%FT%TZ)"
   mkdir -p "$out_dir"
-  run_bench --mode report --runs-dir "$runs_dir" --out-dir "$out_dir" --note "$note"
+  run_bench --mode report --runs-dir "$runs_dir" --write-cost-dir "$write_cost_dir" \
+    --out-dir "$out_dir" --note "$note"
 }
 
 seq_no=0
@@ -234,6 +249,22 @@ for n in "${size_list[@]}"; do
   p=${pods:-$n}
   log "cluster of $n nodes"
   run_bench --mode setup --env-file "$env_file" --nodes "$n"
+  if $write_cost; then
+    # Neither the extender nor the controller may run: the controller would undo the stage's
+    # writes, and their watches would add their fan-out to the figures. No kube-scheduler runs
+    # here either (each QPS setting stops its own).
+    if $started; then
+      stop_components
+      started=false
+    fi
+    log "nodes $n: kube-apiserver's CPU per status write, $writes writes per kind"
+    run_bench --mode write-cost --env-file "$env_file" --nodes "$n" --writes "$writes" \
+      --namespace pipe-write-cost --quiet-timeout "$(quiet_timeout "$n")" \
+      --out "$(printf '%s/%06d.json' "$write_cost_dir" "$n")" || {
+      failed_runs=$((failed_runs + 1))
+      log "the write-cost stage did not complete; see its log above"
+    }
+  fi
   if ! $started; then
     start_components
     started=true

@@ -1,12 +1,15 @@
 // pipeline_bench: the whole scheduling pipeline on a real control plane, pod creation to
 // PodScheduled, for this project's scheduler profile, Kubernetes DRA, pods without device
 // requests and pods of a ReplicaSet whose claims are made from a template. bench/pipeline.sh
-// starts the processes and calls the three modes of this program:
+// starts the processes and calls the four modes of this program:
 //   --mode setup   creates the nodes, their devices (ExtendedResources and ResourceSlices) and
 //                  the DeviceClass, growing the cluster in place
 //   --mode run     one variant once: claims (or a template), then pods (or a ReplicaSet) timed
 //                  until every one is scheduled, metrics and CPU before and after, then cleans
 //                  up; writes one JSON file
+//   --mode write-cost  kube-apiserver's and etcd's CPU per status write of a device, a claim
+//                  and a pod, objects of its own written in turn; run while neither the
+//                  extender nor the controller is up; writes one JSON file
 //   --mode report  medians over the runs' files, the targets, pipeline-latest.{json,md}
 // See bench/README.md.
 #include <sys/types.h>
@@ -33,6 +36,7 @@
 #include "bench/pipeline_summary.h"
 #include "bench/process_usage.h"
 #include "bench/prom_text.h"
+#include "bench/write_cost.h"
 #include "common/api_error.h"
 #include "common/flags.h"
 #include "common/kube_client.h"
@@ -68,6 +72,8 @@ struct Config {
   std::chrono::milliseconds settle{2s};
   std::chrono::milliseconds quietTimeout{300s};
   bool protection = true;  // the controller puts protection finalizers (its default)
+  size_t writes = 1000;    // status writes per kind (write-cost)
+  std::string writeCostDir;
   std::string note;
 };
 
@@ -749,7 +755,179 @@ int run(const Config& cfg) {
   return scheduled < cfg.pods ? 3 : 0;
 }
 
+// ---- write-cost --------------------------------------------------------------------------
+
+// Deletes what the write-cost stage makes and waits until it is gone, so no later run counts
+// it (the device is cluster-scoped: the namespace does not take it along).
+void removeWriteCostObjects(ApiClient& api, const writecost::Targets& t,
+                            std::chrono::milliseconds timeout) {
+  DeleteOptions now;
+  now.gracePeriodSeconds = 0;
+  auto gone = [&](const Resource& res, const std::string& ns, const std::string& name) {
+    try {
+      api.get(res, ns, name);
+      return false;
+    } catch (const ApiError& e) {
+      if (e.isNotFound()) {
+        return true;
+      }
+      throw;
+    }
+  };
+  auto remove = [&](const Resource& res, const std::string& ns, const std::string& name) {
+    try {
+      api.remove(res, ns, name, now);
+    } catch (const ApiError& e) {
+      if (!e.isNotFound()) {
+        throw;
+      }
+    }
+  };
+  remove(ker::resources::kPods, t.ns, t.pod);
+  remove(ker::resources::kExtendedResourceClaims, t.ns, t.claim);
+  remove(ker::resources::kExtendedResources, "", t.device);
+  remove(ker::resources::kNamespaces, "", t.ns);
+  const auto deadline = Clock::now() + timeout;
+  while (!(gone(ker::resources::kExtendedResources, "", t.device) &&
+           gone(ker::resources::kNamespaces, "", t.ns))) {
+    if (Clock::now() >= deadline) {
+      throw std::runtime_error("the write-cost objects (device " + t.device + ", namespace " +
+                               t.ns + ") were not gone in time");
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+}
+
+// N sequential status writes of one object, each carrying the previous reply's
+// resourceVersion, with kube-apiserver's and etcd's CPU and the wall time around them.
+writecost::Measured measureWrites(ApiClient& api, writecost::Kind kind, const writecost::Targets& t,
+                                  json current, size_t writes, int apiserverPid, int etcdPid) {
+  using writecost::Kind;
+  const Resource& res = kind == Kind::kDevice  ? ker::resources::kExtendedResources
+                        : kind == Kind::kClaim ? ker::resources::kExtendedResourceClaims
+                                               : ker::resources::kPods;
+  const std::string ns = kind == Kind::kDevice ? "" : t.ns;
+  const std::string name = kind == Kind::kDevice  ? t.device
+                           : kind == Kind::kClaim ? t.claim
+                                                  : t.pod;
+  // A conflict means another client writes the object: a few are retried from a fresh read,
+  // more end the stage, since its figures would then include that client's writes.
+  constexpr size_t kMaxConflicts = 10;
+  writecost::Measured m;
+  m.kind = kind;
+  const double apiserver0 = cpuSeconds(apiserverPid);
+  const double etcd0 = cpuSeconds(etcdPid);
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < writes;) {
+    const json body = writecost::nextStatus(kind, t, current, i, std::chrono::system_clock::now());
+    try {
+      current = api.updateStatus(res, ns, body);
+    } catch (const ApiError& e) {
+      if (!e.isConflict() || ++m.conflicts > kMaxConflicts) {
+        throw std::runtime_error(std::string(writecost::kindName(kind)) + " status write " +
+                                 std::to_string(i) + " failed (" + std::to_string(m.conflicts) +
+                                 " conflicts; is another client writing it, such as the "
+                                 "controller?): " +
+                                 e.what());
+      }
+      current = api.get(res, ns, name);
+      continue;
+    }
+    // The last write of each state: the object as the API server returns it.
+    if (i + 2 >= writes) {
+      m.bytes[writecost::stateOf(kind, i)] = current.dump().size();
+    }
+    ++i;
+    ++m.writes;
+  }
+  m.wallSeconds = since(t0);
+  m.apiserverSeconds = cpuSeconds(apiserverPid) - apiserver0;
+  m.etcdSeconds = cpuSeconds(etcdPid) - etcd0;
+  return m;
+}
+
+// What one status write of a device, a claim and a pod costs kube-apiserver and etcd, measured
+// while neither the extender nor the controller runs (pipeline.sh sees to that): the
+// controller would undo these writes, and the figures are the writes alone, without the watch
+// fan-out to this project's informers.
+int writeCost(const Config& cfg) {
+  const auto env = readEnv(cfg.envFile);
+  auto api = client(env);
+  const std::string apiserverPid = envOr(env, "APISERVER_PID");
+  const std::string etcdPid = envOr(env, "ETCD_PID");
+  if (apiserverPid.empty() || etcdPid.empty()) {
+    throw std::runtime_error("no APISERVER_PID or ETCD_PID in " + cfg.envFile);
+  }
+  writecost::Targets t = writecost::targets(cfg.ns);
+  removeWriteCostObjects(*api, t, cfg.quietTimeout);  // an interrupted stage's leftovers
+  ojson out = {{"nodes", cfg.nodes},
+               {"namespace", cfg.ns},
+               {"writes_per_kind", cfg.writes},
+               {"load_average", {{"before", loadAverage()}}}};
+  std::exception_ptr failed;
+  try {
+    api->create(ker::resources::kNamespaces, "", namespaceObject(cfg.ns));
+    std::map<writecost::Kind, json> created;
+    created[writecost::Kind::kDevice] =
+        api->create(ker::resources::kExtendedResources, "", writecost::deviceObject(t));
+    created[writecost::Kind::kClaim] =
+        api->create(ker::resources::kExtendedResourceClaims, cfg.ns, writecost::claimObject(t));
+    created[writecost::Kind::kPod] =
+        api->create(ker::resources::kPods, cfg.ns, writecost::podObject(t));
+    t.claimUid = created[writecost::Kind::kClaim]["metadata"].value("uid", "");
+    t.podUid = created[writecost::Kind::kPod]["metadata"].value("uid", "");
+    ojson kinds = ojson::array();
+    for (const auto kind : writecost::kKinds) {
+      const auto m = measureWrites(*api, kind, t, created[kind], cfg.writes,
+                                   std::stoi(apiserverPid), std::stoi(etcdPid));
+      kinds.push_back(writecost::toJson(m));
+      log::info("write cost measured",
+                {{"kind", writecost::kindName(kind)},
+                 {"writes", m.writes},
+                 {"apiserver_ms_per_write", kinds.back()["apiserver_ms_per_write"].get<double>()},
+                 {"etcd_ms_per_write", kinds.back()["etcd_ms_per_write"].get<double>()}});
+    }
+    out["kinds"] = kinds;
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  out["load_average"]["after"] = loadAverage();
+  if (failed) {
+    try {
+      removeWriteCostObjects(*api, t, cfg.quietTimeout);
+    } catch (const std::exception& e) {
+      log::warn("removing the write-cost objects failed", {{"error", std::string(e.what())}});
+    }
+    std::rethrow_exception(failed);
+  }
+  removeWriteCostObjects(*api, t, cfg.quietTimeout);
+  if (!cfg.out.empty()) {
+    std::ofstream(cfg.out) << out.dump(2) << "\n";
+  }
+  return 0;
+}
+
 // ---- report ------------------------------------------------------------------------------
+
+// The write-cost stage's files, in the order the script wrote them; none without a folder.
+ojson readWriteCosts(const std::string& dir) {
+  ojson out = ojson::array();
+  if (dir.empty() || !std::filesystem::is_directory(dir)) {
+    return out;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".json") {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    out.push_back(ojson::parse(in));
+  }
+  return out;
+}
 
 int report(const Config& cfg) {
   std::vector<ojson> runs;
@@ -774,8 +952,13 @@ int report(const Config& cfg) {
   if (!cfg.note.empty()) {
     meta["note"] = cfg.note;
   }
-  const std::string md = markdown(summary, verdicts, meta);
-  ojson all = {{"meta", meta}, {"summary", summary}, {"targets", verdicts}, {"runs", runs}};
+  const ojson writeCosts = readWriteCosts(cfg.writeCostDir);
+  const std::string md = markdown(summary, verdicts, meta) + writeCostMarkdown(writeCosts);
+  ojson all = {{"meta", meta},
+               {"summary", summary},
+               {"targets", verdicts},
+               {"runs", runs},
+               {"write_cost", writeCosts}};
   std::filesystem::create_directories(cfg.outDir);
   std::ofstream(cfg.outDir + "/pipeline-latest.json") << all.dump(2) << "\n";
   std::ofstream(cfg.outDir + "/pipeline-latest.md") << md;
@@ -794,12 +977,15 @@ int main(int argc, char** argv) {
                      "requests and a ReplicaSet naming a claim template on one control plane. "
                      "bench/pipeline.sh drives it; see bench/README.md.");
   Config cfg;
-  auto* mode = flags.addString("mode", "", "setup, run or report");
-  auto* envFile = flags.addString("env-file", "", "the launcher's DIR/env (setup, run)");
-  auto* nodes = flags.addInt("nodes", 0, "cluster size: nodes to create (setup), label (run)");
+  auto* mode = flags.addString("mode", "", "setup, run, write-cost or report");
+  auto* envFile =
+      flags.addString("env-file", "", "the launcher's DIR/env (setup, run, write-cost)");
+  auto* nodes =
+      flags.addInt("nodes", 0, "cluster size: nodes to create (setup), label (run, write-cost)");
   auto* pods = flags.addInt("pods", 0, "pods of the run, each claiming one k80 (run)");
   auto* variant = flags.addString("variant", "", "extender, dra, no-claims or templates (run)");
-  auto* ns = flags.addString("namespace", "", "the run's namespace, created and deleted (run)");
+  auto* ns = flags.addString("namespace", "",
+                             "the run's namespace, created and deleted (run, write-cost)");
   auto* qps =
       flags.addString("client-qps", "default", "kube-scheduler's client QPS, a label of the run");
   auto* repeat = flags.addInt("repeat", 0, "repeat number, a label of the run");
@@ -809,10 +995,15 @@ int main(int argc, char** argv) {
       "extender-metrics", "", "the extender's /metrics URL (run, variants extender, templates)");
   auto* extPid = flags.addInt("extender-pid", 0, "the extender's pid, for its CPU time");
   auto* ctlPid = flags.addInt("controller-pid", 0, "the controller's pid, for its CPU time");
-  auto* out = flags.addString("out", "", "the run's JSON file (run)");
+  auto* out = flags.addString("out", "", "the run's JSON file (run, write-cost)");
   auto* runsDir = flags.addString("runs-dir", "", "folder of run files (report)");
   auto* outDir = flags.addString("out-dir", "", "where pipeline-latest.{json,md} go (report)");
   auto* note = flags.addString("note", "", "a line for the report's header (report)");
+  auto* writes = flags.addInt("writes", 1000,
+                              "sequential status writes of each kind: device, claim, pod "
+                              "(write-cost)");
+  auto* writeCostDir = flags.addString("write-cost-dir", "",
+                                       "folder of the write-cost stage's files, if any (report)");
   auto* workers = flags.addInt("workers", 16, "concurrent API clients creating objects");
   auto* timeout = flags.addDuration("timeout", std::chrono::minutes(10),
                                     "bound for every pod of a run to be scheduled");
@@ -850,6 +1041,8 @@ int main(int argc, char** argv) {
   cfg.settle = *settle;
   cfg.quietTimeout = *quiet;
   cfg.protection = *protection;
+  cfg.writes = static_cast<size_t>(std::max<int64_t>(*writes, 0));
+  cfg.writeCostDir = *writeCostDir;
   try {
     if (cfg.mode == "setup" && !cfg.envFile.empty() && cfg.nodes > 0) {
       return setup(cfg);
@@ -857,6 +1050,9 @@ int main(int argc, char** argv) {
     if (cfg.mode == "run" && !cfg.envFile.empty() && cfg.pods > 0 && !cfg.variant.empty() &&
         !cfg.ns.empty() && !cfg.schedulerInstance.empty()) {
       return run(cfg);
+    }
+    if (cfg.mode == "write-cost" && !cfg.envFile.empty() && !cfg.ns.empty() && cfg.writes > 0) {
+      return writeCost(cfg);
     }
     if (cfg.mode == "report" && !cfg.runsDir.empty() && !cfg.outDir.empty()) {
       return report(cfg);

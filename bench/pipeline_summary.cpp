@@ -235,4 +235,36 @@ std::string markdown(const ojson& summary, const ojson& verdicts, const ojson& m
   return md;
 }
 
+std::string writeCostMarkdown(const ojson& stages) {
+  std::string rows;
+  for (const auto& stage : stages) {
+    if (!stage.contains("kinds") || !stage["kinds"].is_array()) {
+      continue;
+    }
+    for (const auto& k : stage["kinds"]) {
+      std::string bytes;
+      if (k.contains("object_bytes")) {
+        for (const auto& [state, b] : k["object_bytes"].items()) {
+          bytes += std::string(bytes.empty() ? "" : ", ") + state + " " +
+                   std::to_string(b.get<size_t>());
+        }
+      }
+      rows += "| " + std::to_string(stage.value("nodes", 0)) + " | " +
+              k.value("kind", std::string()) + " | " +
+              std::to_string(k.value("writes", size_t{0})) + " | " +
+              fmt(k.value("apiserver_ms_per_write", 0.0), 2) + " | " +
+              fmt(k.value("etcd_ms_per_write", 0.0), 2) + " | " +
+              fmt(k.value("wall_ms_per_write", 0.0), 2) + " | " + bytes + " |\n";
+    }
+  }
+  if (rows.empty()) {
+    return "";
+  }
+  return "\n## kube-apiserver CPU per status write\n\nSequential status writes of one object "
+         "each, neither the extender nor the controller running (no watch of this project's "
+         "informers to serve).\n\n| nodes | kind | writes | kube-apiserver ms | etcd ms | wall ms "
+         "| bytes |\n|---|---|---|---|---|---|---|\n" +
+         rows;
+}
+
 }  // namespace ker::bench::pipeline

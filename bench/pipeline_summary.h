@@ -26,4 +26,9 @@ nlohmann::ordered_json judge(const nlohmann::ordered_json& summary);
 std::string markdown(const nlohmann::ordered_json& summary, const nlohmann::ordered_json& verdicts,
                      const nlohmann::ordered_json& meta);
 
+// The write-cost stage's files (pipeline_bench --mode write-cost, one per cluster size) as the
+// table "kube-apiserver CPU per status write": nodes, kind, kube-apiserver ms, etcd ms and wall
+// ms per write, the object's bytes in each of its two states. "" when there are none.
+std::string writeCostMarkdown(const nlohmann::ordered_json& stages);
+
 }  // namespace ker::bench::pipeline
