@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/api_client.h"
+#include "common/objects.h"
 #include "common/status.h"
 #include "controller/caches.h"
 #include "controller/controller_memory.h"
@@ -24,7 +25,7 @@ struct ReconcilerOptions {
   // bind in flight writes its devices first, but only until its deadline (the extender's
   // --bind-deadline, 30 s), so this wait is shorter. The smaller of the two applies.
   Millis deviceOrphanGrace{std::chrono::seconds(45)};
-  std::string schedulerName = "extended-resource-scheduler";
+  std::string schedulerName = kDefaultSchedulerName;
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod
   // Put the protection finalizers on claims and devices, and take them off deleting ones once
