@@ -10,17 +10,17 @@
 namespace ker::itest {
 namespace {
 
-struct Run {
+struct Outcome {
   int exitCode = -1;
   std::string output;
 };
 
-Run runBinary(TestEnv& env, const std::string& binary, const std::vector<std::string>& args,
-              const std::string& logName) {
+Outcome runBinary(TestEnv& env, const std::string& binary, const std::vector<std::string>& args,
+                  const std::string& logName) {
   ChildProcess child(env.binary(binary), args, env.dir() + "/" + logName + ".log");
   child.start();
   child.wait();
-  Run r;
+  Outcome r;
   const int status = child.lastStatus().value_or(-1);
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.output = child.logTail();
@@ -49,14 +49,14 @@ TEST_F(BinaryFlagsTest, ABadValueStopsEachBinaryNamingItsFlag) {
   };
   int i = 0;
   for (const Case& c : cases) {
-    const Run r = runBinary(*env_, c.binary, c.args, "bad-flags-" + std::to_string(i++));
+    const Outcome r = runBinary(*env_, c.binary, c.args, "bad-flags-" + std::to_string(i++));
     EXPECT_EQ(r.exitCode, 2) << c.binary << "\n" << r.output;
     EXPECT_EQ(r.output, c.line) << c.binary;
   }
 }
 
 TEST_F(BinaryFlagsTest, HelpListsTheFlagsWithTheirDefaults) {
-  const Run r = runBinary(*env_, "scheduler/extended-resource-scheduler", {"--help"}, "help");
+  const Outcome r = runBinary(*env_, "scheduler/extended-resource-scheduler", {"--help"}, "help");
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("(default \"extended-resource-node-agent\")"), std::string::npos)
       << r.output;
