@@ -10,8 +10,8 @@
 namespace ker::agent {
 
 struct AgentAppConfig {
-  std::string node;      // this node's name
-  std::string nodeFile;  // the node configuration file
+  std::string node;                                                   // this node's name
+  std::string nodeFile = "/etc/extended-resource/node-devices.yaml";  // the node configuration file
   std::string hostRoot;  // prefix of host paths (device nodes, mount sources)
   RuntimeConnection::Options runtime;
   // How often the node file is read again and the devices' health checked.

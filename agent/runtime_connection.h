@@ -5,6 +5,7 @@
 #include <string>
 
 #include "agent/agent_metrics.h"
+#include "common/objects.h"
 #include "nri/plugin_service.h"
 
 namespace ker::agent {
@@ -16,7 +17,7 @@ class RuntimeConnection {
  public:
   struct Options {
     std::string socketPath = "/var/run/nri/nri.sock";
-    std::string pluginName = "extended-resource-node-agent";
+    std::string pluginName = kNodeAgentPluginName;
     std::string pluginIndex = "10";
     std::chrono::milliseconds registerTimeout{std::chrono::seconds(5)};
     std::chrono::milliseconds minBackoff{200};

@@ -124,13 +124,16 @@ void write(spdlog::level::level_enum level, std::string_view msg, Fields fields)
 }  // namespace
 
 std::optional<Format> parseFormat(std::string_view name) {
-  if (name == "text") {
-    return Format::kText;
-  }
-  if (name == "json") {
-    return Format::kJson;
+  for (Format f : {Format::kText, Format::kJson}) {
+    if (name == formatName(f)) {
+      return f;
+    }
   }
   return std::nullopt;
+}
+
+const char* formatName(Format format) {
+  return format == Format::kJson ? "json" : "text";
 }
 
 void init(Format format, int verbosity, std::ostream* out) {

@@ -23,6 +23,8 @@ enum class Format { kText, kJson };
 
 // "text" or "json"; nullopt for anything else.
 std::optional<Format> parseFormat(std::string_view name);
+// The inverse: "text" or "json".
+const char* formatName(Format format);
 
 // Safe to call again (e.g. tests); out == nullptr means stderr. verbosity is klog's -v: info
 // is always on, v(n) is true for n <= verbosity, and spdlog's debug (trace) level is enabled

@@ -30,6 +30,12 @@ inline constexpr const char* kPodUidLabel = "extendedresource.io/pod-uid";
 // (checked by the runtime's default validator when it is enabled): the bind names the node
 // agent in it, so a container of a pod given devices never starts while the agent is away.
 inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod";
+// The node agent's NRI plugin name: what it registers with, and what the bind puts in that
+// annotation.
+inline constexpr const char* kNodeAgentPluginName = "extended-resource-node-agent";
+// The kube-scheduler profile (spec.schedulerName) whose pods the extender and the controller
+// serve unless told another.
+inline constexpr const char* kDefaultSchedulerName = "extended-resource-scheduler";
 // The controller keeps a claim, and a device, from being deleted while a pod holds it (as
 // PersistentVolumeClaim protection does): it puts these finalizers on every claim and device,
 // and takes them off a deleting one once nothing holds it.

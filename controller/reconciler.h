@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/api_client.h"
+#include "common/objects.h"
 #include "common/status.h"
 #include "controller/caches.h"
 #include "controller/controller_memory.h"
@@ -30,7 +31,7 @@ struct ReconcilerOptions {
   // a rebind from that stale view only loses a conflict. The extender offers no device a Bound
   // claim lists meanwhile, and a claim waits the grace for its device to come back.
   Millis rebindDelay{std::chrono::seconds(2)};
-  std::string schedulerName = "extended-resource-scheduler";
+  std::string schedulerName = kDefaultSchedulerName;
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod
   // Put the protection finalizers on claims and devices, and take them off deleting ones once

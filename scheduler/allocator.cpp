@@ -243,6 +243,19 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   return fit;
 }
 
+std::optional<ScoringStrategy> parseScoringStrategy(std::string_view name) {
+  for (ScoringStrategy s : {ScoringStrategy::kBinpack, ScoringStrategy::kSpread}) {
+    if (name == scoringStrategyName(s)) {
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
+const char* scoringStrategyName(ScoringStrategy strategy) {
+  return strategy == ScoringStrategy::kSpread ? "spread" : "binpack";
+}
+
 std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
                             ScoringStrategy strategy) {
   std::vector<int> scores(leftover.size(), 0);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/objects.h"
@@ -52,6 +53,11 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const ClaimTexts* texts = nullptr);
 
 enum class ScoringStrategy { kBinpack, kSpread };
+
+// "binpack" or "spread" (the --scoring flag); nullopt for anything else.
+std::optional<ScoringStrategy> parseScoringStrategy(std::string_view name);
+// The inverse: "binpack" or "spread".
+const char* scoringStrategyName(ScoringStrategy strategy);
 
 // Scores candidate nodes 0..10 (the extender maximum) from how many matching devices each
 // would leave free after the allocation: binpack prefers the fewest, spread the most. Scores

@@ -13,6 +13,7 @@
 
 #include "common/api_client.h"
 #include "common/clocks.h"
+#include "common/objects.h"
 #include "common/status.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
@@ -50,7 +51,7 @@ struct BinderOptions {
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
   // The node agent's NRI plugin name, added to the pod's required-plugins annotation by the
   // Binding; empty adds nothing (nodes without the agent).
-  std::string requiredPlugin = "extended-resource-node-agent";
+  std::string requiredPlugin = kNodeAgentPluginName;
   SteadyClock clock = std::chrono::steady_clock::now;
   SystemClock wallClock = std::chrono::system_clock::now;  // stamps the conditions' transitions
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/api_client.h"
+#include "common/objects.h"
 #include "scheduler/allocator.h"
 
 namespace ker {
@@ -24,7 +25,7 @@ struct ExtenderConfig {
   ScoringStrategy scoring = ScoringStrategy::kBinpack;
   size_t maxBodyBytes = size_t{64} << 20;
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
-  std::string requiredPlugin = "extended-resource-node-agent";       // see BinderOptions
+  std::string requiredPlugin = kNodeAgentPluginName;                 // see BinderOptions
   // Threads serving the verbs; each holds one connection. kube-scheduler binds pods
   // asynchronously and opens a connection per bind in flight, so this bounds the binds served
   // at once; a connection beyond it waits for a thread.
@@ -34,7 +35,7 @@ struct ExtenderConfig {
   bool preemption = true;
   // The kube-scheduler profile whose pods claims are bound to: the bound pods watched for
   // their priorities are those of this schedulerName ("" watches every bound pod).
-  std::string schedulerName = "extended-resource-scheduler";
+  std::string schedulerName = kDefaultSchedulerName;
 };
 
 // The running extender: caches of devices, claims and nodes fed by watches, the decision

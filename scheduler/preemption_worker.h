@@ -12,6 +12,7 @@
 #include "common/api_client.h"
 #include "common/clocks.h"
 #include "common/event_recorder.h"
+#include "common/objects.h"
 #include "common/status.h"
 #include "scheduler/preemption.h"
 
@@ -59,7 +60,7 @@ std::string preemptionFailedMessage(const PreemptionOrder& order, const Preempti
 class PreemptionWorker {
  public:
   struct Options {
-    std::string schedulerName = "extended-resource-scheduler";
+    std::string schedulerName = kDefaultSchedulerName;
     size_t queueSize = 256;
     SystemClock clock = std::chrono::system_clock::now;
     int attempts = 4;                           // per write, the first included

@@ -27,8 +27,9 @@ class PriorityClasses {
 };
 
 // Creates `pod`, which names a PriorityClass: the Priority admission plugin reads them from a
-// cache, where one just created may not be yet, so a refusal for that is retried every
-// `interval`. False when the class was never admitted within `timeout`; other errors throw.
+// cache, where one just created may not be yet, so its refusal (403, reason Forbidden) is
+// retried every `interval`. False when the pod was still refused so at `timeout` (a class that
+// does not exist, or a real denial, ends there); other errors throw.
 bool createPodOnceAdmitted(KubeClient& api, const std::string& ns, const nlohmann::json& pod,
                            std::chrono::milliseconds timeout, std::chrono::milliseconds interval);
 

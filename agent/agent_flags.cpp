@@ -1,0 +1,84 @@
+#include "agent/agent_flags.h"
+
+#include <utility>
+
+#include "common/flag_checks.h"
+#include "common/objects.h"
+
+namespace ker::agent {
+
+namespace {
+
+// A node's name is a DNS subdomain, but the agent's ExtendedResource names and label values
+// carry it, and a label value is at most 63 characters.
+constexpr size_t kMaxNodeName = 63;
+
+bool isTwoDigits(const std::string& s) {
+  return s.size() == 2 && s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9';
+}
+
+}  // namespace
+
+// Registration order is --help's.
+AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const AgentSettings& d)
+    : kubeconfig_(addKubeconfigFlag(flags)),
+      node_(
+          flags.addString("node-name", nodeNameFromEnv, "this node's name (default: $NODE_NAME)")),
+      nodeFile_(flags.addString("node-file", d.app.nodeFile,
+                                "the node configuration file listing this node's devices")),
+      hostRoot_(flags.addString("host-root", d.app.hostRoot,
+                                "where the host's filesystem is seen, prefixed to device node "
+                                "and mount source paths (\"\" on the host, /host in a pod)")),
+      socket_(flags.addString("nri-socket", d.app.runtime.socketPath,
+                              "the container runtime's NRI socket")),
+      pluginName_(flags.addString("nri-plugin-name", d.app.runtime.pluginName,
+                                  "the name the agent registers with (pods name it in the "
+                                  "runtime's required-plugins annotation)")),
+      pluginIndex_(flags.addString("nri-plugin-index", d.app.runtime.pluginIndex,
+                                   "two digits: the agent's place among plugins")),
+      syncPeriod_(flags.addDuration("sync-period", d.app.syncPeriod,
+                                    "how often the node file is re-read and device health "
+                                    "checked")),
+      liveReadTimeout_(flags.addDuration(
+          "live-read-timeout", d.liveReadTimeout,
+          "limit of a claim read made while the runtime waits (below its request timeout, 2s)")),
+      metricsBindAddress_(flags.addString("metrics-bind-address", d.app.metricsBindAddress,
+                                          "host:port for /healthz, /readyz, /metrics (0: off)")),
+      log_(flags) {}
+
+Status AgentFlags::settings(AgentSettings& out) const {
+  AgentSettings s;
+  if (Status st = log_.settings(s.log); !st.ok()) {
+    return st;
+  }
+  if (!isDns1123Subdomain(*node_) || node_->size() > kMaxNodeName) {
+    return Status::invalid(
+        "--node-name (or $NODE_NAME) must be this node's name, a DNS subdomain of at most 63 "
+        "characters, got \"" +
+        *node_ + "\"");
+  }
+  if (!isTwoDigits(*pluginIndex_)) {
+    return Status::invalid("--nri-plugin-index must be two digits, got \"" + *pluginIndex_ + "\"");
+  }
+  for (Status st : {checkFlagBindAddress("metrics-bind-address", *metricsBindAddress_),
+                    checkFlagPositive("sync-period", *syncPeriod_),
+                    checkFlagPositive("live-read-timeout", *liveReadTimeout_)}) {
+    if (!st.ok()) {
+      return st;
+    }
+  }
+  s.kubeconfig = *kubeconfig_;
+  s.app.node = *node_;
+  s.app.nodeFile = *nodeFile_;
+  s.app.hostRoot = *hostRoot_;
+  s.app.runtime.socketPath = *socket_;
+  s.app.runtime.pluginName = *pluginName_;
+  s.app.runtime.pluginIndex = *pluginIndex_;
+  s.app.syncPeriod = *syncPeriod_;
+  s.app.metricsBindAddress = *metricsBindAddress_;
+  s.liveReadTimeout = *liveReadTimeout_;
+  out = std::move(s);
+  return {};
+}
+
+}  // namespace ker::agent

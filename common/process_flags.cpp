@@ -1,0 +1,39 @@
+#include "common/process_flags.h"
+
+#include "common/flag_checks.h"
+
+namespace ker {
+
+namespace {
+
+// klog's levels in use stop well below this; the bound keeps the value an int.
+constexpr int64_t kMaxVerbosity = 99;
+
+}  // namespace
+
+std::string* addKubeconfigFlag(FlagSet& flags) {
+  return flags.addString(
+      "kubeconfig", "",
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
+}
+
+LogFlags::LogFlags(FlagSet& flags) {
+  const LogSettings defaults;
+  format_ = flags.addString("log-format", log::formatName(defaults.format), "text or json");
+  verbosity_ = flags.addInt("v", defaults.verbosity, "log verbosity");
+}
+
+Status LogFlags::settings(LogSettings& out) const {
+  auto format = log::parseFormat(*format_);
+  if (!format) {
+    return Status::invalid("--log-format must be text or json, got \"" + *format_ + "\"");
+  }
+  if (Status s = checkFlagRange("v", *verbosity_, 0, kMaxVerbosity); !s.ok()) {
+    return s;
+  }
+  out.format = *format;
+  out.verbosity = static_cast<int>(*verbosity_);
+  return {};
+}
+
+}  // namespace ker

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace ker {
+
+// --kubeconfig, the same in every binary ("" loads $KUBECONFIG, else in-cluster, else
+// ~/.kube/config: KubeConfig::load).
+std::string* addKubeconfigFlag(FlagSet& flags);
+
+// How a binary logs: what log::init takes.
+struct LogSettings {
+  log::Format format = log::Format::kText;
+  int verbosity = 0;
+};
+
+// --log-format and --v, the same in every binary.
+class LogFlags {
+ public:
+  explicit LogFlags(FlagSet& flags);
+  // The parsed values, or kInvalid naming the flag that is wrong.
+  Status settings(LogSettings& out) const;
+
+ private:
+  std::string* format_;
+  int64_t* verbosity_;
+};
+
+}  // namespace ker

@@ -1,0 +1,141 @@
+#include "scheduler/extender_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "flag_args.h"
+#include "scheduler/binder.h"
+
+namespace ker {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Parses args with the extender's flags; the settings, or the error.
+Status parse(const std::vector<std::string>& args, ExtenderSettings& out) {
+  FlagSet flags("extended-resource-scheduler", "");
+  const ExtenderFlags extender(flags);
+  const FlagParseResult r = parseArgs(flags, args);
+  if (r.status != FlagParseResult::kOk) {
+    return Status::internal(r.message);
+  }
+  return extender.settings(out);
+}
+
+TEST(ExtenderFlags, DefaultsAreExtenderConfigs) {
+  ExtenderSettings got;
+  ASSERT_TRUE(parse({}, got).ok());
+  const ExtenderConfig want;
+  const ExtenderConfig& c = got.extender;
+  EXPECT_EQ(c.bindAddress, want.bindAddress);
+  EXPECT_EQ(c.port, want.port);
+  EXPECT_EQ(c.healthPort, want.healthPort);
+  EXPECT_EQ(c.healthBindAddress, want.healthBindAddress);
+  EXPECT_EQ(c.tlsCertFile, want.tlsCertFile);
+  EXPECT_EQ(c.tlsKeyFile, want.tlsKeyFile);
+  EXPECT_EQ(c.clientCaFile, want.clientCaFile);
+  EXPECT_EQ(c.pathPrefix, want.pathPrefix);
+  EXPECT_EQ(c.scoring, want.scoring);
+  EXPECT_EQ(c.maxBodyBytes, want.maxBodyBytes);
+  EXPECT_EQ(c.bindDeadline, want.bindDeadline);
+  EXPECT_EQ(c.requiredPlugin, want.requiredPlugin);
+  EXPECT_EQ(c.threads, want.threads);
+  EXPECT_EQ(c.preemption, want.preemption);
+  EXPECT_EQ(c.schedulerName, want.schedulerName);
+  EXPECT_EQ(got.kubeconfig, "");
+  EXPECT_EQ(got.log.format, LogSettings{}.format);
+  EXPECT_EQ(got.log.verbosity, LogSettings{}.verbosity);
+  // The bind's own default names the same plugin.
+  EXPECT_EQ(c.requiredPlugin, BinderOptions{}.requiredPlugin);
+}
+
+TEST(ExtenderFlags, HelpShowsTheConfigsDefaults) {
+  FlagSet flags("extended-resource-scheduler", "");
+  const ExtenderFlags extender(flags);
+  const std::string usage = flags.usage();
+  for (const char* line :
+       {"(default \"binpack\")", "(default 67108864)", "(default 64)", "(default 30s)",
+        "(default \"extended-resource-node-agent\")", "(default \"extended-resource-scheduler\")",
+        "(default 8888)", "--log-format string", "--v int", "--kubeconfig string"}) {
+    EXPECT_NE(usage.find(line), std::string::npos) << line << "\n" << usage;
+  }
+}
+
+TEST(ExtenderFlags, ValidInputFillsTheConfig) {
+  ExtenderSettings got;
+  ASSERT_TRUE(parse({"--kubeconfig=/k", "--bind-address=127.0.0.1", "--port=9000",
+                     "--health-port=9001", "--health-bind-address=127.0.0.2", "--tls-cert-file=/c",
+                     "--tls-private-key-file=/k2", "--client-ca-file=/ca", "--path-prefix=/x",
+                     "--scoring=spread", "--max-body-bytes=1024", "--http-threads=1024",
+                     "--bind-deadline=5s", "--node-agent-plugin=", "--preemption=false",
+                     "--scheduler-name=other", "--log-format=json", "--v=3"},
+                    got)
+                  .ok());
+  const ExtenderConfig& c = got.extender;
+  EXPECT_EQ(got.kubeconfig, "/k");
+  EXPECT_EQ(c.bindAddress, "127.0.0.1");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_EQ(c.healthPort, 9001);
+  EXPECT_EQ(c.healthBindAddress, "127.0.0.2");
+  EXPECT_EQ(c.tlsCertFile, "/c");
+  EXPECT_EQ(c.tlsKeyFile, "/k2");
+  EXPECT_EQ(c.clientCaFile, "/ca");
+  EXPECT_EQ(c.pathPrefix, "/x");
+  EXPECT_EQ(c.scoring, ScoringStrategy::kSpread);
+  EXPECT_EQ(c.maxBodyBytes, 1024u);
+  EXPECT_EQ(c.threads, 1024u);
+  EXPECT_EQ(c.bindDeadline, seconds(5));
+  EXPECT_EQ(c.requiredPlugin, "");
+  EXPECT_FALSE(c.preemption);
+  EXPECT_EQ(c.schedulerName, "other");
+  EXPECT_EQ(got.log.format, log::Format::kJson);
+  EXPECT_EQ(got.log.verbosity, 3);
+}
+
+TEST(ExtenderFlags, EachBadValueNamesItsFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--scoring=random"}, "--scoring must be binpack or spread, got \"random\""},
+      {{"--tls-cert-file=/c"},
+       "--tls-cert-file and --tls-private-key-file must be given together, got only "
+       "--tls-cert-file"},
+      {{"--tls-private-key-file=/k"},
+       "--tls-cert-file and --tls-private-key-file must be given together, got only "
+       "--tls-private-key-file"},
+      {{"--client-ca-file=/ca"},
+       "--client-ca-file must come with --tls-cert-file and --tls-private-key-file, got "
+       "neither"},
+      {{"--port=0"}, "--port must be 1 to 65535, got 0"},
+      {{"--port=65536"}, "--port must be 1 to 65535, got 65536"},
+      {{"--health-port=-1"}, "--health-port must be 0 to 65535, got -1"},
+      {{"--health-port=70000"}, "--health-port must be 0 to 65535, got 70000"},
+      {{"--max-body-bytes=0"}, "--max-body-bytes must be at least 1, got 0"},
+      {{"--http-threads=0"}, "--http-threads must be 1 to 1024, got 0"},
+      {{"--http-threads=1025"}, "--http-threads must be 1 to 1024, got 1025"},
+      {{"--bind-deadline=0s"}, "--bind-deadline must be positive, got 0s"},
+      {{"--log-format=yaml"}, "--log-format must be text or json, got \"yaml\""},
+      {{"--v=-2"}, "--v must be 0 to 99, got -2"},
+  };
+  for (const Case& c : cases) {
+    ExtenderSettings got;
+    const Status s = parse(c.args, got);
+    EXPECT_EQ(s.code(), StatusCode::kInvalid) << c.args[0] << ": " << s;
+    EXPECT_EQ(s.message(), c.message);
+  }
+}
+
+TEST(ScoringStrategy, NamesRoundTrip) {
+  for (ScoringStrategy s : {ScoringStrategy::kBinpack, ScoringStrategy::kSpread}) {
+    EXPECT_EQ(parseScoringStrategy(scoringStrategyName(s)), s);
+  }
+  EXPECT_EQ(parseScoringStrategy("Binpack"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace ker
