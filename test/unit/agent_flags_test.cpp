@@ -15,13 +15,7 @@ using std::chrono::seconds;
 
 Status parse(const std::vector<std::string>& args, AgentSettings& out,
              const std::string& envNode = "node-1") {
-  FlagSet flags("extended-resource-node-agent", "");
-  const AgentFlags agent(flags, envNode);
-  const FlagParseResult r = parseArgs(flags, args);
-  if (r.status != FlagParseResult::kOk) {
-    return Status::internal(r.message);
-  }
-  return agent.settings(out);
+  return parseSettings<AgentFlags>(args, out, envNode);
 }
 
 TEST(AgentFlags, DefaultsAreAgentSettingsAndTheNodeFromTheEnvironment) {

@@ -14,13 +14,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 Status parse(const std::vector<std::string>& args, ControllerSettings& out) {
-  FlagSet flags("extended-resource-controller", "");
-  const ControllerFlags controller(flags);
-  const FlagParseResult r = parseArgs(flags, args);
-  if (r.status != FlagParseResult::kOk) {
-    return Status::internal(r.message);
-  }
-  return controller.settings(out);
+  return parseSettings<ControllerFlags>(args, out);
 }
 
 TEST(ControllerFlags, DefaultsAreControllerAppConfigsWithProtectionOn) {

@@ -14,15 +14,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Parses args with the extender's flags; the settings, or the error.
 Status parse(const std::vector<std::string>& args, ExtenderSettings& out) {
-  FlagSet flags("extended-resource-scheduler", "");
-  const ExtenderFlags extender(flags);
-  const FlagParseResult r = parseArgs(flags, args);
-  if (r.status != FlagParseResult::kOk) {
-    return Status::internal(r.message);
-  }
-  return extender.settings(out);
+  return parseSettings<ExtenderFlags>(args, out);
 }
 
 TEST(ExtenderFlags, DefaultsAreExtenderConfigs) {
