@@ -440,19 +440,45 @@ Snapshot snapshot(const Endpoints& e) {
 constexpr const char* kReplicaSetName = "trainer";
 constexpr const char* kTemplateName = "k80";
 
+// Runs fn, a deletion: an object already gone is as good as deleted.
+void ignoreMissing(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    if (!e.isNotFound()) {
+      throw;
+    }
+  }
+}
+
+bool gone(ApiClient& api, const Resource& res, const std::string& ns, const std::string& name) {
+  try {
+    api.get(res, ns, name);
+    return false;
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return true;
+    }
+    throw;
+  }
+}
+
+// Polls until done() or the timeout; whether done() held.
+bool pollUntil(std::chrono::milliseconds timeout, const std::function<bool()>& done) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  return true;
+}
+
 // Deletes what the run created, at once (grace period 0: no kubelet will confirm).
 void cleanup(ApiClient& api, const Config& cfg, Variant v) {
   DeleteOptions now;
   now.gracePeriodSeconds = 0;
-  auto ignoreMissing = [](const std::function<void()>& fn) {
-    try {
-      fn();
-    } catch (const ApiError& e) {
-      if (!e.isNotFound()) {
-        throw;
-      }
-    }
-  };
   if (v == Variant::kTemplates) {
     // The ReplicaSet first, so it makes no new pods; its pods' claims go with the pods (the
     // garbage collector) or with the namespace.
@@ -737,18 +763,7 @@ int run(const Config& cfg) {
   }
   // The namespace controller's sweep of a deleted namespace would otherwise land in the
   // next run's request counts.
-  const auto nsDeadline = Clock::now() + cfg.quietTimeout;
-  while (Clock::now() < nsDeadline) {
-    try {
-      api->get(ker::resources::kNamespaces, "", cfg.ns);
-    } catch (const ApiError& e) {
-      if (e.isNotFound()) {
-        break;
-      }
-      throw;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  pollUntil(cfg.quietTimeout, [&] { return gone(*api, ker::resources::kNamespaces, "", cfg.ns); });
   if (!waitQuiet(*api, cfg.quietTimeout, cfg.protection)) {
     log::warn("devices or claims not released after the run", {{"ns", cfg.ns}});
   }
@@ -763,38 +778,19 @@ void removeWriteCostObjects(ApiClient& api, const writecost::Targets& t,
                             std::chrono::milliseconds timeout) {
   DeleteOptions now;
   now.gracePeriodSeconds = 0;
-  auto gone = [&](const Resource& res, const std::string& ns, const std::string& name) {
-    try {
-      api.get(res, ns, name);
-      return false;
-    } catch (const ApiError& e) {
-      if (e.isNotFound()) {
-        return true;
-      }
-      throw;
-    }
-  };
   auto remove = [&](const Resource& res, const std::string& ns, const std::string& name) {
-    try {
-      api.remove(res, ns, name, now);
-    } catch (const ApiError& e) {
-      if (!e.isNotFound()) {
-        throw;
-      }
-    }
+    ignoreMissing([&] { api.remove(res, ns, name, now); });
   };
   remove(ker::resources::kPods, t.ns, t.pod);
   remove(ker::resources::kExtendedResourceClaims, t.ns, t.claim);
   remove(ker::resources::kExtendedResources, "", t.device);
   remove(ker::resources::kNamespaces, "", t.ns);
-  const auto deadline = Clock::now() + timeout;
-  while (!(gone(ker::resources::kExtendedResources, "", t.device) &&
-           gone(ker::resources::kNamespaces, "", t.ns))) {
-    if (Clock::now() >= deadline) {
-      throw std::runtime_error("the write-cost objects (device " + t.device + ", namespace " +
-                               t.ns + ") were not gone in time");
-    }
-    std::this_thread::sleep_for(500ms);
+  if (!pollUntil(timeout, [&] {
+        return gone(api, ker::resources::kExtendedResources, "", t.device) &&
+               gone(api, ker::resources::kNamespaces, "", t.ns);
+      })) {
+    throw std::runtime_error("the write-cost objects (device " + t.device + ", namespace " + t.ns +
+                             ") were not gone in time");
   }
 }
 
@@ -909,9 +905,10 @@ int writeCost(const Config& cfg) {
 
 // ---- report ------------------------------------------------------------------------------
 
-// The write-cost stage's files, in the order the script wrote them; none without a folder.
-ojson readWriteCosts(const std::string& dir) {
-  ojson out = ojson::array();
+// The folder's JSON files in name order, which is the order the script wrote them; none
+// without a folder.
+std::vector<ojson> readJsonFiles(const std::string& dir) {
+  std::vector<ojson> out;
   if (dir.empty() || !std::filesystem::is_directory(dir)) {
     return out;
   }
@@ -930,18 +927,7 @@ ojson readWriteCosts(const std::string& dir) {
 }
 
 int report(const Config& cfg) {
-  std::vector<ojson> runs;
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(cfg.runsDir)) {
-    if (entry.path().extension() == ".json") {
-      files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());  // the script names them in run order
-  for (const auto& f : files) {
-    std::ifstream in(f);
-    runs.push_back(ojson::parse(in));
-  }
+  const std::vector<ojson> runs = readJsonFiles(cfg.runsDir);
   if (runs.empty()) {
     std::cerr << "no run files in " << cfg.runsDir << "\n";
     return 1;
@@ -952,7 +938,7 @@ int report(const Config& cfg) {
   if (!cfg.note.empty()) {
     meta["note"] = cfg.note;
   }
-  const ojson writeCosts = readWriteCosts(cfg.writeCostDir);
+  const ojson writeCosts = readJsonFiles(cfg.writeCostDir);
   const std::string md = markdown(summary, verdicts, meta) + writeCostMarkdown(writeCosts);
   ojson all = {{"meta", meta},
                {"summary", summary},
