@@ -188,17 +188,29 @@ bool hasFinalizer(const json& obj, const char* finalizer) {
   return std::find(list.begin(), list.end(), finalizer) != list.end();
 }
 
+// Calls done() every interval until it holds or the timeout passes; whether it held.
+bool pollUntil(std::chrono::milliseconds timeout, std::chrono::milliseconds interval,
+               const std::function<bool()>& done) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(interval);
+  }
+  return true;
+}
+
 // Waits until no device of this project is held and no DRA claim is left from an earlier
 // run, so every run starts from the same free devices; with `protection`, until every device
 // carries the controller's protection finalizer too, so the controller's protecting of the
 // devices a larger cluster added is not done, and timed, during a run. False when that did not
 // happen in time.
 bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout, bool protection) {
-  const auto deadline = Clock::now() + timeout;
   size_t held = 0;
   size_t unprotected = 0;
   size_t claims = 0;
-  while (true) {
+  const bool quiet = pollUntil(timeout, 2s, [&] {
     held = 0;
     unprotected = 0;
     ListOptions opts;
@@ -215,43 +227,34 @@ bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout, bool protectio
         },
         [&] { held = unprotected = 0; });
     claims = api.listAll(resources::kResourceClaims, "", {}).items.size();
-    if ((held == 0 && unprotected == 0 && claims == 0) || Clock::now() >= deadline) {
-      break;
-    }
-    std::this_thread::sleep_for(2s);
-  }
-  if (held != 0 || unprotected != 0 || claims != 0) {
+    return held == 0 && unprotected == 0 && claims == 0;
+  });
+  if (!quiet) {
     log::warn("cluster not quiet before the run", {{"devices_not_available", held},
                                                    {"devices_unprotected", unprotected},
                                                    {"resourceclaims_left", claims}});
-    return false;
   }
-  return true;
+  return quiet;
 }
 
 // Waits until the controller has put its protection finalizer on every claim of the run, as
 // it does for each new claim: that write belongs to making the claim, which is not timed for
 // any variant. False when that did not happen in time.
 bool waitClaimsProtected(ApiClient& api, const std::string& ns, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
   size_t unprotected = 0;
-  while (true) {
+  const bool done = pollUntil(timeout, 1s, [&] {
     unprotected = 0;
     for (const json& c : api.listAll(ker::resources::kExtendedResourceClaims, ns, {}).items) {
       if (!hasFinalizer(c, ker::kClaimProtectionFinalizer)) {
         unprotected++;
       }
     }
-    if (unprotected == 0 || Clock::now() >= deadline) {
-      break;
-    }
-    std::this_thread::sleep_for(1s);
-  }
-  if (unprotected != 0) {
+    return unprotected == 0;
+  });
+  if (!done) {
     log::warn("claims not protected before the run", {{"claims_unprotected", unprotected}});
-    return false;
   }
-  return true;
+  return done;
 }
 
 struct PodTimes {
@@ -461,18 +464,6 @@ bool gone(ApiClient& api, const Resource& res, const std::string& ns, const std:
     }
     throw;
   }
-}
-
-// Polls until done() or the timeout; whether done() held.
-bool pollUntil(std::chrono::milliseconds timeout, const std::function<bool()>& done) {
-  const auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
-  return true;
 }
 
 // Deletes what the run created, at once (grace period 0: no kubelet will confirm).
@@ -763,7 +754,8 @@ int run(const Config& cfg) {
   }
   // The namespace controller's sweep of a deleted namespace would otherwise land in the
   // next run's request counts.
-  pollUntil(cfg.quietTimeout, [&] { return gone(*api, ker::resources::kNamespaces, "", cfg.ns); });
+  pollUntil(cfg.quietTimeout, 500ms,
+            [&] { return gone(*api, ker::resources::kNamespaces, "", cfg.ns); });
   if (!waitQuiet(*api, cfg.quietTimeout, cfg.protection)) {
     log::warn("devices or claims not released after the run", {{"ns", cfg.ns}});
   }
@@ -785,7 +777,7 @@ void removeWriteCostObjects(ApiClient& api, const writecost::Targets& t,
   remove(ker::resources::kExtendedResourceClaims, t.ns, t.claim);
   remove(ker::resources::kExtendedResources, "", t.device);
   remove(ker::resources::kNamespaces, "", t.ns);
-  if (!pollUntil(timeout, [&] {
+  if (!pollUntil(timeout, 500ms, [&] {
         return gone(api, ker::resources::kExtendedResources, "", t.device) &&
                gone(api, ker::resources::kNamespaces, "", t.ns);
       })) {
