@@ -53,7 +53,8 @@ json desiredObject(const DeviceSpec& device, const std::string& node) {
       {"kind", "ExtendedResource"},
       {"metadata",
        {{"name", device.name},
-        {"labels", {{kNodeLabel, node}, {kManagedByLabel, kManagedByValue}}}}},
+        {"labels", {{kNodeLabel, node}, {kManagedByLabel, kManagedByValue}}},
+        {"finalizers", json::array({kDeviceProtectionFinalizer})}}},
       {"spec", desiredSpec(device, node)},
   };
 }

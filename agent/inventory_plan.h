@@ -22,8 +22,11 @@ std::string managedSelector(const std::string& node);
 // Whether the object carries those labels: the agent of `node` published it.
 bool publishedBy(const ExtendedResource& device, const std::string& node);
 
-// The ExtendedResource the agent publishes for device on node: metadata (name and labels) and
-// spec, with nodeAffinity pinned to the node by name. No status: the controller initialises it.
+// The ExtendedResource the agent publishes for device on node: metadata (name, labels and the
+// controller's protection finalizer) and spec, with nodeAffinity pinned to the node by name. No
+// status: the controller initialises it. The finalizer is the one the controller puts on every
+// device at once (and takes off a deleting one it does not protect): created with it, a device
+// is protected from its first moment, and the controller writes it once, not twice.
 nlohmann::json desiredObject(const DeviceSpec& device, const std::string& node);
 
 namespace inventory_op {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "bench/cluster.h"
+#include "common/objects.h"
 
 namespace ker::bench::pipeline {
 
@@ -51,6 +52,7 @@ json extendedResource(size_t node, int d) {
   json er = bench::device(node, d);
   er["spec"]["properties"] = {{"type", isK80(d) ? "k80" : "p100"},
                               {"memory", isK80(d) ? "12Gi" : "16Gi"}};
+  er["metadata"]["finalizers"] = {kDeviceProtectionFinalizer};
   return er;
 }
 

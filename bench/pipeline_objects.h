@@ -30,7 +30,8 @@ extern const Resource kReplicaSets;     // apps/v1, namespaced
 }  // namespace resources
 
 // Device d of node i as an ExtendedResource, pinned to the node (bench::device's shape, but
-// every node alike: four k80s and four p100s).
+// every node alike: four k80s and four p100s), with the protection finalizer the node agent
+// publishes its devices with.
 nlohmann::json extendedResource(size_t node, int d);
 // All eight devices of node i as one ResourceSlice of kDriver (pool = the node, one slice):
 // attribute `type` (string) and capacity `memory`, as the ExtendedResources' properties.

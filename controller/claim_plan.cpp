@@ -217,9 +217,9 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 Plan planClaim(const ClaimInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
+  planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
+                 claimInUse(c), in.protect);
   if (in.protect) {
-    planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
-                   claimInUse(c));
     planDeletionWait(
         p, c.meta, claimInUse(c), c.conditions, c.statusReadable,
         [&] { return statusUpdate(c, in.now); },

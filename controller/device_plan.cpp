@@ -86,9 +86,9 @@ PlannedEvent deletionWaitEvent(const ExtendedResource& d, const ExtendedResource
 Plan planDevice(const DeviceInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResource& d = *in.view.device;
+  planProtection(p, resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer,
+                 deviceInUse(d), in.protect);
   if (in.protect) {
-    planProtection(p, resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer,
-                   deviceInUse(d));
     // An invalid device's status is never written but for its mark.
     planDeletionWait(
         p, d.meta, deviceInUse(d), d.conditions, d.invalid.empty(),

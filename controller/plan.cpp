@@ -144,11 +144,11 @@ void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
 }
 
 bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta,
-                    const std::string& finalizer, bool inUse) {
+                    const std::string& finalizer, bool inUse, bool protect) {
   if (plan.write || plan.verify) {
     return false;
   }
-  const auto on = protectionChange(meta, finalizer, inUse);
+  const auto on = protectionChange(meta, finalizer, inUse, protect);
   if (!on) {
     return false;
   }

@@ -153,6 +153,6 @@ void planDeletionWait(Plan& plan, const ObjectMeta& meta, bool inUse,
 // With nothing else to write (one write per reconcile, each conditional on the version seen),
 // the protection finalizer's write when protectionChange calls for one; false when it does not.
 bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta,
-                    const std::string& finalizer, bool inUse);
+                    const std::string& finalizer, bool inUse, bool protect);
 
 }  // namespace ker

@@ -351,9 +351,12 @@ bool deviceInUse(const ExtendedResource& d) {
 }
 
 std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,
-                                     bool inUse) {
+                                     bool inUse, bool protect) {
   const bool has =
       std::find(meta.finalizers.begin(), meta.finalizers.end(), finalizer) != meta.finalizers.end();
+  if (!protect) {
+    return has && meta.deleting ? std::optional<bool>(false) : std::nullopt;
+  }
   if (!has && !meta.deleting) {
     return true;
   }

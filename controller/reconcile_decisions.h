@@ -176,11 +176,14 @@ bool isHolder(const Pod& pod, const ExtendedResourceClaim& claim);
 bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
 
 // Protection while in use (as PersistentVolumeClaim protection): every claim and device carries
-// the protection finalizer, put on when first seen; a deleting one keeps it while it is in use
-// and loses it once nothing holds it, so its deletion completes. A claim is in use while a pod
-// holds it (Bound or Lost, or a status that cannot be read to say otherwise); a device while it
-// is Bound. A device being deleted counts as lost to the claim that holds it (its pod is told)
-// and stays until that claim is released.
+// the protection finalizer, put on when first seen (or at creation: the node agent's devices and
+// the claims made from templates are created with it); a deleting one keeps it while it is in
+// use and loses it once nothing holds it, so its deletion completes. With protection off, no
+// finalizer is put on and a deleting object loses the one it has at once, in use or not: no
+// deletion waits for a protection that is off, whoever put the finalizer on. A claim is in use
+// while a pod holds it (Bound or Lost, or a status that cannot be read to say otherwise); a device
+// while it is Bound. A device being deleted counts as lost to the claim that holds it (its pod is
+// told) and stays until that claim is released.
 bool claimInUse(const ExtendedResourceClaim& claim);
 // A shareable claim a pod naming it can join now: Bound, usable, with room for one more holder.
 bool joinable(const ExtendedResourceClaim& claim);
@@ -188,7 +191,7 @@ bool deviceInUse(const ExtendedResource& device);
 // true: put the finalizer on; false: take it off; nullopt: leave it as it is. A deleting object
 // gets no new finalizer (the API server refuses it).
 std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,
-                                     bool inUse);
+                                     bool inUse, bool protect);
 // A deleting object in use stays until it is released, and says so: true while its written
 // Allocated condition does not yet give the reason DeletionWaiting. The plan then writes the
 // status again (its conditions say it) with the DeletionWaiting event, so the event comes once

@@ -272,6 +272,7 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   TemplateClaimsInputs in;
   in.pod = &pod;
   in.warned = memory_.warnedTemplateProblem(podKey, pod.meta.uid);
+  in.protect = opts_.protectInUse;
   std::vector<CachedTemplate> keepTemplates;  // own what in.templates points to
   for (const auto& entry : pod.claimTemplates) {
     if (!in.templates.count(entry.templateName)) {

@@ -35,7 +35,8 @@ struct ReconcilerOptions {
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod
   // Put the protection finalizers on claims and devices, and take them off deleting ones once
-  // nothing holds them (protectionChange). The binary turns it on unless --protect-in-use=false.
+  // nothing holds them (protectionChange); off, take them off deleting ones at once. The binary
+  // turns it on unless --protect-in-use=false.
   bool protectInUse = false;
   SteadyClock clock = std::chrono::steady_clock::now;
   SystemClock wallClock = std::chrono::system_clock::now;  // stamps the conditions' transitions

@@ -35,7 +35,7 @@ const ExtendedResourceClaim* adoptable(const std::vector<const ExtendedResourceC
 }  // namespace
 
 json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
-                       const ExtendedResourceClaimTemplate& tmpl) {
+                       const ExtendedResourceClaimTemplate& tmpl, bool protect) {
   json labels = tmpl.claimLabels;
   labels[kTemplateEntryLabel] = entry.name;
   labels[kPodUidLabel] = pod.meta.uid;
@@ -53,6 +53,9 @@ json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
   };
   if (!tmpl.claimAnnotations.empty()) {
     meta["annotations"] = tmpl.claimAnnotations;
+  }
+  if (protect) {
+    meta["finalizers"] = json::array({kClaimProtectionFinalizer});
   }
   return json{{"apiVersion", kApiVersion},
               {"kind", "ExtendedResourceClaim"},
@@ -93,7 +96,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       record[entry.name] = c->meta.name;
       adopted.push_back(entry.name + "=" + c->meta.name);
     } else {
-      plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl)});
+      plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl, in.protect)});
     }
   }
   for (const auto& [entry, why] : plan.waiting) {

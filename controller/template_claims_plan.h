@@ -22,6 +22,9 @@ struct TemplateClaimsInputs {
   std::optional<std::vector<const ExtendedResourceClaim*>> labelled;
   // The waiting problem this pod (same UID) was last warned of, "" for none.
   std::string warned;
+  // Protection in use is on: claims are created with the protection finalizer, as they would
+  // get it at once, so a new claim is protected from the start at one write, not two.
+  bool protect = false;
 };
 
 struct ClaimCreate {
@@ -55,8 +58,9 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
 
 // The claim a template entry of the pod gets: the template's labels and annotations, the
 // entry and pod-UID labels, generateName "<pod>-<entry>-", the pod as controlling owner
-// (blockOwnerDeletion, so the garbage collector deletes it with the pod), the template's spec.
+// (blockOwnerDeletion, so the garbage collector deletes it with the pod), the template's spec;
+// with `protect`, the protection finalizer.
 nlohmann::json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
-                                 const ExtendedResourceClaimTemplate& tmpl);
+                                 const ExtendedResourceClaimTemplate& tmpl, bool protect);
 
 }  // namespace ker

@@ -105,6 +105,15 @@ class ControllerTest : public ExtenderSuite {
   json claimStatus(const std::string& claim) {
     return api_->get(resources::kExtendedResourceClaims, ns_, claim).value("status", json());
   }
+  // Whether the object is gone from the API server.
+  bool gone(const Resource& res, const std::string& ns, const std::string& name) {
+    try {
+      api_->get(res, ns, name);
+      return false;
+    } catch (const ApiError& e) {
+      return e.isNotFound();
+    }
+  }
   std::string devicePhase(const std::string& device) {
     return api_->get(resources::kExtendedResources, "", device)
         .value("/status/phase"_json_pointer, "");
@@ -398,6 +407,39 @@ TEST_F(UnprotectedControllerTest, DeletingABoundClaimFreesItsDevices) {
   api_->remove(resources::kExtendedResourceClaims, ns_, "c");
   ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s, 10ms)) << logs();
   EXPECT_LT(millisSince(deleted), 1000);
+}
+
+// The node agent creates its devices with the protection finalizer, and a cluster where
+// protection ran keeps the finalizers it put on: with protection off, neither holds a deletion.
+TEST_F(UnprotectedControllerTest, AProtectionFinalizerAlreadyOnHoldsNoDeletion) {
+  devices_.push_back(uniqueName("dev"));
+  const std::string device = devices_.back();
+  json published = deviceObject(device, node_, resource_, {{"type", "k80"}});
+  published["metadata"]["finalizers"] = {kDeviceProtectionFinalizer};
+  api_->create(resources::kExtendedResources, "", published);
+  createPod("web", "c");
+  ASSERT_TRUE(waitBound("web")) << logs();
+  ASSERT_EQ(devicePhase(device), "Bound");
+  api_->patch(resources::kExtendedResourceClaims, ns_, "c", PatchType::kMerge,
+              {{"metadata", {{"finalizers", {kClaimProtectionFinalizer}}}}});
+  EXPECT_TRUE(
+      api_->get(resources::kExtendedResources, "", device)["metadata"].contains("finalizers"))
+      << "not deleting: left as it is";
+
+  api_->remove(resources::kExtendedResources, "", device);
+  ASSERT_TRUE(eventually([&] { return claimPhase("c") == "Lost"; }, 10s)) << logs();
+  EXPECT_TRUE(eventually([&] { return gone(resources::kExtendedResources, "", device); }, 10s))
+      << "the device in use went at once\n"
+      << logs();
+
+  api_->remove(resources::kExtendedResourceClaims, ns_, "c");
+  EXPECT_TRUE(eventually([&] { return gone(resources::kExtendedResourceClaims, ns_, "c"); }, 10s))
+      << "the claim its pod holds went at once\n"
+      << logs();
+  // A pod running without its claim is what deleting it without protection leaves.
+  deletePodNow(*api_, ns_, "web");
+  EXPECT_TRUE(eventually([&] { return invariantViolations().empty(); }, 10s))
+      << invariantViolations();
 }
 
 TEST_F(ControllerTest, AHalfWrittenBindIsRepairedOnlyAfterTheGracePeriod) {
@@ -742,14 +784,6 @@ class ProtectionTest : public ControllerTest {
                     const std::string& finalizer) {
     const json f = api_->get(res, ns, name).value("/metadata/finalizers"_json_pointer, json());
     return f.is_array() && std::find(f.begin(), f.end(), finalizer) != f.end();
-  }
-  bool gone(const Resource& res, const std::string& ns, const std::string& name) {
-    try {
-      api_->get(res, ns, name);
-      return false;
-    } catch (const ApiError& e) {
-      return e.isNotFound();
-    }
   }
   bool deleting(const Resource& res, const std::string& ns, const std::string& name) {
     return api_->get(res, ns, name).contains("/metadata/deletionTimestamp"_json_pointer);

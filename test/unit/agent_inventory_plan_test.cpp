@@ -29,6 +29,8 @@ TEST(InventoryPlanTest, DesiredObjectIsPinnedToTheNodeAndLabelledAsTheAgents) {
   json obj = desiredObject(spec("d0"), "node-1");
   EXPECT_EQ(obj["metadata"]["labels"][kNodeLabel], "node-1");
   EXPECT_EQ(obj["metadata"]["labels"][kManagedByLabel], kManagedByValue);
+  EXPECT_EQ(obj["metadata"]["finalizers"], json::array({kDeviceProtectionFinalizer}))
+      << "protected from its first moment, as the controller would protect it";
   ExtendedResource er = ExtendedResource::fromJson(obj);
   EXPECT_TRUE(er.invalid.empty()) << er.invalid;
   EXPECT_EQ(er.rawResourceName, "example.com/gpu");
@@ -58,11 +60,18 @@ TEST(InventoryPlanTest, CreatesWhatIsMissingAndNothingElse) {
 TEST(InventoryPlanTest, AChangedSpecIsUpdatedKeepingStatusAndResourceVersion) {
   NodeFile f;
   f.devices = {spec("d0", "id-new")};
-  ExtendedResource d0 = published(spec("d0", "id-old"), "node-1");
+  json raw = desiredObject(spec("d0", "id-old"), "node-1");
+  raw["metadata"]["uid"] = "uid-d0";
+  raw["metadata"]["resourceVersion"] = "7";
+  raw["metadata"]["finalizers"] = {"other.example.com/keep"};
+  raw["status"] = {{"phase", "Bound"}, {"claimRef", {{"namespace", "ns"}, {"name", "c"}}}};
+  ExtendedResource d0 = ExtendedResource::fromJson(raw);
   InventoryPlan plan = planInventory(f, "node-1", {&d0});
   ASSERT_EQ(plan.updates.size(), 1u);
   const json& obj = plan.updates[0].object;
   EXPECT_EQ(obj["spec"]["deviceID"], "id-new");
+  EXPECT_EQ(obj["metadata"]["finalizers"], json::array({"other.example.com/keep"}))
+      << "the finalizers as the object has them, whoever put them on";
   EXPECT_EQ(obj["metadata"]["resourceVersion"], "7");
   EXPECT_EQ(obj["status"]["phase"], "Bound");
   EXPECT_TRUE(plan.creates.empty());

@@ -210,6 +210,14 @@ TEST_F(TemplateClaimsPlanTest, CreatesTheWholeClaimFromTheTemplate) {
                               {"blockOwnerDeletion", true}}}}}},
                          {"spec", {{"rawResourceName", "x.io/gpu"}}}};
   EXPECT_EQ(plan.creates[0].claim, expected) << plan.creates[0].claim.dump(2);
+
+  in.protect = true;
+  const auto protectedPlan = planTemplateClaims(in);
+  ASSERT_EQ(protectedPlan.creates.size(), 1u);
+  json withFinalizer = expected;
+  withFinalizer["metadata"]["finalizers"] = {"extendedresource.io/claim-protection"};
+  EXPECT_EQ(protectedPlan.creates[0].claim, withFinalizer)
+      << "created protected, rather than protected by a second write";
 }
 
 TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItConditionally) {
@@ -296,7 +304,7 @@ TEST_F(TemplateClaimsPlanTest, NothingForPodsPastScheduling) {
 
 TEST_F(TemplateClaimsPlanTest, GenerateNameStaysAValidNameForLongPodNames) {
   pod.meta.name = std::string(200, 'a') + "." + std::string(50, 'b');
-  const json c = claimFromTemplate(pod, {std::string(63, 'e'), "gpu-tmpl"}, tmpl);
+  const json c = claimFromTemplate(pod, {std::string(63, 'e'), "gpu-tmpl"}, tmpl, true);
   const std::string gen = c["metadata"]["generateName"];
   EXPECT_LE(gen.size() + 5, 253u);
   EXPECT_TRUE(isDns1123Subdomain(gen + "abcde")) << gen;

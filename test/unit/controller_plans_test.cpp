@@ -601,6 +601,23 @@ TEST_F(ProtectionPlanTest, WithoutProtectionNothingIsWritten) {
   in.protect = false;
   claim.meta.deleting = true;
   EXPECT_FALSE(planClaim(in).write);
+  claim.meta.deleting = false;
+  EXPECT_FALSE(planClaim(in).write) << "no finalizer put on";
+}
+
+// A finalizer left on while protection was on (or put on at creation) would hold a deletion
+// that nothing takes it off for.
+TEST_F(ProtectionPlanTest, WithoutProtectionADeletingClaimLosesTheFinalizerThoughInUse) {
+  in.protect = false;
+  claim.meta.finalizers = {"other", kClaimProtectionFinalizer};
+  EXPECT_FALSE(planClaim(in).write) << "not deleting: left as it is";
+  claim.meta.deleting = true;
+  ASSERT_TRUE(claimInUse(claim));
+  const Plan p = planClaim(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kUnprotected);
+  EXPECT_EQ(renderWrite(*p.write).body["metadata"]["finalizers"], nlohmann::json::array({"other"}));
+  EXPECT_TRUE(p.events.empty()) << "no DeletionWaiting: nothing waits";
 }
 
 TEST_F(ProtectionPlanTest, ADeviceBeingDeletedIsLostToItsClaimButNotRecovered) {
@@ -718,7 +735,10 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
       << "no pods named when the claim names none: " << p.events[0].message;
 
   in.protect = false;
-  EXPECT_FALSE(planDevice(in).write) << "no finalizer of ours keeps it";
+  p = planDevice(in);
+  ASSERT_TRUE(p.write) << "protection off: the finalizer does not keep it";
+  EXPECT_EQ(p.change, Change::kUnprotected);
+  EXPECT_TRUE(p.events.empty());
   in.protect = true;
   device.invalid = "spec.properties: expected an object";
   device.reason = "Invalid";
