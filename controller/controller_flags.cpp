@@ -50,7 +50,7 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
           "protect-in-use", d.controller.reconciler.protectInUse,
           "put the protection finalizers on claims and devices, so one deleted while a pod holds "
           "it stays until that pod is gone (the ClusterRole must allow patching them); false "
-          "leaves deletions alone")),
+          "leaves deletions alone, taking the finalizer off whatever is being deleted")),
       schedulerName_(flags.addString("scheduler-name", d.controller.reconciler.schedulerName,
                                      "schedulerName of the pods whose claims are served")),
       leaderElect_(
