@@ -155,13 +155,15 @@ class ExtenderBadRequests : public ::testing::Test {
   std::unique_ptr<ExtenderApp> app_;
 };
 
-// Sent as soon as the port accepts, before the caches have listed (the first list fails and
-// is retried after its backoff): answered once they have, not refused.
+// Sent as soon as the port accepts, before the caches have listed (every list fails until the
+// request is in, then the lists are retried after their backoff): answered once they have
+// listed, not refused. Lists fail for every informer alike: a single failure would go to
+// whichever informer lists first, which may be one that readiness does not wait for.
 TEST(ExtenderStartup, ARequestBeforeTheCachesHaveSyncedWaitsForThem) {
   testing::FakeApiClient api;
   testing::seedExtenderCluster(api);
   api.failNext(testing::FakeApiClient::Verb::kList,
-               ApiError(ApiErrorKind::kServerError, 500, "", "etcd down"));
+               ApiError(ApiErrorKind::kServerError, 500, "", "etcd down"), -1);
   ExtenderConfig config;
   config.bindAddress = "127.0.0.1";
   config.port = 0;
@@ -171,6 +173,9 @@ TEST(ExtenderStartup, ARequestBeforeTheCachesHaveSyncedWaitsForThem) {
   Socket s(app.port());
   s.send(request("POST", "/filter", testing::readTestdata("filter_nodenames.json")),
          Clock::now() + 5s);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(app.ready());
+  api.clearFailures();
   const Reply r = s.read(10s);
   ASSERT_EQ(r.status, 200) << r.head << "\n" << r.body;
   EXPECT_EQ(json::parse(r.body)["NodeNames"], json::array({"node-a"}));
