@@ -94,8 +94,15 @@ TEST_F(NodeAgentTest, AForgedAllocationOrStatusIsRefusedByAdmission) {
   // Claim status is written by the components only, not by an administrator either.
   createClaim("c");
   json claim;
-  // (Once the controller has written its first status, so the write below is not a conflict.)
-  ASSERT_TRUE(eventually([&] { return !phaseOf(claim = getClaim("c")).empty(); }, 30s));
+  // (Once the controller has written its first status and then its protection finalizer, so
+  // the write below is not a conflict.)
+  ASSERT_TRUE(eventually(
+      [&] {
+        claim = getClaim("c");
+        return !phaseOf(claim).empty() && claim["metadata"].value("finalizers", json::array()) ==
+                                              json::array({kClaimProtectionFinalizer});
+      },
+      30s));
   claim["status"] = {{"phase", "Bound"}, {"nodeName", node()}, {"extendedResourceNames", {"x"}}};
   try {
     api_->updateStatus(resources::kExtendedResourceClaims, ns_, claim);
