@@ -221,7 +221,7 @@ nlohmann::json Executor::createClaim(const nlohmann::json& claim) {
 void Executor::patchPod(const Pod& pod, const nlohmann::json& patch,
                         const std::vector<PlannedEvent>& events) {
   gate();
-  api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kMerge, patch);
+  api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kJson, patch);
   record(events);
 }
 

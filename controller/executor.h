@@ -54,8 +54,8 @@ class Executor {
   bool nudgePod(const Pod& pod);
   // Creates a claim (a template entry's); returns it as the server stored it.
   nlohmann::json createClaim(const nlohmann::json& claim);
-  // Merge-patches the pod (the generated-claims record, with its resourceVersion precondition
-  // inside), then records the events.
+  // Applies a JSON Patch to the pod (the generated-claims record, its preconditions as test
+  // operations inside), then records the events.
   void patchPod(const Pod& pod, const nlohmann::json& patch,
                 const std::vector<PlannedEvent>& events);
 

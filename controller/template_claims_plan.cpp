@@ -120,10 +120,20 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   if (adopted.empty()) {
     return plan;
   }
-  plan.recordPatch =
-      json{{"metadata",
-            {{"resourceVersion", pod.meta.resourceVersion},
-             {"annotations", {{kGeneratedClaimsAnnotation, generatedClaimsValue(record)}}}}}};
+  // The tests are the record's precondition: the same pod, and the record this plan started
+  // from. A resourceVersion precondition would also lose to every other write of the pod, such
+  // as kube-scheduler's status write when it tries the pod that waits for this very record.
+  const auto recorded = pod.meta.annotations.find(kGeneratedClaimsAnnotation);
+  const std::string path =
+      (json::json_pointer("/metadata/annotations") / kGeneratedClaimsAnnotation).to_string();
+  plan.recordPatch = json::array({
+      {{"op", "test"}, {"path", "/metadata/uid"}, {"value", pod.meta.uid}},
+      // The API server's JSON Patch takes null as "absent": the pod carries no record yet.
+      {{"op", "test"},
+       {"path", path},
+       {"value", recorded == pod.meta.annotations.end() ? json(nullptr) : json(recorded->second)}},
+      {{"op", "add"}, {"path", path}, {"value", generatedClaimsValue(record)}},
+  });
   std::string list;
   for (const auto& a : adopted) {
     list += (list.empty() ? "" : ", ") + a;

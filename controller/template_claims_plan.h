@@ -38,7 +38,8 @@ struct TemplateClaimsPlan {
   // Claims to create. Once they exist, plan again with them among `labelled`: they are then
   // adopted into the record.
   std::vector<ClaimCreate> creates;
-  // The merge patch writing the record onto the pod, conditional on the pod's resourceVersion.
+  // The JSON Patch writing the record onto the pod: it applies only to the same pod (UID) while
+  // its record is still the one planned against.
   std::optional<nlohmann::json> recordPatch;
   std::vector<PlannedEvent> events;  // with the record
   // Entries that wait for their template to exist or become valid: entry -> why.

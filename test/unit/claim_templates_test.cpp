@@ -220,7 +220,7 @@ TEST_F(TemplateClaimsPlanTest, CreatesTheWholeClaimFromTheTemplate) {
       << "created protected, rather than protected by a second write";
 }
 
-TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItConditionally) {
+TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItWhileTheRecordIsUnchanged) {
   const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
   const auto other = ownedClaim("web-0-gpu-x2", "gpu", "old-pod-uid");
   const auto otherEntry = ownedClaim("web-0-nic-x3", "nic", "pod-uid");
@@ -228,11 +228,12 @@ TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItConditional
   const auto plan = planTemplateClaims(in);
   EXPECT_TRUE(plan.creates.empty());
   ASSERT_TRUE(plan.recordPatch);
-  EXPECT_EQ(
-      *plan.recordPatch,
-      (json{{"metadata",
-             {{"resourceVersion", "7"},
-              {"annotations", {{kGeneratedClaimsAnnotation, R"({"gpu":"web-0-gpu-x1"})"}}}}}}));
+  const std::string path = "/metadata/annotations/extendedresource.io~1generated-claims";
+  EXPECT_EQ(*plan.recordPatch,
+            (json{{{"op", "test"}, {"path", "/metadata/uid"}, {"value", "pod-uid"}},
+                  {{"op", "test"}, {"path", path}, {"value", nullptr}},
+                  {{"op", "add"}, {"path", path}, {"value", R"({"gpu":"web-0-gpu-x1"})"}}}))
+      << "conditional on the pod and on its record, not on every other write of the pod";
   ASSERT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].reason, "ClaimsGenerated");
 }
@@ -245,15 +246,18 @@ TEST_F(TemplateClaimsPlanTest, AnotherPodsClaimIsNeverAdopted) {
   EXPECT_FALSE(plan.recordPatch);
 }
 
-TEST_F(TemplateClaimsPlanTest, KeepsEntriesAlreadyRecorded) {
+TEST_F(TemplateClaimsPlanTest, KeepsEntriesAlreadyRecordedAndTestsThatRecord) {
   pod.claimTemplates.push_back({"nic", "gpu-tmpl"});
+  pod.meta.annotations[kGeneratedClaimsAnnotation] = R"({"nic":"web-0-nic-1"})";
   pod.generatedClaims = {{"nic", "web-0-nic-1"}};
   const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
   in.labelled = std::vector<const ExtendedResourceClaim*>{&mine};
   const auto plan = planTemplateClaims(in);
   ASSERT_TRUE(plan.recordPatch);
-  EXPECT_EQ((*plan.recordPatch)["metadata"]["annotations"][kGeneratedClaimsAnnotation],
-            R"({"gpu":"web-0-gpu-x1","nic":"web-0-nic-1"})");
+  ASSERT_EQ(plan.recordPatch->size(), 3u);
+  EXPECT_EQ((*plan.recordPatch)[1]["value"], R"({"nic":"web-0-nic-1"})")
+      << "applies only while the record is the one the plan started from";
+  EXPECT_EQ((*plan.recordPatch)[2]["value"], R"({"gpu":"web-0-gpu-x1","nic":"web-0-nic-1"})");
 }
 
 TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
