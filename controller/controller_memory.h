@@ -15,9 +15,9 @@ namespace ker {
 
 // Everything the controller remembers beyond what the API holds, in one place under one lock:
 // the grace clocks of half-written objects, devices a release failed to free, nudges, warnings
-// already given, and how each claim looked at its last reconcile (so a plan can tell a change
-// from a state). All of it can be lost: a restarted controller rebuilds it from the API,
-// at worst waiting one grace period again. Thread-safe.
+// already given, generated-claims records written but not yet seen, and how each claim looked at
+// its last reconcile (so a plan can tell a change from a state). All of it can be lost: a restarted
+// controller rebuilds it from the API, at worst waiting one grace period again. Thread-safe.
 class ControllerMemory {
  public:
   // Since when `key` has looked suspicious with this same status fingerprint; nullopt when it
@@ -57,6 +57,15 @@ class ControllerMemory {
   void setWarnedTemplateProblem(const std::string& podKey, const std::string& podUid,
                                 const std::string& problem);
 
+  // The generated-claims record last written on the pod (same UID), until the cache shows it;
+  // empty when none, or when written longer ago than a watch takes to deliver it (so a record
+  // someone removed before the cache showed it is not trusted forever). Setting an empty
+  // record forgets.
+  std::map<std::string, std::string> writtenRecord(const std::string& podKey,
+                                                   const std::string& podUid, SteadyTime now) const;
+  void setWrittenRecord(const std::string& podKey, const std::string& podUid,
+                        std::map<std::string, std::string> record, SteadyTime now);
+
   // Drop what is remembered about an object that was deleted.
   void forgetClaim(const std::string& key);
   void forgetDevice(const std::string& name);
@@ -73,6 +82,11 @@ class ControllerMemory {
     std::string uid;
     std::string problem;
   };
+  struct Written {
+    std::string uid;
+    std::map<std::string, std::string> record;
+    SteadyTime at;
+  };
 
   mutable std::mutex mu_;
   std::map<std::string, Suspicion> claimSuspects_;
@@ -83,6 +97,7 @@ class ControllerMemory {
   std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
   std::map<std::string, Warned> warnedPods_;       // pod key -> warning given
   std::map<std::string, Warned> warnedTemplates_;  // pod key -> warning given
+  std::map<std::string, Written> writtenRecords_;  // pod key -> record written
 };
 
 }  // namespace ker

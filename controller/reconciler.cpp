@@ -272,6 +272,7 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   TemplateClaimsInputs in;
   in.pod = &pod;
   in.warned = memory_.warnedTemplateProblem(podKey, pod.meta.uid);
+  in.written = memory_.writtenRecord(podKey, pod.meta.uid, opts_.clock());
   in.protect = opts_.protectInUse;
   std::vector<CachedTemplate> keepTemplates;  // own what in.templates points to
   for (const auto& entry : pod.claimTemplates) {
@@ -323,6 +324,7 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   if (plan.recordPatch) {
     executor_.patchPod(pod, *plan.recordPatch, plan.events);
   }
+  memory_.setWrittenRecord(podKey, pod.meta.uid, std::move(plan.remember), opts_.clock());
 }
 
 void Reconciler::requestNudge(const NudgeTarget& target) {

@@ -1,5 +1,7 @@
 #include "controller/template_claims_plan.h"
 
+#include <algorithm>
+
 #include "common/event_recorder.h"
 
 namespace ker {
@@ -71,6 +73,12 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     return plan;
   }
   std::map<std::string, std::string> record = pod.generatedClaims;
+  // Entries this controller recorded that the cache does not show yet are not planned again:
+  // the write would be refused by its own test, and cost a list first.
+  if (!std::includes(record.begin(), record.end(), in.written.begin(), in.written.end())) {
+    plan.remember = in.written;
+    record.insert(in.written.begin(), in.written.end());
+  }
   std::vector<std::string> adopted;
   for (const auto& entry : pod.claimTemplates) {
     if (record.count(entry.name)) {
@@ -134,6 +142,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
        {"value", recorded == pod.meta.annotations.end() ? json(nullptr) : json(recorded->second)}},
       {{"op", "add"}, {"path", path}, {"value", generatedClaimsValue(record)}},
   });
+  plan.remember = record;
   std::string list;
   for (const auto& a : adopted) {
     list += (list.empty() ? "" : ", ") + a;

@@ -260,6 +260,29 @@ TEST_F(TemplateClaimsPlanTest, KeepsEntriesAlreadyRecordedAndTestsThatRecord) {
   EXPECT_EQ((*plan.recordPatch)[2]["value"], R"({"gpu":"web-0-gpu-x1","nic":"web-0-nic-1"})");
 }
 
+TEST_F(TemplateClaimsPlanTest, ARecordWrittenButNotYetCachedIsNotPlannedAgain) {
+  const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
+  in.labelled = std::vector<const ExtendedResourceClaim*>{&mine};
+  const auto first = planTemplateClaims(in);
+  ASSERT_TRUE(first.recordPatch);
+  EXPECT_EQ(first.remember, (std::map<std::string, std::string>{{"gpu", "web-0-gpu-x1"}}));
+
+  // A sync from a copy older than the write: nothing to list, create or write.
+  in.labelled.reset();
+  in.written = first.remember;
+  const auto stale = planTemplateClaims(in);
+  EXPECT_FALSE(stale.listLabelled);
+  EXPECT_TRUE(stale.creates.empty());
+  EXPECT_FALSE(stale.recordPatch);
+  EXPECT_EQ(stale.remember, in.written) << "remembered until the cache shows it";
+
+  // The cache shows the record: forgotten.
+  pod.meta.annotations[kGeneratedClaimsAnnotation] = R"({"gpu":"web-0-gpu-x1"})";
+  pod.generatedClaims = in.written;
+  pod.awaitingTemplates.clear();
+  EXPECT_TRUE(planTemplateClaims(in).remember.empty());
+}
+
 TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   in.templates["gpu-tmpl"] = nullptr;
   auto plan = planTemplateClaims(in);
