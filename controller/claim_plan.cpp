@@ -215,8 +215,13 @@ SeenClaim seenClaim(const ExtendedResourceClaim& c) {
 }
 
 Plan planClaim(const ClaimInputs& in) {
-  Plan p = planStatus(in);
   const ExtendedResourceClaim& c = *in.view.claim;
+  if (in.seen && !in.seen->writtenOver.empty() && in.seen->writtenOver == c.meta.resourceVersion) {
+    Plan stale;
+    stale.staleCopy = true;
+    return stale;
+  }
+  Plan p = planStatus(in);
   planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
                  claimInUse(c), in.protect);
   if (in.protect) {

@@ -13,6 +13,9 @@ namespace ker {
 struct SeenClaim {
   ClaimPhase phase = ClaimPhase::kPending;
   std::optional<std::string> holderUid;  // the first holder's UID; nullopt without one
+  // The resourceVersion of the copy this process last wrote the claim from, "" for none: a
+  // copy of that version is older than the claim (the write's own event is still to come).
+  std::string writtenOver;
 };
 SeenClaim seenClaim(const ExtendedResourceClaim& claim);
 

@@ -40,6 +40,12 @@ class ControllerMemory {
   std::optional<SeenClaim> seenClaim(const std::string& key) const;
   void setSeenClaim(const std::string& key, SeenClaim seen);
 
+  // Claims a pod's sync created and is giving their first status now, each with the version
+  // it created: their own sync from that copy waits rather than write the same status.
+  void beginInitializing(const std::string& key, std::string version);
+  void endInitializing(const std::string& key);
+  bool initializing(const std::string& key, const std::string& version) const;
+
   // Nudges: when each target was last triggered, and when each pod (by UID) was last nudged.
   void triggerNudge(const NudgeTarget& target, SteadyTime now);
   std::optional<SteadyTime> nudgeTriggeredAt(const NudgeTarget& target) const;
@@ -93,6 +99,7 @@ class ControllerMemory {
   std::map<std::string, Suspicion> deviceSuspects_;
   std::map<std::string, std::string> releasedDevices_;  // device -> resourceVersion
   std::map<std::string, SeenClaim> seenClaims_;
+  std::map<std::string, std::string> initializing_;  // claim key -> version created
   std::map<NudgeTarget, SteadyTime> nudgeTriggered_;
   std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
   std::map<std::string, Warned> warnedPods_;       // pod key -> warning given

@@ -86,14 +86,14 @@ void Executor::gate() const {
   }
 }
 
-void Executor::write(const StatusWrite& w) {
+std::string Executor::write(const StatusWrite& w) {
   gate();
   const WriteRequest request = renderWrite(w);
-  if (request.mergePatch) {
-    api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge, request.body, request.subresource);
-  } else {
-    api_.updateStatus(*w.resource, w.ns, request.body);
-  }
+  const nlohmann::json written = request.mergePatch
+                                     ? api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge,
+                                                  request.body, request.subresource)
+                                     : api_.updateStatus(*w.resource, w.ns, request.body);
+  return written.is_object() ? written.value("/metadata/resourceVersion"_json_pointer, "") : "";
 }
 
 void Executor::count(const Plan& plan) {
@@ -124,8 +124,8 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
   Outcome out;
   bool claimGone = false;
   if (plan.write && !plan.frees) {
-    write(*plan.write);
-  } else if (plan.write && !unlessNotFound([&] { write(*plan.write); })) {
+    out.writtenVersion = write(*plan.write);
+  } else if (plan.write && !unlessNotFound([&] { out.writtenVersion = write(*plan.write); })) {
     claimGone = true;
     log::info("claim to release was deleted; freeing its devices",
               {{"claim", objectOf(*plan.write)}, {"devices", plan.frees->names}});

@@ -39,6 +39,8 @@ class Executor {
     // Devices a release left Bound to its claim, each with the resourceVersion its last
     // failed write carried ("" when it could not be read).
     std::map<std::string, std::string> failed;
+    // The resourceVersion the plan's write left on its object, "" without one.
+    std::string writtenVersion;
   };
   using DeviceLookup = std::function<CachedDevice(const std::string& name)>;
 
@@ -67,7 +69,8 @@ class Executor {
   FreeResult freeReleasedDevice(const std::string& name, const ClaimRef& claim,
                                 const CachedDevice& cached, const FreedStatus& status,
                                 std::string& triedVersion);
-  void write(const StatusWrite& w);
+  // Returns the resourceVersion of the object written.
+  std::string write(const StatusWrite& w);
   void count(const Plan& plan);
   void gate() const;
 

@@ -17,6 +17,8 @@ using Result = ReconcileResult::Status;
 
 // Each decision asks for at most this many live reads before it must settle.
 constexpr int kMaxLiveReads = 2;
+// How soon a claim whose first status a pod's sync is writing is looked at again.
+constexpr Millis kInitializingRecheck{500};
 
 ReconcileResult unsettled() {
   ReconcileResult r;
@@ -79,99 +81,115 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
       }
       return ReconcileResult{};
     }
-    ClaimInputs in;
-    in.seen = memory_.seenClaim(key);
-    in.protect = opts_.protectInUse;
-    in.now = opts_.wallClock();
-    ClaimView& v = in.view;
-    v.claim = claim.get();
-    v.now = opts_.clock();
-    v.grace = opts_.orphanGrace;
-    const std::string fingerprint = statusFingerprint(*claim);
-    v.suspectSince = memory_.claimSuspectSince(key, fingerprint);
-    const std::vector<PodRef> refs = claim->holders();
-    std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
-    for (const auto& ref : refs) {
-      holders.push_back(caches_.pod(objectKey(claim->meta.ns, ref.name)));
-      const auto& holder = holders.back();
-      v.holders.push_back({holder.get(), !ref.uid.empty() &&
-                                             (!holder || holder->meta.uid != ref.uid) &&
-                                             caches_.podDeleted(ref.uid)});
+    if (memory_.initializing(key, claim->meta.resourceVersion)) {
+      ReconcileResult r;
+      r.requeueAfter = kInitializingRecheck;  // by then written (or failed: then this writes)
+      return r;
     }
-    std::vector<CachedDevice> keep;  // owns what v.devices points to
-    for (const auto& name : claim->listedDevices()) {
-      keep.push_back(caches_.device(name));
-      v.devices[name] = keep.back().get();
-    }
-
-    Plan plan = planClaim(in);
-    for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
-      if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
-        const auto& names = plan.verify->holders;
-        for (size_t i = 0; i < refs.size(); ++i) {
-          if (v.holders[i].live ||
-              std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
-            continue;
-          }
-          auto live = liveGet(resources::kPods, claim->meta.ns, refs[i].name);
-          holders[i] =
-              live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
-          v.holders[i] = {holders[i].get(), true};
-        }
-      } else {
-        for (const auto& name : plan.verify->devices) {
-          auto live = liveGet(resources::kExtendedResources, "", name);
-          keep.push_back(
-              live ? std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(*live))
-                   : nullptr);
-          v.devices[name] = keep.back().get();
-        }
-        v.devicesLive = true;
-      }
-      plan = planClaim(in);
-    }
-    memory_.setClaimSuspect(key, plan.suspectSince, fingerprint);
-    if (plan.verify) {
-      return unsettled();
-    }
-
-    // Should a release stop after its claim write (a lost reply, leadership lost), the devices
-    // it left Bound to a claim that may no longer list them are freed at once rather than after
-    // the grace. A device written since (freed, or taken again) no longer matches the version
-    // remembered here.
-    std::map<std::string, std::string> versions;
-    if (plan.frees) {
-      for (const auto& name : plan.frees->names) {
-        if (const CachedDevice cached = caches_.device(name);
-            cached && isBoundTo(*cached, *claim)) {
-          versions[name] = cached->meta.resourceVersion;
-        }
-      }
-    }
-    Executor::Outcome out;
-    try {
-      out = executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); });
-    } catch (...) {
-      for (auto& [name, version] : versions) {
-        memory_.rememberReleased(name, std::move(version));
-      }
-      throw;
-    }
-    memory_.setSeenClaim(key, seenClaim(*claim));
-    ReconcileResult r;
-    r.requeueAfter = plan.requeueAfter;
-    if (plan.frees) {
-      for (const auto& name : plan.frees->names) {
-        if (auto failed = out.failed.find(name); failed != out.failed.end()) {
-          memory_.rememberReleased(name, failed->second);
-          r.devicesToRetry.push_back(name);
-        } else {
-          memory_.forgetReleased(name);
-        }
-      }
-    }
-    return r;
+    return syncClaim(key, claim);
   });
+}
+
+ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim& claim) {
+  ClaimInputs in;
+  in.seen = memory_.seenClaim(key);
+  in.protect = opts_.protectInUse;
+  in.now = opts_.wallClock();
+  ClaimView& v = in.view;
+  v.claim = claim.get();
+  v.now = opts_.clock();
+  v.grace = opts_.orphanGrace;
+  const std::string fingerprint = statusFingerprint(*claim);
+  v.suspectSince = memory_.claimSuspectSince(key, fingerprint);
+  const std::vector<PodRef> refs = claim->holders();
+  std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
+  for (const auto& ref : refs) {
+    holders.push_back(caches_.pod(objectKey(claim->meta.ns, ref.name)));
+    const auto& holder = holders.back();
+    v.holders.push_back({holder.get(), !ref.uid.empty() &&
+                                           (!holder || holder->meta.uid != ref.uid) &&
+                                           caches_.podDeleted(ref.uid)});
+  }
+  std::vector<CachedDevice> keep;  // owns what v.devices points to
+  for (const auto& name : claim->listedDevices()) {
+    keep.push_back(caches_.device(name));
+    v.devices[name] = keep.back().get();
+  }
+
+  Plan plan = planClaim(in);
+  if (plan.staleCopy) {
+    return ReconcileResult{};
+  }
+  for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
+    if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
+      const auto& names = plan.verify->holders;
+      for (size_t i = 0; i < refs.size(); ++i) {
+        if (v.holders[i].live ||
+            std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
+          continue;
+        }
+        auto live = liveGet(resources::kPods, claim->meta.ns, refs[i].name);
+        holders[i] =
+            live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+        v.holders[i] = {holders[i].get(), true};
+      }
+    } else {
+      for (const auto& name : plan.verify->devices) {
+        auto live = liveGet(resources::kExtendedResources, "", name);
+        keep.push_back(
+            live ? std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(*live))
+                 : nullptr);
+        v.devices[name] = keep.back().get();
+      }
+      v.devicesLive = true;
+    }
+    plan = planClaim(in);
+  }
+  memory_.setClaimSuspect(key, plan.suspectSince, fingerprint);
+  if (plan.verify) {
+    return unsettled();
+  }
+
+  // Should a release stop after its claim write (a lost reply, leadership lost), the devices
+  // it left Bound to a claim that may no longer list them are freed at once rather than after
+  // the grace. A device written since (freed, or taken again) no longer matches the version
+  // remembered here.
+  std::map<std::string, std::string> versions;
+  if (plan.frees) {
+    for (const auto& name : plan.frees->names) {
+      if (const CachedDevice cached = caches_.device(name); cached && isBoundTo(*cached, *claim)) {
+        versions[name] = cached->meta.resourceVersion;
+      }
+    }
+  }
+  Executor::Outcome out;
+  try {
+    out = executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); });
+  } catch (...) {
+    for (auto& [name, version] : versions) {
+      memory_.rememberReleased(name, std::move(version));
+    }
+    throw;
+  }
+  SeenClaim seen = seenClaim(*claim);
+  // A write the server found to change nothing keeps the version, and brings no event.
+  if (!out.writtenVersion.empty() && out.writtenVersion != claim->meta.resourceVersion) {
+    seen.writtenOver = claim->meta.resourceVersion;
+  }
+  memory_.setSeenClaim(key, std::move(seen));
+  ReconcileResult r;
+  r.requeueAfter = plan.requeueAfter;
+  if (plan.frees) {
+    for (const auto& name : plan.frees->names) {
+      if (auto failed = out.failed.find(name); failed != out.failed.end()) {
+        memory_.rememberReleased(name, failed->second);
+        r.devicesToRetry.push_back(name);
+      } else {
+        memory_.forgetReleased(name);
+      }
+    }
+  }
+  return r;
 }
 
 ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
@@ -306,7 +324,10 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
       setLabelled();
     } else if (!plan.creates.empty()) {
       for (const auto& create : plan.creates) {
-        labelled.push_back(ExtendedResourceClaim::fromJson(executor_.createClaim(create.claim)));
+        auto claim = std::make_shared<const ExtendedResourceClaim>(
+            ExtendedResourceClaim::fromJson(executor_.createClaim(create.claim)));
+        labelled.push_back(*claim);
+        initializeClaim(claim);
       }
       setLabelled();
     } else {
@@ -325,6 +346,25 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
     executor_.patchPod(pod, *plan.recordPatch, plan.events);
   }
   memory_.setWrittenRecord(podKey, pod.meta.uid, std::move(plan.remember), opts_.clock());
+}
+
+void Reconciler::initializeClaim(const CachedClaim& created) {
+  const std::string key = objectKey(created->meta.ns, created->meta.name);
+  memory_.beginInitializing(key, created->meta.resourceVersion);
+  struct EndInitializing {
+    ControllerMemory& memory;
+    const std::string& key;
+    ~EndInitializing() { memory.endInitializing(key); }
+  } end{memory_, key};
+  try {
+    syncClaim(key, created);
+  } catch (const ApiError& e) {
+    // The claim's own sync, from its watch event, writes it instead.
+    if (log::v(2)) {
+      log::info("left a new claim's first status to its own sync",
+                {{"claim", key}, {"error", e.what()}});
+    }
+  }
 }
 
 void Reconciler::requestNudge(const NudgeTarget& target) {

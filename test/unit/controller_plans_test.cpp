@@ -104,6 +104,20 @@ TEST_F(ClaimPlanTest, LostClaimBoundAgainForItsPodIsNoNewBind) {
       << "released in between, then bound for another pod";
 }
 
+TEST_F(ClaimPlanTest, ACopyThisProcessAlreadyWroteOverDecidesNothing) {
+  holder.phase = "Succeeded";
+  claim.meta.resourceVersion = "5";
+  in.seen = SeenClaim{ClaimPhase::kBound, "uid-p", "5"};
+  const Plan stale = planClaim(in);
+  EXPECT_TRUE(stale.staleCopy);
+  EXPECT_FALSE(stale.write) << "the release was written from this copy already";
+  EXPECT_FALSE(stale.frees);
+  claim.meta.resourceVersion = "6";
+  const Plan fresh = planClaim(in);
+  EXPECT_FALSE(fresh.staleCopy);
+  EXPECT_TRUE(fresh.write) << "a newer copy is decided on";
+}
+
 TEST_F(ClaimPlanTest, ReleaseWritesPendingThenFreesWithItsOrigin) {
   holder.phase = "Succeeded";
   const Plan p = planClaim(in);
