@@ -103,10 +103,12 @@ json nextStatus(Kind k, const Targets& t, const json& current, size_t i, SystemT
         throw std::runtime_error("device " + t.device + " reads as invalid: " + d.invalid);
       }
       std::optional<ClaimRef> ref;
+      std::vector<PodRef> holders;
       if (held(i)) {
         ref = ClaimRef{t.ns, t.claim, t.claimUid};
+        holders = {PodRef{t.claim + "-pod", t.claimUid}};  // as a bind names its pod
       }
-      return markDevice(d, ref).toJson(now);
+      return markDevice(d, ref, std::move(holders)).toJson(now);
     }
     case Kind::kClaim: {
       auto c = ExtendedResourceClaim::fromJson(current);

@@ -183,8 +183,18 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       continue;
     }
     const std::string key = objectKey(d.claimRef->ns, d.claimRef->name);
-    if (auto claim = claims.find(key); claim != claims.end() && !d.claimRef->uid.empty() &&
-                                       claim->second->meta.uid != d.claimRef->uid) {
+    const auto claim = claims.find(key);
+    const bool claimGone = claim == claims.end() ||
+                           (!d.claimRef->uid.empty() && claim->second->meta.uid != d.claimRef->uid);
+    // A claim deleted under a pod that runs on leaves the device with that pod until it ends.
+    if (claimGone && std::any_of(d.holders.begin(), d.holders.end(), [&](const PodRef& h) {
+          auto pod = podsByUid.find(h.uid);
+          return pod != podsByUid.end() && pod->second->meta.name == h.name &&
+                 pod->second->meta.ns == d.claimRef->ns && !pod->second->finished();
+        })) {
+      continue;
+    }
+    if (claim != claims.end() && claimGone) {
       out.push_back("device " + d.meta.name + " is Bound to an earlier claim " + key + " (uid " +
                     d.claimRef->uid + ")");
       continue;

@@ -353,19 +353,12 @@ bool isDns1123Subdomain(const std::string& s) {
   return true;
 }
 
-std::vector<std::string> requiredPlugins(const std::map<std::string, std::string>& podAnnotations) {
-  // NRI reads "<key>/pod" before the unscoped "<key>".
-  const std::string scoped = kRequiredPluginsAnnotation;
-  const std::string unscoped = scoped.substr(0, scoped.rfind('/'));
-  auto it = podAnnotations.find(scoped);
-  if (it == podAnnotations.end()) {
-    it = podAnnotations.find(unscoped);
-  }
+namespace {
+
+// A required-plugins value as NRI reads it here: a JSON array of strings; anything else, none.
+std::vector<std::string> parsePluginList(const std::string& value) {
   std::vector<std::string> out;
-  if (it == podAnnotations.end()) {
-    return out;
-  }
-  const json parsed = json::parse(it->second, nullptr, false);
+  const json parsed = json::parse(value, nullptr, false);
   if (!parsed.is_array() ||
       !std::all_of(parsed.begin(), parsed.end(), [](const json& v) { return v.is_string(); })) {
     return out;
@@ -376,13 +369,41 @@ std::vector<std::string> requiredPlugins(const std::map<std::string, std::string
   return out;
 }
 
-std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
-                                 const std::string& plugin) {
-  std::vector<std::string> list = requiredPlugins(podAnnotations);
+std::string withPlugin(std::vector<std::string> list, const std::string& plugin) {
   if (std::find(list.begin(), list.end(), plugin) == list.end()) {
     list.push_back(plugin);
   }
   return json(list).dump();
+}
+
+}  // namespace
+
+std::vector<std::string> requiredPlugins(const std::map<std::string, std::string>& podAnnotations) {
+  // NRI reads "<key>/pod" before the unscoped "<key>".
+  const std::string scoped = kRequiredPluginsAnnotation;
+  const std::string unscoped = scoped.substr(0, scoped.rfind('/'));
+  auto it = podAnnotations.find(scoped);
+  if (it == podAnnotations.end()) {
+    it = podAnnotations.find(unscoped);
+  }
+  return it == podAnnotations.end() ? std::vector<std::string>{} : parsePluginList(it->second);
+}
+
+std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
+                                 const std::string& plugin) {
+  return withPlugin(requiredPlugins(podAnnotations), plugin);
+}
+
+std::map<std::string, std::string> requiredPluginsAnnotations(
+    const std::map<std::string, std::string>& podAnnotations, const std::string& plugin) {
+  std::map<std::string, std::string> out{
+      {kRequiredPluginsAnnotation, requiredPluginsValue(podAnnotations, plugin)}};
+  const std::string containerScoped = kRequiredPluginsContainerPrefix;
+  for (auto it = podAnnotations.lower_bound(containerScoped);
+       it != podAnnotations.end() && it->first.starts_with(containerScoped); ++it) {
+    out[it->first] = withPlugin(parsePluginList(it->second), plugin);
+  }
+  return out;
 }
 
 std::string ObjectMeta::controllerUid() const {
@@ -580,6 +601,47 @@ ObjectMeta parseObjectMeta(const nlohmann::json& j) {
   return meta;
 }
 
+namespace {
+
+// status.holders of a claim or a device: pods by name (in the object's or its claim's
+// namespace) and UID.
+std::vector<PodRef> readHolders(const json& status) {
+  std::vector<PodRef> out;
+  const json* list = member(status, "holders");
+  if (!list) {
+    return out;
+  }
+  if (!list->is_array()) {
+    wrongType("status.holders", "an array", *list);
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string path = indexPath("status.holders", i);
+    const json& h = (*list)[i];
+    if (!h.is_object()) {
+      wrongType(path, "an object", h);
+    }
+    out.push_back(
+        PodRef{stringMember(h, "name", path + ".name"), stringMember(h, "uid", path + ".uid")});
+  }
+  return out;
+}
+
+void writeHolders(json& status, const std::vector<PodRef>& holders) {
+  if (holders.empty()) {
+    status.erase("holders");
+    return;
+  }
+  json list = json::array();
+  for (const auto& h : holders) {
+    json entry{{"name", h.name}};
+    setOrErase(entry, "uid", h.uid);
+    list.push_back(std::move(entry));
+  }
+  status["holders"] = std::move(list);
+}
+
+}  // namespace
+
 ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
   ExtendedResource r;
   r.raw = obj;
@@ -634,6 +696,7 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
     };
     readClaimRef("claimRef", r.claimRef);
     readClaimRef("releasedFrom", r.releasedFrom);
+    p.check([&] { r.holders = readHolders(*status); });
     p.check([&] { r.reason = stringMember(*status, "reason", "status.reason"); });
     p.check([&] { r.message = stringMember(*status, "message", "status.message"); });
     r.conditions = readConditions(*status);
@@ -656,6 +719,7 @@ nlohmann::json ExtendedResource::toJson(SystemTime now) const {
   };
   writeClaimRef("claimRef", claimRef);
   writeClaimRef("releasedFrom", releasedFrom);
+  writeHolders(s, holders);
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   writeConditions(s, deviceConditions(*this, conditions, now));
@@ -749,24 +813,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
                           stringMember(*ref, "uid", "status.podRef.uid")};
       }
     });
-    ps.check([&] {
-      const json* list = member(*status, "holders");
-      if (!list) {
-        return;
-      }
-      if (!list->is_array()) {
-        wrongType("status.holders", "an array", *list);
-      }
-      for (size_t i = 0; i < list->size(); ++i) {
-        const std::string path = indexPath("status.holders", i);
-        const json& h = (*list)[i];
-        if (!h.is_object()) {
-          wrongType(path, "an object", h);
-        }
-        c.sharedHolders.push_back(
-            PodRef{stringMember(h, "name", path + ".name"), stringMember(h, "uid", path + ".uid")});
-      }
-    });
+    ps.check([&] { c.sharedHolders = readHolders(*status); });
     ps.check([&] { c.bindRewrites = countMember(*status, "bindRewrites", "status.bindRewrites"); });
     ps.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
     ps.check([&] { c.message = stringMember(*status, "message", "status.message"); });
@@ -801,17 +848,7 @@ nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
   } else {
     s.erase("podRef");
   }
-  if (sharedHolders.empty()) {
-    s.erase("holders");
-  } else {
-    json list = json::array();
-    for (const auto& h : sharedHolders) {
-      json entry{{"name", h.name}};
-      setOrErase(entry, "uid", h.uid);
-      list.push_back(std::move(entry));
-    }
-    s["holders"] = std::move(list);
-  }
+  writeHolders(s, sharedHolders);
   if (bindRewrites > 0) {
     s["bindRewrites"] = bindRewrites;
   } else {

@@ -30,6 +30,10 @@ inline constexpr const char* kPodUidLabel = "extendedresource.io/pod-uid";
 // (checked by the runtime's default validator when it is enabled): the bind names the node
 // agent in it, so a container of a pod given devices never starts while the agent is away.
 inline constexpr const char* kRequiredPluginsAnnotation = "required-plugins.noderesource.dev/pod";
+// NRI's container-scoped form of that list ("<prefix><container name>"), which takes precedence
+// over the pod's for that container.
+inline constexpr const char* kRequiredPluginsContainerPrefix =
+    "required-plugins.noderesource.dev/container.";
 // The node agent's NRI plugin name: what it registers with, and what the bind puts in that
 // annotation.
 inline constexpr const char* kNodeAgentPluginName = "extended-resource-node-agent";
@@ -138,6 +142,10 @@ struct ExtendedResource {
   // status.releasedFrom: the claim whose release freed the device, until a bind or another
   // status write of the controller replaces it. What tells a freed device from one coming back.
   std::optional<ClaimRef> releasedFrom;
+  // status.holders: the pods (in claimRef's namespace) given the device through claimRef, as
+  // the bind and each join of a shared claim wrote them. The device itself names them so that
+  // it stays Bound while one of them may still use it, whatever happens to the claim object.
+  std::vector<PodRef> holders;
   std::string reason;
   std::string message;
   // status.conditions as read: the previous ones when the next status is written.
@@ -275,6 +283,13 @@ std::vector<std::string> requiredPlugins(const std::map<std::string, std::string
 // as a JSON array of strings is replaced.
 std::string requiredPluginsValue(const std::map<std::string, std::string>& podAnnotations,
                                  const std::string& plugin);
+
+// Every required-plugins annotation the bind writes so that each of the pod's containers needs
+// `plugin`: the pod-scoped list (requiredPluginsValue), and each container-scoped list the pod
+// carries with plugin added (NRI reads a container's own list before the pod's, so one set by
+// the pod's author would otherwise let that container start without the plugin).
+std::map<std::string, std::string> requiredPluginsAnnotations(
+    const std::map<std::string, std::string>& podAnnotations, const std::string& plugin);
 
 // RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
 // lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.

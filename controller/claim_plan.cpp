@@ -256,7 +256,8 @@ Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder) {
     p.events.push_back({referenceTo(*holder), EventType::kWarning, "ClaimDeleted",
                         "claim " + last.meta.name + " was deleted while this pod held it: its " +
                             "devices (" + joinNames(last.allocated) +
-                            ") are freed and may be given to another pod"});
+                            ") stay with the pod until it ends, but a container created again "
+                            "gets none"});
   }
   return p;
 }

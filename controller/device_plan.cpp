@@ -24,6 +24,7 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
   ExtendedResource next = d;
   next.phase = DevicePhase::kBound;
   next.claimRef = ClaimRef{c.meta.ns, c.meta.name, c.meta.uid};
+  next.holders = live->holders();
   next.releasedFrom.reset();
   next.reason = toString(StatusReason::kRebound);
   next.message = "claim " + objectKey(c.meta.ns, c.meta.name) +
@@ -50,6 +51,8 @@ Plan planStatus(const DeviceInputs& in) {
     p.verify = *verify;
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&decision.action)) {
     p.requeueAfter = wait->remaining;
+  } else if (const auto* held = std::get_if<action::AwaitHolders>(&decision.action)) {
+    p.requeueAfter = held->recheck;
   } else if (const auto* free = std::get_if<action::FreeDevice>(&decision.action)) {
     p.write =
         statusUpdate(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}), in.now);

@@ -170,6 +170,7 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
 ExtendedResource freed(ExtendedResource device, const FreedStatus& status) {
   device.phase = DevicePhase::kAvailable;
   device.claimRef.reset();
+  device.holders.clear();
   device.releasedFrom = status.releasedFrom;
   device.reason = toString(status.reason);
   device.message = status.message;

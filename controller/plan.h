@@ -96,7 +96,7 @@ struct PlannedEvent {
   std::string message;
 };
 
-// The status a freed device gets: Available, no claimRef, and this reason and message.
+// The status a freed device gets: Available, no claimRef nor holders, and this reason and message.
 struct FreedStatus {
   StatusReason reason = StatusReason::kNone;
   std::string message;

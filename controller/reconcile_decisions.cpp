@@ -77,6 +77,16 @@ const char* toString(ReleaseCause cause) {
   return "Unknown";
 }
 
+HolderState holderState(const PodRef& ref, const HolderPod& found) {
+  const Pod* pod = found.pod;
+  if (!pod || !holds(*pod, ref)) {
+    return !found.live ? HolderState::kUnsure
+           : pod       ? HolderState::kReplaced
+                       : HolderState::kDeleted;
+  }
+  return pod->finished() ? HolderState::kFinished : HolderState::kHolds;
+}
+
 bool isHolder(const Pod& pod, const ExtendedResourceClaim& c) {
   const auto refs = c.holders();
   return std::any_of(refs.begin(), refs.end(), [&](const PodRef& ref) { return holds(pod, ref); });
@@ -162,17 +172,19 @@ Decision decideClaim(const ClaimView& v) {
     const HolderPod hp = i < v.holders.size() ? v.holders[i] : HolderPod{};
     const Pod* pod = hp.pod;
     std::optional<ReleaseClaim> left;
-    if (!pod || !holds(*pod, ref)) {
-      if (!hp.live) {
-        unsure.push_back(ref.name);
-        continue;
-      }
-      left = pod ? ReleaseClaim{ReleaseCause::kPodReplaced,
-                                "pod " + podName(c, ref) + " was recreated (uid " + pod->meta.uid +
-                                    "); the holder (uid " + ref.uid + ") is gone"}
-                 : ReleaseClaim{ReleaseCause::kPodDeleted, "pod " + podName(c, ref) + " (uid " +
-                                                               ref.uid + ") no longer exists"};
-    } else if (pod->finished()) {
+    const HolderState state = holderState(ref, hp);
+    if (state == HolderState::kUnsure) {
+      unsure.push_back(ref.name);
+      continue;
+    }
+    if (state == HolderState::kReplaced) {
+      left = ReleaseClaim{ReleaseCause::kPodReplaced,
+                          "pod " + podName(c, ref) + " was recreated (uid " + pod->meta.uid +
+                              "); the holder (uid " + ref.uid + ") is gone"};
+    } else if (state == HolderState::kDeleted) {
+      left = ReleaseClaim{ReleaseCause::kPodDeleted,
+                          "pod " + podName(c, ref) + " (uid " + ref.uid + ") no longer exists"};
+    } else if (state == HolderState::kFinished) {
       left = ReleaseClaim{ReleaseCause::kPodFinished, "pod " + podName(c, ref) + " " + pod->phase};
     } else if (pod->nodeName.empty()) {
       Decision d =
@@ -311,7 +323,29 @@ Decision decideDevice(const DeviceView& v) {
     if (!v.claimLive) {
       return {VerifyLive{LiveRead::kDeviceClaim, {}}, std::nullopt};
     }
-    return {FreeDevice{"claim " + refName + " (uid " + ref.uid + ") no longer exists"},
+    std::vector<std::string> unsure;
+    std::vector<std::string> holding;
+    for (size_t i = 0; i < d.holders.size(); ++i) {
+      const HolderPod found = i < v.holders.size() ? v.holders[i] : HolderPod{};
+      switch (holderState(d.holders[i], found)) {
+        case HolderState::kUnsure:
+          unsure.push_back(d.holders[i].name);
+          break;
+        case HolderState::kHolds:
+          holding.push_back(objectKey(ref.ns, d.holders[i].name));
+          break;
+        default:
+          break;
+      }
+    }
+    if (!unsure.empty()) {
+      return {VerifyLive{LiveRead::kHolderPod, {}, {}, std::move(unsure)}, std::nullopt};
+    }
+    if (!holding.empty()) {
+      return {AwaitHolders{std::move(holding), v.holderRecheck}, std::nullopt};
+    }
+    return {FreeDevice{"claim " + refName + " (uid " + ref.uid + ") no longer exists" +
+                       (d.holders.empty() ? "" : " and no pod holds the device")},
             std::nullopt};
   }
   if (!c->statusReadable) {

@@ -77,6 +77,12 @@ struct MarkClaimLost {
 struct RecoverClaim {
   std::vector<std::string> recovered;
 };
+// The device's claim is gone but pods it was given to may still use it: it stays Bound, and
+// is looked at again after `recheck`.
+struct AwaitHolders {
+  std::vector<std::string> pods;  // the holders still there
+  Millis recheck;
+};
 // The device goes back to Available with its claimRef cleared.
 struct FreeDevice {
   std::string message;
@@ -93,10 +99,11 @@ struct InitDeviceStatus {};
 struct InitClaimStatus {};
 }  // namespace action
 
-using Action = std::variant<action::Nothing, action::VerifyLive, action::WaitGrace,
-                            action::ReleaseClaim, action::DropHolders, action::MarkClaimLost,
-                            action::RecoverClaim, action::FreeDevice, action::RebindDevice,
-                            action::InitDeviceStatus, action::InitClaimStatus>;
+using Action =
+    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
+                 action::DropHolders, action::MarkClaimLost, action::RecoverClaim,
+                 action::AwaitHolders, action::FreeDevice, action::RebindDevice,
+                 action::InitDeviceStatus, action::InitClaimStatus>;
 
 struct Decision {
   Action action;
@@ -111,6 +118,13 @@ struct HolderPod {
   const Pod* pod = nullptr;
   bool live = false;
 };
+
+// How a pod named as a holder (by a claim or a device) stands. A holder is gone when no pod of
+// its name and UID is left, or that pod finished (the kubelet reports Succeeded or Failed);
+// kUnsure when only the cache says so, which a live read must confirm first: cache lag must
+// never take devices from a live pod.
+enum class HolderState { kHolds, kUnsure, kDeleted, kReplaced, kFinished };
+HolderState holderState(const PodRef& ref, const HolderPod& found);
 
 // Inputs for one claim.
 struct ClaimView {
@@ -149,12 +163,19 @@ struct DeviceView {
   std::optional<SteadyTime> suspectSince;
   Millis grace{0};
   Millis rebindDelay{0};  // before an Available device a Bound claim lists is bound back
+  // Parallel to device->holders (pods in its claimRef's namespace); a holder without an entry
+  // counts as not found, not live.
+  std::vector<HolderPod> holders;
+  Millis holderRecheck{2000};  // how soon a device kept for its holders is looked at again
 };
 
 // A device without a status becomes Available, or Bound to the Bound or Lost claim that lists
 // a device of that name and resource, as does an Available one once that has lasted
-// rebindDelay. A Bound device whose claim (that UID) no longer exists is freed once a live read
-// confirms it. A Bound device its claim does not list is freed only after that has lasted the
+// rebindDelay. A Bound device whose claim (that UID) no longer exists, confirmed by a live read,
+// stays Bound while a pod its status.holders names still holds it (holderState): deleting the
+// claim, or taking its finalizer off, never hands a running pod's device to another; once every
+// holder is gone or finished it is freed. A Bound device its claim does not list is freed only
+// after that has lasted the
 // grace period (unless releasedWithClaim), because the extender writes devices before the claim
 // and so passes through that state on every bind.
 Decision decideDevice(const DeviceView& v);
@@ -170,9 +191,10 @@ bool isBoundTo(const ExtendedResource& device, const ClaimRef& claim);
 // none.
 bool isHolder(const Pod& pod, const ExtendedResourceClaim& claim);
 
-// A claim deleted while it still listed devices under a holder that runs on with them: #5
-// frees those devices at once, so the holder is warned that another pod may be given them.
-// Not a holder that finished or is being deleted.
+// A claim deleted while it still listed devices under a holder that runs on with them: the
+// devices stay with the pod until it ends, but nothing gives the pod devices again (a restarted
+// container is refused), so the holder is warned. Not a holder that finished or is being
+// deleted.
 bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
 
 // Protection while in use (as PersistentVolumeClaim protection): every claim and device carries

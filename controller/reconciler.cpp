@@ -214,6 +214,16 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
       claim = caches_.claim(objectKey(device->claimRef->ns, device->claimRef->name));
     }
     v.claim = claim.get();
+    v.holderRecheck = opts_.holderRecheck;
+    std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
+    for (const auto& ref : device->holders) {
+      const std::string ns = device->claimRef ? device->claimRef->ns : std::string();
+      holders.push_back(caches_.pod(objectKey(ns, ref.name)));
+      const auto& holder = holders.back();
+      v.holders.push_back({holder.get(), !ref.uid.empty() &&
+                                             (!holder || holder->meta.uid != ref.uid) &&
+                                             caches_.podDeleted(ref.uid)});
+    }
     const std::vector<CachedClaim> listing = caches_.claimsListing(name);
     for (const auto& c : listing) {
       v.listedBy.push_back(c.get());
@@ -241,6 +251,18 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
                            : nullptr;
         in.rebindClaimRead = true;
         in.rebindClaimLive = rebindClaim.get();
+      } else if (plan.verify->what == LiveRead::kHolderPod && device->claimRef) {
+        const auto& names = plan.verify->holders;
+        for (size_t i = 0; i < device->holders.size(); ++i) {
+          const PodRef& ref = device->holders[i];
+          if (v.holders[i].live || std::find(names.begin(), names.end(), ref.name) == names.end()) {
+            continue;
+          }
+          auto live = liveGet(resources::kPods, device->claimRef->ns, ref.name);
+          holders[i] =
+              live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+          v.holders[i] = {holders[i].get(), true};
+        }
       } else if (device->claimRef) {
         auto live = liveGet(resources::kExtendedResourceClaims, device->claimRef->ns,
                             device->claimRef->name);

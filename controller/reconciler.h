@@ -31,6 +31,9 @@ struct ReconcilerOptions {
   // a rebind from that stale view only loses a conflict. The extender offers no device a Bound
   // claim lists meanwhile, and a claim waits the grace for its device to come back.
   Millis rebindDelay{std::chrono::seconds(2)};
+  // How often a device whose claim is gone is looked at again while a pod it names still holds
+  // it (the pods' events do not reach it: no claim lists it any more).
+  Millis holderRecheck{std::chrono::seconds(2)};
   std::string schedulerName = kDefaultSchedulerName;
   size_t nudgeLimit = 10;                            // pods per nudge run
   Millis nudgeMinInterval{std::chrono::seconds(1)};  // between two nudges of one pod

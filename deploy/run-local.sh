@@ -116,7 +116,8 @@ if ! $in_cluster; then
   "$launcher" apply-deploy-rbac "$cp"
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
-  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-node-agent "$run/node-agent.kubeconfig" >/dev/null
+  # Bound to node-1: an agent's token must name its node (deploy/admission-policy.yaml).
+  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-node-agent "$run/node-agent.kubeconfig" node-1 >/dev/null
 
   extender_port=$(free_port)
   extender_health=$(free_port)

@@ -23,8 +23,10 @@ ExtendedResourceClaim withoutHolder(ExtendedResourceClaim claim, const std::stri
 
 }  // namespace
 
-ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref) {
+ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref,
+                            std::vector<PodRef> holders) {
   device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
+  device.holders = ref ? std::move(holders) : std::vector<PodRef>{};
   device.claimRef = std::move(ref);
   device.releasedFrom.reset();
   device.reason.clear();
@@ -166,7 +168,7 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
     }
     try {
       auto restored = ExtendedResource::fromJson(
-          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}).toJson(now)));
+          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}, {}).toJson(now)));
       ++writes;
       index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
     } catch (const std::exception& ex) {

@@ -1,5 +1,6 @@
 #include "scheduler/binder.h"
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <utility>
@@ -49,6 +50,17 @@ ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
 ExtendedResourceClaim markClaimJoined(ExtendedResourceClaim claim, const Pod& pod) {
   claim.sharedHolders.push_back(PodRef{pod.meta.name, pod.meta.uid});
   return claim;
+}
+
+// The pods a device of the claim is held for once the pod has it: the claim's holders, and the
+// pod when it is not among them yet.
+std::vector<PodRef> holdersWith(const ExtendedResourceClaim& claim, const Pod& pod) {
+  std::vector<PodRef> out = claim.holders();
+  if (std::none_of(out.begin(), out.end(),
+                   [&](const PodRef& h) { return h.uid == pod.meta.uid; })) {
+    out.push_back(PodRef{pod.meta.name, pod.meta.uid});
+  }
+  return out;
 }
 
 // Whether a bind may take the device: nobody holds it and nothing keeps it from use.
@@ -351,7 +363,8 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
     return {Step::kConflict,
             Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
-  json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
+  json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                         {PodRef{a.pod.meta.name, a.pod.meta.uid}})
                   .toJson(options_.wallClock());
   if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
     body["metadata"]["resourceVersion"] = "1";
@@ -427,7 +440,8 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
   if (Status sent = callApi([&] {
         written = ExtendedResource::fromJson(api_.updateStatus(
             resources::kExtendedResources, "",
-            markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid})
+            markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                       holdersWith(claim, a.pod))
                 .toJson(options_.wallClock())));
       });
       !sent.ok()) {
@@ -462,10 +476,12 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
 }
 
 // A shareable claim allocated to other pods: its devices are read to be sure they are still
-// Bound to it (the annotation names them), then the pod is added to its holders. That write
+// Bound to it (the annotation names them), each is written naming the pod among its holders
+// (guarded by the version read), then the pod is added to the claim's holders. That write
 // carries the claim's resourceVersion as read for the plan, so a release, Lost or another
-// holder's change in between fails it with a Conflict and the attempt is decided again; the
-// devices themselves are never written.
+// holder's change in between fails it with a Conflict and the attempt is decided again. A
+// device left naming a pod whose join then failed only waits for that pod too, should the
+// claim be deleted: never the other way round.
 Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   for (const auto& name : claim.allocated) {
     ExtendedResource live;
@@ -481,6 +497,19 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
                                                 objectKey(claim.meta.ns, claim.meta.name) +
                                                 " is no longer bound to it")};
     }
+    if (Step s = beforeWrite(a); !s.ok()) {
+      return s;
+    }
+    if (Status sent = callApi([&] {
+          live = ExtendedResource::fromJson(
+              api_.updateStatus(resources::kExtendedResources, "",
+                                markDevice(live, live.claimRef, holdersWith(claim, a.pod))
+                                    .toJson(options_.wallClock())));
+        });
+        !sent.ok()) {
+      return Step::of(sent);
+    }
+    stats_.apiWrites++;
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
   }
   if (Step s = beforeWrite(a); !s.ok()) {
@@ -495,13 +524,12 @@ Binder::Step Binder::writeBinding(Attempt& a) {
     return s;
   }
   stats_.apiWrites++;
-  std::map<std::string, std::string> annotations{
-      {kAllocationAnnotation, allocationAnnotation(a.annotation)}};
+  std::map<std::string, std::string> annotations;
   // Only pods given devices need the agent; others start without it.
   if (!options_.requiredPlugin.empty() && !a.annotation.empty()) {
-    annotations[kRequiredPluginsAnnotation] =
-        requiredPluginsValue(a.pod.meta.annotations, options_.requiredPlugin);
+    annotations = requiredPluginsAnnotations(a.pod.meta.annotations, options_.requiredPlugin);
   }
+  annotations[kAllocationAnnotation] = allocationAnnotation(a.annotation);
   if (Status sent = callApi([&] {
         api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
       });

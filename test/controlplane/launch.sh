@@ -64,8 +64,10 @@
 #                              fixed paths they created); the bridge stays until stop
 #   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
 #                              Deployments and DaemonSet: apply those yourself when a node runs)
-#   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE
-#                              writes a kubeconfig holding a fresh token of that ServiceAccount
+#   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE [NODE]
+#                              writes a kubeconfig holding a fresh token of that ServiceAccount;
+#                              with NODE, bound to that Node (the token then names the node, as
+#                              a node agent's must)
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
 #   launch.sh stop DIR                       stops everything started in DIR (stop-node first,
 #                              the bridge and the machine lock last), waits for exit
@@ -833,10 +835,17 @@ cmd_apply_deploy_rbac() {
 # ServiceAccount's RBAC grants.
 cmd_sa_kubeconfig() {
   set_dir "${1:-}"
-  (($# == 4)) || die "usage: sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE"
-  local ns=$2 sa=$3 out=$4 token
-  token=$("$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" create token "$sa" \
-    -n "$ns" --duration=24h) || die "could not create a token for serviceaccount $ns/$sa"
+  (($# == 4 || $# == 5)) || die "usage: sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE [NODE]"
+  local ns=$2 sa=$3 out=$4 node=${5:-} token bound=() kubectl
+  kubectl=("$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)")
+  if [[ -n "$node" ]]; then
+    local uid
+    uid=$("${kubectl[@]}" get node "$node" -o jsonpath='{.metadata.uid}') ||
+      die "no node $node to bind the token of $ns/$sa to"
+    bound=(--bound-object-kind Node --bound-object-name "$node" --bound-object-uid "$uid")
+  fi
+  token=$("${kubectl[@]}" create token "$sa" -n "$ns" --duration=24h "${bound[@]}") ||
+    die "could not create a token for serviceaccount $ns/$sa"
   (
     umask 077
     cat >"$out" <<KUBECONFIG

@@ -55,7 +55,8 @@ class BindJournalTest : public ::testing::Test {
     const auto c = claim(claimName);
     return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
         resources::kExtendedResources, "",
-        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}).toJson(SystemTime{})));
+        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}, {})
+            .toJson(SystemTime{})));
   }
   // The claim bound to pod p with devices, as the API stored it.
   ExtendedResourceClaim bindClaim(const std::string& name, std::vector<std::string> devices) {

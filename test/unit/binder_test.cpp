@@ -117,6 +117,8 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
   auto d = device(c.allocated[0]);
   EXPECT_EQ(d.phase, DevicePhase::kBound);
   EXPECT_EQ(d.claimRef, (ClaimRef{"default", "c", c.meta.uid}));
+  // The device names the pod it was given to, in the same write.
+  EXPECT_EQ(d.holders, (std::vector<PodRef>{{"p", args().podUid}}));
 
   auto bindings = api_.bindings();
   ASSERT_EQ(bindings.size(), 1u);
@@ -157,17 +159,22 @@ TEST_F(SharedClaimBinderTest, TheFirstPodAllocatesAndBecomesTheFirstHolder) {
   ASSERT_EQ(s.allocated.size(), 1u);
 }
 
-TEST_F(SharedClaimBinderTest, ALaterPodJoinsTheHoldersWithoutWritingADevice) {
+// A joining pod is added to the claim's holders and to its devices' holders (so a device stays
+// with every pod that has it even should the claim be deleted); the allocation is unchanged.
+TEST_F(SharedClaimBinderTest, ALaterPodJoinsTheClaimsAndItsDevicesHolders) {
   const auto before = claim("s");
-  const auto device0 = device(before.allocated[0]);
   const int writesBefore = writes();
   ASSERT_EQ(binder_.bind(args("sq")).message(), "");
   auto s = claim("s");
-  EXPECT_EQ(s.holders(),
-            (std::vector<PodRef>{{"sp", args("sp").podUid}, {"sq", args("sq").podUid}}));
+  const std::vector<PodRef> both{{"sp", args("sp").podUid}, {"sq", args("sq").podUid}};
+  EXPECT_EQ(s.holders(), both);
   EXPECT_EQ(s.allocated, before.allocated);
-  EXPECT_EQ(device(before.allocated[0]).meta.resourceVersion, device0.meta.resourceVersion);
-  EXPECT_EQ(writes() - writesBefore, 2);  // the claim and the Binding
+  const auto d = device(before.allocated[0]);
+  EXPECT_EQ(d.holders, both);
+  EXPECT_EQ(d.phase, DevicePhase::kBound);
+  EXPECT_EQ(d.claimRef->uid, before.meta.uid);
+  // Each device, the claim and the Binding.
+  EXPECT_EQ(writes() - writesBefore, static_cast<int>(before.allocated.size()) + 2);
   auto allocation = json::parse(api_.bindings().back().annotations.at(kAllocationAnnotation));
   EXPECT_EQ(allocation["s"][0]["name"], before.allocated[0]);
 }
@@ -212,6 +219,19 @@ TEST_F(BinderTest, TheBindingKeepsThePodsOwnRequiredPlugins) {
   ASSERT_EQ(binder_.bind(args("q")).message(), "");
   EXPECT_EQ(api_.bindings().at(0).annotations.at(kRequiredPluginsAnnotation),
             R"(["other-plugin","extended-resource-node-agent"])");
+}
+
+// A container's own required-plugins list takes precedence over the pod's in NRI: the Binding
+// adds the agent to it too, so no container of a pod given devices can start without the agent.
+TEST_F(BinderTest, TheBindingRequiresTheAgentForContainersWithListsOfTheirOwn) {
+  json pod = podJson("q", "c");
+  pod["metadata"]["annotations"]["required-plugins.noderesource.dev/container.app"] = "[]";
+  api_.seed(resources::kPods, pod);
+  ASSERT_EQ(binder_.bind(args("q")).message(), "");
+  const auto written = api_.bindings().at(0).annotations;
+  EXPECT_EQ(written.at("required-plugins.noderesource.dev/container.app"),
+            R"(["extended-resource-node-agent"])");
+  EXPECT_EQ(written.at(kRequiredPluginsAnnotation), R"(["extended-resource-node-agent"])");
 }
 
 TEST_F(BinderTest, APodGivenNoDevicesDoesNotRequireTheAgent) {

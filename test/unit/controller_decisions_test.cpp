@@ -593,6 +593,59 @@ TEST_F(DeviceDecisionTest, ClaimConfirmedGoneFreesAtOnce) {
   EXPECT_FALSE(d.suspectSince);
 }
 
+// The claim is gone but the pod it gave the device to runs on: the device stays with the pod
+// (deleting a claim, or taking its finalizer off, hands nobody else a running pod's device).
+TEST_F(DeviceDecisionTest, ClaimGoneKeepsTheDeviceWhileAHolderRuns) {
+  device.holders = {{"p", "uid-p"}};
+  const Pod running = pod("uid-p", "n1");
+  view.claim = nullptr;
+  view.claimLive = true;
+  view.holders = {{&running, false}};
+  view.holderRecheck = Millis(2000);
+  auto d = decideDevice(view);
+  const auto& wait = as<action::AwaitHolders>(d);
+  EXPECT_EQ(wait.pods, std::vector<std::string>{"default/p"});
+  EXPECT_EQ(wait.recheck, Millis(2000));
+  // Being deleted is not gone: its containers may still run.
+  Pod leaving = running;
+  leaving.meta.deleting = true;
+  view.holders = {{&leaving, true}};
+  as<action::AwaitHolders>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, ClaimGoneFreesTheDeviceOnceEveryHolderIsGoneOrFinished) {
+  device.holders = {{"p", "uid-p"}, {"q", "uid-q"}, {"r", "uid-r"}};
+  const Pod finished = pod("uid-p", "n1", "Succeeded");
+  Pod replaced = pod("uid-other", "n1");
+  replaced.meta.name = "q";
+  view.claim = nullptr;
+  view.claimLive = true;
+  // The third holder is missing from the cache only: read live first.
+  view.holders = {{&finished, false}, {&replaced, true}, {nullptr, false}};
+  const auto& verify = as<action::VerifyLive>(decideDevice(view));
+  EXPECT_EQ(verify.what, LiveRead::kHolderPod);
+  EXPECT_EQ(verify.holders, std::vector<std::string>{"r"});
+  view.holders[2] = {nullptr, true};
+  auto d = decideDevice(view);
+  EXPECT_EQ(as<action::FreeDevice>(d).message,
+            "claim default/c (uid uid-c) no longer exists and no pod holds the device");
+}
+
+TEST(HolderStateTest, GoneOnlyWhenALiveReadOrAFinishedPodSaysSo) {
+  const PodRef ref{"p", "uid-p"};
+  Pod p = pod("uid-p", "n1");
+  p.meta.name = "p";
+  EXPECT_EQ(holderState(ref, {&p, false}), HolderState::kHolds);
+  EXPECT_EQ(holderState(ref, {nullptr, false}), HolderState::kUnsure);
+  EXPECT_EQ(holderState(ref, {nullptr, true}), HolderState::kDeleted);
+  Pod other = pod("uid-other", "n1");
+  other.meta.name = "p";
+  EXPECT_EQ(holderState(ref, {&other, false}), HolderState::kUnsure);
+  EXPECT_EQ(holderState(ref, {&other, true}), HolderState::kReplaced);
+  p.phase = "Failed";
+  EXPECT_EQ(holderState(ref, {&p, false}), HolderState::kFinished);
+}
+
 TEST_F(DeviceDecisionTest, RecreatedClaimWithTheSameNameIsVerifiedThenFreesAtOnce) {
   claim.meta.uid = "uid-new-c";
   as<action::VerifyLive>(decideDevice(view));

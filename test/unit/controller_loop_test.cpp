@@ -104,14 +104,18 @@ class ControllerLoopTest : public ::testing::Test {
                    {"podRef", {{"name", "p"}, {"uid", podUid}}}};
     claimUid = api.seed(resources::kExtendedResourceClaims, c)["metadata"]["uid"];
     for (const char* name : {"d0", "d1"}) {
-      seedDeviceBoundToC(name);
+      seedDeviceBoundToC(name, podUid);
     }
   }
 
-  void seedDeviceBoundToC(const std::string& name) {
+  // As a bind writes it: Bound to claim c, naming the pod p it was given to.
+  void seedDeviceBoundToC(const std::string& name, const std::string& podUid = "") {
     json d = deviceJson(name);
     d["status"] = {{"phase", "Bound"},
                    {"claimRef", {{"namespace", "default"}, {"name", "c"}, {"uid", claimUid}}}};
+    if (!podUid.empty()) {
+      d["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
+    }
     api.seed(resources::kExtendedResources, d);
   }
 
@@ -206,25 +210,44 @@ TEST_F(ControllerLoopTest, ClaimDeletedWithItsPodFreesItsDevicesWithoutRetries) 
   EXPECT_EQ(reconciles("device", "error"), 0);
 }
 
-// #5 frees the devices of a claim deleted while Bound; the pod still running with them gets a
-// Warning, as another pod may now be given them.
-TEST_F(ControllerLoopTest, AClaimDeletedUnderARunningPodFreesItsDevicesAndWarnsThePod) {
+// A claim deleted while Bound (its finalizer gone, or protection off) leaves its devices with
+// the pod that still runs with them, which is warned; they are freed once the pod is gone.
+TEST_F(ControllerLoopTest, AClaimDeletedUnderARunningPodKeepsItsDevicesUntilThePodIsGone) {
   seedBoundCluster();
   start();
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
   api.remove(resources::kExtendedResourceClaims, "default", "c");
-  ASSERT_TRUE(eventually(
-      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+  ASSERT_TRUE(eventually([&] { return !eventsWithReason("ClaimDeleted").empty(); }));
   const std::vector<json> warnings = eventsWithReason("ClaimDeleted");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0]["type"], "Warning");
   EXPECT_EQ(warnings[0]["involvedObject"]["name"], "p");
   EXPECT_EQ(warnings[0]["message"],
-            "claim c was deleted while this pod held it: its devices (d0, d1) are freed and may "
-            "be given to another pod");
+            "claim c was deleted while this pod held it: its devices (d0, d1) stay with the pod "
+            "until it ends, but a container created again gets none");
+  // Several looks later (each device is looked at again while its holder runs), the running pod
+  // still has its devices.
+  ASSERT_TRUE(eventually([&] { return reconciles("device", "requeue") >= 4; }, 10s));
+  EXPECT_EQ(devicePhase("d0"), "Bound");
+  EXPECT_EQ(devicePhase("d1"), "Bound");
+
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }, 10s));
+  EXPECT_EQ(reconciles("device", "error"), 0);
 }
 
-// A Lost claim's remaining devices are freed with it too.
+// A finished pod no longer holds anything: the devices of its deleted claim are freed.
+TEST_F(ControllerLoopTest, AClaimDeletedUnderAFinishedPodFreesItsDevices) {
+  seedBoundCluster("Succeeded");
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually(
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+}
+
+// A Lost claim's remaining devices stay with the pod too, which is warned of them.
 TEST_F(ControllerLoopTest, ALostClaimDeletedUnderARunningPodWarnsOfItsRemainingDevices) {
   seedBoundCluster();
   json c = api.peek(resources::kExtendedResourceClaims, "default", "c").value();
@@ -236,20 +259,21 @@ TEST_F(ControllerLoopTest, ALostClaimDeletedUnderARunningPodWarnsOfItsRemainingD
   start();
   ASSERT_TRUE(eventually([&] { return reconciles("claim", "success") >= 1; }));
   api.remove(resources::kExtendedResourceClaims, "default", "c");
-  // The warning and the device's release are written by different workers, in either order.
-  ASSERT_TRUE(eventually([&] {
-    return devicePhase("d0") == "Available" && !eventsWithReason("ClaimDeleted").empty();
-  }));
+  ASSERT_TRUE(eventually([&] { return !eventsWithReason("ClaimDeleted").empty(); }));
   std::vector<std::string> messages;
   for (const auto& e : eventsWithReason("ClaimDeleted")) {
     messages.push_back(e["message"]);
   }
-  EXPECT_EQ(messages, std::vector<std::string>{"claim c was deleted while this pod held it: its "
-                                               "devices (d0) are freed and may be given to "
-                                               "another pod"});
+  EXPECT_EQ(messages,
+            std::vector<std::string>{"claim c was deleted while this pod held it: its devices "
+                                     "(d0) stay with the pod until it ends, but a container "
+                                     "created again gets none"});
+  EXPECT_EQ(devicePhase("d0"), "Bound");
 }
 
-// A pod being deleted is on its way out with its claims: no warning when they go first.
+// A pod being deleted is on its way out with its claims: no warning when they go first. Its
+// containers may still run (its kubelet stops them within the grace period), so the devices stay
+// until the pod is gone.
 TEST_F(ControllerLoopTest, AClaimDeletedUnderAPodBeingDeletedWarnsNoOne) {
   seedBoundCluster();
   start();
@@ -264,8 +288,13 @@ TEST_F(ControllerLoopTest, AClaimDeletedUnderAPodBeingDeletedWarnsNoOne) {
     return cached && cached->meta.deleting;
   }));
   api.remove(resources::kExtendedResourceClaims, "default", "c");
+  ASSERT_TRUE(eventually([&] { return reconciles("device", "requeue") >= 2; }, 10s));
+  EXPECT_EQ(devicePhase("d0"), "Bound");
+  p = api.peek(resources::kPods, "default", "p").value();
+  p["metadata"]["finalizers"] = json::array();
+  api.update(resources::kPods, "default", p);
   ASSERT_TRUE(eventually(
-      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }));
+      [&] { return devicePhase("d0") == "Available" && devicePhase("d1") == "Available"; }, 10s));
   EXPECT_TRUE(eventsWithReason("ClaimDeleted").empty());
 }
 
@@ -349,8 +378,15 @@ TEST_F(ControllerLoopTest, ADeletedDeviceThatComesBackIsTheLostClaimsAgain) {
   EXPECT_EQ(claimEvents(), (std::vector<std::string>{"Lost", "Recovered"}));
 }
 
-TEST_F(ControllerLoopTest, DeletedClaimFreesItsDevices) {
+// Devices written before they named their holders (no status.holders) say nothing of who
+// may still use them: their claim's deletion frees them at once.
+TEST_F(ControllerLoopTest, DeletedClaimFreesDevicesThatNameNoHolders) {
   seedBoundCluster();
+  for (const char* name : {"d0", "d1"}) {
+    json d = api.peek(resources::kExtendedResources, "", name).value();
+    d["status"].erase("holders");
+    api.updateStatus(resources::kExtendedResources, "", d);
+  }
   start();
   api.remove(resources::kExtendedResourceClaims, "default", "c");
   const auto deleted = Clock::now();

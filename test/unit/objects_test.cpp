@@ -779,5 +779,41 @@ TEST(RawObject, NullKeepsNothingAndNonObjectsSurvive) {
   EXPECT_EQ(RawObject(json{{"metadata", "garbled"}}).parse(), (json{{"metadata", "garbled"}}));
 }
 
+// A container-scoped list the pod's author wrote takes precedence for that container in NRI:
+// the bind adds the agent to it as well, so no container of the pod can opt out.
+TEST(RequiredPluginsTest, TheBindRequiresTheAgentInEveryScopedList) {
+  const std::map<std::string, std::string> pod{
+      {"required-plugins.noderesource.dev/container.app", "[]"},
+      {"required-plugins.noderesource.dev/container.side", R"(["other"])"},
+      {"required-plugins.noderesource.dev/container.bad", "{}"},
+      {"unrelated", "x"}};
+  EXPECT_EQ(requiredPluginsAnnotations(pod, "agent"),
+            (std::map<std::string, std::string>{
+                {kRequiredPluginsAnnotation, R"(["agent"])"},
+                {"required-plugins.noderesource.dev/container.app", R"(["agent"])"},
+                {"required-plugins.noderesource.dev/container.bad", R"(["agent"])"},
+                {"required-plugins.noderesource.dev/container.side", R"(["other","agent"])"}}));
+}
+
+// The device names the pods it was given to: read back as written.
+TEST(ExtendedResourceTest, HoldersRoundTrip) {
+  json obj = {{"metadata", {{"name", "d0"}}},
+              {"spec", {{"rawResourceName", "nvidia.com/gpu"}}},
+              {"status",
+               {{"phase", "Bound"},
+                {"claimRef", {{"namespace", "ns"}, {"name", "c"}, {"uid", "uc"}}},
+                {"holders", {{{"name", "p"}, {"uid", "up"}}, {{"name", "q"}}}}}}};
+  const ExtendedResource d = ExtendedResource::fromJson(obj);
+  ASSERT_EQ(d.invalid, "");
+  EXPECT_EQ(d.holders, (std::vector<PodRef>{{"p", "up"}, {"q", ""}}));
+  const json written = d.toJson(SystemTime{});
+  EXPECT_EQ(written["status"]["holders"], obj["status"]["holders"]);
+  ExtendedResource freed = d;
+  freed.holders.clear();
+  EXPECT_FALSE(freed.toJson(SystemTime{})["status"].contains("holders"));
+  obj["status"]["holders"] = "p";
+  EXPECT_NE(ExtendedResource::fromJson(obj).invalid.find("status.holders"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ker

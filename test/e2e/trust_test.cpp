@@ -1,0 +1,252 @@
+// The trust boundaries, attacked through the real components with deploy/ and its admission
+// policy in force: a claim's owner, a node's stolen agent token and anyone who may bind or
+// write pods try to move, free or forge an allocation, and are refused.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/api_error.h"
+#include "common/kube_client.h"
+#include "common/kube_config.h"
+#include "common/objects.h"
+#include "common/resource.h"
+#include "e2e_fixture.h"
+
+namespace ker::e2e {
+namespace {
+
+using TrustTest = E2eTest;
+
+constexpr const char* kAgentServiceAccount = "extended-resource-node-agent";
+
+// Runs `write` and returns the message of the ApiError it throws; "" when it succeeds.
+template <class F>
+std::string refusal(F&& write) {
+  try {
+    write();
+  } catch (const ApiError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Prints what the container got and keeps running; exits 3 when started without a device.
+std::string deviceScript(const std::string& envName) {
+  return "[ -n \"$" + envName + "\" ] || { echo 'started without devices'; exit 3; }; " +
+         "echo \"ids=$" + envName + "\"; exec sleep 3600";
+}
+
+class AgentTokenTest : public TrustTest {
+ protected:
+  // A client holding a token of the node agent's ServiceAccount, as root on a node can take
+  // from the agent's pod (`nodeBound`: bound to this test's node, so the token names it, as
+  // the agent's own Pod-bound token does) or mint with `kubectl create token`.
+  std::unique_ptr<KubeClient> agentClient(bool nodeBound) {
+    std::string args =
+        std::string("create token ") + kAgentServiceAccount + " -n kube-system --duration=10m";
+    if (nodeBound) {
+      const json n = api_->get(resources::kNodes, "", node());
+      args += " --bound-object-kind Node --bound-object-name " + node() + " --bound-object-uid " +
+              n["metadata"]["uid"].get<std::string>();
+    }
+    std::string out;
+    EXPECT_EQ(env_->kubectl(args, &out), 0) << out;
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+      out.pop_back();
+    }
+    KubeConfig config = KubeConfig::fromKubeconfigFile(env_->kubeconfig());
+    config.clientCertData.clear();
+    config.clientKeyData.clear();
+    config.token = out;
+    return std::make_unique<KubeClient>(config);
+  }
+
+  // A device as an agent publishes one: labelled with `labelNode`, pinned to `affinityNode`.
+  json deviceOn(const std::string& name, const std::string& labelNode,
+                const std::string& affinityNode) {
+    return {{"apiVersion", kApiVersion},
+            {"kind", "ExtendedResource"},
+            {"metadata",
+             {{"name", name},
+              {"labels",
+               {{"extendedresource.io/node", labelNode},
+                {"app.kubernetes.io/managed-by", "extended-resource-node-agent"}}}}},
+            {"spec",
+             {{"rawResourceName", resource_},
+              {"deviceID", name + "-id"},
+              {"nodeAffinity",
+               {{"required",
+                 {{"nodeSelectorTerms",
+                   {{{"matchFields",
+                      {{{"key", "metadata.name"},
+                        {"operator", "In"},
+                        {"values", {affinityNode}}}}}}}}}}}}}}};
+  }
+
+  void TearDown() override {
+    for (const auto& name : made_) {
+      try {
+        api_->patch(resources::kExtendedResources, "", name, PatchType::kMerge,
+                    {{"metadata", {{"finalizers", json::array()}}}});
+        api_->remove(resources::kExtendedResources, "", name);
+      } catch (const ApiError&) {
+      }
+    }
+    TrustTest::TearDown();
+  }
+
+  std::vector<std::string> made_;  // devices this test created directly
+};
+
+// A claim's owner deletes the claim of a running pod and tries to take the protection finalizer
+// off, so that the device would be freed and given to another pod while the first container
+// still has it. The admission policy refuses the finalizer write; the device stays with the
+// running pod, and the next pod gets it only once the first is gone.
+TEST_F(TrustTest, AClaimsOwnerCannotFreeTheDeviceOfItsRunningPod) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  createClaim("c");
+  createPod(busyboxPod("first", {"c"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("first"); }, 120s)) << podPhase("first");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return getClaim("c")["metadata"].value("finalizers", json::array()) ==
+               json::array({kClaimProtectionFinalizer});
+      },
+      30s));
+
+  api_->remove(resources::kExtendedResourceClaims, ns_, "c");
+  const json dropFinalizers = {{"metadata", {{"finalizers", json::array()}}}};
+  try {
+    api_->patch(resources::kExtendedResourceClaims, ns_, "c", PatchType::kMerge, dropFinalizers);
+    FAIL() << "the protection finalizer of a Bound claim was taken off by its owner";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("protection finalizer"), std::string::npos) << e.what();
+  }
+  // Nor a device's, by anyone but the controller.
+  try {
+    api_->patch(resources::kExtendedResources, "", gpu, PatchType::kMerge, dropFinalizers);
+    FAIL() << "the protection finalizer of a Bound device was taken off";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("protection finalizer"), std::string::npos) << e.what();
+  }
+
+  createClaim("c2");
+  createPod(busyboxPod("second", {"c2"}, deviceScript(deviceEnvName())));
+  std::this_thread::sleep_for(10s);
+  EXPECT_TRUE(podRunning("first"));
+  EXPECT_FALSE(podRunning("second"));
+  EXPECT_EQ(getDevice(gpu).value("/status/claimRef/name"_json_pointer, std::string()), "c");
+  EXPECT_EQ(getDevice(gpu).value("/status/holders/0/name"_json_pointer, std::string()), "first");
+
+  deletePod("first", 1);
+  ASSERT_TRUE(eventually([&] { return podRunning("second"); }, 120s)) << podPhase("second");
+  EXPECT_EQ(getDevice(gpu).value("/status/claimRef/name"_json_pointer, std::string()), "c2");
+}
+
+// A token of the agent's ServiceAccount that names no node (`kubectl create token`) writes no
+// device at all.
+TEST_F(AgentTokenTest, AnAgentTokenWithoutANodeWritesNoDevice) {
+  auto agent = agentClient(false);
+  const std::string name = uniqueName("dev");
+  made_.push_back(name);
+  const std::string why = refusal(
+      [&] { agent->create(resources::kExtendedResources, "", deviceOn(name, node(), node())); });
+  EXPECT_NE(why.find("must name its node"), std::string::npos) << why;
+}
+
+// Root on one node holds that node's agent token: it may publish its own node's devices, and
+// nothing of another node's, neither spec nor status, nor relabel one to make it its own.
+TEST_F(AgentTokenTest, AnAgentTokenWritesOnlyItsOwnNodesDevices) {
+  auto agent = agentClient(true);
+  const std::string mine = uniqueName("dev");
+  const std::string theirs = uniqueName("dev");
+  made_.push_back(mine);
+  made_.push_back(theirs);
+  // The control: its own node's device, as the agent publishes it, is admitted.
+  ASSERT_EQ(refusal([&] {
+              agent->create(resources::kExtendedResources, "", deviceOn(mine, node(), node()));
+            }),
+            "");
+  api_->create(resources::kExtendedResources, "",
+               deviceOn(theirs, "node-elsewhere", "node-elsewhere"));
+  ASSERT_TRUE(eventually(
+      [&] { return !getDevice(theirs).value("/status/phase"_json_pointer, std::string()).empty(); },
+      30s));
+
+  json other = getDevice(theirs);
+  other["status"]["phase"] = "Pending";
+  std::string why = refusal([&] { agent->updateStatus(resources::kExtendedResources, "", other); });
+  EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
+
+  why = refusal([&] {
+    agent->patch(resources::kExtendedResources, "", theirs, PatchType::kMerge,
+                 {{"metadata", {{"labels", {{"extendedresource.io/node", node()}}}}}});
+  });
+  EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
+
+  why = refusal([&] { agent->remove(resources::kExtendedResources, "", theirs); });
+  EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
+
+  // Labelled its own, but reachable from another node: refused too.
+  const std::string pinnedElsewhere = uniqueName("dev");
+  made_.push_back(pinnedElsewhere);
+  why = refusal([&] {
+    agent->create(resources::kExtendedResources, "",
+                  deviceOn(pinnedElsewhere, node(), "node-elsewhere"));
+  });
+  EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
+  EXPECT_EQ(getDevice(theirs).value("/metadata/labels/extendedresource.io~1node"_json_pointer,
+                                    std::string()),
+            "node-elsewhere");
+}
+
+// Whoever may bind pods (another scheduler, say) or write pods/status cannot set the allocation
+// or the required-plugins annotations that way either.
+TEST_F(TrustTest, NeitherABindingNorAPodStatusWriteCarriesAnAllocation) {
+  json pod = busyboxPod("bystander", {}, "sleep 3600");
+  pod["spec"]["schedulerName"] = "nobody";  // nothing binds it but this test
+  createPod(pod);
+  const std::string uid = getPod("bystander")->value("/metadata/uid"_json_pointer, std::string());
+  std::string why = refusal([&] {
+    api_->bindPod(ns_, "bystander", uid, node(), {{kAllocationAnnotation, R"({"c":[]})"}});
+  });
+  EXPECT_NE(why.find("only the extended-resource scheduler's Binding"), std::string::npos) << why;
+  why = refusal([&] {
+    api_->bindPod(ns_, "bystander", uid, node(), {{kRequiredPluginsAnnotation, "[]"}});
+  });
+  EXPECT_NE(why.find("only the extended-resource scheduler's Binding"), std::string::npos) << why;
+
+  json status = *getPod("bystander");
+  status["metadata"]["annotations"][kAllocationAnnotation] = R"({"c":[]})";
+  why = refusal([&] { api_->updateStatus(resources::kPods, ns_, status); });
+  EXPECT_NE(why.find("cannot be added, changed or removed"), std::string::npos) << why;
+  EXPECT_FALSE(getPod("bystander")->contains("/spec/nodeName"_json_pointer));
+}
+
+// A container-scoped required-plugins list written by the pod's author would take precedence
+// over the pod's in NRI: the bind adds the agent to it, and once the pod has devices nobody
+// changes it.
+TEST_F(TrustTest, AContainerCannotOptOutOfTheNodeAgent) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  createClaim("c");
+  const std::string key = std::string(kRequiredPluginsContainerPrefix) + "app";
+  json pod = busyboxPod("optout", {"c"}, deviceScript(deviceEnvName()));
+  pod["metadata"]["annotations"][key] = "[]";
+  createPod(pod);
+  ASSERT_TRUE(eventually([&] { return podRunning("optout"); }, 120s)) << podPhase("optout");
+  json bound = *getPod("optout");
+  const std::string list = bound["metadata"]["annotations"].value(key, std::string());
+  EXPECT_NE(list.find(kNodeAgentPluginName), std::string::npos) << list;
+  EXPECT_NE(logs("optout").find("ids=" + gpu + "-id"), std::string::npos) << logs("optout");
+
+  const std::string why = refusal([&] {
+    api_->patch(resources::kPods, ns_, "optout", PatchType::kMerge,
+                {{"metadata", {{"annotations", {{key, "[]"}}}}}});
+  });
+  EXPECT_NE(why.find("required-plugins.noderesource.dev annotations"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace ker::e2e
