@@ -52,11 +52,7 @@ struct AgentApp::Impl {
     registry.counterFunc("extended_resource_agent_events_sent_total", "Events posted.",
                          [this] { return static_cast<double>(events.stats().sent.load()); });
     if (auto bind = parseBindAddress(config.metricsBindAddress)) {
-      HttpServerOptions o;
-      o.bindAddress = bind->first;
-      o.port = bind->second;
-      o.threads = 2;
-      server = std::make_unique<HttpServer>(o);
+      server = std::make_unique<HttpServer>(probeServerOptions(bind->first, bind->second));
       server->mountHealth([this] { return ready(); });
       server->mountMetrics(registry);
     }

@@ -128,6 +128,11 @@ std::string peerKey(const std::string& addr, int port) {
   return addr + ":" + std::to_string(port);
 }
 
+// The address part of a peerKey (IPv6 addresses hold colons too; the port follows the last).
+std::string hostOf(const std::string& peer) {
+  return peer.substr(0, peer.rfind(':'));
+}
+
 // Owns a descriptor.
 class UniqueFd {
  public:
@@ -211,7 +216,12 @@ void shutdownConnections(int port, const std::set<std::string>& spare, bool forc
 }
 
 // The declared body length when it exceeds max; a malformed header is left to httplib (400).
+// With max 0 any body is too large, a chunked one too: httplib would read a chunked body of an
+// unrouted request in full, whatever its length.
 bool declaredTooLarge(const httplib::Request& req, size_t max) {
+  if (max == 0 && req.has_header("Transfer-Encoding")) {
+    return true;
+  }
   const std::string value = req.get_header_value("Content-Length");
   uint64_t len = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), len);
@@ -331,8 +341,28 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
 
 HttpResponse HttpServer::tooLarge(const std::string& method, const std::string& path) {
   count(method, path, 400, 0);
-  return errorReply(
-      400, "request body exceeds the limit of " + std::to_string(opts_.maxBodyBytes) + " bytes");
+  return errorReply(400,
+                    "request body exceeds the limit of " + std::to_string(bodyLimit()) + " bytes");
+}
+
+size_t HttpServer::bodyLimit() const {
+  const bool takesBodies = std::any_of(routes_.begin(), routes_.end(),
+                                       [](const Route& r) { return r.method == "POST"; });
+  return takesBodies ? opts_.maxBodyBytes : 0;
+}
+
+HttpServerOptions probeServerOptions(const std::string& address, int port) {
+  HttpServerOptions o;
+  o.bindAddress = address;
+  o.port = port;
+  o.threads = 8;
+  o.maxConnectionsPerPeer = 2;
+  o.readTimeout = std::chrono::seconds(2);
+  o.writeTimeout = std::chrono::seconds(2);
+  o.keepAliveTimeout = std::chrono::seconds(2);
+  o.requestTimeout = std::chrono::seconds(3);
+  o.maxHeaderBytes = size_t{64} << 10;
+  return o;
 }
 
 void HttpServer::start() {
@@ -383,10 +413,10 @@ void HttpServer::start() {
   // httplib writes a reply's headers and body separately; with Nagle on, the body waits for
   // the client's delayed ACK (about 40 ms on Linux) on every request.
   svr->set_tcp_nodelay(true);
+  const size_t max = bodyLimit();
   // Backstop for bodies the checks below do not see; they answer first with a clear message.
-  svr->set_payload_max_length(opts_.maxBodyBytes);
+  svr->set_payload_max_length(max);
 
-  const size_t max = opts_.maxBodyBytes;
   // Reject a declared oversize body before reading any of it, with or without
   // "Expect: 100-continue"; the unread body makes the connection unusable, so close it.
   svr->set_expect_100_continue_handler(
@@ -530,6 +560,22 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
   std::map<ino_t, Watched> seen;
   std::vector<std::string> slow;
   std::vector<std::string> oversized;
+  std::vector<std::string> crowded;
+  // Per peer address, its connections oldest first: those past maxConnectionsPerPeer are cut.
+  std::map<std::string, std::vector<std::pair<Clock::time_point, ino_t>>> byHost;
+  for (const Connection& c : connections) {
+    auto it = watched.find(c.inode);
+    byHost[hostOf(c.peer)].push_back({it != watched.end() ? it->second.firstSeen : now, c.inode});
+  }
+  std::set<ino_t> overLimit;
+  if (opts_.maxConnectionsPerPeer > 0) {
+    for (auto& [host, conns] : byHost) {
+      std::sort(conns.begin(), conns.end());
+      for (size_t i = opts_.maxConnectionsPerPeer; i < conns.size(); ++i) {
+        overLimit.insert(conns[i].second);
+      }
+    }
+  }
   {
     std::lock_guard lock(peers_->mu);
     std::set<std::string> present;
@@ -556,10 +602,12 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
       w.progress = progress;
       const bool oversize = read[i] && *read[i] - w.headerStart > opts_.maxHeaderBytes;
       // Shut down under the lock, so a handler that has started is never cut.
-      if (!w.cut && peers_->handling.count(c.peer) == 0 && (now > deadline || oversize)) {
+      const bool crowding = overLimit.count(c.inode) != 0;
+      if (!w.cut && peers_->handling.count(c.peer) == 0 &&
+          (now > deadline || oversize || crowding)) {
         ::shutdown(c.fd.get(), SHUT_RDWR);
         w.cut = true;
-        (now > deadline ? slow : oversized).push_back(c.peer);
+        (now > deadline ? slow : oversize ? oversized : crowded).push_back(c.peer);
       }
       present.insert(c.peer);
       seen.emplace(c.inode, w);
@@ -573,6 +621,10 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
     if (timedOut_ != nullptr) {
       timedOut_->inc();
     }
+  }
+  for (const std::string& peer : crowded) {
+    log::warn("HTTP peer over its connection limit; newest connection closed",
+              {{"peer", peer}, {"port", port_}, {"limit", opts_.maxConnectionsPerPeer}});
   }
   for (const std::string& peer : oversized) {
     log::warn("HTTP request headers over the limit; connection closed",

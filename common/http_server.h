@@ -40,7 +40,8 @@ struct HttpServerOptions {
   std::string keyFile = {};
   std::string clientCaFile = {};
   // Larger bodies get 400 with a JSON `Error` as soon as that is known (from Content-Length, or
-  // while reading a chunked body) and the connection is closed rather than drained.
+  // while reading a chunked body) and the connection is closed rather than drained. A server
+  // with no POST route takes no body at all (bodyLimit).
   size_t maxBodyBytes = size_t{64} << 20;
   // A connection from which httplib reads more than this (TLS framing included) while no
   // request of it is past its headers is cut: httplib 0.11 limits each header line but not
@@ -63,7 +64,17 @@ struct HttpServerOptions {
   std::chrono::milliseconds stopGracePeriod{std::chrono::seconds(5)};
   // Worker threads; each open connection (idle keep-alive ones included) occupies one.
   size_t threads = 8;
+  // How many connections one peer address may hold open at once; 0 = no limit. Beyond it the
+  // peer's newest connections are cut (within a watchdog period), so no single client can hold
+  // every worker and starve the others (the kubelet's probes, the metrics scraper).
+  size_t maxConnectionsPerPeer = 0;
 };
+
+// A GET-only health and metrics server (the node agent's, the controller's): reachable by any pod
+// that is not kept out by a NetworkPolicy, so it takes no body, gives each peer address at most two
+// connections, and drops slow peers within seconds, while the probes (one small GET each) fit well
+// within those bounds.
+HttpServerOptions probeServerOptions(const std::string& address, int port);
 
 // A small HTTP(S) server over cpp-httplib. Register routes (exact paths), then start(); the
 // listener runs on its own thread. A handler that throws yields a 500 with the exception's
@@ -116,6 +127,8 @@ class HttpServer {
   void addRoute(std::string method, const std::string& path, HttpHandler handler);
   HttpResponse dispatch(const Route& route, const HttpRequest& req, const std::string& peer);
   HttpResponse tooLarge(const std::string& method, const std::string& path);
+  // The largest request body taken: opts_.maxBodyBytes where a route takes one (POST), else 0.
+  size_t bodyLimit() const;
   void count(const std::string& method, const std::string& path, int status, double seconds);
   // Shuts down the connections past their deadline; watched is the watchdog's memory.
   void cutOverdue(std::map<ino_t, Watched>& watched);

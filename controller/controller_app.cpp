@@ -82,11 +82,7 @@ struct ControllerApp::Impl {
                          [this] { return static_cast<double>(events.stats().failed.load()); });
 
     if (auto bind = parseBindAddress(config.metricsBindAddress)) {
-      HttpServerOptions o;
-      o.bindAddress = bind->first;
-      o.port = bind->second;
-      o.threads = 4;
-      server = std::make_unique<HttpServer>(o);
+      server = std::make_unique<HttpServer>(probeServerOptions(bind->first, bind->second));
       server->mountHealth([this] { return synced(); });
       server->mountMetrics(registry);
     }

@@ -177,7 +177,7 @@ struct ExtenderApp::Impl {
     HttpServer* healthServer = main.get();
     if (config.healthPort != 0) {
       health = std::make_unique<HttpServer>(
-          serverOptions(config.healthBindAddress, config.healthPort, config, false));
+          probeServerOptions(config.healthBindAddress, config.healthPort));
       healthServer = health.get();
     }
     healthServer->mountHealth([this] { return synced(); });

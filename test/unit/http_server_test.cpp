@@ -15,9 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/metrics.h"
 
@@ -30,8 +32,18 @@ namespace fs = std::filesystem;
 // A plain TCP connection to the server, for requests no well-behaved client would send.
 class RawConn {
  public:
-  explicit RawConn(int port) {
+  // from: the loopback address to connect from (127.0.0.1 unless given), so that one test can
+  // be several peers.
+  explicit RawConn(int port, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (from != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &local.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        throw std::runtime_error(std::string("bind to ") + from + " failed");
+      }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -319,6 +331,96 @@ TEST(HttpServer, StalledClientIsDroppedWhileOthersAreServed) {
   expectWellFramed(reply);
   EXPECT_GE(elapsed, 400ms);
   EXPECT_LT(elapsed, 3s);
+}
+
+// A server without a POST route (the health and metrics ports) takes no body: a large POST is
+// refused from its headers, before any of the body is read, and the connection closed.
+TEST(HttpServer, AGetOnlyServerRefusesABodyBeforeReadingIt) {
+  HttpServer server(loopback());
+  server.mountHealth();
+  server.start();
+  for (const char* path : {"/healthz", "/no-such-path"}) {
+    RawConn conn(server.port());
+    conn.send(std::string("POST ") + path +
+              " HTTP/1.1\r\nHost: x\r\nContent-Length: 62000000\r\n\r\n" + std::string(1024, 'x'));
+    bool eof = false;
+    const std::string reply = conn.readUntilClosed(5s, eof);
+    EXPECT_TRUE(eof) << path;
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+    EXPECT_NE(reply.find("exceeds the limit of 0 bytes"), std::string::npos) << reply;
+  }
+  // Nor in chunks, which declare no length.
+  RawConn chunked(server.port());
+  chunked.send(
+      "POST /no-such-path HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "400\r\n" +
+      std::string(1024, 'x') + "\r\n");
+  bool eof = false;
+  const std::string reply = chunked.readUntilClosed(5s, eof);
+  EXPECT_TRUE(eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 4", 0), 0u) << reply;
+  // GETs are served as before.
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+// One peer address holding more connections than allowed loses its newest ones; another peer
+// (a prober) is served meanwhile.
+TEST(HttpServer, APeerOverItsConnectionLimitLosesItsNewestConnections) {
+  HttpServerOptions opts = loopback();
+  opts.bindAddress = "0.0.0.0";
+  opts.maxConnectionsPerPeer = 2;
+  opts.threads = 4;
+  opts.keepAliveTimeout = 30s;
+  opts.requestTimeout = 30s;
+  opts.readTimeout = 30s;
+  HttpServer server(opts);
+  server.mountHealth();
+  server.start();
+  RawConn first(server.port(), "127.0.0.2");
+  RawConn second(server.port(), "127.0.0.2");
+  std::this_thread::sleep_for(1200ms);  // seen by the watchdog before the next two
+  RawConn third(server.port(), "127.0.0.2");
+  RawConn fourth(server.port(), "127.0.0.2");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!(third.closedByPeer() && fourth.closedByPeer()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(third.closedByPeer());
+  EXPECT_TRUE(fourth.closedByPeer());
+  EXPECT_FALSE(first.closedByPeer());
+  EXPECT_FALSE(second.closedByPeer());
+  httplib::Client cli("127.0.0.1", server.port());
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+// The settings of the components' health and metrics servers: a flood of slow connections
+// from one peer leaves the probes served.
+TEST(HttpServer, ProbesAreServedWhileOnePeerHoldsSlowConnections) {
+  HttpServerOptions opts = probeServerOptions("0.0.0.0", 0);
+  HttpServer server(opts);
+  server.mountHealth();
+  server.start();
+  std::vector<std::unique_ptr<RawConn>> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.push_back(std::make_unique<RawConn>(server.port(), "127.0.0.3"));
+    slow.back()->send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  }
+  int served = 0;
+  for (int i = 0; i < 10; ++i) {
+    httplib::Client cli("127.0.0.1", server.port());
+    cli.set_connection_timeout(2s);
+    cli.set_read_timeout(2s);
+    auto res = cli.Get("/healthz");
+    served += res && res->status == 200 ? 1 : 0;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(served, 10);
 }
 
 TEST(HttpServer, HealthReadinessAndMetrics) {
