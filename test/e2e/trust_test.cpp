@@ -179,10 +179,10 @@ TEST_F(AgentTokenTest, AnAgentTokenWritesOnlyItsOwnNodesDevices) {
   std::string why = refusal([&] { agent->updateStatus(resources::kExtendedResources, "", other); });
   EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
 
-  why = refusal([&] {
-    agent->patch(resources::kExtendedResources, "", theirs, PatchType::kMerge,
-                 {{"metadata", {{"labels", {{"extendedresource.io/node", node()}}}}}});
-  });
+  // Relabelled as its own, with the update the agent's role grants.
+  json relabelled = getDevice(theirs);
+  relabelled["metadata"]["labels"]["extendedresource.io/node"] = node();
+  why = refusal([&] { agent->update(resources::kExtendedResources, "", relabelled); });
   EXPECT_NE(why.find("only the ExtendedResources of its own node"), std::string::npos) << why;
 
   why = refusal([&] { agent->remove(resources::kExtendedResources, "", theirs); });
