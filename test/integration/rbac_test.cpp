@@ -56,6 +56,12 @@ TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
           {"get secrets -A", false},
           {"update nodes", false},
           {"create pods -A", false},
+          // Unused: it writes statuses whole and pods only through pods/status.
+          {"patch pods -A", false},
+          {"update pods -A", false},
+          {"patch extendedresources.extendedresource.io --subresource=status", false},
+          {"patch pods --subresource=status -A", true},
+          {"delete pods -A", true},
       });
 }
 
