@@ -36,29 +36,36 @@ std::string deviceScript(const std::string& envName) {
          "echo \"ids=$" + envName + "\"; exec sleep 3600";
 }
 
+// A client holding a token of a component's ServiceAccount in kube-system; with `node`, bound to
+// that Node, so the token names it, as a DaemonSet pod's own token does.
+std::unique_ptr<KubeClient> serviceAccountClient(TestEnv& env, KubeClient& admin,
+                                                 const std::string& account,
+                                                 const std::string& node = "") {
+  std::string args = "create token " + account + " -n kube-system --duration=10m";
+  if (!node.empty()) {
+    const json n = admin.get(resources::kNodes, "", node);
+    args += " --bound-object-kind Node --bound-object-name " + node + " --bound-object-uid " +
+            n["metadata"]["uid"].get<std::string>();
+  }
+  std::string out;
+  EXPECT_EQ(env.kubectl(args, &out), 0) << out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+    out.pop_back();
+  }
+  KubeConfig config = KubeConfig::fromKubeconfigFile(env.kubeconfig());
+  config.clientCertData.clear();
+  config.clientKeyData.clear();
+  config.token = out;
+  return std::make_unique<KubeClient>(config);
+}
+
 class AgentTokenTest : public TrustTest {
  protected:
-  // A client holding a token of the node agent's ServiceAccount, as root on a node can take
-  // from the agent's pod (`nodeBound`: bound to this test's node, so the token names it, as
-  // the agent's own Pod-bound token does) or mint with `kubectl create token`.
+  // A token of the node agent's ServiceAccount, as root on a node can take from the agent's pod
+  // (`nodeBound`: it names this test's node, as the agent's own Pod-bound token does) or mint
+  // with `kubectl create token` (it names no node).
   std::unique_ptr<KubeClient> agentClient(bool nodeBound) {
-    std::string args =
-        std::string("create token ") + kAgentServiceAccount + " -n kube-system --duration=10m";
-    if (nodeBound) {
-      const json n = api_->get(resources::kNodes, "", node());
-      args += " --bound-object-kind Node --bound-object-name " + node() + " --bound-object-uid " +
-              n["metadata"]["uid"].get<std::string>();
-    }
-    std::string out;
-    EXPECT_EQ(env_->kubectl(args, &out), 0) << out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
-      out.pop_back();
-    }
-    KubeConfig config = KubeConfig::fromKubeconfigFile(env_->kubeconfig());
-    config.clientCertData.clear();
-    config.clientKeyData.clear();
-    config.token = out;
-    return std::make_unique<KubeClient>(config);
+    return serviceAccountClient(*env_, *api_, kAgentServiceAccount, nodeBound ? node() : "");
   }
 
   // A device as an agent publishes one: labelled with `labelNode`, pinned to `affinityNode`.
@@ -246,6 +253,33 @@ TEST_F(TrustTest, AContainerCannotOptOutOfTheNodeAgent) {
                 {{"metadata", {{"annotations", {{key, "[]"}}}}}});
   });
   EXPECT_NE(why.find("required-plugins.noderesource.dev annotations"), std::string::npos) << why;
+}
+
+// The controller's token changes nothing of a pod but its own two annotations: not the
+// allocation, not the required plugins, not the labels.
+TEST_F(TrustTest, TheControllersTokenChangesOnlyItsOwnPodAnnotations) {
+  auto controller = serviceAccountClient(*env_, *api_, "extended-resource-controller");
+  json pod = busyboxPod("target", {}, "sleep 3600");
+  pod["spec"]["schedulerName"] = "nobody";
+  createPod(pod);
+  EXPECT_EQ(
+      refusal([&] {
+        controller->patch(
+            resources::kPods, ns_, "target", PatchType::kMerge,
+            {{"metadata",
+              {{"annotations", {{"extendedresource.io/requeue-at", "2026-01-01T00:00:00Z"}}}}}});
+      }),
+      "")
+      << "the nudge is the controller's to write";
+  for (const json& patch :
+       {json{{"metadata", {{"annotations", {{kAllocationAnnotation, R"({"c":[]})"}}}}}},
+        json{{"metadata", {{"annotations", {{kRequiredPluginsAnnotation, "[]"}}}}}},
+        json{{"metadata", {{"labels", {{"app", "moved"}}}}}}}) {
+    const std::string why = refusal(
+        [&] { controller->patch(resources::kPods, ns_, "target", PatchType::kMerge, patch); });
+    EXPECT_NE(why.find("changes only its own annotations"), std::string::npos)
+        << patch.dump() << ": " << why;
+  }
 }
 
 }  // namespace
