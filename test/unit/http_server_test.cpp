@@ -333,6 +333,14 @@ TEST(HttpServer, StalledClientIsDroppedWhileOthersAreServed) {
   EXPECT_LT(elapsed, 3s);
 }
 
+// A GET from 127.0.0.1 gets a 200.
+void expectServed(int port, const char* path) {
+  httplib::Client cli("127.0.0.1", port);
+  auto res = cli.Get(path);
+  ASSERT_TRUE(res) << path;
+  EXPECT_EQ(res->status, 200) << path;
+}
+
 // A server without a POST route (the health and metrics ports) takes no body: a large POST is
 // refused from its headers, before any of the body is read, and the connection closed.
 TEST(HttpServer, AGetOnlyServerRefusesABodyBeforeReadingIt) {
@@ -359,11 +367,7 @@ TEST(HttpServer, AGetOnlyServerRefusesABodyBeforeReadingIt) {
   const std::string reply = chunked.readUntilClosed(5s, eof);
   EXPECT_TRUE(eof);
   EXPECT_EQ(reply.rfind("HTTP/1.1 4", 0), 0u) << reply;
-  // GETs are served as before.
-  httplib::Client cli("127.0.0.1", server.port());
-  auto res = cli.Get("/healthz");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
+  expectServed(server.port(), "/healthz");  // GETs are served as before
 }
 
 // One peer address holding more connections than allowed loses its newest ones; another peer
@@ -393,10 +397,7 @@ TEST(HttpServer, APeerOverItsConnectionLimitLosesItsNewestConnections) {
   EXPECT_TRUE(fourth.closedByPeer());
   EXPECT_FALSE(first.closedByPeer());
   EXPECT_FALSE(second.closedByPeer());
-  httplib::Client cli("127.0.0.1", server.port());
-  auto res = cli.Get("/healthz");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
+  expectServed(server.port(), "/healthz");
 }
 
 // The settings of the components' health and metrics servers: a flood of slow connections
