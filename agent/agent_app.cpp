@@ -5,6 +5,7 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/claim_source.h"
+#include "agent/container_stopper.h"
 #include "agent/device_probe.h"
 #include "agent/injection_plugin.h"
 #include "agent/inventory_plan.h"
@@ -37,7 +38,8 @@ struct AgentApp::Impl {
                 .claims = &claimSource,
                 .inventory = [this] { return sync.inventory(); },
                 .probe = &probe,
-                .metrics = &metrics}),
+                .metrics = &metrics,
+                .stopper = &stopper}),
         runtime(config.runtime, &plugin, &metrics) {
     auto wake = [this](const auto&...) { sync.wake(); };
     devices.addHandlers({.onAdd = wake, .onUpdate = wake, .onDelete = wake});
@@ -67,6 +69,7 @@ struct AgentApp::Impl {
   Informer<ExtendedResourceClaim> claims;
   EventRecorder events;
   DeviceProbe probe;
+  ContainerStopper stopper;  // the host's /proc: the agent runs in the host's PID namespace
   CachedClaimSource claimSource;
   NodeSync sync;
   InjectionPlugin plugin;

@@ -112,6 +112,23 @@ bool startedWithoutDevices(const PodIdentity& pod,
   return std::find(required.begin(), required.end(), plugin) != required.end();
 }
 
+std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
+                                    const std::vector<RuntimeContainer>& containers,
+                                    const std::string& plugin) {
+  std::vector<Eviction> out;
+  for (const auto& c : containers) {
+    auto pod = podsBySandbox.find(c.podSandboxId);
+    if (pod == podsBySandbox.end() || !c.running || c.pid == 0 ||
+        !startedWithoutDevices(pod->second, c.annotations, plugin)) {
+      continue;
+    }
+    const std::string podKey = objectKey(pod->second.ns, pod->second.name);
+    out.push_back({c.id, c.name, podKey, c.pid,
+                   "container " + c.name + " of pod " + podKey + " started without " + plugin});
+  }
+  return out;
+}
+
 Injection decideInjection(const InjectionInput& in) {
   const PodIdentity& pod = *in.pod;
   if (!in.named.invalid.empty()) {

@@ -118,6 +118,32 @@ bool startedWithoutDevices(const PodIdentity& pod,
                            const std::map<std::string, std::string>& containerAnnotations,
                            const std::string& plugin);
 
+// A container as the runtime reports it (NRI's Container), with what the stop rule reads.
+struct RuntimeContainer {
+  std::string id;
+  std::string name;
+  std::string podSandboxId;
+  bool running = false;  // started and not yet stopped
+  uint32_t pid = 0;      // its first process on the host; 0 before it starts
+  std::map<std::string, std::string> annotations;
+};
+
+// A container to stop now, and the process that stopping it kills.
+struct Eviction {
+  std::string containerId;
+  std::string container;  // its name, for logs
+  std::string pod;        // namespace/name
+  uint32_t pid = 0;
+  std::string reason;
+};
+
+// The running containers that started without their devices (startedWithoutDevices), keyed
+// to their pods by sandbox ID. One that is created but not started has no process yet: it is
+// found again when it starts (the runtime's PostStartContainer).
+std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
+                                    const std::vector<RuntimeContainer>& containers,
+                                    const std::string& plugin);
+
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,

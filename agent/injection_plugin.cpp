@@ -17,6 +17,17 @@ PodIdentity identityOf(const nri::PodSandbox& pod) {
   return id;
 }
 
+RuntimeContainer runtimeContainerOf(const nri::Container& c) {
+  RuntimeContainer out;
+  out.id = c.id();
+  out.name = c.name();
+  out.podSandboxId = c.pod_sandbox_id();
+  out.running = c.state() == nri::CONTAINER_RUNNING;
+  out.pid = c.pid();
+  out.annotations.insert(c.annotations().begin(), c.annotations().end());
+  return out;
+}
+
 const char* resultOf(const Injection& inj) {
   if (std::holds_alternative<Adjustment>(inj)) {
     return "injected";
@@ -68,7 +79,7 @@ nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
   log::info("registered with the container runtime", {{"runtime", req.runtime_name()},
                                                       {"version", req.runtime_version()},
                                                       {"requestTimeoutMs", req.request_timeout()}});
-  resp->set_events(nri::eventBit(nri::CREATE_CONTAINER));
+  resp->set_events(nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER));
   return nri::Status::ok();
 }
 
@@ -78,25 +89,43 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   for (const auto& p : req.pods()) {
     pods[p.id()] = identityOf(p);
   }
+  std::vector<RuntimeContainer> containers;
   for (const auto& c : req.containers()) {
-    auto pod = pods.find(c.pod_sandbox_id());
-    if (pod == pods.end() ||
-        (c.state() != nri::CONTAINER_CREATED && c.state() != nri::CONTAINER_RUNNING)) {
-      continue;
-    }
-    std::map<std::string, std::string> annotations(c.annotations().begin(), c.annotations().end());
-    if (startedWithoutDevices(pod->second, annotations, deps_.pluginName)) {
-      const std::string why = "container " + c.name() + " of pod " +
-                              objectKey(pod->second.ns, pod->second.name) +
-                              " started without extended-resource-node-agent";
-      log::warn("container started without its devices; stopping it so it is created again",
-                {{"pod", objectKey(pod->second.ns, pod->second.name)},
-                 {"container", c.name()},
-                 {"containerID", c.id()}});
-      pendingEvictions_.emplace_back(c.id(), why);
-    }
+    containers.push_back(runtimeContainerOf(c));
+  }
+  evict(planEvictions(pods, containers, deps_.pluginName));
+  return nri::Status::ok();
+}
+
+nri::Status InjectionPlugin::lifecycleEvent(nri::Event event, const nri::PodSandbox& pod,
+                                            const nri::Container* container) {
+  if (event == nri::POST_START_CONTAINER && container != nullptr) {
+    evict(planEvictions({{pod.id(), identityOf(pod)}}, {runtimeContainerOf(*container)},
+                        deps_.pluginName));
   }
   return nri::Status::ok();
+}
+
+void InjectionPlugin::evict(const std::vector<Eviction>& plan) {
+  for (const auto& e : plan) {
+    Status s = deps_.stopper->stop(e.pid, e.containerId);
+    if (!s.ok()) {
+      log::error("container started without its devices; could not stop it",
+                 {{"pod", e.pod},
+                  {"container", e.container},
+                  {"containerID", e.containerId},
+                  {"pid", e.pid},
+                  {"error", s.toString()}});
+      continue;
+    }
+    deps_.metrics->evictions.inc();
+    log::warn("container started without its devices; stopped it so it is created again",
+              {{"pod", e.pod},
+               {"container", e.container},
+               {"containerID", e.containerId},
+               {"pid", e.pid},
+               {"reason", e.reason}});
+  }
 }
 
 Injection InjectionPlugin::decide(const PodIdentity& pod) {
@@ -150,14 +179,6 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
     return nri::Status::rpcError(nri::RpcCode::kFailedPrecondition,
                                  "extended-resource-node-agent: " + refusal->message);
   }
-  // A refusal carries no payload: evictions wait for the next answer that does.
-  for (auto& [id, why] : pendingEvictions_) {
-    auto* e = resp->add_evict();
-    e->set_container_id(id);
-    e->set_reason(why);
-    deps_.metrics->evictions.inc();
-  }
-  pendingEvictions_.clear();
   if (auto* adj = std::get_if<Adjustment>(&inj)) {
     toAdjustment(*adj, resp->mutable_adjust());
     log::info("injected devices", {{"pod", podKey},

@@ -8,6 +8,7 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/claim_source.h"
+#include "agent/container_stopper.h"
 #include "agent/device_probe.h"
 #include "agent/injection.h"
 #include "agent/node_file.h"
@@ -15,9 +16,10 @@
 
 namespace ker::agent {
 
-// The agent's side of NRI: asks for CreateContainer only, gathers what decideInjection needs
-// (the pod's identity from the runtime, the claims from the ClaimSource, the device nodes from
-// the host) and turns its decision into a ContainerAdjustment or a refusal.
+// The agent's side of NRI: asks for CreateContainer, gathers what decideInjection needs (the
+// pod's identity from the runtime, the claims from the ClaimSource, the device nodes from the
+// host) and turns its decision into a ContainerAdjustment or a refusal. It also stops the
+// containers that started without it (planEvictions), as soon as it learns of them.
 class InjectionPlugin : public nri::Plugin {
  public:
   struct Deps {
@@ -27,24 +29,33 @@ class InjectionPlugin : public nri::Plugin {
     std::function<std::shared_ptr<const NodeFile>()> inventory;
     const DeviceProbe* probe = nullptr;
     AgentMetrics* metrics = nullptr;
+    const ContainerStopper* stopper = nullptr;
   };
   explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
 
   nri::Status configure(const nri::ConfigureRequest& req, nri::ConfigureResponse* resp) override;
-  // Finds containers that started without the agent (startedWithoutDevices); they are stopped
-  // with the answer to the next container creation, the only answer NRI takes evictions in.
+  // Stops, at once, the running containers that started without the agent: the runtime
+  // lists every container to a plugin that (re)connects, so this is where the agent learns of
+  // those created while it was stalled, dead or dropped.
   nri::Status synchronize(const nri::SynchronizeRequest& req,
                           nri::SynchronizeResponse* resp) override;
   nri::Status createContainer(const nri::CreateContainerRequest& req,
                               nri::CreateContainerResponse* resp) override;
+  // PostStartContainer: a container the agent found created but not started gets its
+  // process only now, and is stopped now.
+  nri::Status lifecycleEvent(nri::Event event, const nri::PodSandbox& pod,
+                             const nri::Container* container) override;
 
   // The decision for one container, without the protocol (also what createContainer logs).
   Injection decide(const PodIdentity& pod);
 
  private:
+  // Stops each container of the plan. A failure is logged as an error and leaves the
+  // container running (as it does where the agent lacks hostPID or CAP_KILL); the next
+  // Synchronize, after a reconnection, tries again.
+  void evict(const std::vector<Eviction>& plan);
+
   Deps deps_;
-  // Container IDs to stop, and why. Only the session's thread calls the plugin.
-  std::vector<std::pair<std::string, std::string>> pendingEvictions_;
 };
 
 // The NRI form of an Adjustment.

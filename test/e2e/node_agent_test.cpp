@@ -1,12 +1,18 @@
 // The node agent on the real node: the device the extender chose is the device the container
 // gets (device node, environment), nobody else's; allocations cannot be forged; the node file
-// and device health drive the devices in the API; and restarting the agent changes no running
-// container.
+// and device health drive the devices in the API; restarting the agent changes no running
+// container; and a container that started while the agent was stalled is stopped once it runs
+// again, and comes back with its device.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <thread>
 
@@ -34,6 +40,32 @@ std::string deviceScript(const std::string& envName) {
          "\"; "
          "for f in /dev/ker-*; do echo \"node=$f\"; echo x > \"$f\" && echo \"wrote=$f\"; done; "
          "exec sleep 3600";
+}
+
+// The host's processes whose cgroup path names `id` (a container's ID): the container's
+// processes, as containerd's cgroupfs layout places them.
+std::vector<pid_t> processesOf(const std::string& id) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cgroup");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (text.find(id) != std::string::npos) {
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// The ID of the first container of a pod, without the "containerd://" prefix.
+std::string containerIdOf(const json& pod) {
+  std::string id = pod.value("/status/containerStatuses/0/containerID"_json_pointer, std::string());
+  const auto sep = id.find("://");
+  return sep == std::string::npos ? id : id.substr(sep + 3);
 }
 
 TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
@@ -282,6 +314,102 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
         return !ds.is_discarded() && ds.value("/status/numberReady"_json_pointer, 0) == 1;
       },
       60s));
+}
+
+// The agent stalls (SIGSTOP) while a device pod's container is created: containerd gives up on
+// it after its NRI request timeout (2 s) and starts the container without its device, which
+// neither NRI nor its default validator can prevent. Once the agent runs again it stops that
+// container at once, without waiting for anything else to happen on the node, and the kubelet
+// creates it again, this time with its device.
+TEST_F(NodeAgentTest, AContainerStartedWhileTheAgentWasStalledIsStoppedAndComesBackWithIt) {
+  // The bound this test holds the agent to, from running again to the container stopped.
+  constexpr auto kStopBound = 5s;
+  constexpr auto kStall = 10s;
+  const std::string dev = uniqueName("gpu");
+  createDevice(dev);
+  createClaim("c");
+
+  json agents =
+      kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=extended-resource-node-agent");
+  ASSERT_FALSE(agents.is_discarded());
+  ASSERT_EQ(agents["items"].size(), 1u);
+  const std::vector<pid_t> agent = processesOf(containerIdOf(agents["items"][0]));
+  ASSERT_EQ(agent.size(), 1u) << "the agent's container should run one process";
+  ASSERT_EQ(::kill(agent[0], SIGSTOP), 0);
+  // The agent runs again whatever happens below, or every later test would starve.
+  struct Resume {
+    pid_t pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{agent[0]};
+  const auto stalled = std::chrono::steady_clock::now();
+
+  const std::string env = deviceEnvName();
+  createPod(busyboxPod("stalled", {"c"},
+                       "echo \"ids=$" + env +
+                           "\"; for f in /dev/ker-*; do [ -e \"$f\" ] && echo \"node=$f\"; done; "
+                           "exec sleep 3600"));
+  std::string first;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = getPod("stalled");
+        if (!p || !p->contains("/status/containerStatuses/0/state/running"_json_pointer)) {
+          return false;
+        }
+        first = containerIdOf(*p);
+        return !first.empty();
+      },
+      20s))
+      << "the container should start once containerd gives up on the stalled agent: "
+      << podPhase("stalled");
+  std::string out;
+  ASSERT_TRUE(eventually([&] { return !(out = logs("stalled")).empty(); }, 10s));
+  ASSERT_NE(out.find("ids=\n"), std::string::npos) << "it started without its device:\n" << out;
+  std::vector<pid_t> slipped = processesOf(first);
+  ASSERT_FALSE(slipped.empty());
+  // Stalled well past containerd's timeout, as on the real node, and below the 30 s after which
+  // the DaemonSet's liveness probe would restart the agent.
+  std::this_thread::sleep_until(stalled + kStall);
+
+  const auto resumed = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(agent[0], SIGCONT), 0);
+  auto gone = [&] {
+    for (pid_t pid : slipped) {
+      if (std::filesystem::exists("/proc/" + std::to_string(pid))) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!gone() && std::chrono::steady_clock::now() - resumed < 2 * kStopBound) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto stopped = std::chrono::steady_clock::now();
+  auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  std::cout << "[measured] agent stalled " << seconds(resumed - stalled) << " s; container stopped "
+            << seconds(stopped - resumed) << " s after the agent ran again" << std::endl;
+  ASSERT_TRUE(gone()) << "the container without its device still runs "
+                      << seconds(stopped - resumed) << " s after the agent ran again";
+  EXPECT_LE(stopped - resumed, kStopBound);
+
+  // The kubelet creates it again, through the agent: this time with its device.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = getPod("stalled");
+        return p && p->contains("/status/containerStatuses/0/state/running"_json_pointer) &&
+               containerIdOf(*p) != first &&
+               (out = logs("stalled")).find("ids=" + dev + "-id\n") != std::string::npos;
+      },
+      60s))
+      << "the container should run again with its device:\n"
+      << out;
+  std::cout << "[measured] running with its device "
+            << seconds(std::chrono::steady_clock::now() - resumed) << " s after the agent ran again"
+            << std::endl;
+  EXPECT_NE(out.find("node=" + containerDeviceNode(dev) + "\n"), std::string::npos) << out;
+  json p = *getPod("stalled");
+  EXPECT_EQ(p.value("/status/containerStatuses/0/restartCount"_json_pointer, -1), 1);
+  EXPECT_EQ(p.value("/status/containerStatuses/0/lastState/terminated/exitCode"_json_pointer, 0),
+            137);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "agent/injection_plugin.h"
+#include "nri_fake_runtime.h"
 
 namespace ker::agent {
 namespace {
@@ -29,6 +32,17 @@ class FakeProbe : public DeviceProbe {
     }
     return std::nullopt;
   }
+};
+
+// Records what it was asked to stop instead of killing anything.
+class FakeStopper : public ContainerStopper {
+ public:
+  Status stop(uint32_t pid, const std::string& containerId) const override {
+    stopped.emplace_back(pid, containerId);
+    return fail ? Status::notFound("gone") : Status();
+  }
+  mutable std::vector<std::pair<uint32_t, std::string>> stopped;
+  bool fail = false;
 };
 
 class InjectionPluginTest : public ::testing::Test {
@@ -60,7 +74,30 @@ class InjectionPluginTest : public ::testing::Test {
                             .claims = &claims,
                             .inventory = [this] { return inventory; },
                             .probe = &probe,
-                            .metrics = &metrics});
+                            .metrics = &metrics,
+                            .stopper = &stopper});
+  }
+
+  // A pod of sandbox-1 that names claim c1 and requires the agent, as the bind leaves it.
+  static void requiringPod(nri::PodSandbox* pod) {
+    pod->set_id("sandbox-1");
+    pod->set_uid("uid-p");
+    pod->set_namespace_("ns");
+    pod->set_name("p");
+    (*pod->mutable_annotations())[kClaimsAnnotation] = "c1";
+    (*pod->mutable_annotations())[kRequiredPluginsAnnotation] =
+        R"(["extended-resource-node-agent"])";
+  }
+  static void container(nri::Container* c, const std::string& id, nri::ContainerState state,
+                        uint32_t pid, bool injected) {
+    c->set_id(id);
+    c->set_name("main");
+    c->set_pod_sandbox_id("sandbox-1");
+    c->set_state(state);
+    c->set_pid(pid);
+    if (injected) {
+      (*c->mutable_annotations())[kInjectedAnnotation] = "gpu0";
+    }
   }
 
   nri::CreateContainerRequest request(const std::string& claimsAnnotation) {
@@ -79,13 +116,15 @@ class InjectionPluginTest : public ::testing::Test {
   AgentMetrics metrics;
   FakeClaims claims;
   FakeProbe probe;
+  FakeStopper stopper;
   std::shared_ptr<const NodeFile> inventory;
 };
 
-TEST_F(InjectionPluginTest, ConfigureSubscribesToContainerCreationOnly) {
+TEST_F(InjectionPluginTest, ConfigureSubscribesToContainerCreationAndStart) {
   nri::ConfigureResponse resp;
   ASSERT_TRUE(plugin().configure({}, &resp).isOk());
-  EXPECT_EQ(resp.events(), nri::eventBit(nri::CREATE_CONTAINER));
+  EXPECT_EQ(resp.events(),
+            nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER));
 }
 
 TEST_F(InjectionPluginTest, AnAllocatedDeviceBecomesAContainerAdjustment) {
@@ -123,42 +162,92 @@ TEST_F(InjectionPluginTest, TheInjectedContainerIsMarked) {
   EXPECT_EQ(resp.adjust().annotations().at(kInjectedAnnotation), "gpu0");
 }
 
-// A container the runtime created while the agent was away is stopped with the next answer
-// that can carry an eviction (a refusal cannot).
-TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsEvictedWithTheNextAnswer) {
+// A container the runtime started while the agent was away is stopped as soon as the agent
+// hears of it, without waiting for anything else to happen on the node.
+TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsStoppedAtSynchronize) {
   InjectionPlugin p = plugin();
   nri::SynchronizeRequest sync;
-  auto* pod = sync.add_pods();
-  pod->set_id("sandbox-1");
-  pod->set_uid("uid-p");
-  pod->set_namespace_("ns");
-  pod->set_name("p");
-  (*pod->mutable_annotations())[kClaimsAnnotation] = "c1";
-  (*pod->mutable_annotations())[kRequiredPluginsAnnotation] = R"(["extended-resource-node-agent"])";
-  auto* slipped = sync.add_containers();
-  slipped->set_id("ctr-slipped");
-  slipped->set_pod_sandbox_id("sandbox-1");
-  slipped->set_state(nri::CONTAINER_RUNNING);
-  auto* fine = sync.add_containers();
-  fine->set_id("ctr-fine");
-  fine->set_pod_sandbox_id("sandbox-1");
-  fine->set_state(nri::CONTAINER_RUNNING);
-  (*fine->mutable_annotations())[kInjectedAnnotation] = "gpu0";
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-slipped", nri::CONTAINER_RUNNING, 4242, false);
+  container(sync.add_containers(), "ctr-fine", nri::CONTAINER_RUNNING, 4343, true);
+  container(sync.add_containers(), "ctr-exited", nri::CONTAINER_STOPPED, 0, false);
   nri::SynchronizeResponse syncResp;
   ASSERT_TRUE(p.synchronize(sync, &syncResp).isOk());
-
-  claims.claims["ns/c1"].podRef = PodRef{"other", "uid-other"};
-  nri::CreateContainerResponse refused;
-  EXPECT_FALSE(p.createContainer(request("c1"), &refused).isOk());
-  claims.claims["ns/c1"].podRef = PodRef{"p", "uid-p"};
+  ASSERT_EQ(stopper.stopped.size(), 1u);
+  EXPECT_EQ(stopper.stopped[0], std::make_pair(uint32_t{4242}, std::string("ctr-slipped")));
+  EXPECT_EQ(metrics.evictions.value(), 1);
+  // Nothing rides on later answers.
   nri::CreateContainerResponse resp;
   ASSERT_TRUE(p.createContainer(request(""), &resp).isOk());
-  ASSERT_EQ(resp.evict_size(), 1);
-  EXPECT_EQ(resp.evict(0).container_id(), "ctr-slipped");
-  nri::CreateContainerResponse later;
-  ASSERT_TRUE(p.createContainer(request(""), &later).isOk());
-  EXPECT_EQ(later.evict_size(), 0);
-  EXPECT_EQ(metrics.evictions.value(), 1);
+  EXPECT_EQ(resp.evict_size(), 0);
+  EXPECT_EQ(stopper.stopped.size(), 1u);
+}
+
+// Found created but not started (no process yet): stopped when it starts.
+TEST_F(InjectionPluginTest, AContainerStartingWithoutTheAgentIsStoppedWhenItStarts) {
+  InjectionPlugin p = plugin();
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-slipped", nri::CONTAINER_CREATED, 0, false);
+  nri::SynchronizeResponse syncResp;
+  ASSERT_TRUE(p.synchronize(sync, &syncResp).isOk());
+  EXPECT_TRUE(stopper.stopped.empty());
+
+  nri::PodSandbox pod;
+  requiringPod(&pod);
+  nri::Container started;
+  container(&started, "ctr-slipped", nri::CONTAINER_RUNNING, 4242, false);
+  ASSERT_TRUE(p.lifecycleEvent(nri::POST_START_CONTAINER, pod, &started).isOk());
+  nri::Container injected;
+  container(&injected, "ctr-fine", nri::CONTAINER_RUNNING, 4343, true);
+  ASSERT_TRUE(p.lifecycleEvent(nri::POST_START_CONTAINER, pod, &injected).isOk());
+  ASSERT_EQ(stopper.stopped.size(), 1u);
+  EXPECT_EQ(stopper.stopped[0].second, "ctr-slipped");
+}
+
+TEST_F(InjectionPluginTest, AStopThatFailsIsNotCounted) {
+  stopper.fail = true;
+  InjectionPlugin p = plugin();
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-slipped", nri::CONTAINER_RUNNING, 4242, false);
+  nri::SynchronizeResponse syncResp;
+  ASSERT_TRUE(p.synchronize(sync, &syncResp).isOk());
+  EXPECT_EQ(stopper.stopped.size(), 1u);
+  EXPECT_EQ(metrics.evictions.value(), 0);
+}
+
+// The same over the wire, as containerd sends it: Synchronize and PostStartContainer requests
+// on the plugin connection stop the container before their answer goes back.
+TEST_F(InjectionPluginTest, OverTheWireSynchronizeAndPostStartStopTheContainer) {
+  using namespace std::chrono_literals;
+  InjectionPlugin p = plugin();
+  nri::PluginDispatcher dispatcher(&p);
+  nri::testing::FakeRuntime runtime;
+  nri::Session session(runtime.connect(), &dispatcher);
+
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-running", nri::CONTAINER_RUNNING, 4242, false);
+  container(sync.add_containers(), "ctr-created", nri::CONTAINER_CREATED, 0, false);
+  runtime.sendRequest(1, "Synchronize", sync.SerializeAsString());
+  ASSERT_TRUE(session.serve(1s).isOk());
+  auto resp = runtime.receiveResponse();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_FALSE(resp->has_status());
+  ASSERT_EQ(stopper.stopped.size(), 1u);
+  EXPECT_EQ(stopper.stopped[0].second, "ctr-running");
+
+  nri::ContainerEventRequest started;
+  requiringPod(started.mutable_pod());
+  container(started.mutable_container(), "ctr-created", nri::CONTAINER_RUNNING, 4343, false);
+  runtime.sendRequest(3, "PostStartContainer", started.SerializeAsString());
+  ASSERT_TRUE(session.serve(1s).isOk());
+  resp = runtime.receiveResponse();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_FALSE(resp->has_status());
+  ASSERT_EQ(stopper.stopped.size(), 2u);
+  EXPECT_EQ(stopper.stopped[1], std::make_pair(uint32_t{4343}, std::string("ctr-created")));
 }
 
 TEST_F(InjectionPluginTest, APodWithoutClaimsIsAnsweredWithoutLookups) {

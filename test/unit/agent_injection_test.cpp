@@ -218,6 +218,43 @@ TEST(StartedWithoutDevicesTest, OnlyContainersOfPodsThatRequiredTheAgentAndLackI
   EXPECT_FALSE(startedWithoutDevices(plain, {}, "agent"));
 }
 
+TEST(PlanEvictionsTest, StopsOnlyRunningContainersThatStartedWithoutTheAgent) {
+  PodIdentity pod;
+  pod.ns = "ns";
+  pod.name = "p";
+  pod.annotations[kClaimsAnnotation] = "c1";
+  pod.annotations[kRequiredPluginsAnnotation] = R"(["agent"])";
+  PodIdentity plain;
+  plain.ns = "ns";
+  plain.name = "plain";
+  const std::map<std::string, PodIdentity> pods{{"sb-1", pod}, {"sb-2", plain}};
+  auto ctr = [](std::string id, std::string sandbox, bool running, uint32_t pid, bool injected) {
+    RuntimeContainer c{.id = std::move(id),
+                       .name = "main",
+                       .podSandboxId = std::move(sandbox),
+                       .running = running,
+                       .pid = pid,
+                       .annotations = {}};
+    if (injected) {
+      c.annotations[kInjectedAnnotation] = "gpu0";
+    }
+    return c;
+  };
+  std::vector<Eviction> plan = planEvictions(
+      pods,
+      {ctr("slipped", "sb-1", true, 10, false), ctr("injected", "sb-1", true, 11, true),
+       // Not started yet: no process to stop (its start is seen later).
+       ctr("created", "sb-1", false, 0, false), ctr("exited", "sb-1", false, 0, false),
+       // A pod that names no claims; a sandbox the runtime did not list.
+       ctr("plain", "sb-2", true, 12, false), ctr("orphan", "sb-9", true, 13, false)},
+      "agent");
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].containerId, "slipped");
+  EXPECT_EQ(plan[0].pid, 10u);
+  EXPECT_EQ(plan[0].pod, "ns/p");
+  EXPECT_EQ(plan[0].reason, "container main of pod ns/p started without agent");
+}
+
 TEST(RequiredPluginsTest, ReadAsNrisValidatorReadsThem) {
   EXPECT_TRUE(requiredPlugins({}).empty());
   EXPECT_EQ(requiredPlugins({{kRequiredPluginsAnnotation, R"(["a","b"])"},

@@ -57,7 +57,9 @@ state = "$n/containerd/state"
 
   # NRI stays enabled at its default socket ($NRI_SOCKET). The default validator refuses a
   # container whose pod names a plugin in its required-plugins annotation while that plugin is
-  # not registered: a pod given devices by the node agent never starts without the agent.
+  # not registered: a pod given devices by the node agent never starts without the agent. It
+  # cannot refuse one whose creation the registered agent failed to answer in time (NRI counts
+  # it as consulted, and no setting changes that): the agent stops that container itself.
   [plugins.'io.containerd.nri.v1.nri']
     [plugins.'io.containerd.nri.v1.nri'.default_validator]
       enable = true
