@@ -39,7 +39,8 @@ struct AgentApp::Impl {
                 .inventory = [this] { return sync.inventory(); },
                 .probe = &probe,
                 .metrics = &metrics,
-                .stopper = &stopper}),
+                .stopper = &stopper,
+                .users = &users}),
         runtime(config.runtime, &plugin, &metrics) {
     auto wake = [this](const auto&...) { sync.wake(); };
     devices.addHandlers({.onAdd = wake, .onUpdate = wake, .onDelete = wake});
@@ -70,6 +71,7 @@ struct AgentApp::Impl {
   EventRecorder events;
   DeviceProbe probe;
   ContainerStopper stopper;  // the host's /proc: the agent runs in the host's PID namespace
+  DeviceUsers users;
   CachedClaimSource claimSource;
   NodeSync sync;
   InjectionPlugin plugin;

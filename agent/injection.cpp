@@ -66,6 +66,8 @@ const char* toString(RefusalReason reason) {
       return "DeviceNotOnNode";
     case RefusalReason::kDeviceNodeMissing:
       return "DeviceNodeMissing";
+    case RefusalReason::kDeviceInUse:
+      return "DeviceInUse";
   }
   return "Unknown";
 }
@@ -164,6 +166,17 @@ Injection decideInjection(const InjectionInput& in) {
         return refuse(RefusalReason::kDeviceNotOnNode,
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
                           " is not a " + c->rawResourceName + " device of node " + in.node);
+      }
+      if (auto users = in.users.find(deviceName); users != in.users.end()) {
+        for (const DeviceUse& use : users->second) {
+          if (use.podUid != pod.uid && !c->heldBy(use.podUid)) {
+            return refuse(RefusalReason::kDeviceInUse,
+                          "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
+                              " is still in use by container " + use.container + " of pod " +
+                              use.pod + " (uid " + use.podUid + ") on node " + in.node +
+                              ", which has not stopped yet");
+          }
+        }
       }
       idsByResource[d->rawResourceName].push_back(d->deviceID);
       for (const auto& [k, v] : d->env) {

@@ -71,6 +71,7 @@ enum class RefusalReason {
   kClaimOfOtherPod,    // Bound to another pod (another UID), or on another node
   kDeviceNotOnNode,    // an allocated device this node's file does not list
   kDeviceNodeMissing,  // a device node of an allocated device is not on the host
+  kDeviceInUse,        // a container of another pod on this node still has the device
 };
 const char* toString(RefusalReason reason);
 
@@ -84,6 +85,15 @@ struct Untouched {};
 
 using Injection = std::variant<Untouched, Refusal, Adjustment>;
 
+// A container on this node that was given a device: the pod it belongs to.
+struct DeviceUse {
+  std::string containerId;
+  std::string container;  // its name
+  std::string podUid;
+  std::string pod;  // namespace/name
+  bool operator==(const DeviceUse&) const = default;
+};
+
 struct InjectionInput {
   const PodIdentity* pod = nullptr;
   std::string node;
@@ -95,11 +105,18 @@ struct InjectionInput {
   const NodeFile* inventory = nullptr;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
+  // The containers on this node, not yet stopped, that were given each allocated device
+  // (DeviceUsers::of); absent devices have none.
+  std::map<std::string, std::vector<DeviceUse>> users;
 };
 
 // A container gets the devices of the claims its pod names only when every one of them is
-// Bound to this pod (its UID) on this node and lists devices this node has; otherwise its
-// creation is refused, so it never starts without its devices or with another pod's. The
+// Bound to this pod (its UID) on this node and lists devices this node has, and no container of
+// another pod (one that is not a holder of the same shared claim) still has one of them on this
+// node, as the runtime reports it: a pod whose claim was released while its containers still run
+// (deleted with --force, say) keeps the device until the runtime says they stopped. Otherwise its
+// creation is refused (the kubelet retries it), so it never starts without its devices or with
+// another pod's. The
 // claims' status is the only source of the allocation: the pod's own annotations say which
 // claims it wants, never which devices it has.
 Injection decideInjection(const InjectionInput& in);
@@ -124,6 +141,7 @@ struct RuntimeContainer {
   std::string name;
   std::string podSandboxId;
   bool running = false;  // started and not yet stopped
+  bool stopped = false;  // stopped (a container created and not started is neither)
   uint32_t pid = 0;      // its first process on the host; 0 before it starts
   std::map<std::string, std::string> annotations;
 };

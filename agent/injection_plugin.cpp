@@ -23,6 +23,7 @@ RuntimeContainer runtimeContainerOf(const nri::Container& c) {
   out.name = c.name();
   out.podSandboxId = c.pod_sandbox_id();
   out.running = c.state() == nri::CONTAINER_RUNNING;
+  out.stopped = c.state() == nri::CONTAINER_STOPPED;
   out.pid = c.pid();
   out.annotations.insert(c.annotations().begin(), c.annotations().end());
   return out;
@@ -79,7 +80,8 @@ nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
   log::info("registered with the container runtime", {{"runtime", req.runtime_name()},
                                                       {"version", req.runtime_version()},
                                                       {"requestTimeoutMs", req.request_timeout()}});
-  resp->set_events(nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER));
+  resp->set_events(nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER) |
+                   nri::eventBit(nri::STOP_CONTAINER) | nri::eventBit(nri::REMOVE_CONTAINER));
   return nri::Status::ok();
 }
 
@@ -93,12 +95,22 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   for (const auto& c : req.containers()) {
     containers.push_back(runtimeContainerOf(c));
   }
+  deps_.users->reset(pods, containers);
   evict(planEvictions(pods, containers, deps_.pluginName));
+  return nri::Status::ok();
+}
+
+nri::Status InjectionPlugin::stopContainer(const nri::StopContainerRequest& req,
+                                           nri::StopContainerResponse*) {
+  deps_.users->remove(req.container().id());
   return nri::Status::ok();
 }
 
 nri::Status InjectionPlugin::lifecycleEvent(nri::Event event, const nri::PodSandbox& pod,
                                             const nri::Container* container) {
+  if (event == nri::REMOVE_CONTAINER && container != nullptr) {
+    deps_.users->remove(container->id());
+  }
   if (event == nri::POST_START_CONTAINER && container != nullptr) {
     evict(planEvictions({{pod.id(), identityOf(pod)}}, {runtimeContainerOf(*container)},
                         deps_.pluginName));
@@ -152,6 +164,11 @@ Injection InjectionPlugin::decide(const PodIdentity& pod) {
       keep.push_back(std::move(r.claim));
     }
   }
+  std::vector<std::string> allocated;
+  for (const auto* c : found) {
+    allocated.insert(allocated.end(), c->allocated.begin(), c->allocated.end());
+  }
+  in.users = deps_.users->of(allocated);
   for (const auto& path : deviceNodePaths(found, *inventory)) {
     in.deviceNodes[path] = deps_.probe->deviceNode(path);
   }
@@ -181,6 +198,9 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
   }
   if (auto* adj = std::get_if<Adjustment>(&inj)) {
     toAdjustment(*adj, resp->mutable_adjust());
+    deps_.users->add(req.container().id(),
+                     DeviceUse{req.container().id(), req.container().name(), pod.uid, podKey},
+                     adj->deviceNames);
     log::info("injected devices", {{"pod", podKey},
                                    {"podUID", pod.uid},
                                    {"container", req.container().name()},

@@ -10,6 +10,7 @@
 #include "agent/claim_source.h"
 #include "agent/container_stopper.h"
 #include "agent/device_probe.h"
+#include "agent/device_users.h"
 #include "agent/injection.h"
 #include "agent/node_file.h"
 #include "nri/plugin_service.h"
@@ -30,6 +31,7 @@ class InjectionPlugin : public nri::Plugin {
     const DeviceProbe* probe = nullptr;
     AgentMetrics* metrics = nullptr;
     const ContainerStopper* stopper = nullptr;
+    DeviceUsers* users = nullptr;  // kept current from the runtime's reports
   };
   explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
 
@@ -41,8 +43,12 @@ class InjectionPlugin : public nri::Plugin {
                           nri::SynchronizeResponse* resp) override;
   nri::Status createContainer(const nri::CreateContainerRequest& req,
                               nri::CreateContainerResponse* resp) override;
+  // The container has stopped (the runtime reports it once its process is gone): its devices
+  // are free on this node.
+  nri::Status stopContainer(const nri::StopContainerRequest& req,
+                            nri::StopContainerResponse* resp) override;
   // PostStartContainer: a container the agent found created but not started gets its
-  // process only now, and is stopped now.
+  // process only now, and is stopped now. RemoveContainer: its devices are free.
   nri::Status lifecycleEvent(nri::Event event, const nri::PodSandbox& pod,
                              const nri::Container* container) override;
 

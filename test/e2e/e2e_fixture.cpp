@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
 
 #include "agent/node_file.h"
 #include "common/api_error.h"
@@ -205,6 +208,44 @@ bool E2eTest::deploymentReady(const std::string& name, json* seen) {
     *seen = std::move(d);
   }
   return ready;
+}
+
+std::vector<pid_t> processesOf(const std::string& id) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cgroup");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (text.find(id) != std::string::npos) {
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+std::string containerIdOf(const json& pod) {
+  std::string id = pod.value("/status/containerStatuses/0/containerID"_json_pointer, std::string());
+  const auto sep = id.find("://");
+  return sep == std::string::npos ? id : id.substr(sep + 3);
+}
+
+std::string freezerOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "N:freezer:/kubepods/.../<container id>"
+    const size_t first = line.find(':');
+    const size_t second = line.find(':', first + 1);
+    if (first != std::string::npos && second != std::string::npos &&
+        line.substr(first + 1, second - first - 1) == "freezer") {
+      return "/sys/fs/cgroup/freezer" + line.substr(second + 1);
+    }
+  }
+  return "";
 }
 
 }  // namespace ker::e2e

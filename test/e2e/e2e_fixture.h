@@ -1,6 +1,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <functional>
@@ -81,5 +82,15 @@ class E2eTest : public ::testing::Test {
 
   std::string node_;
 };
+
+// The host's processes whose cgroup path names `id` (a container's ID): the container's
+// processes, as containerd's cgroupfs layout places them.
+std::vector<pid_t> processesOf(const std::string& id);
+
+// The ID of the first container of a pod, without the "containerd://" prefix.
+std::string containerIdOf(const json& pod);
+
+// The cgroup v1 freezer folder of a process ("" when it has none).
+std::string freezerOf(pid_t pid);
 
 }  // namespace ker::e2e

@@ -42,32 +42,6 @@ std::string deviceScript(const std::string& envName) {
          "exec sleep 3600";
 }
 
-// The host's processes whose cgroup path names `id` (a container's ID): the container's
-// processes, as containerd's cgroupfs layout places them.
-std::vector<pid_t> processesOf(const std::string& id) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    std::ifstream in(entry.path() / "cgroup");
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (text.find(id) != std::string::npos) {
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-    }
-  }
-  return out;
-}
-
-// The ID of the first container of a pod, without the "containerd://" prefix.
-std::string containerIdOf(const json& pod) {
-  std::string id = pod.value("/status/containerStatuses/0/containerID"_json_pointer, std::string());
-  const auto sep = id.find("://");
-  return sep == std::string::npos ? id : id.substr(sep + 3);
-}
-
 TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
   const std::string a = uniqueName("gpu");
   const std::string b = uniqueName("gpu");

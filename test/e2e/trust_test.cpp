@@ -3,6 +3,8 @@
 // write pods try to move, free or forge an allocation, and are refused.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
 #include <thread>
 
 #include "common/api_error.h"
@@ -280,6 +282,60 @@ TEST_F(TrustTest, TheControllersTokenChangesOnlyItsOwnPodAnnotations) {
     EXPECT_NE(why.find("changes only its own annotations"), std::string::npos)
         << patch.dump() << ": " << why;
   }
+}
+
+// A pod deleted with --grace-period=0 --force is gone from the API while its kubelet may still be
+// stopping its container (here: its processes frozen, so they outlive the kill). Its claim is
+// released and the device bound to the next pod at once; the node agent refuses the next pod's
+// container until the runtime reports the first one stopped.
+TEST_F(TrustTest, AForceDeletedPodsDeviceReachesTheNextPodOnlyOnceItsContainerStopped) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  createClaim("c1");
+  createClaim("c2");
+  createPod(busyboxPod("first", {"c1"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("first"); }, 120s)) << podPhase("first");
+  const std::string firstId = containerIdOf(*getPod("first"));
+  const std::vector<pid_t> procs = processesOf(firstId);
+  ASSERT_FALSE(procs.empty());
+  const std::string freezer = freezerOf(procs[0]);
+  ASSERT_FALSE(freezer.empty());
+  auto setFreezer = [&](const char* state) { std::ofstream(freezer + "/freezer.state") << state; };
+  setFreezer("FROZEN");
+  struct Thaw {
+    std::function<void()> thaw;
+    ~Thaw() { thaw(); }
+  } thaw{[&] { setFreezer("THAWED"); }};
+
+  createPod(busyboxPod("second", {"c2"}, deviceScript(deviceEnvName())));
+  api_->remove(resources::kPods, ns_, "first", DeleteOptions{.gracePeriodSeconds = 0});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return getDevice(gpu).value("/status/claimRef/name"_json_pointer, std::string()) == "c2";
+      },
+      60s))
+      << "the device was not bound to the next pod";
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& m : eventMessages("second", "Failed")) {
+          if (m.find("is still in use by container") != std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      90s))
+      << "the next pod's container was not refused while the first one's processes lived";
+  EXPECT_FALSE(podRunning("second"));
+  EXPECT_FALSE(processesOf(firstId).empty());
+
+  setFreezer("THAWED");
+  ASSERT_TRUE(eventually([&] { return processesOf(firstId).empty(); }, 60s));
+  ASSERT_TRUE(eventually([&] { return podRunning("second"); }, 180s)) << podPhase("second");
+  std::string out;
+  EXPECT_TRUE(eventually(
+      [&] { return (out = logs("second")).find("ids=" + gpu + "-id") != std::string::npos; }, 30s))
+      << out;
 }
 
 }  // namespace

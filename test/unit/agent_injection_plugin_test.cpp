@@ -75,7 +75,8 @@ class InjectionPluginTest : public ::testing::Test {
                             .inventory = [this] { return inventory; },
                             .probe = &probe,
                             .metrics = &metrics,
-                            .stopper = &stopper});
+                            .stopper = &stopper,
+                            .users = &users});
   }
 
   // A pod of sandbox-1 that names claim c1 and requires the agent, as the bind leaves it.
@@ -117,14 +118,60 @@ class InjectionPluginTest : public ::testing::Test {
   FakeClaims claims;
   FakeProbe probe;
   FakeStopper stopper;
+  DeviceUsers users;
   std::shared_ptr<const NodeFile> inventory;
 };
 
-TEST_F(InjectionPluginTest, ConfigureSubscribesToContainerCreationAndStart) {
+TEST_F(InjectionPluginTest, ConfigureSubscribesToContainerCreationStartStopAndRemoval) {
   nri::ConfigureResponse resp;
   ASSERT_TRUE(plugin().configure({}, &resp).isOk());
   EXPECT_EQ(resp.events(),
-            nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER));
+            nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER) |
+                nri::eventBit(nri::STOP_CONTAINER) | nri::eventBit(nri::REMOVE_CONTAINER));
+}
+
+// The claim was released from pod p (deleted with --force, say) and bound to pod q while p's
+// container still runs on this node: q's container is refused until the runtime reports p's
+// stopped, whether the agent learnt of p's container from its own answer or from the runtime.
+TEST_F(InjectionPluginTest, ADeviceIsNotGivenToAnotherPodWhileAContainerStillHasIt) {
+  InjectionPlugin agent = plugin();
+  nri::CreateContainerRequest first = request("c1");
+  first.mutable_container()->set_id("ctr-p");
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(agent.createContainer(first, &resp).isOk());
+
+  claims.claims["ns/c1"].podRef = PodRef{"q", "uid-q"};
+  nri::CreateContainerRequest second = request("c1");
+  second.mutable_pod()->set_uid("uid-q");
+  second.mutable_pod()->set_name("q");
+  second.mutable_container()->set_id("ctr-q");
+  nri::CreateContainerResponse refused;
+  nri::Status s = agent.createContainer(second, &refused);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("still in use by container main of pod ns/p (uid uid-p)"),
+            std::string::npos)
+      << s.message();
+
+  nri::StopContainerRequest stop;
+  stop.mutable_container()->set_id("ctr-p");
+  nri::StopContainerResponse stopped;
+  ASSERT_TRUE(agent.stopContainer(stop, &stopped).isOk());
+  nri::CreateContainerResponse given;
+  EXPECT_TRUE(agent.createContainer(second, &given).isOk());
+  EXPECT_EQ(given.adjust().env(0).value(), "GPU-0");
+
+  // Known from the runtime's list on reconnecting: a running container with the device.
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-p2", nri::CONTAINER_RUNNING, 0, true);
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(agent.synchronize(sync, &synced).isOk());
+  EXPECT_FALSE(agent.createContainer(second, &refused).isOk());
+  // Its removal frees the device as well.
+  nri::Container removed;
+  removed.set_id("ctr-p2");
+  ASSERT_TRUE(agent.lifecycleEvent(nri::REMOVE_CONTAINER, sync.pods(0), &removed).isOk());
+  EXPECT_TRUE(agent.createContainer(second, &given).isOk());
 }
 
 TEST_F(InjectionPluginTest, AnAllocatedDeviceBecomesAContainerAdjustment) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "agent/device_users.h"
 #include "agent/injection.h"
 
 namespace ker::agent {
@@ -61,6 +62,7 @@ class InjectionTest : public ::testing::Test {
     for (const auto& path : missing) {
       in.deviceNodes[path] = std::nullopt;
     }
+    in.users = users;
     return decideInjection(in);
   }
 
@@ -76,7 +78,25 @@ class InjectionTest : public ::testing::Test {
   std::map<std::string, std::string> unreadable;
   std::map<std::string, DeviceNodeInfo> nodes;
   std::vector<std::string> missing;
+  std::map<std::string, std::vector<DeviceUse>> users;
 };
+
+TEST_F(InjectionTest, ADeviceAnotherPodsContainerStillHasIsRefused) {
+  users["gpu0"] = {{"ctr-old", "main", "uid-old", "ns/old"}};
+  const Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kDeviceInUse);
+  EXPECT_EQ(r.message,
+            "device gpu0 of claim ns/c1 is still in use by container main of pod ns/old (uid "
+            "uid-old) on node node-1, which has not stopped yet");
+  // The pod's own other container is no obstacle, nor is a co-holder of a shared claim.
+  users["gpu0"] = {{"ctr-side", "side", "uid-p", "ns/p"}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+  claims["c1"].shareable = true;
+  claims["c1"].podRef.reset();
+  claims["c1"].sharedHolders = {{"p", "uid-p"}, {"r", "uid-r"}};
+  users["gpu0"] = {{"ctr-r", "main", "uid-r", "ns/r"}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+}
 
 TEST_F(InjectionTest, APodWithoutClaimsIsUntouched) {
   pod.annotations.clear();
@@ -276,6 +296,25 @@ TEST(RequiredPluginsTest, TheAgentIsAddedToThePodsOwnList) {
   EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, "not json"}}, "agent"),
             R"(["agent"])");
   EXPECT_EQ(requiredPluginsValue({{kRequiredPluginsAnnotation, "[1]"}}, "agent"), R"(["agent"])");
+}
+
+// Another pod's container on this node still has the device: refused; a co-holder of the same
+// shared claim, or the pod's own other container, is no obstacle.
+TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
+  DeviceUsers users;
+  PodIdentity p{"uid-p", "ns", "p", {}};
+  RuntimeContainer running{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "d0,d1"}}};
+  RuntimeContainer stopped{"c2", "old", "sb-p", false, true, 0, {{kInjectedAnnotation, "d2"}}};
+  RuntimeContainer plain{"c3", "side", "sb-p", true, false, 11, {}};
+  users.reset({{"sb-p", p}}, {running, stopped, plain});
+  const auto found = users.of({"d1", "d2"});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found.at("d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns/p"}}));
+  users.add("c4", {"c4", "x", "uid-q", "ns/q"}, {"d2"});
+  EXPECT_EQ(users.of({"d2"}).at("d2").size(), 1u);
+  users.remove("c1");
+  EXPECT_TRUE(users.of({"d0", "d1"}).empty());
+  EXPECT_EQ(injectedDevices({{kInjectedAnnotation, "a,,b"}}), (std::vector<std::string>{"a", "b"}));
 }
 
 }  // namespace
