@@ -40,7 +40,8 @@ struct AgentApp::Impl {
                 .probe = &probe,
                 .metrics = &metrics,
                 .stopper = &stopper,
-                .users = &users}),
+                .users = &users,
+                .guard = config.guard}),
         runtime(config.runtime, &plugin, &metrics) {
     auto wake = [this](const auto&...) { sync.wake(); };
     devices.addHandlers({.onAdd = wake, .onUpdate = wake, .onDelete = wake});

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/injection.h"
 #include "agent/runtime_connection.h"
 #include "common/api_client.h"
 
@@ -18,6 +19,8 @@ struct AgentAppConfig {
   std::chrono::milliseconds syncPeriod{std::chrono::seconds(5)};
   // "host:port" or ":port" for /healthz, /readyz and /metrics; "" or "0" serves nothing.
   std::string metricsBindAddress = ":8082";
+  // Containers refused for reaching a managed device without a claim, but in these namespaces.
+  DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
 };
 
 // The running node agent: watches of this node's devices and of the claims bound on it, the

@@ -1,6 +1,8 @@
 #include "agent/agent_flags.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "common/flag_checks.h"
 #include "common/objects.h"
@@ -12,6 +14,14 @@ namespace {
 // A node's name is a DNS subdomain, but the agent's ExtendedResource names and label values
 // carry it, and a label value is at most 63 characters.
 constexpr size_t kMaxNodeName = 63;
+
+std::string joinNamespaces(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += (out.empty() ? "" : ",") + n;
+  }
+  return out;
+}
 
 bool isTwoDigits(const std::string& s) {
   return s.size() == 2 && s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9';
@@ -44,6 +54,14 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
           "limit of a claim read made while the runtime waits (below its request timeout, 2s)")),
       metricsBindAddress_(flags.addString("metrics-bind-address", d.app.metricsBindAddress,
                                           "host:port for /healthz, /readyz, /metrics (0: off)")),
+      refuseUnclaimed_(flags.addBool(
+          "refuse-unclaimed-devices", d.app.guard.enabled,
+          "refuse containers that set a resource's device variable themselves, or mount or are "
+          "given (privileged) a managed device node they were not allocated")),
+      exemptNamespaces_(flags.addString("unclaimed-devices-exempt-namespaces",
+                                        joinNamespaces(d.app.guard.exemptNamespaces),
+                                        "comma-separated namespaces whose pods "
+                                        "--refuse-unclaimed-devices does not check")),
       log_(flags) {}
 
 Status AgentFlags::settings(AgentSettings& out) const {
@@ -76,6 +94,20 @@ Status AgentFlags::settings(AgentSettings& out) const {
   s.app.runtime.pluginIndex = *pluginIndex_;
   s.app.syncPeriod = *syncPeriod_;
   s.app.metricsBindAddress = *metricsBindAddress_;
+  s.app.guard.enabled = *refuseUnclaimed_;
+  s.app.guard.exemptNamespaces.clear();
+  for (size_t start = 0; start <= exemptNamespaces_->size();) {
+    const size_t comma = std::min(exemptNamespaces_->find(',', start), exemptNamespaces_->size());
+    if (comma > start) {
+      const std::string ns = exemptNamespaces_->substr(start, comma - start);
+      if (!isDns1123Label(ns)) {
+        return Status::invalid("--unclaimed-devices-exempt-namespaces: \"" + ns +
+                               "\" is not a namespace name");
+      }
+      s.app.guard.exemptNamespaces.push_back(ns);
+    }
+    start = comma + 1;
+  }
   s.liveReadTimeout = *liveReadTimeout_;
   out = std::move(s);
   return {};

@@ -44,6 +44,8 @@ class AgentFlags {
   std::chrono::milliseconds* syncPeriod_;
   std::chrono::milliseconds* liveReadTimeout_;
   std::string* metricsBindAddress_;
+  bool* refuseUnclaimed_;
+  std::string* exemptNamespaces_;
   LogFlags log_;
 };
 

@@ -48,6 +48,58 @@ std::optional<Refusal> notHeldByPod(const std::string& name, const ExtendedResou
   return std::nullopt;
 }
 
+// Why the container reaches a managed device of this node it was not given (`given`: the device
+// node paths of its allocation), or nothing. No inventory, nothing managed.
+std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
+                                          const std::set<std::string>& given) {
+  const DeviceGuard& g = in.guard;
+  if (!g.enabled || !in.inventory ||
+      std::find(g.exemptNamespaces.begin(), g.exemptNamespaces.end(), in.pod->ns) !=
+          g.exemptNamespaces.end()) {
+    return std::nullopt;
+  }
+  std::set<std::string> variables;
+  std::set<std::string> nodes;
+  for (const auto& d : in.inventory->devices) {
+    variables.insert(in.inventory->envNameFor(d.rawResourceName));
+    for (const auto& n : d.deviceNodes) {
+      nodes.insert(n.path);
+    }
+  }
+  for (const auto& name : in.container.envNames) {
+    if (variables.count(name) != 0) {
+      return refuse(
+          RefusalReason::kUnclaimedDevice,
+          "the container sets " + name + " itself; the node agent sets it from the pod's claims");
+    }
+  }
+  for (std::string source : in.container.mountSources) {
+    while (source.size() > 1 && source.back() == '/') {
+      source.pop_back();
+    }
+    for (const auto& node : nodes) {
+      const bool holds = node == source || node.rfind(source + "/", 0) == 0;
+      if (holds && given.count(node) == 0) {
+        return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source +
+                                                           ", which holds device node " + node +
+                                                           " of a device it was not allocated");
+      }
+    }
+  }
+  for (const auto& path : in.container.devicePaths) {
+    if (nodes.count(path) != 0 && given.count(path) == 0) {
+      return refuse(RefusalReason::kUnclaimedDevice,
+                    "the container is given device node " + path +
+                        " (privileged?) of a device it was not allocated");
+    }
+  }
+  return std::nullopt;
+}
+
+// The kubelet's record of where it got the pod ("api", "file", "http"); NRI passes the pod's
+// annotations on.
+constexpr const char* kConfigSourceAnnotation = "kubernetes.io/config.source";
+
 }  // namespace
 
 const char* toString(RefusalReason reason) {
@@ -68,6 +120,10 @@ const char* toString(RefusalReason reason) {
       return "DeviceNodeMissing";
     case RefusalReason::kDeviceInUse:
       return "DeviceInUse";
+    case RefusalReason::kNotFromApiServer:
+      return "NotFromApiServer";
+    case RefusalReason::kUnclaimedDevice:
+      return "UnclaimedDevice";
   }
   return "Unknown";
 }
@@ -142,7 +198,17 @@ Injection decideInjection(const InjectionInput& in) {
                                                      objectKey(pod.ns, pod.name));
   }
   if (in.named.names.empty()) {
+    if (auto why = unclaimedDeviceUse(in, {})) {
+      return *why;
+    }
     return Untouched{};
+  }
+  if (auto source = pod.annotations.find(kConfigSourceAnnotation);
+      source != pod.annotations.end() && source->second != "api") {
+    return refuse(RefusalReason::kNotFromApiServer,
+                  "pod " + objectKey(pod.ns, pod.name) + " comes from the kubelet's " +
+                      source->second + " source, not the API server: only pods of the API " +
+                      "server can hold claims");
   }
   Adjustment adj;
   // rawResourceName -> device IDs, in claim then allocation order.
@@ -205,6 +271,9 @@ Injection decideInjection(const InjectionInput& in) {
       }
       adj.deviceNames.push_back(deviceName);
     }
+  }
+  if (auto why = unclaimedDeviceUse(in, devicePaths)) {
+    return *why;
   }
   std::map<std::string, std::string> env;
   for (const auto& [resource, ids] : idsByResource) {

@@ -72,6 +72,8 @@ enum class RefusalReason {
   kDeviceNotOnNode,    // an allocated device this node's file does not list
   kDeviceNodeMissing,  // a device node of an allocated device is not on the host
   kDeviceInUse,        // a container of another pod on this node still has the device
+  kNotFromApiServer,   // a pod naming claims that the kubelet did not get from the API server
+  kUnclaimedDevice,    // the container asks for a managed device (variable, node) on its own
 };
 const char* toString(RefusalReason reason);
 
@@ -84,6 +86,22 @@ struct Refusal {
 struct Untouched {};
 
 using Injection = std::variant<Untouched, Refusal, Adjustment>;
+
+// What the container's own spec asks of the runtime, before any adjustment.
+struct ContainerRequest {
+  std::vector<std::string> envNames;      // the variables it sets
+  std::vector<std::string> mountSources;  // the host paths it mounts
+  std::vector<std::string> devicePaths;   // the device nodes it is given (a privileged one: all)
+};
+
+// Whether the agent refuses containers that reach this node's managed devices without a claim:
+// by setting a resource's device variable (which a runtime such as NVIDIA's may honour), by
+// mounting a device node or a folder holding one (/dev), or by being given one (privileged). Pods
+// of the exempt namespaces (system daemons, e.g. a vendor's monitoring) are not checked.
+struct DeviceGuard {
+  bool enabled = true;
+  std::vector<std::string> exemptNamespaces;
+};
 
 // A container on this node that was given a device: the pod it belongs to.
 struct DeviceUse {
@@ -108,6 +126,8 @@ struct InjectionInput {
   // The containers on this node, not yet stopped, that were given each allocated device
   // (DeviceUsers::of); absent devices have none.
   std::map<std::string, std::vector<DeviceUse>> users;
+  ContainerRequest container;
+  DeviceGuard guard;
 };
 
 // A container gets the devices of the claims its pod names only when every one of them is
@@ -116,7 +136,8 @@ struct InjectionInput {
 // node, as the runtime reports it: a pod whose claim was released while its containers still run
 // (deleted with --force, say) keeps the device until the runtime says they stopped. Otherwise its
 // creation is refused (the kubelet retries it), so it never starts without its devices or with
-// another pod's. The
+// another pod's. A pod naming claims must come from the API server (not a static pod, which can
+// carry any UID), and no container reaches a managed device it was not given (DeviceGuard). The
 // claims' status is the only source of the allocation: the pod's own annotations say which
 // claims it wants, never which devices it has.
 Injection decideInjection(const InjectionInput& in);

@@ -38,6 +38,20 @@ const char* resultOf(const Injection& inj) {
 
 }  // namespace
 
+ContainerRequest containerRequestOf(const nri::Container& c) {
+  ContainerRequest out;
+  for (const auto& kv : c.env()) {
+    out.envNames.push_back(kv.substr(0, kv.find('=')));
+  }
+  for (const auto& m : c.mounts()) {
+    out.mountSources.push_back(m.source());
+  }
+  for (const auto& d : c.linux().devices()) {
+    out.devicePaths.push_back(d.path());
+  }
+  return out;
+}
+
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
   std::string names;
   for (const auto& n : adj.deviceNames) {
@@ -140,16 +154,18 @@ void InjectionPlugin::evict(const std::vector<Eviction>& plan) {
   }
 }
 
-Injection InjectionPlugin::decide(const PodIdentity& pod) {
+Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest& container) {
   InjectionInput in;
   in.pod = &pod;
   in.node = deps_.node;
   in.named = namedClaims(pod);
-  if (!in.named.invalid.empty() || in.named.names.empty()) {
-    return decideInjection(in);  // nothing to look up
-  }
+  in.container = container;
+  in.guard = deps_.guard;
   auto inventory = deps_.inventory();
   in.inventory = inventory.get();
+  if (!in.named.invalid.empty() || in.named.names.empty()) {
+    return decideInjection(in);  // no claims to look up
+  }
   std::vector<std::shared_ptr<const ExtendedResourceClaim>> keep;
   std::vector<const ExtendedResourceClaim*> found;
   for (const auto& name : in.named.names) {
@@ -179,7 +195,7 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
                                              nri::CreateContainerResponse* resp) {
   const auto start = std::chrono::steady_clock::now();
   const PodIdentity pod = identityOf(req.pod());
-  Injection inj = decide(pod);
+  Injection inj = decide(pod, containerRequestOf(req.container()));
   const char* result = resultOf(inj);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

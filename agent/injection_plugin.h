@@ -32,6 +32,7 @@ class InjectionPlugin : public nri::Plugin {
     AgentMetrics* metrics = nullptr;
     const ContainerStopper* stopper = nullptr;
     DeviceUsers* users = nullptr;  // kept current from the runtime's reports
+    DeviceGuard guard;
   };
   explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
 
@@ -53,7 +54,7 @@ class InjectionPlugin : public nri::Plugin {
                              const nri::Container* container) override;
 
   // The decision for one container, without the protocol (also what createContainer logs).
-  Injection decide(const PodIdentity& pod);
+  Injection decide(const PodIdentity& pod, const ContainerRequest& container = {});
 
  private:
   // Stops each container of the plan. A failure is logged as an error and leaves the
@@ -63,6 +64,9 @@ class InjectionPlugin : public nri::Plugin {
 
   Deps deps_;
 };
+
+// What an NRI container's own spec asks for (its variables, mounts and device nodes).
+ContainerRequest containerRequestOf(const nri::Container& c);
 
 // The NRI form of an Adjustment.
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out);

@@ -338,5 +338,40 @@ TEST_F(TrustTest, AForceDeletedPodsDeviceReachesTheNextPodOnlyOnceItsContainerSt
       << out;
 }
 
+// Paths around the agent: a container that names no claim but sets the resource's device
+// variable itself (which a runtime like NVIDIA's may honour), or mounts the host's /dev, is
+// refused by the node agent; a plain pod still runs.
+TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  json byVariable = busyboxPod("by-variable", {}, "sleep 3600");
+  byVariable["spec"]["containers"][0]["env"].push_back(
+      {{"name", deviceEnvName()}, {"value", "all"}});
+  createPod(byVariable);
+  json byMount = busyboxPod("by-mount", {}, "sleep 3600");
+  byMount["spec"]["volumes"] = {{{"name", "dev"}, {"hostPath", {{"path", "/dev"}}}}};
+  byMount["spec"]["containers"][0]["volumeMounts"] = {
+      {{"name", "dev"}, {"mountPath", "/host-dev"}}};
+  createPod(byMount);
+  createPod(busyboxPod("plain", {}, "sleep 3600"));
+  for (const auto& [pod, says] :
+       {std::pair{"by-variable", "itself; the node agent sets it"},
+        std::pair{"by-mount", "the container mounts /dev, which holds device node"}}) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          for (const auto& m : eventMessages(pod, "Failed")) {
+            if (m.find(says) != std::string::npos) {
+              return true;
+            }
+          }
+          return false;
+        },
+        60s))
+        << pod << " was not refused";
+    EXPECT_FALSE(podRunning(pod)) << pod;
+  }
+  EXPECT_TRUE(eventually([&] { return podRunning("plain"); }, 60s)) << podPhase("plain");
+}
+
 }  // namespace
 }  // namespace ker::e2e

@@ -63,6 +63,8 @@ class InjectionTest : public ::testing::Test {
       in.deviceNodes[path] = std::nullopt;
     }
     in.users = users;
+    in.container = container;
+    in.guard = guard;
     return decideInjection(in);
   }
 
@@ -79,7 +81,56 @@ class InjectionTest : public ::testing::Test {
   std::map<std::string, DeviceNodeInfo> nodes;
   std::vector<std::string> missing;
   std::map<std::string, std::vector<DeviceUse>> users;
+  ContainerRequest container;
+  DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
 };
+
+// A pod that names no claims reaches no managed device: not by the resource's variable, not by
+// mounting /dev or a device node, not by being given one (privileged). Another device node, or
+// a namespace of system daemons, is left alone.
+TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
+  pod.annotations.erase(kClaimsAnnotation);
+  container.envNames = {"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"};
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
+  EXPECT_EQ(r.message,
+            "the container sets EXTENDED_RESOURCE_EXAMPLE_COM_GPU itself; the node agent sets it "
+            "from the pod's claims");
+  container = {{"PATH"}, {"/dev/"}, {}};
+  EXPECT_EQ(refusal().message,
+            "the container mounts /dev, which holds device node /dev/gpu0 of a device it was not "
+            "allocated");
+  container = {{}, {}, {"/dev/null", "/dev/gpu1"}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+  container = {{"PATH"}, {"/var/lib/data"}, {"/dev/null"}};
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  container = {{}, {"/dev"}, {}};
+  pod.ns = "kube-system";
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  pod.ns = "ns";
+  guard.enabled = false;
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+}
+
+// A pod given gpu0 may have gpu0's node (a privileged container lists it), not gpu1's.
+TEST_F(InjectionTest, AClaimingContainerReachesOnlyItsOwnDevices) {
+  container = {{}, {}, {"/dev/gpu0", "/dev/gpuctl"}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+  container = {{}, {}, {"/dev/gpu0", "/dev/gpu1"}};
+  const Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
+  EXPECT_NE(r.message.find("/dev/gpu1"), std::string::npos) << r.message;
+}
+
+// The kubelet says where it got the pod: a static pod (its file source) can carry any UID, so it
+// holds no claim.
+TEST_F(InjectionTest, APodNotFromTheApiServerHoldsNoClaim) {
+  pod.annotations["kubernetes.io/config.source"] = "file";
+  const Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kNotFromApiServer);
+  pod.annotations["kubernetes.io/config.source"] = "api";
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+}
 
 TEST_F(InjectionTest, ADeviceAnotherPodsContainerStillHasIsRefused) {
   users["gpu0"] = {{"ctr-old", "main", "uid-old", "ns/old"}};
