@@ -37,6 +37,7 @@ HttpServerOptions serverOptions(const std::string& address, int port, const Exte
     o.certFile = c.tlsCertFile;
     o.keyFile = c.tlsKeyFile;
     o.clientCaFile = c.clientCaFile;
+    o.allowedClientNames = c.tlsAllowedClientNames;
   }
   return o;
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/api_client.h"
 #include "common/objects.h"
@@ -12,7 +13,10 @@
 namespace ker {
 
 struct ExtenderConfig {
-  std::string bindAddress = "0.0.0.0";
+  // The verbs trust whoever reaches them as kube-scheduler: loopback, where only the
+  // scheduler's own pod reaches them, unless mutual TLS names the clients (see
+  // ExtenderFlags::settings).
+  std::string bindAddress = "127.0.0.1";
   int port = 8888;
   // A second, plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes reach the
   // pod IP while the extender may listen on localhost only); 0 serves them on `port`.
@@ -21,6 +25,8 @@ struct ExtenderConfig {
   std::string tlsCertFile;
   std::string tlsKeyFile;
   std::string clientCaFile;
+  // With clientCaFile: the client certificate's CN or a DNS SAN must be one of these.
+  std::vector<std::string> tlsAllowedClientNames;
   std::string pathPrefix = "/";  // the path part of kube-scheduler's urlPrefix
   ScoringStrategy scoring = ScoringStrategy::kBinpack;
   size_t maxBodyBytes = size_t{64} << 20;
