@@ -79,7 +79,9 @@ struct ExtenderApp::Impl {
                  }
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                },
-               {.deadline = config.bindDeadline, .requiredPlugin = config.requiredPlugin},
+               {.deadline = config.bindDeadline,
+                .requiredPlugin = config.requiredPlugin,
+                .schedulerName = config.schedulerName},
                {.pods = [this](const std::string& key) { return unboundPods.get(key); },
                 .claims = [this](const std::string& key) { return claims.get(key); }}),
         extender(
