@@ -68,8 +68,7 @@ struct ExtenderApp::Impl {
         events(api, {.component = "extended-resource-scheduler"}),
         preemptionWorker(
             api, events,
-            {.schedulerName = config.schedulerName.empty() ? std::string(kDefaultSchedulerName)
-                                                           : config.schedulerName,
+            {.schedulerName = config.schedulerName,
              .onFailed =
                  [this](const std::string& preemptorUid) { index.dropNomination(preemptorUid); }}),
         binder(api, index,

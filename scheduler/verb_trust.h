@@ -1,16 +1,19 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/objects.h"
 #include "common/status.h"
+#include "scheduler/preemption.h"
 
 namespace ker {
 
 // What the extender checks before it writes on a verb's word. Whoever reaches the verbs is
 // taken for kube-scheduler (they listen on loopback, or behind mutual TLS with allowed client
 // names), and these checks keep a call from reaching past what the extender itself decided:
-// a bind only where its filter chose. Pure: the caller reads the pod and the filter's choice.
+// a bind only where its filter chose, a preemption only for the pod the API server has.
+// Pure: the caller reads the pod and the filter's choice.
 
 // Whether the extender serves the pod: its spec.schedulerName is --scheduler-name ("" serves
 // every pod).
@@ -26,5 +29,12 @@ bool servesPod(const std::string& schedulerName, const Pod& pod);
 // for the caller is the transport alone.
 Status checkBindTrust(const Pod& pod, const std::string& node, const std::string& schedulerName,
                       const std::string& filterChoice);
+
+// OK when `live`, the preemptor as the API server has it now (nullopt: not found), is the
+// pod the order was decided for: same UID, unbound, not being deleted, served by this
+// extender, with the priority the decision assumed and allowed to preempt. Else why not
+// (kFailedPrecondition): a filter request's pod is only the caller's word.
+Status checkPreemptorTrust(const std::optional<Pod>& live, const PreemptionOrder& order,
+                           const std::string& schedulerName);
 
 }  // namespace ker

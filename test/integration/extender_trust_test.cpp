@@ -1,15 +1,19 @@
 // Forged calls to the real extender binary's verbs, with the real kube-apiserver behind it:
 // whoever reaches /bind and /filter is taken for kube-scheduler, and these show that such a
 // caller still cannot bind a pod the extender's filter did not choose, nor bind another
-// scheduler's pod. A pod without claims still binds through kube-scheduler.
+// scheduler's pod, nor get victims deleted for a preemptor the API server does not have as
+// described. A pod without claims still binds through kube-scheduler.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/objects.h"
 #include "extender_fixture.h"
+#include "priority_classes.h"
 
 namespace ker::itest {
 namespace {
@@ -22,10 +26,21 @@ class ExtenderTrustTest : public ExtenderSuite {
     setUpSuite([] { startStack({}); });
   }
 
+  void SetUp() override {
+    ExtenderSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    priorityClasses_.emplace(*api_);
+  }
+
   void TearDown() override {
     if (api_ != nullptr && !ns_.empty()) {
       deleteAllPodsNow(*api_, ns_);
       removeClaimsAndDevices();
+    }
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
     }
   }
 
@@ -60,12 +75,25 @@ class ExtenderTrustTest : public ExtenderSuite {
     return api_->create(resources::kPods, ns_, pod);
   }
 
+  // Whether the extender's log has a line with both texts.
+  bool logged(const std::string& message, const std::string& field) const {
+    std::ifstream in(env_->dir() + "/extender-" + schedulerName_ + ".log");
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(message) != std::string::npos && line.find(field) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   void expectStillUnbound(const std::string& pod) {
     // A bind the extender let through would have written the Binding before replying; a
     // moment more covers a write still in flight.
     std::this_thread::sleep_for(500ms);
     EXPECT_EQ(nodeOf(pod), "") << extender_->logTail();
   }
+
+  std::optional<PriorityClasses> priorityClasses_;
 };
 
 TEST_F(ExtenderTrustTest, APodWithoutClaimsIsBoundThroughKubeScheduler) {
@@ -122,6 +150,48 @@ TEST_F(ExtenderTrustTest, AForgedBindToANodeTheFilterDidNotChooseIsRefused) {
     EXPECT_NE(device.phase, DevicePhase::kBound) << name;
     EXPECT_FALSE(device.claimRef) << name;
   }
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// A filter request names a high-priority pod whose devices a bound low-priority pod holds:
+// the extender plans a preemption from the request alone, and its worker, reading the
+// preemptor live, deletes nobody.
+TEST_F(ExtenderTrustTest, AForgedHighPriorityFilterDeletesNoVictim) {
+  auto nodes = makeNodes(1);
+  makeDevice(nodes[0]);
+  for (const char* name : {"low-erc", "wanted-erc"}) {
+    api_->create(resources::kExtendedResourceClaims, ns_,
+                 claimObject(ns_, name, resource_, 1, {{"type", "k80"}}));
+  }
+  json low = podObject(ns_, "low", {"low-erc"}, schedulerName_);
+  low["spec"]["priorityClassName"] = priorityClasses_->create(10);
+  ASSERT_TRUE(createPodOnceAdmitted(*api_, ns_, low, 10s, 100ms));
+  ASSERT_TRUE(waitBound("low")) << extender_->logTail();
+
+  // A pod that does not exist, and a real pending one of priority 0 told as 1000000.
+  json ghost = podObject(ns_, "ghost", {"wanted-erc"}, schedulerName_);
+  ghost["metadata"]["uid"] = "0f0f0f0f-0000-4000-8000-" + std::string(12, '0');
+  json lowly = unplaceablePod("lowly", {"wanted-erc"});
+  for (json* forged : {&ghost, &lowly}) {
+    (*forged)["spec"]["priority"] = 1000000;
+    const std::string name = (*forged)["metadata"]["name"];
+    const std::string refusal = "preemption refused: the preemptor is not the pod it was decided";
+    // The extender preempts once its watch of bound pods has the victim's priority.
+    bool refused = eventually(
+        [&] {
+          filter(*forged, nodes[0]);
+          std::this_thread::sleep_for(200ms);
+          return logged(refusal, "preemptor=\"" + ns_ + "/" + name + "\"");
+        },
+        30s, 100ms);
+    EXPECT_TRUE(refused) << name << "\n" << extender_->logTail();
+  }
+  json victim = getPod("low");
+  EXPECT_EQ(victim["spec"].value("nodeName", ""), nodes[0]);
+  EXPECT_FALSE(victim["metadata"].contains("deletionTimestamp")) << victim["metadata"].dump();
+  EXPECT_EQ(victim["status"].dump().find("DisruptionTarget"), std::string::npos)
+      << victim["status"].dump();
+  EXPECT_FALSE(getPod("lowly")["status"].contains("nominatedNodeName"));
   EXPECT_EQ(invariantViolations(), "");
 }
 

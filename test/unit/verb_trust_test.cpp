@@ -57,5 +57,46 @@ TEST(BindTrust, OnlyPodsOfTheExtendersSchedulerBind) {
   EXPECT_FALSE(servesPod("sched", pod("other")));
 }
 
+TEST(PreemptorTrust, OnlyTheLivePodTheOrderWasDecidedForPreempts) {
+  const PreemptionOrder order{.preemptorUid = "uid-p",
+                              .preemptorNs = "default",
+                              .preemptorName = "p",
+                              .preemptorPriority = 1000,
+                              .node = "n1"};
+  Pod live = pod("sched", "c");
+  live.priority = 1000;
+  EXPECT_TRUE(checkPreemptorTrust(live, order, "sched").ok());
+
+  struct Case {
+    std::string why;
+    std::optional<Pod> live;
+    std::string message;
+  };
+  auto changed = [&](auto change) {
+    Pod p = live;
+    change(p);
+    return std::optional<Pod>(p);
+  };
+  const std::vector<Case> cases = {
+      {"absent", std::nullopt, "the preemptor does not exist"},
+      {"recreated", changed([](Pod& p) { p.meta.uid = "uid-q"; }),
+       "the preemptor has UID uid-q, not uid-p"},
+      {"bound", changed([](Pod& p) { p.nodeName = "n2"; }), "the preemptor is bound to node n2"},
+      {"deleting", changed([](Pod& p) { p.meta.deleting = true; }),
+       "the preemptor is being deleted"},
+      {"other scheduler", changed([](Pod& p) { p.schedulerName = "other"; }),
+       "the preemptor has schedulerName \"other\", not \"sched\""},
+      {"lower priority", changed([](Pod& p) { p.priority = 0; }),
+       "the preemptor has priority 0, not 1000 as the preemption was decided for"},
+      {"never preempts", changed([](Pod& p) { p.preemptNever = true; }),
+       "the preemptor has preemptionPolicy Never"},
+  };
+  for (const Case& c : cases) {
+    const Status s = checkPreemptorTrust(c.live, order, "sched");
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << c.why;
+    EXPECT_EQ(s.message(), c.message) << c.why;
+  }
+}
+
 }  // namespace
 }  // namespace ker
