@@ -39,8 +39,9 @@ struct ExtenderConfig {
   // A pod that fits no node because lower-priority pods hold its matching devices preempts
   // them (see docs/preemption.md); needs a watch of bound pods, for the holders' priorities.
   bool preemption = true;
-  // The kube-scheduler profile whose pods claims are bound to: the bound pods watched for
-  // their priorities are those of this schedulerName ("" watches every bound pod).
+  // The kube-scheduler profile the extender serves: it binds and preempts only for its pods
+  // (checkBindTrust, checkPreemptorTrust), and watches its bound pods for their priorities
+  // ("": every pod).
   std::string schedulerName = kDefaultSchedulerName;
 };
 

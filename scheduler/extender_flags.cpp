@@ -91,8 +91,8 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
           "on pods and patch on pods/status")),
       schedulerName_(flags.addString(
           "scheduler-name", d.schedulerName,
-          "schedulerName of the pods it serves: --preemption watches the bound ones for their "
-          "priorities (\"\": every bound pod)")),
+          "schedulerName of the pods it serves: it binds and preempts only for these, and "
+          "--preemption watches the bound ones for their priorities (\"\": every pod)")),
       log_(flags) {}
 
 Status ExtenderFlags::settings(ExtenderSettings& out) const {
