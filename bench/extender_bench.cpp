@@ -385,6 +385,7 @@ struct BindPod {
   std::string node;
   bool twoClaims;
   std::vector<std::string> claims;
+  json object;  // as created: the filter that precedes its bind sends it
 };
 
 // Creates the bind stage's claims and pods; pod i goes to a node that holds k80s, at most two
@@ -433,6 +434,7 @@ std::vector<BindPod> makeBindPods(const Config& cfg, KubeClient& api, ojson& out
     }
     std::lock_guard lock(mu);
     pods[i].uid = created["metadata"]["uid"];
+    pods[i].object = std::move(created);
   });
   out["claims_created"] = claims.size();
   out["claims_create_seconds"] = claimStats.seconds;
@@ -483,6 +485,12 @@ ojson benchBind(const Config& cfg, std::vector<BindPod>& pods) {
         Connection conn(ext.port);
         for (size_t i = next++; i < batch.size(); i = next++) {
           const auto* p = batch[i];
+          try {
+            // As kube-scheduler does, untimed: the extender binds only where its filter chose.
+            conn.post("/filter", nodeNamesBody(p->object, {p->node}));
+          } catch (const std::exception&) {
+            // the bind's reply says what went wrong
+          }
           const auto t0 = Clock::now();
           try {
             Reply r = conn.post("/bind", bindBody(p->name, p->uid, p->node));

@@ -1,5 +1,8 @@
 #include "common/flag_checks.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "common/flags.h"
 #include "common/http_server.h"
 
@@ -40,6 +43,19 @@ Status checkFlagBindAddress(std::string_view flag, const std::string& value) {
     return {};
   }
   return invalidFlag(flag, "host:port, :port, or 0 for none", "\"" + value + "\"");
+}
+
+bool isLoopbackAddress(std::string_view address) {
+  if (address == "localhost") {
+    return true;
+  }
+  const std::string text(address);
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace ker

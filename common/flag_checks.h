@@ -21,4 +21,8 @@ Status checkFlagPositive(std::string_view flag, std::chrono::milliseconds value)
 // "host:port", ":port", or "" / "0" for none (see parseBindAddress).
 Status checkFlagBindAddress(std::string_view flag, const std::string& value);
 
+// Whether a listen address reaches only this machine: an IPv4 address in 127.0.0.0/8, ::1,
+// or "localhost". Anything else ("0.0.0.0", "::", a pod IP, "") can be reached from others.
+bool isLoopbackAddress(std::string_view address);
+
 }  // namespace ker

@@ -4,6 +4,10 @@
 #include <httplib.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -339,6 +343,42 @@ HttpResponse HttpServer::dispatch(const Route& route, const HttpRequest& req,
   return res;
 }
 
+namespace {
+
+// OpenSSL's verify callback, only to say why a client was turned away: the handshake fails
+// with no request, so nothing else would tell.
+int logClientRefusal(int preverified, X509_STORE_CTX* store) {
+  if (preverified == 0) {
+    const int error = X509_STORE_CTX_get_error(store);
+    log::warn("client certificate refused", {{"depth", X509_STORE_CTX_get_error_depth(store)},
+                                             {"error", X509_verify_cert_error_string(error)}});
+  }
+  return preverified;
+}
+
+// The client's name is checked in the handshake by OpenSSL's own host check, so no handler
+// ever sees a refused client. Subject CN too: kube-scheduler's and most client certificates
+// carry their name only there.
+void requireClientNames(SSL_CTX* ctx, const HttpServerOptions& opts) {
+  if (opts.allowedClientNames.empty()) {
+    return;
+  }
+  if (opts.clientCaFile.empty()) {
+    throw std::runtime_error("allowed client names need a client CA (mutual TLS)");
+  }
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+  X509_VERIFY_PARAM_set_hostflags(
+      param, X509_CHECK_FLAG_NO_WILDCARDS | X509_CHECK_FLAG_ALWAYS_CHECK_SUBJECT);
+  for (const auto& name : opts.allowedClientNames) {
+    if (name.empty() || X509_VERIFY_PARAM_add1_host(param, name.c_str(), name.size()) != 1) {
+      throw std::runtime_error("cannot require the client name \"" + name + "\"");
+    }
+  }
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, logClientRefusal);
+}
+
+}  // namespace
+
 HttpResponse HttpServer::tooLarge(const std::string& method, const std::string& path) {
   count(method, path, 400, 0);
   return errorReply(400,
@@ -391,6 +431,7 @@ void HttpServer::start() {
                                opts_.certFile + ", " + opts_.keyFile + ")");
     }
     SSL_CTX_set_min_proto_version(ssl->ssl_context(), TLS1_2_VERSION);
+    requireClientNames(ssl->ssl_context(), opts_);
     svr = std::move(ssl);
   } else if (!opts_.clientCaFile.empty()) {
     throw std::runtime_error("a client CA needs a server certificate and key (TLS)");

@@ -39,6 +39,10 @@ struct HttpServerOptions {
   std::string certFile = {};  // `= {}`: designated initializers may omit these
   std::string keyFile = {};
   std::string clientCaFile = {};
+  // With clientCaFile: only a client certificate whose CN or a DNS SAN is one of these
+  // (exactly, no wildcards) completes the handshake; a CA signs more than one client. Empty:
+  // any certificate the CA signed.
+  std::vector<std::string> allowedClientNames = {};
   // Larger bodies get 400 with a JSON `Error` as soon as that is known (from Content-Length, or
   // while reading a chunked body) and the connection is closed rather than drained. A server
   // with no POST route takes no body at all (bodyLimit).

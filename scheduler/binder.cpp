@@ -11,6 +11,7 @@
 #include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
+#include "scheduler/verb_trust.h"
 
 namespace ker {
 
@@ -152,9 +153,12 @@ Status Binder::bind(const BindingArgs& args) {
     }
   } release{*this, args.podUid};
   const auto deadline = options_.clock() + options_.deadline;
+  // Read once: the first attempt's reservation ends the hold, and later attempts are the
+  // same call.
+  const std::string filterChoice = index_.heldNode(args.podUid, options_.clock());
   Status last = Status::internal("no attempt was made");
   for (int i = 0; i < options_.maxAttempts; ++i) {
-    Verdict v = attempt(args, deadline, i == 0);
+    Verdict v = attempt(args, deadline, i == 0, filterChoice);
     switch (v.outcome) {
       case Outcome::kDone:
         stats_.binds++;
@@ -162,6 +166,9 @@ Status Binder::bind(const BindingArgs& args) {
       case Outcome::kFail:
         stats_.failures++;
         index_.unreserve(args.podUid);
+        return v.status;
+      case Outcome::kRefused:
+        stats_.failures++;
         return v.status;
       case Outcome::kRetry:
         if (log::v(4)) {
@@ -205,9 +212,10 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
   return live;
 }
 
-Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches) {
+Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches,
+                                const std::string& filterChoice) {
   Attempt a(args, deadline, fromCaches);
-  if (auto ended = readPod(args, a)) {
+  if (auto ended = readPod(args, filterChoice, a)) {
     return *ended;
   }
   if (auto ended = plan(a)) {
@@ -230,15 +238,26 @@ Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bo
   return conclude(step, a);
 }
 
-std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args, Attempt& a) {
+std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args,
+                                               const std::string& filterChoice, Attempt& a) {
   const std::string pod = args.podNamespace + "/" + args.podName;
+  // Whether the call may write for the pod at all: refused once, for every attempt (neither
+  // the pod's schedulerName nor the filter's choice changes with fresher reads).
+  auto trusted = [&]() -> std::optional<Verdict> {
+    Status st = checkBindTrust(a.pod, args.node, options_.schedulerName,
+                               options_.requireFilterChoice ? filterChoice : args.node);
+    if (st.ok()) {
+      return std::nullopt;
+    }
+    return Verdict{Outcome::kRefused, std::move(st)};
+  };
   // The cached copy is taken only as the pod to bind; anything else about it (recreated,
   // bound, deleting, or not yet seen) is decided on the live pod below.
   if (a.fromCaches && caches_.pods) {
     if (auto cached = caches_.pods(pod); cached && cached->meta.uid == args.podUid &&
                                          cached->nodeName.empty() && !cached->meta.deleting) {
       a.pod = *cached;
-      return std::nullopt;
+      return trusted();
     }
   }
   if (Status read = callApi([&] {
@@ -263,7 +282,7 @@ std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args, Attempt&
   if (a.pod.meta.deleting) {
     return Verdict{Outcome::kFail, Status::failedPrecondition("pod is being deleted")};
   }
-  return std::nullopt;
+  return trusted();
 }
 
 std::optional<Binder::Verdict> Binder::plan(Attempt& a) {

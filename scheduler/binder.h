@@ -54,6 +54,11 @@ struct BinderOptions {
   std::string requiredPlugin = kNodeAgentPluginName;
   SteadyClock clock = std::chrono::steady_clock::now;
   SystemClock wallClock = std::chrono::system_clock::now;  // stamps the conditions' transitions
+  // Whom a bind call is trusted for (checkBindTrust): pods of this schedulerName ("" every
+  // pod), with claims only on the node the filter holds for them. requireFilterChoice is false
+  // only in tests of the writes alone.
+  std::string schedulerName = kDefaultSchedulerName;
+  bool requireFilterChoice = true;
 };
 
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the
@@ -88,7 +93,9 @@ class Binder {
   const BinderStats& stats() const { return stats_; }
 
  private:
-  enum class Outcome { kDone, kRetry, kFail };
+  // kRefused: the call may not write for this pod at all (checkBindTrust); unlike kFail it
+  // leaves what the filter holds for the pod, which a forged call must not take away.
+  enum class Outcome { kDone, kRetry, kFail, kRefused };
   // What an attempt, or a step before its writes, came to: the outcome, and why when it is
   // not kDone.
   struct Verdict {
@@ -123,9 +130,12 @@ class Binder {
   // One attempt: reads and plans, reserves, then writes in the bind's order. The first reads
   // from the caches where they have the objects; its writes' preconditions catch what they
   // missed.
-  Verdict attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches);
+  // filterChoice: the node the filter held for the pod when the call came (checkBindTrust).
+  Verdict attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches,
+                  const std::string& filterChoice);
   // The steps before any write; a verdict when the attempt ends there, nothing to undo.
-  std::optional<Verdict> readPod(const BindingArgs& args, Attempt& a);
+  std::optional<Verdict> readPod(const BindingArgs& args, const std::string& filterChoice,
+                                 Attempt& a);
   std::optional<Verdict> plan(Attempt& a);
   // The write steps, in order; each enters its write in the attempt's journal.
   Step write(Attempt& a);

@@ -40,7 +40,7 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
 
 FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
   FilterReply reply;
-  if (args.pod.claims.empty() && args.pod.invalid.empty() && args.pod.awaitingTemplates.empty()) {
+  if (withoutClaims(args.pod)) {
     stats_.podsWithoutClaims++;
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
     return reply;
@@ -81,6 +81,10 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
     });
     if (!claims.pending.empty() && !reply.passing.empty()) {
       decide(args, claims, fitter.needsNodeLabels(), fitting, leftover, now, reply);
+    } else if (claims.pending.empty() && reply.passing.size() == 1 && !args.pod.meta.uid.empty()) {
+      // Claims already allocated (to the pod, or shared) pin it to their node: no device to
+      // hold, but the bind binds only where the filter chose (checkBindTrust).
+      index_.hold(std::string(reply.passing.front()), {}, args.pod.meta.uid, now, kHoldTtl);
     } else if (preemption_ && reply.passing.empty() && !reply.failed.empty() &&
                !claims.pending.empty() && claims.boundToPod.empty() && claims.joining.empty() &&
                !args.pod.meta.uid.empty()) {
@@ -151,7 +155,8 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
       return;
     }
   }
-  // Nothing could be held: the nodes go back as they are, and the bind decides.
+  // Nothing could be held: the nodes go back as they are, and the bind, finding no choice
+  // of the filter's, is refused; kube-scheduler schedules the pod again.
 }
 
 // kube-scheduler's own preemption never helps a node only the extender rejects (see
@@ -333,7 +338,7 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
 // of devices where they do not. The decision is decideVerbPreemption's; kube-scheduler deletes
 // the victims and sets the pod's nominatedNodeName.
 std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock::time_point now) {
-  if (args.pod.claims.empty() && args.pod.invalid.empty() && args.pod.awaitingTemplates.empty()) {
+  if (withoutClaims(args.pod)) {
     return args.nodes;
   }
   const std::string& uid = args.pod.meta.uid;

@@ -37,6 +37,7 @@ HttpServerOptions serverOptions(const std::string& address, int port, const Exte
     o.certFile = c.tlsCertFile;
     o.keyFile = c.tlsKeyFile;
     o.clientCaFile = c.clientCaFile;
+    o.allowedClientNames = c.tlsAllowedClientNames;
   }
   return o;
 }
@@ -67,8 +68,7 @@ struct ExtenderApp::Impl {
         events(api, {.component = "extended-resource-scheduler"}),
         preemptionWorker(
             api, events,
-            {.schedulerName = config.schedulerName.empty() ? std::string(kDefaultSchedulerName)
-                                                           : config.schedulerName,
+            {.schedulerName = config.schedulerName,
              .onFailed =
                  [this](const std::string& preemptorUid) { index.dropNomination(preemptorUid); }}),
         binder(api, index,
@@ -78,7 +78,9 @@ struct ExtenderApp::Impl {
                  }
                  return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
                },
-               {.deadline = config.bindDeadline, .requiredPlugin = config.requiredPlugin},
+               {.deadline = config.bindDeadline,
+                .requiredPlugin = config.requiredPlugin,
+                .schedulerName = config.schedulerName},
                {.pods = [this](const std::string& key) { return unboundPods.get(key); },
                 .claims = [this](const std::string& key) { return claims.get(key); }}),
         extender(

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/api_client.h"
 #include "common/objects.h"
@@ -12,7 +13,10 @@
 namespace ker {
 
 struct ExtenderConfig {
-  std::string bindAddress = "0.0.0.0";
+  // The verbs trust whoever reaches them as kube-scheduler: loopback, where only the
+  // scheduler's own pod reaches them, unless mutual TLS names the clients (see
+  // ExtenderFlags::settings).
+  std::string bindAddress = "127.0.0.1";
   int port = 8888;
   // A second, plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes reach the
   // pod IP while the extender may listen on localhost only); 0 serves them on `port`.
@@ -21,6 +25,8 @@ struct ExtenderConfig {
   std::string tlsCertFile;
   std::string tlsKeyFile;
   std::string clientCaFile;
+  // With clientCaFile: the client certificate's CN or a DNS SAN must be one of these.
+  std::vector<std::string> tlsAllowedClientNames;
   std::string pathPrefix = "/";  // the path part of kube-scheduler's urlPrefix
   ScoringStrategy scoring = ScoringStrategy::kBinpack;
   size_t maxBodyBytes = size_t{64} << 20;
@@ -33,8 +39,9 @@ struct ExtenderConfig {
   // A pod that fits no node because lower-priority pods hold its matching devices preempts
   // them (see docs/preemption.md); needs a watch of bound pods, for the holders' priorities.
   bool preemption = true;
-  // The kube-scheduler profile whose pods claims are bound to: the bound pods watched for
-  // their priorities are those of this schedulerName ("" watches every bound pod).
+  // The kube-scheduler profile the extender serves: it binds and preempts only for its pods
+  // (checkBindTrust, checkPreemptorTrust), and watches its bound pods for their priorities
+  // ("": every pod).
   std::string schedulerName = kDefaultSchedulerName;
 };
 

@@ -1,6 +1,7 @@
 #include "scheduler/extender_flags.h"
 
 #include <utility>
+#include <vector>
 
 #include "common/flag_checks.h"
 
@@ -11,12 +12,43 @@ namespace {
 constexpr int64_t kMaxPort = 65535;
 constexpr int64_t kMaxThreads = 1024;
 
+// "a, b,c" -> {"a", "b", "c"}; empty entries dropped.
+std::vector<std::string> splitNames(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) {
+      end = list.size();
+    }
+    std::string name = list.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) {
+      out.push_back(std::move(name));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += (out.empty() ? "" : ",") + n;
+  }
+  return out;
+}
+
 }  // namespace
 
 // The defaults are ExtenderConfig's, so they have one home. Registration order is --help's.
 ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
     : kubeconfig_(addKubeconfigFlag(flags)),
-      bindAddress_(flags.addString("bind-address", d.bindAddress, "address to serve the verbs on")),
+      bindAddress_(flags.addString(
+          "bind-address", d.bindAddress,
+          "address to serve the verbs on; one that is not loopback needs --tls-cert-file, "
+          "--tls-private-key-file, --client-ca-file and --tls-allowed-client-names")),
       port_(flags.addInt("port", d.port, "port to serve filter, prioritize and bind on")),
       healthPort_(flags.addInt(
           "health-port", d.healthPort,
@@ -28,6 +60,10 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
       tlsKey_(flags.addString("tls-private-key-file", d.tlsKeyFile, "serving certificate's key")),
       clientCa_(flags.addString("client-ca-file", d.clientCaFile,
                                 "CA for client certificates (enables mutual TLS)")),
+      allowedClientNames_(flags.addString(
+          "tls-allowed-client-names", joinNames(d.tlsAllowedClientNames),
+          "comma-separated names a client certificate must carry as its CN or a DNS SAN "
+          "(with --client-ca-file): kube-scheduler's tlsConfig.certFile")),
       pathPrefix_(
           flags.addString("path-prefix", d.pathPrefix, "path of kube-scheduler's urlPrefix")),
       scoring_(flags.addString("scoring", scoringStrategyName(d.scoring),
@@ -55,8 +91,8 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
           "on pods and patch on pods/status")),
       schedulerName_(flags.addString(
           "scheduler-name", d.schedulerName,
-          "schedulerName of the pods it serves: --preemption watches the bound ones for their "
-          "priorities (\"\": every bound pod)")),
+          "schedulerName of the pods it serves: it binds and preempts only for these, and "
+          "--preemption watches the bound ones for their priorities (\"\": every pod)")),
       log_(flags) {}
 
 Status ExtenderFlags::settings(ExtenderSettings& out) const {
@@ -78,6 +114,25 @@ Status ExtenderFlags::settings(ExtenderSettings& out) const {
         "--client-ca-file must come with --tls-cert-file and --tls-private-key-file, got "
         "neither");
   }
+  const std::vector<std::string> allowedNames = splitNames(*allowedClientNames_);
+  for (const auto& name : allowedNames) {
+    if (name.front() == '.') {
+      // OpenSSL's host check would take a leading dot as "any subdomain of".
+      return Status::invalid("--tls-allowed-client-names must list exact names, got \"" + name +
+                             "\"");
+    }
+  }
+  if (!allowedNames.empty() && clientCa_->empty()) {
+    return Status::invalid("--tls-allowed-client-names must come with --client-ca-file");
+  }
+  // The verbs bind pods and delete preemption victims on the word of whoever reaches them:
+  // off loopback, only a client that proves to be kube-scheduler may.
+  if (!isLoopbackAddress(*bindAddress_) && allowedNames.empty()) {
+    return Status::invalid(
+        "--bind-address that is not loopback needs --tls-cert-file, --tls-private-key-file, "
+        "--client-ca-file and --tls-allowed-client-names, got \"" +
+        *bindAddress_ + "\"");
+  }
   for (Status st : {checkFlagRange("port", *port_, 1, kMaxPort),
                     checkFlagRange("health-port", *healthPort_, 0, kMaxPort),
                     checkFlagAtLeast("max-body-bytes", *maxBodyBytes_, 1),
@@ -96,6 +151,7 @@ Status ExtenderFlags::settings(ExtenderSettings& out) const {
   c.tlsCertFile = *tlsCert_;
   c.tlsKeyFile = *tlsKey_;
   c.clientCaFile = *clientCa_;
+  c.tlsAllowedClientNames = allowedNames;
   c.pathPrefix = *pathPrefix_;
   c.scoring = *scoring;
   c.maxBodyBytes = static_cast<size_t>(*maxBodyBytes_);

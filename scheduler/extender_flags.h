@@ -37,6 +37,7 @@ class ExtenderFlags {
   std::string* tlsCert_;
   std::string* tlsKey_;
   std::string* clientCa_;
+  std::string* allowedClientNames_;
   std::string* pathPrefix_;
   std::string* scoring_;
   int64_t* maxBodyBytes_;

@@ -6,6 +6,10 @@
 
 namespace ker {
 
+bool withoutClaims(const Pod& pod) {
+  return pod.claims.empty() && pod.invalid.empty() && pod.awaitingTemplates.empty();
+}
+
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
   PodClaims out;
   if (!pod.invalid.empty()) {

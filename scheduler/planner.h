@@ -41,6 +41,10 @@ struct PodClaims {
 
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup);
 
+// A pod that names no claim, generated or awaited, and whose annotations all parse: the
+// filter passes it everywhere and holds nothing for it.
+bool withoutClaims(const Pod& pod);
+
 struct NodePlan {
   bool fits = false;
   bool unresolvable = false;  // no change of devices on this node can make it fit

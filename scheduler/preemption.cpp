@@ -146,6 +146,7 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
   order.preemptorUid = preemptor.meta.uid;
   order.preemptorNs = preemptor.meta.ns;
   order.preemptorName = preemptor.meta.name;
+  order.preemptorPriority = preemptor.priority;
   order.node = candidates[i].node;
   for (const auto& [claim, devices] : plan.assignment) {
     order.devices.insert(order.devices.end(), devices.begin(), devices.end());

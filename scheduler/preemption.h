@@ -42,6 +42,8 @@ struct PreemptionOrder {
   std::string preemptorUid;
   std::string preemptorNs;
   std::string preemptorName;
+  // As the request told it: the worker checks the live pod still has it before deleting.
+  int32_t preemptorPriority = 0;
   std::string node;
   std::vector<std::string> devices;
   std::vector<PreemptionVictim> victims;

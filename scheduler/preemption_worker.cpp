@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "scheduler/verb_trust.h"
 
 namespace ker {
 
@@ -115,6 +116,16 @@ void PreemptionWorker::run() {
 }
 
 void PreemptionWorker::execute(const PreemptionOrder& order) {
+  if (Status trusted = checkPreemptor(order); !trusted.ok()) {
+    log::warn("preemption refused: the preemptor is not the pod it was decided for",
+              {{"preemptor", objectKey(order.preemptorNs, order.preemptorName)},
+               {"node", order.node},
+               {"error", trusted.message()}});
+    if (options_.onFailed) {
+      options_.onFailed(order.preemptorUid);
+    }
+    return;
+  }
   const ObjectReference preemptor{"v1", "Pod", order.preemptorNs, order.preemptorName,
                                   order.preemptorUid};
   events_.record(preemptor, EventType::kNormal, "Preempting", preemptingMessage(order));
@@ -137,6 +148,23 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
                      EventType::kNormal, "Preempted", preemptedMessage(order));
     }
   }
+}
+
+// The order was decided on the pod a filter request described, which is only the caller's
+// word: the pod the API server has decides whether anyone is deleted for it.
+Status PreemptionWorker::checkPreemptor(const PreemptionOrder& order) {
+  std::optional<Pod> live;
+  try {
+    withRetries([&] {
+      live.reset();  // a 404 leaves it empty: no such pod
+      unlessNotFound([&] {
+        live = Pod::fromJson(api_.get(resources::kPods, order.preemptorNs, order.preemptorName));
+      });
+    });
+  } catch (const std::exception& e) {
+    return statusFrom(e).within("reading the preemptor");
+  }
+  return checkPreemptorTrust(live, order, options_.schedulerName);
 }
 
 void PreemptionWorker::setNominatedNode(const PreemptionOrder& order, const std::string& node) {
@@ -212,8 +240,11 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
         result = EvictionResult::kTerminating;
         return;
       }
+      // --scheduler-name="" serves every profile, yet the condition needs a name to speak as.
+      const std::string by =
+          options_.schedulerName.empty() ? kDefaultSchedulerName : options_.schedulerName;
       api_.patch(resources::kPods, victim.ns, victim.name, PatchType::kStrategicMerge,
-                 disruptionTargetPatch(options_.schedulerName, options_.clock()), "status");
+                 disruptionTargetPatch(by, options_.clock()), "status");
       api_.remove(resources::kPods, victim.ns, victim.name,
                   DeleteOptions{.preconditionUid = victim.uid});
       result = EvictionResult::kDeleted;

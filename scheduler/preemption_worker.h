@@ -60,6 +60,7 @@ std::string preemptionFailedMessage(const PreemptionOrder& order, const Preempti
 class PreemptionWorker {
  public:
   struct Options {
+    // The preemptors it acts for ("" : any), and the name on its victims' DisruptionTarget.
     std::string schedulerName = kDefaultSchedulerName;
     size_t queueSize = 256;
     SystemClock clock = std::chrono::system_clock::now;
@@ -92,6 +93,9 @@ class PreemptionWorker {
   void withRetries(const std::function<void()>& write);
   void pause(std::chrono::milliseconds delay);
   void setNominatedNode(const PreemptionOrder& order, const std::string& node);
+  // The preemptor read live and checked against the order (checkPreemptorTrust); a read that
+  // fails is a refusal too.
+  Status checkPreemptor(const PreemptionOrder& order);
 
   ApiClient& api_;
   EventRecorder& events_;

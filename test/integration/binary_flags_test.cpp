@@ -39,6 +39,12 @@ TEST_F(BinaryFlagsTest, ABadValueStopsEachBinaryNamingItsFlag) {
       {"scheduler/extended-resource-scheduler",
        {"--kubeconfig=" + env_->kubeconfig(), "--http-threads=0"},
        "invalid flags: --http-threads must be 1 to 1024, got 0\n"},
+      // The verbs are trusted as kube-scheduler's: off loopback only behind mutual TLS.
+      {"scheduler/extended-resource-scheduler",
+       {"--kubeconfig=" + env_->kubeconfig(), "--bind-address=0.0.0.0"},
+       "invalid flags: --bind-address that is not loopback needs --tls-cert-file, "
+       "--tls-private-key-file, --client-ca-file and --tls-allowed-client-names, got "
+       "\"0.0.0.0\"\n"},
       {"controller/extended-resource-controller",
        {"--kubeconfig=" + env_->kubeconfig(), "--leader-elect-retry-period=20s"},
        "invalid flags: --leader-elect-retry-period must be below --leader-elect-renew-deadline, "

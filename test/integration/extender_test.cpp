@@ -224,11 +224,16 @@ TEST_F(ExtenderNodeListTest, LabelBasedDeviceAffinityUsesTheRequestsNodeLabels) 
   EXPECT_EQ(invariantViolations(), "");
 }
 
-// HTTPS with a client-certificate check, as kube-scheduler's tlsConfig can present one.
+// HTTPS with a client-certificate check, as kube-scheduler's tlsConfig can present one: the
+// launcher's kube-scheduler presents the test CA's admin certificate, the one name allowed.
 class ExtenderMutualTlsTest : public ExtenderSuite {
  protected:
   static void SetUpTestSuite() {
-    setUpSuite([] { startStack({.https = true, .mutualTls = true}); });
+    setUpSuite([] {
+      startStack({.https = true,
+                  .mutualTls = true,
+                  .extenderArgs = {"--tls-allowed-client-names=kube-extended-resource-admin"}});
+    });
   }
 };
 
@@ -242,6 +247,27 @@ TEST_F(ExtenderMutualTlsTest, ClientWithoutACertificateIsRefused) {
   client.set_connection_timeout(5);
   auto res = client.Post("/filter", "{}", "application/json");
   EXPECT_FALSE(res) << "status " << (res ? res->status : 0);
+}
+
+// The CA signs other clients too (here kube-scheduler's own API credentials): a certificate of
+// it that does not carry an allowed name gets no request through.
+TEST_F(ExtenderMutualTlsTest, ClientCertificateWithAnotherNameIsRefused) {
+  const std::string pki = env_->dir() + "/pki/";
+  httplib::SSLClient client("127.0.0.1", extenderPort_, pki + "scheduler.crt",
+                            pki + "scheduler.key");
+  client.set_ca_cert_path(env_->value("CA_CERT").c_str());
+  client.enable_server_certificate_verification(true);
+  client.set_connection_timeout(5);
+  auto res = client.Post("/bind", "{}", "application/json");
+  EXPECT_FALSE(res) << "status " << (res ? res->status : 0);
+  // The allowed one is served.
+  httplib::SSLClient admin("127.0.0.1", extenderPort_, env_->value("ADMIN_CERT"),
+                           env_->value("ADMIN_KEY"));
+  admin.set_ca_cert_path(env_->value("CA_CERT").c_str());
+  admin.enable_server_certificate_verification(true);
+  admin.set_connection_timeout(5);
+  auto ok = admin.Post("/filter", "{}", "application/json");
+  EXPECT_TRUE(ok) << httplib::to_string(ok.error());
 }
 
 }  // namespace

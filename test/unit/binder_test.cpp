@@ -51,6 +51,14 @@ json podJson(const std::string& name, const std::string& claim) {
           {"spec", {{"containers", {{{"name", "c"}, {"image", "x"}}}}}}};
 }
 
+// These tests are about what a bind writes: the check of who may ask for it
+// (checkBindTrust, bind_trust_test.cpp) is off.
+BinderOptions writesOnly(BinderOptions o = {}) {
+  o.schedulerName = "";
+  o.requireFilterChoice = false;
+  return o;
+}
+
 class BinderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -103,7 +111,8 @@ class BinderTest : public ::testing::Test {
   FakeApiClient api_;
   DeviceIndex index_;
   Binder binder_{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+                 [](const std::string&) { return std::map<std::string, std::string>{}; },
+                 writesOnly()};
 };
 
 TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
@@ -134,6 +143,38 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
   // One write per device, one per claim, one Binding.
   EXPECT_EQ(writes(), 3);
   EXPECT_EQ(binder_.stats().apiWrites.load(), 3u);
+}
+
+// A bind call is only kube-scheduler's word: it writes for a pod of the extender's scheduler,
+// on the node the extender's own filter chose, and for nothing else.
+TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) {
+  json q = podJson("q", "c");
+  q["spec"]["schedulerName"] = kDefaultSchedulerName;
+  api_.seed(resources::kPods, q);
+  Binder guarded{api_, index_,
+                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  auto filterChose = [&](const std::string& pod, const std::string& node) {
+    index_.hold(node, {}, args(pod).podUid, std::chrono::steady_clock::now(),
+                DeviceIndex::kHoldTtl);
+  };
+  // No filter came (a restart, or a forged call).
+  EXPECT_EQ(guarded.bind(args("q")).message(),
+            "the extender's filter holds no node for pod default/q (none came, it expired, or "
+            "the extender restarted)");
+  filterChose("q", "n1");
+  EXPECT_EQ(guarded.bind(args("q", "n2")).message(),
+            "the extender's filter chose node n1 for pod default/q, not n2");
+  // Pod p is of another scheduler (none named).
+  filterChose("p", "n1");
+  EXPECT_EQ(guarded.bind(args("p")).message(),
+            "pod default/p has schedulerName \"\": this extender binds only pods of "
+            "\"extended-resource-scheduler\"");
+  EXPECT_EQ(writes(), 0);
+  EXPECT_FALSE(claim("c").podRef);
+
+  // A refused call leaves the filter's hold, which kube-scheduler's own bind then uses.
+  EXPECT_EQ(guarded.bind(args("q")).message(), "");
+  EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
 }
 
 // Claim s, shareable, allocated by pod sp's bind; pods sq and sr name it too.
@@ -243,10 +284,9 @@ TEST_F(BinderTest, APodGivenNoDevicesDoesNotRequireTheAgent) {
 }
 
 TEST_F(BinderTest, NoRequiredPluginIsNamedForNodesWithoutTheAgent) {
-  Binder binder{api_,
-                index_,
+  Binder binder{api_, index_,
                 [](const std::string&) { return std::map<std::string, std::string>{}; },
-                {.requiredPlugin = ""}};
+                writesOnly({.requiredPlugin = ""})};
   ASSERT_EQ(binder.bind(args()).message(), "");
   EXPECT_EQ(api_.bindings().at(0).annotations.count(kRequiredPluginsAnnotation), 0u);
 }
@@ -593,7 +633,7 @@ class CachedBinderTest : public BinderTest {
   Binder cached_{api_,
                  index_,
                  [](const std::string&) { return std::map<std::string, std::string>{}; },
-                 {},
+                 writesOnly(),
                  {.pods = [this](const std::string& key) { return find(pods_, key); },
                   .claims = [this](const std::string& key) { return find(claims_, key); }}};
 };
@@ -717,8 +757,9 @@ TEST(BinderRace, AnUndoLeavesAClaimAnotherBindRewroteWithItsDevice) {
     c.bindRewrites++;
     api.updateStatus(resources::kExtendedResourceClaims, "default", c.toJson(SystemTime{}));
   };
-  Binder binder(api, index,
-                [](const std::string&) { return std::map<std::string, std::string>{}; });
+  Binder binder(
+      api, index, [](const std::string&) { return std::map<std::string, std::string>{}; },
+      writesOnly());
 
   EXPECT_NE(binder.bind({"p", "default", pod["metadata"]["uid"], "n1"})
                 .message()
@@ -747,7 +788,7 @@ TEST(BinderRace, TwoReplicasNeverGiveOneDeviceToTwoClaims) {
     DeviceIndex index1, index2;
     index1.upsert(std::make_shared<const ExtendedResource>(dev));
     index2.upsert(std::make_shared<const ExtendedResource>(dev));
-    Binder b1(api, index1, noLabels), b2(api, index2, noLabels);
+    Binder b1(api, index1, noLabels, writesOnly()), b2(api, index2, noLabels, writesOnly());
     std::string e1, e2;
     auto uid = [&](const std::string& pod) -> std::string {
       return (*api.peek(resources::kPods, "default", pod))["metadata"]["uid"];
@@ -808,9 +849,9 @@ class BinderDeadlineTest : public ::testing::Test {
         now += stall;
       }
     };
-    Binder binder(api, index,
-                  [](const std::string&) { return std::map<std::string, std::string>{}; },
-                  {.deadline = std::chrono::seconds(30), .clock = [this] { return now; }});
+    Binder binder(
+        api, index, [](const std::string&) { return std::map<std::string, std::string>{}; },
+        writesOnly({.deadline = std::chrono::seconds(30), .clock = [this] { return now; }}));
     return binder.bind({"p", "default", podUid, "n1"}).message();
   }
   void expectNothingLeftAllocated() {

@@ -385,6 +385,12 @@ TEST_F(ExtenderBadRequests, AValidBindStillBindsAfterTheNoise) {
   for (const char* body : {"", "{", "[]", R"({"PodName":1})"}) {
     EXPECT_EQ(post("/bind", body).status, 400);
   }
+  // As from kube-scheduler: the filter chooses node-a, and the bind follows it.
+  json filter = json::parse(testing::readTestdata("filter_nodenames.json"));
+  filter["Pod"]["metadata"]["uid"] = testing::kWebPodUid;
+  const Reply filtered = post("/filter", filter.dump());
+  ASSERT_EQ(filtered.status, 200) << filtered.body;
+  ASSERT_EQ(json::parse(filtered.body)["NodeNames"], json::array({"node-a"}));
   const Reply r = post("/bind", bindWith("Node", R"("node-a")"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["Error"], "");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/flag_checks.h"
 #include "flag_args.h"
 #include "scheduler/binder.h"
 
@@ -30,6 +31,7 @@ TEST(ExtenderFlags, DefaultsAreExtenderConfigs) {
   EXPECT_EQ(c.tlsCertFile, want.tlsCertFile);
   EXPECT_EQ(c.tlsKeyFile, want.tlsKeyFile);
   EXPECT_EQ(c.clientCaFile, want.clientCaFile);
+  EXPECT_EQ(c.tlsAllowedClientNames, want.tlsAllowedClientNames);
   EXPECT_EQ(c.pathPrefix, want.pathPrefix);
   EXPECT_EQ(c.scoring, want.scoring);
   EXPECT_EQ(c.maxBodyBytes, want.maxBodyBytes);
@@ -45,6 +47,61 @@ TEST(ExtenderFlags, DefaultsAreExtenderConfigs) {
   EXPECT_EQ(c.requiredPlugin, BinderOptions{}.requiredPlugin);
 }
 
+// The verbs bind pods and delete victims on their caller's word: by default only the
+// scheduler's own pod reaches them.
+TEST(ExtenderFlags, TheVerbsListenOnLoopbackByDefault) {
+  ExtenderSettings got;
+  ASSERT_TRUE(parse({}, got).ok());
+  EXPECT_EQ(got.extender.bindAddress, "127.0.0.1");
+  EXPECT_TRUE(got.extender.tlsAllowedClientNames.empty());
+}
+
+TEST(ExtenderFlags, AnAddressOffLoopbackNeedsMutualTlsWithAllowedClientNames) {
+  const std::string refused =
+      "--bind-address that is not loopback needs --tls-cert-file, --tls-private-key-file, "
+      "--client-ca-file and --tls-allowed-client-names, got \"0.0.0.0\"";
+  const std::vector<std::vector<std::string>> short_ = {
+      {"--bind-address=0.0.0.0"},
+      {"--bind-address=0.0.0.0", "--tls-cert-file=/c", "--tls-private-key-file=/k"},
+      {"--bind-address=0.0.0.0", "--tls-cert-file=/c", "--tls-private-key-file=/k",
+       "--client-ca-file=/ca"},
+      {"--bind-address=0.0.0.0", "--tls-cert-file=/c", "--tls-private-key-file=/k",
+       "--client-ca-file=/ca", "--tls-allowed-client-names= , "},
+  };
+  for (const auto& args : short_) {
+    ExtenderSettings got;
+    const Status s = parse(args, got);
+    EXPECT_EQ(s.code(), StatusCode::kInvalid) << args.size();
+    EXPECT_EQ(s.message(), refused) << args.size();
+  }
+  ExtenderSettings got;
+  ASSERT_EQ(parse({"--bind-address=0.0.0.0", "--tls-cert-file=/c", "--tls-private-key-file=/k",
+                   "--client-ca-file=/ca",
+                   "--tls-allowed-client-names=system:kube-scheduler, scheduler.example"},
+                  got)
+                .message(),
+            "");
+  EXPECT_EQ(got.extender.bindAddress, "0.0.0.0");
+  EXPECT_EQ(got.extender.tlsAllowedClientNames,
+            (std::vector<std::string>{"system:kube-scheduler", "scheduler.example"}));
+  // On loopback the names are optional, and taken when given.
+  ASSERT_TRUE(parse({"--bind-address=::1", "--tls-cert-file=/c", "--tls-private-key-file=/k",
+                     "--client-ca-file=/ca", "--tls-allowed-client-names=a"},
+                    got)
+                  .ok());
+  EXPECT_EQ(got.extender.tlsAllowedClientNames, (std::vector<std::string>{"a"}));
+}
+
+TEST(LoopbackAddress, OnlyAddressesThatStayOnTheMachine) {
+  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    EXPECT_TRUE(isLoopbackAddress(a)) << a;
+  }
+  for (const char* a : {"0.0.0.0", "::", "", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1",
+                        "localhost.example", "127.0.0.1.example"}) {
+    EXPECT_FALSE(isLoopbackAddress(a)) << a;
+  }
+}
+
 TEST(ExtenderFlags, HelpShowsTheConfigsDefaults) {
   FlagSet flags("extended-resource-scheduler", "");
   const ExtenderFlags extender(flags);
@@ -52,7 +109,8 @@ TEST(ExtenderFlags, HelpShowsTheConfigsDefaults) {
   for (const char* line :
        {"(default \"binpack\")", "(default 67108864)", "(default 64)", "(default 30s)",
         "(default \"extended-resource-node-agent\")", "(default \"extended-resource-scheduler\")",
-        "(default 8888)", "--log-format string", "--v int", "--kubeconfig string"}) {
+        "(default 8888)", "(default \"127.0.0.1\")", "--log-format string", "--v int",
+        "--kubeconfig string"}) {
     EXPECT_NE(usage.find(line), std::string::npos) << line << "\n" << usage;
   }
 }
@@ -104,6 +162,11 @@ TEST(ExtenderFlags, EachBadValueNamesItsFlag) {
       {{"--client-ca-file=/ca"},
        "--client-ca-file must come with --tls-cert-file and --tls-private-key-file, got "
        "neither"},
+      {{"--tls-allowed-client-names=a"},
+       "--tls-allowed-client-names must come with --client-ca-file"},
+      {{"--tls-cert-file=/c", "--tls-private-key-file=/k", "--client-ca-file=/ca",
+        "--tls-allowed-client-names=.example"},
+       "--tls-allowed-client-names must list exact names, got \".example\""},
       {{"--port=0"}, "--port must be 1 to 65535, got 0"},
       {{"--port=65536"}, "--port must be 1 to 65535, got 65536"},
       {{"--health-port=-1"}, "--health-port must be 0 to 65535, got -1"},

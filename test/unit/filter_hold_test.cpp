@@ -285,6 +285,22 @@ TEST_P(FilterHoldTest, TheChosenNodeIsTheWholeReply) {
   EXPECT_TRUE(reply.failedUnresolvable.empty());
 }
 
+// A pod whose claim an earlier bind already allocated to it is pinned to that node: nothing to
+// hold, but the node is recorded as the filter's choice, which its bind is checked against.
+TEST_P(FilterHoldTest, APinnedPodHoldsItsNodeWithoutDevices) {
+  addDevices(2, 1);
+  ExtendedResourceClaim c = claim("c0", 1, {{"type", "k80"}});
+  c.phase = ClaimPhase::kBound;
+  c.allocated = {"n1-gpu0"};
+  c.nodeName = "n1";
+  c.podRef = PodRef{"p0", "uid-p0"};
+  claims_["default/c0"] = std::make_shared<const ExtendedResourceClaim>(c);
+  const auto now = Clock::now();
+  EXPECT_EQ(filter(0, now), std::vector<std::string>{"n1"});
+  EXPECT_EQ(index_.heldNode("uid-p0", now), "n1");
+  EXPECT_EQ(index_.reservedCount(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, FilterHoldTest,
                          ::testing::Values(ScoringStrategy::kBinpack, ScoringStrategy::kSpread),
                          [](const auto& info) {

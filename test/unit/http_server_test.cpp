@@ -701,6 +701,9 @@ class TlsTest : public ::testing::Test {
     write("client.ext",
           "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
           "extendedKeyUsage = clientAuth\n");
+    write("named.ext",
+          "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
+          "extendedKeyUsage = clientAuth\nsubjectAltName = DNS:scheduler.example\n");
     const std::string script =
         "set -e; cd " + dir +
         "\n"
@@ -712,7 +715,8 @@ class TlsTest : public ::testing::Test {
         "openssl x509 -req -days 1 -in $1.csr -CA $2.crt -CAkey $2.key -CAcreateserial "
         "-extfile $3 -out $1.crt; }\n"
         "ca ca; ca otherca\n"
-        "leaf server ca server.ext; leaf client ca client.ext; leaf stranger otherca client.ext\n";
+        "leaf server ca server.ext; leaf client ca client.ext; leaf stranger otherca client.ext\n"
+        "leaf other ca client.ext; leaf named ca named.ext\n";
     write("gen.sh", script);
     const std::string cmd = "bash " + dir + "/gen.sh >" + dir + "/gen.log 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed, see " << dir << "/gen.log";
@@ -724,12 +728,13 @@ class TlsTest : public ::testing::Test {
   }
   static std::string path(const std::string& name) { return dir + "/" + name; }
 
-  std::unique_ptr<HttpServer> startServer(bool mutual) {
+  std::unique_ptr<HttpServer> startServer(bool mutual, std::vector<std::string> allowed = {}) {
     HttpServerOptions opts = loopback();
     opts.certFile = path("server.crt");
     opts.keyFile = path("server.key");
     if (mutual) {
       opts.clientCaFile = path("ca.crt");
+      opts.allowedClientNames = std::move(allowed);
     }
     opts.readTimeout = 1s;
     auto server = std::make_unique<HttpServer>(opts);
@@ -777,6 +782,26 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {
   auto res = client(server->port(), "client")->Get("/ok");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
+}
+
+// The CA signs more than kube-scheduler's certificate: only the names allowed get through,
+// by CN or DNS SAN, refused in the handshake before any handler runs.
+TEST_F(TlsTest, AllowedClientNamesRefuseOtherCertificatesOfTheSameCa) {
+  auto server = startServer(true, {"client", "scheduler.example"});
+  auto other = client(server->port(), "other")->Get("/ok");
+  EXPECT_FALSE(other) << "a certificate of the CA with another name must be rejected";
+  for (const char* cert : {"client", "named"}) {
+    auto res = client(server->port(), cert)->Get("/ok");
+    ASSERT_TRUE(res) << cert << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200) << cert;
+  }
+  // Names without a client CA to check them against are a mistake, not a looser server.
+  HttpServerOptions opts = loopback();
+  opts.certFile = path("server.crt");
+  opts.keyFile = path("server.key");
+  opts.allowedClientNames = {"client"};
+  HttpServer unchecked(opts);
+  EXPECT_THROW(unchecked.start(), std::runtime_error);
 }
 
 TEST_F(TlsTest, StalledHandshakeIsDroppedWhileOthersAreServed) {

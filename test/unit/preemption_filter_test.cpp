@@ -294,6 +294,16 @@ TEST(PreemptionWorkerTest, MarksAndDeletesTheVictimByUidAndLeavesOthersAlone) {
   EXPECT_EQ(preemptedMessage(order), "Preempted by pod uid-high on node n1");
 }
 
+// A pending pod of the extender's scheduler, as a preemptor is; returns its UID.
+std::string seedPreemptor(testing::FakeApiClient& api, const std::string& name,
+                          int32_t priority = 0) {
+  const json p = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata", {{"name", name}, {"namespace", "default"}}},
+                  {"spec", {{"schedulerName", kDefaultSchedulerName}, {"priority", priority}}}};
+  return api.seed(resources::kPods, p)["metadata"]["uid"];
+}
+
 TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecordsTheEvents) {
   testing::FakeApiClient api;
   const json p = {{"apiVersion", "v1"},
@@ -301,10 +311,11 @@ TEST(PreemptionWorkerTest, AnOrderDeletesItsVictimsOffTheCallersThreadAndRecords
                   {"metadata", {{"name", "low"}, {"namespace", "default"}}},
                   {"spec", {{"nodeName", "n1"}}}};
   const std::string uid = api.seed(resources::kPods, p)["metadata"]["uid"];
+  const std::string high = seedPreemptor(api, "high");
   EventRecorder events(api, {.component = "extended-resource-scheduler"});
   events.start();
   PreemptionWorker worker(api, events, {.queueSize = 1});
-  PreemptionOrder order{.preemptorUid = "uid-high",
+  PreemptionOrder order{.preemptorUid = high,
                         .preemptorNs = "default",
                         .preemptorName = "high",
                         .node = "n1",
@@ -393,7 +404,7 @@ TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenG
 
 TEST(PreemptionWorkerTest, AFullOrderNominatesTheNodeInThePreemptorsStatus) {
   testing::FakeApiClient api;
-  const std::string high = seedPod(api, "high");
+  const std::string high = seedPreemptor(api, "high");
   const std::string low = seedPod(api, "low");
   EventRecorder events(api, {.component = "extended-resource-scheduler"});
   std::vector<std::string> failed;
@@ -417,7 +428,7 @@ TEST(PreemptionWorkerTest, AFullOrderNominatesTheNodeInThePreemptorsStatus) {
 
 TEST(PreemptionWorkerTest, AVictimThatCannotBeEvictedEndsTheOrderWithAWarning) {
   testing::FakeApiClient api;
-  const std::string high = seedPod(api, "high");
+  const std::string high = seedPreemptor(api, "high");
   api.patch(resources::kPods, "default", "high", PatchType::kMerge,
             {{"status", {{"nominatedNodeName", "n0"}}}}, "status");
   const std::string first = seedPod(api, "first");
@@ -452,6 +463,41 @@ TEST(PreemptionWorkerTest, AVictimThatCannotBeEvictedEndsTheOrderWithAWarning) {
   }
   EXPECT_EQ(reasons, (std::multiset<std::string>{"Preempting/Normal/high",
                                                  "PreemptionFailed/Warning/high"}));
+}
+
+// A filter request's pod is only the caller's word: an order for a preemptor the API server
+// does not have as described deletes nobody, writes nothing and gives its nomination up.
+TEST(PreemptionWorkerTest, AnOrderForAPreemptorThatIsNotTheLivePodDeletesNobody) {
+  testing::FakeApiClient api;
+  const std::string low = seedPod(api, "low");
+  const std::string lowly = seedPreemptor(api, "lowly", 5);
+  EventRecorder events(api, {.component = "extended-resource-scheduler"});
+  events.start();
+  std::vector<std::string> failed;
+  PreemptionWorker worker(api, events,
+                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
+  worker.start();
+  const PreemptionVictim victim{.uid = low, .ns = "default", .name = "low", .priority = 10};
+  // A pod that does not exist, and a real one whose priority is not the one claimed.
+  ASSERT_TRUE(worker.submit({.preemptorUid = "uid-ghost",
+                             .preemptorNs = "default",
+                             .preemptorName = "ghost",
+                             .preemptorPriority = 1000000,
+                             .node = "n1",
+                             .victims = {victim}}));
+  ASSERT_TRUE(worker.submit({.preemptorUid = lowly,
+                             .preemptorNs = "default",
+                             .preemptorName = "lowly",
+                             .preemptorPriority = 1000000,
+                             .node = "n1",
+                             .victims = {victim}}));
+  ASSERT_TRUE(worker.drain(std::chrono::seconds(5)));
+  EXPECT_TRUE(api.peek(resources::kPods, "default", "low"));
+  EXPECT_EQ(api.calls(testing::FakeApiClient::Verb::kRemove), 0);
+  EXPECT_EQ(api.calls(testing::FakeApiClient::Verb::kPatch), 0);
+  EXPECT_EQ(failed, (std::vector<std::string>{"uid-ghost", lowly}));
+  ASSERT_TRUE(events.flush(std::chrono::seconds(5)));
+  EXPECT_TRUE(api.list(resources::kEvents, "default", {})["items"].empty());
 }
 
 TEST(PriorityFloorTest, TracksTheLowestPriorityOfThePodsItWasGiven) {

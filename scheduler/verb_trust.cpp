@@ -1,0 +1,63 @@
+#include "scheduler/verb_trust.h"
+
+#include "scheduler/planner.h"
+
+namespace ker {
+
+bool servesPod(const std::string& schedulerName, const Pod& pod) {
+  return schedulerName.empty() || pod.schedulerName == schedulerName;
+}
+
+Status checkBindTrust(const Pod& pod, const std::string& node, const std::string& schedulerName,
+                      const std::string& filterChoice) {
+  const std::string key = objectKey(pod.meta.ns, pod.meta.name);
+  if (!servesPod(schedulerName, pod)) {
+    return Status::failedPrecondition("pod " + key + " has schedulerName \"" + pod.schedulerName +
+                                      "\": this extender binds only pods of \"" + schedulerName +
+                                      "\"");
+  }
+  if (withoutClaims(pod)) {
+    return {};
+  }
+  if (filterChoice.empty()) {
+    return Status::failedPrecondition("the extender's filter holds no node for pod " + key +
+                                      " (none came, it expired, or the extender restarted)");
+  }
+  if (filterChoice != node) {
+    return Status::failedPrecondition("the extender's filter chose node " + filterChoice +
+                                      " for pod " + key + ", not " + node);
+  }
+  return {};
+}
+
+Status checkPreemptorTrust(const std::optional<Pod>& live, const PreemptionOrder& order,
+                           const std::string& schedulerName) {
+  if (!live) {
+    return Status::failedPrecondition("the preemptor does not exist");
+  }
+  if (live->meta.uid != order.preemptorUid) {
+    return Status::failedPrecondition("the preemptor has UID " + live->meta.uid + ", not " +
+                                      order.preemptorUid);
+  }
+  if (!live->nodeName.empty()) {
+    return Status::failedPrecondition("the preemptor is bound to node " + live->nodeName);
+  }
+  if (live->meta.deleting) {
+    return Status::failedPrecondition("the preemptor is being deleted");
+  }
+  if (!servesPod(schedulerName, *live)) {
+    return Status::failedPrecondition("the preemptor has schedulerName \"" + live->schedulerName +
+                                      "\", not \"" + schedulerName + "\"");
+  }
+  if (live->priority != order.preemptorPriority) {
+    return Status::failedPrecondition(
+        "the preemptor has priority " + std::to_string(live->priority) + ", not " +
+        std::to_string(order.preemptorPriority) + " as the preemption was decided for");
+  }
+  if (live->preemptNever) {
+    return Status::failedPrecondition("the preemptor has preemptionPolicy Never");
+  }
+  return {};
+}
+
+}  // namespace ker
