@@ -638,7 +638,10 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
           peers_->inFlight.count(c.peer) != 0 || peers_->handling.count(c.peer) != 0;
       const Clock::time_point progress = current ? d->second.set : Clock::time_point{};
       if (read[i] && (!known || inRequest || progress != w.progress || *read[i] < w.headerStart)) {
-        w.headerStart = *read[i];
+        // A connection seen for the first time that has neither a request in flight nor a
+        // response behind it has read nothing but its first request line and headers: all of
+        // it counts (a peer sending them fast would otherwise pass unseen before the first look).
+        w.headerStart = !known && !inRequest && !current ? 0 : *read[i];
       }
       w.progress = progress;
       const bool oversize = read[i] && *read[i] - w.headerStart > opts_.maxHeaderBytes;
