@@ -4,8 +4,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "priority_classes.h"
 #include "test_env.h"
 
 namespace ker::itest {
@@ -88,6 +90,26 @@ class ExtenderSuite : public ::testing::Test {
   static int healthPort_;
   static std::string extenderUrl_;
   static std::string schedulerName_;
+};
+
+// An ExtenderSuite whose tests make PriorityClasses: each test starts with none of its own and
+// has those it made removed after it (a subclass's TearDown calls this one's last).
+class PrioritySuite : public ExtenderSuite {
+ protected:
+  void SetUp() override {
+    ExtenderSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    priorityClasses_.emplace(*api_);
+  }
+  void TearDown() override {
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
+    }
+  }
+
+  std::optional<PriorityClasses> priorityClasses_;  // from SetUp on, when the suite's stack runs
 };
 
 }  // namespace ker::itest

@@ -20,18 +20,10 @@ namespace {
 
 using nlohmann::json;
 
-class ExtenderTrustTest : public ExtenderSuite {
+class ExtenderTrustTest : public PrioritySuite {
  protected:
   static void SetUpTestSuite() {
     setUpSuite([] { startStack({}); });
-  }
-
-  void SetUp() override {
-    ExtenderSuite::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
-    priorityClasses_.emplace(*api_);
   }
 
   void TearDown() override {
@@ -39,9 +31,7 @@ class ExtenderTrustTest : public ExtenderSuite {
       deleteAllPodsNow(*api_, ns_);
       removeClaimsAndDevices();
     }
-    if (priorityClasses_) {
-      priorityClasses_->removeAll();
-    }
+    PrioritySuite::TearDown();
   }
 
   // POSTs `body` to the extender's verb as any local process could; the reply's JSON.
@@ -92,8 +82,6 @@ class ExtenderTrustTest : public ExtenderSuite {
     std::this_thread::sleep_for(500ms);
     EXPECT_EQ(nodeOf(pod), "") << extender_->logTail();
   }
-
-  std::optional<PriorityClasses> priorityClasses_;
 };
 
 TEST_F(ExtenderTrustTest, APodWithoutClaimsIsBoundThroughKubeScheduler) {

@@ -31,27 +31,17 @@ namespace {
 
 using nlohmann::json;
 
-class ExtenderPreemptionTest : public ExtenderSuite {
+class ExtenderPreemptionTest : public PrioritySuite {
  protected:
   static void SetUpTestSuite() {
     setUpSuite([] { startStack({.extenderArgs = {"--preemption=false"}}); });
-  }
-
-  void SetUp() override {
-    ExtenderSuite::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
-    priorityClasses_.emplace(*api_);
   }
 
   void TearDown() override {
     for (const auto& pod : pods_) {
       deletePodNow(*api_, ns_, pod);
     }
-    if (priorityClasses_) {
-      priorityClasses_->removeAll();
-    }
+    PrioritySuite::TearDown();
   }
 
   std::string priorityClass(int value) { return priorityClasses_->create(value); }
@@ -129,7 +119,6 @@ class ExtenderPreemptionTest : public ExtenderSuite {
   }
 
   std::vector<std::string> pods_;
-  std::optional<PriorityClasses> priorityClasses_;  // from SetUp on, when the suite's stack runs
 };
 
 // The node fails only the extender's filter (FailedNodes, so a potential candidate): the dry

@@ -294,6 +294,23 @@ TEST(PreemptionWorkerTest, MarksAndDeletesTheVictimByUidAndLeavesOthersAlone) {
   EXPECT_EQ(preemptedMessage(order), "Preempted by pod uid-high on node n1");
 }
 
+// A started worker that collects the preemptors of its failed orders, with its event recorder
+// (started too unless said otherwise).
+struct FailureRecordingWorker {
+  explicit FailureRecordingWorker(ApiClient& api, bool startEvents = true)
+      : events(api, {.component = "extended-resource-scheduler"}),
+        worker(api, events,
+               {.onFailed = [this](const std::string& uid) { failed.push_back(uid); }}) {
+    if (startEvents) {
+      events.start();
+    }
+    worker.start();
+  }
+  EventRecorder events;
+  std::vector<std::string> failed;
+  PreemptionWorker worker;
+};
+
 // A pending pod of the extender's scheduler, as a preemptor is; returns its UID.
 std::string seedPreemptor(testing::FakeApiClient& api, const std::string& name,
                           int32_t priority = 0) {
@@ -406,11 +423,9 @@ TEST(PreemptionWorkerTest, AFullOrderNominatesTheNodeInThePreemptorsStatus) {
   testing::FakeApiClient api;
   const std::string high = seedPreemptor(api, "high");
   const std::string low = seedPod(api, "low");
-  EventRecorder events(api, {.component = "extended-resource-scheduler"});
-  std::vector<std::string> failed;
-  PreemptionWorker worker(api, events,
-                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
-  worker.start();
+  FailureRecordingWorker rig(api, false);
+  PreemptionWorker& worker = rig.worker;
+  std::vector<std::string>& failed = rig.failed;
   ASSERT_TRUE(worker.submit({.preemptorUid = high,
                              .preemptorNs = "default",
                              .preemptorName = "high",
@@ -433,12 +448,10 @@ TEST(PreemptionWorkerTest, AVictimThatCannotBeEvictedEndsTheOrderWithAWarning) {
             {{"status", {{"nominatedNodeName", "n0"}}}}, "status");
   const std::string first = seedPod(api, "first");
   const std::string second = seedPod(api, "second");
-  EventRecorder events(api, {.component = "extended-resource-scheduler"});
-  events.start();
-  std::vector<std::string> failed;
-  PreemptionWorker worker(api, events,
-                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
-  worker.start();
+  FailureRecordingWorker rig(api);
+  EventRecorder& events = rig.events;
+  PreemptionWorker& worker = rig.worker;
+  std::vector<std::string>& failed = rig.failed;
   api.failNext(testing::FakeApiClient::Verb::kRemove,
                ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"));
   ASSERT_TRUE(worker.submit({.preemptorUid = high,
@@ -471,12 +484,10 @@ TEST(PreemptionWorkerTest, AnOrderForAPreemptorThatIsNotTheLivePodDeletesNobody)
   testing::FakeApiClient api;
   const std::string low = seedPod(api, "low");
   const std::string lowly = seedPreemptor(api, "lowly", 5);
-  EventRecorder events(api, {.component = "extended-resource-scheduler"});
-  events.start();
-  std::vector<std::string> failed;
-  PreemptionWorker worker(api, events,
-                          {.onFailed = [&](const std::string& uid) { failed.push_back(uid); }});
-  worker.start();
+  FailureRecordingWorker rig(api);
+  EventRecorder& events = rig.events;
+  PreemptionWorker& worker = rig.worker;
+  std::vector<std::string>& failed = rig.failed;
   const PreemptionVictim victim{.uid = low, .ns = "default", .name = "low", .priority = 10};
   // A pod that does not exist, and a real one whose priority is not the one claimed.
   ASSERT_TRUE(worker.submit({.preemptorUid = "uid-ghost",
