@@ -68,6 +68,32 @@ std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std
   return live;
 }
 
+Reconciler::Holders Reconciler::cachedHolders(const std::string& ns,
+                                              const std::vector<PodRef>& refs) {
+  Holders h;
+  for (const auto& ref : refs) {
+    h.pods.push_back(caches_.pod(objectKey(ns, ref.name)));
+    const auto& pod = h.pods.back();
+    h.view.push_back({pod.get(), !ref.uid.empty() && (!pod || pod->meta.uid != ref.uid) &&
+                                     caches_.podDeleted(ref.uid)});
+  }
+  return h;
+}
+
+void Reconciler::readHoldersLive(const std::string& ns, const std::vector<PodRef>& refs,
+                                 const std::vector<std::string>& names, Holders& holders) {
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (holders.view[i].live ||
+        std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
+      continue;
+    }
+    auto live = liveGet(resources::kPods, ns, refs[i].name);
+    holders.pods[i] =
+        live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+    holders.view[i] = {holders.pods[i].get(), true};
+  }
+}
+
 ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
   return guarded([&] {
     const CachedClaim claim = caches_.claim(key);
@@ -102,14 +128,8 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
   const std::string fingerprint = statusFingerprint(*claim);
   v.suspectSince = memory_.claimSuspectSince(key, fingerprint);
   const std::vector<PodRef> refs = claim->holders();
-  std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
-  for (const auto& ref : refs) {
-    holders.push_back(caches_.pod(objectKey(claim->meta.ns, ref.name)));
-    const auto& holder = holders.back();
-    v.holders.push_back({holder.get(), !ref.uid.empty() &&
-                                           (!holder || holder->meta.uid != ref.uid) &&
-                                           caches_.podDeleted(ref.uid)});
-  }
+  Holders holders = cachedHolders(claim->meta.ns, refs);
+  v.holders = holders.view;
   std::vector<CachedDevice> keep;  // owns what v.devices points to
   for (const auto& name : claim->listedDevices()) {
     keep.push_back(caches_.device(name));
@@ -122,17 +142,8 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
   }
   for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
     if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
-      const auto& names = plan.verify->holders;
-      for (size_t i = 0; i < refs.size(); ++i) {
-        if (v.holders[i].live ||
-            std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
-          continue;
-        }
-        auto live = liveGet(resources::kPods, claim->meta.ns, refs[i].name);
-        holders[i] =
-            live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
-        v.holders[i] = {holders[i].get(), true};
-      }
+      readHoldersLive(claim->meta.ns, refs, plan.verify->holders, holders);
+      v.holders = holders.view;
     } else {
       for (const auto& name : plan.verify->devices) {
         auto live = liveGet(resources::kExtendedResources, "", name);
@@ -215,15 +226,9 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     }
     v.claim = claim.get();
     v.holderRecheck = opts_.holderRecheck;
-    std::vector<std::shared_ptr<const Pod>> holders;  // owns what v.holders points to
-    for (const auto& ref : device->holders) {
-      const std::string ns = device->claimRef ? device->claimRef->ns : std::string();
-      holders.push_back(caches_.pod(objectKey(ns, ref.name)));
-      const auto& holder = holders.back();
-      v.holders.push_back({holder.get(), !ref.uid.empty() &&
-                                             (!holder || holder->meta.uid != ref.uid) &&
-                                             caches_.podDeleted(ref.uid)});
-    }
+    const std::string holdersNs = device->claimRef ? device->claimRef->ns : std::string();
+    Holders holders = cachedHolders(holdersNs, device->holders);
+    v.holders = holders.view;
     const std::vector<CachedClaim> listing = caches_.claimsListing(name);
     for (const auto& c : listing) {
       v.listedBy.push_back(c.get());
@@ -252,17 +257,8 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
         in.rebindClaimRead = true;
         in.rebindClaimLive = rebindClaim.get();
       } else if (plan.verify->what == LiveRead::kHolderPod && device->claimRef) {
-        const auto& names = plan.verify->holders;
-        for (size_t i = 0; i < device->holders.size(); ++i) {
-          const PodRef& ref = device->holders[i];
-          if (v.holders[i].live || std::find(names.begin(), names.end(), ref.name) == names.end()) {
-            continue;
-          }
-          auto live = liveGet(resources::kPods, device->claimRef->ns, ref.name);
-          holders[i] =
-              live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
-          v.holders[i] = {holders[i].get(), true};
-        }
+        readHoldersLive(holdersNs, device->holders, plan.verify->holders, holders);
+        v.holders = holders.view;
       } else if (device->claimRef) {
         auto live = liveGet(resources::kExtendedResourceClaims, device->claimRef->ns,
                             device->claimRef->name);

@@ -93,6 +93,18 @@ class Reconciler {
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 
+  // The pods `refs` names in namespace ns, for a decision's holders (HolderPod): each from the
+  // cache, counted as read live when the watch delivered that UID's deletion. `pods` owns what
+  // the entries point to.
+  struct Holders {
+    std::vector<std::shared_ptr<const Pod>> pods;
+    std::vector<HolderPod> view;
+  };
+  Holders cachedHolders(const std::string& ns, const std::vector<PodRef>& refs);
+  // Reads live each holder the plan names (`names`) that is not live yet.
+  void readHoldersLive(const std::string& ns, const std::vector<PodRef>& refs,
+                       const std::vector<std::string>& names, Holders& holders);
+
   ApiClient& api_;
   ControllerCaches& caches_;
   Executor& executor_;
