@@ -55,14 +55,31 @@ struct AgentApp::Impl {
                          [this] { return static_cast<double>(claimSource.liveReads()); });
     registry.counterFunc("extended_resource_agent_events_sent_total", "Events posted.",
                          [this] { return static_cast<double>(events.stats().sent.load()); });
+    if (config.admissionPolicy) {
+      policy = std::make_unique<AdmissionPolicyCheck>(api, *config.admissionPolicy, &registry);
+    }
     if (auto bind = parseBindAddress(config.metricsBindAddress)) {
       server = std::make_unique<HttpServer>(probeServerOptions(bind->first, bind->second));
-      server->mountHealth([this] { return ready(); });
+      server->mountHealth(readyChecks());
       server->mountMetrics(registry);
     }
   }
 
-  bool ready() const { return devices.hasSynced() && claims.hasSynced() && runtime.connected(); }
+  std::vector<ReadyCheck> readyChecks() const {
+    return {{"informers-synced",
+             [this]() -> std::optional<std::string> {
+               if (devices.hasSynced() && claims.hasSynced())
+                 return std::nullopt;
+               return "the device and claim caches have not synced";
+             }},
+            {"runtime-registered",
+             [this]() -> std::optional<std::string> {
+               if (runtime.connected())
+                 return std::nullopt;
+               return "not registered with the runtime's NRI socket " + config.runtime.socketPath;
+             }},
+            admissionPolicyReadyCheck(policy.get())};
+  }
 
   AgentAppConfig config;
   metrics::Registry registry;
@@ -77,6 +94,7 @@ struct AgentApp::Impl {
   NodeSync sync;
   InjectionPlugin plugin;
   RuntimeConnection runtime;
+  std::unique_ptr<AdmissionPolicyCheck> policy;
   std::unique_ptr<HttpServer> server;
   std::atomic<bool> stopRuntime{false};
   std::thread runtimeThread;
@@ -100,6 +118,9 @@ void AgentApp::start() {
   m.devices.start();
   m.claims.start();
   m.sync.start();
+  if (m.policy) {
+    m.policy->start();
+  }
   // The claim cache first, so the first containers are answered from it; a live read covers
   // anything it does not show yet, so the wait is bounded.
   if (!m.claims.waitForSync(std::chrono::seconds(10))) {
@@ -127,13 +148,16 @@ void AgentApp::stop() {
   m.devices.stop();
   m.events.flush(std::chrono::seconds(2));
   m.events.stop();
+  if (m.policy) {
+    m.policy->stop();
+  }
   if (m.server) {
     m.server->stop();
   }
 }
 
 bool AgentApp::ready() const {
-  return impl_->ready();
+  return allReady(impl_->readyChecks());
 }
 
 int AgentApp::metricsPort() const {

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agent/injection.h"
 #include "agent/runtime_connection.h"
+#include "common/admission_policy_check.h"
 #include "common/api_client.h"
 
 namespace ker::agent {
@@ -21,6 +23,8 @@ struct AgentAppConfig {
   std::string metricsBindAddress = ":8082";
   // Containers refused for reaching a managed device without a claim, but in these namespaces.
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
+  // The allocation policy whose absence /readyz reports; nullopt: not checked.
+  std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 
 // The running node agent: watches of this node's devices and of the claims bound on it, the
@@ -40,7 +44,8 @@ class AgentApp {
   // Unregisters from the runtime first (so no answer is cut short), then stops the rest.
   // Idempotent.
   void stop();
-  // Ready once the caches have synced and the runtime connection is registered.
+  // What /readyz says: the caches have synced, the runtime connection is registered and the
+  // policy is in force.
   bool ready() const;
   int metricsPort() const;  // 0 when not serving
 

@@ -62,11 +62,15 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
                                         joinNamespaces(d.app.guard.exemptNamespaces),
                                         "comma-separated namespaces whose pods "
                                         "--refuse-unclaimed-devices does not check")),
+      admissionPolicy_(flags),
       log_(flags) {}
 
 Status AgentFlags::settings(AgentSettings& out) const {
   AgentSettings s;
   if (Status st = log_.settings(s.log); !st.ok()) {
+    return st;
+  }
+  if (Status st = admissionPolicy_.settings(s.app.admissionPolicy); !st.ok()) {
     return st;
   }
   if (!isDns1123Subdomain(*node_) || node_->size() > kMaxNodeName) {

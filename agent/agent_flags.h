@@ -46,6 +46,7 @@ class AgentFlags {
   std::string* metricsBindAddress_;
   bool* refuseUnclaimed_;
   std::string* exemptNamespaces_;
+  AdmissionPolicyFlag admissionPolicy_;
   LogFlags log_;
 };
 

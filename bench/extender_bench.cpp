@@ -127,7 +127,9 @@ Extender startExtender(const Config& cfg, const std::string& logName) {
       cfg.schedulerBinary,
       std::vector<std::string>{"--kubeconfig=" + cfg.extenderKubeconfig, "--bind-address=127.0.0.1",
                                "--port=" + std::to_string(ext.port),
-                               "--health-port=" + std::to_string(ext.healthPort)},
+                               "--health-port=" + std::to_string(ext.healthPort),
+                               // The bench's control plane has no allocation policy.
+                               "--admission-policy="},
       cfg.workDir + "/" + logName);
   ext.process->start();
   const bool ready = waitFor(
@@ -582,10 +584,11 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   out["claims_bound"] = bound;
   out["devices_bound"] = held.size();
   const int port = freePort();
-  ChildProcess controller(cfg.controllerBinary,
-                          {"--kubeconfig=" + cfg.controllerKubeconfig, "--leader-elect=false",
-                           "--metrics-bind-address=127.0.0.1:" + std::to_string(port)},
-                          cfg.workDir + "/controller.log");
+  ChildProcess controller(
+      cfg.controllerBinary,
+      {"--kubeconfig=" + cfg.controllerKubeconfig, "--leader-elect=false",
+       "--metrics-bind-address=127.0.0.1:" + std::to_string(port), "--admission-policy="},
+      cfg.workDir + "/controller.log");
   controller.start();
   const bool ready = waitFor(
       [&] {

@@ -197,11 +197,11 @@ start_components() {
   args+=(${extender_flags[@]+"${extender_flags[@]}"})
   "$build_dir/scheduler/extended-resource-scheduler" --kubeconfig "$work/extender.kubeconfig" \
     --bind-address 127.0.0.1 --port "$ext_port" --health-bind-address 127.0.0.1 \
-    --health-port "$health_port" "${args[@]}" </dev/null >>"$work/extender.log" 2>&1 &
+    --health-port "$health_port" --admission-policy= "${args[@]}" </dev/null >>"$work/extender.log" 2>&1 &
   extender_pid=$!
   ctl_port=$(free_port)
   "$build_dir/controller/extended-resource-controller" --kubeconfig "$work/controller.kubeconfig" \
-    --leader-elect=false --metrics-bind-address "127.0.0.1:$ctl_port" </dev/null \
+    --leader-elect=false --metrics-bind-address "127.0.0.1:$ctl_port" --admission-policy= </dev/null \
     >>"$work/controller.log" 2>&1 &
   controller_pid=$!
   wait_http "http://127.0.0.1:$health_port/readyz" 300 "$extender_pid" extender

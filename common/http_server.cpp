@@ -272,13 +272,28 @@ void HttpServer::post(const std::string& path, HttpHandler handler) {
   addRoute("POST", path, std::move(handler));
 }
 
-void HttpServer::mountHealth(std::function<bool()> ready) {
+bool allReady(const std::vector<ReadyCheck>& checks) {
+  return std::none_of(checks.begin(), checks.end(),
+                      [](const ReadyCheck& c) { return c.problem().has_value(); });
+}
+
+void HttpServer::mountHealth(std::vector<ReadyCheck> checks) {
   get("/healthz", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "ok"}; });
-  get("/readyz", [ready = std::move(ready)](const HttpRequest&) {
-    if (!ready || ready()) {
+  get("/readyz", [checks = std::move(checks)](const HttpRequest&) {
+    std::string report;
+    bool ready = true;
+    for (const auto& check : checks) {
+      if (auto problem = check.problem()) {
+        ready = false;
+        report += "[-]" + check.name + " failed: " + *problem + "\n";
+      } else {
+        report += "[+]" + check.name + " ok\n";
+      }
+    }
+    if (ready) {
       return HttpResponse{200, "text/plain", "ok"};
     }
-    return HttpResponse{503, "text/plain", "not ready"};
+    return HttpResponse{503, "text/plain", report + "readyz check failed\n"};
   });
 }
 

@@ -80,6 +80,15 @@ struct HttpServerOptions {
 // within those bounds.
 HttpServerOptions probeServerOptions(const std::string& address, int port);
 
+// One named condition of /readyz: problem() is empty while it holds, else says why not.
+struct ReadyCheck {
+  std::string name;
+  std::function<std::optional<std::string>()> problem;
+};
+
+// True when no check reports a problem: what /readyz answers 200 for.
+bool allReady(const std::vector<ReadyCheck>& checks);
+
 // A small HTTP(S) server over cpp-httplib. Register routes (exact paths), then start(); the
 // listener runs on its own thread. A handler that throws yields a 500 with the exception's
 // message; it never takes the server down.
@@ -93,9 +102,10 @@ class HttpServer {
   // Routes must be added before start() (std::logic_error otherwise).
   void get(const std::string& path, HttpHandler handler);
   void post(const std::string& path, HttpHandler handler);
-  // GET /healthz (always 200 "ok" while serving) and GET /readyz (200 when ready() returns
-  // true or is empty, else 503).
-  void mountHealth(std::function<bool()> ready = {});
+  // GET /healthz (always 200 "ok" while serving) and GET /readyz: 200 "ok" when every check
+  // passes, else 503 with one line per check, kube-apiserver's way ("[+]name ok",
+  // "[-]name failed: why").
+  void mountHealth(std::vector<ReadyCheck> checks = {});
   // GET /metrics renders the registry, which must outlive the server. Requests to the other
   // routes are counted in it (http_requests_total{path,method,code}) and timed
   // (http_request_duration_seconds{path,method}), and so are connections cut for missing

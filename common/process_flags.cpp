@@ -1,6 +1,7 @@
 #include "common/process_flags.h"
 
 #include "common/flag_checks.h"
+#include "common/objects.h"
 
 namespace ker {
 
@@ -33,6 +34,29 @@ Status LogFlags::settings(LogSettings& out) const {
   }
   out.format = *format;
   out.verbosity = static_cast<int>(*verbosity_);
+  return {};
+}
+
+AdmissionPolicyFlag::AdmissionPolicyFlag(FlagSet& flags)
+    : name_(flags.addString(
+          "admission-policy", kAllocationPolicyName,
+          "the ValidatingAdmissionPolicy (and binding of that name) that keeps allocations to "
+          "the components: /readyz fails while it is absent or not denying (\"\": no check)")),
+      period_(flags.addDuration("admission-policy-period", AdmissionPolicyCheck::Options{}.period,
+                                "how often --admission-policy is read")) {}
+
+Status AdmissionPolicyFlag::settings(std::optional<AdmissionPolicyCheck::Options>& out) const {
+  if (name_->empty()) {
+    out.reset();
+    return {};
+  }
+  if (!isDns1123Subdomain(*name_)) {
+    return Status::invalid("--admission-policy must be an object name, got \"" + *name_ + "\"");
+  }
+  if (Status st = checkFlagPositive("admission-policy-period", *period_); !st.ok()) {
+    return st;
+  }
+  out = AdmissionPolicyCheck::Options{.name = *name_, .period = *period_};
   return {};
 }
 

@@ -1,8 +1,11 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "common/admission_policy_check.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -29,6 +32,19 @@ class LogFlags {
  private:
   std::string* format_;
   int64_t* verbosity_;
+};
+
+// --admission-policy and --admission-policy-period, the same in every binary: the allocation
+// policy whose absence /readyz reports ("" checks nothing), and how often it is read.
+class AdmissionPolicyFlag {
+ public:
+  explicit AdmissionPolicyFlag(FlagSet& flags);
+  // nullopt when the flag is ""; kInvalid when it is not an object name.
+  Status settings(std::optional<AdmissionPolicyCheck::Options>& out) const;
+
+ private:
+  std::string* name_;
+  std::chrono::milliseconds* period_;
 };
 
 }  // namespace ker

@@ -72,6 +72,10 @@ const Resource kExtendedResourceClaims{"extendedresource.io", "v1alpha1", "exten
 const Resource kExtendedResourceClaimTemplates{"extendedresource.io", "v1alpha1",
                                                "extendedresourceclaimtemplates", true};
 const Resource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true};
+const Resource kValidatingAdmissionPolicies{"admissionregistration.k8s.io", "v1",
+                                            "validatingadmissionpolicies", false};
+const Resource kValidatingAdmissionPolicyBindings{"admissionregistration.k8s.io", "v1",
+                                                  "validatingadmissionpolicybindings", false};
 }  // namespace resources
 
 }  // namespace ker

@@ -29,6 +29,8 @@ extern const Resource kExtendedResources;       // extendedresource.io/v1alpha1,
 extern const Resource kExtendedResourceClaims;  // extendedresource.io/v1alpha1, namespaced
 extern const Resource kExtendedResourceClaimTemplates;  // extendedresource.io/v1alpha1, namespaced
 extern const Resource kPodDisruptionBudgets;            // policy/v1, namespaced
+extern const Resource kValidatingAdmissionPolicies;     // admissionregistration.k8s.io/v1
+extern const Resource kValidatingAdmissionPolicyBindings;  // admissionregistration.k8s.io/v1
 }  // namespace resources
 
 // Percent-encodes every byte except RFC 3986 unreserved characters, so a value can be used as

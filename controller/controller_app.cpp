@@ -81,11 +81,24 @@ struct ControllerApp::Impl {
                          "Events the API refused or could not be sent.",
                          [this] { return static_cast<double>(events.stats().failed.load()); });
 
+    if (config.admissionPolicy) {
+      policy = std::make_unique<AdmissionPolicyCheck>(api, *config.admissionPolicy, &registry);
+    }
     if (auto bind = parseBindAddress(config.metricsBindAddress)) {
       server = std::make_unique<HttpServer>(probeServerOptions(bind->first, bind->second));
-      server->mountHealth([this] { return synced(); });
+      server->mountHealth(readyChecks());
       server->mountMetrics(registry);
     }
+  }
+
+  std::vector<ReadyCheck> readyChecks() const {
+    return {{"informers-synced",
+             [this]() -> std::optional<std::string> {
+               if (synced())
+                 return std::nullopt;
+               return "the pod, claim, device and template caches have not synced";
+             }},
+            admissionPolicyReadyCheck(policy.get())};
   }
 
   bool synced() const {
@@ -145,6 +158,7 @@ struct ControllerApp::Impl {
   Informer<ExtendedResourceClaimTemplate> templates;
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<AdmissionPolicyCheck> policy;
   std::unique_ptr<HttpServer> server;
 
   mutable std::mutex mu;
@@ -176,6 +190,9 @@ void ControllerApp::start() {
   i.claims.start();
   i.devices.start();
   i.templates.start();
+  if (i.policy) {
+    i.policy->start();
+  }
   i.runner = std::thread([&i] { i.run(); });
   if (i.elector) {
     log::info("starting leader election",
@@ -216,13 +233,16 @@ void ControllerApp::stop() {
     i.events.flush(std::chrono::seconds(2));
   }
   i.events.stop();
+  if (i.policy) {
+    i.policy->stop();
+  }
   if (i.server) {
     i.server->stop();
   }
 }
 
 bool ControllerApp::ready() const {
-  return impl_->synced();
+  return allReady(impl_->readyChecks());
 }
 bool ControllerApp::leading() const {
   return impl_->leading();

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "common/admission_policy_check.h"
 #include "common/api_client.h"
 #include "common/leader_election.h"
 #include "controller/controller.h"
@@ -20,6 +21,8 @@ struct ControllerAppConfig {
   LeaderElectionConfig leaderElection;  // an empty identity gets defaultIdentity()
   // "host:port" or ":port" for /healthz, /readyz and /metrics; "" or "0" serves nothing.
   std::string metricsBindAddress = ":8080";
+  // The allocation policy whose absence /readyz reports; nullopt: not checked.
+  std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 
 // The running controller: informers on pods, claims and devices; leader election; the
@@ -39,7 +42,7 @@ class ControllerApp {
   // Stops the loop first, then gives the lease up, then the watches. Idempotent.
   void stop();
 
-  bool ready() const;  // the caches have synced
+  bool ready() const;  // what /readyz says: the caches have synced and the policy is in force
   bool leading() const;
   bool leadershipLost() const;
   int metricsPort() const;  // 0 when not serving

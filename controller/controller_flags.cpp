@@ -70,6 +70,7 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
                                      "between acquire and renew attempts")),
       metricsBindAddress_(flags.addString("metrics-bind-address", d.metricsBindAddress,
                                           "host:port for /healthz, /readyz, /metrics (0: off)")),
+      admissionPolicy_(flags),
       log_(flags) {
   // component-base's names for the same two settings.
   flags.addAlias("leader-elect-resource-name", "leader-elect-lease-name");
@@ -79,6 +80,9 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
 Status ControllerFlags::settings(ControllerSettings& out) const {
   ControllerSettings s;
   if (Status st = log_.settings(s.log); !st.ok()) {
+    return st;
+  }
+  if (Status st = admissionPolicy_.settings(s.app.admissionPolicy); !st.ok()) {
     return st;
   }
   if (*resourceLock_ != kResourceLock) {

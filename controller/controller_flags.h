@@ -50,6 +50,7 @@ class ControllerFlags {
   std::chrono::milliseconds* renewDeadline_;
   std::chrono::milliseconds* retryPeriod_;
   std::string* metricsBindAddress_;
+  AdmissionPolicyFlag admissionPolicy_;
   LogFlags log_;
 };
 

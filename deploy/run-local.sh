@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `make run`: the whole system on this machine. Starts a control plane (etcd, kube-apiserver,
 # kube-controller-manager) and one real node, node-1 (containerd, kubelet, kube-proxy, on a
-# bridge of its own: see test/controlplane/launch.sh), applies crds/, the RBAC of deploy/ and
-# the sample claim and workload of config/, runs the extender, the controller and node-1's node
-# agent (its node file: config/node-agent/make-run-node-1.yaml) on the host with their
-# ServiceAccounts' credentials and kube-scheduler with the extended-resource-scheduler profile,
-# waits until the sample workload's container runs on node-1 with its claim Bound, prints what
-# the container printed (the device the agent gave it), and keeps everything running until
-# Ctrl-C.
+# bridge of its own: see test/controlplane/launch.sh), applies crds/, the RBAC and admission
+# policy of deploy/ and the sample claim and workload of config/, runs the extender, the
+# controller and node-1's node agent (its node file: config/node-agent/make-run-node-1.yaml) on
+# the host with their ServiceAccounts' credentials and kube-scheduler with the
+# extended-resource-scheduler profile, waits until the sample workload's container runs on
+# node-1 with its claim Bound, prints what the container printed (the device the agent gave
+# it), and keeps everything running until Ctrl-C.
 #
 #   deploy/run-local.sh [--in-cluster] [BUILD_DIR]    (default: build; needs root for the node)
 #
@@ -114,6 +114,8 @@ if ! $in_cluster; then
 
   log "applying the ServiceAccounts and RBAC of deploy/"
   "$launcher" apply-deploy-rbac "$cp"
+  log "applying deploy/admission-policy.yaml (the components report on /readyz without it)"
+  kubectl apply -f "$root/deploy/admission-policy.yaml" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
   # Bound to node-1: an agent's token must name its node (deploy/admission-policy.yaml).

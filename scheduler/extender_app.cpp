@@ -182,8 +182,21 @@ struct ExtenderApp::Impl {
           probeServerOptions(config.healthBindAddress, config.healthPort));
       healthServer = health.get();
     }
-    healthServer->mountHealth([this] { return synced(); });
+    if (config.admissionPolicy) {
+      policy = std::make_unique<AdmissionPolicyCheck>(api, *config.admissionPolicy, &registry);
+    }
+    healthServer->mountHealth(readyChecks());
     healthServer->mountMetrics(registry);
+  }
+
+  std::vector<ReadyCheck> readyChecks() const {
+    return {{"informers-synced",
+             [this]() -> std::optional<std::string> {
+               if (synced())
+                 return std::nullopt;
+               return "the device, claim and node caches have not synced";
+             }},
+            admissionPolicyReadyCheck(policy.get())};
   }
 
   bool synced() const { return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced(); }
@@ -219,6 +232,7 @@ struct ExtenderApp::Impl {
   Binder binder;
   Extender extender;
   ExtenderHandlers handlers;
+  std::unique_ptr<AdmissionPolicyCheck> policy;
   std::unique_ptr<HttpServer> main;
   std::unique_ptr<HttpServer> health;
 };
@@ -240,6 +254,9 @@ void ExtenderApp::start() {
     impl_->budgets.start();
     impl_->events.start();
     impl_->preemptionWorker.start();
+  }
+  if (impl_->policy) {
+    impl_->policy->start();
   }
   impl_->main->start();
   if (impl_->health) {
@@ -266,10 +283,13 @@ void ExtenderApp::stop() {
   impl_->events.stop();
   impl_->boundPods.stop();
   impl_->budgets.stop();
+  if (impl_->policy) {
+    impl_->policy->stop();
+  }
 }
 
 bool ExtenderApp::ready() const {
-  return impl_->synced();
+  return allReady(impl_->readyChecks());
 }
 int ExtenderApp::port() const {
   return impl_->main->port();

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/admission_policy_check.h"
 #include "common/api_client.h"
 #include "common/objects.h"
 #include "scheduler/allocator.h"
@@ -43,6 +45,8 @@ struct ExtenderConfig {
   // (checkBindTrust, checkPreemptorTrust), and watches its bound pods for their priorities
   // ("": every pod).
   std::string schedulerName = kDefaultSchedulerName;
+  // The allocation policy whose absence /readyz reports; nullopt: not checked.
+  std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 
 // The running extender: caches of devices, claims and nodes fed by watches, the decision
@@ -57,7 +61,7 @@ class ExtenderApp {
   // Starts the watches and the servers; returns at once (readiness follows cache sync).
   void start();
   void stop();
-  bool ready() const;
+  bool ready() const;  // what /readyz says: the caches have synced and the policy is in force
   int port() const;
   int healthPort() const;
 

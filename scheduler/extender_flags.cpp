@@ -93,11 +93,15 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
           "scheduler-name", d.schedulerName,
           "schedulerName of the pods it serves: it binds and preempts only for these, and "
           "--preemption watches the bound ones for their priorities (\"\": every pod)")),
+      admissionPolicy_(flags),
       log_(flags) {}
 
 Status ExtenderFlags::settings(ExtenderSettings& out) const {
   ExtenderSettings s;
   if (Status st = log_.settings(s.log); !st.ok()) {
+    return st;
+  }
+  if (Status st = admissionPolicy_.settings(s.extender.admissionPolicy); !st.ok()) {
     return st;
   }
   auto scoring = parseScoringStrategy(*scoring_);

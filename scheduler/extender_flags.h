@@ -46,6 +46,7 @@ class ExtenderFlags {
   std::string* requiredPlugin_;
   bool* preemption_;
   std::string* schedulerName_;
+  AdmissionPolicyFlag admissionPolicy_;
   LogFlags log_;
 };
 

@@ -39,7 +39,10 @@ void ExtenderSuite::startStack(const Options& opts) {
   std::vector<std::string> args = {
       "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-scheduler"),
       "--bind-address=127.0.0.1", "--port=" + std::to_string(extenderPort_),
-      "--health-port=" + std::to_string(healthPort_), "--v=2"};
+      "--health-port=" + std::to_string(healthPort_),
+      // Tests set up states as admin that the allocation policy would refuse: it is not
+      // installed here (AdmissionPolicyCheckTest covers the check).
+      "--admission-policy=", "--v=2"};
   std::string schedulerArgs =
       opts.nodeCacheCapable ? " --node-cache-capable true" : " --node-cache-capable false";
   extenderUrl_ =
@@ -251,6 +254,7 @@ std::unique_ptr<ChildProcess> ExtenderSuite::startController(
       "--leader-elect-retry-period=200ms",
       "--leader-elect-renew-deadline=2s",
       "--leader-elect-lease-duration=4s",
+      "--admission-policy=",
       "--v=2"};
   args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   auto child =

@@ -717,7 +717,8 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
             "--kubeconfig=" + replicaKubeconfig("extended-resource-scheduler", e.name),
             "--bind-address=127.0.0.1", "--port=" + std::to_string(e.port),
             "--health-bind-address=127.0.0.1", "--health-port=" + std::to_string(e.healthPort),
-            "--v=4"},
+            // The soak's control plane has no allocation policy.
+            "--admission-policy=", "--v=4"},
         o_.workDir + "/" + e.name + ".log", kComponent);
   }
   // A port still held by the killed run, or an informer that cannot sync while the API server
@@ -784,7 +785,7 @@ void Soak::startController(Controller& c) {
             "--orphan-grace-period=" + formatDuration(o_.orphanGrace),
             // Short lease timings make a hand-over take seconds, so several fit in a run.
             "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
-            "--leader-elect-retry-period=500ms", "--v=2"},
+            "--leader-elect-retry-period=500ms", "--admission-policy=", "--v=2"},
         o_.workDir + "/" + c.name + ".log", kComponent);
   }
   c.proc->start();

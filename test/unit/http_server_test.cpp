@@ -428,7 +428,13 @@ TEST(HttpServer, HealthReadinessAndMetrics) {
   metrics::Registry registry;
   std::atomic<bool> ready{false};
   HttpServer server(loopback());
-  server.mountHealth([&] { return ready.load(); });
+  server.mountHealth({{"synced",
+                       [&]() -> std::optional<std::string> {
+                         if (ready)
+                           return std::nullopt;
+                         return "caches not synced";
+                       }},
+                      {"other", [] { return std::optional<std::string>(); }}});
   server.mountMetrics(registry);
   server.post("/work", echo);
   server.start();
@@ -440,6 +446,7 @@ TEST(HttpServer, HealthReadinessAndMetrics) {
   res = cli.Get("/readyz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->body, "[-]synced failed: caches not synced\n[+]other ok\nreadyz check failed\n");
   ready = true;
   res = cli.Get("/readyz");
   ASSERT_TRUE(res);

@@ -1,0 +1,154 @@
+#include "common/admission_policy_check.h"
+
+#include <algorithm>
+
+#include "common/api_error.h"
+#include "common/logging.h"
+#include "common/resource.h"
+
+namespace ker {
+
+const char* toString(PolicyState state) {
+  switch (state) {
+    case PolicyState::kEnforced:
+      return "Enforced";
+    case PolicyState::kPolicyMissing:
+      return "PolicyMissing";
+    case PolicyState::kBindingMissing:
+      return "BindingMissing";
+    case PolicyState::kBindingElsewhere:
+      return "BindingElsewhere";
+    case PolicyState::kBindingNotDenying:
+      return "BindingNotDenying";
+    case PolicyState::kUnreadable:
+      return "Unreadable";
+  }
+  return "Unknown";
+}
+
+// The policy and its binding both exist, the binding points at the policy, and it denies.
+// Their rules are not compared with deploy/'s: a changed policy is an administrator's choice.
+PolicyVerdict judgeAllocationPolicy(const std::string& name, const PolicyObjectRead& policy,
+                                    const PolicyObjectRead& binding) {
+  using Outcome = PolicyObjectRead::Outcome;
+  const std::string fix = "; apply deploy/admission-policy.yaml";
+  for (const auto* r : {&policy, &binding}) {
+    if (r->outcome == Outcome::kFailed) {
+      return {PolicyState::kUnreadable,
+              "cannot read ValidatingAdmissionPolicy/Binding " + name + ": " + r->error};
+    }
+  }
+  if (policy.outcome == Outcome::kNotFound) {
+    return {PolicyState::kPolicyMissing,
+            "ValidatingAdmissionPolicy " + name + " not found: allocations are unprotected" + fix};
+  }
+  if (binding.outcome == Outcome::kNotFound) {
+    return {PolicyState::kBindingMissing, "ValidatingAdmissionPolicyBinding " + name +
+                                              " not found: the policy is not enforced" + fix};
+  }
+  const nlohmann::json& spec = binding.object.value("spec", nlohmann::json::object());
+  const std::string target = spec.value("policyName", "");
+  if (target != name) {
+    return {PolicyState::kBindingElsewhere, "ValidatingAdmissionPolicyBinding " + name +
+                                                " binds policy \"" + target + "\", not " + name +
+                                                fix};
+  }
+  const nlohmann::json actions = spec.value("validationActions", nlohmann::json::array());
+  if (!actions.is_array() ||
+      std::none_of(actions.begin(), actions.end(), [](const nlohmann::json& a) {
+        return a.is_string() && a.get<std::string>() == "Deny";
+      })) {
+    return {PolicyState::kBindingNotDenying, "ValidatingAdmissionPolicyBinding " + name +
+                                                 " does not Deny (validationActions " +
+                                                 actions.dump() + ")" + fix};
+  }
+  return {PolicyState::kEnforced, ""};
+}
+
+AdmissionPolicyCheck::AdmissionPolicyCheck(ApiClient& api, Options options,
+                                           metrics::Registry* registry)
+    : api_(api), options_(std::move(options)) {
+  if (registry != nullptr) {
+    registry->gaugeFunc("extended_resource_admission_policy_enforced",
+                        "1 while the allocation-protection ValidatingAdmissionPolicy and its "
+                        "binding are in force, as last read.",
+                        [this] {
+                          std::lock_guard lock(mu_);
+                          return verdict_ && verdict_->enforced() ? 1.0 : 0.0;
+                        });
+  }
+}
+
+AdmissionPolicyCheck::~AdmissionPolicyCheck() {
+  stop();
+}
+
+void AdmissionPolicyCheck::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void AdmissionPolicyCheck::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+std::optional<std::string> AdmissionPolicyCheck::problem() const {
+  std::lock_guard lock(mu_);
+  if (!verdict_) {
+    return "ValidatingAdmissionPolicy " + options_.name + " not checked yet";
+  }
+  if (verdict_->enforced()) {
+    return std::nullopt;
+  }
+  return verdict_->reason;
+}
+
+PolicyObjectRead AdmissionPolicyCheck::read(const Resource& res) const {
+  try {
+    return {PolicyObjectRead::Outcome::kFound, api_.get(res, "", options_.name), ""};
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return {PolicyObjectRead::Outcome::kNotFound, {}, ""};
+    }
+    return {PolicyObjectRead::Outcome::kFailed, {}, e.what()};
+  }
+}
+
+PolicyVerdict AdmissionPolicyCheck::checkOnce() {
+  return judgeAllocationPolicy(options_.name, read(resources::kValidatingAdmissionPolicies),
+                               read(resources::kValidatingAdmissionPolicyBindings));
+}
+
+void AdmissionPolicyCheck::run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    PolicyVerdict verdict = checkOnce();
+    lock.lock();
+    const bool changed = !verdict_ || verdict_->state != verdict.state;
+    verdict_ = verdict;
+    if (changed && verdict.enforced()) {
+      log::info("admission policy in force", {{"policy", options_.name}});
+    } else if (changed) {
+      log::warn("admission policy not in force; not ready until it is",
+                {{"policy", options_.name},
+                 {"state", toString(verdict.state)},
+                 {"reason", verdict.reason}});
+    }
+    wake_.wait_for(lock, options_.period, [this] { return stopping_; });
+  }
+}
+
+ReadyCheck admissionPolicyReadyCheck(const AdmissionPolicyCheck* check) {
+  return {"admission-policy", [check]() -> std::optional<std::string> {
+            return check != nullptr ? check->problem() : std::nullopt;
+          }};
+}
+
+}  // namespace ker
