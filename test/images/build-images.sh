@@ -10,6 +10,8 @@
 #                                       the pinned static binary at /usr/local/bin/kube-scheduler
 #   OUT_DIR/ker-busybox.tar             localhost/ker-busybox:1: busybox-static; default
 #                                       command sleeps until SIGTERM (also a pod sandbox image)
+#   OUT_DIR/kube-extended-resource.spdx.json  the project image's SBOM (SPDX 2.3 JSON), checked
+#                                       against tools/image/debian-packages.lock
 #
 # Usage: build-images.sh OUT_DIR [--bin-dir DIR] [--rebuild] [--only NAME]...
 #   --only NAME    build only this image (kube-extended-resource, kube-scheduler, ker-busybox;
@@ -370,6 +372,92 @@ build_project() {
   fi
 }
 
+# The image's SBOM (the Dockerfile writes it from dpkg-query) to OUT_DIR, checked against the
+# package lock: every runtime package of tools/image/debian-packages.lock at its locked version,
+# and every binary the Dockerfile ships. A missing or incomplete SBOM fails the run.
+SBOM_IN_IMAGE=/usr/share/doc/kube-extended-resource/sbom.spdx.json
+PACKAGE_LOCK=$REPO_ROOT/tools/image/debian-packages.lock
+export_sbom() { # out-file
+  local out=$1 c
+  c=$(pm "$T_PODMAN" create -q "$PROJECT_REF" true) || die "podman create $PROJECT_REF failed"
+  if ! pm "$T_PODMAN" cp "$c:$SBOM_IN_IMAGE" "$out.partial" >/dev/null; then
+    podman rm -f "$c" >/dev/null || true
+    die "$PROJECT_REF has no SBOM at $SBOM_IN_IMAGE"
+  fi
+  podman rm -f "$c" >/dev/null || true
+  check_sbom "$out.partial" || die "the SBOM of $PROJECT_REF does not match $PACKAGE_LOCK (kept: $out.partial)"
+  mv -f "$out.partial" "$out"
+}
+check_sbom() { # file
+  local binaries
+  binaries=$(sed -n 's/^ARG BINARIES="\(.*\)"$/\1/p' "$REPO_ROOT/Dockerfile" | head -n 1)
+  [[ -n "$binaries" ]] || die "no ARG BINARIES=\"...\" in $REPO_ROOT/Dockerfile"
+  if command -v python3 >/dev/null; then
+    python3 - "$1" "$PACKAGE_LOCK" "$binaries" <<'EOF_PY'
+import json, sys, urllib.parse
+sbom_path, lock_path, binaries = sys.argv[1], sys.argv[2], sys.argv[3].split()
+try:
+    doc = json.load(open(sbom_path))
+except ValueError as e:
+    sys.exit(f"[images] SBOM: not JSON: {e}")
+bad = []
+if doc.get("spdxVersion") != "SPDX-2.3" or doc.get("SPDXID") != "SPDXRef-DOCUMENT":
+    bad.append("not an SPDX-2.3 document")
+pkgs = {}
+for p in doc.get("packages", []):
+    purls = [r.get("referenceLocator", "") for r in p.get("externalRefs", []) if r.get("referenceType") == "purl"]
+    pkgs.setdefault(p.get("name"), []).append((p.get("versionInfo"), [urllib.parse.unquote(u) for u in purls]))
+locked = [l.split()[1:3] for l in open(lock_path) if l.split() and l.split()[0] == "runtime"]
+if not locked:
+    bad.append(f"{lock_path} has no runtime packages")
+for name, version in locked:
+    have = pkgs.get(name, [])
+    if not any(v == version and any(u.startswith(f"pkg:deb/debian/{name}@{version}?arch=") for u in purls)
+               for v, purls in have):
+        bad.append(f"{name} {version} (locked): " + (f"SBOM has {[v for v, _ in have]}" if have else "not in the SBOM"))
+for b in binaries:
+    if b not in pkgs:
+        bad.append(f"binary {b}: not in the SBOM")
+for m in bad:
+    print(f"[images] SBOM: {m}", file=sys.stderr)
+if bad:
+    sys.exit(1)
+names = {n for n, _ in locked}
+deb = [p.get("name") for p in doc["packages"] if p.get("SPDXID", "").startswith("SPDXRef-deb-")]
+unpinned = sorted(set(deb) - names)
+if unpinned:
+    print(f"[images] SBOM: warning: {len(unpinned)} Debian packages of the image are not in the lock "
+          f"(from a base image other than the one it was refreshed with?): {' '.join(unpinned)}", file=sys.stderr)
+deb = len(deb)
+print(f"[images] SBOM: {len(doc['packages'])} packages ({deb} Debian); lists the {len(locked)} "
+      f"locked runtime packages at their versions and the {len(binaries)} binaries", file=sys.stderr)
+EOF_PY
+  elif command -v jq >/dev/null; then
+    local name version ok=0
+    jq -e '.spdxVersion == "SPDX-2.3"' "$1" >/dev/null || {
+      log "SBOM: not an SPDX-2.3 JSON document"
+      return 1
+    }
+    while read -r name version; do
+      jq -e --arg n "$name" --arg v "$version" \
+        'any(.packages[]; .name == $n and .versionInfo == $v and any(.externalRefs[]?; .referenceType == "purl"))' \
+        "$1" >/dev/null || {
+        log "SBOM: $name $version (locked) is not in the SBOM"
+        ok=1
+      }
+    done < <(awk '$1 == "runtime" { print $2, $3 }' "$PACKAGE_LOCK")
+    for name in $binaries; do
+      jq -e --arg n "$name" 'any(.packages[]; .name == $n)' "$1" >/dev/null || {
+        log "SBOM: binary $name is not in the SBOM"
+        ok=1
+      }
+    done
+    return $ok
+  else
+    die "checking the SBOM needs python3 or jq"
+  fi
+}
+
 # ----------------------------------------------------------------------- kube-scheduler image
 versions=$REPO_ROOT/test/controlplane/versions.env
 k8s_version=$(sed -n 's/^KUBERNETES_VERSION=//p' "$versions" | head -n 1)
@@ -445,7 +533,7 @@ build_busybox() {
 
 # ---------------------------------------------------------------------------------------- main
 wanted() { ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" $1 "* ]]; }
-built=()
+built=() sbom_out=''
 if wanted ker-busybox; then
   busybox_fp=$(printf '%s\n' "recipe=$BUSYBOX_RECIPE" "$(sha256sum <"$busybox_bin")" | sha)
   ensure_image ker-busybox "$BUSYBOX_REF" "$busybox_fp" build_busybox
@@ -456,6 +544,9 @@ if wanted kube-extended-resource; then
   project_fp=$(project_fingerprint)
   ensure_image kube-extended-resource "$PROJECT_REF" "$project_fp" build_project "$PROJECT_ALIAS"
   built+=("$out_dir/kube-extended-resource.tar")
+  export_sbom "$out_dir/kube-extended-resource.spdx.json"
+  log "kube-extended-resource: SBOM (SPDX 2.3, from $SBOM_IN_IMAGE) -> $out_dir/kube-extended-resource.spdx.json"
+  sbom_out=$out_dir/kube-extended-resource.spdx.json
 fi
 if wanted kube-scheduler; then
   resolve_scheduler
@@ -465,3 +556,4 @@ if wanted kube-scheduler; then
 fi
 log "done in $((SECONDS - t_start))s"
 printf '%s\n' "${built[@]}"
+[[ -z "$sbom_out" ]] || printf '%s\n' "$sbom_out"
