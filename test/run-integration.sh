@@ -7,6 +7,11 @@
 # The tests find the control plane through KER_TEST_ENV (a file of KEY=VALUE lines, see
 # launch.sh). KEEP_CONTROLPLANE_DIR=1 keeps the folder (logs, certificates) after a success;
 # after a failure it is always kept. Exit status: ctest's.
+#
+# A full run (no extra arguments) then checks, from the API server's audit log, that the
+# extender and the controller used every permission deploy/ grants them and were refused
+# nothing (tools/ker-rbac-usage; test/integration/rbac-not-requested.txt lists what is granted
+# for other reasons).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,8 +34,17 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-integration.XXXXXX")
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_CONTROLPLANE_DIR:-0}
 suite_traps
 
-"$launcher" start "$dir" --bin-dir "$bin_dir" >/dev/null
+"$launcher" start "$dir" --bin-dir "$bin_dir" --audit-components >/dev/null
 export KER_TEST_ENV="$dir/env"
 log "control plane up ($KER_TEST_ENV); running $total integration test(s)"
 
-suite_ctest "$build_dir" integration "$@"
+rc=0
+suite_ctest "$build_dir" integration "$@" || rc=$?
+if ((rc == 0 && $# == 0)); then
+  log "checking the components' requests against deploy/'s RBAC (audit log: $dir/audit.log)"
+  "$build_dir/tools/ker-rbac-usage" --audit-logs "$dir/audit.log" \
+    --manifests "$here/../deploy/extender.yaml,$here/../deploy/deployment.yaml" \
+    --service-accounts kube-system:extended-resource-scheduler,kube-system:extended-resource-controller \
+    --exemptions "$here/integration/rbac-not-requested.txt" || rc=$?
+fi
+exit "$rc"

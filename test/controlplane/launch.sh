@@ -11,6 +11,8 @@
 #       --keep-data            reuse DIR/etcd-data instead of starting from an empty store
 #       --apiserver-arg ARG    extra kube-apiserver flag, e.g. --apiserver-arg=--v=4 (repeatable)
 #       --etcd-arg ARG         extra etcd flag (repeatable)
+#       --audit-components     log the requests of deploy/'s ServiceAccounts (Metadata level) to
+#                              DIR/audit.log (tools/ker-rbac-usage reads it)
 #       --node-network         (root) create bridge ker0 (10.213.0.1/24) and serve kube-apiserver on
 #                              10.213.0.1 instead of 127.0.0.1, with what a real node needs (Node
 #                              authorizer, ServiceAccount admission, kubernetes Service endpoints);
@@ -525,7 +527,7 @@ cmd_start() {
   set_dir "${1:-}" create
   shift
   BIN_DIR='' TIMEOUT=$DEFAULT_TIMEOUT
-  local keep_data=false sched=() node_network=false
+  local keep_data=false sched=() node_network=false audit=false
   APISERVER_EXTRA=() ETCD_ARGS=()
   while (($#)); do
     case "$1" in
@@ -533,6 +535,7 @@ cmd_start() {
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
     --keep-data) keep_data=true ;;
     --node-network) node_network=true ;;
+    --audit-components) audit=true ;;
     --apiserver-arg) APISERVER_EXTRA+=("${2:?--apiserver-arg needs a value}") && shift ;;
     --apiserver-arg=*) APISERVER_EXTRA+=("${1#*=}") ;;
     --etcd-arg) ETCD_ARGS+=("${2:?--etcd-arg needs a value}") && shift ;;
@@ -558,6 +561,21 @@ cmd_start() {
     shift
   done
   [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+  if $audit; then
+    cat >"$DIR/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  users:
+  - system:serviceaccount:kube-system:extended-resource-scheduler
+  - system:serviceaccount:kube-system:extended-resource-controller
+  - system:serviceaccount:kube-system:extended-resource-node-agent
+- level: None
+EOF
+    APISERVER_EXTRA+=(--audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/audit.log")
+  fi
   if ((${#sched[@]})) && [[ " ${sched[*]} " != *" --extender-url "* ]]; then
     die "scheduler options given without --extender-url"
   fi

@@ -50,7 +50,7 @@ images="$root/.cache/images/tarballs"
 mkdir -p "$images"
 "$root/test/images/build-images.sh" "$images" --bin-dir "$bin_dir" >/dev/null
 
-"$launcher" start "$dir" --bin-dir "$bin_dir" --node-network >/dev/null
+"$launcher" start "$dir" --bin-dir "$bin_dir" --node-network --audit-components >/dev/null
 "$launcher" start-controller-manager "$dir" >/dev/null
 # The cluster's own default-scheduler places deploy/'s pods, as in any cluster.
 "$launcher" start-scheduler "$dir" --no-extender --name default --scheduler-name default-scheduler >/dev/null

@@ -72,5 +72,5 @@ suite_ctest() {
   suite_child=$!
   wait "$suite_child" || rc=$?
   suite_child=''
-  exit "$rc"
+  return "$rc"
 }
