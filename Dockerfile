@@ -31,6 +31,7 @@ WORKDIR /src
 # fingerprints exactly these COPY sources: keep them on COPY lines.
 COPY CMakeLists.txt ./
 COPY common common
+COPY model model
 COPY nri nri
 COPY scheduler scheduler
 COPY controller controller

@@ -4,8 +4,7 @@
 #include <tuple>
 
 #include "common/flags.h"
-#include "common/label_selector.h"
-#include "common/node_selector.h"
+#include "model/suitability.h"
 
 namespace ker {
 
@@ -108,17 +107,6 @@ bool isBoundTo(const ExtendedResource& d, const ClaimRef& c) {
 
 namespace {
 
-// Whether the affinity can place the device on the node. Terms that also test labels count
-// as yes: the controller does not watch nodes. An empty term matches nothing.
-bool mayBeOn(const NodeSelector& affinity, const std::string& node) {
-  return std::any_of(affinity.terms.begin(), affinity.terms.end(), [&](const auto& term) {
-    if (term.matchFields.empty()) {
-      return !term.matchExpressions.empty();
-    }
-    return matches(NodeSelector{{NodeSelectorTerm{{}, term.matchFields}}}, node, {});
-  });
-}
-
 // A device that is free by its own status (none yet, or Available) but carries a name the
 // claim lists: back under a pod that may still be using it, it is bound to the claim again
 // if it could have been allocated to it on its node. One of another resource, properties or
@@ -133,13 +121,8 @@ bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
     return false;
   }
   const auto held = c.heldDevices();
-  return c.rawResourceName == d.rawResourceName &&
-         std::find(held.begin(), held.end(), d.meta.name) != held.end() &&
-         matches(c.metadataRequirements, d.properties) &&
-         (!c.extendedResourceNames ||
-          std::find(c.extendedResourceNames->begin(), c.extendedResourceNames->end(),
-                    d.meta.name) != c.extendedResourceNames->end()) &&
-         (c.nodeName.empty() || mayBeOn(d.nodeAffinity, c.nodeName));
+  return std::find(held.begin(), held.end(), d.meta.name) != held.end() && suits(d, c) &&
+         (c.nodeName.empty() || mayBeReachable(d, c.nodeName));
 }
 
 }  // namespace

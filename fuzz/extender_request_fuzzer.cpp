@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/invariants.h"
+#include "model/invariants.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/objects.h"

@@ -5,21 +5,9 @@
 #include <sstream>
 
 #include "common/label_selector.h"
+#include "model/suitability.h"
 
 namespace ker {
-
-bool deviceSatisfiesClaim(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
-  if (device.rawResourceName != claim.rawResourceName) {
-    return false;
-  }
-  if (claim.extendedResourceNames) {
-    const auto& names = *claim.extendedResourceNames;
-    if (std::find(names.begin(), names.end(), device.meta.name) == names.end()) {
-      return false;
-    }
-  }
-  return matches(claim.metadataRequirements, device.properties);
-}
 
 namespace {
 
@@ -127,7 +115,7 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
   std::vector<bool> matchesAny(freeDevices.size(), false);
   for (size_t c = 0; c < claims.size(); ++c) {
     for (size_t d = 0; d < freeDevices.size(); ++d) {
-      if (deviceSatisfiesClaim(*freeDevices[d], *claims[c])) {
+      if (suits(*freeDevices[d], *claims[c])) {
         eligible[c].push_back(d);
         matchesAny[d] = true;
       }

@@ -11,10 +11,6 @@
 
 namespace ker {
 
-// Whether `device` could ever serve `claim`, ignoring node and availability: resource name,
-// property selector and the claim's named list. Both objects must be valid.
-bool deviceSatisfiesClaim(const ExtendedResource& device, const ExtendedResourceClaim& claim);
-
 // The outcome of fitting a pod's claims onto one node's free devices.
 struct Fit {
   bool fits = false;

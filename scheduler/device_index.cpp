@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "common/node_selector.h"
+#include "model/suitability.h"
 
 namespace ker {
 
@@ -566,7 +567,7 @@ std::vector<DevicePtr> DeviceIndex::reachable(
     return out;
   }
   auto consider = [&](const Entry& e) {
-    if (e.pinnedOnly || matches(e.device->nodeAffinity, nodeName, nodeLabels)) {
+    if (e.pinnedOnly || ker::reachable(*e.device, nodeName, nodeLabels)) {
       out.push_back(e.device);
     }
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/label_selector.h"
+#include "model/suitability.h"
 
 namespace ker {
 
@@ -119,11 +120,8 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
 // scattered objects per request is what cost the most.
 bool NodeFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
   const ExtendedResourceClaim& c = *pending_[claim];
-  if (c.extendedResourceNames) {
-    const auto& names = *c.extendedResourceNames;
-    if (std::find(names.begin(), names.end(), device.device->meta.name) == names.end()) {
-      return false;
-    }
+  if (c.extendedResourceNames && !namedBy(c, device.device->meta.name)) {
+    return false;
   }
   return selects(claim, device.propertiesSlot, device.propertiesId, device.device->properties);
 }
@@ -138,7 +136,7 @@ bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propert
   Memo& m = memo[propertiesSlot];
   if (m.propertiesId != propertiesId) {
     m.propertiesId = propertiesId;
-    m.matches = matches(pending_[claim]->metadataRequirements, properties);
+    m.matches = selectedBy(*pending_[claim], properties);
   }
   return m.matches;
 }

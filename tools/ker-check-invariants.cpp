@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "common/flags.h"
-#include "common/invariants.h"
+#include "model/invariants.h"
 #include "common/kube_client.h"
 
 namespace {

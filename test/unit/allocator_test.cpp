@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "model/suitability.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {
@@ -14,34 +15,6 @@ namespace {
 using testing::claim;
 using testing::device;
 using testing::ptrs;
-
-TEST(DeviceSatisfiesClaim, ChecksResourceSelectorAndNamedList) {
-  auto d = device("gpu-0", "n1", {{"type", "k80"}});
-  auto c = claim("c", 1, {{"type", "k80"}});
-  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
-
-  c.rawResourceName = "example.com/fpga";
-  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
-
-  c = claim("c", 1, {{"type", "p100"}});
-  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
-
-  c = claim("c", 1);
-  c.extendedResourceNames = std::vector<std::string>{"gpu-1"};
-  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
-  c.extendedResourceNames = std::vector<std::string>{"gpu-1", "gpu-0"};
-  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
-}
-
-TEST(DeviceSatisfiesClaim, SelectorExpressions) {
-  auto d = device("gpu-0", "n1", {{"type", "k80"}, {"zone", "a"}});
-  auto c = claim("c", 1);
-  c.metadataRequirements.matchExpressions = {{"zone", "In", {"a", "b"}},
-                                             {"broken", "DoesNotExist", {}}};
-  EXPECT_TRUE(deviceSatisfiesClaim(d, c));
-  c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
-  EXPECT_FALSE(deviceSatisfiesClaim(d, c));
-}
 
 TEST(FitClaims, CountsDistinctDevices) {
   std::vector<ExtendedResource> devs = {device("a", "n1", {{"type", "k80"}}),
@@ -131,7 +104,7 @@ TEST(FitClaims, EveryAssignedDeviceIsDistinctAndSatisfiesItsClaim) {
       used.insert(n);
       ++total;
       auto it = std::find_if(devs.begin(), devs.end(), [&](auto& d) { return d.meta.name == n; });
-      EXPECT_TRUE(deviceSatisfiesClaim(*it, *byKey.at(key))) << key << " got " << n;
+      EXPECT_TRUE(suits(*it, *byKey.at(key))) << key << " got " << n;
     }
   }
   EXPECT_EQ(total, 6u);

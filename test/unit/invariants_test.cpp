@@ -1,4 +1,4 @@
-#include "common/invariants.h"
+#include "model/invariants.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,11 @@
-#include "common/invariants.h"
+#include "model/invariants.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "common/conditions.h"
-#include "common/label_selector.h"
-#include "common/node_selector.h"
+#include "model/suitability.h"
 
 namespace ker {
 
@@ -148,22 +147,23 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
           d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid) {
         out.push_back("claim " + key + " lists device " + name + " which is not Bound to it");
       }
-      if (d.rawResourceName != c.rawResourceName) {
-        out.push_back("device " + name + " provides " + d.rawResourceName + ", claim " + key +
-                      " wants " + c.rawResourceName);
-      }
-      if (!matches(c.metadataRequirements, d.properties)) {
-        out.push_back("device " + name + " does not match the selector of claim " + key);
-      }
-      if (c.extendedResourceNames &&
-          std::find(c.extendedResourceNames->begin(), c.extendedResourceNames->end(), name) ==
-              c.extendedResourceNames->end()) {
-        out.push_back("device " + name + " is not among the devices claim " + key + " names");
+      switch (suitability(d, c)) {
+        case Unsuited::kNone:
+          break;
+        case Unsuited::kOtherResource:
+          out.push_back("device " + name + " provides " + d.rawResourceName + ", claim " + key +
+                        " wants " + c.rawResourceName);
+          break;
+        case Unsuited::kNotNamed:
+          out.push_back("device " + name + " is not among the devices claim " + key + " names");
+          break;
+        case Unsuited::kSelectorMismatch:
+          out.push_back("device " + name + " does not match the selector of claim " + key);
+          break;
       }
       auto node = nodes.find(c.nodeName);
       static const std::map<std::string, std::string> kNoLabels;
-      if (!matches(d.nodeAffinity, c.nodeName,
-                   node == nodes.end() ? kNoLabels : node->second->meta.labels)) {
+      if (!reachable(d, c.nodeName, node == nodes.end() ? kNoLabels : node->second->meta.labels)) {
         out.push_back("device " + name + " is not reachable from node " + c.nodeName +
                       " of claim " + key);
       }

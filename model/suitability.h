@@ -1,0 +1,43 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/objects.h"
+
+namespace ker {
+
+// Why a device cannot serve a claim, by what the device is; where it is, is reachable()'s.
+enum class Unsuited {
+  kNone,              // it suits
+  kOtherResource,     // another rawResourceName
+  kNotNamed,          // the claim names its devices, and not this one
+  kSelectorMismatch,  // its properties fail the claim's metadataRequirements
+};
+
+// The one rule for "may this device serve this claim": same resource, among the names the
+// claim lists (when it lists any), properties selected by its metadataRequirements (an invalid
+// selector selects nothing). The extender's planner, the controller's bind-back and the
+// invariant checker all decide through it.
+Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim);
+inline bool suits(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
+  return suitability(device, claim) == Unsuited::kNone;
+}
+
+// suitability()'s two parts past the resource, for a caller that already grouped devices by
+// resource and remembers the selector's answer per set of properties (the planner).
+bool namedBy(const ExtendedResourceClaim& claim, const std::string& deviceName);
+bool selectedBy(const ExtendedResourceClaim& claim,
+                const std::map<std::string, std::string>& properties);
+
+// Whether a container on the node can use the device: its nodeAffinity admits the node with
+// these labels.
+bool reachable(const ExtendedResource& device, const std::string& node,
+               const std::map<std::string, std::string>& nodeLabels);
+
+// reachable() for a caller that does not know the node's labels (the controller watches no
+// nodes): a term that tests labels counts as admitting the node; one that pins node names
+// admits only those. An empty term admits nothing.
+bool mayBeReachable(const ExtendedResource& device, const std::string& node);
+
+}  // namespace ker

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "model/suitability.h"
+#include "scheduler_fixtures.h"
+
+namespace ker {
+namespace {
+
+using testing::claim;
+using testing::device;
+
+TEST(Suitability, ChecksResourceNamedListAndSelectorInThatOrder) {
+  auto d = device("gpu-0", "n1", {{"type", "k80"}});
+  auto c = claim("c", 1, {{"type", "k80"}});
+  EXPECT_TRUE(suits(d, c));
+
+  c.rawResourceName = "example.com/fpga";
+  EXPECT_FALSE(suits(d, c));
+
+  c = claim("c", 1, {{"type", "p100"}});
+  EXPECT_FALSE(suits(d, c));
+
+  c = claim("c", 1);
+  c.extendedResourceNames = std::vector<std::string>{"gpu-1"};
+  EXPECT_FALSE(suits(d, c));
+  c.extendedResourceNames = std::vector<std::string>{"gpu-1", "gpu-0"};
+  EXPECT_TRUE(suits(d, c));
+}
+
+TEST(Suitability, SelectorExpressions) {
+  auto d = device("gpu-0", "n1", {{"type", "k80"}, {"zone", "a"}});
+  auto c = claim("c", 1);
+  c.metadataRequirements.matchExpressions = {{"zone", "In", {"a", "b"}},
+                                             {"broken", "DoesNotExist", {}}};
+  EXPECT_TRUE(suits(d, c));
+  c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
+  EXPECT_FALSE(suits(d, c));
+}
+
+TEST(Suitability, NamesTheFirstRuleThatFails) {
+  auto d = device("gpu-0", "n1", {{"type", "k80"}});
+  auto c = claim("c", 1, {{"type", "p100"}});
+  c.extendedResourceNames = std::vector<std::string>{"gpu-1"};
+  EXPECT_EQ(suitability(d, c), Unsuited::kNotNamed);
+  c.extendedResourceNames = std::vector<std::string>{"gpu-0"};
+  EXPECT_EQ(suitability(d, c), Unsuited::kSelectorMismatch);
+  c.rawResourceName = "example.com/fpga";
+  EXPECT_EQ(suitability(d, c), Unsuited::kOtherResource);
+  // An invalid selector selects nothing.
+  c = claim("c", 1);
+  c.metadataRequirements.matchExpressions = {{"type", "Gt", {"1"}}};
+  EXPECT_EQ(suitability(d, c), Unsuited::kSelectorMismatch);
+}
+
+TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
+  auto d = device("gpu-0", "n1", {});
+  EXPECT_TRUE(reachable(d, "n1", {}));
+  EXPECT_FALSE(reachable(d, "n2", {}));
+  EXPECT_TRUE(mayBeReachable(d, "n1"));
+  EXPECT_FALSE(mayBeReachable(d, "n2"));
+
+  d.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}};
+  EXPECT_TRUE(reachable(d, "n2", {{"zone", "a"}}));
+  EXPECT_FALSE(reachable(d, "n2", {{"zone", "b"}}));
+  EXPECT_TRUE(mayBeReachable(d, "n2"));
+
+  d.nodeAffinity.terms = {NodeSelectorTerm{}};
+  EXPECT_FALSE(reachable(d, "n1", {}));
+  EXPECT_FALSE(mayBeReachable(d, "n1"));
+  d.nodeAffinity.terms.clear();
+  EXPECT_FALSE(mayBeReachable(d, "n1"));
+}
+
+}  // namespace
+}  // namespace ker
