@@ -159,18 +159,21 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
     const std::string name = c.object["metadata"]["name"];
     const Status sent = callApi([&] { api_.create(resources::kExtendedResources, "", c.object); });
     const bool exists = sent.code() == StatusCode::kAlreadyExists;
+    std::optional<ExtendedResource> holder;
+    if (exists) {
+      holder = readLive(name);
+    }
     if (sent.ok()) {
       count("create", "success");
       conflicts_.erase(name);
       log::info("published device", {{"device", name}});
-    } else if (exists && publishedByThisAgent(name)) {
+    } else if (holder && publishedBy(*holder, options_.node)) {
       count("create", "exists");  // created by an earlier sync the cache had not shown yet
     } else if (exists) {
       // Another object (by hand, or another node's) has the name: never taken over.
       count("create", "conflict");
       if (conflicts_.insert(name).second) {
-        log::warn("device name taken by an object this agent does not manage; not published",
-                  {{"device", name}, {"error", sent.message()}});
+        reportNameTaken(name, holder);
       }
     } else {
       count("create", "error");
@@ -204,12 +207,30 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
   }
 }
 
-bool NodeSync::publishedByThisAgent(const std::string& name) {
+std::optional<ExtendedResource> NodeSync::readLive(const std::string& name) {
   ExtendedResource live;
-  return callApi([&] {
-           live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-         }).ok() &&
-         publishedBy(live, options_.node);
+  if (!callApi([&] {
+         live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
+       }).ok()) {
+    return std::nullopt;
+  }
+  return live;
+}
+
+void NodeSync::reportNameTaken(const std::string& name,
+                               const std::optional<ExtendedResource>& holder) {
+  std::string owner = "an object this agent does not manage";
+  if (holder) {
+    auto node = holder->meta.labels.find(kNodeLabel);
+    if (node != holder->meta.labels.end()) {
+      owner = "node " + node->second + "'s device";
+    }
+  }
+  log::warn("device name taken; not published", {{"device", name}, {"takenBy", owner}});
+  events_.record({kApiVersion, "ExtendedResource", "", name, holder ? holder->meta.uid : ""},
+                 EventType::kWarning, "DeviceNameTaken",
+                 "node " + options_.node + "'s node file lists " + name + ", which is " + owner +
+                     ": not published (rename it in one of the node files)");
 }
 
 void NodeSync::checkHealth(const NodeFile& file) {

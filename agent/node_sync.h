@@ -58,8 +58,10 @@ class NodeSync {
   void syncOnce();
   void reloadFile();
   void applyInventory(const InventoryPlan& plan);
-  // Whether the object named so carries this agent's labels (read live).
-  bool publishedByThisAgent(const std::string& name);
+  std::optional<ExtendedResource> readLive(const std::string& name);  // nullopt when unreadable
+  // A name in the node file that another object (another node's device, one made by hand)
+  // has: logged and posted as a DeviceNameTaken event on that object, once per name.
+  void reportNameTaken(const std::string& name, const std::optional<ExtendedResource>& holder);
   void checkHealth(const NodeFile& file);
   void warnHolder(const ExtendedResource& device, const std::string& message);
 

@@ -8,6 +8,10 @@
 # KEEP_E2E_DIR=1 keeps the folder (logs, kubeconfigs) after a success; after a failure it is
 # always kept, with the cluster's pods, events and the components' logs in it. Exit status:
 # ctest's, or 1 when the cluster could not be brought up.
+#
+# A full run (no extra arguments) then checks, from the API server's audit log, that the node
+# agent used every permission deploy/ grants it and was refused nothing (tools/ker-rbac-usage;
+# test/e2e/rbac-not-requested.txt lists what is granted for other reasons).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,4 +49,13 @@ suite_traps
 
 export KER_TEST_ENV="$dir/env"
 log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"
-suite_ctest "$build_dir" e2e "$@"
+rc=0
+suite_ctest "$build_dir" e2e "$@" || rc=$?
+if ((rc == 0 && $# == 0)); then
+  log "checking the node agent's requests against deploy/'s RBAC (audit log: $dir/audit.log)"
+  "$build_dir/tools/ker-rbac-usage" --audit-logs "$dir/audit.log" \
+    --manifests "$here/../deploy/node-agent.yaml" \
+    --service-accounts kube-system:extended-resource-node-agent \
+    --exemptions "$here/e2e/rbac-not-requested.txt" || rc=$?
+fi
+exit "$rc"

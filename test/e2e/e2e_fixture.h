@@ -42,6 +42,8 @@ class E2eTest : public ::testing::Test {
   void createDevice(const std::string& name);
   // Drops the device from the node file (the agent withdraws it).
   void removeDeviceFromNodeFile(const std::string& name);
+  // Reads the node file, lets edit change its device list, and writes it back atomically.
+  void editNodeFile(const std::function<void(json& devices)>& edit);
   // The device node's path as the agent sees it on "the host", and in a container.
   std::string hostDeviceNode(const std::string& name) const;
   static std::string containerDeviceNode(const std::string& name) { return "/dev/ker-" + name; }
@@ -77,9 +79,6 @@ class E2eTest : public ::testing::Test {
   std::vector<std::string> devices_;
 
  private:
-  // Reads the node file, lets edit change its device list, and writes it back atomically.
-  void editNodeFile(const std::function<void(json& devices)>& edit);
-
   std::string node_;
 };
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <thread>
 
+#include "agent/inventory_plan.h"
 #include "common/api_error.h"
 #include "common/objects.h"
 #include "common/resource.h"
@@ -384,6 +385,70 @@ TEST_F(NodeAgentTest, AContainerStartedWhileTheAgentWasStalledIsStoppedAndComesB
   EXPECT_EQ(p.value("/status/containerStatuses/0/restartCount"_json_pointer, -1), 1);
   EXPECT_EQ(p.value("/status/containerStatuses/0/lastState/terminated/exitCode"_json_pointer, 0),
             137);
+}
+
+TEST_F(NodeAgentTest, ChangingADevicesPropertiesInTheNodeFileUpdatesItsExtendedResource) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  editNodeFile([&](json& devices) {
+    for (auto& d : devices) {
+      if (d.value("name", "") == device) {
+        d["properties"]["memory"] = "24Gi";
+      }
+    }
+  });
+  json d;
+  EXPECT_TRUE(eventually(
+      [&] {
+        return (d = getDevice(device))
+                   .value("/spec/properties/memory"_json_pointer, std::string()) == "24Gi";
+      },
+      60s))
+      << d.dump();
+  EXPECT_EQ(phaseOf(d), "Available");
+}
+
+// Node lifecycle: a node file that lists a device another node already published. The agent
+// must not take the other node's object over (relabel, repin or delete it); it says so.
+TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
+  const std::string name = uniqueName("taken");
+  json other = itest::deviceObject(name, "another-node", resource_, {{"type", "k80"}});
+  other["metadata"]["labels"] = {{agent::kNodeLabel, "another-node"},
+                                 {agent::kManagedByLabel, agent::kManagedByValue}};
+  const json created = api_->create(resources::kExtendedResources, "", other);
+  const std::string node = hostDeviceNode(name);
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
+  editNodeFile([&](json& devices) {
+    devices.push_back({{"name", name},
+                       {"rawResourceName", resource_},
+                       {"deviceID", name + "-mine"},
+                       {"properties", {{"type", "p100"}}},
+                       {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
+  });
+
+  json events;
+  EXPECT_TRUE(eventually(
+      [&] {
+        events = kubectlJson("get events -n default --field-selector involvedObject.name=" + name +
+                             ",reason=DeviceNameTaken");
+        return !events.is_discarded() && !events.value("items", json::array()).empty();
+      },
+      60s))
+      << "no DeviceNameTaken event for " << name;
+  if (!events.is_discarded() && !events.value("items", json::array()).empty()) {
+    const std::string message = events["items"][0].value("message", "");
+    EXPECT_NE(message.find("node another-node's device"), std::string::npos) << message;
+  }
+  // Several of the agent's sync periods later, the other node's object is as it was.
+  std::this_thread::sleep_for(3s);
+  const json now = getDevice(name);
+  EXPECT_EQ(now["metadata"]["labels"], created["metadata"]["labels"]) << now.dump();
+  EXPECT_EQ(now["spec"], created["spec"]) << now.dump();
+  EXPECT_FALSE(now.contains("/metadata/deletionTimestamp"_json_pointer)) << now.dump();
+
+  removeDeviceFromNodeFile(name);
+  ::unlink(node.c_str());
+  api_->remove(resources::kExtendedResources, "", name);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ std::vector<nlohmann::json> manifests() {
 std::string auditLine(const std::string& verb, const std::string& group,
                       const std::string& resource, const std::string& sub, const std::string& ns,
                       const std::string& name, int code,
-                      const std::string& stage = "ResponseComplete") {
+                      const std::string& stage = "ResponseComplete",
+                      const std::string& decision = "allow") {
   nlohmann::json ref = {{"resource", resource}, {"apiGroup", group}};
   if (!sub.empty())
     ref["subresource"] = sub;
@@ -50,9 +51,13 @@ std::string auditLine(const std::string& verb, const std::string& group,
     ref["namespace"] = ns;
   if (!name.empty())
     ref["name"] = name;
-  return nlohmann::json{{"kind", "Event"},  {"stage", stage},
-                        {"verb", verb},     {"user", {{"username", kUser}}},
-                        {"objectRef", ref}, {"responseStatus", {{"code", code}}}}
+  return nlohmann::json{{"kind", "Event"},
+                        {"stage", stage},
+                        {"verb", verb},
+                        {"user", {{"username", kUser}}},
+                        {"objectRef", ref},
+                        {"responseStatus", {{"code", code}}},
+                        {"annotations", {{"authorization.k8s.io/decision", decision}}}}
       .dump();
 }
 
@@ -88,7 +93,9 @@ TEST(RbacUsage, ReportsUnusedGrantsAndRefusedRequestsButNotExemptOnes) {
        {auditLine("get", "", "pods", "", "a", "x", 200),
         auditLine("patch", "", "pods", "status", "a", "x", 200),
         auditLine("get", "admissionregistration.k8s.io", "validatingadmissionpolicies", "", "",
-                  "other", 403),
+                  "other", 403, "ResponseComplete", "forbid"),
+        // Admission's refusal (an attack the policy stopped): RBAC allowed it, so it is a use.
+        auditLine("get", "", "pods", "status", "a", "x", 403),
         auditLine("update", "coordination.k8s.io", "leases", "", "default", "l", 200)}) {
     requests.push_back(*parseAuditLine(line));
   }
@@ -100,7 +107,7 @@ TEST(RbacUsage, ReportsUnusedGrantsAndRefusedRequestsButNotExemptOnes) {
   // was refused, so the named grant stays unused.
   EXPECT_EQ(report.unused,
             (std::vector<std::string>{
-                "ctl get core/pods/status",
+
                 "ctl get admissionregistration.k8s.io/validatingadmissionpolicies name=p",
                 "ctl update coordination.k8s.io/leases ns=kube-system"}));
   const Grant getPods{"get", "", "pods", "", ""};

@@ -110,6 +110,8 @@ std::optional<Request> parseAuditLine(const std::string& line) {
   r.ns = ref.value("namespace", "");
   r.name = ref.value("name", "");
   r.code = ev.value("responseStatus", nlohmann::json::object()).value("code", 0);
+  r.forbidden = ev.value("annotations", nlohmann::json::object())
+                    .value("authorization.k8s.io/decision", "") == "forbid";
   return r;
 }
 
@@ -134,7 +136,7 @@ UsageReport compareUsage(const std::map<std::string, std::set<Grant>>& grants,
     auto u = report.uses.find(r.user);
     if (u == report.uses.end())
       continue;
-    if (r.code == 403) {
+    if (r.forbidden) {
       report.refused.push_back(shortUser(r.user) + " " + r.verb + " " +
                                (r.group.empty() ? "core" : r.group) + "/" + r.resource +
                                (r.ns.empty() ? "" : " ns=" + r.ns) +

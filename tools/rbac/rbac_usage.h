@@ -18,6 +18,9 @@ struct Request {
   std::string ns;
   std::string name;
   int code = 0;  // the response's HTTP status
+  // RBAC refused it (the audit annotation authorization.k8s.io/decision is "forbid"); a 403
+  // from admission (the allocation policy refusing an attack) is not RBAC's.
+  bool forbidden = false;
 };
 
 // One thing a rule grants: a verb on a group's resource, in one namespace ("" cluster-wide), to
@@ -46,7 +49,7 @@ std::optional<Request> parseAuditLine(const std::string& line);
 // How each grant was used.
 struct UsageReport {
   std::map<std::string, std::map<Grant, size_t>> uses;  // user -> grant -> requests it allowed
-  std::vector<std::string> refused;                     // requests of a checked user answered 403
+  std::vector<std::string> refused;                     // requests of a checked user RBAC forbade
   std::vector<std::string> unused;  // grants no request used and no exemption names
 };
 
