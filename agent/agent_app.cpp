@@ -66,18 +66,12 @@ struct AgentApp::Impl {
   }
 
   std::vector<ReadyCheck> readyChecks() const {
-    return {{"informers-synced",
-             [this]() -> std::optional<std::string> {
-               if (devices.hasSynced() && claims.hasSynced())
-                 return std::nullopt;
-               return "the device and claim caches have not synced";
-             }},
-            {"runtime-registered",
-             [this]() -> std::optional<std::string> {
-               if (runtime.connected())
-                 return std::nullopt;
-               return "not registered with the runtime's NRI socket " + config.runtime.socketPath;
-             }},
+    return {readyWhen(
+                "informers-synced", [this] { return devices.hasSynced() && claims.hasSynced(); },
+                "the device and claim caches have not synced"),
+            readyWhen(
+                "runtime-registered", [this] { return runtime.connected(); },
+                "not registered with the runtime's NRI socket " + config.runtime.socketPath),
             admissionPolicyReadyCheck(policy.get())};
   }
 

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/comma_list.h"
 #include "common/flag_checks.h"
 #include "common/objects.h"
 
@@ -14,14 +15,6 @@ namespace {
 // A node's name is a DNS subdomain, but the agent's ExtendedResource names and label values
 // carry it, and a label value is at most 63 characters.
 constexpr size_t kMaxNodeName = 63;
-
-std::string joinNamespaces(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    out += (out.empty() ? "" : ",") + n;
-  }
-  return out;
-}
 
 bool isTwoDigits(const std::string& s) {
   return s.size() == 2 && s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9';
@@ -59,7 +52,7 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
           "refuse containers that set a resource's device variable themselves, or mount or are "
           "given (privileged) a managed device node they were not allocated")),
       exemptNamespaces_(flags.addString("unclaimed-devices-exempt-namespaces",
-                                        joinNamespaces(d.app.guard.exemptNamespaces),
+                                        joinCommaList(d.app.guard.exemptNamespaces),
                                         "comma-separated namespaces whose pods "
                                         "--refuse-unclaimed-devices does not check")),
       admissionPolicy_(flags),
@@ -100,17 +93,12 @@ Status AgentFlags::settings(AgentSettings& out) const {
   s.app.metricsBindAddress = *metricsBindAddress_;
   s.app.guard.enabled = *refuseUnclaimed_;
   s.app.guard.exemptNamespaces.clear();
-  for (size_t start = 0; start <= exemptNamespaces_->size();) {
-    const size_t comma = std::min(exemptNamespaces_->find(',', start), exemptNamespaces_->size());
-    if (comma > start) {
-      const std::string ns = exemptNamespaces_->substr(start, comma - start);
-      if (!isDns1123Label(ns)) {
-        return Status::invalid("--unclaimed-devices-exempt-namespaces: \"" + ns +
-                               "\" is not a namespace name");
-      }
-      s.app.guard.exemptNamespaces.push_back(ns);
+  for (const std::string& ns : splitCommaList(*exemptNamespaces_)) {
+    if (!isDns1123Label(ns)) {
+      return Status::invalid("--unclaimed-devices-exempt-namespaces: \"" + ns +
+                             "\" is not a namespace name");
     }
-    start = comma + 1;
+    s.app.guard.exemptNamespaces.push_back(ns);
   }
   s.liveReadTimeout = *liveReadTimeout_;
   out = std::move(s);

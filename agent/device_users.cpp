@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/comma_list.h"
+
 namespace ker::agent {
 
 std::vector<std::string> injectedDevices(const std::map<std::string, std::string>& annotations) {
@@ -10,15 +12,7 @@ std::vector<std::string> injectedDevices(const std::map<std::string, std::string
   if (it == annotations.end()) {
     return out;
   }
-  const std::string& list = it->second;
-  for (size_t start = 0; start <= list.size();) {
-    const size_t comma = std::min(list.find(',', start), list.size());
-    if (comma > start) {
-      out.push_back(list.substr(start, comma - start));
-    }
-    start = comma + 1;
-  }
-  return out;
+  return splitCommaList(it->second);
 }
 
 void DeviceUsers::reset(const std::map<std::string, PodIdentity>& podsBySandbox,

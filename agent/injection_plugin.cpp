@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/comma_list.h"
 #include "common/logging.h"
 
 namespace ker::agent {
@@ -53,11 +54,7 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
 }
 
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
-  std::string names;
-  for (const auto& n : adj.deviceNames) {
-    names += (names.empty() ? "" : ",") + n;
-  }
-  (*out->mutable_annotations())[kInjectedAnnotation] = names;
+  (*out->mutable_annotations())[kInjectedAnnotation] = joinCommaList(adj.deviceNames);
   for (const auto& [k, v] : adj.env) {
     auto* kv = out->add_env();
     kv->set_key(k);

@@ -272,6 +272,16 @@ void HttpServer::post(const std::string& path, HttpHandler handler) {
   addRoute("POST", path, std::move(handler));
 }
 
+ReadyCheck readyWhen(std::string name, std::function<bool()> ok, std::string problem) {
+  return {std::move(name),
+          [ok = std::move(ok), problem = std::move(problem)]() -> std::optional<std::string> {
+            if (ok()) {
+              return std::nullopt;
+            }
+            return problem;
+          }};
+}
+
 bool allReady(const std::vector<ReadyCheck>& checks) {
   return std::none_of(checks.begin(), checks.end(),
                       [](const ReadyCheck& c) { return c.problem().has_value(); });

@@ -86,6 +86,9 @@ struct ReadyCheck {
   std::function<std::optional<std::string>()> problem;
 };
 
+// A check that passes while ok() holds and otherwise reports `problem`.
+ReadyCheck readyWhen(std::string name, std::function<bool()> ok, std::string problem);
+
 // True when no check reports a problem: what /readyz answers 200 for.
 bool allReady(const std::vector<ReadyCheck>& checks);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/comma_list.h"
 #include "common/conditions.h"
 #include "common/field_path.h"
 #include "common/label_selector.h"
@@ -447,17 +448,7 @@ std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
   std::vector<std::string> out;
   // A set, not a scan of `out`: an annotation may hold up to 256 KiB of names.
   std::unordered_set<std::string> seen;
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string::npos) {
-      comma = value.size();
-    }
-    std::string name = trim(value.substr(start, comma - start));
-    start = comma + 1;
-    if (name.empty()) {
-      continue;
-    }
+  for (std::string& name : splitCommaList(value)) {
     if (!isDns1123Subdomain(name)) {
       throw std::invalid_argument("\"" + name +
                                   "\" is not a valid claim name (a DNS-1123 subdomain: lowercase "
@@ -477,17 +468,7 @@ bool isDns1123Label(const std::string& s) {
 std::vector<TemplateEntry> parseClaimTemplatesAnnotation(const std::string& value) {
   std::vector<TemplateEntry> out;
   std::map<std::string, std::string> seen;  // entry -> template
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string::npos) {
-      comma = value.size();
-    }
-    const std::string item = trim(value.substr(start, comma - start));
-    start = comma + 1;
-    if (item.empty()) {
-      continue;
-    }
+  for (const std::string& item : splitCommaList(value)) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
       throw std::invalid_argument("\"" + item +

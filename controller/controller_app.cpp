@@ -92,12 +92,9 @@ struct ControllerApp::Impl {
   }
 
   std::vector<ReadyCheck> readyChecks() const {
-    return {{"informers-synced",
-             [this]() -> std::optional<std::string> {
-               if (synced())
-                 return std::nullopt;
-               return "the pod, claim, device and template caches have not synced";
-             }},
+    return {readyWhen(
+                "informers-synced", [this] { return synced(); },
+                "the pod, claim, device and template caches have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 

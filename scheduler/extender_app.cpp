@@ -190,12 +190,9 @@ struct ExtenderApp::Impl {
   }
 
   std::vector<ReadyCheck> readyChecks() const {
-    return {{"informers-synced",
-             [this]() -> std::optional<std::string> {
-               if (synced())
-                 return std::nullopt;
-               return "the device, claim and node caches have not synced";
-             }},
+    return {readyWhen(
+                "informers-synced", [this] { return synced(); },
+                "the device, claim and node caches have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/comma_list.h"
 #include "common/flag_checks.h"
 
 namespace ker {
@@ -11,34 +12,6 @@ namespace {
 
 constexpr int64_t kMaxPort = 65535;
 constexpr int64_t kMaxThreads = 1024;
-
-// "a, b,c" -> {"a", "b", "c"}; empty entries dropped.
-std::vector<std::string> splitNames(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) {
-      end = list.size();
-    }
-    std::string name = list.substr(start, end - start);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (!name.empty()) {
-      out.push_back(std::move(name));
-    }
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    out += (out.empty() ? "" : ",") + n;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -61,7 +34,7 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
       clientCa_(flags.addString("client-ca-file", d.clientCaFile,
                                 "CA for client certificates (enables mutual TLS)")),
       allowedClientNames_(flags.addString(
-          "tls-allowed-client-names", joinNames(d.tlsAllowedClientNames),
+          "tls-allowed-client-names", joinCommaList(d.tlsAllowedClientNames),
           "comma-separated names a client certificate must carry as its CN or a DNS SAN "
           "(with --client-ca-file): kube-scheduler's tlsConfig.certFile")),
       pathPrefix_(
@@ -118,7 +91,7 @@ Status ExtenderFlags::settings(ExtenderSettings& out) const {
         "--client-ca-file must come with --tls-cert-file and --tls-private-key-file, got "
         "neither");
   }
-  const std::vector<std::string> allowedNames = splitNames(*allowedClientNames_);
+  const std::vector<std::string> allowedNames = splitCommaList(*allowedClientNames_);
   for (const auto& name : allowedNames) {
     if (name.front() == '.') {
       // OpenSSL's host check would take a leading dot as "any subdomain of".

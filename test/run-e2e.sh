@@ -52,10 +52,7 @@ log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"
 rc=0
 suite_ctest "$build_dir" e2e "$@" || rc=$?
 if ((rc == 0 && $# == 0)); then
-  log "checking the node agent's requests against deploy/'s RBAC (audit log: $dir/audit.log)"
-  "$build_dir/tools/ker-rbac-usage" --audit-logs "$dir/audit.log" \
-    --manifests "$here/../deploy/node-agent.yaml" \
-    --service-accounts kube-system:extended-resource-node-agent \
-    --exemptions "$here/e2e/rbac-not-requested.txt" || rc=$?
+  suite_rbac_check "$build_dir" "$here/../deploy/node-agent.yaml" \
+    kube-system:extended-resource-node-agent "$here/e2e/rbac-not-requested.txt" || rc=$?
 fi
 exit "$rc"

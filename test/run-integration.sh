@@ -41,10 +41,8 @@ log "control plane up ($KER_TEST_ENV); running $total integration test(s)"
 rc=0
 suite_ctest "$build_dir" integration "$@" || rc=$?
 if ((rc == 0 && $# == 0)); then
-  log "checking the components' requests against deploy/'s RBAC (audit log: $dir/audit.log)"
-  "$build_dir/tools/ker-rbac-usage" --audit-logs "$dir/audit.log" \
-    --manifests "$here/../deploy/extender.yaml,$here/../deploy/deployment.yaml" \
-    --service-accounts kube-system:extended-resource-scheduler,kube-system:extended-resource-controller \
-    --exemptions "$here/integration/rbac-not-requested.txt" || rc=$?
+  suite_rbac_check "$build_dir" "$here/../deploy/extender.yaml,$here/../deploy/deployment.yaml" \
+    kube-system:extended-resource-scheduler,kube-system:extended-resource-controller \
+    "$here/integration/rbac-not-requested.txt" || rc=$?
 fi
 exit "$rc"

@@ -4,10 +4,10 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/comma_list.h"
 #include "common/flags.h"
 #include "tools/rbac/rbac_usage.h"
 
@@ -17,14 +17,16 @@ nlohmann::json toJson(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       nlohmann::json out = nlohmann::json::object();
-      for (const auto& kv : n)
+      for (const auto& kv : n) {
         out[kv.first.as<std::string>()] = toJson(kv.second);
+      }
       return out;
     }
     case YAML::NodeType::Sequence: {
       nlohmann::json out = nlohmann::json::array();
-      for (const auto& v : n)
+      for (const auto& v : n) {
         out.push_back(toJson(v));
+      }
       return out;
     }
     case YAML::NodeType::Scalar:
@@ -32,16 +34,6 @@ nlohmann::json toJson(const YAML::Node& n) {
     default:
       return nullptr;
   }
-}
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty())
-      out.push_back(item);
-  }
-  return out;
 }
 
 }  // namespace
@@ -70,36 +62,43 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<nlohmann::json> objects;
-    for (const auto& file : split(*manifests)) {
+    for (const auto& file : ker::splitCommaList(*manifests)) {
       for (const auto& doc : YAML::LoadAllFromFile(file)) {
-        if (doc.IsMap())
+        if (doc.IsMap()) {
           objects.push_back(toJson(doc));
+        }
       }
     }
     std::set<std::string> users;
-    for (const auto& a : split(*accounts))
+    for (const auto& a : ker::splitCommaList(*accounts)) {
       users.insert("system:serviceaccount:" + a);
+    }
     std::set<std::string> exemptions;
     if (!exemptFile->empty()) {
       std::ifstream in(*exemptFile);
-      if (!in)
+      if (!in) {
         throw std::runtime_error("cannot read " + *exemptFile);
+      }
       for (std::string line; std::getline(in, line);) {
         line = line.substr(0, line.find('#'));
-        while (!line.empty() && line.back() == ' ')
+        while (!line.empty() && line.back() == ' ') {
           line.pop_back();
-        if (!line.empty())
+        }
+        if (!line.empty()) {
           exemptions.insert(line);
+        }
       }
     }
     std::vector<ker::rbac::Request> requests;
-    for (const auto& file : split(*auditLogs)) {
+    for (const auto& file : ker::splitCommaList(*auditLogs)) {
       std::ifstream in(file);
-      if (!in)
+      if (!in) {
         throw std::runtime_error("cannot read " + file);
+      }
       for (std::string line; std::getline(in, line);) {
-        if (auto r = ker::rbac::parseAuditLine(line))
+        if (auto r = ker::rbac::parseAuditLine(line)) {
           requests.push_back(std::move(*r));
+        }
       }
     }
     const auto report =
@@ -110,10 +109,12 @@ int main(int argc, char** argv) {
         std::printf("  %8zu  %s\n", n, grant.describe().c_str());
       }
     }
-    for (const auto& r : report.refused)
+    for (const auto& r : report.refused) {
       std::printf("refused: %s\n", r.c_str());
-    for (const auto& u : report.unused)
+    }
+    for (const auto& u : report.unused) {
       std::printf("granted, never used: %s\n", u.c_str());
+    }
     return report.refused.empty() && report.unused.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ker-rbac-usage: %s\n", e.what());

@@ -75,8 +75,9 @@ class AdmissionPolicyCheckTest : public ApiTest {
       try {
         api_->remove(*r, "", kName);
       } catch (const ApiError& e) {
-        if (!e.isNotFound())
+        if (!e.isNotFound()) {
           throw;
+        }
       }
     }
   }
@@ -103,8 +104,9 @@ class AdmissionPolicyCheckTest : public ApiTest {
           "--kubeconfig=" + env_->serviceAccountKubeconfig(c.serviceAccount),
           "--admission-policy-period=200ms"};
       for (std::string a : c.args) {
-        if (a.back() == '=' || a.back() == ':')
+        if (a.back() == '=' || a.back() == ':') {
           a += std::to_string(port);
+        }
         args.push_back(a);
       }
       auto child = std::make_unique<ChildProcess>(

@@ -64,7 +64,7 @@ suite_traps() {
   trap 'suite_on_signal 143' TERM
 }
 
-# suite_ctest BUILD_DIR LABEL [ctest arguments...]: exits with ctest's status.
+# suite_ctest BUILD_DIR LABEL [ctest arguments...]: returns ctest's status.
 suite_ctest() {
   local rc=0
   cd "$1"
@@ -73,4 +73,13 @@ suite_ctest() {
   wait "$suite_child" || rc=$?
   suite_child=''
   return "$rc"
+}
+
+# suite_rbac_check BUILD_DIR MANIFESTS SERVICEACCOUNTS EXEMPTIONS: after a full run, whether the
+# ServiceAccounts (NAMESPACE:NAME,...) used every grant of the manifests (comma-separated) and
+# RBAC refused them nothing, from the audit log of a cluster started with --audit-components.
+suite_rbac_check() {
+  log "checking the requests of $3 against the RBAC of $2 (audit log: $SUITE_DIR/audit.log)"
+  "$1/tools/ker-rbac-usage" --audit-logs "$SUITE_DIR/audit.log" --manifests "$2" \
+    --service-accounts "$3" --exemptions "$4"
 }

@@ -45,12 +45,15 @@ std::string auditLine(const std::string& verb, const std::string& group,
                       const std::string& stage = "ResponseComplete",
                       const std::string& decision = "allow") {
   nlohmann::json ref = {{"resource", resource}, {"apiGroup", group}};
-  if (!sub.empty())
+  if (!sub.empty()) {
     ref["subresource"] = sub;
-  if (!ns.empty())
+  }
+  if (!ns.empty()) {
     ref["namespace"] = ns;
-  if (!name.empty())
+  }
+  if (!name.empty()) {
     ref["name"] = name;
+  }
   return nlohmann::json{{"kind", "Event"},
                         {"stage", stage},
                         {"verb", verb},
@@ -65,8 +68,9 @@ TEST(RbacUsage, ExpandsTheProjectsOwnRolesPerBoundServiceAccount) {
   auto grants = grantsOf(manifests());
   ASSERT_EQ(grants.count(kUser), 1u);
   std::vector<std::string> got;
-  for (const auto& g : grants[kUser])
+  for (const auto& g : grants[kUser]) {
     got.push_back(g.describe());
+  }
   EXPECT_EQ(got, (std::vector<std::string>{
                      "get core/pods", "get core/pods/status",
                      "get admissionregistration.k8s.io/validatingadmissionpolicies name=p",

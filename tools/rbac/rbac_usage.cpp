@@ -10,8 +10,9 @@ std::vector<std::string> strings(const nlohmann::json& obj, const char* key) {
   std::vector<std::string> out;
   if (obj.contains(key) && obj[key].is_array()) {
     for (const auto& v : obj[key]) {
-      if (v.is_string())
+      if (v.is_string()) {
         out.push_back(v.get<std::string>());
+      }
     }
   }
   return out;
@@ -26,8 +27,9 @@ std::set<Grant> expand(const nlohmann::json& role, const std::string& ns) {
   std::set<Grant> out;
   for (const auto& rule : role.value("rules", nlohmann::json::array())) {
     std::vector<std::string> names = strings(rule, "resourceNames");
-    if (names.empty())
+    if (names.empty()) {
       names.push_back("");
+    }
     for (const auto& verb : strings(rule, "verbs")) {
       for (const auto& group : strings(rule, "apiGroups")) {
         for (const auto& resource : strings(rule, "resources")) {
@@ -45,10 +47,12 @@ std::set<Grant> expand(const nlohmann::json& role, const std::string& ns) {
 
 std::string Grant::describe() const {
   std::string out = verb + " " + (group.empty() ? "core" : group) + "/" + resource;
-  if (!ns.empty())
+  if (!ns.empty()) {
     out += " ns=" + ns;
-  if (!name.empty())
+  }
+  if (!name.empty()) {
     out += " name=" + name;
+  }
   return out;
 }
 
@@ -70,20 +74,23 @@ std::map<std::string, std::set<Grant>> grantsOf(const std::vector<nlohmann::json
   std::map<std::string, std::set<Grant>> out;
   for (const auto& o : objects) {
     const std::string kind = o.value("kind", "");
-    if (kind != "RoleBinding" && kind != "ClusterRoleBinding")
+    if (kind != "RoleBinding" && kind != "ClusterRoleBinding") {
       continue;
+    }
     const auto& meta = o.value("metadata", nlohmann::json::object());
     const std::string bindingNs = kind == "RoleBinding" ? meta.value("namespace", "") : "";
     const auto& ref = o.value("roleRef", nlohmann::json::object());
     const std::string refKind = ref.value("kind", "");
     auto role =
         roles.find(objectKey(refKind, refKind == "Role" ? bindingNs : "", ref.value("name", "")));
-    if (role == roles.end())
+    if (role == roles.end()) {
       continue;
+    }
     const std::set<Grant> grants = expand(*role->second, bindingNs);
     for (const auto& subject : o.value("subjects", nlohmann::json::array())) {
-      if (subject.value("kind", "") != "ServiceAccount")
+      if (subject.value("kind", "") != "ServiceAccount") {
         continue;
+      }
       const std::string user = std::string(kServiceAccountPrefix) +
                                subject.value("namespace", bindingNs) + ":" +
                                subject.value("name", "");
@@ -105,8 +112,9 @@ std::optional<Request> parseAuditLine(const std::string& line) {
   const auto& ref = ev.value("objectRef", nlohmann::json::object());
   r.group = ref.value("apiGroup", "");
   r.resource = ref.value("resource", "");
-  if (ref.contains("subresource"))
+  if (ref.contains("subresource")) {
     r.resource += "/" + ref.value("subresource", "");
+  }
   r.ns = ref.value("namespace", "");
   r.name = ref.value("name", "");
   r.code = ev.value("responseStatus", nlohmann::json::object()).value("code", 0);
@@ -116,8 +124,9 @@ std::optional<Request> parseAuditLine(const std::string& line) {
 }
 
 std::string shortUser(const std::string& user) {
-  if (user.rfind(kServiceAccountPrefix, 0) != 0)
+  if (user.rfind(kServiceAccountPrefix, 0) != 0) {
     return user;
+  }
   return user.substr(user.rfind(':') + 1);
 }
 
@@ -128,14 +137,16 @@ UsageReport compareUsage(const std::map<std::string, std::set<Grant>>& grants,
   for (const auto& user : users) {
     auto& uses = report.uses[user];
     if (auto g = grants.find(user); g != grants.end()) {
-      for (const auto& grant : g->second)
+      for (const auto& grant : g->second) {
         uses[grant] = 0;
+      }
     }
   }
   for (const auto& r : requests) {
     auto u = report.uses.find(r.user);
-    if (u == report.uses.end())
+    if (u == report.uses.end()) {
       continue;
+    }
     if (r.forbidden) {
       report.refused.push_back(shortUser(r.user) + " " + r.verb + " " +
                                (r.group.empty() ? "core" : r.group) + "/" + r.resource +
@@ -144,15 +155,17 @@ UsageReport compareUsage(const std::map<std::string, std::set<Grant>>& grants,
       continue;
     }
     for (auto& [grant, n] : u->second) {
-      if (grant.covers(r))
+      if (grant.covers(r)) {
         ++n;
+      }
     }
   }
   for (const auto& [user, uses] : report.uses) {
     for (const auto& [grant, n] : uses) {
       const std::string key = shortUser(user) + " " + grant.describe();
-      if (n == 0 && exemptions.count(key) == 0)
+      if (n == 0 && exemptions.count(key) == 0) {
         report.unused.push_back(key);
+      }
     }
   }
   return report;
