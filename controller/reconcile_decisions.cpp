@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "common/flags.h"
+#include "model/served_pods.h"
 #include "model/suitability.h"
 
 namespace ker {
@@ -398,7 +399,7 @@ NudgePlan podsToNudge(const NudgeView& v) {
   auto later = [&](Millis d) { plan.again = plan.again ? std::min(*plan.again, d) : d; };
   for (const auto& pv : v.pods) {
     const Pod* p = pv.pod;
-    if (!pv.unschedulable || !p->nodeName.empty() || p->schedulerName != v.schedulerName ||
+    if (!pv.unschedulable || !p->nodeName.empty() || !servedPod(*p, v.schedulerName) ||
         p->meta.deleting || p->finished() || !p->invalid.empty() || p->claims.empty()) {
       continue;
     }

@@ -1,17 +1,14 @@
 #include "scheduler/verb_trust.h"
 
+#include "model/served_pods.h"
 #include "scheduler/planner.h"
 
 namespace ker {
 
-bool servesPod(const std::string& schedulerName, const Pod& pod) {
-  return schedulerName.empty() || pod.schedulerName == schedulerName;
-}
-
 Status checkBindTrust(const Pod& pod, const std::string& node, const std::string& schedulerName,
                       const std::string& filterChoice) {
   const std::string key = objectKey(pod.meta.ns, pod.meta.name);
-  if (!servesPod(schedulerName, pod)) {
+  if (!servedPod(pod, schedulerName)) {
     return Status::failedPrecondition("pod " + key + " has schedulerName \"" + pod.schedulerName +
                                       "\": this extender binds only pods of \"" + schedulerName +
                                       "\"");
@@ -45,7 +42,7 @@ Status checkPreemptorTrust(const std::optional<Pod>& live, const PreemptionOrder
   if (live->meta.deleting) {
     return Status::failedPrecondition("the preemptor is being deleted");
   }
-  if (!servesPod(schedulerName, *live)) {
+  if (!servedPod(*live, schedulerName)) {
     return Status::failedPrecondition("the preemptor has schedulerName \"" + live->schedulerName +
                                       "\", not \"" + schedulerName + "\"");
   }

@@ -15,10 +15,6 @@ namespace ker {
 // a bind only where its filter chose, a preemption only for the pod the API server has.
 // Pure: the caller reads the pod and the filter's choice.
 
-// Whether the extender serves the pod: its spec.schedulerName is --scheduler-name ("" serves
-// every pod).
-bool servesPod(const std::string& schedulerName, const Pod& pod);
-
 // OK when a bind of `pod` to `node` may write, else why not (kFailedPrecondition, nothing
 // written; kube-scheduler schedules the pod again, and its new filter makes a new choice).
 // `filterChoice` is the node this extender's filter chose and holds for the pod ("" none:

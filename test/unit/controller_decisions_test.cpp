@@ -804,6 +804,13 @@ TEST_F(NudgeTest, SkipsPodsThatCannotUseTheDevices) {
   EXPECT_FALSE(plan.again);
 }
 
+// --scheduler-name="" serves every profile, as in the extender (servedPod).
+TEST_F(NudgeTest, AnEmptySchedulerNameServesEveryProfile) {
+  addPod("other-scheduler", "1").schedulerName = "default-scheduler";
+  view.schedulerName.clear();
+  EXPECT_EQ(names(), std::vector<std::string>{"other-scheduler"});
+}
+
 TEST_F(NudgeTest, OnlyPodsWithAPendingClaimForThatResource) {
   addPod("p", "1");
   pending.rawResourceName = "example.com/fpga";

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "model/served_pods.h"
+
 namespace ker {
 namespace {
 
@@ -53,8 +55,9 @@ TEST(BindTrust, OnlyPodsOfTheExtendersSchedulerBind) {
   }
   // --scheduler-name="" serves every profile.
   EXPECT_TRUE(checkBindTrust(pod("other", "c"), "n1", "", "n1").ok());
-  EXPECT_TRUE(servesPod("", pod("other")));
-  EXPECT_FALSE(servesPod("sched", pod("other")));
+  EXPECT_TRUE(servedPod(pod("other"), ""));
+  EXPECT_FALSE(servedPod(pod("other"), "sched"));
+  EXPECT_TRUE(servedPod(pod("sched"), "sched"));
 }
 
 TEST(PreemptorTrust, OnlyTheLivePodTheOrderWasDecidedForPreempts) {
