@@ -38,6 +38,11 @@ bool reachable(const ExtendedResource& device, const std::string& node,
   return matches(device.nodeAffinity, node, nodeLabels);
 }
 
+bool offerable(const ExtendedResource& device) {
+  return device.invalid.empty() && device.phase == DevicePhase::kAvailable && !device.claimRef &&
+         !device.meta.deleting;
+}
+
 bool mayBeReachable(const ExtendedResource& device, const std::string& node) {
   const auto& terms = device.nodeAffinity.terms;
   return std::any_of(terms.begin(), terms.end(), [&](const NodeSelectorTerm& term) {

@@ -35,6 +35,11 @@ bool selectedBy(const ExtendedResourceClaim& claim,
 bool reachable(const ExtendedResource& device, const std::string& node,
                const std::map<std::string, std::string>& nodeLabels);
 
+// Whether the device, by its own object, may be given to a claim: valid, Available, held by no
+// claim (claimRef), not being deleted. The extender's index also withholds the names a Bound or
+// Lost claim lists and the devices a bind in flight reserved (DeviceIndex).
+bool offerable(const ExtendedResource& device);
+
 // reachable() for a caller that does not know the node's labels (the controller watches no
 // nodes): a term that tests labels counts as admitting the node; one that pins node names
 // admits only those. An empty term admits nothing.

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/request_deadline.h"
+#include "model/suitability.h"
 #include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/planner.h"
@@ -62,11 +63,6 @@ std::vector<PodRef> holdersWith(const ExtendedResourceClaim& claim, const Pod& p
     out.push_back(PodRef{pod.meta.name, pod.meta.uid});
   }
   return out;
-}
-
-// Whether a bind may take the device: nobody holds it and nothing keeps it from use.
-bool takeable(const ExtendedResource& d) {
-  return d.phase == DevicePhase::kAvailable && !d.claimRef && d.invalid.empty() && !d.meta.deleting;
 }
 
 }  // namespace
@@ -378,7 +374,7 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   if (!cached) {
     return {Step::kGone, Status::notFound("device " + name + " vanished")};
   }
-  if (!takeable(*cached)) {
+  if (!offerable(*cached)) {
     return {Step::kConflict,
             Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
@@ -447,7 +443,7 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
     return {};
   }
-  if (!takeable(live) || !index_.reserve({name}, a.pod.meta.uid)) {
+  if (!offerable(live) || !index_.reserve({name}, a.pod.meta.uid)) {
     return {Step::kConflict, Status::conflict("device " + name + " of claim " +
                                               objectKey(claim.meta.ns, claim.meta.name) +
                                               " is no longer bound to it")};

@@ -151,15 +151,6 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
   res->second.floating.erase(name);
 }
 
-namespace {
-
-bool freeByItself(const ExtendedResource& device) {
-  return device.invalid.empty() && device.phase == DevicePhase::kAvailable && !device.claimRef &&
-         !device.meta.deleting;
-}
-
-}  // namespace
-
 std::string DeviceIndex::holdKey(const std::string& rawResourceName, const std::string& name) {
   return rawResourceName + '\n' + name;
 }
@@ -171,7 +162,7 @@ void DeviceIndex::upsert(DevicePtr device) {
     if (it != devices_.end()) {
       unindex(*it->second);
     }
-    index(device, freeByItself(*device));
+    index(device, offerable(*device));
   }
   if (device->phase != DevicePhase::kAvailable) {
     // The write a reservation stood in for is now visible.
@@ -240,7 +231,7 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
     auto d = devices_.find(name);
     // Only a device that is free by itself reads differently: re-index it.
     if (d != devices_.end() && holdKey(d->second->rawResourceName, name) == key &&
-        freeByItself(*d->second)) {
+        offerable(*d->second)) {
       const DevicePtr device = d->second;
       unindex(*device);
       index(device, true);

@@ -52,6 +52,24 @@ TEST(Suitability, NamesTheFirstRuleThatFails) {
   EXPECT_EQ(suitability(d, c), Unsuited::kSelectorMismatch);
 }
 
+TEST(Offerable, OnlyAValidAvailableUnheldDeviceThatStays) {
+  auto d = device("gpu-0", "n1", {});
+  d.phase = DevicePhase::kAvailable;
+  EXPECT_TRUE(offerable(d));
+  auto held = d;
+  held.claimRef = ClaimRef{"default", "c", "uid-c"};
+  EXPECT_FALSE(offerable(held));
+  auto pending = d;
+  pending.phase = DevicePhase::kPending;
+  EXPECT_FALSE(offerable(pending));
+  auto deleting = d;
+  deleting.meta.deleting = true;
+  EXPECT_FALSE(offerable(deleting));
+  auto invalid = d;
+  invalid.invalid = "spec.rawResourceName: empty";
+  EXPECT_FALSE(offerable(invalid));
+}
+
 TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
   auto d = device("gpu-0", "n1", {});
   EXPECT_TRUE(reachable(d, "n1", {}));
