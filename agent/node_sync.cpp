@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "model/event_reasons.h"
 
 namespace ker::agent {
 
@@ -228,7 +229,7 @@ void NodeSync::reportNameTaken(const std::string& name,
   }
   log::warn("device name taken; not published", {{"device", name}, {"takenBy", owner}});
   events_.record({kApiVersion, "ExtendedResource", "", name, holder ? holder->meta.uid : ""},
-                 EventType::kWarning, "DeviceNameTaken",
+                 EventType::kWarning, event_reason::kDeviceNameTaken,
                  "node " + options_.node + "'s node file lists " + name + ", which is " + owner +
                      ": not published (rename it in one of the node files)");
 }
@@ -284,11 +285,11 @@ void NodeSync::warnHolder(const ExtendedResource& device, const std::string& mes
   }
   const ClaimRef& ref = *device.claimRef;
   events_.record({kApiVersion, "ExtendedResourceClaim", ref.ns, ref.name, ref.uid},
-                 EventType::kWarning, "DeviceUnhealthy", message);
+                 EventType::kWarning, event_reason::kDeviceUnhealthy, message);
   auto claim = claims_.get(objectKey(ref.ns, ref.name));
   for (const auto& holder : claim ? claim->holders() : std::vector<PodRef>{}) {
     events_.record({"v1", "Pod", ref.ns, holder.name, holder.uid}, EventType::kWarning,
-                   "DeviceUnhealthy", message);
+                   event_reason::kDeviceUnhealthy, message);
   }
   log::warn(
       "allocated device unhealthy; holder warned",

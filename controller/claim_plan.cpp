@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/event_reasons.h"
+
 namespace ker {
 
 namespace {
@@ -59,7 +61,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
   // shows it for a deleted pod.
   for (const auto& pod : holderRefs(c)) {
-    p.events.push_back({pod, EventType::kNormal, "ClaimReleased",
+    p.events.push_back({pod, EventType::kNormal, event_reason::kClaimReleased,
                         "claim " + c.meta.name + " released: " + a.message});
   }
 }
@@ -83,11 +85,11 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
   std::vector<std::string> names;
   for (const auto& ref : a.gone) {
     names.push_back(ref.name);
-    p.events.push_back({podReference(c, ref), EventType::kNormal, "ClaimReleased",
+    p.events.push_back({podReference(c, ref), EventType::kNormal, event_reason::kClaimReleased,
                         "claim " + c.meta.name + " released for this pod: " + a.message +
                             "; its other holders keep it"});
   }
-  p.events.push_back({referenceTo(c), EventType::kNormal, "HoldersLeft",
+  p.events.push_back({referenceTo(c), EventType::kNormal, event_reason::kHoldersLeft,
                       "pod" + std::string(names.size() > 1 ? "s " : " ") + joinNames(names) +
                           (names.size() > 1 ? " no longer hold" : " no longer holds") +
                           " the claim: " + a.message});
@@ -111,10 +113,10 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
-  p.events.push_back({referenceTo(c), EventType::kWarning, "Lost", a.message});
+  p.events.push_back({referenceTo(c), EventType::kWarning, event_reason::kLost, a.message});
   for (const auto& pod : holderRefs(c)) {
-    p.events.push_back(
-        {pod, EventType::kWarning, "ClaimLost", "claim " + c.meta.name + " lost: " + a.message});
+    p.events.push_back({pod, EventType::kWarning, event_reason::kClaimLost,
+                        "claim " + c.meta.name + " lost: " + a.message});
   }
 }
 
@@ -143,8 +145,8 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
   p.events.push_back(
       {referenceTo(c), EventType::kNormal, toString(StatusReason::kRecovered), message});
   for (const auto& pod : holderRefs(c)) {
-    p.events.push_back(
-        {pod, EventType::kNormal, "ClaimRecovered", "claim " + c.meta.name + ": " + message});
+    p.events.push_back({pod, EventType::kNormal, event_reason::kClaimRecovered,
+                        "claim " + c.meta.name + ": " + message});
   }
 }
 
@@ -253,7 +255,7 @@ Plan planClaim(const ClaimInputs& in) {
 Plan planDeletedClaim(const ExtendedResourceClaim& last, const Pod* holder) {
   Plan p;
   if (warnOfDeletedClaim(last, holder)) {
-    p.events.push_back({referenceTo(*holder), EventType::kWarning, "ClaimDeleted",
+    p.events.push_back({referenceTo(*holder), EventType::kWarning, event_reason::kClaimDeleted,
                         "claim " + last.meta.name + " was deleted while this pod held it: its " +
                             "devices (" + joinNames(last.allocated) +
                             ") stay with the pod until it ends, but a container created again "

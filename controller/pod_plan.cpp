@@ -1,5 +1,7 @@
 #include "controller/pod_plan.h"
 
+#include "model/event_reasons.h"
+
 namespace ker {
 
 PodPlan planPod(const Pod& pod, const std::string& warned) {
@@ -13,7 +15,7 @@ PodPlan planPod(const Pod& pod, const std::string& warned) {
   p.problem = pod.invalid;
   if (warned != pod.invalid) {
     // pod.invalid names the annotation at fault.
-    p.warning = PlannedEvent{referenceTo(pod), EventType::kWarning, "InvalidClaims",
+    p.warning = PlannedEvent{referenceTo(pod), EventType::kWarning, event_reason::kInvalidClaims,
                              "the pod's claims cannot be used: " + pod.invalid};
   }
   return p;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/event_recorder.h"
+#include "model/event_reasons.h"
 
 namespace ker {
 
@@ -112,8 +113,9 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
         (plan.problem.empty() ? "" : "; ") + std::string("template entry ") + entry + ": " + why;
   }
   if (!plan.problem.empty() && plan.problem != in.warned) {
-    plan.warning = PlannedEvent{referenceTo(pod), EventType::kWarning, "ClaimTemplateUnusable",
-                                "no claim can be made yet for " + plan.problem};
+    plan.warning =
+        PlannedEvent{referenceTo(pod), EventType::kWarning, event_reason::kClaimTemplateUnusable,
+                     "no claim can be made yet for " + plan.problem};
   }
   if (plan.listLabelled) {
     // Nothing is written before the list: it decides between adopting and creating.
@@ -147,7 +149,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   for (const auto& a : adopted) {
     list += (list.empty() ? "" : ", ") + a;
   }
-  plan.events.push_back({referenceTo(pod), EventType::kNormal, "ClaimsGenerated",
+  plan.events.push_back({referenceTo(pod), EventType::kNormal, event_reason::kClaimsGenerated,
                          "claims for template entries: " + list});
   plan.why = "recording generated claims";
   return plan;

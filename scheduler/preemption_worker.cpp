@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "model/event_reasons.h"
 #include "scheduler/verb_trust.h"
 
 namespace ker {
@@ -128,7 +129,8 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
   }
   const ObjectReference preemptor{"v1", "Pod", order.preemptorNs, order.preemptorName,
                                   order.preemptorUid};
-  events_.record(preemptor, EventType::kNormal, "Preempting", preemptingMessage(order));
+  events_.record(preemptor, EventType::kNormal, event_reason::kPreempting,
+                 preemptingMessage(order));
   // First, while the victims still hold the devices: once they are gone the preemptor may be
   // bound at any moment, and a bound pod's nominatedNodeName may not be set.
   setNominatedNode(order, order.node);
@@ -139,13 +141,13 @@ void PreemptionWorker::execute(const PreemptionOrder& order) {
         options_.onFailed(order.preemptorUid);
       }
       setNominatedNode(order, "");
-      events_.record(preemptor, EventType::kWarning, "PreemptionFailed",
+      events_.record(preemptor, EventType::kWarning, event_reason::kPreemptionFailed,
                      preemptionFailedMessage(order, victim));
       return;
     }
     if (result == EvictionResult::kDeleted || result == EvictionResult::kTerminating) {
       events_.record(ObjectReference{"v1", "Pod", victim.ns, victim.name, victim.uid},
-                     EventType::kNormal, "Preempted", preemptedMessage(order));
+                     EventType::kNormal, event_reason::kPreempted, preemptedMessage(order));
     }
   }
 }
