@@ -10,7 +10,7 @@
 #include "common/objects.h"
 #include "common/resource.h"
 #include "controller/reconcile_decisions.h"
-#include "controller/status_reasons.h"
+#include "model/status_reasons.h"
 
 // The vocabulary of plans: what a reconcile decided to write, in terms the executor applies
 // without knowing why. Built by the pure plan functions (claim_plan, device_plan, pod_plan).

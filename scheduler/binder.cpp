@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/request_deadline.h"
+#include "model/status_reasons.h"
 #include "model/suitability.h"
 #include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"
@@ -33,7 +34,7 @@ ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod
     claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
   }
   claim.bindRewrites = 0;
-  claim.reason = "Bound";
+  claim.reason = toString(StatusReason::kBound);
   claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
   return claim;
 }

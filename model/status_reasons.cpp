@@ -1,4 +1,4 @@
-#include "controller/status_reasons.h"
+#include "model/status_reasons.h"
 
 #include <array>
 #include <utility>
