@@ -382,9 +382,11 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
                          {PodRef{a.pod.meta.name, a.pod.meta.uid}})
                   .toJson(options_.wallClock());
+#ifdef KER_FAILPOINTS
   if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
     body["metadata"]["resourceVersion"] = "1";
   }
+#endif
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }

@@ -76,7 +76,8 @@ class Binder {
          BinderOptions options = {}, BinderCaches caches = {});
 
   // Fault injection for tests and chaos runs: the next n device writes carry a stale
-  // resourceVersion, so the API server rejects them with a real 409 Conflict.
+  // resourceVersion, so the API server rejects them with a real 409 Conflict. Only in builds
+  // with KER_FAILPOINTS (those with the tests); elsewhere it does nothing.
   void injectStaleDeviceWrites(int n) { staleWrites_ = n; }
   // Test seam: runs after each attempt's plan is made and its devices reserved, before any
   // write, so a test can land another replica's write and its watch event in between.

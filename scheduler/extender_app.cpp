@@ -87,12 +87,14 @@ struct ExtenderApp::Impl {
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
         handlers(extender, registry, [this] { return awaitSynced(kSyncWait); }) {
+#ifdef KER_FAILPOINTS
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {
       const int writes = std::atoi(n);
       binder.injectStaleDeviceWrites(writes);
       log::warn("failpoint: the next device writes carry a stale resourceVersion",
                 {{"writes", writes}});
     }
+#endif
     devices.addHandlers({
         .onAdd = [this](const auto& d) { index.upsert(d); },
         .onUpdate = [this](const auto&, const auto& d) { index.upsert(d); },
