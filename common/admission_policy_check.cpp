@@ -46,14 +46,22 @@ PolicyVerdict judgeAllocationPolicy(const std::string& name, const PolicyObjectR
     return {PolicyState::kBindingMissing, "ValidatingAdmissionPolicyBinding " + name +
                                               " not found: the policy is not enforced" + fix};
   }
-  const nlohmann::json& spec = binding.object.value("spec", nlohmann::json::object());
-  const std::string target = spec.value("policyName", "");
+  // Read field by field: a value of an unexpected type reads as absent, never throws.
+  auto specField = [&](const char* key) {
+    const nlohmann::json& o = binding.object;
+    if (!o.is_object() || !o.contains("spec") || !o["spec"].is_object()) {
+      return nlohmann::json();
+    }
+    return o["spec"].value(key, nlohmann::json());
+  };
+  const nlohmann::json policyName = specField("policyName");
+  const std::string target = policyName.is_string() ? policyName.get<std::string>() : "";
   if (target != name) {
     return {PolicyState::kBindingElsewhere, "ValidatingAdmissionPolicyBinding " + name +
                                                 " binds policy \"" + target + "\", not " + name +
                                                 fix};
   }
-  const nlohmann::json actions = spec.value("validationActions", nlohmann::json::array());
+  const nlohmann::json actions = specField("validationActions");
   if (!actions.is_array() ||
       std::none_of(actions.begin(), actions.end(), [](const nlohmann::json& a) {
         return a.is_string() && a.get<std::string>() == "Deny";

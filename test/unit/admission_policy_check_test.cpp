@@ -59,9 +59,15 @@ TEST(JudgeAllocationPolicy, EnforcedOnlyWhenBothExistAndTheBindingDeniesThisPoli
     v = judgeAllocationPolicy(kName, found(kPolicy), found(binding(kName, actions)));
     EXPECT_EQ(v.state, PolicyState::kBindingNotDenying) << actions.dump();
   }
-  // A binding without a spec binds nothing.
+  // A binding without a spec, or with fields of other types, binds nothing (and never throws).
   v = judgeAllocationPolicy(kName, found(kPolicy), found({{"metadata", {{"name", kName}}}}));
   EXPECT_EQ(v.state, PolicyState::kBindingElsewhere);
+  for (const auto& odd : {nlohmann::json(), nlohmann::json::array(), nlohmann::json{{"spec", "x"}},
+                          nlohmann::json{{"spec", {{"policyName", 5}}}}}) {
+    EXPECT_EQ(judgeAllocationPolicy(kName, found(kPolicy), found(odd)).state,
+              PolicyState::kBindingElsewhere)
+        << odd.dump();
+  }
 }
 
 TEST(JudgeAllocationPolicy, AReadThatFailedIsUnreadableNotMissing) {
