@@ -71,7 +71,7 @@ void E2eTest::editNodeFile(const std::function<void(json& devices)>& edit) {
   ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0) << path;
 }
 
-void E2eTest::createDevice(const std::string& name) {
+void E2eTest::addDeviceToNodeFile(const std::string& name, const std::string& type) {
   const std::string node = hostDeviceNode(name);
   ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
   ::chmod(node.c_str(), 0666);
@@ -79,10 +79,14 @@ void E2eTest::createDevice(const std::string& name) {
     devices.push_back({{"name", name},
                        {"rawResourceName", resource_},
                        {"deviceID", name + "-id"},
-                       {"properties", {{"type", "k80"}}},
+                       {"properties", {{"type", type}}},
                        {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
   });
   devices_.push_back(name);
+}
+
+void E2eTest::createDevice(const std::string& name) {
+  addDeviceToNodeFile(name);
   ASSERT_TRUE(eventually(
       [&] {
         try {

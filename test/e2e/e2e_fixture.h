@@ -40,6 +40,9 @@ class E2eTest : public ::testing::Test {
   // in the node agent's node file, with a stand-in device node (/dev/null's numbers) at
   // /dev/ker-<name>. Returns once the agent published it and it is Available.
   void createDevice(const std::string& name);
+  // The same without waiting: the node file entry (type=TYPE) and its stand-in device node,
+  // both removed at TearDown.
+  void addDeviceToNodeFile(const std::string& name, const std::string& type = "k80");
   // Drops the device from the node file (the agent withdraws it).
   void removeDeviceFromNodeFile(const std::string& name);
   // Reads the node file, lets edit change its device list, and writes it back atomically.

@@ -416,15 +416,7 @@ TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
   other["metadata"]["labels"] = {{agent::kNodeLabel, "another-node"},
                                  {agent::kManagedByLabel, agent::kManagedByValue}};
   const json created = api_->create(resources::kExtendedResources, "", other);
-  const std::string node = hostDeviceNode(name);
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
-  editNodeFile([&](json& devices) {
-    devices.push_back({{"name", name},
-                       {"rawResourceName", resource_},
-                       {"deviceID", name + "-mine"},
-                       {"properties", {{"type", "p100"}}},
-                       {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
-  });
+  addDeviceToNodeFile(name, "p100");
 
   json events;
   EXPECT_TRUE(eventually(
@@ -446,8 +438,8 @@ TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
   EXPECT_EQ(now["spec"], created["spec"]) << now.dump();
   EXPECT_FALSE(now.contains("/metadata/deletionTimestamp"_json_pointer)) << now.dump();
 
+  // Out of the node file first, or the agent would publish its own device once the name is free.
   removeDeviceFromNodeFile(name);
-  ::unlink(node.c_str());
   api_->remove(resources::kExtendedResources, "", name);
 }
 

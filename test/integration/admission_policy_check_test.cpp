@@ -47,7 +47,8 @@ nlohmann::json bindingDoing(const std::string& action) {
 struct Component {
   std::string binary;
   std::string serviceAccount;
-  std::vector<std::string> args;  // besides --kubeconfig and --metrics/--health port
+  std::vector<std::string> args;  // besides --kubeconfig and the health port
+  std::string healthPortFlag;     // takes the port /readyz is served on
 };
 
 class AdmissionPolicyCheckTest : public ApiTest {
@@ -88,27 +89,25 @@ class AdmissionPolicyCheckTest : public ApiTest {
         {"scheduler/extended-resource-scheduler",
          "extended-resource-scheduler",
          {"--bind-address=127.0.0.1", "--port=" + std::to_string(freePort()),
-          "--health-bind-address=127.0.0.1", "--health-port="}},
+          "--health-bind-address=127.0.0.1"},
+         "--health-port="},
         {"controller/extended-resource-controller",
          "extended-resource-controller",
-         {"--leader-elect=false", "--metrics-bind-address=127.0.0.1:"}},
+         {"--leader-elect=false"},
+         "--metrics-bind-address=127.0.0.1:"},
         {"agent/extended-resource-node-agent",
          "extended-resource-node-agent",
          {"--node-name=admission-policy-itest", "--node-file=" + nodeFile_,
-          "--nri-socket=" + env_->dir() + "/no-nri.sock", "--metrics-bind-address=127.0.0.1:"}},
+          "--nri-socket=" + env_->dir() + "/no-nri.sock"},
+         "--metrics-bind-address=127.0.0.1:"},
     };
     std::vector<std::pair<std::unique_ptr<ChildProcess>, int>> out;
     for (const auto& c : components) {
       const int port = freePort();
       std::vector<std::string> args = {
           "--kubeconfig=" + env_->serviceAccountKubeconfig(c.serviceAccount),
-          "--admission-policy-period=200ms"};
-      for (std::string a : c.args) {
-        if (a.back() == '=' || a.back() == ':') {
-          a += std::to_string(port);
-        }
-        args.push_back(a);
-      }
+          "--admission-policy-period=200ms", c.healthPortFlag + std::to_string(port)};
+      args.insert(args.end(), c.args.begin(), c.args.end());
       auto child = std::make_unique<ChildProcess>(
           env_->binary(c.binary), args, env_->dir() + "/" + uniqueName("policy-check") + ".log");
       child->start();
