@@ -1,5 +1,7 @@
 #include "agent/health.h"
 
+#include "model/status_reasons.h"
+
 namespace ker::agent {
 
 HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen) {
@@ -8,7 +10,7 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
     return Nothing{};
   }
   const bool bound = device.phase == DevicePhase::kBound;
-  const bool marked = device.reason == kUnhealthyReason;
+  const bool marked = parseStatusReason(device.reason) == StatusReason::kDeviceUnhealthy;
   if (seen.healthy) {
     // A Pending set by anyone else is not the agent's to undo, nor one naming a claim.
     if (marked && (bound || (device.phase == DevicePhase::kPending && !device.claimRef))) {
@@ -30,24 +32,6 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
     return MarkUnhealthy{seen.problem};  // a different problem now: keep the message current
   }
   return Nothing{};
-}
-
-ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem) {
-  const bool bound = device.phase == DevicePhase::kBound;
-  if (healthy) {
-    device.reason.clear();
-    device.message.clear();
-    if (!bound) {
-      device.phase = DevicePhase::kAvailable;
-    }
-  } else {
-    device.reason = kUnhealthyReason;
-    device.message = problem;
-    if (!bound) {
-      device.phase = DevicePhase::kPending;
-    }
-  }
-  return device;
 }
 
 }  // namespace ker::agent

@@ -4,22 +4,16 @@
 #include <string>
 #include <variant>
 
-#include "common/conditions.h"
 #include "common/objects.h"
 
 // Device health as the agent reports it in the API: the pure decision, given what the agent
 // observed on the host and what the device's status says.
 namespace ker::agent {
 
-// status.reason of a device the agent took out of offer because it is unhealthy. Only a device
-// with this reason is put back to Available by the agent: a Pending set by anyone else is not
-// its to undo.
-inline constexpr const char* kUnhealthyReason = kDeviceUnhealthyReason;
-
 namespace health_action {
 struct Nothing {};
 // Unhealthy and the status does not say so (or not this problem): status.reason
-// kUnhealthyReason with the problem as message, which makes its Healthy condition False. A
+// DeviceUnhealthy with the problem as message, which makes its Healthy condition False. A
 // free device becomes Pending as well, so the extender stops offering it; a Bound one stays
 // with its pod (taking it away is the user's call), and when it just turned unhealthy its claim
 // and pod get a Warning event.
@@ -27,8 +21,9 @@ struct MarkUnhealthy {
   std::string message;
   std::optional<std::string> warning;  // for the claim and pod of a Bound device
 };
-// Marked for kUnhealthyReason and healthy again: the mark goes (a Pending device becomes
-// Available).
+// Marked DeviceUnhealthy and healthy again: the mark goes (a Pending device becomes Available).
+// Only a device with that reason is put back to Available by the agent: a Pending set by anyone
+// else is not its to undo.
 struct MarkHealthy {};
 // Bound, marked unhealthy already and just seen to turn unhealthy (the agent restarted): the
 // warning alone.
@@ -48,9 +43,7 @@ struct HealthObservation {
   bool wasHealthy = true;
 };
 
+// Applied by markDeviceUnhealthy and markDeviceHealthy (model/device_transitions.h).
 HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen);
-
-// The device with the status a MarkUnhealthy (healthy false) or MarkHealthy (true) writes.
-ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem);
 
 }  // namespace ker::agent

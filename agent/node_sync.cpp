@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
+#include "model/device_transitions.h"
 #include "model/event_reasons.h"
 
 namespace ker::agent {
@@ -254,8 +255,14 @@ void NodeSync::checkHealth(const NodeFile& file) {
       continue;
     }
     const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
-    const ExtendedResource next =
-        withHealth(*device, !unhealthy, unhealthy ? unhealthy->message : std::string());
+    ExtendedResource next = *device;
+    if (const Status changed =
+            unhealthy ? markDeviceUnhealthy(next, unhealthy->message) : markDeviceHealthy(next);
+        !changed.ok()) {
+      // A decision at odds with the device it was made on: a fault of ours.
+      log::error("status transition refused: nothing written", {{"error", changed.message()}});
+      continue;
+    }
     if (const Status sent = callApi([&] {
           api_.updateStatus(resources::kExtendedResources, "",
                             next.toJson(std::chrono::system_clock::now()));

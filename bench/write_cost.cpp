@@ -6,7 +6,8 @@
 #include "bench/pipeline_objects.h"
 #include "common/api_time.h"
 #include "common/objects.h"
-#include "scheduler/bind_journal.h"
+#include "model/claim_transitions.h"
+#include "model/device_transitions.h"
 
 namespace ker::bench::pipeline::writecost {
 
@@ -98,34 +99,36 @@ std::string stateOf(Kind k, size_t i) {
 json nextStatus(Kind k, const Targets& t, const json& current, size_t i, SystemTime now) {
   switch (k) {
     case Kind::kDevice: {
-      const auto d = ExtendedResource::fromJson(current);
+      auto d = ExtendedResource::fromJson(current);
       if (!d.invalid.empty()) {
         throw std::runtime_error("device " + t.device + " reads as invalid: " + d.invalid);
       }
-      std::optional<ClaimRef> ref;
-      std::vector<PodRef> holders;
+      // As a bind and its undo write it.
+      Status changed;
       if (held(i)) {
-        ref = ClaimRef{t.ns, t.claim, t.claimUid};
-        holders = {PodRef{t.claim + "-pod", t.claimUid}};  // as a bind names its pod
+        changed = bindDevice(d, ClaimRef{t.ns, t.claim, t.claimUid}, {PodRef{t.pod, t.podUid}});
+      } else {
+        changed = undoDeviceBind(d);
       }
-      return markDevice(d, ref, std::move(holders)).toJson(now);
+      if (!changed.ok()) {
+        throw std::runtime_error(changed.message());
+      }
+      return d.toJson(now);
     }
     case Kind::kClaim: {
       auto c = ExtendedResourceClaim::fromJson(current);
       if (!c.invalid.empty()) {
         throw std::runtime_error("claim " + t.claim + " reads as invalid: " + c.invalid);
       }
+      // As a bind and the controller's release write it.
+      Status changed;
       if (held(i)) {
-        c.phase = ClaimPhase::kBound;
-        c.allocated = {t.device};
-        c.nodeName = t.node;
-        c.podRef = PodRef{t.pod, t.podUid};
-        c.reason = "Bound";
-        c.message = "allocated to pod " + t.pod + " on node " + t.node;
+        changed = bindClaim(c, PodRef{t.pod, t.podUid}, t.node, {t.device});
       } else {
-        c.makePending();
-        c.reason = "Released";
-        c.message = "pod " + t.ns + "/" + t.pod + " is gone";
+        changed = releaseClaim(c, "pod " + t.ns + "/" + t.pod + " is gone");
+      }
+      if (!changed.ok()) {
+        throw std::runtime_error(changed.message());
       }
       return c.toJson(now);
     }

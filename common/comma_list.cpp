@@ -33,4 +33,12 @@ std::string joinCommaList(const std::vector<std::string>& items) {
   return out;
 }
 
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += (out.empty() ? "" : ", ") + n;
+  }
+  return out;
+}
+
 }  // namespace ker

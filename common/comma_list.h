@@ -13,4 +13,7 @@ std::vector<std::string> splitCommaList(std::string_view list);
 // The inverse: the items joined with "," (no spaces).
 std::string joinCommaList(const std::vector<std::string>& items);
 
+// Names joined with ", ", for messages people read.
+std::string joinNames(const std::vector<std::string>& names);
+
 }  // namespace ker

@@ -847,16 +847,6 @@ std::vector<std::string> ExtendedResourceClaim::listedDevices() const {
   return names;
 }
 
-void ExtendedResourceClaim::makePending() {
-  phase = ClaimPhase::kPending;
-  allocated.clear();
-  lost.clear();
-  nodeName.clear();
-  podRef.reset();
-  sharedHolders.clear();
-  bindRewrites = 0;
-}
-
 std::vector<PodRef> ExtendedResourceClaim::holders() const {
   std::vector<PodRef> out;
   if (podRef) {

@@ -196,9 +196,6 @@ struct ExtendedResourceClaim {
 
   static ExtendedResourceClaim fromJson(const nlohmann::json& obj);
   nlohmann::json toJson(SystemTime now) const;  // as ExtendedResource::toJson (claimConditions)
-  // Pending holds nothing: the phase becomes Pending and the allocation, lost devices, node,
-  // holder and bind rewrites are cleared. Reason and message are left to the caller.
-  void makePending();
   // allocated, then lost: every device name the claim's status holds on to.
   std::vector<std::string> listedDevices() const;
   // The names no other pod may be given (the extender holds them, the controller binds a

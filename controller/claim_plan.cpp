@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/claim_transitions.h"
 #include "model/event_reasons.h"
 
 namespace ker {
@@ -25,37 +26,20 @@ std::vector<ObjectReference> holderRefs(const ExtendedResourceClaim& c) {
   return out;
 }
 
-// The contract: a reason naming the devices (kubectl's Reason column shows it). A few names
-// at most; the message lists them all.
-std::string lostReason(const std::vector<std::string>& lost) {
-  constexpr size_t kNamed = 3;
-  std::vector<std::string> named(lost.begin(), lost.begin() + std::min(lost.size(), kNamed));
-  std::string reason = std::string(toString(StatusReason::kLost)) + ": " + joinNames(named);
-  if (lost.size() > kNamed) {
-    reason += " and " + std::to_string(lost.size() - kNamed) + " more";
-  }
-  return reason;
-}
-
 void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
              Plan& p) {
   ExtendedResourceClaim next = c;
-  next.makePending();
-  // An invalid claim is still unusable as it stands: it keeps saying why (the Released event
-  // records the release).
-  const bool invalid = !c.invalid.empty();
-  next.reason = toString(invalid ? StatusReason::kInvalid : StatusReason::kReleased);
-  next.message = invalid ? c.invalid : a.message;
+  if (p.refused = releaseClaim(next, a.message); !p.refused.ok()) {
+    return;
+  }
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kReleased;
   p.cause = a.cause;
   p.why = a.message;
-  p.frees =
-      DeviceFrees{ClaimRef{c.meta.ns, c.meta.name, c.meta.uid},
-                  c.listedDevices(),
-                  {StatusReason::kReleased, releasedMessage(keyOf(c)),
-                   ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
-                  {StatusReason::kOrphaned, "claim " + keyOf(c) + " was deleted", std::nullopt}};
+  p.frees = DeviceFrees{ClaimRef{c.meta.ns, c.meta.name, c.meta.uid},
+                        c.listedDevices(),
+                        {releasedMessage(keyOf(c)), ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
+                        {"claim " + keyOf(c) + " was deleted", std::nullopt}};
   p.events.push_back(
       {referenceTo(c), EventType::kNormal, toString(StatusReason::kReleased), a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
@@ -71,12 +55,8 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
 void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, SystemTime now,
                  Plan& p) {
   ExtendedResourceClaim next = c;
-  auto isGone = [&](const PodRef& ref) {
-    return std::find(a.gone.begin(), a.gone.end(), ref) != a.gone.end();
-  };
-  std::erase_if(next.sharedHolders, isGone);
-  if (next.podRef && isGone(*next.podRef)) {
-    next.podRef.reset();
+  if (p.refused = leaveClaim(next, a.gone); !p.refused.ok()) {
+    return;
   }
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kHoldersLeft;
@@ -98,18 +78,9 @@ void dropHolders(const ExtendedResourceClaim& c, const action::DropHolders& a, S
 void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, SystemTime now,
               Plan& p) {
   ExtendedResourceClaim next = c;
-  next.phase = ClaimPhase::kLost;
-  std::erase_if(next.allocated, [&](const std::string& name) {
-    return std::find(a.missing.begin(), a.missing.end(), name) != a.missing.end();
-  });
-  // Remembered, not dropped: a device that comes back under that name is held for this pod.
-  for (const auto& name : a.missing) {
-    if (std::find(next.lost.begin(), next.lost.end(), name) == next.lost.end()) {
-      next.lost.push_back(name);
-    }
+  if (p.refused = markClaimLost(next, a.missing, a.message); !p.refused.ok()) {
+    return;
   }
-  next.reason = lostReason(next.lost);
-  next.message = a.message;
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kClaimLost;
   p.why = a.message + " (" + joinNames(a.missing) + ")";
@@ -123,22 +94,11 @@ void markLost(const ExtendedResourceClaim& c, const action::MarkClaimLost& a, Sy
 void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, SystemTime now,
              Plan& p) {
   ExtendedResourceClaim next = c;
-  std::erase_if(next.lost, [&](const std::string& name) {
-    return std::find(a.recovered.begin(), a.recovered.end(), name) != a.recovered.end();
-  });
-  next.allocated.insert(next.allocated.end(), a.recovered.begin(), a.recovered.end());
-  const std::string message = "extended resource" +
-                              std::string(a.recovered.size() > 1 ? "s " : " ") +
-                              joinNames(a.recovered) + " came back and " +
-                              (a.recovered.size() > 1 ? "are" : "is") + " bound to the claim again";
-  if (next.lost.empty()) {
-    next.phase = ClaimPhase::kBound;
-    next.reason = toString(StatusReason::kRecovered);
-    next.message = message;
-  } else {
-    next.reason = lostReason(next.lost);
-    next.message = message + "; still lost: " + joinNames(next.lost);
+  if (p.refused = recoverClaim(next, a.recovered); !p.refused.ok()) {
+    return;
   }
+  // The event says what came back; the status also what is still lost.
+  const std::string message = recoveredMessage(a.recovered);
   p.why = next.message;
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kClaimRecovered;
@@ -181,9 +141,10 @@ Plan planStatus(const ClaimInputs& in) {
     // A status without a phase is not one any bind wrote: whatever allocation it names (by
     // hand) goes, as Pending means; devices Bound to the claim are then orphans to repair.
     ExtendedResourceClaim next = c;
-    next.makePending();
-    p.write = statusUpdate(std::move(next), in.now);
-    p.change = Change::kClaimInitialized;
+    if (p.refused = initializeClaim(next); p.refused.ok()) {
+      p.write = statusUpdate(std::move(next), in.now);
+      p.change = Change::kClaimInitialized;
+    }
   }
   return p;
 }

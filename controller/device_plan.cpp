@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/device_transitions.h"
+
 namespace ker {
 
 namespace {
@@ -22,13 +24,12 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
     return p;
   }
   ExtendedResource next = d;
-  next.phase = DevicePhase::kBound;
-  next.claimRef = ClaimRef{c.meta.ns, c.meta.name, c.meta.uid};
-  next.holders = live->holders();
-  next.releasedFrom.reset();
-  next.reason = toString(StatusReason::kRebound);
-  next.message = "claim " + objectKey(c.meta.ns, c.meta.name) +
-                 " still lists a device of this name for its pod";
+  p.refused = rebindDevice(next, ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}, live->holders(),
+                           "claim " + objectKey(c.meta.ns, c.meta.name) +
+                               " still lists a device of this name for its pod");
+  if (!p.refused.ok()) {
+    return p;
+  }
   p.write = statusUpdate(next, in.now);
   p.change = Change::kDeviceRebound;
   p.why = next.message;
@@ -54,17 +55,22 @@ Plan planStatus(const DeviceInputs& in) {
   } else if (const auto* held = std::get_if<action::AwaitHolders>(&decision.action)) {
     p.requeueAfter = held->recheck;
   } else if (const auto* free = std::get_if<action::FreeDevice>(&decision.action)) {
-    p.write =
-        statusUpdate(freed(d, {StatusReason::kOrphaned, free->message, std::nullopt}), in.now);
-    p.change = Change::kDeviceFreed;
-    p.why = free->message;
+    ExtendedResource next = d;
+    if (p.refused = freeDevice(next, free->message, std::nullopt); p.refused.ok()) {
+      p.write = statusUpdate(std::move(next), in.now);
+      p.change = Change::kDeviceFreed;
+      p.why = free->message;
+    }
   } else if (const auto* back = std::get_if<action::RebindDevice>(&decision.action)) {
     Plan r = rebind(d, in, *back->claim);
     r.suspectSince = decision.suspectSince;
     return r;
   } else if (std::holds_alternative<action::InitDeviceStatus>(decision.action)) {
-    p.write = statusUpdate(freed(d, {}), in.now);
-    p.change = Change::kDeviceInitialized;
+    ExtendedResource next = d;
+    if (p.refused = initializeDevice(next); p.refused.ok()) {
+      p.write = statusUpdate(std::move(next), in.now);
+      p.change = Change::kDeviceInitialized;
+    }
   }
   return p;
 }

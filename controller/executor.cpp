@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "controller/write_request.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 
@@ -122,6 +123,10 @@ bool Executor::record(const std::vector<PlannedEvent>& events) {
 
 Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) {
   Outcome out;
+  if (!plan.refused.ok()) {
+    // A decision at odds with the object it was made on: a fault of ours, never the cluster's.
+    log::error("status transition refused: nothing written", {{"error", plan.refused.message()}});
+  }
   bool claimGone = false;
   if (plan.write && !plan.frees) {
     out.writtenVersion = write(*plan.write);
@@ -188,11 +193,14 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
         return FreeResult::kNothingToDo;
       }
     }
+    ExtendedResource next = *device;
+    if (!freeDevice(next, status.message, status.releasedFrom).ok()) {
+      return FreeResult::kNothingToDo;
+    }
     gate();
     triedVersion = device->meta.resourceVersion;
-    const Status sent = callApi([&] {
-      api_.updateStatus(resources::kExtendedResources, "", freed(*device, status).toJson(clock_()));
-    });
+    const Status sent = callApi(
+        [&] { api_.updateStatus(resources::kExtendedResources, "", next.toJson(clock_())); });
     if (sent.ok()) {
       return FreeResult::kFreed;
     }

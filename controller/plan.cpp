@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "common/conditions.h"
+#include "model/claim_transitions.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 
@@ -70,8 +72,9 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
   // The object as the patch leaves it; its typed phase already reads as the initial one when
   // none is written.
   Object next = o;
-  next.reason = o.invalid.empty() ? "" : toString(StatusReason::kInvalid);
-  next.message = o.invalid;
+  if (Status mark = markInvalid(next); !mark.ok()) {
+    return std::nullopt;
+  }
   const std::vector<Condition> conditions = conditionsOf(next, now);
   const bool saidAlready = marked && o.message == o.invalid;
   if (!o.invalid.empty() && saidAlready && o.phaseWritten &&
@@ -165,16 +168,6 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
                            {}};
   plan.change = *on ? Change::kProtected : Change::kUnprotected;
   return true;
-}
-
-ExtendedResource freed(ExtendedResource device, const FreedStatus& status) {
-  device.phase = DevicePhase::kAvailable;
-  device.claimRef.reset();
-  device.holders.clear();
-  device.releasedFrom = status.releasedFrom;
-  device.reason = toString(status.reason);
-  device.message = status.message;
-  return device;
 }
 
 }  // namespace ker

@@ -9,6 +9,7 @@
 #include "common/event_recorder.h"
 #include "common/objects.h"
 #include "common/resource.h"
+#include "common/status.h"
 #include "controller/reconcile_decisions.h"
 #include "model/status_reasons.h"
 
@@ -96,13 +97,12 @@ struct PlannedEvent {
   std::string message;
 };
 
-// The status a freed device gets: Available, no claimRef nor holders, and this reason and message.
+// How a device is freed (freeDevice): with this message, released from the claim it names (or
+// orphaned without one).
 struct FreedStatus {
-  StatusReason reason = StatusReason::kNone;
   std::string message;
   std::optional<ClaimRef> releasedFrom;
 };
-ExtendedResource freed(ExtendedResource device, const FreedStatus& status);
 
 // The devices a release frees after its claim write, each only while it is still Bound to the
 // claim (a fresh read decides once the cache cannot).
@@ -131,6 +131,9 @@ struct Plan {
   // When to look again (a grace period running); the grace clock's start to remember.
   std::optional<Millis> requeueAfter;
   std::optional<SteadyTime> suspectSince;
+  // A status transition the model refused: the decision is at odds with the object, so nothing
+  // is written (the reconciler logs it as an error).
+  Status refused;
 };
 
 // The Invalid mark both kinds share: a merge patch of status.reason Invalid, the parse error as

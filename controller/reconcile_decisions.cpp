@@ -49,14 +49,6 @@ Decision afterGrace(const SteadyTime now, std::optional<SteadyTime> suspectSince
 
 }  // namespace
 
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    out += (out.empty() ? "" : ", ") + n;
-  }
-  return out;
-}
-
 std::string releasedMessage(const std::string& claimKey) {
   return "claim " + claimKey + " was released";
 }

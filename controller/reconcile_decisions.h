@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/clocks.h"
+#include "common/comma_list.h"
 #include "common/objects.h"
 #include "model/status_reasons.h"
 
@@ -179,9 +180,6 @@ struct DeviceView {
 // grace period (unless releasedWithClaim), because the extender writes devices before the claim
 // and so passes through that state on every bind.
 Decision decideDevice(const DeviceView& v);
-
-// "a, b, c": device names in messages and reasons.
-std::string joinNames(const std::vector<std::string>& names);
 
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).
 bool isBoundTo(const ExtendedResource& device, const ExtendedResourceClaim& claim);

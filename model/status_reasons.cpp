@@ -3,13 +3,13 @@
 #include <array>
 #include <utility>
 
+#include "common/conditions.h"
+
 namespace ker {
 
 namespace {
 
-constexpr std::string_view kLostPrefix = "ExtendedResourceLost";
-
-constexpr std::array<std::pair<StatusReason, const char*>, 7> kNames{{
+constexpr std::array<std::pair<StatusReason, const char*>, 8> kNames{{
     {StatusReason::kBound, "Bound"},
     {StatusReason::kReleased, "Released"},
     {StatusReason::kRecovered, "Recovered"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<StatusReason, const char*>, 7> kNames{{
     {StatusReason::kOrphaned, "Orphaned"},
     {StatusReason::kInvalid, "Invalid"},
     {StatusReason::kLost, "ExtendedResourceLost"},
+    {StatusReason::kDeviceUnhealthy, kDeviceUnhealthyReason},
 }};
 
 }  // namespace
@@ -36,9 +37,6 @@ const char* toString(StatusReason reason) {
 StatusReason parseStatusReason(std::string_view reason) {
   if (reason.empty()) {
     return StatusReason::kNone;
-  }
-  if (reason.starts_with(kLostPrefix)) {
-    return StatusReason::kLost;
   }
   for (const auto& [r, name] : kNames) {
     if (reason == name) {

@@ -4,35 +4,10 @@
 #include <set>
 
 #include "common/logging.h"
+#include "model/claim_transitions.h"
+#include "model/device_transitions.h"
 
 namespace ker {
-
-namespace {
-
-ExtendedResourceClaim markClaimPending(ExtendedResourceClaim claim) {
-  claim.makePending();
-  claim.reason.clear();
-  claim.message.clear();
-  return claim;
-}
-
-ExtendedResourceClaim withoutHolder(ExtendedResourceClaim claim, const std::string& podUid) {
-  std::erase_if(claim.sharedHolders, [&](const PodRef& h) { return h.uid == podUid; });
-  return claim;
-}
-
-}  // namespace
-
-ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref,
-                            std::vector<PodRef> holders) {
-  device.phase = ref ? DevicePhase::kBound : DevicePhase::kAvailable;
-  device.holders = ref ? std::move(holders) : std::vector<PodRef>{};
-  device.claimRef = std::move(ref);
-  device.releasedFrom.reset();
-  device.reason.clear();
-  device.message.clear();
-  return device;
-}
 
 BindJournal::Entry& BindJournal::add(Kind kind) {
   return entries_.emplace_back(Entry{.kind = kind});
@@ -147,10 +122,21 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       continue;
     }
     const ExtendedResourceClaim& c = *it->claim;
+    ExtendedResourceClaim next = c;
+    std::vector<PodRef> leaving;
+    for (const auto& holder : c.holders()) {
+      if (holder.uid == podUid_) {
+        leaving.push_back(holder);
+      }
+    }
+    const Status undone = it->kind == Kind::kJoin ? leaveClaim(next, leaving) : undoClaimBind(next);
+    if (!undone.ok()) {
+      kept.insert(c.meta.uid);
+      log::warn("bind undo: claim left as it is", {{"error", undone.message()}});
+      continue;
+    }
     try {
-      api.updateStatus(
-          resources::kExtendedResourceClaims, c.meta.ns,
-          (it->kind == Kind::kJoin ? withoutHolder(c, podUid_) : markClaimPending(c)).toJson(now));
+      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns, next.toJson(now));
       ++writes;
     } catch (const std::exception& ex) {
       kept.insert(c.meta.uid);
@@ -166,9 +152,14 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
     if (d.claimRef && kept.count(d.claimRef->uid) != 0) {
       continue;
     }
+    ExtendedResource next = d;
+    if (Status undone = undoDeviceBind(next); !undone.ok()) {
+      log::warn("bind undo: device left as it is", {{"error", undone.message()}});
+      continue;
+    }
     try {
       auto restored = ExtendedResource::fromJson(
-          api.updateStatus(resources::kExtendedResources, "", markDevice(d, {}, {}).toJson(now)));
+          api.updateStatus(resources::kExtendedResources, "", next.toJson(now)));
       ++writes;
       index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
     } catch (const std::exception& ex) {

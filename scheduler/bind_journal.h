@@ -82,9 +82,4 @@ class BindJournal {
   std::vector<Entry> entries_;
 };
 
-// A device's status as a bind writes it: Bound to ref for the pods `holders` (those of the claim
-// that may use it), or Available again, holding nobody, without one.
-ExtendedResource markDevice(ExtendedResource device, std::optional<ClaimRef> ref,
-                            std::vector<PodRef> holders);
-
 }  // namespace ker

@@ -8,7 +8,8 @@
 #include "common/logging.h"
 #include "common/objects.h"
 #include "common/request_deadline.h"
-#include "model/status_reasons.h"
+#include "model/claim_transitions.h"
+#include "model/device_transitions.h"
 #include "model/suitability.h"
 #include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"
@@ -20,40 +21,6 @@ namespace ker {
 namespace {
 
 using json = nlohmann::json;
-
-ExtendedResourceClaim markClaimBound(ExtendedResourceClaim claim, const Pod& pod,
-                                     const std::string& node, std::vector<std::string> devices) {
-  claim.phase = ClaimPhase::kBound;
-  claim.allocated = std::move(devices);
-  claim.nodeName = node;
-  // The first holder of a shareable claim starts its holders list; others have a podRef.
-  if (claim.shareable) {
-    claim.podRef.reset();
-    claim.sharedHolders = {PodRef{pod.meta.name, pod.meta.uid}};
-  } else {
-    claim.podRef = PodRef{pod.meta.name, pod.meta.uid};
-  }
-  claim.bindRewrites = 0;
-  claim.reason = toString(StatusReason::kBound);
-  claim.message = "allocated to pod " + pod.meta.name + " on node " + node;
-  return claim;
-}
-
-// A claim another call bound to the pod, as this call rewrites it before using it: the same
-// allocation, its count of rewrites one up. The write is then a real change that moves the
-// claim's resourceVersion, and its status never returns to an earlier form, which the
-// controller would take for no sign of life.
-ExtendedResourceClaim markClaimReused(ExtendedResourceClaim claim) {
-  ++claim.bindRewrites;
-  return claim;
-}
-
-// A shareable claim allocated to other pods, with this pod added to its holders: the
-// allocation itself is left as it is.
-ExtendedResourceClaim markClaimJoined(ExtendedResourceClaim claim, const Pod& pod) {
-  claim.sharedHolders.push_back(PodRef{pod.meta.name, pod.meta.uid});
-  return claim;
-}
 
 // The pods a device of the claim is held for once the pod has it: the claim's holders, and the
 // pod when it is not among them yet.
@@ -114,6 +81,10 @@ Binder::Step Binder::Step::of(const Status& answer) {
     return {kGone, answer};
   }
   return {answer.isRetriable() ? kRetry : kFail, answer};
+}
+
+Binder::Step Binder::Step::refused(const Status& transition) {
+  return {kConflict, Status::conflict(transition.message())};
 }
 
 Binder::Step Binder::writeFailed(const Status& answer, Attempt& a) {
@@ -379,9 +350,13 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
     return {Step::kConflict,
             Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
-  json body = markDevice(*cached, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                         {PodRef{a.pod.meta.name, a.pod.meta.uid}})
-                  .toJson(options_.wallClock());
+  ExtendedResource next = *cached;
+  if (Status bound = bindDevice(next, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                                {PodRef{a.pod.meta.name, a.pod.meta.uid}});
+      !bound.ok()) {
+    return Step::refused(bound);
+  }
+  json body = next.toJson(options_.wallClock());
 #ifdef KER_FAILPOINTS
   if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
     body["metadata"]["resourceVersion"] = "1";
@@ -410,8 +385,13 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
+  ExtendedResourceClaim next = claim;
+  if (Status bound = bindClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}, a.node, names);
+      !bound.ok()) {
+    return Step::refused(bound);
+  }
   a.journal.claimSent(claim, names);
-  return sendClaimStatus(markClaimBound(claim, a.pod, a.node, names), a);
+  return sendClaimStatus(next, a);
 }
 
 // The claim's status write of a step already entered in the journal, and its answer recorded.
@@ -451,16 +431,18 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
                                               objectKey(claim.meta.ns, claim.meta.name) +
                                               " is no longer bound to it")};
   }
+  if (Status bound = bindDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                                holdersWith(claim, a.pod));
+      !bound.ok()) {
+    return Step::refused(bound);
+  }
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
   ExtendedResource written;
   if (Status sent = callApi([&] {
-        written = ExtendedResource::fromJson(api_.updateStatus(
-            resources::kExtendedResources, "",
-            markDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                       holdersWith(claim, a.pod))
-                .toJson(options_.wallClock())));
+        written = ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "",
+                                                               live.toJson(options_.wallClock())));
       });
       !sent.ok()) {
     return Step::of(sent);
@@ -477,13 +459,17 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
 // this call binds; if its undo came first, this write fails and the bind is decided again on
 // what it left.
 Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) {
+  ExtendedResourceClaim next = claim;
+  if (Status rewritten = rewriteClaimBind(next, a.pod.meta.uid); !rewritten.ok()) {
+    return Step::refused(rewritten);
+  }
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
   a.journal.reuseSent(claim.meta.uid);
   if (Status sent = callApi([&] {
         api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                          markClaimReused(claim).toJson(options_.wallClock()));
+                          next.toJson(options_.wallClock()));
       });
       !sent.ok()) {
     return writeFailed(sent, a);
@@ -509,8 +495,8 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
         !read.ok()) {
       return Step::of(read);
     }
-    if (live.phase != DevicePhase::kBound || !live.claimRef ||
-        live.claimRef->uid != claim.meta.uid) {
+    if (Status held = setDeviceHolders(live, claim.meta.uid, holdersWith(claim, a.pod));
+        !held.ok()) {
       return {Step::kConflict, Status::conflict("device " + name + " of shared claim " +
                                                 objectKey(claim.meta.ns, claim.meta.name) +
                                                 " is no longer bound to it")};
@@ -519,10 +505,8 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
       return s;
     }
     if (Status sent = callApi([&] {
-          live = ExtendedResource::fromJson(
-              api_.updateStatus(resources::kExtendedResources, "",
-                                markDevice(live, live.claimRef, holdersWith(claim, a.pod))
-                                    .toJson(options_.wallClock())));
+          live = ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "",
+                                                              live.toJson(options_.wallClock())));
         });
         !sent.ok()) {
       return Step::of(sent);
@@ -533,8 +517,12 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
+  ExtendedResourceClaim next = claim;
+  if (Status joined = ker::joinClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}); !joined.ok()) {
+    return Step::refused(joined);
+  }
   a.journal.joinSent(claim);
-  return sendClaimStatus(markClaimJoined(claim, a.pod), a);
+  return sendClaimStatus(next, a);
 }
 
 Binder::Step Binder::writeBinding(Attempt& a) {

@@ -125,6 +125,9 @@ class Binder {
     bool ok() const { return kind == kOk; }
     // A failed API call's answer as the step's result.
     static Step of(const Status& answer);
+    // A status transition the model refused: the object is not in the state the plan was made
+    // on, so the attempt is decided again on fresh state (kConflict).
+    static Step refused(const Status& transition);
   };
   struct Attempt;
 

@@ -2,11 +2,21 @@
 
 #include "agent/health.h"
 #include "common/conditions.h"
+#include "model/device_transitions.h"
 
 namespace ker::agent {
 namespace {
 
 using namespace health_action;
+
+const std::string kUnhealthyReason = toString(StatusReason::kDeviceUnhealthy);
+
+// The device as the agent writes it for the action decided (MarkUnhealthy or MarkHealthy).
+ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem) {
+  const Status changed = healthy ? markDeviceHealthy(device) : markDeviceUnhealthy(device, problem);
+  EXPECT_TRUE(changed.ok()) << changed.message();
+  return device;
+}
 
 ExtendedResource device(DevicePhase phase, bool claimed = false, std::string reason = "",
                         std::string message = "") {

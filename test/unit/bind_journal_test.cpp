@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fake_api_client.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 namespace {
@@ -53,10 +54,10 @@ class BindJournalTest : public ::testing::Test {
   // The device given to the claim, as the API stored it.
   ExtendedResource bindDevice(const std::string& name, const std::string& claimName) {
     const auto c = claim(claimName);
+    ExtendedResource d = device(name);
+    EXPECT_TRUE(ker::bindDevice(d, ClaimRef{"default", claimName, c.meta.uid}, {}).ok());
     return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
-        resources::kExtendedResources, "",
-        markDevice(device(name), ClaimRef{"default", claimName, c.meta.uid}, {})
-            .toJson(SystemTime{})));
+        resources::kExtendedResources, "", d.toJson(SystemTime{})));
   }
   // The claim bound to pod p with devices, as the API stored it.
   ExtendedResourceClaim bindClaim(const std::string& name, std::vector<std::string> devices) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/api_time.h"
+#include "model/claim_transitions.h"
 
 namespace ker {
 namespace {
@@ -73,7 +74,7 @@ TEST(ClaimConditions, TransitionTimeMovesOnlyWhenTheStatusFlips) {
   EXPECT_EQ(lost[0].lastTransitionTime, formatTime(kThen));
   EXPECT_EQ(lost[1].lastTransitionTime, formatTime(kNow));
   // Released: Allocated flips.
-  c.makePending();
+  ASSERT_TRUE(releaseClaim(c, "pod gone").ok());
   const auto released = claimConditions(c, lost, kNow + hours(1));
   EXPECT_EQ(released[0].lastTransitionTime, formatTime(kNow + hours(1)));
   EXPECT_EQ(released[1].lastTransitionTime, formatTime(kNow + hours(1)));
@@ -122,7 +123,7 @@ TEST(Conditions, ADeletingObjectInUseStaysAllocatedAndSaysItsDeletionWaits) {
       cs[0].message,
       "for pod trainer on node n1: gpu-0, gpu-1; deleted once pod trainer no longer holds it");
   EXPECT_EQ(cs[0].lastTransitionTime, formatTime(kThen)) << "still True";
-  c.makePending();
+  ASSERT_TRUE(releaseClaim(c, "pod gone").ok());
   EXPECT_EQ(claimConditions(c, cs, kNow)[0].reason, ConditionReason::kPending)
       << "released: nothing keeps it";
 

@@ -5,6 +5,7 @@
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
 #include "controller/write_request.h"
+#include "model/claim_transitions.h"
 
 namespace ker {
 namespace {
@@ -133,10 +134,8 @@ TEST_F(ClaimPlanTest, ReleaseWritesPendingThenFreesWithItsOrigin) {
   ASSERT_TRUE(p.frees);
   EXPECT_EQ(p.frees->names, std::vector<std::string>{"d0"});
   EXPECT_EQ(p.frees->from, (ClaimRef{"default", "c", "uid-c"}));
-  EXPECT_EQ(p.frees->status.reason, StatusReason::kReleased);
-  EXPECT_EQ(p.frees->status.releasedFrom, p.frees->from);
-  EXPECT_EQ(p.frees->statusIfClaimGone.reason, StatusReason::kOrphaned);
-  EXPECT_FALSE(p.frees->statusIfClaimGone.releasedFrom);
+  EXPECT_EQ(p.frees->status.releasedFrom, p.frees->from) << "Released from the claim";
+  EXPECT_FALSE(p.frees->statusIfClaimGone.releasedFrom) << "Orphaned";
   EXPECT_EQ(eventReasons(p),
             (std::vector<std::string>{"ExtendedResourceClaim/Released", "Pod/ClaimReleased"}));
   EXPECT_EQ(p.events[1].about.uid, "uid-p") << "the holder, gone or not";
@@ -234,7 +233,7 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
   EXPECT_EQ(conditions, claimConditions(marked, {}, in.now));
 
   claim.phaseWritten = false;
-  claim.makePending();
+  ASSERT_TRUE(initializeClaim(claim).ok());
   p = planClaim(in);
   EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Pending")
       << "a claim without a phase gets one as it is marked";
@@ -286,14 +285,15 @@ TEST_F(ClaimPlanTest, AnUnreadableStatusIsLeftAlone) {
   EXPECT_FALSE(p.write) << "it cannot be trusted to say what it holds";
 }
 
-TEST_F(ClaimPlanTest, LostDevicesNameTheReasonAndWarnTheHolder) {
+TEST_F(ClaimPlanTest, LostDevicesAreListedAndTheHolderWarned) {
   in.view.devices = {{"d0", nullptr}};
   in.view.devicesLive = true;
   const Plan p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kClaimLost);
   EXPECT_EQ(renderWrite(*p.write).body["status"]["phase"], "Lost");
-  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "ExtendedResourceLost: d0");
+  EXPECT_EQ(renderWrite(*p.write).body["status"]["reason"], "ExtendedResourceLost")
+      << "the names are data: in the list, not the reason";
   EXPECT_EQ(renderWrite(*p.write).body["status"]["lostExtendedResourceNames"],
             nlohmann::json({"d0"}));
   EXPECT_EQ(eventReasons(p),
@@ -365,7 +365,7 @@ TEST_F(DevicePlanTest, NoRebindToAClaimReleasedMeanwhile) {
   in.view.listedBy = {&claim};
   in.rebindClaimRead = true;
   ExtendedResourceClaim released = claim;
-  released.makePending();
+  ASSERT_TRUE(releaseClaim(released, "pod gone").ok());
   in.rebindClaimLive = &released;
   EXPECT_FALSE(planDevice(in).write);
   in.rebindClaimLive = nullptr;
@@ -443,12 +443,12 @@ TEST(PodPlan, WarnsOncePerProblem) {
 TEST(StatusReasons, ParseWhatIsWritten) {
   for (auto r : {StatusReason::kBound, StatusReason::kReleased, StatusReason::kRecovered,
                  StatusReason::kRebound, StatusReason::kOrphaned, StatusReason::kInvalid,
-                 StatusReason::kLost}) {
+                 StatusReason::kLost, StatusReason::kDeviceUnhealthy}) {
     EXPECT_EQ(parseStatusReason(toString(r)), r) << toString(r);
   }
   EXPECT_EQ(parseStatusReason(""), StatusReason::kNone);
-  EXPECT_EQ(parseStatusReason("ExtendedResourceLost: d0, d1"), StatusReason::kLost);
-  EXPECT_EQ(parseStatusReason("DeviceUnhealthy"), StatusReason::kOther);
+  EXPECT_EQ(parseStatusReason("ExtendedResourceLost: d0, d1"), StatusReason::kOther)
+      << "a reason carries no data";
   EXPECT_EQ(parseStatusReason("released"), StatusReason::kOther) << "reasons are exact";
 }
 
@@ -506,7 +506,7 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   EXPECT_FALSE(p.write) << "said once";
   EXPECT_TRUE(p.events.empty()) << "said once";
 
-  claim.makePending();  // released when its pod went
+  ASSERT_TRUE(releaseClaim(claim, "pod gone").ok());  // released when its pod went
   p = planClaim(in);
   ASSERT_TRUE(p.write);
   EXPECT_EQ(p.change, Change::kUnprotected);
@@ -596,7 +596,7 @@ TEST_F(ProtectionPlanTest, EveryClaimWriteCarriesTheConditionsItsBodyWrites) {
   expectWriteWithItsConditions(planClaim(in), Change::kMarkedInvalid);
   claim.invalid.clear();
   claim.phaseWritten = false;
-  claim.makePending();
+  ASSERT_TRUE(initializeClaim(claim).ok());
   expectWriteWithItsConditions(planClaim(in), Change::kClaimInitialized);
 }
 
@@ -606,7 +606,7 @@ TEST_F(SharedClaimPlanTest, TheHoldersLeavingWriteCarriesTheConditionsItsBodyWri
 }
 
 TEST_F(ProtectionPlanTest, NoFinalizerIsAddedToADeletingClaim) {
-  claim.makePending();
+  ASSERT_TRUE(releaseClaim(claim, "pod gone").ok());
   claim.meta.deleting = true;
   EXPECT_FALSE(planClaim(in).write) << "the API server refuses new finalizers then";
 }

@@ -611,14 +611,15 @@ TEST_F(ReconcilerTest, DeviceSetAvailableByHandAfterItsReleaseLosesItsClaimRef) 
   EXPECT_FALSE(device("d0")["status"].contains("claimRef"));
 }
 
-TEST_F(ReconcilerTest, ALostReasonNamesAFewDevicesAndTheMessageAll) {
+TEST_F(ReconcilerTest, ALostClaimListsEveryLostDeviceAndItsMessageNamesThem) {
   seedBoundCluster();
   auto c = claim();
   c["status"]["extendedResourceNames"] = {"d0", "d1", "x1", "x2", "x3", "x4"};
   api.updateStatus(resources::kExtendedResourceClaims, "default", c);
   caches.load(api);
   EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
-  EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost: x1, x2, x3 and 1 more");
+  EXPECT_EQ(claim()["status"]["reason"], "ExtendedResourceLost");
+  EXPECT_EQ(claim()["status"]["lostExtendedResourceNames"], json({"x1", "x2", "x3", "x4"}));
   EXPECT_NE(claim()["status"]["message"].get<std::string>().find("x1, x2, x3, x4 were deleted"),
             std::string::npos)
       << claim()["status"]["message"];
@@ -633,7 +634,8 @@ TEST_F(ReconcilerTest, DeletedDeviceMarksTheClaimLost) {
   EXPECT_EQ(s["phase"], "Lost");
   EXPECT_EQ(s["extendedResourceNames"], json({"d0"}));
   EXPECT_EQ(s["podRef"]["uid"], podUid) << "the pod still holds what is left";
-  EXPECT_EQ(s["reason"], "ExtendedResourceLost: d1");
+  EXPECT_EQ(s["reason"], "ExtendedResourceLost");
+  EXPECT_EQ(s["lostExtendedResourceNames"], json({"d1"}));
   EXPECT_NE(s["message"].get<std::string>().find("d1 was deleted"), std::string::npos);
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound");
   auto lost = eventsFor("ExtendedResourceClaim");
@@ -753,7 +755,7 @@ TEST_F(ReconcilerTest, AClaimThatGetsSomeLostDevicesBackStaysLostForTheRest) {
   EXPECT_EQ(s["phase"], "Lost");
   EXPECT_EQ(s["extendedResourceNames"], json({"d0", "d1"}));
   EXPECT_EQ(s["lostExtendedResourceNames"], json({"gone"}));
-  EXPECT_EQ(s["reason"], "ExtendedResourceLost: gone");
+  EXPECT_EQ(s["reason"], "ExtendedResourceLost");
   EXPECT_EQ(s["message"],
             "extended resource d1 came back and is bound to the claim again; still lost: gone");
 }

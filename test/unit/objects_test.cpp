@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "model/claim_transitions.h"
+
 namespace ker {
 namespace {
 
@@ -456,7 +458,7 @@ TEST(ExtendedResourceClaim, ASharedClaimListsItsHoldersAndWritesThemBack) {
   EXPECT_FALSE(c.heldBy("ub"));
   EXPECT_EQ(c.holderNames(), "a, b");
   EXPECT_EQ(c.toJson(SystemTime{})["status"]["holders"], j["status"]["holders"]);
-  c.makePending();
+  ASSERT_TRUE(releaseClaim(c, "pods gone").ok());
   EXPECT_TRUE(c.holders().empty());
   EXPECT_FALSE(c.toJson(SystemTime{})["status"].contains("holders"));
 }
@@ -569,10 +571,8 @@ TEST(ExtendedResourceClaim, RoundTripAndStatusOverlay) {
   auto c = ExtendedResourceClaim::fromJson(original);
   EXPECT_EQ(noConditions(c.toJson(SystemTime{})), noConditions(kept(original)));
 
-  // What the binder does when it releases a claim.
-  c.makePending();
-  c.reason.clear();
-  c.message.clear();
+  // What the binder does when it undoes a bind.
+  ASSERT_TRUE(undoClaimBind(c).ok());
   c.extendedResourceNum = 5;  // spec is never written from the typed view
   json out = c.toJson(SystemTime{});
   json expected = kept(original);
@@ -615,7 +615,7 @@ TEST(ExtendedResourceClaim, BindRewritesAreACountWrittenOnlyWhenSet) {
   const json out = c.toJson(SystemTime{});
   EXPECT_EQ(out["status"]["bindRewrites"], 2);
   EXPECT_EQ(ExtendedResourceClaim::fromJson(out).bindRewrites, 2);
-  c.makePending();
+  ASSERT_TRUE(releaseClaim(c, "pod gone").ok());
   EXPECT_EQ(c.bindRewrites, 0);
   EXPECT_FALSE(c.toJson(SystemTime{})["status"].contains("bindRewrites"));
 

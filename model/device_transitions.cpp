@@ -1,0 +1,137 @@
+#include "model/device_transitions.h"
+
+namespace ker {
+
+namespace {
+
+Status notFrom(const ExtendedResource& device, const std::string& transition,
+               const std::string& why) {
+  return Status::failedPrecondition("device " + device.meta.name + " cannot be " + transition +
+                                    ": " + why);
+}
+
+bool isFree(const ExtendedResource& device) {
+  return device.phase == DevicePhase::kAvailable && !device.claimRef;
+}
+
+bool markedUnhealthy(const ExtendedResource& device) {
+  return parseStatusReason(device.reason) == StatusReason::kDeviceUnhealthy;
+}
+
+void setReason(ExtendedResource& device, StatusReason reason, std::string message) {
+  device.reason = toString(reason);
+  device.message = std::move(message);
+}
+
+// Available, naming no claim nor holders.
+void makeFree(ExtendedResource& device, std::optional<ClaimRef> releasedFrom) {
+  device.phase = DevicePhase::kAvailable;
+  device.claimRef.reset();
+  device.holders.clear();
+  device.releasedFrom = std::move(releasedFrom);
+}
+
+void makeBound(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders) {
+  device.phase = DevicePhase::kBound;
+  device.claimRef = claim;
+  device.holders = std::move(holders);
+  device.releasedFrom.reset();
+}
+
+}  // namespace
+
+Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders) {
+  if (!isFree(device)) {
+    return notFrom(device, "bound to claim " + objectKey(claim.ns, claim.name), "it is not free");
+  }
+  makeBound(device, claim, std::move(holders));
+  setReason(device, StatusReason::kNone, "");
+  return {};
+}
+
+Status setDeviceHolders(ExtendedResource& device, const std::string& claimUid,
+                        std::vector<PodRef> holders) {
+  if (device.phase != DevicePhase::kBound || !device.claimRef || device.claimRef->uid != claimUid) {
+    return notFrom(device, "given holders", "it is not Bound to claim uid " + claimUid);
+  }
+  device.holders = std::move(holders);
+  return {};
+}
+
+Status undoDeviceBind(ExtendedResource& device) {
+  if (device.phase != DevicePhase::kBound) {
+    return notFrom(device, "unbound", std::string("it is ") + toString(device.phase));
+  }
+  makeFree(device, std::nullopt);
+  setReason(device, StatusReason::kNone, "");
+  return {};
+}
+
+Status freeDevice(ExtendedResource& device, const std::string& message,
+                  std::optional<ClaimRef> releasedFrom) {
+  if (!device.claimRef && device.phase != DevicePhase::kBound) {
+    return notFrom(device, "freed", "it names no claim");
+  }
+  const StatusReason reason = releasedFrom ? StatusReason::kReleased : StatusReason::kOrphaned;
+  makeFree(device, std::move(releasedFrom));
+  setReason(device, reason, message);
+  return {};
+}
+
+Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders,
+                    const std::string& message) {
+  if (device.phase != DevicePhase::kAvailable) {
+    return notFrom(device, "bound back to claim " + objectKey(claim.ns, claim.name),
+                   std::string("it is ") + toString(device.phase));
+  }
+  makeBound(device, claim, std::move(holders));
+  setReason(device, StatusReason::kRebound, message);
+  return {};
+}
+
+Status initializeDevice(ExtendedResource& device) {
+  if (device.phaseWritten) {
+    return notFrom(device, "initialized", "its status has a phase");
+  }
+  makeFree(device, std::nullopt);
+  setReason(device, StatusReason::kNone, "");
+  return {};
+}
+
+Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem) {
+  const bool bound = device.phase == DevicePhase::kBound;
+  if (!bound && !isFree(device) &&
+      !(device.phase == DevicePhase::kPending && markedUnhealthy(device))) {
+    return notFrom(device, "marked unhealthy", "it is Pending for another reason");
+  }
+  if (!bound) {
+    device.phase = DevicePhase::kPending;
+  }
+  setReason(device, StatusReason::kDeviceUnhealthy, problem);
+  return {};
+}
+
+Status markDeviceHealthy(ExtendedResource& device) {
+  const bool bound = device.phase == DevicePhase::kBound;
+  if (!markedUnhealthy(device) ||
+      !(bound || (device.phase == DevicePhase::kPending && !device.claimRef))) {
+    return notFrom(device, "marked healthy", "it is not marked unhealthy by its agent");
+  }
+  if (!bound) {
+    device.phase = DevicePhase::kAvailable;
+  }
+  setReason(device, StatusReason::kNone, "");
+  return {};
+}
+
+Status markInvalid(ExtendedResource& device) {
+  const bool marked = parseStatusReason(device.reason) == StatusReason::kInvalid;
+  if (device.invalid.empty() && !marked) {
+    return notFrom(device, "marked", "it is valid and not marked Invalid");
+  }
+  setReason(device, device.invalid.empty() ? StatusReason::kNone : StatusReason::kInvalid,
+            device.invalid);
+  return {};
+}
+
+}  // namespace ker

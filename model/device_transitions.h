@@ -1,0 +1,52 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/objects.h"
+#include "common/status.h"
+#include "model/status_reasons.h"
+
+// Every change of a device's status, one function each, in the shape of claim_transitions.h:
+// each checks the state it starts from (FailedPrecondition, the device untouched, when it is not
+// in it) and applies the change with its reason.
+namespace ker {
+
+// Free (Available, naming no claim) -> Bound to `claim` for `holders`.
+Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders);
+
+// Bound to the claim with `claimUid` -> the same, held for `holders` (a pod joining its shared
+// claim).
+Status setDeviceHolders(ExtendedResource& device, const std::string& claimUid,
+                        std::vector<PodRef> holders);
+
+// Bound -> Available without a reason: a bind undone before its pod was bound.
+Status undoDeviceBind(ExtendedResource& device);
+
+// Naming a claim (Bound, or Available but still naming one) -> Available, naming none. Reason
+// Released with `releasedFrom`, the claim whose release freed it (what tells a freed device from
+// one coming back), or Orphaned without: the claim it named no longer holds it.
+Status freeDevice(ExtendedResource& device, const std::string& message,
+                  std::optional<ClaimRef> releasedFrom);
+
+// Free (Available) -> Bound again to `claim`, which still lists it for `holders` (a device
+// recreated under a name its claim holds). Reason Rebound.
+Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders,
+                    const std::string& message);
+
+// A status without a phase -> Available, naming no claim.
+Status initializeDevice(ExtendedResource& device);
+
+// Found unhealthy on its node: reason DeviceUnhealthy with the problem. A free device becomes
+// Pending too, so nobody is offered it; a Bound one stays with its pod. From any state but
+// Pending for another reason (someone else's to undo).
+Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem);
+
+// Marked unhealthy -> healthy: the mark goes, and a Pending device is Available again.
+Status markDeviceHealthy(ExtendedResource& device);
+
+// The Invalid mark, as for claims (claim_transitions.h).
+Status markInvalid(ExtendedResource& device);
+
+}  // namespace ker
