@@ -5,8 +5,10 @@
 #
 #   build-binaries.sh              build if needed, print the bin dir
 #   build-binaries.sh --print-dir  only print where the binaries are (or would be)
+#   build-binaries.sh --helm       only helm at HELM_VERSION: build if needed, print its dir
 #
-# Cache: $CONTROLPLANE_CACHE_DIR (default <repo>/.cache/controlplane)/<k8s>-<etcd>/.
+# Cache: $CONTROLPLANE_CACHE_DIR (default <repo>/.cache/controlplane)/<k8s>-<etcd>/, and
+# helm-<version>/ beside it.
 # If KUBEBUILDER_ASSETS names a folder holding etcd, kube-apiserver and kube-scheduler,
 # that folder is used as is (it then lacks the node binaries: launch.sh start-node refuses it).
 set -euo pipefail
@@ -16,15 +18,83 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/common.sh"
 
 print_only=false
+helm_only=false
 case "${1:-}" in
 '') ;;
 --print-dir) print_only=true ;;
+--helm) helm_only=true ;;
 -h | --help)
-  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
   exit 0
   ;;
 *) die "unknown argument '$1' (try --help)" ;;
 esac
+
+# helm has a cache folder, lock and fingerprint of its own: pinning another helm never rebuilds
+# Kubernetes, a helm build never waits behind an hour-long control-plane build, and the reverse.
+build_helm() {
+  local cache_root dir module fingerprint start got
+  # Global, not local: the EXIT trap runs after this function has returned.
+  helm_tmp='' helm_old=''
+  cache_root=${CONTROLPLANE_CACHE_DIR:-$REPO_ROOT/.cache/controlplane}
+  dir="$cache_root/helm-$HELM_VERSION"
+  module="helm.sh/helm/${HELM_VERSION%%.*}"
+  go_env
+  # Bump when the helm build changes what it produces (flags, stamps) so caches get rebuilt.
+  local recipe=1
+  fingerprint=$(printf '%s\n' "recipe=$recipe" "$HELM_VERSION" "$(go env GOVERSION GOOS GOARCH)" | sha256sum | cut -d' ' -f1)
+  helm_current() { [[ -x "$dir/helm" ]] && grep -qx "fingerprint=$fingerprint" "$dir/BUILDINFO" 2>/dev/null; }
+  if helm_current; then
+    printf '%s\n' "$dir"
+    return 0
+  fi
+  mkdir -p "$cache_root"
+  exec 8>"$cache_root/.helm.lock"
+  if ! flock -n 8; then
+    log "waiting for another build of helm (up to 30 min)"
+    flock -w 1800 8 || die "timed out waiting for $cache_root/.helm.lock"
+  fi
+  if helm_current; then
+    printf '%s\n' "$dir"
+    return 0
+  fi
+  # Holding the helm lock, its other build folders are leftovers of a killed build. Their
+  # prefixes differ from the control plane's, whose lock this does not hold.
+  rm -rf "$cache_root"/.helm-build.* "$cache_root"/.helm-old.*
+  helm_tmp=$(mktemp -d "$cache_root/.helm-build.XXXXXX")
+  chmod 755 "$helm_tmp"
+  trap 'rm -rf "$helm_tmp" ${helm_old:+"$helm_old"}' EXIT
+  trap 'log "failed (line $LINENO: $BASH_COMMAND)"' ERR
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  start=$SECONDS
+  log "building helm ${HELM_VERSION} (about 3 min with empty Go caches)"
+  # `go install module@version` builds against helm's own go.mod and go.sum, as its release
+  # does; the stamps are those of helm's Makefile (the module zip carries no commit id).
+  GOBIN="$helm_tmp" go install -trimpath \
+    -ldflags="-s -w -X=$module/internal/version.version=$HELM_VERSION -X=$module/internal/version.gitCommit= -X=$module/internal/version.gitTreeState=clean" \
+    "$module/cmd/helm@$HELM_VERSION"
+  got=$("$helm_tmp/helm" version --template '{{.Version}}')
+  [[ "$got" == "$HELM_VERSION" ]] || die "helm version says '$got', expected '$HELM_VERSION'"
+  {
+    printf 'HELM_VERSION=%s\n' "$HELM_VERSION"
+    printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - start))"
+    printf 'fingerprint=%s\n' "$fingerprint"
+  } >"$helm_tmp/BUILDINFO"
+  if [[ -e "$dir" ]]; then
+    helm_old=$(mktemp -d "$cache_root/.helm-old.XXXXXX")
+    mv "$dir" "$helm_old/"
+  fi
+  mv "$helm_tmp" "$dir"
+  log "built helm in $((SECONDS - start)) s: $dir"
+  printf '%s\n' "$dir"
+}
+
+if $helm_only; then
+  load_versions
+  build_helm
+  exit 0
+fi
 
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   missing=()

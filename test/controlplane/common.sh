@@ -18,7 +18,7 @@ die() {
 load_versions() {
   local f="$CONTROLPLANE_HERE/versions.env" line key value
   [[ -f "$f" ]] || die "missing $f"
-  KUBERNETES_VERSION='' ETCD_VERSION='' CONTAINERD_VERSION=''
+  KUBERNETES_VERSION='' ETCD_VERSION='' CONTAINERD_VERSION='' HELM_VERSION=''
   # Parsed rather than sourced so the file stays plain KEY=VALUE data.
   while IFS= read -r line || [[ -n "$line" ]]; do
     [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
@@ -27,12 +27,14 @@ load_versions() {
     KUBERNETES_VERSION) KUBERNETES_VERSION=$value ;;
     ETCD_VERSION) ETCD_VERSION=$value ;;
     CONTAINERD_VERSION) CONTAINERD_VERSION=$value ;;
+    HELM_VERSION) HELM_VERSION=$value ;;
     *) die "unknown key '$key' in $f" ;;
     esac
   done <"$f"
   [[ "$KUBERNETES_VERSION" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "KUBERNETES_VERSION '$KUBERNETES_VERSION' in $f is not v1.X.Y"
   [[ "$ETCD_VERSION" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || die "ETCD_VERSION '$ETCD_VERSION' in $f is not v3.X.Y"
   [[ "$CONTAINERD_VERSION" =~ ^v2\.[0-9]+\.[0-9]+$ ]] || die "CONTAINERD_VERSION '$CONTAINERD_VERSION' in $f is not v2.X.Y"
+  [[ "$HELM_VERSION" =~ ^v[34]\.[0-9]+\.[0-9]+$ ]] || die "HELM_VERSION '$HELM_VERSION' in $f is not v3.X.Y or v4.X.Y"
 }
 
 go_env() {
