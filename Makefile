@@ -48,8 +48,13 @@ TEST_FUZZ_SECONDS ?= 30
 e2e-test: build controlplane-binaries ## run the end-to-end tests on a real node, with deploy/ running as pods from the image
 	test/run-e2e.sh $(BUILD_DIR)
 
+.PHONY: helm-test
+helm-test: ## lint the Helm chart and check that its default render equals deploy/ and crds/ (builds the pinned helm once)
+	test/helm/check-chart.sh
+
 test: build controlplane-binaries ## run every test: unit, integration, end-to-end on a real node, the reduced chaos soak, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+	test/helm/check-chart.sh
 	test/run-integration.sh $(BUILD_DIR)
 	test/run-e2e.sh $(BUILD_DIR)
 	cd $(BUILD_DIR) && ctest -L soak --output-on-failure
