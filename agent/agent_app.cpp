@@ -15,6 +15,7 @@
 #include "common/informer.h"
 #include "common/logging.h"
 #include "common/resource.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

@@ -6,7 +6,7 @@
 
 #include "common/comma_list.h"
 #include "common/flag_checks.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

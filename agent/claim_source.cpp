@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/resource.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

@@ -7,8 +7,8 @@
 
 #include "common/api_client.h"
 #include "common/informer.h"
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <variant>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 // Device health as the agent reports it in the API: the pure decision, given what the agent
 // observed on the host and what the device's status says.

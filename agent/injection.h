@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agent/node_file.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 // What a container gets: the pure decision behind the agent's answer to the runtime's
 // CreateContainer. No I/O: the caller looks the claims and device nodes up first.

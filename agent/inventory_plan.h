@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "agent/node_file.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 // Which ExtendedResources the node's file asks for, against those the agent published before:
 // the pure decision behind the inventory sync.

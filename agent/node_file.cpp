@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "common/field_path.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

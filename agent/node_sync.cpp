@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "model/device_transitions.h"
 #include "model/event_reasons.h"
+#include "model/objects.h"
 
 namespace ker::agent {
 

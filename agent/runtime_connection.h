@@ -5,7 +5,7 @@
 #include <string>
 
 #include "agent/agent_metrics.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "nri/plugin_service.h"
 
 namespace ker::agent {

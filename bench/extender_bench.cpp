@@ -30,7 +30,7 @@
 #include "common/informer.h"
 #include "common/kube_client.h"
 #include "common/logging.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "test/support/child_process.h"
 #include "test/support/free_port.h"
 

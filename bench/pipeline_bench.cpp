@@ -41,7 +41,7 @@
 #include "common/flags.h"
 #include "common/kube_client.h"
 #include "common/logging.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::bench::pipeline {
 namespace {

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "bench/cluster.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::bench::pipeline {
 

@@ -5,9 +5,9 @@
 #include "bench/cluster.h"
 #include "bench/pipeline_objects.h"
 #include "common/api_time.h"
-#include "common/objects.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker::bench::pipeline::writecost {
 

@@ -4,22 +4,11 @@
 #include <cstdio>
 
 #include "common/api_time.h"
+#include "common/kube_objects.h"
 #include "common/logging.h"
 #include "common/resource.h"
 
 namespace ker {
-
-ObjectReference referenceTo(const ExtendedResourceClaim& claim) {
-  return {kApiVersion, "ExtendedResourceClaim", claim.meta.ns, claim.meta.name, claim.meta.uid};
-}
-
-ObjectReference referenceTo(const ExtendedResource& device) {
-  return {kApiVersion, "ExtendedResource", "", device.meta.name, device.meta.uid};
-}
-
-ObjectReference referenceTo(const Pod& pod) {
-  return {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid};
-}
 
 EventRecorder::EventRecorder(ApiClient& api, EventRecorderOptions opts)
     : api_(api), opts_(std::move(opts)) {}

@@ -14,22 +14,9 @@
 
 #include "common/api_client.h"
 #include "common/clocks.h"
-#include "common/objects.h"
+#include "common/object_reference.h"
 
 namespace ker {
-
-// core/v1 ObjectReference: the object an event is about.
-struct ObjectReference {
-  std::string apiVersion;
-  std::string kind;
-  std::string ns;
-  std::string name;
-  std::string uid;
-};
-
-ObjectReference referenceTo(const ExtendedResourceClaim& claim);
-ObjectReference referenceTo(const ExtendedResource& device);
-ObjectReference referenceTo(const Pod& pod);
 
 enum class EventType { kNormal, kWarning };
 

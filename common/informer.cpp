@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "common/api_error.h"
+#include "common/kube_objects.h"
 #include "common/logging.h"
-#include "common/objects.h"
 
 namespace ker {
 

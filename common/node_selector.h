@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "common/objects.h"
+#include "common/kube_objects.h"
 #include "common/status.h"
 
 namespace ker {

@@ -1,7 +1,7 @@
 #include "common/process_flags.h"
 
 #include "common/flag_checks.h"
-#include "common/objects.h"
+#include "common/kube_objects.h"
 
 namespace ker {
 

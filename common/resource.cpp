@@ -66,11 +66,6 @@ const Resource kNodes{"", "v1", "nodes", false};
 const Resource kEvents{"", "v1", "events", true};
 const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 const Resource kNamespaces{"", "v1", "namespaces", false};
-const Resource kExtendedResources{"extendedresource.io", "v1alpha1", "extendedresources", false};
-const Resource kExtendedResourceClaims{"extendedresource.io", "v1alpha1", "extendedresourceclaims",
-                                       true};
-const Resource kExtendedResourceClaimTemplates{"extendedresource.io", "v1alpha1",
-                                               "extendedresourceclaimtemplates", true};
 const Resource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true};
 const Resource kValidatingAdmissionPolicies{"admissionregistration.k8s.io", "v1",
                                             "validatingadmissionpolicies", false};

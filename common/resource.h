@@ -25,11 +25,8 @@ extern const Resource kNodes;
 extern const Resource kEvents;
 extern const Resource kLeases;
 extern const Resource kNamespaces;
-extern const Resource kExtendedResources;       // extendedresource.io/v1alpha1, cluster-scoped
-extern const Resource kExtendedResourceClaims;  // extendedresource.io/v1alpha1, namespaced
-extern const Resource kExtendedResourceClaimTemplates;  // extendedresource.io/v1alpha1, namespaced
-extern const Resource kPodDisruptionBudgets;            // policy/v1, namespaced
-extern const Resource kValidatingAdmissionPolicies;     // admissionregistration.k8s.io/v1
+extern const Resource kPodDisruptionBudgets;               // policy/v1, namespaced
+extern const Resource kValidatingAdmissionPolicies;        // admissionregistration.k8s.io/v1
 extern const Resource kValidatingAdmissionPolicyBindings;  // admissionregistration.k8s.io/v1
 }  // namespace resources
 

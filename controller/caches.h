@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/informer.h"
-#include "common/objects.h"
 #include "controller/watched_pod.h"
+#include "model/objects.h"
 
 namespace ker {
 

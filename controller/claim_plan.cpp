@@ -4,6 +4,7 @@
 
 #include "model/claim_transitions.h"
 #include "model/event_reasons.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -3,9 +3,9 @@
 #include <optional>
 #include <string>
 
-#include "common/objects.h"
 #include "controller/plan.h"
 #include "controller/reconcile_decisions.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -10,6 +10,7 @@
 #include "common/informer.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "common/clocks.h"
-#include "common/objects.h"
 #include "controller/claim_plan.h"
 #include "controller/work_keys.h"
+#include "model/objects.h"
 
 namespace ker {
 

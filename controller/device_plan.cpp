@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "common/objects.h"
 #include "controller/plan.h"
 #include "controller/reconcile_decisions.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "controller/write_request.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "common/conditions.h"
 #include "model/claim_transitions.h"
+#include "model/conditions.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker {
 

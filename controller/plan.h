@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/event_recorder.h"
-#include "common/objects.h"
 #include "common/resource.h"
 #include "common/status.h"
 #include "controller/reconcile_decisions.h"
+#include "model/objects.h"
 #include "model/status_reasons.h"
 
 // The vocabulary of plans: what a reconcile decided to write, in terms the executor applies

@@ -9,7 +9,7 @@
 
 #include "common/clocks.h"
 #include "common/comma_list.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "model/status_reasons.h"
 
 // What the controller decides to do about a claim, a device or waiting pods, as pure functions

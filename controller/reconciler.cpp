@@ -8,6 +8,7 @@
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
 #include "controller/template_claims_plan.h"
+#include "model/objects.h"
 
 namespace ker {
 

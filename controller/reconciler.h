@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "common/api_client.h"
-#include "common/objects.h"
 #include "common/status.h"
 #include "controller/caches.h"
 #include "controller/controller_memory.h"
@@ -14,6 +13,7 @@
 #include "controller/executor.h"
 #include "controller/plan.h"
 #include "controller/work_keys.h"
+#include "model/objects.h"
 
 namespace ker {
 

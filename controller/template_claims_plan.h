@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/objects.h"
 #include "controller/plan.h"
+#include "model/objects.h"
 
 // The claims a pod's template entries call for (docs/templates.md): pure, as the other plans.
 namespace ker {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/objects.h"
 #include "controller/caches.h"
 #include "controller/work_keys.h"
+#include "model/objects.h"
 
 // Which work a watch event calls for, as pure functions of the event: the keys of the objects
 // to reconcile, and the pods' nudges it may have made worth while. The informers' handlers only

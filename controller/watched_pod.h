@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 

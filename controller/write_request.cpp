@@ -1,6 +1,6 @@
 #include "controller/write_request.h"
 
-#include "common/condition.h"
+#include "model/condition.h"
 
 namespace ker {
 

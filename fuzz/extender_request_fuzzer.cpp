@@ -14,11 +14,11 @@
 #include <string>
 #include <string_view>
 
-#include "model/invariants.h"
 #include "common/logging.h"
 #include "common/metrics.h"
-#include "common/objects.h"
 #include "common/resource.h"
+#include "model/invariants.h"
+#include "model/objects.h"
 #include "scheduler/binder.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender.h"

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 
 // Every change of a claim's status, one function each: nothing else in the project sets a
 // claim's phase, allocation, node, holders, reason or message. Each checks the state it starts

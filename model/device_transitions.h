@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 #include "model/status_reasons.h"
 
 // Every change of a device's status, one function each, in the shape of claim_transitions.h:

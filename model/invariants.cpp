@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "common/conditions.h"
+#include "model/conditions.h"
 #include "model/suitability.h"
 
 namespace ker {

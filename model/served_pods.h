@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 

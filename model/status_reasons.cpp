@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "common/conditions.h"
+#include "model/conditions.h"
 
 namespace ker {
 

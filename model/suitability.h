@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/api_client.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/device_index.h"
 
 namespace ker {

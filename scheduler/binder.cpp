@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "common/objects.h"
 #include "common/request_deadline.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 #include "model/suitability.h"
 #include "scheduler/bind_journal.h"
 #include "scheduler/claim_lookup.h"

@@ -13,8 +13,8 @@
 
 #include "common/api_client.h"
 #include "common/clocks.h"
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender_wire.h"
 #include "scheduler/planner.h"

@@ -5,6 +5,7 @@
 
 #include "common/resource.h"
 #include "common/status.h"
+#include "model/objects.h"
 
 namespace ker {
 

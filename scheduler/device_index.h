@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/node_selector.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/node_slots.h"
 
 namespace ker {

@@ -8,6 +8,7 @@
 #include "common/informer.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "model/objects.h"
 #include "scheduler/binder.h"
 #include "scheduler/claim_lookup.h"
 #include "scheduler/extender.h"
@@ -198,7 +199,9 @@ struct ExtenderApp::Impl {
             admissionPolicyReadyCheck(policy.get())};
   }
 
-  bool synced() const { return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced(); }
+  bool synced() const {
+    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced();
+  }
   // A request that comes while the caches are still listing (just after start) is answered
   // once they have, rather than refused.
   bool awaitSynced(std::chrono::milliseconds wait) const {

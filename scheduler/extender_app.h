@@ -9,7 +9,7 @@
 
 #include "common/admission_policy_check.h"
 #include "common/api_client.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/allocator.h"
 
 namespace ker {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

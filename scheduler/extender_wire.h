@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/objects.h"
 #include "common/spliced_body.h"
+#include "model/objects.h"
 
 namespace ker {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/allocator.h"
 #include "scheduler/device_index.h"
 

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/planner.h"
 #include "scheduler/preemption_pdb.h"
 #include "scheduler/preemption_plan.h"

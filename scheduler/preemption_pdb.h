@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/disruption_budget.h"
+#include "scheduler/disruption_budget.h"
 
 namespace ker {
 

@@ -12,8 +12,8 @@
 #include "common/api_client.h"
 #include "common/clocks.h"
 #include "common/event_recorder.h"
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 #include "scheduler/preemption.h"
 
 namespace ker {

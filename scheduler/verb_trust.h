@@ -3,8 +3,8 @@
 #include <optional>
 #include <string>
 
-#include "common/objects.h"
 #include "common/status.h"
+#include "model/objects.h"
 #include "scheduler/preemption.h"
 
 namespace ker {

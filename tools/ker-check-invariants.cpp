@@ -4,8 +4,9 @@
 #include <exception>
 
 #include "common/flags.h"
-#include "model/invariants.h"
 #include "common/kube_client.h"
+#include "model/invariants.h"
+#include "model/objects.h"
 
 namespace {
 

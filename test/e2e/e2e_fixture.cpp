@@ -14,6 +14,7 @@
 #include "agent/node_file.h"
 #include "common/api_error.h"
 #include "common/resource.h"
+#include "model/objects.h"
 
 namespace ker::e2e {
 

@@ -18,9 +18,9 @@
 
 #include "agent/inventory_plan.h"
 #include "common/api_error.h"
-#include "common/objects.h"
 #include "common/resource.h"
 #include "e2e_fixture.h"
+#include "model/objects.h"
 
 namespace ker::e2e {
 namespace {

@@ -10,9 +10,9 @@
 #include "common/api_error.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
-#include "common/objects.h"
 #include "common/resource.h"
 #include "e2e_fixture.h"
+#include "model/objects.h"
 
 namespace ker::e2e {
 namespace {

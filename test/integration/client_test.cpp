@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/api_error.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "test_env.h"
 
 namespace ker::itest {

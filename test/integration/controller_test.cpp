@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "common/api_error.h"
-#include "common/objects.h"
 #include "extender_fixture.h"
+#include "model/objects.h"
 #include "template_helpers.h"
 
 namespace ker::itest {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/api_error.h"
+#include "model/objects.h"
 #include "template_helpers.h"
 #include "test_env.h"
 

@@ -3,7 +3,7 @@
 #include <httplib.h>
 
 #include "common/api_error.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::itest {
 

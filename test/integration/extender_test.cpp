@@ -12,8 +12,8 @@
 #include <set>
 
 #include "common/api_error.h"
-#include "common/objects.h"
 #include "extender_fixture.h"
+#include "model/objects.h"
 
 namespace ker::itest {
 namespace {

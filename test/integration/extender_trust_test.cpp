@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "common/objects.h"
 #include "extender_fixture.h"
+#include "model/objects.h"
 #include "priority_classes.h"
 
 namespace ker::itest {

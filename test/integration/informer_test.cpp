@@ -9,7 +9,7 @@
 #include <set>
 
 #include "common/api_error.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "test_env.h"
 
 namespace ker::itest {

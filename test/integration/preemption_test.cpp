@@ -21,9 +21,9 @@
 #include <string>
 #include <thread>
 
-#include "common/objects.h"
 #include "common/resource.h"
 #include "extender_fixture.h"
+#include "model/objects.h"
 #include "priority_classes.h"
 
 namespace ker::itest {

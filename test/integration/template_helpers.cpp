@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::itest {
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "common/api_error.h"
-#include "common/objects.h"
 #include "controller/template_claims_plan.h"
+#include "model/objects.h"
 #include "test_env.h"
 
 namespace ker::itest {

@@ -12,6 +12,7 @@
 
 #include "common/api_error.h"
 #include "common/signals.h"
+#include "model/objects.h"
 
 namespace ker::itest {
 

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "common/api_error.h"
-#include "common/objects.h"
 #include "extender_fixture.h"
+#include "model/objects.h"
 #include "template_helpers.h"
 
 namespace ker::itest {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/health.h"
-#include "common/conditions.h"
+#include "model/conditions.h"
 #include "model/device_transitions.h"
 
 namespace ker::agent {

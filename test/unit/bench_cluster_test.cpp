@@ -5,7 +5,7 @@
 #include "bench/cluster.h"
 #include "common/label_selector.h"
 #include "common/node_selector.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::bench {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "bench/pipeline_summary.h"
 #include "bench/write_cost.h"
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::bench::pipeline::writecost {
 namespace {

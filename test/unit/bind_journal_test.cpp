@@ -8,6 +8,7 @@
 
 #include "fake_api_client.h"
 #include "model/device_transitions.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

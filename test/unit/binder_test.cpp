@@ -8,6 +8,7 @@
 #include "common/api_error.h"
 #include "common/request_deadline.h"
 #include "fake_api_client.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

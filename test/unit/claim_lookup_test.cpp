@@ -4,6 +4,7 @@
 
 #include "common/api_error.h"
 #include "common/resource.h"
+#include "model/objects.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {

@@ -6,9 +6,9 @@
 #include <functional>
 
 #include "agent/injection.h"
-#include "common/objects.h"
 #include "controller/template_claims_plan.h"
 #include "controller/watch_triggers.h"
+#include "model/objects.h"
 #include "scheduler/planner.h"
 
 namespace ker {

@@ -9,6 +9,7 @@
 #include "common/api_error.h"
 #include "common/http_server.h"
 #include "fake_api_client.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

@@ -6,6 +6,7 @@
 #include "common/api_error.h"
 #include "controller/controller.h"
 #include "fake_api_client.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "common/conditions.h"
 #include "controller/claim_plan.h"
 #include "controller/device_plan.h"
 #include "controller/pod_plan.h"
 #include "controller/write_request.h"
 #include "model/claim_transitions.h"
+#include "model/conditions.h"
 
 namespace ker {
 namespace {

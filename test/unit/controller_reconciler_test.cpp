@@ -7,6 +7,7 @@
 #include "common/api_error.h"
 #include "controller/reconciler.h"
 #include "fake_api_client.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

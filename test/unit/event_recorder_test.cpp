@@ -5,6 +5,7 @@
 #include <set>
 
 #include "fake_api_client.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

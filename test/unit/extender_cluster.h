@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/resource.h"
+#include "model/objects.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker::testing {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "common/objects.h"
+#include "model/objects.h"
 #include "scheduler/allocator.h"
 #include "scheduler/binder.h"
 #include "scheduler/device_index.h"

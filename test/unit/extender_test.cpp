@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/objects.h"
 #include "scheduler/extender_handlers.h"
 #include "scheduler_fixtures.h"
 #include "test/unit/fake_api_client.h"

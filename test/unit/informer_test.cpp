@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/api_error.h"
-#include "common/objects.h"
+#include "model/objects.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/conditions.h"
+#include "model/conditions.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {

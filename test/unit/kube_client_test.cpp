@@ -24,6 +24,7 @@
 
 #include "common/api_error.h"
 #include "common/request_deadline.h"
+#include "model/objects.h"
 
 namespace ker {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/objects.h"
+#include "model/objects.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker::testing {
 

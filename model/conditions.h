@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "common/clocks.h"
-#include "common/condition.h"
-#include "common/objects.h"
+#include "model/condition.h"
+#include "model/objects.h"
 
 // The one rule per kind that turns an object's typed status into its conditions. Pure: the
 // previous conditions and the time are passed in. A condition keeps its lastTransitionTime

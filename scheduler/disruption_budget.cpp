@@ -1,4 +1,4 @@
-#include "common/disruption_budget.h"
+#include "scheduler/disruption_budget.h"
 
 #include <algorithm>
 #include <limits>

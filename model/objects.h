@@ -8,9 +8,15 @@
 #include <vector>
 
 #include "common/clocks.h"
-#include "common/condition.h"
+#include "common/kube_objects.h"
+#include "common/object_reference.h"
 #include "common/raw_object.h"
+#include "common/resource.h"
+#include "model/condition.h"
 
+// The typed spec and status of this project's kinds, and its view of a pod (the claims its
+// annotations name). Parsed leniently: a field of the wrong shape makes the object invalid, with
+// the reason, instead of throwing, so one bad object never blocks the others.
 namespace ker {
 
 inline constexpr const char* kGroup = "extendedresource.io";
@@ -48,62 +54,6 @@ inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/d
 // The most pods a shareable claim has at once (status.holders' maxItems in the CRD): the
 // extender keeps the next pod waiting.
 inline constexpr size_t kMaxClaimHolders = 32;
-
-struct OwnerReference {
-  std::string apiVersion;
-  std::string kind;
-  std::string name;
-  std::string uid;
-  bool controller = false;
-  bool operator==(const OwnerReference&) const = default;
-};
-
-struct ObjectMeta {
-  std::string name;
-  std::string ns;  // empty for cluster-scoped objects
-  std::string uid;
-  std::string resourceVersion;
-  std::string creationTimestamp;  // RFC 3339, as sent
-  int64_t generation = 0;         // metadata.generation; 0 when absent
-  bool deleting = false;          // metadata.deletionTimestamp is set
-  std::vector<std::string> finalizers;
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
-  std::vector<OwnerReference> ownerReferences;
-  // The uid of the ownerReference with controller: true, "" when there is none.
-  std::string controllerUid() const;
-};
-
-// "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
-std::string objectKey(const std::string& ns, const std::string& name);
-
-struct LabelSelectorRequirement {
-  std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist
-  std::vector<std::string> values;
-};
-
-// metav1.LabelSelector. An empty selector matches everything.
-struct LabelSelector {
-  std::map<std::string, std::string> matchLabels;
-  std::vector<LabelSelectorRequirement> matchExpressions;
-};
-
-struct NodeSelectorRequirement {
-  std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
-  std::vector<std::string> values;
-};
-
-struct NodeSelectorTerm {
-  std::vector<NodeSelectorRequirement> matchExpressions;  // against node labels
-  std::vector<NodeSelectorRequirement> matchFields;       // against metadata.name
-};
-
-// core/v1 NodeSelector: terms ORed; an empty term list matches no node.
-struct NodeSelector {
-  std::vector<NodeSelectorTerm> terms;
-};
 
 struct ClaimRef {
   std::string ns;
@@ -266,11 +216,6 @@ struct ExtendedResourceClaimTemplate {
   static ExtendedResourceClaimTemplate fromJson(const nlohmann::json& obj);
 };
 
-struct Node {
-  ObjectMeta meta;
-  static Node fromJson(const nlohmann::json& obj);
-};
-
 // The plugins a pod requires, as NRI's default validator reads them: kRequiredPluginsAnnotation,
 // else NRI's unscoped key, a JSON array of strings; empty when absent or unparsable.
 std::vector<std::string> requiredPlugins(const std::map<std::string, std::string>& podAnnotations);
@@ -288,16 +233,9 @@ std::string requiredPluginsValue(const std::map<std::string, std::string>& podAn
 std::map<std::string, std::string> requiredPluginsAnnotations(
     const std::map<std::string, std::string>& podAnnotations, const std::string& plugin);
 
-// RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
-// lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.
-bool isDns1123Subdomain(const std::string& s);
-
 // Parses the claims annotation value ("a, b,c"); throws std::invalid_argument on a name that
 // is not a valid DNS-1123 subdomain.
 std::vector<std::string> parseClaimsAnnotation(const std::string& value);
-
-// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, at most 63.
-bool isDns1123Label(const std::string& s);
 
 // Parses the claim-templates annotation value ("gpu=gpu-template, fpga = fpga-template"):
 // comma-separated entries, each an entry name (a DNS-1123 label) '=' a template name (a
@@ -311,11 +249,15 @@ std::map<std::string, std::string> parseGeneratedClaimsAnnotation(const std::str
 // The record's text for these entries (a JSON object, keys sorted).
 std::string generatedClaimsValue(const std::map<std::string, std::string>& generated);
 
-// Parsing helpers shared by the typed views; they throw std::invalid_argument with a message
-// naming the offending field. Each takes the value itself (the selector object, the NodeSelector
-// object, the metadata object); null yields the empty value.
-LabelSelector parseLabelSelector(const nlohmann::json& j);
-NodeSelector parseNodeSelector(const nlohmann::json& j);
-ObjectMeta parseObjectMeta(const nlohmann::json& j);
+namespace resources {
+extern const Resource kExtendedResources;               // cluster-scoped
+extern const Resource kExtendedResourceClaims;          // namespaced
+extern const Resource kExtendedResourceClaimTemplates;  // namespaced
+}  // namespace resources
+
+// The object an event about each kind names.
+ObjectReference referenceTo(const ExtendedResourceClaim& claim);
+ObjectReference referenceTo(const ExtendedResource& device);
+ObjectReference referenceTo(const Pod& pod);
 
 }  // namespace ker

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "common/objects.h"
+#include "model/objects.h"
 
 namespace ker {
 

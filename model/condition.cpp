@@ -1,4 +1,4 @@
-#include "common/condition.h"
+#include "model/condition.h"
 
 #include <array>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "common/conditions.h"
+#include "model/conditions.h"
 
 #include "common/api_time.h"
 

@@ -1,4 +1,4 @@
-#include "common/objects.h"
+#include "model/objects.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -7,265 +7,17 @@
 #include <unordered_set>
 
 #include "common/comma_list.h"
-#include "common/conditions.h"
 #include "common/field_path.h"
 #include "common/label_selector.h"
 #include "common/node_selector.h"
+#include "model/conditions.h"
 
 namespace ker {
 
-namespace {
-
 using json = nlohmann::json;
+using namespace fields;
 
-[[noreturn]] void wrongType(const std::string& path, const char* want, const json& got) {
-  failAt(path, std::string("expected ") + want + ", got " + got.type_name());
-}
-
-// A member of obj, or nullptr when it is absent or JSON null: the API server omits empty
-// optional fields, and a client may send null for them, so both mean "not set".
-const json* member(const json& obj, const char* key) {
-  if (!obj.is_object()) {
-    return nullptr;
-  }
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return nullptr;
-  }
-  return &*it;
-}
-
-// The object at obj[key], or nullptr when unset; throws when it is set but not an object.
-const json* objectMember(const json& obj, const char* key, const std::string& path) {
-  const json* v = member(obj, key);
-  if (v && !v->is_object()) {
-    wrongType(path, "an object", *v);
-  }
-  return v;
-}
-
-std::string stringMember(const json& obj, const char* key, const std::string& path) {
-  const json* v = member(obj, key);
-  if (!v) {
-    return {};
-  }
-  if (!v->is_string()) {
-    wrongType(path, "a string", *v);
-  }
-  return v->get<std::string>();
-}
-
-std::vector<std::string> stringList(const json& v, const std::string& path) {
-  if (!v.is_array()) {
-    wrongType(path, "an array of strings", v);
-  }
-  std::vector<std::string> out;
-  out.reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_string()) {
-      wrongType(indexPath(path, i), "a string", v[i]);
-    }
-    out.push_back(v[i].get<std::string>());
-  }
-  return out;
-}
-
-std::vector<std::string> stringListMember(const json& obj, const char* key,
-                                          const std::string& path) {
-  const json* v = member(obj, key);
-  return v ? stringList(*v, path) : std::vector<std::string>{};
-}
-
-// An integer of at least 0 at obj[key], 0 when unset; throws when it is set but not one.
-int64_t countMember(const json& obj, const char* key, const std::string& path) {
-  const json* v = member(obj, key);
-  if (!v) {
-    return 0;
-  }
-  if (v->is_number_unsigned()) {
-    if (v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      failAt(path, "out of range");
-    }
-  } else if (!v->is_number_integer()) {
-    wrongType(path, "an integer", *v);
-  } else if (v->get<int64_t>() < 0) {
-    failAt(path, "must be at least 0");
-  }
-  return v->get<int64_t>();
-}
-
-std::map<std::string, std::string> stringMapMember(const json& obj, const char* key,
-                                                   const std::string& path) {
-  const json* v = objectMember(obj, key, path);
-  std::map<std::string, std::string> out;
-  if (!v) {
-    return out;
-  }
-  for (const auto& [k, val] : v->items()) {
-    if (!val.is_string()) {
-      wrongType(childPath(path, k), "a string", val);
-    }
-    out.emplace(k, val.get<std::string>());
-  }
-  return out;
-}
-
-// Collects the reasons an object is malformed while parsing goes on, so one bad field does not
-// hide the object's name or the other fields.
-class Problems {
- public:
-  template <typename F>
-  void check(F&& parse) {
-    try {
-      parse();
-    } catch (const std::invalid_argument& e) {
-      add(e.what());
-    } catch (const json::exception& e) {
-      add(e.what());
-    }
-  }
-  void add(const std::string& why) { text_ += (text_.empty() ? "" : "; ") + why; }
-  bool empty() const { return text_.empty(); }
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
-
-void readMeta(const json& obj, ObjectMeta& meta, Problems& p) {
-  const json* m = nullptr;
-  p.check([&] { m = objectMember(obj, "metadata", "metadata"); });
-  if (!m) {
-    return;
-  }
-  p.check([&] { meta.name = stringMember(*m, "name", "metadata.name"); });
-  p.check([&] { meta.ns = stringMember(*m, "namespace", "metadata.namespace"); });
-  p.check([&] { meta.uid = stringMember(*m, "uid", "metadata.uid"); });
-  p.check([&] {
-    meta.resourceVersion = stringMember(*m, "resourceVersion", "metadata.resourceVersion");
-  });
-  p.check([&] {
-    meta.creationTimestamp = stringMember(*m, "creationTimestamp", "metadata.creationTimestamp");
-  });
-  p.check([&] { meta.generation = countMember(*m, "generation", "metadata.generation"); });
-  meta.deleting = member(*m, "deletionTimestamp") != nullptr;
-  p.check([&] { meta.finalizers = stringListMember(*m, "finalizers", "metadata.finalizers"); });
-  p.check([&] { meta.labels = stringMapMember(*m, "labels", "metadata.labels"); });
-  p.check([&] { meta.annotations = stringMapMember(*m, "annotations", "metadata.annotations"); });
-  p.check([&] {
-    const json* refs = member(*m, "ownerReferences");
-    if (!refs) {
-      return;
-    }
-    const std::string base = "metadata.ownerReferences";
-    if (!refs->is_array()) {
-      wrongType(base, "an array", *refs);
-    }
-    for (size_t i = 0; i < refs->size(); ++i) {
-      const json& r = (*refs)[i];
-      const std::string at = indexPath(base, i);
-      if (!r.is_object()) {
-        wrongType(at, "an object", r);
-      }
-      OwnerReference ref{stringMember(r, "apiVersion", childPath(at, "apiVersion")),
-                         stringMember(r, "kind", childPath(at, "kind")),
-                         stringMember(r, "name", childPath(at, "name")),
-                         stringMember(r, "uid", childPath(at, "uid"))};
-      if (const json* c = member(r, "controller")) {
-        if (!c->is_boolean()) {
-          wrongType(childPath(at, "controller"), "a boolean", *c);
-        }
-        ref.controller = c->get<bool>();
-      }
-      meta.ownerReferences.push_back(std::move(ref));
-    }
-  });
-}
-
-LabelSelector readLabelSelector(const json& j, const std::string& path) {
-  LabelSelector out;
-  if (j.is_null()) {
-    return out;
-  }
-  if (!j.is_object()) {
-    wrongType(path.empty() ? "labelSelector" : path, "an object", j);
-  }
-  out.matchLabels = stringMapMember(j, "matchLabels", childPath(path, "matchLabels"));
-  if (const json* exprs = member(j, "matchExpressions")) {
-    const std::string base = childPath(path, "matchExpressions");
-    if (!exprs->is_array()) {
-      wrongType(base, "an array", *exprs);
-    }
-    for (size_t i = 0; i < exprs->size(); ++i) {
-      const json& e = (*exprs)[i];
-      const std::string at = indexPath(base, i);
-      if (!e.is_object()) {
-        wrongType(at, "an object", e);
-      }
-      out.matchExpressions.push_back({stringMember(e, "key", childPath(at, "key")),
-                                      stringMember(e, "operator", childPath(at, "operator")),
-                                      stringListMember(e, "values", childPath(at, "values"))});
-    }
-  }
-  return out;
-}
-
-std::vector<NodeSelectorRequirement> readNodeRequirements(const json& term, const char* key,
-                                                          const std::string& path) {
-  std::vector<NodeSelectorRequirement> out;
-  const json* list = member(term, key);
-  if (!list) {
-    return out;
-  }
-  if (!list->is_array()) {
-    wrongType(path, "an array", *list);
-  }
-  for (size_t i = 0; i < list->size(); ++i) {
-    const json& r = (*list)[i];
-    const std::string at = indexPath(path, i);
-    if (!r.is_object()) {
-      wrongType(at, "an object", r);
-    }
-    out.push_back({stringMember(r, "key", childPath(at, "key")),
-                   stringMember(r, "operator", childPath(at, "operator")),
-                   stringListMember(r, "values", childPath(at, "values"))});
-  }
-  return out;
-}
-
-NodeSelector readNodeSelector(const json& j, const std::string& path) {
-  NodeSelector out;
-  if (j.is_null()) {
-    return out;
-  }
-  if (!j.is_object()) {
-    wrongType(path.empty() ? "nodeSelector" : path, "an object", j);
-  }
-  const json* terms = member(j, "nodeSelectorTerms");
-  if (!terms) {
-    return out;
-  }
-  const std::string base = childPath(path, "nodeSelectorTerms");
-  if (!terms->is_array()) {
-    wrongType(base, "an array", *terms);
-  }
-  for (size_t i = 0; i < terms->size(); ++i) {
-    const json& t = (*terms)[i];
-    const std::string at = indexPath(base, i);
-    // A null term is how Go serialises a zero term: it matches nothing, like an empty one.
-    if (!t.is_null() && !t.is_object()) {
-      wrongType(at, "an object", t);
-    }
-    out.terms.push_back(
-        {readNodeRequirements(t, "matchExpressions", childPath(at, "matchExpressions")),
-         readNodeRequirements(t, "matchFields", childPath(at, "matchFields"))});
-  }
-  return out;
-}
-
-bool isAlnumLower(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
+namespace {
 
 std::string trim(const std::string& s) {
   const char* ws = " \t\r\n";
@@ -301,14 +53,6 @@ Phase readPhase(const json& status, std::initializer_list<Phase> known, Phase ab
   failAt("status.phase", "unknown phase \"" + value + "\"");
 }
 
-void setOrErase(json& obj, const char* key, const std::string& value) {
-  if (value.empty()) {
-    obj.erase(key);
-  } else {
-    obj[key] = value;
-  }
-}
-
 // raw with metadata.resourceVersion taken from meta and status reset to an object, ready for
 // the typed status fields to be written over it. A raw that is not an object (a view built in
 // code rather than parsed) gets a minimal skeleton instead.
@@ -335,24 +79,6 @@ json prepareWrite(const RawObject& raw, const ObjectMeta& meta, const char* kind
 }
 
 }  // namespace
-
-bool isDns1123Subdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  size_t labelStart = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == '.') {
-      if (i == labelStart || !isAlnumLower(s[labelStart]) || !isAlnumLower(s[i - 1])) {
-        return false;
-      }
-      labelStart = i + 1;
-    } else if (!isAlnumLower(s[i]) && s[i] != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 namespace {
 
@@ -407,19 +133,6 @@ std::map<std::string, std::string> requiredPluginsAnnotations(
   return out;
 }
 
-std::string ObjectMeta::controllerUid() const {
-  for (const auto& ref : ownerReferences) {
-    if (ref.controller) {
-      return ref.uid;
-    }
-  }
-  return {};
-}
-
-std::string objectKey(const std::string& ns, const std::string& name) {
-  return ns.empty() ? name : ns + "/" + name;
-}
-
 const char* toString(DevicePhase phase) {
   switch (phase) {
     case DevicePhase::kAvailable:
@@ -459,10 +172,6 @@ std::vector<std::string> parseClaimsAnnotation(const std::string& value) {
     }
   }
   return out;
-}
-
-bool isDns1123Label(const std::string& s) {
-  return s.size() <= 63 && s.find('.') == std::string::npos && isDns1123Subdomain(s);
 }
 
 std::vector<TemplateEntry> parseClaimTemplatesAnnotation(const std::string& value) {
@@ -564,24 +273,6 @@ PodClaimNames podClaimNames(const std::map<std::string, std::string>& annotation
   return out;
 }
 
-LabelSelector parseLabelSelector(const nlohmann::json& j) {
-  return readLabelSelector(j, "");
-}
-
-NodeSelector parseNodeSelector(const nlohmann::json& j) {
-  return readNodeSelector(j, "");
-}
-
-ObjectMeta parseObjectMeta(const nlohmann::json& j) {
-  ObjectMeta meta;
-  Problems p;
-  readMeta(json{{"metadata", j}}, meta, p);
-  if (!p.empty()) {
-    throw std::invalid_argument(p.text());
-  }
-  return meta;
-}
-
 namespace {
 
 // status.holders of a claim or a device: pods by name (in the object's or its claim's
@@ -632,7 +323,7 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
   }
   r.phaseWritten = hasPhase(obj);
   Problems p;
-  readMeta(obj, r.meta, p);
+  readObjectMeta(obj, r.meta, p);
   const json* spec = nullptr;
   p.check([&] { spec = objectMember(obj, "spec", "spec"); });
   if (spec) {
@@ -717,7 +408,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
   }
   c.phaseWritten = hasPhase(obj);
   Problems p;
-  readMeta(obj, c.meta, p);
+  readObjectMeta(obj, c.meta, p);
   const bool metaReadable = p.empty();
   const json* spec = nullptr;
   p.check([&] { spec = objectMember(obj, "spec", "spec"); });
@@ -885,7 +576,7 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
     return pod;
   }
   Problems p;
-  readMeta(obj, pod.meta, p);
+  readObjectMeta(obj, pod.meta, p);
   p.check([&] {
     if (const json* spec = objectMember(obj, "spec", "spec")) {
       pod.nodeName = stringMember(*spec, "nodeName", "spec.nodeName");
@@ -931,7 +622,7 @@ ExtendedResourceClaimTemplate ExtendedResourceClaimTemplate::fromJson(const nloh
     return t;
   }
   Problems p;
-  readMeta(obj, t.meta, p);
+  readObjectMeta(obj, t.meta, p);
   const json* spec = nullptr;
   p.check([&] { spec = objectMember(obj, "spec", "spec"); });
   if (spec) {
@@ -961,13 +652,23 @@ ExtendedResourceClaimTemplate ExtendedResourceClaimTemplate::fromJson(const nloh
   return t;
 }
 
-Node Node::fromJson(const nlohmann::json& obj) {
-  Node node;
-  // Node has no `invalid`: a node's garbled labels just leave them empty, which no device's
-  // label affinity matches.
-  Problems ignored;
-  readMeta(obj, node.meta, ignored);
-  return node;
+ObjectReference referenceTo(const ExtendedResourceClaim& claim) {
+  return {kApiVersion, "ExtendedResourceClaim", claim.meta.ns, claim.meta.name, claim.meta.uid};
 }
+
+ObjectReference referenceTo(const ExtendedResource& device) {
+  return {kApiVersion, "ExtendedResource", "", device.meta.name, device.meta.uid};
+}
+
+ObjectReference referenceTo(const Pod& pod) {
+  return {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid};
+}
+
+namespace resources {
+const Resource kExtendedResources{kGroup, kVersion, "extendedresources", false};
+const Resource kExtendedResourceClaims{kGroup, kVersion, "extendedresourceclaims", true};
+const Resource kExtendedResourceClaimTemplates{kGroup, kVersion, "extendedresourceclaimtemplates",
+                                               true};
+}  // namespace resources
 
 }  // namespace ker

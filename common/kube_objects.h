@@ -1,0 +1,95 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/json_fields.h"
+
+// Typed views of the parts of Kubernetes' own kinds this project reads: object metadata,
+// label and node selectors, nodes. Parsed leniently (common/json_fields.h).
+namespace ker {
+
+struct OwnerReference {
+  std::string apiVersion;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  bool controller = false;
+  bool operator==(const OwnerReference&) const = default;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string ns;  // empty for cluster-scoped objects
+  std::string uid;
+  std::string resourceVersion;
+  std::string creationTimestamp;  // RFC 3339, as sent
+  int64_t generation = 0;         // metadata.generation; 0 when absent
+  bool deleting = false;          // metadata.deletionTimestamp is set
+  std::vector<std::string> finalizers;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<OwnerReference> ownerReferences;
+  // The uid of the ownerReference with controller: true, "" when there is none.
+  std::string controllerUid() const;
+};
+
+// "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
+std::string objectKey(const std::string& ns, const std::string& name);
+
+struct LabelSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist
+  std::vector<std::string> values;
+};
+
+// metav1.LabelSelector. An empty selector matches everything.
+struct LabelSelector {
+  std::map<std::string, std::string> matchLabels;
+  std::vector<LabelSelectorRequirement> matchExpressions;
+};
+
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+};
+
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> matchExpressions;  // against node labels
+  std::vector<NodeSelectorRequirement> matchFields;       // against metadata.name
+};
+
+// core/v1 NodeSelector: terms ORed; an empty term list matches no node.
+struct NodeSelector {
+  std::vector<NodeSelectorTerm> terms;
+};
+
+struct Node {
+  ObjectMeta meta;
+  static Node fromJson(const nlohmann::json& obj);
+};
+
+// RFC 1123 subdomain as Kubernetes defines it for object names: dot-separated labels, each of
+// lowercase alphanumerics and '-', starting and ending alphanumeric; at most 253 characters.
+bool isDns1123Subdomain(const std::string& s);
+
+// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, at most 63.
+bool isDns1123Label(const std::string& s);
+
+// Parsing helpers shared by the typed views; they throw std::invalid_argument with a message
+// naming the offending field. Each takes the value itself (the selector object, the NodeSelector
+// object, the metadata object); null yields the empty value.
+LabelSelector parseLabelSelector(const nlohmann::json& j);
+NodeSelector parseNodeSelector(const nlohmann::json& j);
+ObjectMeta parseObjectMeta(const nlohmann::json& j);
+// The readers behind those, for the typed views built on them: each throws std::invalid_argument
+// naming the field; readObjectMeta adds its problems to `p` and goes on.
+LabelSelector readLabelSelector(const nlohmann::json& j, const std::string& path);
+NodeSelector readNodeSelector(const nlohmann::json& j, const std::string& path);
+void readObjectMeta(const nlohmann::json& obj, ObjectMeta& meta, fields::Problems& p);
+
+}  // namespace ker
