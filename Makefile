@@ -14,7 +14,8 @@ DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev \
   libgtest-dev libgmock-dev googletest libcpp-httplib-dev libprotobuf-dev protobuf-compiler \
   clang-format clang-16 libclang-rt-16-dev \
-  runc containernetworking-plugins iptables nftables iproute2 conntrack busybox-static podman util-linux debootstrap
+  runc containernetworking-plugins iptables nftables iproute2 conntrack busybox-static podman util-linux debootstrap \
+  python3-yaml
 
 .PHONY: help deps build test unit-test integration-test e2e-test controlplane-binaries run run-in-cluster fmt fmt-check docker-build clean
 
