@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/backoff.h"
 #include "common/logging.h"
 
 namespace ker::agent {
@@ -69,7 +70,8 @@ nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
 }
 
 void RuntimeConnection::run(const std::atomic<bool>& stop) {
-  auto backoff = options_.minBackoff;
+  const Backoff reconnects{options_.minBackoff, 2.0, options_.maxBackoff, 0};
+  int failures = 0;
   while (!stop.load()) {
     const auto started = std::chrono::steady_clock::now();
     nri::Status s = serveOnce(stop);
@@ -78,8 +80,10 @@ void RuntimeConnection::run(const std::atomic<bool>& stop) {
     }
     // A connection that served for a while was healthy: reconnect quickly after it.
     if (std::chrono::steady_clock::now() - started > std::chrono::seconds(10)) {
-      backoff = options_.minBackoff;
+      failures = 0;
     }
+    const auto backoff =
+        std::chrono::duration_cast<std::chrono::milliseconds>(reconnects.base(failures++));
     log::warn(
         "no connection to the container runtime; retrying",
         {{"socket", options_.socketPath}, {"error", s.toString()}, {"retryInMs", backoff.count()}});
@@ -87,7 +91,6 @@ void RuntimeConnection::run(const std::atomic<bool>& stop) {
          waited += std::chrono::milliseconds(50)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    backoff = std::min(backoff * 2, options_.maxBackoff);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/api_error.h"
+#include "common/backoff.h"
 #include "common/kube_objects.h"
 #include "common/logging.h"
 
@@ -148,17 +149,13 @@ bool InformerCore::sleep(std::chrono::milliseconds d) {
 }
 
 void InformerCore::run() {
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng(std::random_device{}());  // spreads the watches' timeouts
+  const Backoff retries{opts_.initialBackoff, 2.0, opts_.maxBackoff, 0.5};
   int failures = 0;
   auto backoff = [&] {
-    const auto cap = opts_.maxBackoff.count();
-    int64_t d = opts_.initialBackoff.count();
-    for (int i = 0; i < failures && d < cap; ++i) {
-      d *= 2;
-    }
-    d = std::max<int64_t>(1, std::min(d, cap));
-    ++failures;
-    return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(d / 2, d)(rng));
+    return std::max(
+        std::chrono::milliseconds(1),
+        std::chrono::duration_cast<std::chrono::milliseconds>(retries.next(failures++)));
   };
 
   bool needList = true;

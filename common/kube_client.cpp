@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/api_error.h"
+#include "common/backoff.h"
 #include "common/logging.h"
 #include "common/request_deadline.h"
 #include "common/watch_decoder.h"
@@ -382,12 +383,8 @@ struct KubeClient::Impl {
     if (error.retryAfter()) {
       return std::min<std::chrono::milliseconds>(*error.retryAfter(), opts.maxRetryDelay);
     }
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    auto exponential = opts.retryBaseDelay * (int64_t{1} << std::min(attempt, 20));
-    auto capped = std::min<std::chrono::milliseconds>(exponential, opts.maxRetryDelay);
-    // Jitter in [50%, 100%] keeps many clients from retrying in lockstep.
-    std::uniform_int_distribution<int64_t> jitter(capped.count() / 2, capped.count());
-    return std::chrono::milliseconds(jitter(rng));
+    const Backoff retries{opts.retryBaseDelay, 2.0, opts.maxRetryDelay, 0.5};
+    return std::chrono::duration_cast<std::chrono::milliseconds>(retries.next(attempt));
   }
 
   nlohmann::json call(const Request& req) {

@@ -7,7 +7,7 @@
 namespace ker {
 
 ItemExponentialRateLimiter::ItemExponentialRateLimiter(Duration base, Duration maxDelay)
-    : base_(base), max_(maxDelay) {}
+    : backoff_{base, 2.0, maxDelay, 0} {}
 
 Duration ItemExponentialRateLimiter::when(const std::string& key) {
   int exp = 0;
@@ -15,13 +15,7 @@ Duration ItemExponentialRateLimiter::when(const std::string& key) {
     std::lock_guard lock(mu_);
     exp = failures_[key]++;
   }
-  // Computed in floating point so that a long failure streak saturates at max_ instead of
-  // overflowing the shift.
-  const double delay = static_cast<double>(base_.count()) * std::pow(2.0, exp);
-  if (delay >= static_cast<double>(max_.count())) {
-    return max_;
-  }
-  return Duration(static_cast<Duration::rep>(delay));
+  return backoff_.base(exp);
 }
 
 void ItemExponentialRateLimiter::forget(const std::string& key) {

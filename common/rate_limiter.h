@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clocks.h"
 
 namespace ker {
@@ -26,7 +27,7 @@ class RateLimiter {
   virtual int numRequeues(const std::string& key) = 0;
 };
 
-// Per-item exponential backoff: base * 2^failures, capped at maxDelay.
+// Per-item exponential backoff: base * 2^failures, capped at maxDelay (Backoff, without jitter).
 class ItemExponentialRateLimiter : public RateLimiter {
  public:
   explicit ItemExponentialRateLimiter(Duration base = std::chrono::milliseconds(5),
@@ -36,8 +37,7 @@ class ItemExponentialRateLimiter : public RateLimiter {
   int numRequeues(const std::string& key) override;
 
  private:
-  const Duration base_;
-  const Duration max_;
+  const Backoff backoff_;
   std::mutex mu_;
   std::map<std::string, int> failures_;
 };

@@ -1,6 +1,7 @@
 #include "scheduler/preemption_worker.h"
 
 #include "common/api_time.h"
+#include "common/backoff.h"
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
@@ -194,8 +195,11 @@ void PreemptionWorker::pause(std::chrono::milliseconds delay) {
 }
 
 void PreemptionWorker::withRetries(const std::function<void()>& write) {
-  std::chrono::milliseconds delay = options_.retryDelay;
+  // Exact doubling: a handful of attempts per write, far below any cap.
+  const Backoff retries{options_.retryDelay, 2.0, std::chrono::minutes(1), 0};
   for (int attempt = 1;; ++attempt) {
+    const auto delay =
+        std::chrono::duration_cast<std::chrono::milliseconds>(retries.base(attempt - 1));
     try {
       write();
       return;
@@ -213,7 +217,6 @@ void PreemptionWorker::withRetries(const std::function<void()>& write) {
                 {{"attempt", attempt}, {"delayMs", delay.count()}, {"error", e.what()}});
     }
     pause(delay);
-    delay *= 2;
   }
 }
 
