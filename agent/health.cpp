@@ -1,6 +1,6 @@
 #include "agent/health.h"
 
-#include "model/status_reasons.h"
+#include "model/reasons.h"
 
 namespace ker::agent {
 
@@ -10,7 +10,7 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
     return Nothing{};
   }
   const bool bound = device.phase == DevicePhase::kBound;
-  const bool marked = parseStatusReason(device.reason) == StatusReason::kDeviceUnhealthy;
+  const bool marked = parseReason(device.reason) == Reason::kDeviceUnhealthy;
   if (seen.healthy) {
     // A Pending set by anyone else is not the agent's to undo, nor one naming a claim.
     if (marked && (bound || (device.phase == DevicePhase::kPending && !device.claimRef))) {

@@ -41,8 +41,7 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
                         c.listedDevices(),
                         {releasedMessage(keyOf(c)), ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
                         {"claim " + keyOf(c) + " was deleted", std::nullopt}};
-  p.events.push_back(
-      {referenceTo(c), EventType::kNormal, toString(StatusReason::kReleased), a.message});
+  p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased), a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
   // shows it for a deleted pod.
   for (const auto& pod : holderRefs(c)) {
@@ -103,8 +102,7 @@ void recover(const ExtendedResourceClaim& c, const action::RecoverClaim& a, Syst
   p.why = next.message;
   p.write = statusUpdate(std::move(next), now);
   p.change = Change::kClaimRecovered;
-  p.events.push_back(
-      {referenceTo(c), EventType::kNormal, toString(StatusReason::kRecovered), message});
+  p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kRecovered), message});
   for (const auto& pod : holderRefs(c)) {
     p.events.push_back({pod, EventType::kNormal, event_reason::kClaimRecovered,
                         "claim " + c.meta.name + ": " + message});
@@ -158,7 +156,7 @@ PlannedEvent deletionWaitEvent(const ExtendedResourceClaim& c, const std::vector
     names.push_back(ref.name);
   }
   const std::string pods = names.empty() ? std::string("?") : joinNames(names);
-  return {referenceTo(c), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
+  return {referenceTo(c), EventType::kNormal, toString(Reason::kDeletionWaiting),
           names.size() > 1 ? "the claim is deleted once pods " + pods +
                                  " no longer hold it (finish or are deleted): until then its "
                                  "devices stay with those pods"
@@ -206,7 +204,7 @@ Plan planClaim(const ClaimInputs& in) {
                            !refs.empty() && *in.seen->holderUid == refs.front().uid;
     if (!recovered) {
       p.events.insert(p.events.begin(),
-                      {referenceTo(c), EventType::kNormal, toString(StatusReason::kBound),
+                      {referenceTo(c), EventType::kNormal, toString(Reason::kBound),
                        "allocated " + joinNames(c.allocated) + " on node " + c.nodeName +
                            " to pod " + (refs.empty() ? std::string("?") : c.holderNames())});
     }

@@ -85,7 +85,7 @@ PlannedEvent deletionWaitEvent(const ExtendedResource& d, const ExtendedResource
   const std::string pods =
       !known ? std::string()
              : (c->holders().size() > 1 ? " (pods " : " (pod ") + c->holderNames() + ")";
-  return {referenceTo(d), EventType::kNormal, toString(ConditionReason::kDeletionWaiting),
+  return {referenceTo(d), EventType::kNormal, toString(Reason::kDeletionWaiting),
           "the device is deleted once claim " + claim + pods +
               " is released (its pods finish or are deleted): until then it stays with that "
               "claim"};

@@ -66,7 +66,7 @@ bool alreadyWritten(const std::vector<Condition>& want, const std::vector<Condit
 
 template <typename Object>
 std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
-  const bool marked = parseStatusReason(o.reason) == StatusReason::kInvalid;
+  const bool marked = parseReason(o.reason) == Reason::kInvalid;
   if (o.invalid.empty() && !marked) {
     return std::nullopt;
   }

@@ -11,7 +11,7 @@
 #include "common/status.h"
 #include "controller/reconcile_decisions.h"
 #include "model/objects.h"
-#include "model/status_reasons.h"
+#include "model/reasons.h"
 
 // The vocabulary of plans: what a reconcile decided to write, in terms the executor applies
 // without knowing why. Built by the pure plan functions (claim_plan, device_plan, pod_plan).

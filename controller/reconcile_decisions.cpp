@@ -109,7 +109,7 @@ bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
   // A device without a status reads as Available too, and is as good to bind back.
   if (d.phase != DevicePhase::kAvailable || !d.invalid.empty() || d.meta.deleting ||
       c.holders().empty() ||
-      (parseStatusReason(d.reason) == StatusReason::kReleased && d.releasedFrom &&
+      (parseReason(d.reason) == Reason::kReleased && d.releasedFrom &&
        d.releasedFrom->ns == c.meta.ns && d.releasedFrom->name == c.meta.name)) {
     return false;
   }
@@ -335,7 +335,7 @@ Decision decideDevice(const DeviceView& v) {
   if (v.releasedWithClaim) {
     return {FreeDevice{releasedMessage(refName)}, std::nullopt};
   }
-  if (parseStatusReason(d.reason) == StatusReason::kRebound) {
+  if (parseReason(d.reason) == Reason::kRebound) {
     // Bound back to a claim released before (or while) it was: no bind is in flight on it.
     if (!v.claimLive) {
       return {VerifyLive{LiveRead::kDeviceClaim, {}}, std::nullopt};
@@ -383,7 +383,7 @@ bool deletionWaitUnannounced(const ObjectMeta& meta, bool inUse,
 
 bool saysDeletionWaiting(const std::vector<Condition>& conditions) {
   const Condition* allocated = findCondition(conditions, ConditionType::kAllocated);
-  return allocated && allocated->reason == ConditionReason::kDeletionWaiting;
+  return allocated && allocated->reason == Reason::kDeletionWaiting;
 }
 
 NudgePlan podsToNudge(const NudgeView& v) {

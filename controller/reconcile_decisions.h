@@ -10,7 +10,7 @@
 #include "common/clocks.h"
 #include "common/comma_list.h"
 #include "model/objects.h"
-#include "model/status_reasons.h"
+#include "model/reasons.h"
 
 // What the controller decides to do about a claim, a device or waiting pods, as pure functions
 // of what it has seen: no I/O, no clock, no shared state. The plan functions (claim_plan,

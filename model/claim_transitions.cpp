@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/comma_list.h"
-#include "model/status_reasons.h"
+#include "model/reasons.h"
 
 namespace ker {
 
@@ -41,7 +41,7 @@ void emptyAllocation(ExtendedResourceClaim& claim) {
   claim.bindRewrites = 0;
 }
 
-void setReason(ExtendedResourceClaim& claim, StatusReason reason, std::string message) {
+void setReason(ExtendedResourceClaim& claim, Reason reason, std::string message) {
   claim.reason = toString(reason);
   claim.message = std::move(message);
 }
@@ -65,7 +65,7 @@ Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::str
     claim.sharedHolders.clear();
   }
   claim.bindRewrites = 0;
-  setReason(claim, StatusReason::kBound, "allocated to pod " + pod.name + " on node " + node);
+  setReason(claim, Reason::kBound, "allocated to pod " + pod.name + " on node " + node);
   return {};
 }
 
@@ -121,9 +121,9 @@ Status releaseClaim(ExtendedResourceClaim& claim, const std::string& message) {
   }
   emptyAllocation(claim);
   if (claim.invalid.empty()) {
-    setReason(claim, StatusReason::kReleased, message);
+    setReason(claim, Reason::kReleased, message);
   } else {
-    setReason(claim, StatusReason::kInvalid, claim.invalid);
+    setReason(claim, Reason::kInvalid, claim.invalid);
   }
   return {};
 }
@@ -133,7 +133,7 @@ Status undoClaimBind(ExtendedResourceClaim& claim) {
     return notFrom(claim, "unbound", std::string("it is ") + toString(claim.phase));
   }
   emptyAllocation(claim);
-  setReason(claim, StatusReason::kNone, "");
+  setReason(claim, Reason::kNone, "");
   return {};
 }
 
@@ -149,7 +149,7 @@ Status markClaimLost(ExtendedResourceClaim& claim, const std::vector<std::string
       claim.lost.push_back(name);
     }
   }
-  setReason(claim, StatusReason::kLost, message);
+  setReason(claim, Reason::kLost, message);
   return {};
 }
 
@@ -162,9 +162,9 @@ Status recoverClaim(ExtendedResourceClaim& claim, const std::vector<std::string>
   const std::string message = recoveredMessage(recovered);
   if (claim.lost.empty()) {
     claim.phase = ClaimPhase::kBound;
-    setReason(claim, StatusReason::kRecovered, message);
+    setReason(claim, Reason::kRecovered, message);
   } else {
-    setReason(claim, StatusReason::kLost, message + "; still lost: " + joinNames(claim.lost));
+    setReason(claim, Reason::kLost, message + "; still lost: " + joinNames(claim.lost));
   }
   return {};
 }
@@ -184,12 +184,11 @@ Status initializeClaim(ExtendedResourceClaim& claim) {
 }
 
 Status markInvalid(ExtendedResourceClaim& claim) {
-  const bool marked = parseStatusReason(claim.reason) == StatusReason::kInvalid;
+  const bool marked = parseReason(claim.reason) == Reason::kInvalid;
   if (claim.invalid.empty() && !marked) {
     return notFrom(claim, "marked", "it is valid and not marked Invalid");
   }
-  setReason(claim, claim.invalid.empty() ? StatusReason::kNone : StatusReason::kInvalid,
-            claim.invalid);
+  setReason(claim, claim.invalid.empty() ? Reason::kNone : Reason::kInvalid, claim.invalid);
   return {};
 }
 

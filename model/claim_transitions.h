@@ -9,7 +9,7 @@
 // Every change of a claim's status, one function each: nothing else in the project sets a
 // claim's phase, allocation, node, holders, reason or message. Each checks the state it starts
 // from and answers FailedPrecondition, leaving the claim as it was, when the claim is not in
-// it; otherwise it applies the change and the reason (StatusReason) that goes with it. Pure:
+// it; otherwise it applies the change and the reason (Reason) that goes with it. Pure:
 // the caller writes the result with the resourceVersion it read, so a change in between fails
 // with a Conflict instead of being written over.
 namespace ker {

@@ -13,17 +13,6 @@ constexpr std::array kTypes{ConditionType::kAllocated, ConditionType::kLost,
                             ConditionType::kHealthy};
 constexpr std::array kStatuses{ConditionStatus::kTrue, ConditionStatus::kFalse,
                                ConditionStatus::kUnknown};
-constexpr std::array kReasons{ConditionReason::kBound,
-                              ConditionReason::kPending,
-                              ConditionReason::kInvalid,
-                              ConditionReason::kDevicesLost,
-                              ConditionReason::kNoDevicesLost,
-                              ConditionReason::kAvailable,
-                              ConditionReason::kNotOffered,
-                              ConditionReason::kDeviceUnhealthy,
-                              ConditionReason::kNoProblemReported,
-                              ConditionReason::kDeletionWaiting};
-
 template <typename E, size_t N>
 std::optional<E> parse(const std::array<E, N>& known, std::string_view text) {
   for (E e : known) {
@@ -69,34 +58,6 @@ const char* toString(ConditionStatus status) {
   return "";
 }
 
-const char* toString(ConditionReason reason) {
-  switch (reason) {
-    case ConditionReason::kBound:
-      return "Bound";
-    case ConditionReason::kPending:
-      return "Pending";
-    case ConditionReason::kInvalid:
-      return "Invalid";
-    case ConditionReason::kDevicesLost:
-      return "DevicesLost";
-    case ConditionReason::kNoDevicesLost:
-      return "NoDevicesLost";
-    case ConditionReason::kAvailable:
-      return "Available";
-    case ConditionReason::kNotOffered:
-      return "NotOffered";
-    case ConditionReason::kDeviceUnhealthy:
-      return "DeviceUnhealthy";
-    case ConditionReason::kNoProblemReported:
-      return "NoProblemReported";
-    case ConditionReason::kDeletionWaiting:
-      return "DeletionWaiting";
-    case ConditionReason::kUnrecognized:
-      return "Unrecognized";
-  }
-  return "";
-}
-
 std::vector<Condition> readConditions(const json& status) {
   std::vector<Condition> out;
   auto list = status.is_object() ? status.find("conditions") : status.end();
@@ -112,9 +73,8 @@ std::vector<Condition> readConditions(const json& status) {
     if (!type || !st || findCondition(out, *type)) {
       continue;
     }
-    Condition c{*type, *st,
-                parse(kReasons, stringOf(entry, "reason")).value_or(ConditionReason::kUnrecognized),
-                stringOf(entry, "message"), stringOf(entry, "lastTransitionTime")};
+    Condition c{*type, *st, parseReason(stringOf(entry, "reason")), stringOf(entry, "message"),
+                stringOf(entry, "lastTransitionTime")};
     if (auto g = entry.find("observedGeneration"); g != entry.end() && g->is_number_integer()) {
       c.observedGeneration = g->get<int64_t>();
     }

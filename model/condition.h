@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "model/reasons.h"
+
 // status.conditions in the standard Kubernetes shape, for people and tools to read. Programs of
 // this project decide from the typed status (phase, allocation, lost devices), never from these:
-// the conditions are derived from it (common/conditions.h) in every status write.
+// the conditions are derived from it (model/conditions.h) in every status write. Their
+// reasons are the project's one vocabulary (model/reasons.h).
 namespace ker {
 
 enum class ConditionType {
@@ -19,29 +22,13 @@ enum class ConditionType {
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 
-// The reasons a condition can give, CamelCase as the API writes them.
-enum class ConditionReason {
-  kBound,              // allocated to a pod (claim) or a claim (device)
-  kPending,            // claim: waiting for a pod to be scheduled with it
-  kInvalid,            // claim or device: cannot be parsed, so cannot be allocated
-  kDevicesLost,        // claim: some devices of its allocation are gone
-  kNoDevicesLost,      // claim: every device it lists is there (or it lists none)
-  kAvailable,          // device: free to be allocated
-  kNotOffered,         // device: Pending, not offered to claims
-  kDeviceUnhealthy,    // device: the node agent found its device node or mount missing
-  kNoProblemReported,  // device: nobody reported a problem
-  kDeletionWaiting,    // claim or device: deleted while in use, it stays until released
-  kUnrecognized,       // read from the API, not one of ours
-};
-
 const char* toString(ConditionType type);
 const char* toString(ConditionStatus status);
-const char* toString(ConditionReason reason);
 
 struct Condition {
   ConditionType type = ConditionType::kAllocated;
   ConditionStatus status = ConditionStatus::kUnknown;
-  ConditionReason reason = ConditionReason::kUnrecognized;
+  Reason reason = Reason::kOther;
   std::string message;
   std::string lastTransitionTime;  // RFC 3339, as written
   int64_t observedGeneration = 0;  // metadata.generation it was computed from; 0: not written

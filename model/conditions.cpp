@@ -16,9 +16,8 @@ std::string joined(const std::vector<std::string>& names) {
 
 // The condition as computed, with the transition time carried over while the status is the
 // one `previous` recorded.
-Condition stamped(ConditionType type, ConditionStatus status, ConditionReason reason,
-                  std::string message, int64_t generation, const std::vector<Condition>& previous,
-                  SystemTime now) {
+Condition stamped(ConditionType type, ConditionStatus status, Reason reason, std::string message,
+                  int64_t generation, const std::vector<Condition>& previous, SystemTime now) {
   Condition c{type, status, reason, std::move(message), "", generation};
   const Condition* before = findCondition(previous, type);
   c.lastTransitionTime = before && before->status == status && !before->lastTransitionTime.empty()
@@ -51,30 +50,28 @@ std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
         message += "; deleted once " + pod +
                    (holderNames.size() > 1 ? " no longer hold it" : " no longer holds it");
       }
-      out.push_back(
-          stamped(ConditionType::kAllocated, ConditionStatus::kTrue,
-                  claim.meta.deleting ? ConditionReason::kDeletionWaiting : ConditionReason::kBound,
-                  std::move(message), gen, previous, now));
+      out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kTrue,
+                            claim.meta.deleting ? Reason::kDeletionWaiting : Reason::kBound,
+                            std::move(message), gen, previous, now));
       break;
     }
     case ClaimPhase::kPending:
       if (!claim.invalid.empty()) {
-        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
-                              ConditionReason::kInvalid, claim.invalid, gen, previous, now));
+        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse, Reason::kInvalid,
+                              claim.invalid, gen, previous, now));
       } else {
-        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
-                              ConditionReason::kPending,
+        out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse, Reason::kPending,
                               "waiting for a pod to be scheduled with it", gen, previous, now));
       }
       break;
   }
   if (claim.phase == ClaimPhase::kLost) {
-    out.push_back(
-        stamped(ConditionType::kLost, ConditionStatus::kTrue, ConditionReason::kDevicesLost,
-                "lost while " + pod + " held them: " + joined(claim.lost), gen, previous, now));
+    out.push_back(stamped(ConditionType::kLost, ConditionStatus::kTrue, Reason::kDevicesLost,
+                          "lost while " + pod + " held them: " + joined(claim.lost), gen, previous,
+                          now));
   } else {
-    out.push_back(stamped(ConditionType::kLost, ConditionStatus::kFalse,
-                          ConditionReason::kNoDevicesLost, "", gen, previous, now));
+    out.push_back(stamped(ConditionType::kLost, ConditionStatus::kFalse, Reason::kNoDevicesLost, "",
+                          gen, previous, now));
   }
   return out;
 }
@@ -89,26 +86,26 @@ std::vector<Condition> deviceConditions(const ExtendedResource& device,
     // Deleted while allocated: kept by its protection finalizer until the claim lets it go.
     out.push_back(stamped(
         ConditionType::kAllocated, ConditionStatus::kTrue,
-        device.meta.deleting ? ConditionReason::kDeletionWaiting : ConditionReason::kBound,
+        device.meta.deleting ? Reason::kDeletionWaiting : Reason::kBound,
         "to claim " + claim + (device.meta.deleting ? "; deleted once the claim is released" : ""),
         gen, previous, now));
   } else if (!device.invalid.empty()) {
-    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
-                          ConditionReason::kInvalid, device.invalid, gen, previous, now));
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse, Reason::kInvalid,
+                          device.invalid, gen, previous, now));
   } else if (device.phase == DevicePhase::kPending) {
-    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
-                          ConditionReason::kNotOffered, device.message, gen, previous, now));
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse, Reason::kNotOffered,
+                          device.message, gen, previous, now));
   } else {
-    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse,
-                          ConditionReason::kAvailable, "", gen, previous, now));
+    out.push_back(stamped(ConditionType::kAllocated, ConditionStatus::kFalse, Reason::kAvailable,
+                          "", gen, previous, now));
   }
   // Bound too: the pod keeps a device that turned unhealthy, and its status says so.
-  if (device.reason == kDeviceUnhealthyReason) {
+  if (parseReason(device.reason) == Reason::kDeviceUnhealthy) {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kFalse,
-                          ConditionReason::kDeviceUnhealthy, device.message, gen, previous, now));
+                          Reason::kDeviceUnhealthy, device.message, gen, previous, now));
   } else {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kTrue,
-                          ConditionReason::kNoProblemReported, "", gen, previous, now));
+                          Reason::kNoProblemReported, "", gen, previous, now));
   }
   return out;
 }

@@ -22,7 +22,4 @@ std::vector<Condition> claimConditions(const ExtendedResourceClaim& claim,
 std::vector<Condition> deviceConditions(const ExtendedResource& device,
                                         const std::vector<Condition>& previous, SystemTime now);
 
-// status.reason of a device the node agent found unhealthy (taken out of offer when free).
-inline constexpr const char* kDeviceUnhealthyReason = "DeviceUnhealthy";
-
 }  // namespace ker

@@ -15,10 +15,10 @@ bool isFree(const ExtendedResource& device) {
 }
 
 bool markedUnhealthy(const ExtendedResource& device) {
-  return parseStatusReason(device.reason) == StatusReason::kDeviceUnhealthy;
+  return parseReason(device.reason) == Reason::kDeviceUnhealthy;
 }
 
-void setReason(ExtendedResource& device, StatusReason reason, std::string message) {
+void setReason(ExtendedResource& device, Reason reason, std::string message) {
   device.reason = toString(reason);
   device.message = std::move(message);
 }
@@ -45,7 +45,7 @@ Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<P
     return notFrom(device, "bound to claim " + objectKey(claim.ns, claim.name), "it is not free");
   }
   makeBound(device, claim, std::move(holders));
-  setReason(device, StatusReason::kNone, "");
+  setReason(device, Reason::kNone, "");
   return {};
 }
 
@@ -63,7 +63,7 @@ Status undoDeviceBind(ExtendedResource& device) {
     return notFrom(device, "unbound", std::string("it is ") + toString(device.phase));
   }
   makeFree(device, std::nullopt);
-  setReason(device, StatusReason::kNone, "");
+  setReason(device, Reason::kNone, "");
   return {};
 }
 
@@ -72,7 +72,7 @@ Status freeDevice(ExtendedResource& device, const std::string& message,
   if (!device.claimRef && device.phase != DevicePhase::kBound) {
     return notFrom(device, "freed", "it names no claim");
   }
-  const StatusReason reason = releasedFrom ? StatusReason::kReleased : StatusReason::kOrphaned;
+  const Reason reason = releasedFrom ? Reason::kReleased : Reason::kOrphaned;
   makeFree(device, std::move(releasedFrom));
   setReason(device, reason, message);
   return {};
@@ -85,7 +85,7 @@ Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector
                    std::string("it is ") + toString(device.phase));
   }
   makeBound(device, claim, std::move(holders));
-  setReason(device, StatusReason::kRebound, message);
+  setReason(device, Reason::kRebound, message);
   return {};
 }
 
@@ -94,7 +94,7 @@ Status initializeDevice(ExtendedResource& device) {
     return notFrom(device, "initialized", "its status has a phase");
   }
   makeFree(device, std::nullopt);
-  setReason(device, StatusReason::kNone, "");
+  setReason(device, Reason::kNone, "");
   return {};
 }
 
@@ -107,7 +107,7 @@ Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem)
   if (!bound) {
     device.phase = DevicePhase::kPending;
   }
-  setReason(device, StatusReason::kDeviceUnhealthy, problem);
+  setReason(device, Reason::kDeviceUnhealthy, problem);
   return {};
 }
 
@@ -120,17 +120,16 @@ Status markDeviceHealthy(ExtendedResource& device) {
   if (!bound) {
     device.phase = DevicePhase::kAvailable;
   }
-  setReason(device, StatusReason::kNone, "");
+  setReason(device, Reason::kNone, "");
   return {};
 }
 
 Status markInvalid(ExtendedResource& device) {
-  const bool marked = parseStatusReason(device.reason) == StatusReason::kInvalid;
+  const bool marked = parseReason(device.reason) == Reason::kInvalid;
   if (device.invalid.empty() && !marked) {
     return notFrom(device, "marked", "it is valid and not marked Invalid");
   }
-  setReason(device, device.invalid.empty() ? StatusReason::kNone : StatusReason::kInvalid,
-            device.invalid);
+  setReason(device, device.invalid.empty() ? Reason::kNone : Reason::kInvalid, device.invalid);
   return {};
 }
 

@@ -6,7 +6,7 @@
 
 #include "common/status.h"
 #include "model/objects.h"
-#include "model/status_reasons.h"
+#include "model/reasons.h"
 
 // Every change of a device's status, one function each, in the shape of claim_transitions.h:
 // each checks the state it starts from (FailedPrecondition, the device untouched, when it is not

@@ -2,8 +2,8 @@
 
 // The reasons of the Events the components post, in one place (kubectl describe and event
 // selectors match on them, so they are API). Claim and device status reasons that also name
-// events (Released, Recovered, Bound, DeletionWaiting) come from StatusReason and
-// ConditionReason, which the statuses use.
+// events (Released, Recovered, Bound, DeletionWaiting, Invalid) come from Reason
+// (model/reasons.h), which the statuses and their conditions use.
 namespace ker::event_reason {
 
 // The extender's preemption.

@@ -9,7 +9,7 @@ namespace {
 
 using namespace health_action;
 
-const std::string kUnhealthyReason = toString(StatusReason::kDeviceUnhealthy);
+const std::string kUnhealthyReason = toString(Reason::kDeviceUnhealthy);
 
 // The device as the agent writes it for the action decided (MarkUnhealthy or MarkHealthy).
 ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem) {
@@ -80,7 +80,7 @@ TEST(HealthTest, ABoundDeviceStaysWithItsPodSaysItIsUnhealthyAndWarnsOncePerTurn
   EXPECT_EQ(conditions[0].status, ConditionStatus::kTrue) << "still allocated";
   EXPECT_EQ(conditions[1].type, ConditionType::kHealthy);
   EXPECT_EQ(conditions[1].status, ConditionStatus::kFalse);
-  EXPECT_EQ(conditions[1].reason, ConditionReason::kDeviceUnhealthy);
+  EXPECT_EQ(conditions[1].reason, Reason::kDeviceUnhealthy);
 
   EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(marked, sick(/*wasHealthy=*/false))))
       << "said once";

@@ -31,13 +31,13 @@ TEST(ClaimConditions, BoundIsAllocatedAndNotLost) {
   ASSERT_EQ(cs.size(), 2u);
   EXPECT_EQ(cs[0].type, ConditionType::kAllocated);
   EXPECT_EQ(cs[0].status, ConditionStatus::kTrue);
-  EXPECT_EQ(cs[0].reason, ConditionReason::kBound);
+  EXPECT_EQ(cs[0].reason, Reason::kBound);
   EXPECT_EQ(cs[0].message, "for pod trainer on node n1: gpu-0, gpu-1");
   EXPECT_EQ(cs[0].lastTransitionTime, formatTime(kNow));
   EXPECT_EQ(cs[0].observedGeneration, 2);
   EXPECT_EQ(cs[1].type, ConditionType::kLost);
   EXPECT_EQ(cs[1].status, ConditionStatus::kFalse);
-  EXPECT_EQ(cs[1].reason, ConditionReason::kNoDevicesLost);
+  EXPECT_EQ(cs[1].reason, Reason::kNoDevicesLost);
 }
 
 TEST(ClaimConditions, LostStaysAllocatedAndSaysWhatWasLost) {
@@ -48,7 +48,7 @@ TEST(ClaimConditions, LostStaysAllocatedAndSaysWhatWasLost) {
   const auto cs = claimConditions(c, {}, kNow);
   EXPECT_EQ(cs[0].status, ConditionStatus::kTrue);
   EXPECT_EQ(cs[1].status, ConditionStatus::kTrue);
-  EXPECT_EQ(cs[1].reason, ConditionReason::kDevicesLost);
+  EXPECT_EQ(cs[1].reason, Reason::kDevicesLost);
   EXPECT_EQ(cs[1].message, "lost while pod trainer held them: gpu-0");
 }
 
@@ -56,10 +56,10 @@ TEST(ClaimConditions, PendingWaitsOrSaysWhyItCannotBeAllocated) {
   ExtendedResourceClaim c;
   auto cs = claimConditions(c, {}, kNow);
   EXPECT_EQ(cs[0].status, ConditionStatus::kFalse);
-  EXPECT_EQ(cs[0].reason, ConditionReason::kPending);
+  EXPECT_EQ(cs[0].reason, Reason::kPending);
   c.invalid = "spec.rawResourceName: required";
   cs = claimConditions(c, {}, kNow);
-  EXPECT_EQ(cs[0].reason, ConditionReason::kInvalid);
+  EXPECT_EQ(cs[0].reason, Reason::kInvalid);
   EXPECT_EQ(cs[0].message, c.invalid);
 }
 
@@ -94,19 +94,19 @@ TEST(DeviceConditions, AllocatedFollowsThePhaseAndHealthTheAgentsReason) {
 
   d.phase = DevicePhase::kPending;
   d.claimRef.reset();
-  d.reason = kDeviceUnhealthyReason;
+  d.reason = toString(Reason::kDeviceUnhealthy);
   d.message = "/dev/nvidia0 is missing";
   const auto unhealthy = deviceConditions(d, cs, kNow + hours(1));
-  EXPECT_EQ(unhealthy[0].reason, ConditionReason::kNotOffered);
+  EXPECT_EQ(unhealthy[0].reason, Reason::kNotOffered);
   EXPECT_EQ(unhealthy[1].status, ConditionStatus::kFalse);
-  EXPECT_EQ(unhealthy[1].reason, ConditionReason::kDeviceUnhealthy);
+  EXPECT_EQ(unhealthy[1].reason, Reason::kDeviceUnhealthy);
   EXPECT_EQ(unhealthy[1].message, d.message);
   EXPECT_EQ(unhealthy[1].lastTransitionTime, formatTime(kNow + hours(1)));
 
   d.phase = DevicePhase::kAvailable;
   d.reason.clear();
   const auto healthy = deviceConditions(d, unhealthy, kNow + hours(2));
-  EXPECT_EQ(healthy[0].reason, ConditionReason::kAvailable);
+  EXPECT_EQ(healthy[0].reason, Reason::kAvailable);
   // Allocated was False while unhealthy too: its time stays.
   EXPECT_EQ(healthy[0].lastTransitionTime, formatTime(kNow + hours(1)));
   EXPECT_EQ(healthy[1].status, ConditionStatus::kTrue);
@@ -118,13 +118,13 @@ TEST(Conditions, ADeletingObjectInUseStaysAllocatedAndSaysItsDeletionWaits) {
   c.meta.deleting = true;
   auto cs = claimConditions(c, before, kNow);
   EXPECT_EQ(cs[0].status, ConditionStatus::kTrue);
-  EXPECT_EQ(cs[0].reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(cs[0].reason, Reason::kDeletionWaiting);
   EXPECT_EQ(
       cs[0].message,
       "for pod trainer on node n1: gpu-0, gpu-1; deleted once pod trainer no longer holds it");
   EXPECT_EQ(cs[0].lastTransitionTime, formatTime(kThen)) << "still True";
   ASSERT_TRUE(releaseClaim(c, "pod gone").ok());
-  EXPECT_EQ(claimConditions(c, cs, kNow)[0].reason, ConditionReason::kPending)
+  EXPECT_EQ(claimConditions(c, cs, kNow)[0].reason, Reason::kPending)
       << "released: nothing keeps it";
 
   ExtendedResource d;
@@ -133,11 +133,11 @@ TEST(Conditions, ADeletingObjectInUseStaysAllocatedAndSaysItsDeletionWaits) {
   d.claimRef = ClaimRef{"ml", "train", "u"};
   auto ds = deviceConditions(d, {}, kNow);
   EXPECT_EQ(ds[0].status, ConditionStatus::kTrue);
-  EXPECT_EQ(ds[0].reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(ds[0].reason, Reason::kDeletionWaiting);
   EXPECT_EQ(ds[0].message, "to claim ml/train; deleted once the claim is released");
   d.phase = DevicePhase::kAvailable;
   d.claimRef.reset();
-  EXPECT_EQ(deviceConditions(d, ds, kNow)[0].reason, ConditionReason::kAvailable);
+  EXPECT_EQ(deviceConditions(d, ds, kNow)[0].reason, Reason::kAvailable);
 }
 
 TEST(ConditionsJson, WritingReplacesOursAndKeepsOthers) {

@@ -466,7 +466,7 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsBoundBackToTheClaimListingIt) {
 // lists the device the release just freed.
 TEST_F(DeviceDecisionTest, ADeviceThisClaimsReleaseFreedIsNotBoundBackOnAStaleCache) {
   device = availableDevice("d0");
-  device.reason = toString(StatusReason::kReleased);
+  device.reason = toString(Reason::kReleased);
   device.releasedFrom = ClaimRef{"default", "c", "uid-c"};
   device.phaseWritten = true;
   view.claim = nullptr;
@@ -549,7 +549,7 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
 TEST_F(DeviceDecisionTest, DeviceBoundBackToAClaimReleasedMeanwhileIsFreedWithoutGrace) {
   claim.phase = ClaimPhase::kPending;
   claim.allocated.clear();
-  device.reason = toString(StatusReason::kRebound);
+  device.reason = toString(Reason::kRebound);
   as<action::VerifyLive>(decideDevice(view));
   view.claimLive = true;
   const auto d = decideDevice(view);

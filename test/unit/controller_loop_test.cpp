@@ -447,7 +447,7 @@ TEST_F(ControllerLoopTest, ClaimWithoutStatusIsShownPending) {
   EXPECT_EQ(api.peek(resources::kExtendedResourceClaims, "default", "bad")
                 .value()
                 .value("/status/reason"_json_pointer, ""),
-            toString(StatusReason::kInvalid));
+            toString(Reason::kInvalid));
 }
 
 TEST_F(ControllerLoopTest, FreedDevicesNudgeParkedPods) {

@@ -239,7 +239,7 @@ TEST_F(ClaimPlanTest, InvalidClaimIsMarkedByAMergePatchOnce) {
       << "a claim without a phase gets one as it is marked";
   const auto pending = readConditions(renderWrite(*p.write).body["status"]);
   ASSERT_TRUE(findCondition(pending, ConditionType::kAllocated));
-  EXPECT_EQ(findCondition(pending, ConditionType::kAllocated)->reason, ConditionReason::kInvalid)
+  EXPECT_EQ(findCondition(pending, ConditionType::kAllocated)->reason, Reason::kInvalid)
       << "a Pending claim cannot be allocated while invalid";
   claim = claimBoundTo("uid-p");
   claim.invalid = "spec.extendedResourceNum: expected an integer";
@@ -441,15 +441,14 @@ TEST(PodPlan, WarnsOncePerProblem) {
 }
 
 TEST(StatusReasons, ParseWhatIsWritten) {
-  for (auto r : {StatusReason::kBound, StatusReason::kReleased, StatusReason::kRecovered,
-                 StatusReason::kRebound, StatusReason::kOrphaned, StatusReason::kInvalid,
-                 StatusReason::kLost, StatusReason::kDeviceUnhealthy}) {
-    EXPECT_EQ(parseStatusReason(toString(r)), r) << toString(r);
+  for (auto r : {Reason::kBound, Reason::kReleased, Reason::kRecovered, Reason::kRebound,
+                 Reason::kOrphaned, Reason::kInvalid, Reason::kLost, Reason::kDeviceUnhealthy}) {
+    EXPECT_EQ(parseReason(toString(r)), r) << toString(r);
   }
-  EXPECT_EQ(parseStatusReason(""), StatusReason::kNone);
-  EXPECT_EQ(parseStatusReason("ExtendedResourceLost: d0, d1"), StatusReason::kOther)
+  EXPECT_EQ(parseReason(""), Reason::kNone);
+  EXPECT_EQ(parseReason("ExtendedResourceLost: d0, d1"), Reason::kOther)
       << "a reason carries no data";
-  EXPECT_EQ(parseStatusReason("released"), StatusReason::kOther) << "reasons are exact";
+  EXPECT_EQ(parseReason("released"), Reason::kOther) << "reasons are exact";
 }
 
 }  // namespace
@@ -494,7 +493,7 @@ TEST_F(ProtectionPlanTest, ADeletedClaimInUseWaitsAndSaysWhyOnce) {
   const Condition* allocated = findCondition(written, ConditionType::kAllocated);
   ASSERT_TRUE(allocated);
   EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
-  EXPECT_EQ(allocated->reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(allocated->reason, Reason::kDeletionWaiting);
   EXPECT_NE(allocated->message.find("pod p no longer holds it"), std::string::npos)
       << allocated->message;
   ASSERT_EQ(p.events.size(), 1u);
@@ -525,7 +524,7 @@ TEST_F(ProtectionPlanTest, AnotherStatusWriteOfADeletingClaimSaysWhyItWaitsOnce)
   EXPECT_EQ(
       findCondition(readConditions(renderWrite(*p.write).body["status"]), ConditionType::kAllocated)
           ->reason,
-      ConditionReason::kDeletionWaiting);
+      Reason::kDeletionWaiting);
   EXPECT_EQ(eventReasons(p),
             (std::vector<std::string>{"ExtendedResourceClaim/Lost", "Pod/ClaimLost",
                                       "ExtendedResourceClaim/DeletionWaiting"}));
@@ -690,8 +689,8 @@ TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   device.claimRef = ClaimRef{"default", "c", "uid-c"};
   in.view.claim = &claim;
   device.meta.deleting = true;
-  device.conditions = {{ConditionType::kAllocated, ConditionStatus::kTrue,
-                        ConditionReason::kDeletionWaiting, "said", "", 0}};
+  device.conditions = {
+      {ConditionType::kAllocated, ConditionStatus::kTrue, Reason::kDeletionWaiting, "said", "", 0}};
   EXPECT_FALSE(planDevice(in).write) << "in use";
   device.phase = DevicePhase::kAvailable;
   device.claimRef.reset();
@@ -727,7 +726,7 @@ TEST_F(DevicePlanTest, ADeviceDeletedWhileAllocatedSaysOnceWhatItWaitsFor) {
   const Condition* allocated = findCondition(written, ConditionType::kAllocated);
   ASSERT_TRUE(allocated);
   EXPECT_EQ(allocated->status, ConditionStatus::kTrue);
-  EXPECT_EQ(allocated->reason, ConditionReason::kDeletionWaiting);
+  EXPECT_EQ(allocated->reason, Reason::kDeletionWaiting);
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].about.kind, "ExtendedResource");
   EXPECT_EQ(p.events[0].about.name, "d0");

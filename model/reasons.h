@@ -1,0 +1,38 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ker {
+
+// Every reason this project writes, as one type: in status.reason, in each of its conditions'
+// reason, and as the reason of the events that say the same. Code switches on these, never on
+// message text, and a reason carries no data (that goes in the status's fields and the
+// message). The strings are the API's (kubectl's Reason column shows them).
+enum class Reason {
+  kNone,  // no reason written
+  // status.reason (and the conditions and events that say the same)
+  kBound,            // a claim the extender allocated; a device allocated to a claim
+  kReleased,         // a claim released when its pod went, and the devices it freed
+  kLost,             // a claim whose devices vanished (status.lostExtendedResourceNames)
+  kRecovered,        // a Lost claim that got all its devices back
+  kRebound,          // a device bound back to the claim that lists it
+  kOrphaned,         // a device freed from a claim that no longer holds it
+  kInvalid,          // spec or status cannot be parsed; the message says why
+  kDeviceUnhealthy,  // a device its node agent found unhealthy; the message says why
+  // conditions only
+  kPending,            // claim: waiting for a pod to be scheduled with it
+  kDevicesLost,        // claim: some devices of its allocation are gone
+  kNoDevicesLost,      // claim: every device it lists is there (or it lists none)
+  kAvailable,          // device: free to be allocated
+  kNotOffered,         // device: Pending, not offered to claims
+  kNoProblemReported,  // device: nobody reported a problem
+  kDeletionWaiting,    // claim or device: deleted while in use, it stays until released
+  kOther,              // written by someone else (a person, an older version)
+};
+
+const char* toString(Reason reason);
+// The reason these exact words name; kOther for any other text, kNone for none.
+Reason parseReason(std::string_view reason);
+
+}  // namespace ker
