@@ -1,0 +1,191 @@
+// NodeSync, the node agent's only writer to the API, against a fake API: it publishes the node
+// file's devices, follows edits of the file, reports health through the model's transitions,
+// and never takes over a name another object holds.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "agent/node_sync.h"
+#include "fake_api_client.h"
+#include "model/objects.h"
+#include "model/reasons.h"
+
+namespace ker::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeApiClient;
+
+// Waits up to 5 s for `done`, polling.
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+// /dev/null is a character device on every Linux host: a device node that is there.
+std::string nodeFile(const std::vector<std::pair<std::string, std::string>>& devices) {
+  std::string out =
+      "resources:\n  - rawResourceName: example.com/gpu\n    envName: GPUS\ndevices:\n";
+  for (const auto& [name, path] : devices) {
+    out += "  - name: " + name + "\n    rawResourceName: example.com/gpu\n    deviceID: " + name +
+           "-id\n    properties: {model: k80}\n    deviceNodes:\n      - path: " + path + "\n";
+  }
+  return out;
+}
+
+class NodeSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ker-node-sync-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    file_ = (dir_ / "node.yaml").string();
+  }
+  void TearDown() override {
+    if (sync_) {
+      sync_->stop();
+    }
+    devices_.stop();
+    claims_.stop();
+    events_.stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void write(const std::string& text) {
+    // Replaced whole, as an editor or a ConfigMap update does.
+    const std::string tmp = file_ + ".tmp";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, file_);
+  }
+
+  void start() {
+    devices_.start();
+    claims_.start();
+    ASSERT_TRUE(devices_.waitForSync(5s) && claims_.waitForSync(5s));
+    events_.start();
+    sync_ = std::make_unique<NodeSync>(
+        NodeSync::Options{.node = "n1", .nodeFile = file_, .period = 20ms}, api_, devices_, claims_,
+        probe_, events_, metrics_);
+    sync_->start();
+  }
+
+  std::optional<ExtendedResource> device(const std::string& name) {
+    auto obj = api_.peek(resources::kExtendedResources, "", name);
+    return obj ? std::optional(ExtendedResource::fromJson(*obj)) : std::nullopt;
+  }
+
+  bool eventWithReason(const std::string& reason) {
+    const auto events = api_.list(resources::kEvents, "", {});
+    for (const auto& e : events["items"]) {
+      if (e.value("reason", "") == reason) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::filesystem::path dir_;
+  std::string file_;
+  FakeApiClient api_;
+  Informer<ExtendedResource> devices_{
+      api_,
+      resources::kExtendedResources,
+      {.name = "node-devices", .labelSelector = managedSelector("n1")}};
+  Informer<ExtendedResourceClaim> claims_{
+      api_, resources::kExtendedResourceClaims, {.name = "node-claims"}};
+  EventRecorder events_{api_, {.component = "extended-resource-node-agent", .instance = "n1"}};
+  DeviceProbe probe_{""};
+  metrics::Registry registry_;
+  AgentMetrics metrics_{registry_};
+  std::unique_ptr<NodeSync> sync_;
+};
+
+TEST_F(NodeSyncTest, PublishesTheNodeFilesDevicesAsItsOwnAndProtected) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0") && device("n1-gpu1"); }));
+  const ExtendedResource d = *device("n1-gpu0");
+  EXPECT_EQ(d.rawResourceName, "example.com/gpu");
+  EXPECT_EQ(d.deviceID, "n1-gpu0-id");
+  EXPECT_EQ(d.properties.at("model"), "k80");
+  EXPECT_EQ(d.meta.labels.at(kNodeLabel), "n1");
+  EXPECT_EQ(d.meta.labels.at(kManagedByLabel), kManagedByValue);
+  EXPECT_NE(
+      std::find(d.meta.finalizers.begin(), d.meta.finalizers.end(), kDeviceProtectionFinalizer),
+      d.meta.finalizers.end());
+  EXPECT_TRUE(sync_->fileCurrent());
+  EXPECT_EQ(sync_->inventory()->devices.size(), 2u);
+}
+
+TEST_F(NodeSyncTest, FollowsTheFileADeviceRemovedFromItIsWithdrawn) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu1").has_value(); }));
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  // Deleted: its protection finalizer keeps it while a claim holds it (the controller's call).
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu1");
+    return !d || d->meta.deleting;
+  }));
+  EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
+}
+
+TEST_F(NodeSyncTest, AnInvalidFileKeepsTheLastGoodInventory) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  write("devices: [this is not a device list");
+  EXPECT_TRUE(eventually([&] { return !sync_->fileCurrent(); }));
+  EXPECT_TRUE(device("n1-gpu0")) << "nothing is unpublished for a file that does not parse";
+  EXPECT_EQ(sync_->inventory()->devices.size(), 1u);
+}
+
+TEST_F(NodeSyncTest, AFreeDeviceWhoseNodeIsMissingIsTakenOutOfOfferAndBack) {
+  const std::string missing = "/dev/ker-unit-test-device-that-is-not-there";
+  write(nodeFile({{"n1-gpu0", missing}}));
+  start();
+  ASSERT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+  }));
+  EXPECT_EQ(device("n1-gpu0")->phase, DevicePhase::kPending) << "not offered";
+  EXPECT_NE(device("n1-gpu0")->message.find(missing), std::string::npos)
+      << device("n1-gpu0")->message;
+
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d && d->phase == DevicePhase::kAvailable && d->reason.empty();
+  }));
+}
+
+TEST_F(NodeSyncTest, ANameAnotherObjectHoldsIsNeverTakenOver) {
+  // Published by the agent of node n2 under the same name.
+  api_.seed(
+      resources::kExtendedResources,
+      {{"apiVersion", kApiVersion},
+       {"kind", "ExtendedResource"},
+       {"metadata",
+        {{"name", "gpu0"}, {"labels", {{kNodeLabel, "n2"}, {kManagedByLabel, kManagedByValue}}}}},
+       {"spec", {{"rawResourceName", "example.com/gpu"}, {"deviceID", "theirs"}}}});
+  write(nodeFile({{"gpu0", "/dev/null"}}));
+  start();
+  EXPECT_TRUE(eventually([&] { return eventWithReason("DeviceNameTaken"); }));
+  const ExtendedResource d = *device("gpu0");
+  EXPECT_EQ(d.deviceID, "theirs");
+  EXPECT_EQ(d.meta.labels.at(kNodeLabel), "n2");
+}
+
+}  // namespace
+}  // namespace ker::agent
