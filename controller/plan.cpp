@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "model/claim_transitions.h"
 #include "model/conditions.h"
-#include "model/device_transitions.h"
+#include "model/invalid_mark.h"
 #include "model/objects.h"
 
 namespace ker {

@@ -183,13 +183,4 @@ Status initializeClaim(ExtendedResourceClaim& claim) {
   return {};
 }
 
-Status markInvalid(ExtendedResourceClaim& claim) {
-  const bool marked = parseReason(claim.reason) == Reason::kInvalid;
-  if (claim.invalid.empty() && !marked) {
-    return notFrom(claim, "marked", "it is valid and not marked Invalid");
-  }
-  setReason(claim, claim.invalid.empty() ? Reason::kNone : Reason::kInvalid, claim.invalid);
-  return {};
-}
-
 }  // namespace ker

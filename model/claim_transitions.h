@@ -58,9 +58,6 @@ std::string recoveredMessage(const std::vector<std::string>& recovered);
 // by hand goes.
 Status initializeClaim(ExtendedResourceClaim& claim);
 
-// The Invalid mark, set or cleared to match claim.invalid: reason Invalid with the parse error,
-// or, once it parses again, both cleared. Whatever else the status holds stays. From a claim that
-// is invalid, or marked and valid again.
-Status markInvalid(ExtendedResourceClaim& claim);
+// The Invalid mark: model/invalid_mark.h.
 
 }  // namespace ker

@@ -124,13 +124,4 @@ Status markDeviceHealthy(ExtendedResource& device) {
   return {};
 }
 
-Status markInvalid(ExtendedResource& device) {
-  const bool marked = parseReason(device.reason) == Reason::kInvalid;
-  if (device.invalid.empty() && !marked) {
-    return notFrom(device, "marked", "it is valid and not marked Invalid");
-  }
-  setReason(device, device.invalid.empty() ? Reason::kNone : Reason::kInvalid, device.invalid);
-  return {};
-}
-
 }  // namespace ker

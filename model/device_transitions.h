@@ -46,7 +46,6 @@ Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem)
 // Marked unhealthy -> healthy: the mark goes, and a Pending device is Available again.
 Status markDeviceHealthy(ExtendedResource& device);
 
-// The Invalid mark, as for claims (claim_transitions.h).
-Status markInvalid(ExtendedResource& device);
+// The Invalid mark: model/invalid_mark.h.
 
 }  // namespace ker

@@ -30,6 +30,23 @@ case "${1:-}" in
 *) die "unknown argument '$1' (try --help)" ;;
 esac
 
+# Whether a build is needed: no at once when `current` (a command) finds it in the cache; else
+# takes the lock file (held until the script exits; waiting up to `wait` seconds while another
+# process builds `what`) and asks `current` again, since that other build may have made it.
+needs_build() {
+  local current=$1 lock=$2 wait=$3 what=$4 fd
+  if "$current"; then
+    return 1
+  fi
+  mkdir -p "$(dirname "$lock")"
+  exec {fd}>"$lock"
+  if ! flock -n "$fd"; then
+    log "waiting for another build of $what (up to $((wait / 60)) min)"
+    flock -w "$wait" "$fd" || die "timed out waiting for $lock"
+  fi
+  ! "$current"
+}
+
 # helm has a cache folder, lock and fingerprint of its own: pinning another helm never rebuilds
 # Kubernetes, a helm build never waits behind an hour-long control-plane build, and the reverse.
 build_helm() {
@@ -44,17 +61,7 @@ build_helm() {
   local recipe=1
   fingerprint=$(printf '%s\n' "recipe=$recipe" "$HELM_VERSION" "$(go env GOVERSION GOOS GOARCH)" | sha256sum | cut -d' ' -f1)
   helm_current() { [[ -x "$dir/helm" ]] && grep -qx "fingerprint=$fingerprint" "$dir/BUILDINFO" 2>/dev/null; }
-  if helm_current; then
-    printf '%s\n' "$dir"
-    return 0
-  fi
-  mkdir -p "$cache_root"
-  exec 8>"$cache_root/.helm.lock"
-  if ! flock -n 8; then
-    log "waiting for another build of helm (up to 30 min)"
-    flock -w 1800 8 || die "timed out waiting for $cache_root/.helm.lock"
-  fi
-  if helm_current; then
+  if ! needs_build helm_current "$cache_root/.helm.lock" 1800 helm; then
     printf '%s\n' "$dir"
     return 0
   fi
@@ -139,19 +146,8 @@ is_current() {
   grep -qx "fingerprint=$fingerprint" "$bin_dir/BUILDINFO" 2>/dev/null
 }
 
-if is_current; then
-  printf '%s\n' "$bin_dir"
-  exit 0
-fi
-
-mkdir -p "$cache_root"
 # One build at a time per cache (parallel make targets, several checkouts sharing the cache).
-exec 9>"$cache_root/.lock"
-if ! flock -n 9; then
-  log "waiting for another build of the control-plane binaries (up to 1 h)"
-  flock -w 3600 9 || die "timed out waiting for $cache_root/.lock"
-fi
-if is_current; then
+if ! needs_build is_current "$cache_root/.lock" 3600 "the control-plane binaries"; then
   printf '%s\n' "$bin_dir"
   exit 0
 fi

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -26,39 +27,14 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
     {"agent", {"common", "model", "nri", "agent"}},
 };
 
-TEST(Layering, NoFolderIncludesOneAboveOrBesideIt) {
+// Calls fn(path relative to the source root, line number, line) for each line of the folder's
+// C++ sources; returns how many files it read.
+size_t forEachSourceLine(
+    const std::string& folder,
+    const std::function<void(const std::string&, int, const std::string&)>& fn) {
   const fs::path root = KER_SOURCE_DIR;
-  const std::regex include(R"re(^\s*#\s*include\s+"([a-z_]+)/)re");
   size_t files = 0;
-  for (const auto& [folder, allowed] : kMayInclude) {
-    ASSERT_TRUE(fs::is_directory(root / folder)) << folder;
-    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
-      const std::string ext = entry.path().extension().string();
-      if (ext != ".h" && ext != ".cpp") {
-        continue;
-      }
-      ++files;
-      std::ifstream in(entry.path());
-      std::string line;
-      for (int n = 1; std::getline(in, line); ++n) {
-        std::smatch m;
-        if (std::regex_search(line, m, include) && allowed.count(m[1]) == 0) {
-          ADD_FAILURE() << fs::relative(entry.path(), root).string() << ":" << n << " includes "
-                        << m[1] << "/, which " << folder << "/ may not";
-        }
-      }
-    }
-  }
-  EXPECT_GT(files, 100u);
-}
-
-// The Kubernetes library below the model knows nothing of this project's kinds: a type, a
-// resource or the API group named in common/ belongs in model/.
-TEST(Layering, CommonNamesNoneOfTheProjectsKinds) {
-  const fs::path root = KER_SOURCE_DIR;
-  const std::regex kind(R"re(ExtendedResource|extendedresource\.io|kApiVersion|kGroup\b)re");
-  size_t files = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(root / "common")) {
+  for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
     const std::string ext = entry.path().extension().string();
     if (ext != ".h" && ext != ".cpp") {
       continue;
@@ -67,11 +43,39 @@ TEST(Layering, CommonNamesNoneOfTheProjectsKinds) {
     std::ifstream in(entry.path());
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
-      if (std::regex_search(line, kind)) {
-        ADD_FAILURE() << fs::relative(entry.path(), root).string() << ":" << n << ": " << line;
-      }
+      fn(fs::relative(entry.path(), root).string(), n, line);
     }
   }
+  return files;
+}
+
+TEST(Layering, NoFolderIncludesOneAboveOrBesideIt) {
+  const std::regex include(R"re(^\s*#\s*include\s+"([a-z_]+)/)re");
+  size_t files = 0;
+  for (const auto& [folder, allowed] : kMayInclude) {
+    ASSERT_TRUE(fs::is_directory(fs::path(KER_SOURCE_DIR) / folder)) << folder;
+    files +=
+        forEachSourceLine(folder, [&](const std::string& file, int n, const std::string& line) {
+          std::smatch m;
+          if (std::regex_search(line, m, include) && allowed.count(m[1]) == 0) {
+            ADD_FAILURE() << file << ":" << n << " includes " << m[1] << "/, which " << folder
+                          << "/ may not";
+          }
+        });
+  }
+  EXPECT_GT(files, 100u);
+}
+
+// The Kubernetes library below the model knows nothing of this project's kinds: a type, a
+// resource or the API group named in common/ belongs in model/.
+TEST(Layering, CommonNamesNoneOfTheProjectsKinds) {
+  const std::regex kind(R"re(ExtendedResource|extendedresource\.io|kApiVersion|kGroup\b)re");
+  const size_t files =
+      forEachSourceLine("common", [&](const std::string& file, int n, const std::string& line) {
+        if (std::regex_search(line, kind)) {
+          ADD_FAILURE() << file << ":" << n << ": " << line;
+        }
+      });
   EXPECT_GT(files, 20u);
 }
 

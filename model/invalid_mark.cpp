@@ -1,0 +1,31 @@
+#include "model/invalid_mark.h"
+
+#include "model/reasons.h"
+
+namespace ker {
+
+namespace {
+
+template <typename Object>
+Status mark(Object& o, const std::string& kind) {
+  const bool marked = parseReason(o.reason) == Reason::kInvalid;
+  if (o.invalid.empty() && !marked) {
+    return Status::failedPrecondition(kind + " " + objectKey(o.meta.ns, o.meta.name) +
+                                      " cannot be marked: it is valid and not marked Invalid");
+  }
+  o.reason = toString(o.invalid.empty() ? Reason::kNone : Reason::kInvalid);
+  o.message = o.invalid;
+  return {};
+}
+
+}  // namespace
+
+Status markInvalid(ExtendedResourceClaim& claim) {
+  return mark(claim, "claim");
+}
+
+Status markInvalid(ExtendedResource& device) {
+  return mark(device, "device");
+}
+
+}  // namespace ker
