@@ -1,6 +1,6 @@
 #include "agent/health.h"
 
-#include "model/reasons.h"
+#include "model/device_transitions.h"
 
 namespace ker::agent {
 
@@ -9,29 +9,27 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   if (!device.invalid.empty() || device.meta.deleting) {
     return Nothing{};
   }
-  const bool bound = device.phase == DevicePhase::kBound;
-  const bool marked = parseReason(device.reason) == Reason::kDeviceUnhealthy;
+  // Which devices each mark may start from is the transitions' rule, asked on a copy: a Pending
+  // set by anyone else is not the agent's to undo, nor one naming a claim.
+  ExtendedResource next = device;
   if (seen.healthy) {
-    // A Pending set by anyone else is not the agent's to undo, nor one naming a claim.
-    if (marked && (bound || (device.phase == DevicePhase::kPending && !device.claimRef))) {
-      return MarkHealthy{};
-    }
+    return markDeviceHealthy(next).ok() ? HealthAction{MarkHealthy{}} : HealthAction{Nothing{}};
+  }
+  if (!markDeviceUnhealthy(next, seen.problem).ok()) {
     return Nothing{};
   }
+  // Already written as it would be (a different problem since is written again, to keep the
+  // message current).
+  const bool written =
+      next.phase == device.phase && next.reason == device.reason && next.message == device.message;
+  if (device.phase != DevicePhase::kBound) {
+    return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.problem}};
+  }
   const std::string warning = "device " + device.meta.name + " is unhealthy: " + seen.problem;
-  if (bound) {
-    if (!marked || device.message != seen.problem) {
-      return MarkUnhealthy{seen.problem, seen.wasHealthy ? std::optional(warning) : std::nullopt};
-    }
-    return seen.wasHealthy ? HealthAction{WarnHolder{warning}} : HealthAction{Nothing{}};
+  if (!written) {
+    return MarkUnhealthy{seen.problem, seen.wasHealthy ? std::optional(warning) : std::nullopt};
   }
-  if (device.phase == DevicePhase::kAvailable && !device.claimRef) {
-    return MarkUnhealthy{seen.problem};
-  }
-  if (device.phase == DevicePhase::kPending && marked && device.message != seen.problem) {
-    return MarkUnhealthy{seen.problem};  // a different problem now: keep the message current
-  }
-  return Nothing{};
+  return seen.wasHealthy ? HealthAction{WarnHolder{warning}} : HealthAction{Nothing{}};
 }
 
 }  // namespace ker::agent

@@ -43,7 +43,8 @@ struct HealthObservation {
   bool wasHealthy = true;
 };
 
-// Applied by markDeviceUnhealthy and markDeviceHealthy (model/device_transitions.h).
+// Which devices may be marked is decided by markDeviceUnhealthy and markDeviceHealthy
+// (model/device_transitions.h), the transitions the agent then writes with.
 HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen);
 
 }  // namespace ker::agent
