@@ -56,6 +56,7 @@ helm-test: ## lint the Helm chart and check that its default render equals deplo
 test: build controlplane-binaries ## run every test: unit, integration, end-to-end on a real node, the reduced chaos soak, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/helm/check-chart.sh
+	python3 test/tools/ker_devices_test.py
 	test/run-integration.sh $(BUILD_DIR)
 	test/run-e2e.sh $(BUILD_DIR)
 	cd $(BUILD_DIR) && ctest -L soak --output-on-failure

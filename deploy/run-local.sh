@@ -7,7 +7,8 @@
 # the host with their ServiceAccounts' credentials and kube-scheduler with the
 # extended-resource-scheduler profile, waits until the sample workload's container runs on
 # node-1 with its claim Bound, prints what the container printed (the device the agent gave
-# it), and keeps everything running until Ctrl-C.
+# it) and a table of the devices and their holders (tools/ker-devices), and keeps everything
+# running until Ctrl-C.
 #
 #   deploy/run-local.sh [--in-cluster] [BUILD_DIR]    (default: build; needs root for the node)
 #
@@ -182,6 +183,9 @@ kubectl get er,erc,pods -o wide
 echo
 echo "\$ kubectl logs $pod"
 kubectl logs "$pod"
+echo
+echo "\$ kubectl get er -o json | tools/ker-devices    # the devices, their health and holders"
+kubectl get er -o json | "$root/tools/ker-devices" || log "could not print the devices' table"
 if $in_cluster; then
   echo
   kubectl get pods -n kube-system -o wide
