@@ -53,9 +53,14 @@ e2e-test: build controlplane-binaries ## run the end-to-end tests on a real node
 helm-test: ## lint the Helm chart and check that its default render equals deploy/ and crds/ (builds the pinned helm once)
 	test/helm/check-chart.sh
 
+.PHONY: monitoring-test
+monitoring-test: ## validate the Grafana dashboard and alerting rules of deploy/monitoring/ and that every metric they read is exported
+	test/monitoring/check.sh
+
 test: build controlplane-binaries ## run every test: unit, integration, end-to-end on a real node, the reduced chaos soak, a bounded fuzz run
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
 	test/helm/check-chart.sh
+	test/monitoring/check.sh
 	python3 test/tools/ker_devices_test.py
 	test/run-integration.sh $(BUILD_DIR)
 	test/run-e2e.sh $(BUILD_DIR)
