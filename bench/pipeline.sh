@@ -3,7 +3,8 @@
 # project (deploy/'s scheduler profile with the extender, and the controller), Kubernetes DRA
 # (ResourceSlices, a DeviceClass, one ResourceClaim per pod, the default profile), the same
 # pods without a device request, and this project's pods made by a ReplicaSet, each with a
-# claim the controller makes from a template. Writes bench/results/pipeline-latest.{json,md} (also printed).
+# claim the controller makes from a template. Writes bench/results/pipeline-latest.{json,md} (also printed)
+# and, through bench/plot.py, the plots pipeline-pods-per-second.svg and pipeline-p99.svg.
 #
 #   bench/pipeline.sh [options]
 #     --sizes LIST       node counts, grown in place (default 500,2000,5000)
@@ -240,6 +241,7 @@ report() {
   mkdir -p "$out_dir"
   run_bench --mode report --runs-dir "$runs_dir" --write-cost-dir "$write_cost_dir" \
     --out-dir "$out_dir" --note "$note"
+  python3 "$root/bench/plot.py" "$out_dir" || log "bench/plot.py could not draw the plots"
 }
 
 seq_no=0

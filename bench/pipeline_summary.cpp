@@ -196,6 +196,10 @@ std::string markdown(const ojson& summary, const ojson& verdicts, const ojson& m
                : std::string()) +
           " | " + cpu + " |\n";
   }
+  // bench/plot.py draws them from pipeline-latest.json into the same folder (pipeline.sh runs it).
+  md +=
+      "\n![pods/s per variant and size](pipeline-pods-per-second.svg)\n![p99 per variant and "
+      "size](pipeline-p99.svg)\n";
   std::string templates;
   for (const auto& g : summary) {
     if (!g.contains("claims_per_second")) {

@@ -22,7 +22,8 @@ nlohmann::ordered_json summarize(const std::vector<nlohmann::ordered_json>& runs
 nlohmann::ordered_json judge(const nlohmann::ordered_json& summary);
 
 // The tables and verdicts as markdown; the templates variant's claim figures in a table of
-// their own.
+// their own. Below the main table, links to the plots bench/plot.py draws next to it
+// (pipeline-pods-per-second.svg, pipeline-p99.svg).
 std::string markdown(const nlohmann::ordered_json& summary, const nlohmann::ordered_json& verdicts,
                      const nlohmann::ordered_json& meta);
 
