@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws the whole-pipeline results as SVG bar charts, next to their tables.
+"""Draws the benchmarks' results as SVG bar charts, next to their tables.
 
     bench/plot.py [DIR]      (default: bench/results)
 
@@ -11,9 +11,14 @@ DIR/pipeline-latest.md) and writes
     DIR/pipeline-p99.svg               p99 from pod creation to PodScheduled, in seconds
                                        (log scale when the values span more than 20x)
 
-grouped bars per cluster size, one colour per variant, the value on each bar.
-pipeline_bench's markdown links both; bench/pipeline.sh runs this after each report.
-Standard library only: the SVG is written by hand.
+grouped bars per cluster size, one colour per variant, the value on each bar; and from the
+extender microbench's DIR/latest.json, when there is one,
+
+    DIR/extender-p99.svg               p99 per call at one connection, per cluster size and
+                                       mode/verb (the fewest claims per pod measured)
+
+The markdown pipeline_bench and extender_bench write links them; bench/pipeline.sh and
+bench/run.sh run this after writing the JSON. Standard library only: the SVG is written by hand.
 """
 
 import json
@@ -86,6 +91,16 @@ def bar_chart(title, subtitle, x_label, y_label, groups, series, values, fmt, lo
         log_scale = hi / lo > 20
     width, height = 760, 440
     left, right, top, bottom = 78, 20, 86, 76
+    # The legend's rows under the title (about 7 px a character), each further row 18 px lower.
+    legend, x, row = [], left, 0
+    for _, label, colour in series:
+        w = 17 + 7 * len(label)
+        if x > left and x + w > width - right:
+            x, row = left, row + 1
+        legend.append((x, 55 + 18 * row, label, colour))
+        x += w + 22
+    top += 18 * row
+    height += 18 * row
     plot_w, plot_h = width - left - right, height - top - bottom
     headroom = 18  # above the highest tick, for the value printed on the highest bar
     data_h = plot_h - headroom
@@ -125,13 +140,10 @@ def bar_chart(title, subtitle, x_label, y_label, groups, series, values, fmt, lo
            % (left, escape(title)),
            '<text x="%d" y="43" font-size="12" fill="#555">%s</text>' % (left, escape(subtitle))]
 
-    # Legend: one row under the title.
-    x = left
-    for _, label, colour in series:
-        out.append('<rect x="%d" y="55" width="12" height="12" fill="%s"/>' % (x, colour))
-        out.append('<text x="%d" y="65" font-size="12" fill="#222">%s</text>'
-                   % (x + 17, escape(label)))
-        x += 17 + 7 * len(label) + 22
+    for x, y, label, colour in legend:
+        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, y, colour))
+        out.append('<text x="%d" y="%d" font-size="12" fill="#222">%s</text>'
+                   % (x + 17, y + 10, escape(label)))
 
     # Grid and y axis.
     for v in minor:
@@ -230,14 +242,57 @@ def pipeline_charts(rows):
     return pods_s, p99_chart
 
 
+EXTENDER_COLOURS = ["#1f77b4", "#aec7e8", "#d62728", "#ff9896", "#2ca02c", "#98df8a"]
+
+
+def extender_chart(results):
+    """The extender microbench (latest.json): p99 per call at one connection, per cluster size
+    and mode/verb, for the fewest claims per pod measured."""
+    verbs = [v for c in results.get("clusters", []) for v in c.get("verbs", [])
+             if "p99_ms" in v.get("c1", {})]
+    if not verbs:
+        return None
+    claims = min(v["claims_per_pod"] for v in verbs)
+    verbs = [v for v in verbs if v["claims_per_pod"] == claims]
+    sizes, names = [], []
+    for v in verbs:
+        if v["nodes"] not in sizes:
+            sizes.append(v["nodes"])
+        if (v["mode"], v["verb"]) not in names:
+            names.append((v["mode"], v["verb"]))
+    p99 = {(v["nodes"], v["mode"], v["verb"]): v["c1"]["p99_ms"] for v in verbs}
+    values = [[p99.get((n,) + name) for name in names] for n in sizes]
+    present = [x for row in values for x in row if x]
+    log_scale = bool(present) and max(present) / min(present) > 20
+    series = [(m + " " + verb, m + " " + verb, EXTENDER_COLOURS[i % len(EXTENDER_COLOURS)])
+              for i, (m, verb) in enumerate(names)]
+    return bar_chart("Extender p99 per call, one connection (lower is better)",
+                     "%d claim%s per pod; medians of the runs; the table: latest.md"
+                     % (claims, "" if claims == 1 else "s"), "cluster size",
+                     "p99 latency, ms" + (" (log scale)" if log_scale else ""),
+                     ["{:,} nodes".format(n) for n in sizes], series, values, fmt_number,
+                     log_scale=log_scale)
+
+
 def main(argv):
     if len(argv) > 2 or (len(argv) == 2 and argv[1] in ("-h", "--help")):
         sys.stdout.write(__doc__)
         return 0 if len(argv) == 2 else 2
     directory = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "results")
-    pods_s, p99 = pipeline_charts(read_summary(directory))
-    for name, svg in (("pipeline-pods-per-second.svg", pods_s), ("pipeline-p99.svg", p99)):
+    charts = []
+    if os.path.exists(os.path.join(directory, "pipeline-latest.json")) or os.path.exists(
+            os.path.join(directory, "pipeline-latest.md")):
+        pods_s, p99 = pipeline_charts(read_summary(directory))
+        charts += [("pipeline-pods-per-second.svg", pods_s), ("pipeline-p99.svg", p99)]
+    if os.path.exists(os.path.join(directory, "latest.json")):
+        with open(os.path.join(directory, "latest.json")) as f:
+            svg = extender_chart(json.load(f))
+        if svg:
+            charts.append(("extender-p99.svg", svg))
+    if not charts:
+        raise SystemExit("no pipeline-latest.json or latest.json in %s" % directory)
+    for name, svg in charts:
         with open(os.path.join(directory, name), "w") as f:
             f.write(svg)
     return 0

@@ -185,6 +185,8 @@ std::string markdown(const ojson& r) {
          << num(d(sub(v, "floor_c8"), "rps"), 0) << " |\n";
     }
   }
+  // bench/plot.py draws it from latest.json into the same folder (run.sh runs it).
+  md << "\n![extender p99 per call by cluster size, mode and verb](extender-p99.svg)\n";
 
   if (r.contains("bind")) {
     const auto& b = r["bind"];

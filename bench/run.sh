@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks the extender and the controller against a real, loopback-only control plane and
-# writes bench/results/latest.json and latest.md (also printed).
+# writes bench/results/latest.json and latest.md (also printed), and through bench/plot.py the
+# plot extender-p99.svg.
 #
 #   bench/run.sh [extender_bench flags...]     e.g. bench/run.sh --sizes 100 --repeats 1
 #
@@ -102,3 +103,4 @@ mkdir -p "$root/bench/results"
   --work-dir "$work" --out-dir "$root/bench/results" "$@" &
 bench_pid=$!
 wait "$bench_pid"
+python3 "$root/bench/plot.py" "$root/bench/results" || log "bench/plot.py could not draw the plots"
