@@ -6,6 +6,7 @@
 #include "agent/agent_metrics.h"
 #include "agent/claim_source.h"
 #include "agent/container_stopper.h"
+#include "agent/device_attribution.h"
 #include "agent/device_probe.h"
 #include "agent/injection_plugin.h"
 #include "agent/inventory_plan.h"
@@ -56,6 +57,7 @@ struct AgentApp::Impl {
                          [this] { return static_cast<double>(claimSource.liveReads()); });
     registry.counterFunc("extended_resource_agent_events_sent_total", "Events posted.",
                          [this] { return static_cast<double>(events.stats().sent.load()); });
+    exportAttribution(registry, config.node, users, [this] { return sync.inventory(); });
     if (config.admissionPolicy) {
       policy = std::make_unique<AdmissionPolicyCheck>(api, *config.admissionPolicy, &registry);
     }

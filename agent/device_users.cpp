@@ -17,18 +17,19 @@ std::vector<std::string> injectedDevices(const std::map<std::string, std::string
 
 void DeviceUsers::reset(const std::map<std::string, PodIdentity>& podsBySandbox,
                         const std::vector<RuntimeContainer>& containers) {
-  std::map<std::string, Entry> next;
+  std::map<std::string, ContainerDevices> next;
   for (const auto& c : containers) {
     std::vector<std::string> devices = injectedDevices(c.annotations);
     if (c.stopped || devices.empty()) {
       continue;
     }
-    DeviceUse use{c.id, c.name, "", ""};
+    DeviceUse use{c.id, c.name, "", "", ""};
     if (auto pod = podsBySandbox.find(c.podSandboxId); pod != podsBySandbox.end()) {
       use.podUid = pod->second.uid;
-      use.pod = objectKey(pod->second.ns, pod->second.name);
+      use.ns = pod->second.ns;
+      use.pod = pod->second.name;
     }
-    next[c.id] = Entry{std::move(use), std::move(devices)};
+    next[c.id] = ContainerDevices{std::move(use), std::move(devices)};
   }
   std::lock_guard lock(mu_);
   byContainer_ = std::move(next);
@@ -37,7 +38,7 @@ void DeviceUsers::reset(const std::map<std::string, PodIdentity>& podsBySandbox,
 void DeviceUsers::add(const std::string& containerId, const DeviceUse& use,
                       const std::vector<std::string>& devices) {
   std::lock_guard lock(mu_);
-  byContainer_[containerId] = Entry{use, devices};
+  byContainer_[containerId] = ContainerDevices{use, devices};
 }
 
 void DeviceUsers::remove(const std::string& containerId) {
@@ -55,6 +56,15 @@ std::map<std::string, std::vector<DeviceUse>> DeviceUsers::of(
         out[d].push_back(entry.use);
       }
     }
+  }
+  return out;
+}
+
+std::vector<ContainerDevices> DeviceUsers::all() const {
+  std::vector<ContainerDevices> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, entry] : byContainer_) {
+    out.push_back(entry);
   }
   return out;
 }

@@ -9,6 +9,12 @@
 
 namespace ker::agent {
 
+// A container that has devices and the names of those devices.
+struct ContainerDevices {
+  DeviceUse use;
+  std::vector<std::string> devices;
+};
+
 // Which containers on this node were given which devices and have not stopped: what the agent
 // consults (decideInjection's users) before it gives a device to a container of another pod.
 // Built from the runtime's own reports: every container it lists on (re)connecting, each
@@ -27,14 +33,12 @@ class DeviceUsers {
 
   // The containers that have each of these devices now, by device.
   std::map<std::string, std::vector<DeviceUse>> of(const std::vector<std::string>& devices) const;
+  // Every container that has devices now, in container ID order.
+  std::vector<ContainerDevices> all() const;
 
  private:
-  struct Entry {
-    DeviceUse use;
-    std::vector<std::string> devices;
-  };
   mutable std::mutex mu_;
-  std::map<std::string, Entry> byContainer_;  // guarded by mu_
+  std::map<std::string, ContainerDevices> byContainer_;  // guarded by mu_
 };
 
 // The device names of a container's kInjectedAnnotation (empty when it has none).

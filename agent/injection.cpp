@@ -239,7 +239,7 @@ Injection decideInjection(const InjectionInput& in) {
             return refuse(RefusalReason::kDeviceInUse,
                           "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
                               " is still in use by container " + use.container + " of pod " +
-                              use.pod + " (uid " + use.podUid + ") on node " + in.node +
+                              use.podKey() + " (uid " + use.podUid + ") on node " + in.node +
                               ", which has not stopped yet");
           }
         }

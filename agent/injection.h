@@ -108,7 +108,9 @@ struct DeviceUse {
   std::string containerId;
   std::string container;  // its name
   std::string podUid;
-  std::string pod;  // namespace/name
+  std::string ns;
+  std::string pod;  // its name
+  std::string podKey() const { return objectKey(ns, pod); }
   bool operator==(const DeviceUse&) const = default;
 };
 

@@ -211,9 +211,10 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
   }
   if (auto* adj = std::get_if<Adjustment>(&inj)) {
     toAdjustment(*adj, resp->mutable_adjust());
-    deps_.users->add(req.container().id(),
-                     DeviceUse{req.container().id(), req.container().name(), pod.uid, podKey},
-                     adj->deviceNames);
+    deps_.users->add(
+        req.container().id(),
+        DeviceUse{req.container().id(), req.container().name(), pod.uid, pod.ns, pod.name},
+        adj->deviceNames);
     log::info("injected devices", {{"pod", podKey},
                                    {"podUID", pod.uid},
                                    {"container", req.container().name()},

@@ -154,8 +154,13 @@ struct Registry::Entry {
   std::string type;
   std::vector<std::string> labelNames;
   std::variant<std::unique_ptr<CounterFamily>, std::unique_ptr<GaugeFamily>,
-               std::unique_ptr<HistogramFamily>, std::function<double()>>
+               std::unique_ptr<HistogramFamily>, std::function<double()>,
+               std::function<std::vector<LabeledValue>()>>
       family;
+  bool computed() const {
+    return std::holds_alternative<std::function<double()>>(family) ||
+           std::holds_alternative<std::function<std::vector<LabeledValue>()>>(family);
+  }
 };
 
 Registry::Registry() = default;
@@ -180,8 +185,7 @@ Registry::Entry& Registry::add(const std::string& name, const std::string& help,
     slot->help = help;
     slot->type = type;
     slot->labelNames = labelNames;
-  } else if (slot->type != type || slot->labelNames != labelNames ||
-             std::holds_alternative<std::function<double()>>(slot->family)) {
+  } else if (slot->type != type || slot->labelNames != labelNames || slot->computed()) {
     throw std::invalid_argument("metric " + name + " already registered differently");
   }
   return *slot;
@@ -241,6 +245,16 @@ void Registry::gaugeFunc(const std::string& name, const std::string& help,
   add(name, help, "gauge", {}, false).family = std::move(fn);
 }
 
+void Registry::gaugeSeriesFunc(const std::string& name, const std::string& help,
+                               std::vector<std::string> labelNames,
+                               std::function<std::vector<LabeledValue>()> fn) {
+  std::lock_guard lock(mu_);
+  if (families_.count(name) != 0) {
+    throw std::invalid_argument("metric " + name + " already registered");
+  }
+  add(name, help, "gauge", labelNames, false).family = std::move(fn);
+}
+
 std::string Registry::render() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -257,6 +271,16 @@ std::string Registry::render() const {
           using F = std::decay_t<decltype(f)>;
           if constexpr (std::is_same_v<F, std::function<double()>>) {
             sample("", "", f());
+          } else if constexpr (std::is_same_v<F, std::function<std::vector<LabeledValue>()>>) {
+            std::map<std::vector<std::string>, double> series;
+            for (auto& s : f()) {
+              if (s.labelValues.size() == names.size()) {
+                series.emplace(std::move(s.labelValues), s.value);
+              }
+            }
+            for (const auto& [values, v] : series) {
+              sample("", labelSet(names, values), v);
+            }
           } else if constexpr (std::is_same_v<F, std::unique_ptr<HistogramFamily>>) {
             f->forEach([&](const std::vector<std::string>& values, const Histogram& h) {
               Histogram::Snapshot s = h.snapshot();

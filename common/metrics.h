@@ -83,6 +83,13 @@ class Family {
   std::map<std::vector<std::string>, std::unique_ptr<M>> series_;
 };
 
+// One series of a family computed at render time: its label values (one per label name) and
+// its value.
+struct LabeledValue {
+  std::vector<std::string> labelValues;
+  double value = 0;
+};
+
 using CounterFamily = Family<Counter>;
 using GaugeFamily = Family<Gauge>;
 using HistogramFamily = Family<Histogram>;
@@ -108,6 +115,13 @@ class Registry {
   // size), so the owner of the number need not know about the registry.
   void counterFunc(const std::string& name, const std::string& help, std::function<double()> fn);
   void gaugeFunc(const std::string& name, const std::string& help, std::function<double()> fn);
+  // A gauge family whose series are exactly those fn returns at render time, so that a series
+  // vanishes as soon as what it describes does (kept families never forget a label set). A
+  // series whose label values do not match labelNames one to one is left out, as is a repeat
+  // of a label set already rendered.
+  void gaugeSeriesFunc(const std::string& name, const std::string& help,
+                       std::vector<std::string> labelNames,
+                       std::function<std::vector<LabeledValue>()> fn);
 
   // Prometheus text exposition format 0.0.4, families sorted by name, series by label values.
   std::string render() const;

@@ -205,6 +205,33 @@ json E2eTest::kubectlJson(const std::string& args) {
   return json::parse(out, nullptr, false);
 }
 
+std::string E2eTest::scrapeMetrics(const std::string& app, int port) {
+  const std::string scraper = "metrics-scraper";
+  if (!getPod(scraper)) {
+    json pod = busyboxPod(scraper, {}, "exec sleep 3600");
+    pod["metadata"]["labels"] = {{"extendedresource.io/metrics-scraper", "true"}};
+    pod["spec"]["nodeName"] = node_;
+    pod["spec"].erase("schedulerName");
+    createPod(pod);
+  }
+  if (!eventually([&] { return podRunning(scraper); }, 60s)) {
+    return "";
+  }
+  json targets = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + app);
+  if (targets.is_discarded() || targets["items"].size() != 1) {
+    return "";
+  }
+  const std::string ip = targets["items"][0].value("/status/podIP"_json_pointer, std::string());
+  std::string out;
+  if (ip.empty() ||
+      env_->kubectl("exec -n " + ns_ + " " + scraper + " -- wget -q -T 5 -O - http://" + ip + ":" +
+                        std::to_string(port) + "/metrics",
+                    &out) != 0) {
+    return "";
+  }
+  return out;
+}
+
 bool E2eTest::deploymentReady(const std::string& name, json* seen) {
   json d = kubectlJson("get deployment -n kube-system " + name);
   const bool ready = !d.is_discarded() && d.value("/status/readyReplicas"_json_pointer, 0) ==

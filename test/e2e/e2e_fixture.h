@@ -72,6 +72,10 @@ class E2eTest : public ::testing::Test {
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
   // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
   json kubectlJson(const std::string& args);
+  // GET /metrics of the kube-system pod labelled app.kubernetes.io/name=APP, on its pod IP and
+  // PORT, from a pod of this test's namespace that the NetworkPolicies let scrape (as Prometheus
+  // reaches it). Empty when it cannot be fetched.
+  std::string scrapeMetrics(const std::string& app, int port);
   // Whether the kube-system Deployment has every replica ready; the object in *seen.
   bool deploymentReady(const std::string& name, json* seen = nullptr);
 

@@ -14,8 +14,10 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <thread>
 
+#include "agent/device_attribution.h"
 #include "agent/inventory_plan.h"
 #include "common/api_error.h"
 #include "common/resource.h"
@@ -441,6 +443,62 @@ TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
   // Out of the node file first, or the agent would publish its own device once the name is free.
   removeDeviceFromNodeFile(name);
   api_->remove(resources::kExtendedResources, "", name);
+}
+
+// The lines of a metrics page that are series of `metric` and name this namespace.
+std::vector<std::string> seriesOf(const std::string& page, const std::string& metric,
+                                  const std::string& ns) {
+  std::vector<std::string> out;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(metric + "{") &&
+        line.find("namespace=\"" + ns + "\"") != std::string::npos) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+// What a Prometheus joins a vendor exporter's per-device series with: one series per container
+// and device, with the device's ID, there while the container runs and gone once it stopped.
+TEST_F(NodeAgentTest, EachContainersDevicesAreExportedWhileItRuns) {
+  const std::string a = uniqueName("gpu");
+  const std::string b = uniqueName("gpu");
+  createDevice(a);
+  createDevice(b);
+  createClaim("ca");
+  createClaim("cb");
+  createPod(busyboxPod("pa", {"ca"}, deviceScript(deviceEnvName())));
+  createPod(busyboxPod("pb", {"cb"}, deviceScript(deviceEnvName())));
+  for (const auto* pod : {"pa", "pb"}) {
+    ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s)) << pod << ": " << podPhase(pod);
+  }
+  auto expected = [&](const std::string& pod, const std::string& claim) {
+    const std::string device = getClaim(claim)["status"]["extendedResourceNames"][0];
+    const std::string id = getDevice(device)["spec"]["deviceID"];
+    return std::string(agent::kAttributionMetric) + "{node=\"" + node() + "\",namespace=\"" + ns_ +
+           "\",pod=\"" + pod + "\",container=\"app\",device=\"" + device + "\",device_id=\"" + id +
+           "\",resource=\"" + resource_ + "\"} 1";
+  };
+  const std::vector<std::string> both = {expected("pa", "ca"), expected("pb", "cb")};
+  std::string page;
+  EXPECT_TRUE(eventually(
+      [&] {
+        page = scrapeMetrics("extended-resource-node-agent", 8082);
+        return seriesOf(page, agent::kAttributionMetric, ns_) == both;
+      },
+      30s))
+      << page;
+
+  deletePod("pa");
+  ASSERT_TRUE(eventually([&] { return !getPod("pa"); }, 60s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        page = scrapeMetrics("extended-resource-node-agent", 8082);
+        return seriesOf(page, agent::kAttributionMetric, ns_) == std::vector<std::string>{both[1]};
+      },
+      30s))
+      << page;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "agent/device_attribution.h"
 #include "agent/injection_plugin.h"
 #include "nri_fake_runtime.h"
 
@@ -322,6 +323,71 @@ TEST_F(InjectionPluginTest, AnUnreadableClaimIsRefusedNotSkipped) {
   nri::Status s = plugin().createContainer(request("c1"), &resp);
   EXPECT_EQ(s.code(), nri::Status::Code::kRpcError);
   EXPECT_EQ(metrics.refusals.labels({"ClaimUnreadable"}).value(), 1);
+}
+
+// The attribution series of a container appear with the agent's answer to its creation (or
+// with the runtime's list on reconnecting) and vanish with its stop or removal.
+TEST_F(InjectionPluginTest, AttributionSeriesFollowTheContainersThatHaveDevices) {
+  exportAttribution(registry, "node-1", users, [this] { return inventory; });
+  const std::string series =
+      std::string(kAttributionMetric) +
+      R"({node="node-1",namespace="ns",pod="p",container="main",device="gpu0",device_id="GPU-0",resource="example.com/gpu"} 1)";
+  InjectionPlugin agent = plugin();
+  EXPECT_EQ(registry.render().find(std::string(kAttributionMetric) + "{"), std::string::npos);
+
+  nri::CreateContainerRequest create = request("c1");
+  create.mutable_container()->set_id("ctr-p");
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(agent.createContainer(create, &resp).isOk());
+  EXPECT_NE(registry.render().find(series), std::string::npos) << registry.render();
+
+  nri::StopContainerRequest stop;
+  stop.mutable_container()->set_id("ctr-p");
+  nri::StopContainerResponse stopped;
+  ASSERT_TRUE(agent.stopContainer(stop, &stopped).isOk());
+  EXPECT_EQ(registry.render().find(std::string(kAttributionMetric) + "{"), std::string::npos)
+      << registry.render();
+
+  // A refused creation has no series.
+  claims.claims["ns/c1"].podRef = PodRef{"other", "uid-other"};
+  EXPECT_FALSE(agent.createContainer(create, &resp).isOk());
+  EXPECT_EQ(registry.render().find(std::string(kAttributionMetric) + "{"), std::string::npos);
+
+  // Learnt from the runtime's list; a stopped container in it has none.
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-p2", nri::CONTAINER_RUNNING, 0, true);
+  container(sync.add_containers(), "ctr-p3", nri::CONTAINER_STOPPED, 0, true);
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(agent.synchronize(sync, &synced).isOk());
+  const std::string page = registry.render();
+  EXPECT_NE(page.find(series), std::string::npos) << page;
+  EXPECT_EQ(page.find(series), page.rfind(series)) << page;
+
+  nri::Container removed;
+  removed.set_id("ctr-p2");
+  ASSERT_TRUE(agent.lifecycleEvent(nri::REMOVE_CONTAINER, sync.pods(0), &removed).isOk());
+  EXPECT_EQ(registry.render().find(std::string(kAttributionMetric) + "{"), std::string::npos);
+}
+
+TEST(DeviceAttribution, ADeviceTheNodeFileNoLongerListsKeepsItsSeriesWithoutAnId) {
+  NodeFile inventory;
+  DeviceSpec d;
+  d.name = "gpu0";
+  d.rawResourceName = "example.com/gpu";
+  d.deviceID = "GPU-0";
+  inventory.devices = {d};
+  std::vector<ContainerDevices> containers = {
+      {{"ctr-1", "main", "uid-1", "team-a", "train"}, {"gpu0", "gpu9"}},
+      {{"ctr-2", "side", "uid-2", "team-b", "serve"}, {}}};
+  auto series = attributionSeries("node-1", containers, inventory);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].labelValues, (std::vector<std::string>{"node-1", "team-a", "train", "main",
+                                                             "gpu0", "GPU-0", "example.com/gpu"}));
+  EXPECT_EQ(series[1].labelValues,
+            (std::vector<std::string>{"node-1", "team-a", "train", "main", "gpu9", "", ""}));
+  EXPECT_EQ(series[1].value, 1);
+  EXPECT_EQ(attributionLabels().size(), series[0].labelValues.size());
 }
 
 }  // namespace

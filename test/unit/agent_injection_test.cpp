@@ -133,19 +133,19 @@ TEST_F(InjectionTest, APodNotFromTheApiServerHoldsNoClaim) {
 }
 
 TEST_F(InjectionTest, ADeviceAnotherPodsContainerStillHasIsRefused) {
-  users["gpu0"] = {{"ctr-old", "main", "uid-old", "ns/old"}};
+  users["gpu0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
   const Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kDeviceInUse);
   EXPECT_EQ(r.message,
             "device gpu0 of claim ns/c1 is still in use by container main of pod ns/old (uid "
             "uid-old) on node node-1, which has not stopped yet");
   // The pod's own other container is no obstacle, nor is a co-holder of a shared claim.
-  users["gpu0"] = {{"ctr-side", "side", "uid-p", "ns/p"}};
+  users["gpu0"] = {{"ctr-side", "side", "uid-p", "ns", "p"}};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
   claims["c1"].shareable = true;
   claims["c1"].podRef.reset();
   claims["c1"].sharedHolders = {{"p", "uid-p"}, {"r", "uid-r"}};
-  users["gpu0"] = {{"ctr-r", "main", "uid-r", "ns/r"}};
+  users["gpu0"] = {{"ctr-r", "main", "uid-r", "ns", "r"}};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
 }
 
@@ -360,8 +360,8 @@ TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
   users.reset({{"sb-p", p}}, {running, stopped, plain});
   const auto found = users.of({"d1", "d2"});
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found.at("d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns/p"}}));
-  users.add("c4", {"c4", "x", "uid-q", "ns/q"}, {"d2"});
+  EXPECT_EQ(found.at("d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
+  users.add("c4", {"c4", "x", "uid-q", "ns", "q"}, {"d2"});
   EXPECT_EQ(users.of({"d2"}).at("d2").size(), 1u);
   users.remove("c1");
   EXPECT_TRUE(users.of({"d0", "d1"}).empty());

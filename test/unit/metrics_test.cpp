@@ -148,5 +148,29 @@ TEST(Metrics, SpecialValues) {
   EXPECT_NE(out.find("g{k=\"tiny\"} 1e-05\n"), std::string::npos) << out;
 }
 
+TEST(Metrics, ComputedSeriesAreExactlyThoseOfTheLastCall) {
+  Registry r;
+  std::vector<LabeledValue> now = {{{"b", "2"}, 1}, {{"a", "1"}, 1}};
+  r.gaugeSeriesFunc("held", "Held things.", {"thing", "n"}, [&] { return now; });
+  EXPECT_EQ(r.render(),
+            "# HELP held Held things.\n"
+            "# TYPE held gauge\n"
+            "held{thing=\"a\",n=\"1\"} 1\n"
+            "held{thing=\"b\",n=\"2\"} 1\n");
+  // A series gone from the source is gone from the page; a malformed one and a repeated label
+  // set are left out rather than written as a page Prometheus would reject.
+  now = {{{"b", "2"}, 3}, {{"b", "2"}, 4}, {{"c"}, 1}};
+  EXPECT_EQ(r.render(),
+            "# HELP held Held things.\n"
+            "# TYPE held gauge\n"
+            "held{thing=\"b\",n=\"2\"} 3\n");
+  now.clear();
+  EXPECT_EQ(r.render(), "# HELP held Held things.\n# TYPE held gauge\n");
+  EXPECT_THROW(r.gauge("held", "Held things.", {"thing", "n"}), std::invalid_argument);
+  EXPECT_THROW(r.gaugeSeriesFunc("held", "again", {"thing", "n"},
+                                 [] { return std::vector<LabeledValue>{}; }),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace ker::metrics
