@@ -7,11 +7,14 @@
 #
 # KEEP_E2E_DIR=1 keeps the folder (logs, kubeconfigs) after a success; after a failure it is
 # always kept, with the cluster's pods, events and the components' logs in it. Exit status:
-# ctest's, or 1 when the cluster could not be brought up.
+# ctest's, or 1 when the cluster could not be brought up or a check after ctest failed.
 #
 # A full run (no extra arguments) then checks, from the API server's audit log, that the node
 # agent used every permission deploy/ grants it and was refused nothing (tools/ker-rbac-usage;
-# test/e2e/rbac-not-requested.txt lists what is granted for other reasons).
+# test/e2e/rbac-not-requested.txt lists what is granted for other reasons), and then replaces
+# deploy/ with `helm install` of charts/kube-extended-resource, runs the sample workload with a
+# device and `helm upgrade`s under it (test/helm/install-test.sh, about 2 min). KER_E2E_HELM=1
+# runs that Helm phase after a filtered run too (e.g. `-R TwoPodsEachSee`), when ctest passed.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log() { printf '[run-e2e] %s\n' "$*" >&2; }
 
 if (($# < 1)); then
-  sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
 # shellcheck source=lib/suite.sh
@@ -54,5 +57,12 @@ suite_ctest "$build_dir" e2e "$@" || rc=$?
 if ((rc == 0 && $# == 0)); then
   suite_rbac_check "$build_dir" "$here/../deploy/node-agent.yaml" \
     kube-system:extended-resource-node-agent "$here/e2e/rbac-not-requested.txt" || rc=$?
+fi
+# Last: it takes deploy/ away. Its failure fails the run (and collect() keeps what it left).
+if ((rc == 0)) && { (($# == 0)) || [[ "${KER_E2E_HELM:-0}" == 1 ]]; }; then
+  helm_start=$SECONDS
+  log "Helm phase: test/helm/install-test.sh (install, sample workload, upgrade)"
+  "$here/helm/install-test.sh" "$dir" || rc=$?
+  log "Helm phase: $( ((rc == 0)) && echo ok || echo FAILED) in $((SECONDS - helm_start)) s"
 fi
 exit "$rc"
