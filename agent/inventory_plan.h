@@ -11,9 +11,8 @@
 // the pure decision behind the inventory sync.
 namespace ker::agent {
 
-// Labels on every ExtendedResource the agent publishes: they are how it finds its own (and only
-// its own) devices again, and how it tells them from devices created by hand.
-inline constexpr const char* kNodeLabel = "extendedresource.io/node";
+// Labels on every ExtendedResource the agent publishes (with kNodeLabel): they are how it finds its
+// own (and only its own) devices again, and how it tells them from devices created by hand.
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "extended-resource-node-agent";
 

@@ -10,6 +10,7 @@
 #include "common/informer.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "controller/census.h"
 #include "model/objects.h"
 
 namespace ker {
@@ -70,6 +71,8 @@ struct ControllerApp::Impl {
         [this] { return !elector || elector->isLeader(); }, config.controller);
     controller->watchTemplates(templates);
 
+    exportCensus(
+        registry, [this] { return devices.list(); }, [this] { return claims.list(); });
     registry.gaugeFunc("extended_resource_controller_leader",
                        "1 while this process holds the lease and may write.",
                        [this] { return leading() ? 1.0 : 0.0; });

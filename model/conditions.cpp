@@ -1,6 +1,7 @@
 #include "model/conditions.h"
 
 #include "common/api_time.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 
@@ -100,7 +101,7 @@ std::vector<Condition> deviceConditions(const ExtendedResource& device,
                           "", gen, previous, now));
   }
   // Bound too: the pod keeps a device that turned unhealthy, and its status says so.
-  if (parseReason(device.reason) == Reason::kDeviceUnhealthy) {
+  if (markedUnhealthy(device)) {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kFalse,
                           Reason::kDeviceUnhealthy, device.message, gen, previous, now));
   } else {

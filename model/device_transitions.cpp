@@ -14,10 +14,6 @@ bool isFree(const ExtendedResource& device) {
   return device.phase == DevicePhase::kAvailable && !device.claimRef;
 }
 
-bool markedUnhealthy(const ExtendedResource& device) {
-  return parseReason(device.reason) == Reason::kDeviceUnhealthy;
-}
-
 void setReason(ExtendedResource& device, Reason reason, std::string message) {
   device.reason = toString(reason);
   device.message = std::move(message);
@@ -122,6 +118,10 @@ Status markDeviceHealthy(ExtendedResource& device) {
   }
   setReason(device, Reason::kNone, "");
   return {};
+}
+
+bool markedUnhealthy(const ExtendedResource& device) {
+  return parseReason(device.reason) == Reason::kDeviceUnhealthy;
 }
 
 }  // namespace ker

@@ -46,6 +46,9 @@ Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem)
 // Marked unhealthy -> healthy: the mark goes, and a Pending device is Available again.
 Status markDeviceHealthy(ExtendedResource& device);
 
+// Whether its node agent's unhealthy mark is on it (whatever its phase).
+bool markedUnhealthy(const ExtendedResource& device);
+
 // The Invalid mark: model/invalid_mark.h.
 
 }  // namespace ker

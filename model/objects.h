@@ -32,6 +32,9 @@ inline constexpr const char* kClaimTemplatesAnnotation = "extendedresource.io/cl
 inline constexpr const char* kGeneratedClaimsAnnotation = "extendedresource.io/generated-claims";
 inline constexpr const char* kTemplateEntryLabel = "extendedresource.io/template-entry";
 inline constexpr const char* kPodUidLabel = "extendedresource.io/pod-uid";
+// The node whose agent published a device (the agent's own ones carry it; the admission policy
+// lets a node's agent write only those of its node).
+inline constexpr const char* kNodeLabel = "extendedresource.io/node";
 // NRI's pod-scoped list of plugins that must have processed each of the pod's containers
 // (checked by the runtime's default validator when it is enabled): the bind names the node
 // agent in it, so a container of a pod given devices never starts while the agent is away.

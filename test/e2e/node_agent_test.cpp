@@ -415,7 +415,7 @@ TEST_F(NodeAgentTest, ChangingADevicesPropertiesInTheNodeFileUpdatesItsExtendedR
 TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
   const std::string name = uniqueName("taken");
   json other = itest::deviceObject(name, "another-node", resource_, {{"type", "k80"}});
-  other["metadata"]["labels"] = {{agent::kNodeLabel, "another-node"},
+  other["metadata"]["labels"] = {{kNodeLabel, "another-node"},
                                  {agent::kManagedByLabel, agent::kManagedByValue}};
   const json created = api_->create(resources::kExtendedResources, "", other);
   addDeviceToNodeFile(name, "p100");
