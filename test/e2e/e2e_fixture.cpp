@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -215,18 +216,30 @@ std::string E2eTest::scrapeMetrics(const std::string& app, int port) {
     createPod(pod);
   }
   if (!eventually([&] { return podRunning(scraper); }, 60s)) {
+    std::cerr << "scrape: the scraper pod is " << podPhase(scraper) << ", not Running\n";
     return "";
   }
-  json targets = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + app);
-  if (targets.is_discarded() || targets["items"].size() != 1) {
+  json targets = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + app +
+                             " --field-selector status.phase=Running");
+  std::string ip;
+  if (!targets.is_discarded()) {
+    for (const auto& p : targets["items"]) {
+      if (!p.contains("/metadata/deletionTimestamp"_json_pointer)) {
+        ip = p.value("/status/podIP"_json_pointer, std::string());
+        break;
+      }
+    }
+  }
+  if (ip.empty()) {
+    std::cerr << "scrape: no running pod of " << app << " with an IP\n";
     return "";
   }
-  const std::string ip = targets["items"][0].value("/status/podIP"_json_pointer, std::string());
   std::string out;
-  if (ip.empty() ||
-      env_->kubectl("exec -n " + ns_ + " " + scraper + " -- wget -q -T 5 -O - http://" + ip + ":" +
-                        std::to_string(port) + "/metrics",
+  const std::string url = "http://" + ip + ":" + std::to_string(port) + "/metrics";
+  // (busybox's wget -T crashes in the test image; timeout bounds it instead.)
+  if (env_->kubectl("exec -n " + ns_ + " " + scraper + " -- timeout 10 wget -q -O - " + url,
                     &out) != 0) {
+    std::cerr << "scrape: GET " << url << " from " << scraper << " failed: " << out << "\n";
     return "";
   }
   return out;

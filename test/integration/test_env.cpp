@@ -24,6 +24,8 @@ const bool kBrokenPipesIgnored = [] {
   return true;
 }();
 
+}  // namespace
+
 std::string shellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -49,8 +51,6 @@ int runShell(const std::string& cmd, std::string* out) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
-
-}  // namespace
 
 TestEnv* TestEnv::get() {
   static TestEnv* instance = [] {

@@ -81,6 +81,11 @@ class ApiTest : public ::testing::Test {
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s,
                 std::chrono::milliseconds interval = 50ms);
 
+// Runs `cmd` under sh, its stderr with its stdout into *out; its exit status (-1 when it did
+// not exit).
+int runShell(const std::string& cmd, std::string* out);
+std::string shellQuote(const std::string& s);
+
 // A name unique to this test process: prefix + counter + random suffix.
 std::string uniqueName(const std::string& prefix);
 
