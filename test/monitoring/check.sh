@@ -52,9 +52,9 @@ for f in "${files[@]}"; do
   [[ -f "$f" ]] || die "missing $f"
 done
 
-# Metrics the files may read that none of the project's binaries exports. The node agent's
-# per-container attribution gauge is registered through a constant, not a literal.
-external=(extended_resource_agent_container_device_info leader_election_master_status)
+# Metrics the files may read that none of the project's binaries exports (kube-scheduler's
+# leader election gauge).
+external=(leader_election_master_status)
 external_prefixes=(scheduler_ DCGM_FI_)
 
 # --- build the checker once (as build-binaries.sh --helm builds helm)

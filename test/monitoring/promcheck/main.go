@@ -481,7 +481,10 @@ func (c *checker) checkVariableQuery(raw json.RawMessage, declared map[string]bo
 
 // ---------------------------------------------------------------- C++ registrations
 
-var registration = regexp.MustCompile(`\b(counter|gauge|histogram|counterFunc|gaugeFunc)\s*\(\s*"([A-Za-z_:][A-Za-z0-9_:]*)"`)
+var registration = regexp.MustCompile(`\b(counter|gauge|histogram|counterFunc|gaugeFunc|gaugeSeriesFunc)\s*\(\s*"([A-Za-z_:][A-Za-z0-9_:]*)"`)
+
+// A metric name held in a constant (kSomethingMetric = "name") and registered through it.
+var nameConstant = regexp.MustCompile(`\b(k[A-Za-z0-9]*Metric)\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"`)
 
 // registered returns the metric names registered in the C++ sources under dirs: each series
 // name a scrape shows, a histogram's with its suffixes.
@@ -500,6 +503,9 @@ func registered(dirs []string) (map[string]string, error) {
 			src, err := os.ReadFile(path)
 			if err != nil {
 				return err
+			}
+			for _, m := range nameConstant.FindAllSubmatch(src, -1) {
+				names[string(m[2])] = path
 			}
 			for _, m := range registration.FindAllSubmatch(src, -1) {
 				name := string(m[2])
