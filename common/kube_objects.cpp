@@ -67,6 +67,49 @@ void readObjectMeta(const json& obj, ObjectMeta& meta, Problems& p) {
   });
 }
 
+const char* toString(SelectorOperator op) {
+  switch (op) {
+    case SelectorOperator::kIn:
+      return "In";
+    case SelectorOperator::kNotIn:
+      return "NotIn";
+    case SelectorOperator::kExists:
+      return "Exists";
+    case SelectorOperator::kDoesNotExist:
+      return "DoesNotExist";
+    case SelectorOperator::kGt:
+      return "Gt";
+    case SelectorOperator::kLt:
+      return "Lt";
+  }
+  return "";
+}
+
+std::optional<SelectorOperator> parseSelectorOperator(std::string_view text) {
+  for (auto op : {SelectorOperator::kIn, SelectorOperator::kNotIn, SelectorOperator::kExists,
+                  SelectorOperator::kDoesNotExist, SelectorOperator::kGt, SelectorOperator::kLt}) {
+    if (text == toString(op)) {
+      return op;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// obj["operator"] as a SelectorOperator; Gt and Lt only where `comparisons` allows them.
+SelectorOperator operatorMember(const json& obj, const std::string& path, bool comparisons) {
+  const std::string text = stringMember(obj, "operator", path);
+  auto op = parseSelectorOperator(text);
+  if (!op || (!comparisons && (*op == SelectorOperator::kGt || *op == SelectorOperator::kLt))) {
+    throw std::invalid_argument(path + ": \"" + text + "\" is not one of In, NotIn, Exists, " +
+                                "DoesNotExist" + (comparisons ? ", Gt, Lt" : ""));
+  }
+  return *op;
+}
+
+}  // namespace
+
 LabelSelector readLabelSelector(const json& j, const std::string& path) {
   LabelSelector out;
   if (j.is_null()) {
@@ -88,7 +131,7 @@ LabelSelector readLabelSelector(const json& j, const std::string& path) {
         wrongType(at, "an object", e);
       }
       out.matchExpressions.push_back({stringMember(e, "key", childPath(at, "key")),
-                                      stringMember(e, "operator", childPath(at, "operator")),
+                                      operatorMember(e, childPath(at, "operator"), false),
                                       stringListMember(e, "values", childPath(at, "values"))});
     }
   }
@@ -112,7 +155,7 @@ std::vector<NodeSelectorRequirement> readNodeRequirements(const json& term, cons
       wrongType(at, "an object", r);
     }
     out.push_back({stringMember(r, "key", childPath(at, "key")),
-                   stringMember(r, "operator", childPath(at, "operator")),
+                   operatorMember(r, childPath(at, "operator"), true),
                    stringListMember(r, "values", childPath(at, "values"))});
   }
   return out;

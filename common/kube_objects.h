@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json_fields.h"
@@ -40,9 +42,16 @@ struct ObjectMeta {
 // "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
 std::string objectKey(const std::string& ns, const std::string& name);
 
+// The operator of a selector requirement. Gt and Lt, integer comparisons, are node selectors'
+// only. The readers refuse any other name (the API server refuses them too, so only an object
+// written around its validation can carry one).
+enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+const char* toString(SelectorOperator op);
+std::optional<SelectorOperator> parseSelectorOperator(std::string_view text);
+
 struct LabelSelectorRequirement {
   std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist
+  SelectorOperator op = SelectorOperator::kIn;  // In, NotIn, Exists or DoesNotExist
   std::vector<std::string> values;
 };
 
@@ -54,7 +63,7 @@ struct LabelSelector {
 
 struct NodeSelectorRequirement {
   std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  SelectorOperator op = SelectorOperator::kIn;
   std::vector<std::string> values;
 };
 

@@ -22,35 +22,46 @@ Status validateRequirement(const LabelSelectorRequirement& r) {
   if (r.key.empty()) {
     return Status::invalid("key: must not be empty");
   }
-  if (r.op == "In" || r.op == "NotIn") {
-    if (r.values.empty()) {
-      return Status::invalid("values: must be non-empty for operator " + r.op);
-    }
-  } else if (r.op == "Exists" || r.op == "DoesNotExist") {
-    if (!r.values.empty()) {
-      return Status::invalid("values: must be empty for operator " + r.op);
-    }
-  } else {
-    return Status::invalid("operator: \"" + r.op +
-                           "\" is not one of In, NotIn, Exists, DoesNotExist");
+  switch (r.op) {
+    case SelectorOperator::kIn:
+    case SelectorOperator::kNotIn:
+      if (r.values.empty()) {
+        return Status::invalid(std::string("values: must be non-empty for operator ") +
+                               toString(r.op));
+      }
+      return {};
+    case SelectorOperator::kExists:
+    case SelectorOperator::kDoesNotExist:
+      if (!r.values.empty()) {
+        return Status::invalid(std::string("values: must be empty for operator ") + toString(r.op));
+      }
+      return {};
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      break;
   }
-  return {};
+  return Status::invalid(std::string("operator: ") + toString(r.op) +
+                         " is not one of In, NotIn, Exists, DoesNotExist");
 }
 
 bool requirementMatches(const LabelSelectorRequirement& r,
                         const std::map<std::string, std::string>& labels) {
   auto it = labels.find(r.key);
   const bool present = it != labels.end();
-  if (r.op == "In") {
-    return present && contains(r.values, it->second);
+  switch (r.op) {
+    case SelectorOperator::kIn:
+      return present && contains(r.values, it->second);
+    case SelectorOperator::kNotIn:
+      return !present || !contains(r.values, it->second);
+    case SelectorOperator::kExists:
+      return present;
+    case SelectorOperator::kDoesNotExist:
+      return !present;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      break;  // validate() has rejected them
   }
-  if (r.op == "NotIn") {
-    return !present || !contains(r.values, it->second);
-  }
-  if (r.op == "Exists") {
-    return present;
-  }
-  return !present;  // DoesNotExist; validate() has rejected every other operator
+  return false;
 }
 
 }  // namespace
@@ -92,16 +103,23 @@ std::string describe(const LabelSelector& selector) {
     parts.push_back(key + "=" + value);
   }
   for (const auto& r : selector.matchExpressions) {
-    if (r.op == "In") {
-      parts.push_back(r.key + " in (" + joined(r.values) + ")");
-    } else if (r.op == "NotIn") {
-      parts.push_back(r.key + " notin (" + joined(r.values) + ")");
-    } else if (r.op == "Exists") {
-      parts.push_back(r.key);
-    } else if (r.op == "DoesNotExist") {
-      parts.push_back("!" + r.key);
-    } else {
-      parts.push_back(r.key + " " + r.op + " (" + joined(r.values) + ")");
+    switch (r.op) {
+      case SelectorOperator::kIn:
+        parts.push_back(r.key + " in (" + joined(r.values) + ")");
+        break;
+      case SelectorOperator::kNotIn:
+        parts.push_back(r.key + " notin (" + joined(r.values) + ")");
+        break;
+      case SelectorOperator::kExists:
+        parts.push_back(r.key);
+        break;
+      case SelectorOperator::kDoesNotExist:
+        parts.push_back("!" + r.key);
+        break;
+      case SelectorOperator::kGt:
+      case SelectorOperator::kLt:
+        parts.push_back(r.key + " " + toString(r.op) + " (" + joined(r.values) + ")");
+        break;
     }
   }
   return joined(parts);

@@ -13,8 +13,8 @@ namespace ker {
 // validate() matches nothing.
 bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels);
 
-// OK when the selector is valid, else kInvalid saying why not (unknown operator, values given
-// to Exists/DoesNotExist, no values for In/NotIn).
+// OK when the selector is valid, else kInvalid saying why not (an empty key, Gt or Lt, values
+// given to Exists/DoesNotExist, no values for In/NotIn).
 Status validate(const LabelSelector& selector);
 
 // A short human-readable form, e.g. "type=k80,zone in (a,b)", for messages and events.

@@ -33,25 +33,30 @@ Status validateExpression(const NodeSelectorRequirement& r) {
   if (r.key.empty()) {
     return Status::invalid("key: must not be empty");
   }
-  if (r.op == "In" || r.op == "NotIn") {
-    if (r.values.empty()) {
-      return Status::invalid("values: must be non-empty for operator " + r.op);
-    }
-  } else if (r.op == "Exists" || r.op == "DoesNotExist") {
-    if (!r.values.empty()) {
-      return Status::invalid("values: must be empty for operator " + r.op);
-    }
-  } else if (r.op == "Gt" || r.op == "Lt") {
-    if (r.values.size() != 1) {
-      return Status::invalid("values: operator " + r.op + " needs exactly one value");
-    }
-    if (!parseInt64(r.values[0])) {
-      return Status::invalid("values[0]: \"" + r.values[0] + "\" is not an integer (operator " +
-                             r.op + ")");
-    }
-  } else {
-    return Status::invalid("operator: \"" + r.op +
-                           "\" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
+  const std::string op = toString(r.op);
+  switch (r.op) {
+    case SelectorOperator::kIn:
+    case SelectorOperator::kNotIn:
+      if (r.values.empty()) {
+        return Status::invalid("values: must be non-empty for operator " + op);
+      }
+      break;
+    case SelectorOperator::kExists:
+    case SelectorOperator::kDoesNotExist:
+      if (!r.values.empty()) {
+        return Status::invalid("values: must be empty for operator " + op);
+      }
+      break;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      if (r.values.size() != 1) {
+        return Status::invalid("values: operator " + op + " needs exactly one value");
+      }
+      if (!parseInt64(r.values[0])) {
+        return Status::invalid("values[0]: \"" + r.values[0] + "\" is not an integer (operator " +
+                               op + ")");
+      }
+      break;
   }
   return {};
 }
@@ -61,11 +66,13 @@ Status validateField(const NodeSelectorRequirement& r) {
   if (r.key != kNameField) {
     return Status::invalid("key: \"" + r.key + "\" is not a supported field (only metadata.name)");
   }
-  if (r.op != "In" && r.op != "NotIn") {
-    return Status::invalid("operator: \"" + r.op + "\" is not one of In, NotIn for a field");
+  if (r.op != SelectorOperator::kIn && r.op != SelectorOperator::kNotIn) {
+    return Status::invalid(std::string("operator: \"") + toString(r.op) +
+                           "\" is not one of In, NotIn for a field");
   }
   if (r.values.size() != 1) {
-    return Status::invalid("values: operator " + r.op + " on a field needs exactly one value");
+    return Status::invalid(std::string("values: operator ") + toString(r.op) +
+                           " on a field needs exactly one value");
   }
   return {};
 }
@@ -93,17 +100,18 @@ bool expressionMatches(const NodeSelectorRequirement& r,
                        const std::map<std::string, std::string>& labels) {
   auto it = labels.find(r.key);
   const bool present = it != labels.end();
-  if (r.op == "In") {
-    return present && contains(r.values, it->second);
-  }
-  if (r.op == "NotIn") {
-    return !present || !contains(r.values, it->second);
-  }
-  if (r.op == "Exists") {
-    return present;
-  }
-  if (r.op == "DoesNotExist") {
-    return !present;
+  switch (r.op) {
+    case SelectorOperator::kIn:
+      return present && contains(r.values, it->second);
+    case SelectorOperator::kNotIn:
+      return !present || !contains(r.values, it->second);
+    case SelectorOperator::kExists:
+      return present;
+    case SelectorOperator::kDoesNotExist:
+      return !present;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      break;
   }
   if (!present) {
     return false;
@@ -113,7 +121,7 @@ bool expressionMatches(const NodeSelectorRequirement& r,
     return false;  // a label that is not an integer satisfies neither Gt nor Lt
   }
   const int64_t want = *parseInt64(r.values[0]);
-  return r.op == "Gt" ? *have > want : *have < want;
+  return r.op == SelectorOperator::kGt ? *have > want : *have < want;
 }
 
 bool termMatches(const NodeSelectorTerm& term, const std::string& nodeName,
@@ -124,7 +132,7 @@ bool termMatches(const NodeSelectorTerm& term, const std::string& nodeName,
     }
   }
   for (const auto& r : term.matchFields) {
-    if ((nodeName == r.values[0]) != (r.op == "In")) {
+    if ((nodeName == r.values[0]) != (r.op == SelectorOperator::kIn)) {
       return false;
     }
   }

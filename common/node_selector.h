@@ -17,7 +17,7 @@ bool matches(const NodeSelector& selector, const std::string& nodeName,
              const std::map<std::string, std::string>& nodeLabels);
 
 // OK when valid, else kInvalid with the first problem and its path (nodeSelectorTerms[i]...):
-// bad operators, value counts, non-integer Gt/Lt values, and matchFields other than
+// value counts, non-integer Gt/Lt values, and matchFields other than
 // metadata.name In/NotIn with exactly one value.
 Status validate(const NodeSelector& selector);
 

@@ -22,7 +22,7 @@ bool onlyPinned(const NodeSelector& selector) {
       return false;
     }
     const auto& req = term.matchFields.front();
-    if (req.key != "metadata.name" || req.op != "In" || req.values.size() != 1) {
+    if (req.key != "metadata.name" || req.op != SelectorOperator::kIn || req.values.size() != 1) {
       return false;
     }
   }
@@ -56,7 +56,7 @@ std::set<std::string> pinnedNodes(const NodeSelector& selector) {
   for (const auto& term : selector.terms) {
     bool pinned = false;
     for (const auto& req : term.matchFields) {
-      if (req.key == "metadata.name" && req.op == "In") {
+      if (req.key == "metadata.name" && req.op == SelectorOperator::kIn) {
         nodes.insert(req.values.begin(), req.values.end());
         pinned = true;
         break;

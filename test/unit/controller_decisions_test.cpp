@@ -11,7 +11,7 @@ const SteadyTime kT0{std::chrono::hours(1000)};
 const Millis kGrace = 2min;
 
 NodeSelector onNode(const std::string& node) {
-  return {{NodeSelectorTerm{{}, {{"metadata.name", "In", {node}}}}}};
+  return {{NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {node}}}}}};
 }
 
 ExtendedResource boundDevice(const std::string& name, const std::string& claim,
@@ -530,7 +530,8 @@ TEST_F(DeviceDecisionTest, ReturningDeviceIsNotHeldForClaimsThatCannotOwnIt) {
   claim.extendedResourceNames.reset();
   device.nodeAffinity = onNode("n2");
   as<action::InitDeviceStatus>(decideDevice(view));
-  device.nodeAffinity.terms.push_back({{{"zone", "In", {"a"}}}, {}});  // labels: cannot tell
+  device.nodeAffinity.terms.push_back(
+      {{{"zone", SelectorOperator::kIn, {"a"}}}, {}});  // labels: cannot tell
   EXPECT_EQ(as<action::RebindDevice>(decideDevice(view)).claim, &claim);
   device.meta.deleting = true;
   as<action::InitDeviceStatus>(decideDevice(view));

@@ -30,7 +30,7 @@ ExtendedResource deviceBoundTo(const ExtendedResourceClaim& c) {
   ExtendedResource d;
   d.meta = {.name = "d0", .uid = "uid-d0", .resourceVersion = "3"};
   d.rawResourceName = "nvidia.com/gpu";
-  d.nodeAffinity = {{NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1"}}}}}};
+  d.nodeAffinity = {{NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {"n1"}}}}}};
   d.phase = DevicePhase::kBound;
   d.phaseWritten = true;
   d.claimRef = ClaimRef{c.meta.ns, c.meta.name, c.meta.uid};
@@ -333,7 +333,8 @@ class DevicePlanTest : public ::testing::Test {
   DevicePlanTest() : claim(claimBoundTo("uid-p")) {
     device.meta = {.name = "d0", .resourceVersion = "3"};
     device.rawResourceName = "nvidia.com/gpu";
-    device.nodeAffinity = {{NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1"}}}}}};
+    device.nodeAffinity = {
+        {NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {"n1"}}}}}};
     device.phaseWritten = true;
     in.view.device = &device;
     in.view.now = kT0;

@@ -26,13 +26,14 @@ std::vector<std::string> names(const std::vector<DevicePtr>& v) {
 }
 
 NodeSelectorRequirement pin(std::vector<std::string> nodes) {
-  return {"metadata.name", "In", std::move(nodes)};
+  return {"metadata.name", SelectorOperator::kIn, std::move(nodes)};
 }
 
 TEST(DeviceIndexFastPath, PinsWithMoreConditionsAreStillEvaluated) {
   DeviceIndex idx;
   auto zoned = device("zoned", "n1", {});
-  zoned.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {pin({"n1"})}}};
+  zoned.nodeAffinity.terms = {
+      NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {pin({"n1"})}}};
   idx.upsert(ptr(zoned));
   // Several names in one requirement: the API refuses that, so it never matches.
   auto multi = device("multi", "n1", {});
@@ -183,7 +184,8 @@ TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
   ASSERT_TRUE(groups(idx, "n1").has_value());
 
   auto zoned = device("zoned", "n1", {{"type", "k80"}});
-  zoned.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {pin({"n1"})}}};
+  zoned.nodeAffinity.terms = {
+      NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {pin({"n1"})}}};
   idx.upsert(ptr(zoned));
   EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // the node's labels decide
   idx.remove("zoned");
@@ -195,7 +197,8 @@ TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
   EXPECT_TRUE(groups(idx, "n1").has_value());
 
   auto floating = device("floating", "", {{"type", "k80"}});
-  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}}};
+  floating.nodeAffinity =
+      NodeSelector{{NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {}}}};
   idx.upsert(ptr(floating));
   EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // may be on any node
 }

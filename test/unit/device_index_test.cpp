@@ -47,7 +47,7 @@ TEST(DeviceIndex, FreeOnNodeUsesAffinityPhaseAndResource) {
 TEST(DeviceIndex, LabelAffinityIsEvaluatedPerNode) {
   DeviceIndex idx;
   ExtendedResource zonal = device("z", "unused", {});
-  zonal.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}};
+  zonal.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {}}};
   idx.upsert(ptr(zonal));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {{"zone", "a"}})),
             (std::vector<std::string>{"z"}));
@@ -182,7 +182,8 @@ TEST(DeviceIndex, LabelPlacedDevicesAreKnownPerResource) {
   idx.upsert(ptr(device("a", "n1", {})));
   EXPECT_FALSE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
   auto floating = device("f", "", {});
-  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"z1"}}}, {}}}};
+  floating.nodeAffinity =
+      NodeSelector{{NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"z1"}}}, {}}}};
   idx.upsert(ptr(floating));
   EXPECT_TRUE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
   EXPECT_FALSE(idx.hasLabelPlacedDevices("example.com/fpga"));
@@ -191,7 +192,7 @@ TEST(DeviceIndex, LabelPlacedDevicesAreKnownPerResource) {
 
   // Pinned by name, but its term also tests a label: labels are needed while it is there.
   auto pinnedZonal = device("pz", "n1", {});
-  pinnedZonal.nodeAffinity.terms[0].matchExpressions = {{"zone", "In", {"z1"}}};
+  pinnedZonal.nodeAffinity.terms[0].matchExpressions = {{"zone", SelectorOperator::kIn, {"z1"}}};
   idx.upsert(ptr(pinnedZonal));
   EXPECT_TRUE(idx.hasLabelPlacedDevices("nvidia.com/gpu"));
   idx.upsert(ptr(device("pz", "n1", {})));
@@ -200,10 +201,11 @@ TEST(DeviceIndex, LabelPlacedDevicesAreKnownPerResource) {
 
 TEST(PinnedNodes, OnlyWhenEveryTermPinsNames) {
   NodeSelector s;
-  s.terms = {NodeSelectorTerm{{}, {{"metadata.name", "In", {"n1", "n2"}}}},
-             NodeSelectorTerm{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"n3"}}}}};
+  s.terms = {NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {"n1", "n2"}}}},
+             NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}},
+                              {{"metadata.name", SelectorOperator::kIn, {"n3"}}}}};
   EXPECT_EQ(pinnedNodes(s), (std::set<std::string>{"n1", "n2", "n3"}));
-  s.terms.push_back(NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}});
+  s.terms.push_back(NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {}});
   EXPECT_TRUE(pinnedNodes(s).empty());
   EXPECT_TRUE(pinnedNodes(NodeSelector{}).empty());
 }

@@ -37,7 +37,7 @@ class ExtenderTest : public ::testing::Test {
   }
   // A device pinned to `node` by name whose term also asks for a zone label.
   static ExtendedResource pinnedInZone(const std::string& name, const std::string& node,
-                                       const std::string& op, const std::string& zone) {
+                                       SelectorOperator op, const std::string& zone) {
     ExtendedResource d = device(name, node, {});
     d.nodeAffinity.terms[0].matchExpressions = {{"zone", op, {zone}}};
     return d;
@@ -141,13 +141,13 @@ TEST_F(ExtenderTest, APodSentWithoutUidOrNamespaceIsFilteredAndPrioritized) {
 // Requirements of one term are ANDed: a device named to n1 whose term also wants zone a is
 // there, one that wants zone b (or not zone a) is on no node at all.
 TEST_F(ExtenderTest, APinnedDeviceWhoseTermAlsoTestsLabelsNeedsThoseLabels) {
-  addDevice(pinnedInZone("d", "n1", "In", "b"));
+  addDevice(pinnedInZone("d", "n1", SelectorOperator::kIn, "b"));
   EXPECT_EQ(passing(), std::vector<std::string>{});
 
-  addDevice(pinnedInZone("d", "n1", "In", "a"));
+  addDevice(pinnedInZone("d", "n1", SelectorOperator::kIn, "a"));
   EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
 
-  addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
+  addDevice(pinnedInZone("d", "n1", SelectorOperator::kNotIn, "a"));
   EXPECT_EQ(passing(), std::vector<std::string>{});
 
   // The label test goes with the device: plain pinned devices are counted again.
@@ -168,7 +168,7 @@ TEST_F(ExtenderTest, AnAvailableDeviceThatStillNamesAClaimIsNotOffered) {
 }
 
 TEST_F(ExtenderTest, FilterAndBindAgreeOnAPinnedDeviceThatTestsLabels) {
-  addDevice(pinnedInZone("d", "n1", "NotIn", "a"));
+  addDevice(pinnedInZone("d", "n1", SelectorOperator::kNotIn, "a"));
   api_.seed(resources::kExtendedResources, index_.get("d")->toJson(SystemTime{}));
   api_.seed(resources::kExtendedResourceClaims, claims_.at("default/c")->toJson(SystemTime{}));
   json pod = podJson();

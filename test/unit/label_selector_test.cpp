@@ -7,7 +7,7 @@ namespace {
 
 using Labels = std::map<std::string, std::string>;
 
-LabelSelector expr(std::string key, std::string op, std::vector<std::string> values = {}) {
+LabelSelector expr(std::string key, SelectorOperator op, std::vector<std::string> values = {}) {
   LabelSelector s;
   s.matchExpressions.push_back({std::move(key), std::move(op), std::move(values)});
   return s;
@@ -30,17 +30,17 @@ TEST(LabelSelector, MatchLabelsNeedEveryPairEqual) {
 }
 
 TEST(LabelSelector, In) {
-  auto s = expr("zone", "In", {"a", "b"});
+  auto s = expr("zone", SelectorOperator::kIn, {"a", "b"});
   EXPECT_TRUE(matches(s, {{"zone", "a"}}));
   EXPECT_TRUE(matches(s, {{"zone", "b"}}));
   EXPECT_FALSE(matches(s, {{"zone", "c"}}));
   EXPECT_FALSE(matches(s, {}));
   // The empty string is a legitimate value.
-  EXPECT_TRUE(matches(expr("zone", "In", {""}), {{"zone", ""}}));
+  EXPECT_TRUE(matches(expr("zone", SelectorOperator::kIn, {""}), {{"zone", ""}}));
 }
 
 TEST(LabelSelector, NotInMatchesAbsentKey) {
-  auto s = expr("zone", "NotIn", {"a", "b"});
+  auto s = expr("zone", SelectorOperator::kNotIn, {"a", "b"});
   EXPECT_FALSE(matches(s, {{"zone", "a"}}));
   EXPECT_TRUE(matches(s, {{"zone", "c"}}));
   EXPECT_TRUE(matches(s, {}));
@@ -48,16 +48,16 @@ TEST(LabelSelector, NotInMatchesAbsentKey) {
 }
 
 TEST(LabelSelector, ExistsAndDoesNotExist) {
-  EXPECT_TRUE(matches(expr("gpu", "Exists"), {{"gpu", ""}}));
-  EXPECT_FALSE(matches(expr("gpu", "Exists"), {{"cpu", "x"}}));
-  EXPECT_TRUE(matches(expr("gpu", "DoesNotExist"), {{"cpu", "x"}}));
-  EXPECT_FALSE(matches(expr("gpu", "DoesNotExist"), {{"gpu", ""}}));
+  EXPECT_TRUE(matches(expr("gpu", SelectorOperator::kExists), {{"gpu", ""}}));
+  EXPECT_FALSE(matches(expr("gpu", SelectorOperator::kExists), {{"cpu", "x"}}));
+  EXPECT_TRUE(matches(expr("gpu", SelectorOperator::kDoesNotExist), {{"cpu", "x"}}));
+  EXPECT_FALSE(matches(expr("gpu", SelectorOperator::kDoesNotExist), {{"gpu", ""}}));
 }
 
 TEST(LabelSelector, LabelsAndExpressionsAreAnded) {
-  LabelSelector s = expr("zone", "In", {"a"});
+  LabelSelector s = expr("zone", SelectorOperator::kIn, {"a"});
   s.matchLabels = {{"type", "k80"}};
-  s.matchExpressions.push_back({"broken", "DoesNotExist", {}});
+  s.matchExpressions.push_back({"broken", SelectorOperator::kDoesNotExist, {}});
   EXPECT_TRUE(matches(s, {{"type", "k80"}, {"zone", "a"}}));
   EXPECT_FALSE(matches(s, {{"type", "k80"}, {"zone", "a"}, {"broken", "yes"}}));
   EXPECT_FALSE(matches(s, {{"type", "v100"}, {"zone", "a"}}));
@@ -65,50 +65,68 @@ TEST(LabelSelector, LabelsAndExpressionsAreAnded) {
 }
 
 TEST(LabelSelector, ValidateRejectsMalformedRequirements) {
-  EXPECT_EQ(validate(expr("zone", "In")).message(),
+  EXPECT_EQ(validate(expr("zone", SelectorOperator::kIn)).message(),
             "matchExpressions[0].values: must be non-empty for operator In");
-  EXPECT_EQ(validate(expr("zone", "NotIn")).message(),
+  EXPECT_EQ(validate(expr("zone", SelectorOperator::kNotIn)).message(),
             "matchExpressions[0].values: must be non-empty for operator NotIn");
-  EXPECT_EQ(validate(expr("gpu", "Exists", {"x"})).message(),
+  EXPECT_EQ(validate(expr("gpu", SelectorOperator::kExists, {"x"})).message(),
             "matchExpressions[0].values: must be empty for operator Exists");
-  EXPECT_EQ(validate(expr("gpu", "DoesNotExist", {"x"})).message(),
+  EXPECT_EQ(validate(expr("gpu", SelectorOperator::kDoesNotExist, {"x"})).message(),
             "matchExpressions[0].values: must be empty for operator DoesNotExist");
-  EXPECT_EQ(validate(expr("mem", "Gt", {"4"})).message(),
-            "matchExpressions[0].operator: \"Gt\" is not one of In, NotIn, Exists, DoesNotExist");
-  EXPECT_EQ(validate(expr("zone", "in", {"a"})).message(),
-            "matchExpressions[0].operator: \"in\" is not one of In, NotIn, Exists, DoesNotExist");
-  EXPECT_EQ(validate(expr("", "Exists")).message(), "matchExpressions[0].key: must not be empty");
-  LabelSelector second = expr("zone", "In", {"a"});
-  second.matchExpressions.push_back({"gpu", "Exists", {"1"}});
+  EXPECT_EQ(validate(expr("mem", SelectorOperator::kGt, {"4"})).message(),
+            "matchExpressions[0].operator: Gt is not one of In, NotIn, Exists, DoesNotExist");
+  EXPECT_EQ(validate(expr("", SelectorOperator::kExists)).message(),
+            "matchExpressions[0].key: must not be empty");
+  LabelSelector second = expr("zone", SelectorOperator::kIn, {"a"});
+  second.matchExpressions.push_back({"gpu", SelectorOperator::kExists, {"1"}});
   EXPECT_EQ(validate(second).message(),
             "matchExpressions[1].values: must be empty for operator Exists");
   LabelSelector emptyKey;
   emptyKey.matchLabels = {{"", "x"}};
   EXPECT_EQ(validate(emptyKey).message(), "matchLabels: a key must not be empty");
-  EXPECT_TRUE(validate(expr("zone", "In", {"a"})).ok());
+  EXPECT_TRUE(validate(expr("zone", SelectorOperator::kIn, {"a"})).ok());
   EXPECT_EQ(validate(emptyKey).code(), StatusCode::kInvalid);
 }
 
 TEST(LabelSelector, InvalidSelectorMatchesNothing) {
   // Each of these would match the labels if its malformed part were ignored.
-  EXPECT_FALSE(matches(expr("zone", "NotIn"), {}));
-  EXPECT_FALSE(matches(expr("gpu", "DoesNotExist", {"x"}), {}));
-  EXPECT_FALSE(matches(expr("gpu", "Exists", {"x"}), {{"gpu", "x"}}));
-  EXPECT_FALSE(matches(expr("mem", "Gt", {"4"}), {{"mem", "8"}}));
+  EXPECT_FALSE(matches(expr("zone", SelectorOperator::kNotIn), {}));
+  EXPECT_FALSE(matches(expr("gpu", SelectorOperator::kDoesNotExist, {"x"}), {}));
+  EXPECT_FALSE(matches(expr("gpu", SelectorOperator::kExists, {"x"}), {{"gpu", "x"}}));
+  EXPECT_FALSE(matches(expr("mem", SelectorOperator::kGt, {"4"}), {{"mem", "8"}}));
 }
 
 TEST(LabelSelector, Describe) {
   LabelSelector s;
   s.matchLabels = {{"type", "k80"}};
-  s.matchExpressions = {{"zone", "In", {"a", "b"}},
-                        {"gpu", "DoesNotExist", {}},
-                        {"mem", "Exists", {}},
-                        {"tier", "NotIn", {"low"}}};
+  s.matchExpressions = {{"zone", SelectorOperator::kIn, {"a", "b"}},
+                        {"gpu", SelectorOperator::kDoesNotExist, {}},
+                        {"mem", SelectorOperator::kExists, {}},
+                        {"tier", SelectorOperator::kNotIn, {"low"}}};
   EXPECT_EQ(describe(s), "type=k80,zone in (a,b),!gpu,mem,tier notin (low)");
   LabelSelector twoLabels;
   twoLabels.matchLabels = {{"zone", "a"}, {"type", "k80"}};
   EXPECT_EQ(describe(twoLabels), "type=k80,zone=a");
-  EXPECT_EQ(describe(expr("mem", "Gt", {"4"})), "mem Gt (4)");
+  EXPECT_EQ(describe(expr("mem", SelectorOperator::kGt, {"4"})), "mem Gt (4)");
+}
+
+// An operator the API does not define for label selectors never reaches a LabelSelector: the
+// reader refuses it, naming where it is.
+TEST(LabelSelector, TheReaderRefusesOperatorsLabelSelectorsDoNotHave) {
+  for (const char* op : {"in", "Gt", "Lt", "Equals", ""}) {
+    nlohmann::json j = {{"matchExpressions", {{{"key", "zone"}, {"operator", op}}}}};
+    try {
+      readLabelSelector(j, "spec.selector");
+      ADD_FAILURE() << op << " was read";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("spec.selector.matchExpressions[0].operator: \"") + op +
+                    "\" is not one of In, NotIn, Exists, DoesNotExist");
+    }
+  }
+  nlohmann::json ok = {
+      {"matchExpressions", {{{"key", "zone"}, {"operator", "NotIn"}, {"values", {"a"}}}}}};
+  EXPECT_EQ(readLabelSelector(ok, "").matchExpressions[0].op, SelectorOperator::kNotIn);
 }
 
 }  // namespace

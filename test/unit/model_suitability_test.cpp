@@ -30,10 +30,10 @@ TEST(Suitability, ChecksResourceNamedListAndSelectorInThatOrder) {
 TEST(Suitability, SelectorExpressions) {
   auto d = device("gpu-0", "n1", {{"type", "k80"}, {"zone", "a"}});
   auto c = claim("c", 1);
-  c.metadataRequirements.matchExpressions = {{"zone", "In", {"a", "b"}},
-                                             {"broken", "DoesNotExist", {}}};
+  c.metadataRequirements.matchExpressions = {{"zone", SelectorOperator::kIn, {"a", "b"}},
+                                             {"broken", SelectorOperator::kDoesNotExist, {}}};
   EXPECT_TRUE(suits(d, c));
-  c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
+  c.metadataRequirements.matchExpressions = {{"type", SelectorOperator::kNotIn, {"k80"}}};
   EXPECT_FALSE(suits(d, c));
 }
 
@@ -48,7 +48,7 @@ TEST(Suitability, NamesTheFirstRuleThatFails) {
   EXPECT_EQ(suitability(d, c), Unsuited::kOtherResource);
   // An invalid selector selects nothing.
   c = claim("c", 1);
-  c.metadataRequirements.matchExpressions = {{"type", "Gt", {"1"}}};
+  c.metadataRequirements.matchExpressions = {{"type", SelectorOperator::kGt, {"1"}}};
   EXPECT_EQ(suitability(d, c), Unsuited::kSelectorMismatch);
 }
 
@@ -77,7 +77,7 @@ TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
   EXPECT_TRUE(mayBeReachable(d, "n1"));
   EXPECT_FALSE(mayBeReachable(d, "n2"));
 
-  d.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", "In", {"a"}}}, {}}};
+  d.nodeAffinity.terms = {NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"a"}}}, {}}};
   EXPECT_TRUE(reachable(d, "n2", {{"zone", "a"}}));
   EXPECT_FALSE(reachable(d, "n2", {{"zone", "b"}}));
   EXPECT_TRUE(mayBeReachable(d, "n2"));

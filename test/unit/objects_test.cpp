@@ -185,10 +185,10 @@ TEST(ExtendedResource, ParsesKubectlOutput) {
   EXPECT_TRUE(d.nodeAffinity.terms[0].matchExpressions.empty());
   ASSERT_EQ(d.nodeAffinity.terms[0].matchFields.size(), 1u);
   EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].key, "metadata.name");
-  EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].op, "In");
+  EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].op, SelectorOperator::kIn);
   EXPECT_EQ(d.nodeAffinity.terms[0].matchFields[0].values, std::vector<std::string>{"n1"});
   ASSERT_EQ(d.nodeAffinity.terms[1].matchExpressions.size(), 2u);
-  EXPECT_EQ(d.nodeAffinity.terms[1].matchExpressions[1].op, "Gt");
+  EXPECT_EQ(d.nodeAffinity.terms[1].matchExpressions[1].op, SelectorOperator::kGt);
   EXPECT_EQ(d.phase, DevicePhase::kBound);
   ASSERT_TRUE(d.claimRef.has_value());
   EXPECT_EQ(*d.claimRef, (ClaimRef{"ml", "train", "7e1d2c3b-0000-4000-8000-000000000001"}));
@@ -412,10 +412,10 @@ TEST(ExtendedResourceClaim, ParsesKubectlOutput) {
             (std::map<std::string, std::string>{{"type", "k80"}}));
   ASSERT_EQ(c.metadataRequirements.matchExpressions.size(), 2u);
   EXPECT_EQ(c.metadataRequirements.matchExpressions[0].key, "memory");
-  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].op, "In");
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].op, SelectorOperator::kIn);
   EXPECT_EQ(c.metadataRequirements.matchExpressions[0].values,
             (std::vector<std::string>{"24Gi", "48Gi"}));
-  EXPECT_EQ(c.metadataRequirements.matchExpressions[1].op, "DoesNotExist");
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[1].op, SelectorOperator::kDoesNotExist);
   EXPECT_TRUE(c.metadataRequirements.matchExpressions[1].values.empty());
   ASSERT_TRUE(c.extendedResourceNames.has_value());
   EXPECT_EQ(*c.extendedResourceNames, (std::vector<std::string>{"gpu-n1-0", "gpu-n1-1"}));
@@ -543,7 +543,7 @@ TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
       "spec.metadataRequirements.matchExpressions[0]: expected an object, got string",
       "spec.metadataRequirements.matchExpressions[0].values: expected an array of strings, got "
       "string",
-      "spec.metadataRequirements: matchExpressions[0].operator: \"Matches\" is not one of In, "
+      "spec.metadataRequirements.matchExpressions[0].operator: \"Matches\" is not one of In, "
       "NotIn, Exists, DoesNotExist",
       "spec.metadataRequirements: matchExpressions[1].values: must be empty for operator "
       "DoesNotExist",
@@ -729,7 +729,7 @@ TEST(ParseHelpers, ThrowNamingTheField) {
       "matchExpressions": [{"key": "b", "operator": "Exists"}]})"));
   EXPECT_EQ(sel.matchLabels.at("a"), "1");
   ASSERT_EQ(sel.matchExpressions.size(), 1u);
-  EXPECT_EQ(sel.matchExpressions[0].op, "Exists");
+  EXPECT_EQ(sel.matchExpressions[0].op, SelectorOperator::kExists);
   try {
     parseLabelSelector(json::parse(R"({"matchExpressions": [{"key": 1}]})"));
     ADD_FAILURE();

@@ -79,14 +79,16 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
           {"type", pick(rng, std::vector<std::string>{"k80", "t4"})}};
       break;
     case 2:
-      c.metadataRequirements.matchExpressions = {{"type", "In", {"k80", "a100"}}};
+      c.metadataRequirements.matchExpressions = {{"type", SelectorOperator::kIn, {"k80", "a100"}}};
       break;
     case 3:
       c.metadataRequirements.matchExpressions = {
-          {"zone", coin(rng, 0.5) ? "Exists" : "DoesNotExist", {}}};
+          {"zone",
+           coin(rng, 0.5) ? SelectorOperator::kExists : SelectorOperator::kDoesNotExist,
+           {}}};
       break;
     default:
-      c.metadataRequirements.matchExpressions = {{"type", "NotIn", {"k80"}}};
+      c.metadataRequirements.matchExpressions = {{"type", SelectorOperator::kNotIn, {"k80"}}};
       break;
   }
   if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices

@@ -181,7 +181,8 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
 TEST_F(PlannerTest, LabelPlacedDevicesMakeTheFitterAskForLabels) {
   addClaim(claim("any", 1, {}));
   auto floating = device("zonal", "", {});
-  floating.nodeAffinity = NodeSelector{{NodeSelectorTerm{{{"zone", "In", {"z1"}}}, {}}}};
+  floating.nodeAffinity =
+      NodeSelector{{NodeSelectorTerm{{{"zone", SelectorOperator::kIn, {"z1"}}}, {}}}};
   addDevice(floating);
   const auto pc = resolve(pod({"any"}));
   NodeFitter fitter(pc, "pod-uid", index_);

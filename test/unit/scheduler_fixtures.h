@@ -24,7 +24,8 @@ inline ExtendedResource device(const std::string& name, const std::string& node,
   d.rawResourceName = res;
   d.deviceID = name + "-id";
   d.properties = std::move(props);
-  d.nodeAffinity.terms.push_back(NodeSelectorTerm{{}, {{"metadata.name", "In", {node}}}});
+  d.nodeAffinity.terms.push_back(
+      NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {node}}}});
   return d;
 }
 
