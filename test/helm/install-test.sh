@@ -2,12 +2,14 @@
 # Installs the working tree's Helm chart (charts/kube-extended-resource) on the cluster that
 # test/run-e2e.sh brought up, in place of deploy/, runs the sample workload of config/ with a
 # device, and upgrades the release under it:
-#   1. deletes what test/e2e/deploy applied (crds/ stay) and waits until the component pods
-#      are gone;
+#   1. deletes what test/e2e/deploy applied and waits until the component pods are gone, then
+#      the CRDs too (with every custom resource left, their finalizers taken off first, as no
+#      controller runs any more), so that the install below creates them from the chart;
 #   2. `helm install --wait` with the chart's default values except the local images and
 #      pullPolicy Never (the node reaches no registry) and the e2e node agent's node-file and
 #      /dev folders (/run/ker-e2e-node-agent); checks the release is deployed, both
-#      Deployments Available and the DaemonSet rolled out, all of them the release's;
+#      Deployments Available and the DaemonSet rolled out, all of them the release's, and the
+#      three CRDs Established again;
 #   3. adds a device to the node file as the e2e fixture does (an entry plus a stand-in device
 #      node with /dev/null's numbers under the agent's host root), applies config/k80-erc.yaml
 #      and config/k80-workload.yaml in a namespace of its own (busybox:1.36 swapped for the
@@ -35,7 +37,7 @@ chart="$root/charts/kube-extended-resource"
 log() { printf '[helm-install-test] %s\n' "$*" >&2; }
 
 if (($# != 1)) || [[ "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,30s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
 dir=$(cd "$1" && pwd)
@@ -250,14 +252,27 @@ check_workload() {
   log "  $ns/$pod runs with $device: claim $claim Bound, device held by the pod, $dev in the container"
 }
 
-# --- 1. deploy/ out, crds/ kept
-begin 1 "deleting what test/e2e/deploy applied (crds/ stay)"
+# --- 1. deploy/ out, then crds/
+crds=(extendedresources.extendedresource.io extendedresourceclaims.extendedresource.io
+  extendedresourceclaimtemplates.extendedresource.io)
+no_crds() { ! kubectl get crd "${crds[@]}" --ignore-not-found -o name | grep -q .; }
+begin 1 "deleting what test/e2e/deploy applied, then the CRDs"
 kubectl kustomize --load-restrictor=LoadRestrictionsNone "$root/test/e2e/deploy" >"$work/deploy.yaml"
 kubectl delete --wait --timeout=120s -f "$work/deploy.yaml" >/dev/null ||
   fail "kubectl delete of test/e2e/deploy's objects failed"
 eventually 120 no_component_pods || fail "component pods still there 120 s after deleting deploy/" pods -n "$sys" -l "$selector"
-kubectl get crd extendedresources.extendedresource.io extendedresourceclaims.extendedresource.io \
-  extendedresourceclaimtemplates.extendedresource.io >/dev/null || fail "a CRD went with deploy/"
+# The protection finalizers of what the suite left would hold the CRDs' deletion forever now that
+# no controller runs to take them off.
+for kind in extendedresources extendedresourceclaims extendedresourceclaimtemplates; do
+  kubectl get "$kind.extendedresource.io" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' |
+    while read -r objns name; do
+      [[ -n "$name" ]] || continue
+      kubectl patch "$kind.extendedresource.io" "$name" ${objns:+-n "$objns"} --type=merge \
+        -p '{"metadata":{"finalizers":null}}' >/dev/null
+    done
+done
+kubectl delete --wait=false -f "$root/crds" >/dev/null || fail "kubectl delete -f crds/ failed"
+eventually 120 no_crds || fail "the CRDs are still there 120 s after their deletion" crd "${crds[@]}"
 done_step
 
 # --- 2. helm install
@@ -288,6 +303,8 @@ helm install "$release" "$chart" -n "$sys" -f "$work/values.yaml" --wait --timeo
   fail "helm install failed"
 }
 check_components
+kubectl wait --for=condition=Established --timeout=60s "${crds[@]/#/crd/}" >/dev/null ||
+  fail "the chart's CRDs are not Established" crd "${crds[@]}"
 log "  $(helm list -n "$sys" -f "^$release\$" | tail -n 1 | tr -s '\t ' ' ')"
 done_step
 

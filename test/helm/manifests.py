@@ -172,7 +172,9 @@ def check_knobs(r):
     """Image, scheduler profile and placement knobs reach the objects (values set by
     check-chart.sh)."""
     for what, c in r.project_containers():
-        expect(c["image"] == "registry.example/ker:v9", f"{what} runs {c['image']}")
+        # The digest pins the image; the tag is not used then.
+        expect(c["image"] == "registry.example/ker@sha256:" + "0123456789abcdef" * 4,
+               f"{what} runs {c['image']}")
         expect(c.get("imagePullPolicy") == "Always", f"{what} has no imagePullPolicy Always")
     cfg = r.scheduler_config()
     profile = cfg["profiles"][0]
@@ -181,6 +183,9 @@ def check_knobs(r):
     expect(profile["pluginConfig"][0]["args"]["scoringStrategy"]["type"] == "MostAllocated", "pluginConfig not rendered")
     ext = cfg["extenders"][0]
     expect(ext["weight"] == 5 and ext["httpTimeout"] == "10s", f"extender entry {ext}")
+    ks = r.containers("Deployment", "extended-resource-scheduler")["kube-scheduler"]
+    expect(ks["image"] == "registry.k8s.io/kube-scheduler@sha256:" + "fedcba9876543210" * 4,
+           f"kube-scheduler runs {ks['image']}")
     sidecar = r.containers("Deployment", "extended-resource-scheduler")["extender"]
     expect("--scoring=spread" in sidecar["command"], f"extender command {sidecar['command']}")
     ctl = r.get("Deployment", "extended-resource-controller")["spec"]["template"]["spec"]

@@ -3,9 +3,19 @@ Helpers shared by the templates. No helper adds labels or annotations that deplo
 default render must equal deploy/*.yaml (test/helm/check-chart.sh).
 */}}
 
-{{/* The project image, one place for repository and tag. */}}
+{{/* The project image, one place for repository and tag, or digest (which wins: a tag can
+be moved to other bytes, a digest cannot). */}}
 {{- define "ker.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- include "ker.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* "repository@digest" when a digest is given, else "repository:tag". */}}
+{{- define "ker.imageRef" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository (.image.tag | default .defaultTag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
