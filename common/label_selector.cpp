@@ -44,26 +44,6 @@ Status validateRequirement(const LabelSelectorRequirement& r) {
                          " is not one of In, NotIn, Exists, DoesNotExist");
 }
 
-bool requirementMatches(const LabelSelectorRequirement& r,
-                        const std::map<std::string, std::string>& labels) {
-  auto it = labels.find(r.key);
-  const bool present = it != labels.end();
-  switch (r.op) {
-    case SelectorOperator::kIn:
-      return present && contains(r.values, it->second);
-    case SelectorOperator::kNotIn:
-      return !present || !contains(r.values, it->second);
-    case SelectorOperator::kExists:
-      return present;
-    case SelectorOperator::kDoesNotExist:
-      return !present;
-    case SelectorOperator::kGt:
-    case SelectorOperator::kLt:
-      break;  // validate() has rejected them
-  }
-  return false;
-}
-
 }  // namespace
 
 Status validate(const LabelSelector& selector) {
@@ -92,9 +72,31 @@ bool matches(const LabelSelector& selector, const std::map<std::string, std::str
       return false;
     }
   }
-  return std::all_of(
-      selector.matchExpressions.begin(), selector.matchExpressions.end(),
-      [&](const LabelSelectorRequirement& r) { return requirementMatches(r, labels); });
+  return std::all_of(selector.matchExpressions.begin(), selector.matchExpressions.end(),
+                     [&](const LabelSelectorRequirement& r) {
+                       return setRequirementHolds(r.key, r.op, r.values, labels);
+                     });
+}
+
+bool setRequirementHolds(const std::string& key, SelectorOperator op,
+                         const std::vector<std::string>& values,
+                         const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(key);
+  const bool present = it != labels.end();
+  switch (op) {
+    case SelectorOperator::kIn:
+      return present && contains(values, it->second);
+    case SelectorOperator::kNotIn:
+      return !present || !contains(values, it->second);
+    case SelectorOperator::kExists:
+      return present;
+    case SelectorOperator::kDoesNotExist:
+      return !present;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      break;
+  }
+  return false;
 }
 
 std::string describe(const LabelSelector& selector) {

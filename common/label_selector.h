@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/kube_objects.h"
 #include "common/status.h"
@@ -16,6 +17,13 @@ bool matches(const LabelSelector& selector, const std::map<std::string, std::str
 // OK when the selector is valid, else kInvalid saying why not (an empty key, Gt or Lt, values
 // given to Exists/DoesNotExist, no values for In/NotIn).
 Status validate(const LabelSelector& selector);
+
+// Whether `labels` satisfy one set-based requirement on `key` (In, NotIn, Exists, DoesNotExist,
+// with valid values): the rule label and node selectors share. Gt and Lt, node selectors' own,
+// are false here.
+bool setRequirementHolds(const std::string& key, SelectorOperator op,
+                         const std::vector<std::string>& values,
+                         const std::map<std::string, std::string>& labels);
 
 // A short human-readable form, e.g. "type=k80,zone in (a,b)", for messages and events.
 std::string describe(const LabelSelector& selector);

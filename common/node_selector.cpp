@@ -1,8 +1,9 @@
 #include "common/node_selector.h"
 
-#include <algorithm>
 #include <charconv>
 #include <optional>
+
+#include "common/label_selector.h"
 
 namespace ker {
 
@@ -91,29 +92,14 @@ Status validateTerm(const NodeSelectorTerm& term) {
   return {};
 }
 
-bool contains(const std::vector<std::string>& values, const std::string& v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
-}
-
 // r is valid (validateExpression returned OK).
 bool expressionMatches(const NodeSelectorRequirement& r,
                        const std::map<std::string, std::string>& labels) {
-  auto it = labels.find(r.key);
-  const bool present = it != labels.end();
-  switch (r.op) {
-    case SelectorOperator::kIn:
-      return present && contains(r.values, it->second);
-    case SelectorOperator::kNotIn:
-      return !present || !contains(r.values, it->second);
-    case SelectorOperator::kExists:
-      return present;
-    case SelectorOperator::kDoesNotExist:
-      return !present;
-    case SelectorOperator::kGt:
-    case SelectorOperator::kLt:
-      break;
+  if (r.op != SelectorOperator::kGt && r.op != SelectorOperator::kLt) {
+    return setRequirementHolds(r.key, r.op, r.values, labels);
   }
-  if (!present) {
+  auto it = labels.find(r.key);
+  if (it == labels.end()) {
     return false;
   }
   auto have = parseInt64(it->second);

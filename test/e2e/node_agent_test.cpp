@@ -27,7 +27,11 @@
 namespace ker::e2e {
 namespace {
 
-using NodeAgentTest = E2eTest;
+class NodeAgentTest : public E2eTest {
+ protected:
+  // Two devices, and pods pa and pb running with one each, through claims ca and cb.
+  void runTwoPodsWithADeviceEach();
+};
 
 std::string phaseOf(const json& obj) {
   return obj.value("/status/phase"_json_pointer, std::string());
@@ -45,11 +49,9 @@ std::string deviceScript(const std::string& envName) {
          "exec sleep 3600";
 }
 
-TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
-  const std::string a = uniqueName("gpu");
-  const std::string b = uniqueName("gpu");
-  createDevice(a);
-  createDevice(b);
+void NodeAgentTest::runTwoPodsWithADeviceEach() {
+  createDevice(uniqueName("gpu"));
+  createDevice(uniqueName("gpu"));
   createClaim("ca");
   createClaim("cb");
   createPod(busyboxPod("pa", {"ca"}, deviceScript(deviceEnvName())));
@@ -57,6 +59,10 @@ TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
   for (const auto* pod : {"pa", "pb"}) {
     ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s)) << pod << ": " << podPhase(pod);
   }
+}
+
+TEST_F(NodeAgentTest, TwoPodsEachSeeExactlyTheirOwnDevice) {
+  ASSERT_NO_FATAL_FAILURE(runTwoPodsWithADeviceEach());
   std::map<std::string, std::string> mine;
   for (const auto& [pod, claim] : {std::pair{"pa", "ca"}, std::pair{"pb", "cb"}}) {
     json c = getClaim(claim);
@@ -462,17 +468,7 @@ std::vector<std::string> seriesOf(const std::string& page, const std::string& me
 // What a Prometheus joins a vendor exporter's per-device series with: one series per container
 // and device, with the device's ID, there while the container runs and gone once it stopped.
 TEST_F(NodeAgentTest, EachContainersDevicesAreExportedWhileItRuns) {
-  const std::string a = uniqueName("gpu");
-  const std::string b = uniqueName("gpu");
-  createDevice(a);
-  createDevice(b);
-  createClaim("ca");
-  createClaim("cb");
-  createPod(busyboxPod("pa", {"ca"}, deviceScript(deviceEnvName())));
-  createPod(busyboxPod("pb", {"cb"}, deviceScript(deviceEnvName())));
-  for (const auto* pod : {"pa", "pb"}) {
-    ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s)) << pod << ": " << podPhase(pod);
-  }
+  ASSERT_NO_FATAL_FAILURE(runTwoPodsWithADeviceEach());
   auto expected = [&](const std::string& pod, const std::string& claim) {
     const std::string device = getClaim(claim)["status"]["extendedResourceNames"][0];
     const std::string id = getDevice(device)["spec"]["deviceID"];
