@@ -264,8 +264,9 @@ eventually 120 no_component_pods || fail "component pods still there 120 s after
 # The protection finalizers of what the suite left would hold the CRDs' deletion forever now that
 # no controller runs to take them off.
 for kind in extendedresources extendedresourceclaims extendedresourceclaimtemplates; do
-  kubectl get "$kind.extendedresource.io" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' |
-    while read -r objns name; do
+  # namespace/name, with an empty namespace for the cluster-scoped devices.
+  kubectl get "$kind.extendedresource.io" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{"/"}{.metadata.name}{"\n"}{end}' |
+    while IFS=/ read -r objns name; do
       [[ -n "$name" ]] || continue
       kubectl patch "$kind.extendedresource.io" "$name" ${objns:+-n "$objns"} --type=merge \
         -p '{"metadata":{"finalizers":null}}' >/dev/null
