@@ -32,4 +32,23 @@ std::string formatMicroTime(SystemTime t) {
   return utcSeconds(secs) + fraction;
 }
 
+std::optional<SystemTime> parseTime(std::string_view text) {
+  std::tm tm{};
+  int used = 0;
+  const std::string s(text);
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 ||
+      used != static_cast<int>(s.size()) || s.size() != 20 || tm.tm_mon < 1 || tm.tm_mon > 12 ||
+      tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const std::time_t tt = timegm(&tm);
+  if (tt == static_cast<std::time_t>(-1)) {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::from_time_t(tt);
+}
+
 }  // namespace ker

@@ -1,5 +1,7 @@
 #include "controller/watched_pod.h"
 
+#include "common/api_time.h"
+
 namespace ker {
 
 WatchedPod WatchedPod::fromJson(const nlohmann::json& obj) {
@@ -10,9 +12,21 @@ WatchedPod WatchedPod::fromJson(const nlohmann::json& obj) {
     return pod;
   }
   for (const auto& c : obj.at(kConditions)) {
-    if (c.is_object() && c.value("type", nlohmann::json()) == "PodScheduled") {
+    if (!c.is_object()) {
+      continue;
+    }
+    const auto type = c.value("type", nlohmann::json());
+    const bool isTrue = c.value("status", nlohmann::json()) == "True";
+    std::optional<SystemTime> since;
+    if (const auto t = c.value("lastTransitionTime", nlohmann::json()); isTrue && t.is_string()) {
+      since = parseTime(t.get<std::string>());
+    }
+    if (type == "PodScheduled") {
       pod.unschedulable = c.value("status", nlohmann::json()) == "False" &&
                           c.value("reason", nlohmann::json()) == "Unschedulable";
+      pod.scheduledAt = since;
+    } else if (type == "Ready") {
+      pod.readyAt = since;
     }
   }
   return pod;

@@ -20,4 +20,17 @@ TEST(ApiTimeTest, MicroTimeIsUtcToTheMicrosecond) {
 }
 
 }  // namespace
+TEST(ApiTime, ParsesWhatFormatTimeWritesAndNothingElse) {
+  const auto t = std::chrono::sys_days{std::chrono::year{2026} / 11 / 29} + std::chrono::hours{23} +
+                 std::chrono::minutes{59} + std::chrono::seconds{58};
+  ASSERT_TRUE(parseTime("2026-11-29T23:59:58Z").has_value());
+  EXPECT_EQ(*parseTime("2026-11-29T23:59:58Z"), t);
+  EXPECT_EQ(parseTime(formatTime(t)), t);
+  for (const char* bad :
+       {"", "2026-11-29T23:59:58", "2026-11-29T23:59:58.5Z", "2026-13-01T00:00:00Z",
+        "2026-11-29 23:59:58Z", "2026-11-29T23:59:58Zjunk", "yesterday"}) {
+    EXPECT_FALSE(parseTime(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace ker
