@@ -104,6 +104,19 @@ Status statusFrom(const ApiError& e) {
   return Status::withCode(codeOf(e), e.what());
 }
 
+Failure classify(const Status& status) {
+  if (status.ok()) {
+    return Failure::kNone;
+  }
+  if (status.isNotFound()) {
+    return Failure::kGone;
+  }
+  if (status.isConflict()) {
+    return Failure::kConflict;
+  }
+  return status.isRetriable() ? Failure::kTransient : Failure::kPermanent;
+}
+
 Status statusFrom(const std::exception& e) {
   if (const auto* api = dynamic_cast<const ApiError*>(&e)) {
     return statusFrom(*api);

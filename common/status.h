@@ -87,6 +87,17 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// What a failed call means to the one who made it: the one reading of a Status that every retry
+// or give-up decision starts from (what to do about each kind is the caller's).
+enum class Failure {
+  kNone,       // it succeeded
+  kGone,       // 404: the object is not there
+  kConflict,   // 409: it changed since it was read, or a precondition (its UID) failed
+  kTransient,  // 429, 5xx, a timeout, no answer: the same call may succeed later
+  kPermanent,  // anything else (400, 403, 422, ...): it would fail the same way again
+};
+Failure classify(const Status& status);
+
 // Prints toString() (test failures, diagnostics).
 std::ostream& operator<<(std::ostream& out, const Status& status);
 

@@ -74,13 +74,18 @@ struct Binder::Attempt {
 };
 
 Binder::Step Binder::Step::of(const Status& answer) {
-  if (answer.isConflict()) {
-    return {kConflict, answer};
+  switch (classify(answer)) {
+    case Failure::kConflict:
+      return {kConflict, answer};
+    case Failure::kGone:
+      return {kGone, answer};
+    case Failure::kTransient:
+      return {kRetry, answer};
+    case Failure::kNone:
+    case Failure::kPermanent:
+      break;
   }
-  if (answer.isNotFound()) {
-    return {kGone, answer};
-  }
-  return {answer.isRetriable() ? kRetry : kFail, answer};
+  return {kFail, answer};
 }
 
 Binder::Step Binder::Step::refused(const Status& transition) {

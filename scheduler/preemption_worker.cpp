@@ -21,13 +21,6 @@ nlohmann::json disruptionTargetPatch(const std::string& schedulerName, SystemTim
                    {"lastTransitionTime", formatTime(now)}}})}}}};
 }
 
-WriteFailure classifyWriteFailure(const Status& failure) {
-  if (failure.isNotFound() || failure.isConflict()) {
-    return WriteFailure::kGone;
-  }
-  return failure.isRetriable() ? WriteFailure::kTransient : WriteFailure::kPermanent;
-}
-
 nlohmann::json nominatedNodePatch(const std::string& preemptorUid, const std::string& node) {
   return {{"metadata", {{"uid", preemptorUid}}},
           {"status",
@@ -210,7 +203,7 @@ void PreemptionWorker::withRetries(const std::function<void()>& write) {
         stopping = stopping_;
       }
       if (stopping || attempt >= options_.attempts ||
-          classifyWriteFailure(statusFrom(e)) != WriteFailure::kTransient) {
+          classify(statusFrom(e)) != Failure::kTransient) {
         throw;
       }
       log::warn("preemption write failed, retrying",
@@ -255,7 +248,7 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
       result = EvictionResult::kDeleted;
     });
   } catch (const std::exception& e) {
-    if (classifyWriteFailure(statusFrom(e)) == WriteFailure::kGone) {
+    if (const Failure f = classify(statusFrom(e)); f == Failure::kGone || f == Failure::kConflict) {
       // Gone, or (a failed UID precondition is a 409) replaced under the name.
       log::info("preemption victim gone before its deletion",
                 {{"victim", pod}, {"preemptor", preemptor}, {"error", e.what()}});

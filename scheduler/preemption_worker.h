@@ -26,15 +26,6 @@ enum class EvictionResult {
   kFailed,       // the API refused, or could not be reached in any attempt; logged
 };
 
-// What a failed call to the API (its Status, from statusFrom) means for a preemption's
-// write. Pure.
-enum class WriteFailure {
-  kGone,       // 404, or a UID precondition failed (409): the pod is not there any more
-  kTransient,  // 429, 5xx, timeout, transport: worth another attempt
-  kPermanent,  // anything else (403, 422, ...): another attempt would fail the same way
-};
-WriteFailure classifyWriteFailure(const Status& failure);
-
 // The DisruptionTarget condition kube-scheduler's preemption sets on a victim before deleting
 // it, as a strategic-merge patch of the pod's status. Pure.
 nlohmann::json disruptionTargetPatch(const std::string& schedulerName, SystemTime now);

@@ -362,26 +362,6 @@ std::string seedPod(testing::FakeApiClient& api, const std::string& name) {
   return api.seed(resources::kPods, p)["metadata"]["uid"];
 }
 
-TEST(PreemptionWorkerTest, WriteFailuresAreGoneTransientOrPermanent) {
-  EXPECT_EQ(
-      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kNotFound, 404, "NotFound", ""))),
-      WriteFailure::kGone);
-  EXPECT_EQ(
-      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "uid"))),
-      WriteFailure::kGone);
-  for (const auto& e : {ApiError(ApiErrorKind::kTooManyRequests, 429, "TooManyRequests", ""),
-                        ApiError(ApiErrorKind::kServerError, 503, "ServiceUnavailable", ""),
-                        ApiError(ApiErrorKind::kTimeout, 0, "", "deadline"),
-                        ApiError(ApiErrorKind::kTransport, 0, "", "reset")}) {
-    EXPECT_EQ(classifyWriteFailure(statusFrom(e)), WriteFailure::kTransient) << e.what();
-  }
-  EXPECT_EQ(
-      classifyWriteFailure(statusFrom(ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", ""))),
-      WriteFailure::kPermanent);
-  EXPECT_EQ(classifyWriteFailure(statusFrom(std::runtime_error("garbled"))),
-            WriteFailure::kPermanent);
-}
-
 TEST(PreemptionWorkerTest, TransientFailuresAreRetriedWithADoublingDelayAndThenGiveUp) {
   testing::FakeApiClient api;
   const std::string uid = seedPod(api, "low");

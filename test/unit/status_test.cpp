@@ -95,4 +95,21 @@ TEST(Status, CallApiTurnsTheClientsExceptionIntoAValue) {
 }
 
 }  // namespace
+TEST(Status, FailuresAreGoneConflictTransientOrPermanent) {
+  EXPECT_EQ(classify(Status()), Failure::kNone);
+  EXPECT_EQ(classify(statusFrom(ApiError(ApiErrorKind::kNotFound, 404, "NotFound", ""))),
+            Failure::kGone);
+  EXPECT_EQ(classify(statusFrom(ApiError(ApiErrorKind::kConflict, 409, "Conflict", "uid"))),
+            Failure::kConflict);
+  for (const auto& e : {ApiError(ApiErrorKind::kTooManyRequests, 429, "TooManyRequests", ""),
+                        ApiError(ApiErrorKind::kServerError, 503, "ServiceUnavailable", ""),
+                        ApiError(ApiErrorKind::kTimeout, 0, "", "deadline"),
+                        ApiError(ApiErrorKind::kTransport, 0, "", "reset")}) {
+    EXPECT_EQ(classify(statusFrom(e)), Failure::kTransient) << e.what();
+  }
+  EXPECT_EQ(classify(statusFrom(ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", ""))),
+            Failure::kPermanent);
+  EXPECT_EQ(classify(statusFrom(std::runtime_error("garbled"))), Failure::kPermanent);
+}
+
 }  // namespace ker
