@@ -38,6 +38,19 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
   }
 }
 
+std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const FilterReply& reply) {
+  if (!reply.passing.empty() || (reply.failed.empty() && reply.failedUnresolvable.empty())) {
+    return std::nullopt;
+  }
+  if (!claims.unresolvable.empty()) {
+    return FilterRefusal::kClaimsUnresolvable;
+  }
+  if (!claims.waiting.empty()) {
+    return FilterRefusal::kAwaitingClaims;
+  }
+  return claims.fixedNode.empty() ? FilterRefusal::kNoFreeDevice : FilterRefusal::kPinnedElsewhere;
+}
+
 FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
   FilterReply reply;
   if (withoutClaims(args.pod)) {
@@ -91,6 +104,7 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
       preempt(args, claims, fitter.needsNodeLabels(), failedIdx, now, reply);
     }
   }
+  reply.refusal = filterRefusal(claims, reply);
   stats_.nodesPassed += reply.passing.size();
   stats_.nodesFailed += args.nodeNames.size() - reply.passing.size();
   return reply;

@@ -26,6 +26,10 @@ namespace ker {
 // A node from the extender's own cache (nodeCacheCapable mode); null when it is not known.
 using CachedNode = std::function<std::shared_ptr<const Node>(const std::string& node)>;
 
+// Why the filter passed none of the nodes it was asked about, from the pod's claims and the
+// answer; nullopt when a node passed or none was asked. Pure.
+std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const FilterReply& reply);
+
 struct ExtenderStats {
   std::atomic<uint64_t> nodesPassed{0};
   std::atomic<uint64_t> nodesFailed{0};

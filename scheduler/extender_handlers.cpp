@@ -30,7 +30,11 @@ ExtenderHandlers::ExtenderHandlers(Extender& extender, metrics::Registry& regist
                                   "Time to answer an extender request, by verb.", {"verb"})),
       decisions_(registry.counter("extended_resource_scheduler_decisions_total",
                                   "Filter and preempt decisions per node, and bind outcomes.",
-                                  {"verb", "result"})) {}
+                                  {"verb", "result"})),
+      refusals_(registry.counter("extended_resource_scheduler_filter_refusals_total",
+                                 "Filter calls that passed no node, by why: claims_unresolvable, "
+                                 "awaiting_claims, pinned_elsewhere, no_free_device.",
+                                 {"reason"})) {}
 
 template <class Fn>
 HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
@@ -58,6 +62,9 @@ HttpResponse ExtenderHandlers::filter(std::string_view body) {
     ExtenderArgs args = parseExtenderArgs(body);
     FilterReply reply = extender_.filter(args, std::chrono::steady_clock::now());
     decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
+    if (reply.refusal) {
+      refusals_.labels({toString(*reply.refusal)}).inc();
+    }
     decisions_.labels({"filter", "failed"})
         .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));
     return jsonReply(200, renderFilterReply(reply, args));

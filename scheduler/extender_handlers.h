@@ -33,6 +33,7 @@ class ExtenderHandlers {
   metrics::CounterFamily& requests_;
   metrics::HistogramFamily& latency_;
   metrics::CounterFamily& decisions_;
+  metrics::CounterFamily& refusals_;
 };
 
 }  // namespace ker

@@ -117,6 +117,51 @@ TEST_F(ExtenderTest, HandlersRefuseEveryVerbUntilTheCachesHaveSynced) {
   EXPECT_EQ(json::parse(reply.body.join(filterBody))["NodeNames"], json({"n1"}));
 }
 
+// A filter that passes no node says why in a counter a dashboard can draw: the words are in
+// each failed node's message, which only the pod's events show.
+TEST_F(ExtenderTest, FiltersThatPassNoNodeAreCountedByWhy) {
+  metrics::Registry registry;
+  ExtenderHandlers handlers(extender_, registry, [] { return true; });
+  auto filter = [&](const std::string& uid, const std::string& claims) {
+    json pod = podJson();
+    pod["metadata"]["uid"] = uid;
+    pod["metadata"]["annotations"]["extendedresource.io/claims"] = claims;
+    return handlers.filter(json{{"Pod", pod}, {"NodeNames", {"n1", "n2"}}}.dump());
+  };
+  auto count = [&](const std::string& reason) {
+    const std::string page = registry.render();
+    const std::string series =
+        "extended_resource_scheduler_filter_refusals_total{reason=\"" + reason + "\"} ";
+    const auto at = page.find(series);
+    return at == std::string::npos ? 0 : std::stoi(page.substr(at + series.size()));
+  };
+  EXPECT_EQ(filter("u1", "c").status, 200);  // no device anywhere
+  EXPECT_EQ(count("no_free_device"), 1);
+  EXPECT_EQ(filter("u1", "nope").status, 200);  // a claim that does not exist
+  EXPECT_EQ(count("claims_unresolvable"), 1);
+
+  addDevice(device("d1", "n1", {}));
+  EXPECT_EQ(filter("u1", "c").status, 200);  // passes n1, and holds d1 for u1
+  addClaim(claim("c2", 1));
+  EXPECT_EQ(filter("u2", "c2").status, 200);  // d1 is held for u1
+  EXPECT_EQ(count("no_free_device"), 2);
+  EXPECT_EQ(count("awaiting_claims"), 0);
+
+  // The rule itself, for the cases a cluster sets up with more effort.
+  FilterReply none;
+  none.failedUnresolvable.emplace_back("n1", "claim c is bound on n9");
+  PodClaims pinned;
+  pinned.fixedNode = "n9";
+  EXPECT_EQ(filterRefusal(pinned, none), FilterRefusal::kPinnedElsewhere);
+  PodClaims awaiting;
+  awaiting.waiting = "template entry gpu has no claim yet";
+  EXPECT_EQ(filterRefusal(awaiting, none), FilterRefusal::kAwaitingClaims);
+  FilterReply passed = none;
+  passed.passing.push_back("n2");
+  EXPECT_EQ(filterRefusal(pinned, passed), std::nullopt);
+  EXPECT_EQ(filterRefusal(pinned, FilterReply{}), std::nullopt);
+}
+
 TEST_F(ExtenderTest, PinnedDevicesAreOfferedOnTheirNodeOnly) {
   addDevice(device("d", "n1", {}));
   EXPECT_EQ(passing(), std::vector<std::string>{"n1"});
