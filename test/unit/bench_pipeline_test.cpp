@@ -171,5 +171,17 @@ TEST(PipelineSummaryTest, ReportsTheTemplateStagesClaimsInATableOfTheirOwn) {
             std::string::npos);
 }
 
+// bench/plot.py writes the plots beside the markdown, which links them below its main table.
+TEST(PipelineSummaryTest, LinksThePlotsBelowTheMainTable) {
+  const ojson s = summarize({run("extender", 10, 900, 0)});
+  const std::string md = markdown(s, judge(s), {});
+  const auto table = md.find("| 500 / 500 |");
+  const auto pods = md.find("(pipeline-pods-per-second.svg)");
+  ASSERT_NE(table, std::string::npos) << md;
+  ASSERT_NE(pods, std::string::npos) << md;
+  EXPECT_LT(table, pods);
+  EXPECT_NE(md.find("(pipeline-p99.svg)"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace ker::bench::pipeline

@@ -153,6 +153,8 @@ TEST_F(ReportTest, WritesTheJudgedResultsAndTheTableItReturns) {
   const ojson back = ojson::parse(jsonFile);
   EXPECT_EQ(back["targets"], r["targets"]);
   EXPECT_EQ(back["targets"].size(), 8u);
+  // bench/plot.py draws it beside latest.md.
+  EXPECT_NE(md.find("(extender-p99.svg)"), std::string::npos) << md;
 }
 
 TEST_F(ReportTest, StagesThatWereNotRunAreNotJudged) {
