@@ -67,6 +67,15 @@ void readObjectMeta(const json& obj, ObjectMeta& meta, Problems& p) {
   });
 }
 
+namespace {
+
+constexpr SelectorOperator kAllOperators[] = {
+    SelectorOperator::kIn,           SelectorOperator::kNotIn, SelectorOperator::kExists,
+    SelectorOperator::kDoesNotExist, SelectorOperator::kGt,    SelectorOperator::kGe,
+    SelectorOperator::kLt,           SelectorOperator::kLe};
+
+}  // namespace
+
 const char* toString(SelectorOperator op) {
   switch (op) {
     case SelectorOperator::kIn:
@@ -79,15 +88,18 @@ const char* toString(SelectorOperator op) {
       return "DoesNotExist";
     case SelectorOperator::kGt:
       return "Gt";
+    case SelectorOperator::kGe:
+      return "Ge";
     case SelectorOperator::kLt:
       return "Lt";
+    case SelectorOperator::kLe:
+      return "Le";
   }
   return "";
 }
 
 std::optional<SelectorOperator> parseSelectorOperator(std::string_view text) {
-  for (auto op : {SelectorOperator::kIn, SelectorOperator::kNotIn, SelectorOperator::kExists,
-                  SelectorOperator::kDoesNotExist, SelectorOperator::kGt, SelectorOperator::kLt}) {
+  for (auto op : kAllOperators) {
     if (text == toString(op)) {
       return op;
     }
@@ -95,23 +107,50 @@ std::optional<SelectorOperator> parseSelectorOperator(std::string_view text) {
   return std::nullopt;
 }
 
+bool isComparison(SelectorOperator op) {
+  return op == SelectorOperator::kGt || op == SelectorOperator::kGe ||
+         op == SelectorOperator::kLt || op == SelectorOperator::kLe;
+}
+
+bool admits(SelectorDialect dialect, SelectorOperator op) {
+  switch (dialect) {
+    case SelectorDialect::kLabels:
+      return !isComparison(op);
+    case SelectorDialect::kNodes:
+      return op != SelectorOperator::kGe && op != SelectorOperator::kLe;
+    case SelectorDialect::kProperties:
+      return true;
+  }
+  return false;
+}
+
+std::string operatorNames(SelectorDialect dialect) {
+  std::string out;
+  for (auto op : kAllOperators) {
+    if (admits(dialect, op)) {
+      out += (out.empty() ? "" : ", ") + std::string(toString(op));
+    }
+  }
+  return out;
+}
+
 namespace {
 
-// obj["operator"] as a SelectorOperator; Gt and Lt only where `comparisons` allows them.
-SelectorOperator operatorMember(const json& obj, const std::string& path, bool comparisons) {
+SelectorOperator operatorMember(const json& obj, const std::string& path, SelectorDialect dialect) {
   const std::string text = stringMember(obj, "operator", path);
   auto op = parseSelectorOperator(text);
-  if (!op || (!comparisons && (*op == SelectorOperator::kGt || *op == SelectorOperator::kLt))) {
-    throw std::invalid_argument(path + ": \"" + text + "\" is not one of In, NotIn, Exists, " +
-                                "DoesNotExist" + (comparisons ? ", Gt, Lt" : ""));
+  if (!op || !admits(dialect, *op)) {
+    throw std::invalid_argument(path + ": \"" + text + "\" is not one of " +
+                                operatorNames(dialect));
   }
   return *op;
 }
 
 }  // namespace
 
-LabelSelector readLabelSelector(const json& j, const std::string& path) {
+LabelSelector readLabelSelector(const json& j, const std::string& path, SelectorDialect dialect) {
   LabelSelector out;
+  out.dialect = dialect;
   if (j.is_null()) {
     return out;
   }
@@ -131,7 +170,7 @@ LabelSelector readLabelSelector(const json& j, const std::string& path) {
         wrongType(at, "an object", e);
       }
       out.matchExpressions.push_back({stringMember(e, "key", childPath(at, "key")),
-                                      operatorMember(e, childPath(at, "operator"), false),
+                                      operatorMember(e, childPath(at, "operator"), dialect),
                                       stringListMember(e, "values", childPath(at, "values"))});
     }
   }
@@ -155,7 +194,7 @@ std::vector<NodeSelectorRequirement> readNodeRequirements(const json& term, cons
       wrongType(at, "an object", r);
     }
     out.push_back({stringMember(r, "key", childPath(at, "key")),
-                   operatorMember(r, childPath(at, "operator"), true),
+                   operatorMember(r, childPath(at, "operator"), SelectorDialect::kNodes),
                    stringListMember(r, "values", childPath(at, "values"))});
   }
   return out;

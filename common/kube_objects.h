@@ -42,23 +42,38 @@ struct ObjectMeta {
 // "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.
 std::string objectKey(const std::string& ns, const std::string& name);
 
-// The operator of a selector requirement. Gt and Lt, integer comparisons, are node selectors'
-// only. The readers refuse any other name (the API server refuses them too, so only an object
-// written around its validation can carry one).
-enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+// The operator of a selector requirement. The readers refuse a name that is not one of their
+// dialect's operators (the API server refuses them too, so only an object written around its
+// validation can carry one).
+enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kGe, kLt, kLe };
 const char* toString(SelectorOperator op);
 std::optional<SelectorOperator> parseSelectorOperator(std::string_view text);
 
+// Which operators a selector may use.
+enum class SelectorDialect {
+  kLabels,      // metav1.LabelSelector: In, NotIn, Exists, DoesNotExist
+  kNodes,       // core/v1 NodeSelector: those, and Gt and Lt comparing integers
+  kProperties,  // a claim's metadataRequirements: the labels' ones, and Gt, Ge, Lt and Le
+                // comparing Kubernetes quantities (12Gi < 40Gi)
+};
+bool admits(SelectorDialect dialect, SelectorOperator op);
+// The dialect's operators for messages: "In, NotIn, Exists, DoesNotExist".
+std::string operatorNames(SelectorDialect dialect);
+// Gt, Ge, Lt or Le: compares the value with values[0].
+bool isComparison(SelectorOperator op);
+
 struct LabelSelectorRequirement {
   std::string key;
-  SelectorOperator op = SelectorOperator::kIn;  // In, NotIn, Exists or DoesNotExist
+  SelectorOperator op = SelectorOperator::kIn;
   std::vector<std::string> values;
 };
 
-// metav1.LabelSelector. An empty selector matches everything.
+// metav1.LabelSelector, or (dialect kProperties) a claim's selector of device properties. An
+// empty selector matches everything.
 struct LabelSelector {
   std::map<std::string, std::string> matchLabels;
   std::vector<LabelSelectorRequirement> matchExpressions;
+  SelectorDialect dialect = SelectorDialect::kLabels;
 };
 
 struct NodeSelectorRequirement {
@@ -97,7 +112,8 @@ NodeSelector parseNodeSelector(const nlohmann::json& j);
 ObjectMeta parseObjectMeta(const nlohmann::json& j);
 // The readers behind those, for the typed views built on them: each throws std::invalid_argument
 // naming the field; readObjectMeta adds its problems to `p` and goes on.
-LabelSelector readLabelSelector(const nlohmann::json& j, const std::string& path);
+LabelSelector readLabelSelector(const nlohmann::json& j, const std::string& path,
+                                SelectorDialect dialect = SelectorDialect::kLabels);
 NodeSelector readNodeSelector(const nlohmann::json& j, const std::string& path);
 void readObjectMeta(const nlohmann::json& obj, ObjectMeta& meta, fields::Problems& p);
 

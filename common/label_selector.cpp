@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/quantity.h"
+
 namespace ker {
 
 namespace {
@@ -18,30 +20,60 @@ std::string joined(const std::vector<std::string>& values) {
   return out;
 }
 
-Status validateRequirement(const LabelSelectorRequirement& r) {
+Status validateRequirement(const LabelSelectorRequirement& r, SelectorDialect dialect) {
   if (r.key.empty()) {
     return Status::invalid("key: must not be empty");
   }
-  switch (r.op) {
-    case SelectorOperator::kIn:
-    case SelectorOperator::kNotIn:
-      if (r.values.empty()) {
-        return Status::invalid(std::string("values: must be non-empty for operator ") +
-                               toString(r.op));
-      }
-      return {};
-    case SelectorOperator::kExists:
-    case SelectorOperator::kDoesNotExist:
-      if (!r.values.empty()) {
-        return Status::invalid(std::string("values: must be empty for operator ") + toString(r.op));
-      }
-      return {};
-    case SelectorOperator::kGt:
-    case SelectorOperator::kLt:
-      break;
+  if (!admits(dialect, r.op)) {
+    return Status::invalid(std::string("operator: ") + toString(r.op) + " is not one of " +
+                           operatorNames(dialect));
   }
-  return Status::invalid(std::string("operator: ") + toString(r.op) +
-                         " is not one of In, NotIn, Exists, DoesNotExist");
+  const std::string op = toString(r.op);
+  if (isComparison(r.op)) {
+    if (r.values.size() != 1) {
+      return Status::invalid("values: operator " + op + " needs exactly one value");
+    }
+    if (!Quantity::parse(r.values[0])) {
+      return Status::invalid("values[0]: \"" + r.values[0] + "\" is not a quantity (operator " +
+                             op + "; e.g. 40Gi, 1.5, 500m)");
+    }
+    return {};
+  }
+  const bool wantsValues = r.op == SelectorOperator::kIn || r.op == SelectorOperator::kNotIn;
+  if (wantsValues && r.values.empty()) {
+    return Status::invalid("values: must be non-empty for operator " + op);
+  }
+  if (!wantsValues && !r.values.empty()) {
+    return Status::invalid("values: must be empty for operator " + op);
+  }
+  return {};
+}
+
+// Whether a property holds against a comparison requirement whose value parsed; a property
+// that is absent or not a quantity satisfies no comparison.
+bool comparisonHolds(const LabelSelectorRequirement& r,
+                     const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(r.key);
+  if (it == labels.end()) {
+    return false;
+  }
+  auto have = Quantity::parse(it->second);
+  if (!have) {
+    return false;
+  }
+  const auto order = *have <=> *Quantity::parse(r.values[0]);
+  switch (r.op) {
+    case SelectorOperator::kGt:
+      return order > 0;
+    case SelectorOperator::kGe:
+      return order >= 0;
+    case SelectorOperator::kLt:
+      return order < 0;
+    case SelectorOperator::kLe:
+      return order <= 0;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -53,7 +85,7 @@ Status validate(const LabelSelector& selector) {
     }
   }
   for (size_t i = 0; i < selector.matchExpressions.size(); ++i) {
-    if (Status s = validateRequirement(selector.matchExpressions[i]); !s.ok()) {
+    if (Status s = validateRequirement(selector.matchExpressions[i], selector.dialect); !s.ok()) {
       return Status::invalid("matchExpressions[" + std::to_string(i) + "]." + s.message());
     }
   }
@@ -74,7 +106,9 @@ bool matches(const LabelSelector& selector, const std::map<std::string, std::str
   }
   return std::all_of(selector.matchExpressions.begin(), selector.matchExpressions.end(),
                      [&](const LabelSelectorRequirement& r) {
-                       return setRequirementHolds(r.key, r.op, r.values, labels);
+                       return isComparison(r.op)
+                                  ? comparisonHolds(r, labels)
+                                  : setRequirementHolds(r.key, r.op, r.values, labels);
                      });
 }
 
@@ -93,10 +127,26 @@ bool setRequirementHolds(const std::string& key, SelectorOperator op,
     case SelectorOperator::kDoesNotExist:
       return !present;
     case SelectorOperator::kGt:
+    case SelectorOperator::kGe:
     case SelectorOperator::kLt:
+    case SelectorOperator::kLe:
       break;
   }
   return false;
+}
+
+std::optional<std::string> unparsedComparison(const LabelSelector& selector,
+                                              const std::map<std::string, std::string>& labels) {
+  for (const auto& r : selector.matchExpressions) {
+    if (!isComparison(r.op)) {
+      continue;
+    }
+    auto it = labels.find(r.key);
+    if (it != labels.end() && !Quantity::parse(it->second)) {
+      return r.key + " \"" + it->second + "\" is not a quantity";
+    }
+  }
+  return std::nullopt;
 }
 
 std::string describe(const LabelSelector& selector) {
@@ -119,8 +169,16 @@ std::string describe(const LabelSelector& selector) {
         parts.push_back("!" + r.key);
         break;
       case SelectorOperator::kGt:
+        parts.push_back(r.key + ">" + joined(r.values));
+        break;
+      case SelectorOperator::kGe:
+        parts.push_back(r.key + ">=" + joined(r.values));
+        break;
       case SelectorOperator::kLt:
-        parts.push_back(r.key + " " + toString(r.op) + " (" + joined(r.values) + ")");
+        parts.push_back(r.key + "<" + joined(r.values));
+        break;
+      case SelectorOperator::kLe:
+        parts.push_back(r.key + "<=" + joined(r.values));
         break;
     }
   }

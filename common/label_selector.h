@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,23 +10,32 @@
 
 namespace ker {
 
-// Evaluates a metav1.LabelSelector against a label set, with the API's semantics: matchLabels
-// and matchExpressions ANDed; an empty selector matches everything. A selector that fails
-// validate() matches nothing.
+// Evaluates a selector against a label set (or a device's properties), with the API's semantics:
+// matchLabels and matchExpressions ANDed; an empty selector matches everything. A selector that
+// fails validate() matches nothing. A comparison (Gt, Ge, Lt, Le) holds when the value is a
+// quantity that compares so with the requirement's: 40Gi >= 40Gi, 48Gi > 40Gi; an absent value
+// or one that is not a quantity satisfies no comparison.
 bool matches(const LabelSelector& selector, const std::map<std::string, std::string>& labels);
 
-// OK when the selector is valid, else kInvalid saying why not (an empty key, Gt or Lt, values
-// given to Exists/DoesNotExist, no values for In/NotIn).
+// OK when the selector is valid, else kInvalid saying why not (an empty key, an operator its
+// dialect does not admit, values given to Exists/DoesNotExist, no values for In/NotIn, a
+// comparison without exactly one value that is a quantity).
 Status validate(const LabelSelector& selector);
 
 // Whether `labels` satisfy one set-based requirement on `key` (In, NotIn, Exists, DoesNotExist,
-// with valid values): the rule label and node selectors share. Gt and Lt, node selectors' own,
-// are false here.
+// with valid values): the rule label and node selectors share. Comparisons, whose meaning is
+// each dialect's own, are false here.
 bool setRequirementHolds(const std::string& key, SelectorOperator op,
                          const std::vector<std::string>& values,
                          const std::map<std::string, std::string>& labels);
 
-// A short human-readable form, e.g. "type=k80,zone in (a,b)", for messages and events.
+// Why the labels fail a comparison for want of a quantity, e.g. `memory "lots" is not a
+// quantity`, naming the first such requirement; nullopt when none does.
+std::optional<std::string> unparsedComparison(const LabelSelector& selector,
+                                              const std::map<std::string, std::string>& labels);
+
+// A short human-readable form, e.g. "type=k80,zone in (a,b),memory>=40Gi", for messages and
+// events.
 std::string describe(const LabelSelector& selector);
 
 }  // namespace ker

@@ -48,6 +48,10 @@ Status validateExpression(const NodeSelectorRequirement& r) {
         return Status::invalid("values: must be empty for operator " + op);
       }
       break;
+    case SelectorOperator::kGe:
+    case SelectorOperator::kLe:
+      return Status::invalid("operator: " + op + " is not one of " +
+                             operatorNames(SelectorDialect::kNodes));
     case SelectorOperator::kGt:
     case SelectorOperator::kLt:
       if (r.values.size() != 1) {

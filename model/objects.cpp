@@ -438,7 +438,8 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     p.check([&] {
       const std::string path = "spec.metadataRequirements";
       const json* sel = member(*spec, "metadataRequirements");
-      c.metadataRequirements = readLabelSelector(sel ? *sel : json(), path);
+      c.metadataRequirements =
+          readLabelSelector(sel ? *sel : json(), path, SelectorDialect::kProperties);
       if (Status s = validate(c.metadataRequirements); !s.ok()) {
         failAt(path, s.message());
       }

@@ -118,7 +118,7 @@ struct ExtendedResourceClaim {
   ObjectMeta meta;
   std::string rawResourceName;
   int64_t extendedResourceNum = 1;
-  LabelSelector metadataRequirements;
+  LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
   // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
   bool shareable = false;

@@ -136,6 +136,7 @@ ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) 
     keys.push_back(claimKey(*c));
     wants.push_back(describeWant(*c));
   }
+  unparsed.resize(claims.size());
 }
 
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
@@ -168,6 +169,11 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
       m += " free ";
       m += w.wants[c];
       m += " on this node";
+      if (!w.unparsed[c].empty()) {
+        m += " (a device's ";
+        m += w.unparsed[c];
+        m += ")";
+      }
       return fit;
     }
   }

@@ -36,6 +36,9 @@ struct ClaimTexts {
   explicit ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims);
   std::vector<std::string> keys;   // namespace/name
   std::vector<std::string> wants;  // "nvidia.com/gpu with type=k80"
+  // What a claim's comparison could not read on some device: `memory "lots" is not a
+  // quantity`; empty when nothing (NodeFitter fills it).
+  std::vector<std::string> unparsed;
 };
 
 // fitClaims once eligibility is known: eligible[c] lists the indexes (into the node's free

@@ -97,6 +97,16 @@ void DeviceIndex::releaseProperties(const ExtendedResource& device) {
   }
 }
 
+void DeviceIndex::visitPropertySets(
+    const std::function<void(const std::map<std::string, std::string>&)>& fn) const {
+  std::shared_lock lock(mu_);
+  for (const PropertySet* set : propertySlots_) {
+    if (set != nullptr) {
+      fn(set->properties);
+    }
+  }
+}
+
 DeviceIndex::NodeSummary DeviceIndex::summarise(const std::vector<Entry>& entries) {
   NodeSummary summary;
   for (const auto& e : entries) {

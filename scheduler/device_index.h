@@ -64,6 +64,11 @@ class DeviceIndex {
     uint64_t propertiesId;
   };
 
+  // fn(properties) for each distinct set of properties some device has, of any resource,
+  // under the index's read lock.
+  void visitPropertySets(
+      const std::function<void(const std::map<std::string, std::string>&)>& fn) const;
+
   // freeOnNode without copies: calls fn(const FreeDevice&) for each such device, in name
   // order for devices placed by name, under the index's read lock (fn must not call back
   // into the index).

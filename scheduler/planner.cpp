@@ -113,6 +113,27 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
   texts_ = ClaimTexts(pending_);
+  noteUnparsedProperties();
+}
+
+// A failure message names a property some device has that a claim's comparison could not read
+// as a quantity. It is worked out once per request from the index's distinct property sets
+// (of any resource), so that every node's message, counted or exact, says the same.
+void NodeFitter::noteUnparsedProperties() {
+  for (size_t c = 0; c < pending_.size(); ++c) {
+    const auto& exprs = pending_[c]->metadataRequirements.matchExpressions;
+    if (std::none_of(exprs.begin(), exprs.end(),
+                     [](const LabelSelectorRequirement& r) { return isComparison(r.op); })) {
+      continue;
+    }
+    index_.visitPropertySets([&](const std::map<std::string, std::string>& properties) {
+      if (texts_.unparsed[c].empty()) {
+        if (auto why = unparsedComparison(pending_[c]->metadataRequirements, properties)) {
+          texts_.unparsed[c] = std::move(*why);
+        }
+      }
+    });
+  }
 }
 
 // The device is of the claim's resource. Only the memo is read in the common case: the device

@@ -104,6 +104,7 @@ class NodeFitter {
   };
   // The outcome for the groups_ of shape_, decided now if no node had that shape before.
   std::unordered_map<std::string, Outcome>::iterator decide();
+  void noteUnparsedProperties();
   bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
   bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
                const std::map<std::string, std::string>& properties);

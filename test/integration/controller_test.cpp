@@ -1073,5 +1073,69 @@ TEST_F(ProtectionTest, AClaimNobodyHoldsIsDeletedAtOnce) {
       << logs();
 }
 
+// A claim that compares a property as a quantity gets the device whose property is large
+// enough (not the one that sorts first as text, nor one whose property is not a number), and a
+// pod whose comparison nothing satisfies waits, saying why, until a device that does appears
+// (the controller nudges it then).
+TEST_F(ControllerTest, QuantityComparisonsChooseTheDeviceAndAPodWaitsForOne) {
+  auto nodes = makeNodes(4);
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("small"), nodes[0], resource_, {{"memory", "16Gi"}}));
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(uniqueName("odd"), nodes[1], resource_, {{"memory", "lots"}}));
+  const std::string large = uniqueName("large");
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(large, nodes[2], resource_, {{"memory", "80Gi"}}));
+  auto comparing = [&](const std::string& name, const std::string& op, const std::string& value) {
+    json c = claimObject(ns_, name, resource_, 1);
+    c["spec"]["metadataRequirements"] = {
+        {"matchExpressions", {{{"key", "memory"}, {"operator", op}, {"values", {value}}}}}};
+    return c;
+  };
+  api_->create(resources::kExtendedResourceClaims, ns_, comparing("at-least-40", "Ge", "40Gi"));
+  api_->create(resources::kExtendedResourceClaims, ns_, comparing("over-100", "Gt", "100Gi"));
+  api_->create(resources::kPods, ns_, podObject(ns_, "trainer", {"at-least-40"}, schedulerName_));
+  api_->create(resources::kPods, ns_, podObject(ns_, "giant", {"over-100"}, schedulerName_));
+
+  ASSERT_TRUE(waitBound("trainer")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("trainer"), nodes[2]);
+  auto claim = ExtendedResourceClaim::fromJson(
+      api_->get(resources::kExtendedResourceClaims, ns_, "at-least-40"));
+  EXPECT_EQ(claim.allocated, (std::vector<std::string>{large}));
+
+  std::string message;
+  bool said = eventually(
+      [&] {
+        auto events = api_->list(resources::kEvents, ns_,
+                                 ListOptions{.fieldSelector = "involvedObject.name=giant"});
+        for (const auto& e : events["items"]) {
+          if (e.value("reason", "") == "FailedScheduling") {
+            message = e.value("message", "");
+            return true;
+          }
+        }
+        return false;
+      },
+      30s, 200ms);
+  ASSERT_TRUE(said) << extender_->logTail();
+  EXPECT_NE(message.find("claim " + ns_ + "/over-100: 0 of 1 free " + resource_ +
+                         " with memory>100Gi on this node (a device's memory \"lots\" is not a "
+                         "quantity)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(nodeOf("giant"), "");
+
+  const std::string huge = uniqueName("huge");
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(huge, nodes[3], resource_, {{"memory", "128Gi"}}));
+  ASSERT_TRUE(waitBound("giant", 60s)) << extender_->logTail();
+  EXPECT_EQ(nodeOf("giant"), nodes[3]);
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(
+                api_->get(resources::kExtendedResourceClaims, ns_, "over-100"))
+                .allocated,
+            (std::vector<std::string>{huge}));
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 }  // namespace
 }  // namespace ker::itest

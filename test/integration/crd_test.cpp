@@ -180,6 +180,48 @@ TEST_F(CrdTest, ATemplateCannotMakeShareableClaims) {
   api_->remove(resources::kExtendedResourceClaimTemplates, "default", created["metadata"]["name"]);
 }
 
+// A claim's selector may compare a property as a quantity; the CRD's rule wants exactly one
+// value that is a quantity, and kubectl explain documents the operators.
+TEST_F(CrdTest, ClaimsCompareQuantitiesWithOneValidValue) {
+  auto withComparison = [&](const std::string& op, const json& values) {
+    json c = claimObject("default", uniqueName("mem"), "x.io/gpu", 1);
+    c["spec"]["metadataRequirements"] = {
+        {"matchExpressions", {{{"key", "memory"}, {"operator", op}, {"values", values}}}}};
+    return c;
+  };
+  for (const char* op : {"Gt", "Ge", "Lt", "Le"}) {
+    json created =
+        api_->create(resources::kExtendedResourceClaims, "default", withComparison(op, {"40Gi"}));
+    EXPECT_EQ(created["spec"]["metadataRequirements"]["matchExpressions"][0]["operator"], op);
+    api_->remove(resources::kExtendedResourceClaims, "default",
+                 created["metadata"]["name"].get<std::string>());
+  }
+  expectInvalid(resources::kExtendedResourceClaims, "default", withComparison("Ge", {"40GB"}),
+                "quantity");
+  expectInvalid(resources::kExtendedResourceClaims, "default", withComparison("Lt", {"1Gi", "2Gi"}),
+                "exactly one value");
+  expectInvalid(resources::kExtendedResourceClaims, "default", withComparison("Gt", json::array()),
+                "exactly one value");
+  expectInvalid(resources::kExtendedResourceClaims, "default", withComparison("Above", {"1"}),
+                "operator");
+
+  json tmpl = {{"apiVersion", "extendedresource.io/v1alpha1"},
+               {"kind", "ExtendedResourceClaimTemplate"},
+               {"metadata", {{"name", uniqueName("mem")}, {"namespace", "default"}}},
+               {"spec", {{"spec", withComparison("Ge", {"40GB"})["spec"]}}}};
+  expectInvalid(resources::kExtendedResourceClaimTemplates, "default", tmpl, "quantity");
+
+  std::string out;
+  ASSERT_EQ(env_->kubectl("explain erc.spec.metadataRequirements.matchExpressions.operator", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("quantity"), std::string::npos) << out;
+  ASSERT_EQ(
+      env_->kubectl("explain erct.spec.spec.metadataRequirements.matchExpressions.values", &out), 0)
+      << out;
+  EXPECT_NE(out.find("quantity"), std::string::npos) << out;
+}
+
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {
   std::string out;
   for (const char* dir : {"config", "config/local", "deploy"}) {

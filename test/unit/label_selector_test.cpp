@@ -107,13 +107,13 @@ TEST(LabelSelector, Describe) {
   LabelSelector twoLabels;
   twoLabels.matchLabels = {{"zone", "a"}, {"type", "k80"}};
   EXPECT_EQ(describe(twoLabels), "type=k80,zone=a");
-  EXPECT_EQ(describe(expr("mem", SelectorOperator::kGt, {"4"})), "mem Gt (4)");
+  EXPECT_EQ(describe(expr("mem", SelectorOperator::kGe, {"40Gi"})), "mem>=40Gi");
 }
 
 // An operator the API does not define for label selectors never reaches a LabelSelector: the
 // reader refuses it, naming where it is.
 TEST(LabelSelector, TheReaderRefusesOperatorsLabelSelectorsDoNotHave) {
-  for (const char* op : {"in", "Gt", "Lt", "Equals", ""}) {
+  for (const char* op : {"in", "Gt", "Ge", "Lt", "Le", "Equals", ""}) {
     nlohmann::json j = {{"matchExpressions", {{{"key", "zone"}, {"operator", op}}}}};
     try {
       readLabelSelector(j, "spec.selector");
@@ -127,6 +127,94 @@ TEST(LabelSelector, TheReaderRefusesOperatorsLabelSelectorsDoNotHave) {
   nlohmann::json ok = {
       {"matchExpressions", {{{"key", "zone"}, {"operator", "NotIn"}, {"values", {"a"}}}}}};
   EXPECT_EQ(readLabelSelector(ok, "").matchExpressions[0].op, SelectorOperator::kNotIn);
+}
+
+LabelSelector properties(std::string key, SelectorOperator op, std::vector<std::string> values) {
+  LabelSelector s = expr(std::move(key), op, std::move(values));
+  s.dialect = SelectorDialect::kProperties;
+  return s;
+}
+
+TEST(PropertySelector, ComparisonsReadPropertiesAsQuantities) {
+  const Labels small = {{"memory", "12Gi"}};
+  const Labels exact = {{"memory", "40Gi"}};
+  const Labels large = {{"memory", "80Gi"}};
+  const Labels decimal = {{"memory", "42949672960"}};  // 40Gi written out
+  auto ge = properties("memory", SelectorOperator::kGe, {"40Gi"});
+  auto gt = properties("memory", SelectorOperator::kGt, {"40Gi"});
+  auto le = properties("memory", SelectorOperator::kLe, {"40Gi"});
+  auto lt = properties("memory", SelectorOperator::kLt, {"40Gi"});
+  EXPECT_FALSE(matches(ge, small));
+  EXPECT_TRUE(matches(ge, exact));
+  EXPECT_TRUE(matches(ge, decimal));
+  EXPECT_TRUE(matches(ge, large));
+  EXPECT_FALSE(matches(gt, exact));
+  EXPECT_TRUE(matches(gt, large));
+  EXPECT_TRUE(matches(le, exact));
+  EXPECT_FALSE(matches(le, large));
+  EXPECT_TRUE(matches(lt, small));
+  EXPECT_FALSE(matches(lt, exact));
+  // A string comparison would say "9" > "10".
+  EXPECT_TRUE(matches(properties("cores", SelectorOperator::kGt, {"9"}), {{"cores", "10"}}));
+}
+
+TEST(PropertySelector, AnAbsentOrUnparsablePropertySatisfiesNoComparison) {
+  for (auto op : {SelectorOperator::kGt, SelectorOperator::kGe, SelectorOperator::kLt,
+                  SelectorOperator::kLe}) {
+    auto s = properties("memory", op, {"40Gi"});
+    EXPECT_FALSE(matches(s, {})) << toString(op);
+    EXPECT_FALSE(matches(s, {{"memory", "lots"}})) << toString(op);
+    EXPECT_FALSE(matches(s, {{"memory", "40 GiB"}})) << toString(op);
+  }
+  auto s = properties("memory", SelectorOperator::kGe, {"40Gi"});
+  EXPECT_EQ(unparsedComparison(s, {{"memory", "lots"}}), "memory \"lots\" is not a quantity");
+  EXPECT_EQ(unparsedComparison(s, {{"memory", "12Gi"}}), std::nullopt);
+  EXPECT_EQ(unparsedComparison(s, {}), std::nullopt);
+  EXPECT_EQ(
+      unparsedComparison(properties("memory", SelectorOperator::kIn, {"x"}), {{"memory", "lots"}}),
+      std::nullopt);
+}
+
+TEST(PropertySelector, AComparisonNeedsOneQuantity) {
+  EXPECT_TRUE(validate(properties("memory", SelectorOperator::kGe, {"1.5"})).ok());
+  EXPECT_EQ(validate(properties("memory", SelectorOperator::kGe, {})).message(),
+            "matchExpressions[0].values: operator Ge needs exactly one value");
+  EXPECT_EQ(validate(properties("memory", SelectorOperator::kLt, {"1", "2"})).message(),
+            "matchExpressions[0].values: operator Lt needs exactly one value");
+  EXPECT_EQ(validate(properties("memory", SelectorOperator::kGt, {"40GB"})).message(),
+            "matchExpressions[0].values[0]: \"40GB\" is not a quantity (operator Gt; e.g. "
+            "40Gi, 1.5, 500m)");
+  // An invalid comparison selects nothing, even a property equal to its text.
+  EXPECT_FALSE(
+      matches(properties("memory", SelectorOperator::kGe, {"40GB"}), {{"memory", "40GB"}}));
+  // The set-based operators keep their rules.
+  EXPECT_TRUE(matches(properties("type", SelectorOperator::kIn, {"a100"}), {{"type", "a100"}}));
+}
+
+TEST(PropertySelector, TheReaderAdmitsComparisonsOnlyInThePropertiesDialect) {
+  nlohmann::json j = {
+      {"matchExpressions", {{{"key", "memory"}, {"operator", "Ge"}, {"values", {"40Gi"}}}}}};
+  LabelSelector s = readLabelSelector(j, "spec.metadataRequirements", SelectorDialect::kProperties);
+  EXPECT_EQ(s.matchExpressions[0].op, SelectorOperator::kGe);
+  EXPECT_EQ(s.dialect, SelectorDialect::kProperties);
+  EXPECT_TRUE(matches(s, {{"memory", "48Gi"}}));
+  try {
+    readLabelSelector(j, "spec.selector");
+    ADD_FAILURE() << "Ge was read as a label selector";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "spec.selector.matchExpressions[0].operator: \"Ge\" is not one of In, NotIn, "
+              "Exists, DoesNotExist");
+  }
+  nlohmann::json bad = {{"matchExpressions", {{{"key", "memory"}, {"operator", "Equals"}}}}};
+  try {
+    readLabelSelector(bad, "m", SelectorDialect::kProperties);
+    ADD_FAILURE() << "Equals was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.matchExpressions[0].operator: \"Equals\" is not one of In, NotIn, Exists, "
+              "DoesNotExist, Gt, Ge, Lt, Le");
+  }
 }
 
 }  // namespace

@@ -400,6 +400,25 @@ TEST(ExtendedResource, GarbledMetadataIsNotRewrittenByToJson) {
   EXPECT_EQ(out["metadata"], "oops");
 }
 
+// A claim's selector may compare properties as quantities; the reader keeps the comparison and
+// refuses one whose value is not a quantity, as the CRD's rule does.
+TEST(ExtendedResourceClaim, ReadsQuantityComparisons) {
+  json j = json::parse(kClaimJson);
+  j["spec"]["metadataRequirements"] = {
+      {"matchExpressions", {{{"key", "memory"}, {"operator", "Ge"}, {"values", {"40Gi"}}}}}};
+  auto c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_EQ(c.invalid, "");
+  ASSERT_EQ(c.metadataRequirements.matchExpressions.size(), 1u);
+  EXPECT_EQ(c.metadataRequirements.matchExpressions[0].op, SelectorOperator::kGe);
+  EXPECT_EQ(c.toJson(SystemTime{})["spec"]["metadataRequirements"],
+            j["spec"]["metadataRequirements"]);
+
+  j["spec"]["metadataRequirements"]["matchExpressions"][0]["values"] = {"40GB"};
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
+            "spec.metadataRequirements: matchExpressions[0].values[0]: \"40GB\" is not a quantity "
+            "(operator Ge; e.g. 40Gi, 1.5, 500m)");
+}
+
 TEST(ExtendedResourceClaim, ParsesKubectlOutput) {
   auto c = ExtendedResourceClaim::fromJson(json::parse(kClaimJson));
   EXPECT_EQ(c.invalid, "");
@@ -544,7 +563,7 @@ TEST(ExtendedResourceClaim, WrongShapedFieldsAreNamed) {
       "spec.metadataRequirements.matchExpressions[0].values: expected an array of strings, got "
       "string",
       "spec.metadataRequirements.matchExpressions[0].operator: \"Matches\" is not one of In, "
-      "NotIn, Exists, DoesNotExist",
+      "NotIn, Exists, DoesNotExist, Gt, Ge, Lt, Le",
       "spec.metadataRequirements: matchExpressions[1].values: must be empty for operator "
       "DoesNotExist",
       "spec.extendedResourceNames: expected an array of strings, got string",

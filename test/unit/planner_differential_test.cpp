@@ -42,6 +42,7 @@ Generated generate(std::mt19937& rng, DeviceIndex& index) {
   const std::vector<std::string> resources = {"nvidia.com/gpu", "example.com/fpga"};
   const std::vector<std::string> types = {"k80", "a100", "t4"};
   const std::vector<std::string> zones = {"a", "b"};
+  const std::vector<std::string> memories = {"16Gi", "40Gi", "42949672960", "80Gi", "lots"};
   Generated g;
   const int nodes = std::uniform_int_distribution<int>(1, 12)(rng);
   for (int n = 0; n < nodes; ++n) {
@@ -53,6 +54,9 @@ Generated generate(std::mt19937& rng, DeviceIndex& index) {
       std::map<std::string, std::string> props = {{"type", pick(rng, types)}};
       if (coin(rng, 0.5)) {
         props["zone"] = pick(rng, zones);
+      }
+      if (coin(rng, 0.7)) {
+        props["memory"] = pick(rng, memories);
       }
       ExtendedResource d = device(name, node, props, pick(rng, resources));
       if (coin(rng, 0.2)) {  // held by some other claim
@@ -71,7 +75,7 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
   const std::vector<std::string> resources = {"nvidia.com/gpu", "example.com/fpga"};
   ExtendedResourceClaim c =
       claim(name, std::uniform_int_distribution<int>(1, 2)(rng), {}, pick(rng, resources));
-  switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+  switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
     case 0:
       break;  // any device of the resource
     case 1:
@@ -87,8 +91,15 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
            coin(rng, 0.5) ? SelectorOperator::kExists : SelectorOperator::kDoesNotExist,
            {}}};
       break;
-    default:
+    case 4:
       c.metadataRequirements.matchExpressions = {{"type", SelectorOperator::kNotIn, {"k80"}}};
+      break;
+    default:
+      c.metadataRequirements.matchExpressions = {
+          {"memory",
+           pick(rng, std::vector<SelectorOperator>{SelectorOperator::kGt, SelectorOperator::kGe,
+                                                   SelectorOperator::kLt, SelectorOperator::kLe}),
+           {pick(rng, std::vector<std::string>{"40Gi", "20Gi", "64Gi"})}}};
       break;
   }
   if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices

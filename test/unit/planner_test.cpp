@@ -338,5 +338,31 @@ TEST_F(PlannerTest, AClaimThatIsNotShareableStaysWithItsOnePod) {
   EXPECT_EQ(pc.unresolvable, "claim default/held is held by pod first");
 }
 
+// A comparison compares quantities, and the filter's reason says when a device's property
+// could not be read as one.
+TEST_F(PlannerTest, AComparisonSelectsByQuantityAndNamesAnUnreadableProperty) {
+  auto big = claim("big", 1);
+  big.metadataRequirements.matchExpressions = {{"memory", SelectorOperator::kGe, {"40Gi"}}};
+  addClaim(big);
+  addDevice(device("gpu-small", "n1", {{"memory", "16Gi"}}));
+  addDevice(device("gpu-odd", "n2", {{"memory", "lots"}}));
+  addDevice(device("gpu-large", "n3", {{"memory", "80Gi"}}));
+  auto pc = resolve(pod({"big"}));
+  ASSERT_EQ(pc.pending.size(), 1u);
+
+  for (const char* node : {"n1", "n2"}) {
+    EXPECT_EQ(planNode(pc, "pod-uid", node, {}, index_).message,
+              "claim default/big: 0 of 1 free nvidia.com/gpu with memory>=40Gi on this node (a "
+              "device's memory \"lots\" is not a quantity)");
+  }
+  auto fit = planNode(pc, "pod-uid", "n3", {}, index_);
+  ASSERT_TRUE(fit.fits);
+  EXPECT_EQ(fit.assignment.at("default/big"), (std::vector<std::string>{"gpu-large"}));
+
+  index_.remove("gpu-odd");
+  EXPECT_EQ(planNode(pc, "pod-uid", "n1", {}, index_).message,
+            "claim default/big: 0 of 1 free nvidia.com/gpu with memory>=40Gi on this node");
+}
+
 }  // namespace
 }  // namespace ker

@@ -1,0 +1,84 @@
+// libFuzzer target: a claim's selector of device properties, the part of a claim a tenant
+// writes that the extender evaluates against every device. Input starting with '{' is a claim's
+// spec as JSON: reading it never crashes, and a claim that reads as valid has a valid selector
+// that evaluates against any properties. Other input is two texts separated by a newline, read
+// as quantities: when both parse, their order is consistent, and the four comparison operators
+// agree with it.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "common/label_selector.h"
+#include "common/quantity.h"
+#include "model/objects.h"
+
+namespace {
+
+using ker::SelectorOperator;
+
+void checkClaim(const std::string& text) {
+  auto spec = nlohmann::json::parse(text, nullptr, false);
+  if (spec.is_discarded()) {
+    return;
+  }
+  nlohmann::json obj = {{"apiVersion", "extendedresource.io/v1alpha1"},
+                        {"kind", "ExtendedResourceClaim"},
+                        {"metadata", {{"name", "c"}, {"namespace", "ns"}, {"uid", "u"}}},
+                        {"spec", spec}};
+  auto claim = ker::ExtendedResourceClaim::fromJson(obj);
+  if (claim.invalid.empty() && !validate(claim.metadataRequirements).ok()) {
+    std::abort();
+  }
+  for (const auto& properties : std::vector<std::map<std::string, std::string>>{
+           {}, {{"memory", "40Gi"}}, {{"memory", "lots"}, {"type", "k80"}}}) {
+    (void)matches(claim.metadataRequirements, properties);
+    (void)unparsedComparison(claim.metadataRequirements, properties);
+  }
+}
+
+bool holds(SelectorOperator op, const std::string& have, const std::string& want) {
+  ker::LabelSelector s;
+  s.dialect = ker::SelectorDialect::kProperties;
+  s.matchExpressions.push_back({"p", op, {want}});
+  return matches(s, {{"p", have}});
+}
+
+void checkQuantities(const std::string& text) {
+  const size_t cut = text.find('\n');
+  if (cut == std::string::npos) {
+    (void)ker::Quantity::parse(text);
+    return;
+  }
+  const std::string a = text.substr(0, cut);
+  const std::string b = text.substr(cut + 1);
+  auto qa = ker::Quantity::parse(a);
+  auto qb = ker::Quantity::parse(b);
+  if (!qa || !qb) {
+    return;
+  }
+  const auto ab = *qa <=> *qb;
+  const auto ba = *qb <=> *qa;
+  if ((ab < 0) != (ba > 0) || (ab == 0) != (ba == 0) || (*qa <=> *qa) != 0) {
+    std::abort();
+  }
+  if (holds(SelectorOperator::kGt, a, b) != (ab > 0) ||
+      holds(SelectorOperator::kGe, a, b) != (ab >= 0) ||
+      holds(SelectorOperator::kLt, a, b) != (ab < 0) ||
+      holds(SelectorOperator::kLe, a, b) != (ab <= 0)) {
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  if (!text.empty() && text[0] == '{') {
+    checkClaim(text);
+  } else {
+    checkQuantities(text);
+  }
+  return 0;
+}
