@@ -31,7 +31,7 @@ struct AgentApp::Impl {
         claims(api, resources::kExtendedResourceClaims,
                {.name = "node-claims", .fieldSelector = "status.nodeName=" + config.node}),
         events(api, {.component = "extended-resource-node-agent", .instance = config.node}),
-        probe(config.hostRoot),
+        probe(config.hostRoot, config.cdiSpecDirs),
         claimSource(claims, liveApi),
         sync({.node = config.node, .nodeFile = config.nodeFile, .period = config.syncPeriod}, api,
              devices, claims, probe, events, metrics),

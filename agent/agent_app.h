@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/injection.h"
 #include "agent/runtime_connection.h"
@@ -15,7 +16,9 @@ namespace ker::agent {
 struct AgentAppConfig {
   std::string node;                                                   // this node's name
   std::string nodeFile = "/etc/extended-resource/node-devices.yaml";  // the node configuration file
-  std::string hostRoot;  // prefix of host paths (device nodes, mount sources)
+  std::string hostRoot;  // prefix of host paths (device nodes, mount sources, CDI specs)
+  // The runtime's CDI spec directories (its cdi_spec_dirs), as host paths.
+  std::vector<std::string> cdiSpecDirs = {"/etc/cdi", "/var/run/cdi"};
   RuntimeConnection::Options runtime;
   // How often the node file is read again and the devices' health checked.
   std::chrono::milliseconds syncPeriod{std::chrono::seconds(5)};

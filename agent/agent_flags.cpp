@@ -32,6 +32,9 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
       hostRoot_(flags.addString("host-root", d.app.hostRoot,
                                 "where the host's filesystem is seen, prefixed to device node "
                                 "and mount source paths (\"\" on the host, /host in a pod)")),
+      cdiSpecDirs_(flags.addString("cdi-spec-dirs", joinCommaList(d.app.cdiSpecDirs),
+                                   "comma-separated: the container runtime's CDI spec "
+                                   "directories (its cdi_spec_dirs), read under --host-root")),
       socket_(flags.addString("nri-socket", d.app.runtime.socketPath,
                               "the container runtime's NRI socket")),
       pluginName_(flags.addString("nri-plugin-name", d.app.runtime.pluginName,
@@ -86,6 +89,13 @@ Status AgentFlags::settings(AgentSettings& out) const {
   s.app.node = *node_;
   s.app.nodeFile = *nodeFile_;
   s.app.hostRoot = *hostRoot_;
+  s.app.cdiSpecDirs.clear();
+  for (const std::string& dir : splitCommaList(*cdiSpecDirs_)) {
+    if (dir.empty() || dir[0] != '/') {
+      return Status::invalid("--cdi-spec-dirs: \"" + dir + "\" is not an absolute path");
+    }
+    s.app.cdiSpecDirs.push_back(dir);
+  }
   s.app.runtime.socketPath = *socket_;
   s.app.runtime.pluginName = *pluginName_;
   s.app.runtime.pluginIndex = *pluginIndex_;

@@ -4,6 +4,7 @@
 #include <sys/sysmacros.h>
 
 #include "agent/health_check.h"
+#include "common/comma_list.h"
 
 namespace ker::agent {
 
@@ -28,8 +29,18 @@ std::optional<DeviceNodeInfo> DeviceProbe::deviceNode(const std::string& path) c
   return info;
 }
 
+CdiDevices DeviceProbe::cdiDevices() const {
+  return readCdiSpecDirs(hostRoot_, cdiSpecDirs_);
+}
+
 HealthObservation DeviceProbe::check(const DeviceSpec& device) const {
   HealthObservation seen;
+  if (!device.cdiDevice.empty() && cdiDevices().names.count(device.cdiDevice) == 0) {
+    seen.healthy = false;
+    seen.problem =
+        "CDI device " + device.cdiDevice + " is in no spec under " + joinCommaList(cdiSpecDirs_);
+    return seen;
+  }
   for (const auto& n : device.deviceNodes) {
     if (!deviceNode(n.path)) {
       seen.healthy = false;

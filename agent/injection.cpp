@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/comma_list.h"
+
 namespace ker::agent {
 
 namespace {
@@ -124,6 +126,8 @@ const char* toString(RefusalReason reason) {
       return "NotFromApiServer";
     case RefusalReason::kUnclaimedDevice:
       return "UnclaimedDevice";
+    case RefusalReason::kCdiDeviceUnknown:
+      return "CdiDeviceUnknown";
   }
   return "Unknown";
 }
@@ -261,6 +265,18 @@ Injection decideInjection(const InjectionInput& in) {
         // A node shared by several devices (a control device) is created once.
         if (devicePaths.insert(n.path).second) {
           adj.devices.push_back({n.path, *info->second, n.permissions});
+        }
+      }
+      if (!d->cdiDevice.empty()) {
+        if (in.cdiDevices.count(d->cdiDevice) == 0) {
+          return refuse(RefusalReason::kCdiDeviceUnknown,
+                        "CDI device " + d->cdiDevice + " of device " + deviceName +
+                            " is in no spec under " + joinCommaList(in.cdiSpecDirs) + " on node " +
+                            in.node + ", so the runtime cannot inject it");
+        }
+        if (std::find(adj.cdiDevices.begin(), adj.cdiDevices.end(), d->cdiDevice) ==
+            adj.cdiDevices.end()) {
+          adj.cdiDevices.push_back(d->cdiDevice);
         }
       }
       for (const auto& m : d->mounts) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -60,6 +61,7 @@ struct Adjustment {
   std::vector<std::pair<std::string, std::string>> env;  // sorted by name
   std::vector<ContainerDevice> devices;
   std::vector<ContainerMount> mounts;
+  std::vector<std::string> cdiDevices;   // fully qualified; the runtime applies their specs
   std::vector<std::string> deviceNames;  // the ExtendedResources injected, for logs
 };
 
@@ -74,6 +76,7 @@ enum class RefusalReason {
   kDeviceInUse,        // a container of another pod on this node still has the device
   kNotFromApiServer,   // a pod naming claims that the kubelet did not get from the API server
   kUnclaimedDevice,    // the container asks for a managed device (variable, node) on its own
+  kCdiDeviceUnknown,   // an allocated device's CDI name is in none of the runtime's specs
 };
 const char* toString(RefusalReason reason);
 
@@ -130,6 +133,10 @@ struct InjectionInput {
   std::map<std::string, std::vector<DeviceUse>> users;
   ContainerRequest container;
   DeviceGuard guard;
+  // The CDI devices the runtime's spec directories define, read when an allocated device has
+  // a CDI name, and those directories (for the refusal's message).
+  std::set<std::string> cdiDevices;
+  std::vector<std::string> cdiSpecDirs;
 };
 
 // A container gets the devices of the claims its pod names only when every one of them is
@@ -141,7 +148,9 @@ struct InjectionInput {
 // another pod's. A pod naming claims must come from the API server (not a static pod, which can
 // carry any UID), and no container reaches a managed device it was not given (DeviceGuard). The
 // claims' status is the only source of the allocation: the pod's own annotations say which
-// claims it wants, never which devices it has.
+// claims it wants, never which devices it has. A device with a CDI name is passed to the runtime
+// by that name (its spec's edits are the vendor's), and only when a spec defines it: a runtime
+// that cannot resolve it would fail the creation with a less telling error.
 Injection decideInjection(const InjectionInput& in);
 
 // Container annotation the agent sets on every container it gave devices (their names,

@@ -1,5 +1,6 @@
 #include "agent/injection_plugin.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/comma_list.h"
@@ -59,6 +60,9 @@ void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
     auto* kv = out->add_env();
     kv->set_key(k);
     kv->set_value(v);
+  }
+  for (const auto& name : adj.cdiDevices) {
+    out->add_cdi_devices()->set_name(name);
   }
   for (const auto& m : adj.mounts) {
     auto* mount = out->add_mounts();
@@ -184,6 +188,14 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.users = deps_.users->of(allocated);
   for (const auto& path : deviceNodePaths(found, *inventory)) {
     in.deviceNodes[path] = deps_.probe->deviceNode(path);
+  }
+  const bool namesCdi = std::any_of(allocated.begin(), allocated.end(), [&](const auto& name) {
+    const DeviceSpec* d = inventory->find(name);
+    return d != nullptr && !d->cdiDevice.empty();
+  });
+  if (namesCdi) {
+    in.cdiDevices = deps_.probe->cdiDevices().names;
+    in.cdiSpecDirs = deps_.probe->cdiSpecDirs();
   }
   return decideInjection(in);
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "agent/cdi_names.h"
 #include "common/field_path.h"
 #include "model/objects.h"
 
@@ -204,7 +205,7 @@ DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   }
   onlyKeys(n, path,
            {"name", "rawResourceName", "deviceID", "properties", "deviceNodes", "env", "mounts",
-            "healthCheck"});
+            "healthCheck", "cdiDevice"});
   DeviceSpec d;
   d.name = scalarAt(n, "name", path, true);
   if (!isDns1123Subdomain(d.name)) {
@@ -231,6 +232,12 @@ DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   YAML::Node check = member(n, "healthCheck", path, false);
   if (!check.IsNull()) {
     d.healthCheck = parseHealthCheck(check, childPath(path, "healthCheck"));
+  }
+  d.cdiDevice = scalarAt(n, "cdiDevice", path, false);
+  if (!d.cdiDevice.empty()) {
+    if (auto problem = cdiQualifiedNameProblem(d.cdiDevice); !problem.empty()) {
+      failAt(childPath(path, "cdiDevice"), "not a CDI device name: " + problem);
+    }
   }
   return d;
 }

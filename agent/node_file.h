@@ -45,6 +45,9 @@ struct DeviceSpec {
   std::map<std::string, std::string> env;
   std::vector<DeviceMount> mounts;
   std::optional<HealthCheckSpec> healthCheck;
+  // The device's fully qualified CDI name (vendor/class=name): a container given the device
+  // names it to the runtime, which applies the vendor's spec. "" for none.
+  std::string cdiDevice;
   bool operator==(const DeviceSpec&) const = default;
 };
 

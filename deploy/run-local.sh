@@ -66,6 +66,21 @@ free_port() {
   return 1
 }
 
+# stand_in_vendor HOST_ROOT: what a GPU vendor's driver and toolkit leave on node-1, as stand-ins
+# under HOST_ROOT: device nodes with /dev/null's numbers, a driver library per GPU, and the CDI
+# spec a generator writes (config/node-agent/make-run-cdi.yaml, with HOST_ROOT's paths).
+stand_in_vendor() {
+  local host=$1 dev
+  for dev in nvidia0 nvidia1 nvidiactl; do
+    mknod -m 0666 "$host/dev/$dev" c 1 3
+  done
+  mkdir -p "$host/usr/lib/nvidia-stand-in"
+  for dev in 0 1; do
+    echo "stand-in driver library of GPU $dev" >"$host/usr/lib/nvidia-stand-in/libgpu$dev.so"
+  done
+  sed "s|@HOST_ROOT@|$host|g" "$root/config/node-agent/make-run-cdi.yaml" >"$host/var/run/cdi/nvidia.yaml"
+}
+
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds.
 wait_for() {
   local secs=$1 what=$2 deadline
@@ -96,8 +111,14 @@ else
   "$root/test/images/build-images.sh" "$images" --only ker-busybox >/dev/null
   "$launcher" start "$cp" --node-network >/dev/null
   "$launcher" start-controller-manager "$cp" >/dev/null
+  # node-1's "host" as its node agent sees it: stand-in device nodes and the vendor's CDI specs,
+  # whose /var/run/cdi is containerd's spec folder.
+  agent_root="$run/node-agent/host"
+  rm -rf "$run/node-agent"
+  mkdir -p "$agent_root/dev" "$agent_root/etc/cdi" "$agent_root/var/run/cdi"
   log "starting node-1 (kubelet, containerd, kube-proxy; logs: .run/controlplane/*.log)"
-  "$launcher" start-node "$cp" --node-name node-1 --image-tar "$images/ker-busybox.tar" >/dev/null
+  "$launcher" start-node "$cp" --node-name node-1 --cdi-spec-dir "$agent_root/var/run/cdi" \
+    --image-tar "$images/ker-busybox.tar" >/dev/null
 fi
 bin_dir=$(sed -n 's/^BIN_DIR=//p' "$cp/env")
 "$(sed -n 's/^CTR=//p' "$cp/env")" --address "$(sed -n 's/^CONTAINERD_SOCKET=//p' "$cp/env")" \
@@ -139,13 +160,7 @@ if ! $in_cluster; then
   children+=($!)
   wait_for 60 "the controller's /healthz" curl -fsS "http://127.0.0.1:$controller_port/healthz"
 
-  # Stand-ins for node-1's device nodes (/dev/null's numbers), seen by the agent as the host's.
-  agent_root="$run/node-agent/host"
-  rm -rf "$run/node-agent"
-  mkdir -p "$agent_root/dev"
-  for dev in nvidia0 nvidia1 nvidiactl; do
-    mknod -m 0666 "$agent_root/dev/$dev" c 1 3
-  done
+  stand_in_vendor "$agent_root"
   agent_port=$(free_port)
   log "starting node-1's node agent (log: .run/node-agent.log)"
   NODE_NAME=node-1 setsid "$build/agent/extended-resource-node-agent" \
@@ -162,10 +177,7 @@ fi
 if $in_cluster; then
   log "node-1's devices: config/node-agent/make-run-node-1.yaml for its node agent"
   # cluster-up.sh gave the agent an empty node file and a "host" of its own for stand-ins.
-  agent_root=$(sed -n 's/^NODE_AGENT_HOST_ROOT=//p' "$cp/env")
-  for dev in nvidia0 nvidia1 nvidiactl; do
-    mknod -m 0666 "$agent_root/dev/$dev" c 1 3
-  done
+  stand_in_vendor "$(sed -n 's/^NODE_AGENT_HOST_ROOT=//p' "$cp/env")"
   cp "$root/config/node-agent/make-run-node-1.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
 fi
 log "applying the sample claim and workload of config/"

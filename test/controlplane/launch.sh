@@ -58,6 +58,7 @@
 #       --image-tar FILE       docker/OCI archive (podman save) imported into containerd's k8s.io
 #                              namespace before the kubelet starts (repeatable)
 #       --node-name NAME       (default: ker-node)
+#       --cdi-spec-dir DIR     containerd's only CDI spec folder (default: DIR/node/cdi)
 #       --timeout SECONDS      bound for each step (default 120)
 #   launch.sh load-image DIR FILE          import one more image tarball into the running node
 #   launch.sh stop-node DIR                deletes the node's pods, stops kube-proxy, kubelet,

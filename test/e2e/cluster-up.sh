@@ -50,18 +50,20 @@ images="$root/.cache/images/tarballs"
 mkdir -p "$images"
 "$root/test/images/build-images.sh" "$images" --bin-dir "$bin_dir" >/dev/null
 
+# The node agent's node file and "host" (see test/e2e/deploy/kustomization.yaml): fresh. The
+# vendors' CDI specs live in that host's /etc/cdi and /var/run/cdi: containerd reads the latter.
+agent_dir=/run/ker-e2e-node-agent
+rm -rf "$agent_dir"
+mkdir -p "$agent_dir/etc" "$agent_dir/host/dev" "$agent_dir/host/etc/cdi" "$agent_dir/host/var/run/cdi"
+printf '{"devices": []}\n' >"$agent_dir/etc/node-devices.yaml"
+
 "$launcher" start "$dir" --bin-dir "$bin_dir" --node-network --audit-components >/dev/null
 "$launcher" start-controller-manager "$dir" >/dev/null
 # The cluster's own default-scheduler places deploy/'s pods, as in any cluster.
 "$launcher" start-scheduler "$dir" --no-extender --name default --scheduler-name default-scheduler >/dev/null
-"$launcher" start-node "$dir" "${node_args[@]}" --image-tar "$images/ker-busybox.tar" \
+"$launcher" start-node "$dir" "${node_args[@]}" --cdi-spec-dir "$agent_dir/host/var/run/cdi" --image-tar "$images/ker-busybox.tar" \
   --image-tar "$images/kube-scheduler.tar" --image-tar "$images/kube-extended-resource.tar" >/dev/null
 
-# The node agent's node file and "host" (see test/e2e/deploy/kustomization.yaml): fresh.
-agent_dir=/run/ker-e2e-node-agent
-rm -rf "$agent_dir"
-mkdir -p "$agent_dir/etc" "$agent_dir/host/dev"
-printf '{"devices": []}\n' >"$agent_dir/etc/node-devices.yaml"
 printf 'NODE_AGENT_FILE=%s\nNODE_AGENT_HOST_ROOT=%s\n' "$agent_dir/etc/node-devices.yaml" \
   "$agent_dir/host" >>"$dir/env"
 

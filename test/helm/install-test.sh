@@ -297,6 +297,7 @@ nodeAgent:
   nodeFile:
     hostPath: $(dirname "$node_file")
   hostDevPath: $host_root/dev
+  cdiSpecDirs: [$host_root/etc/cdi, $host_root/var/run/cdi]
 EOF
 helm install "$release" "$chart" -n "$sys" -f "$work/values.yaml" --wait --timeout 5m \
   >"$work/install.log" 2>&1 || {

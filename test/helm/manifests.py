@@ -208,6 +208,9 @@ def check_knobs(r):
     expect(vols["host-dev"]["hostPath"]["path"] == "/run/devices", "hostDevPath volume")
     mounts = {m["name"]: m for m in agent["containers"][0]["volumeMounts"]}
     expect(mounts["host-mount-0"]["mountPath"] == "/host/usr/lib/nvidia" and mounts["host-mount-0"]["readOnly"], "hostMounts mount")
+    expect("--cdi-spec-dirs=/run/cdi" in args, f"cdiSpecDirs flag {args}")
+    expect(vols["cdi-spec-0"]["hostPath"]["path"] == "/run/cdi" and "cdi-spec-1" not in vols, "cdiSpecDirs volumes")
+    expect(mounts["cdi-spec-0"]["mountPath"] == "/host/run/cdi" and mounts["cdi-spec-0"]["readOnly"], "cdiSpecDirs mount")
     expect(agent["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], "agent tolerations")
 
 

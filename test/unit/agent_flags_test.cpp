@@ -25,6 +25,7 @@ TEST(AgentFlags, DefaultsAreAgentSettingsAndTheNodeFromTheEnvironment) {
   EXPECT_EQ(got.app.node, "node-7");
   EXPECT_EQ(got.app.nodeFile, want.app.nodeFile);
   EXPECT_EQ(got.app.hostRoot, want.app.hostRoot);
+  EXPECT_EQ(got.app.cdiSpecDirs, (std::vector<std::string>{"/etc/cdi", "/var/run/cdi"}));
   EXPECT_EQ(got.app.runtime.socketPath, want.app.runtime.socketPath);
   EXPECT_EQ(got.app.runtime.pluginName, want.app.runtime.pluginName);
   EXPECT_EQ(got.app.runtime.pluginIndex, want.app.runtime.pluginIndex);
@@ -45,8 +46,8 @@ TEST(AgentFlags, HelpShowsTheDefaults) {
   for (const char* text :
        {"(default \"/etc/extended-resource/node-devices.yaml\")",
         "(default \"/var/run/nri/nri.sock\")", "(default \"extended-resource-node-agent\")",
-        "(default \"10\")", "(default 5s)", "(default 1s)", "(default \":8082\")",
-        "this node's name (default: $NODE_NAME)\n"}) {
+        "(default \"10\")", "(default \"/etc/cdi,/var/run/cdi\")", "(default 5s)", "(default 1s)",
+        "(default \":8082\")", "this node's name (default: $NODE_NAME)\n"}) {
     EXPECT_NE(usage.find(text), std::string::npos) << text << "\n" << usage;
   }
 }
@@ -105,6 +106,14 @@ TEST(AgentFlags, EachBadValueNamesItsFlag) {
 TEST(AgentFlags, AMissingNodeNameIsAnError) {
   AgentSettings got;
   EXPECT_EQ(parse({}, got, "").code(), StatusCode::kInvalid);
+}
+
+TEST(AgentFlags, CdiSpecDirsAreAbsolutePaths) {
+  AgentSettings got;
+  ASSERT_TRUE(parse({"--cdi-spec-dirs=/run/cdi,/opt/cdi"}, got).ok());
+  EXPECT_EQ(got.app.cdiSpecDirs, (std::vector<std::string>{"/run/cdi", "/opt/cdi"}));
+  EXPECT_EQ(parse({"--cdi-spec-dirs=/etc/cdi,cdi"}, got).message(),
+            "--cdi-spec-dirs: \"cdi\" is not an absolute path");
 }
 
 }  // namespace

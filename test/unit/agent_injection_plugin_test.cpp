@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 
 #include "agent/device_attribution.h"
 #include "agent/injection_plugin.h"
@@ -33,6 +34,12 @@ class FakeProbe : public DeviceProbe {
     }
     return std::nullopt;
   }
+  CdiDevices cdiDevices() const override {
+    ++cdiReads;
+    return {specDevices, {}};
+  }
+  std::set<std::string> specDevices;
+  mutable int cdiReads = 0;
 };
 
 // Records what it was asked to stop instead of killing anything.
@@ -202,6 +209,31 @@ TEST_F(InjectionPluginTest, AnAllocatedDeviceBecomesAContainerAdjustment) {
   EXPECT_EQ(adj.mounts(0).source(), "/opt/lib");
   EXPECT_EQ(adj.mounts(0).type(), "bind");
   EXPECT_EQ(metrics.containers.labels({"injected"}).value(), 1);
+}
+
+// A device's CDI name goes to the runtime in the adjustment's CDI devices; the specs are read
+// only for a container given such a device, and one that no spec defines is refused.
+TEST_F(InjectionPluginTest, ADevicesCdiNameGoesToTheRuntime) {
+  nri::CreateContainerResponse plain;
+  ASSERT_TRUE(plugin().createContainer(request("c1"), &plain).isOk());
+  EXPECT_EQ(plain.adjust().cdi_devices_size(), 0);
+  EXPECT_EQ(probe.cdiReads, 0);
+
+  auto file = std::make_shared<NodeFile>(*inventory);
+  file->devices[0].cdiDevice = "example.com/gpu=GPU-0";
+  inventory = file;
+  probe.specDevices = {"example.com/gpu=GPU-0"};
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(plugin().createContainer(request("c1"), &resp).isOk());
+  ASSERT_EQ(resp.adjust().cdi_devices_size(), 1);
+  EXPECT_EQ(resp.adjust().cdi_devices(0).name(), "example.com/gpu=GPU-0");
+  EXPECT_EQ(probe.cdiReads, 1);
+
+  probe.specDevices.clear();
+  nri::CreateContainerResponse refused;
+  nri::Status s = plugin().createContainer(request("c1"), &refused);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(metrics.refusals.labels({"CdiDeviceUnknown"}).value(), 1);
 }
 
 TEST_F(InjectionPluginTest, TheInjectedContainerIsMarked) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "agent/device_users.h"
 #include "agent/injection.h"
 
@@ -65,6 +67,8 @@ class InjectionTest : public ::testing::Test {
     in.users = users;
     in.container = container;
     in.guard = guard;
+    in.cdiDevices = cdiDevices;
+    in.cdiSpecDirs = {"/etc/cdi", "/var/run/cdi"};
     return decideInjection(in);
   }
 
@@ -83,6 +87,7 @@ class InjectionTest : public ::testing::Test {
   std::map<std::string, std::vector<DeviceUse>> users;
   ContainerRequest container;
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
+  std::set<std::string> cdiDevices;
 };
 
 // A pod that names no claims reaches no managed device: not by the resource's variable, not by
@@ -366,6 +371,36 @@ TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
   users.remove("c1");
   EXPECT_TRUE(users.of({"d0", "d1"}).empty());
   EXPECT_EQ(injectedDevices({{kInjectedAnnotation, "a,,b"}}), (std::vector<std::string>{"a", "b"}));
+}
+
+// A device with a CDI name is passed to the runtime by that name, once however many of the
+// container's devices share it, beside what the node file lists; one whose name no spec
+// defines is refused, naming the device and the directories.
+TEST_F(InjectionTest, ADevicesCdiNameIsPassedOnWhenASpecDefinesIt) {
+  inventory.devices[0].cdiDevice = "example.com/gpu=GPU-0";
+  inventory.devices[1].cdiDevice = "example.com/gpu=all";
+  claims["c1"] = claim("c1", {"gpu0", "gpu1"});
+  cdiDevices = {"example.com/gpu=GPU-0", "example.com/gpu=GPU-1", "example.com/gpu=all"};
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  const auto& adj = std::get<Adjustment>(inj);
+  EXPECT_EQ(adj.cdiDevices,
+            (std::vector<std::string>{"example.com/gpu=GPU-0", "example.com/gpu=all"}));
+  EXPECT_EQ(adj.deviceNames, (std::vector<std::string>{"gpu0", "gpu1"}));
+  EXPECT_EQ(adj.devices.size(), 3u);  // the node file's device nodes still come
+
+  cdiDevices.erase("example.com/gpu=all");
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kCdiDeviceUnknown);
+  EXPECT_EQ(r.message,
+            "CDI device example.com/gpu=all of device gpu1 is in no spec under /etc/cdi,"
+            "/var/run/cdi on node node-1, so the runtime cannot inject it");
+}
+
+TEST_F(InjectionTest, DevicesWithoutACdiNameNameNone) {
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  EXPECT_TRUE(std::get<Adjustment>(inj).cdiDevices.empty());
 }
 
 }  // namespace

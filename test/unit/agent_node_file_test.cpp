@@ -27,6 +27,7 @@ devices:
     mounts:
       - hostPath: /usr/lib/nvidia
         containerPath: /usr/local/nvidia
+    cdiDevice: nvidia.com/gpu=GPU-0
   - name: node-1-fpga0
     rawResourceName: example.com/fpga
     deviceID: "7"
@@ -57,6 +58,8 @@ TEST(NodeFileTest, ParsesEveryField) {
   EXPECT_FALSE(f.devices[1].mounts[0].readOnly);
   EXPECT_EQ(f.devices[1].deviceID, "7");
   EXPECT_FALSE(gpu.healthCheck);
+  EXPECT_EQ(gpu.cdiDevice, "nvidia.com/gpu=GPU-0");
+  EXPECT_EQ(f.devices[1].cdiDevice, "");
   ASSERT_TRUE(f.devices[1].healthCheck);
   EXPECT_EQ(f.devices[1].healthCheck->command,
             (std::vector<std::string>{"/usr/bin/fpga-check", "--slot", "7"}));
@@ -142,6 +145,12 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
        "devices[0].env.EXTENDED_RESOURCE_R: is the variable that lists the r device IDs"},
       {device("    properties: {a: [1, 2]}\n"), "devices[0].properties.a: expected a string"},
       {device("    colour: red\n"), "devices[0].colour: unknown field"},
+      {device("    cdiDevice: nvidia.com/gpu\n"),
+       "devices[0].cdiDevice: not a CDI device name: \"nvidia.com/gpu\" is not vendor/class=name"},
+      {device("    cdiDevice: nvidia.com/gpu=GPU 0\n"),
+       "devices[0].cdiDevice: not a CDI device name: device name \"GPU 0\" has ' '"},
+      {device("    cdiDevice: 1vendor/gpu=0\n"),
+       "devices[0].cdiDevice: not a CDI device name: vendor \"1vendor\" must start with a letter"},
       {device("    healthCheck: {}\n"), "devices[0].healthCheck.command: required"},
       {device("    healthCheck: {command: []}\n"), "devices[0].healthCheck.command: required"},
       {device("    healthCheck: {command: [x], timeoutSeconds: 0}\n"),

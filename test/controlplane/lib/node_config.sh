@@ -37,6 +37,9 @@ state = "$n/containerd/state"
     # runc cannot write oom_score_adj without CAP_SYS_RESOURCE: keep the runtime's own value.
     restrict_oom_score_adj = true
     netns_mounts_under_state_dir = true
+    # CDI devices (a node agent's answer may name them) come from this folder's specs only,
+    # never the host's /etc/cdi or /var/run/cdi.
+    cdi_spec_dirs = ["$NODE_CDI_DIR"]
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = "runc"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]

@@ -201,6 +201,7 @@ cmd_start_node() {
   TIMEOUT=$DEFAULT_TIMEOUT
   NODE_IMAGES=()
   local name=ker-node f
+  NODE_CDI_DIR=$DIR/node/cdi
   while (($#)); do
     case "$1" in
     --image-tar) NODE_IMAGES+=("${2:?--image-tar needs a value}") && shift ;;
@@ -209,6 +210,8 @@ cmd_start_node() {
     --node-name=*) name=${1#*=} ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
     --timeout=*) TIMEOUT=${1#*=} ;;
+    --cdi-spec-dir) NODE_CDI_DIR=${2:?--cdi-spec-dir needs a value} && shift ;;
+    --cdi-spec-dir=*) NODE_CDI_DIR=${1#*=} ;;
     *) die "start-node: unknown option '$1' (try --help)" ;;
     esac
     shift
@@ -216,6 +219,8 @@ cmd_start_node() {
   [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
   [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$ ]] || die "--node-name '$name' must be a short DNS label"
   for f in "${NODE_IMAGES[@]}"; do [[ -r "$f" ]] || die "--image-tar '$f' is not readable"; done
+  [[ "$NODE_CDI_DIR" == /* ]] || die "--cdi-spec-dir '$NODE_CDI_DIR' must be an absolute path"
+  mkdir -p "$NODE_CDI_DIR"
   lock_dir
   start_node "$name"
   printf '%s\n' "$ENV_FILE"

@@ -1,0 +1,99 @@
+#include "agent/cdi_specs.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "agent/cdi_names.h"
+
+namespace ker::agent {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+std::string scalar(const YAML::Node& parent, const char* key, const std::string& path) {
+  YAML::Node n = parent[key];
+  if (!n || !n.IsScalar() || n.Scalar().empty()) {
+    fail(path + key + ": required, a string");
+  }
+  return n.Scalar();
+}
+
+}  // namespace
+
+CdiSpec parseCdiSpec(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(std::string("not YAML or JSON: ") + e.what());
+  }
+  if (!root.IsMap()) {
+    fail("expected a mapping");
+  }
+  scalar(root, "cdiVersion", "");
+  CdiSpec spec;
+  spec.kind = scalar(root, "kind", "");
+  if (auto p = cdiKindProblem(spec.kind); !p.empty()) {
+    fail("kind: " + p);
+  }
+  YAML::Node devices = root["devices"];
+  if (!devices || !devices.IsSequence()) {
+    fail("devices: required, a list");
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const std::string path = "devices[" + std::to_string(i) + "].";
+    if (!devices[i].IsMap()) {
+      fail(path.substr(0, path.size() - 1) + ": expected a mapping");
+    }
+    std::string name = scalar(devices[i], "name", path);
+    if (auto p = cdiDeviceNameProblem(name); !p.empty()) {
+      fail(path + "name: " + p);
+    }
+    spec.devices.push_back(std::move(name));
+  }
+  return spec;
+}
+
+CdiDevices readCdiSpecDirs(const std::string& hostRoot, const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  CdiDevices out;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    fs::directory_iterator it(hostRoot + dir, ec);
+    if (ec) {
+      continue;
+    }
+    for (const auto& entry : it) {
+      const std::string ext = entry.path().extension().string();
+      if ((ext != ".json" && ext != ".yaml") || !entry.is_regular_file(ec)) {
+        continue;
+      }
+      const std::string shown = dir + "/" + entry.path().filename().string();
+      std::ifstream in(entry.path());
+      if (!in.is_open()) {
+        out.problems.push_back(shown + ": cannot be read");
+        continue;
+      }
+      std::stringstream text;
+      text << in.rdbuf();
+      try {
+        CdiSpec spec = parseCdiSpec(text.str());
+        for (const auto& name : spec.devices) {
+          out.names.insert(spec.kind + "=" + name);
+        }
+      } catch (const std::invalid_argument& e) {
+        out.problems.push_back(shown + ": " + e.what());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ker::agent
