@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,7 +71,9 @@ CdiDevices readCdiSpecDirs(const std::string& hostRoot, const std::vector<std::s
     if (ec) {
       continue;
     }
-    for (const auto& entry : it) {
+    std::vector<fs::directory_entry> entries(it, fs::directory_iterator());
+    std::sort(entries.begin(), entries.end());
+    for (const auto& entry : entries) {
       const std::string ext = entry.path().extension().string();
       if ((ext != ".json" && ext != ".yaml") || !entry.is_regular_file(ec)) {
         continue;
@@ -88,6 +91,7 @@ CdiDevices readCdiSpecDirs(const std::string& hostRoot, const std::vector<std::s
         for (const auto& name : spec.devices) {
           out.names.insert(spec.kind + "=" + name);
         }
+        out.specs.push_back(std::move(spec));
       } catch (const std::invalid_argument& e) {
         out.problems.push_back(shown + ": " + e.what());
       }

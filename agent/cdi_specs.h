@@ -22,6 +22,7 @@ CdiSpec parseCdiSpec(const std::string& text);
 // could not be read or parsed (the runtime skips those too).
 struct CdiDevices {
   std::set<std::string> names;
+  std::vector<CdiSpec> specs;         // in directory, then file-name order
   std::vector<std::string> problems;  // "<file>: <why>"
 };
 

@@ -29,6 +29,12 @@ std::optional<DeviceNodeInfo> DeviceProbe::deviceNode(const std::string& path) c
   return info;
 }
 
+CommandResult DeviceProbe::runDiscoveryCommand(const DiscoverySource& source) const {
+  return runCommand(
+      source.command, {{"EXTENDED_RESOURCE_HOST_ROOT", hostRoot_}},
+      {.timeout = source.timeout, .maxOutput = size_t{1} << 20, .stderrToOutput = false});
+}
+
 CdiDevices DeviceProbe::cdiDevices() const {
   return readCdiSpecDirs(hostRoot_, cdiSpecDirs_);
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "agent/cdi_specs.h"
+#include "agent/command_runner.h"
 #include "agent/health.h"
 #include "agent/injection.h"
 #include "agent/node_file.h"
@@ -27,6 +28,9 @@ class DeviceProbe {
   // The CDI devices the spec directories define now.
   virtual CdiDevices cdiDevices() const;
   const std::vector<std::string>& cdiSpecDirs() const { return cdiSpecDirs_; }
+  // Runs a command discovery source (its stdout is the result; its stderr goes to the agent's
+  // log), with EXTENDED_RESOURCE_HOST_ROOT set as for health checks.
+  virtual CommandResult runDiscoveryCommand(const DiscoverySource& source) const;
   // Healthy when every device node exists (as a device), every mount source exists, its CDI
   // device (if it names one) is in the specs, and the device's health check, if it has one,
   // exits 0; otherwise the first problem found.

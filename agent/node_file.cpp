@@ -135,7 +135,7 @@ DeviceNode parseDeviceNode(const YAML::Node& n, const std::string& path) {
   onlyKeys(n, path, {"path", "permissions"});
   DeviceNode d;
   d.path = scalarAt(n, "path", path, true);
-  if (!isCleanAbsolutePath(d.path) || !d.path.starts_with("/dev/")) {
+  if (!isDeviceNodePath(d.path)) {
     failAt(childPath(path, "path"), "must be an absolute path under /dev/ without . or ..");
   }
   if (n["permissions"]) {
@@ -242,7 +242,63 @@ DeviceSpec parseDevice(const YAML::Node& n, const std::string& path) {
   return d;
 }
 
+std::vector<std::string> stringListAt(const YAML::Node& parent, const char* key,
+                                      const std::string& path) {
+  YAML::Node list = listAt(parent, key, path);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].IsScalar()) {
+      failAt(indexPath(childPath(path, key), i), "expected a string");
+    }
+    out.push_back(list[i].Scalar());
+  }
+  return out;
+}
+
+DiscoverySource parseDiscovery(const YAML::Node& n, const std::string& path) {
+  if (!n.IsMap()) {
+    failAt(path, "expected a mapping");
+  }
+  onlyKeys(n, path, {"rawResourceName", "properties", "cdi", "command", "timeoutSeconds"});
+  DiscoverySource s;
+  s.rawResourceName = scalarAt(n, "rawResourceName", path, true);
+  s.properties = stringMapAt(n, "properties", path);
+  YAML::Node cdi = mapAt(n, "cdi", path, false);
+  s.command = stringListAt(n, "command", path);
+  if (cdi.IsNull() == s.command.empty()) {
+    failAt(path, "needs exactly one of cdi and command");
+  }
+  if (!cdi.IsNull()) {
+    const std::string at = childPath(path, "cdi");
+    onlyKeys(cdi, at, {"kind", "exclude"});
+    s.cdiKind = scalarAt(cdi, "kind", at, true);
+    if (auto problem = cdiKindProblem(s.cdiKind); !problem.empty()) {
+      failAt(childPath(at, "kind"), problem);
+    }
+    s.excludeNames =
+        cdi["exclude"] ? stringListAt(cdi, "exclude", at) : std::vector<std::string>{"all"};
+  }
+  if (n["timeoutSeconds"]) {
+    const std::string t = scalarAt(n, "timeoutSeconds", path, true);
+    int seconds = 0;
+    try {
+      seconds = std::stoi(t);
+    } catch (const std::exception&) {
+      seconds = 0;
+    }
+    if (seconds < 1 || seconds > 60 || std::to_string(seconds) != t) {
+      failAt(childPath(path, "timeoutSeconds"), "must be a whole number from 1 to 60");
+    }
+    s.timeout = std::chrono::seconds(seconds);
+  }
+  return s;
+}
+
 }  // namespace
+
+bool isDeviceNodePath(std::string_view path) {
+  return isCleanAbsolutePath(path) && path.starts_with("/dev/");
+}
 
 const DeviceSpec* NodeFile::find(std::string_view name) const {
   for (const auto& d : devices) {
@@ -283,7 +339,11 @@ NodeFile parseNodeFile(const std::string& yamlText) {
     failAt("node file", "expected a mapping with devices and resources");
   }
   try {
-    onlyKeys(root, "", {"devices", "resources"});
+    onlyKeys(root, "", {"devices", "resources", "discover"});
+    YAML::Node sources = listAt(root, "discover", "");
+    for (size_t i = 0; i < sources.size(); ++i) {
+      out.discover.push_back(parseDiscovery(sources[i], indexPath("discover", i)));
+    }
     YAML::Node resources = listAt(root, "resources", "");
     for (size_t i = 0; i < resources.size(); ++i) {
       const std::string path = indexPath("resources", i);

@@ -51,8 +51,23 @@ struct DeviceSpec {
   bool operator==(const DeviceSpec&) const = default;
 };
 
+// A source of devices the agent finds by itself at every sync, instead of a person listing
+// them: the devices of the CDI specs of one kind, or what a command prints (agent/discovery.h).
+struct DiscoverySource {
+  std::string rawResourceName;
+  std::map<std::string, std::string> properties;  // given to every device found
+  // The CDI kind ("vendor/class") whose devices are found, "" for a command source; devices
+  // named in excludeNames (aggregates such as "all") are not devices.
+  std::string cdiKind;
+  std::vector<std::string> excludeNames;
+  std::vector<std::string> command;  // argv of a command source
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  bool operator==(const DiscoverySource&) const = default;
+};
+
 struct NodeFile {
   std::vector<DeviceSpec> devices;  // in file order; names unique
+  std::vector<DiscoverySource> discover;
   // rawResourceName -> the environment variable that lists a container's device IDs of that
   // resource; resources not named here use defaultEnvName().
   std::map<std::string, std::string> envNames;
@@ -62,6 +77,10 @@ struct NodeFile {
   std::string envNameFor(const std::string& rawResourceName) const;
   bool operator==(const NodeFile&) const = default;
 };
+
+// Whether `path` is a device node path the node file accepts: absolute, under /dev/, without
+// "." or ".." parts.
+bool isDeviceNodePath(std::string_view path);
 
 // "EXTENDED_RESOURCE_" and the resource name upper-cased with every character that is not a
 // letter or digit as '_': nvidia.com/gpu -> EXTENDED_RESOURCE_NVIDIA_COM_GPU.

@@ -2,8 +2,11 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
+#include "agent/discovery.h"
 #include "agent/health.h"
+#include "common/comma_list.h"
 #include "common/logging.h"
 #include "common/resource.h"
 #include "common/status.h"
@@ -46,7 +49,8 @@ NodeSync::NodeSync(Options options, ApiClient& api, const Informer<ExtendedResou
       probe_(probe),
       events_(events),
       metrics_(metrics),
-      inventory_(std::make_shared<const NodeFile>()) {}
+      inventory_(std::make_shared<const NodeFile>()),
+      file_(inventory_) {}
 
 NodeSync::~NodeSync() {
   stop();
@@ -54,6 +58,7 @@ NodeSync::~NodeSync() {
 
 void NodeSync::start() {
   reloadFile();
+  refreshDiscovery();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -101,6 +106,7 @@ void NodeSync::run() {
 
 void NodeSync::syncOnce() {
   reloadFile();
+  refreshDiscovery();
   if (!devices_.hasSynced()) {
     return;  // planning against a partial cache would create what exists
   }
@@ -137,21 +143,81 @@ void NodeSync::reloadFile() {
   }
   fileText_ = text;
   try {
-    auto parsed = std::make_shared<const NodeFile>(parseNodeFile(text));
-    metrics_.devices.set(static_cast<double>(parsed->devices.size()));
-    {
-      std::lock_guard lock(inventoryMu_);
-      inventory_ = std::move(parsed);
-    }
+    file_ = std::make_shared<const NodeFile>(parseNodeFile(text));
+    fileChanged_ = true;
     fileCurrent_ = true;
-    log::info("node file loaded",
-              {{"file", options_.nodeFile}, {"devices", inventory()->devices.size()}});
+    log::info("node file loaded", {{"file", options_.nodeFile},
+                                   {"devices", file_->devices.size()},
+                                   {"discoverSources", file_->discover.size()}});
   } catch (const std::invalid_argument& e) {
     fileCurrent_ = false;
     metrics_.nodeFileErrors.inc();
     log::error("node file invalid; keeping the devices last read",
                {{"file", options_.nodeFile}, {"error", e.what()}});
   }
+}
+
+void NodeSync::refreshDiscovery() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!fileChanged_ && (file_->discover.empty() || now - lastDiscovery_ < options_.period)) {
+    return;
+  }
+  if (fileChanged_) {
+    foundBySource_.assign(file_->discover.size(), {});
+  }
+  fileChanged_ = false;
+  lastDiscovery_ = now;
+  std::vector<std::string> problems;
+  std::optional<CdiDevices> cdi;
+  for (size_t i = 0; i < file_->discover.size(); ++i) {
+    const DiscoverySource& source = file_->discover[i];
+    const std::string at = "discover[" + std::to_string(i) + "]";
+    if (!source.cdiKind.empty()) {
+      if (!cdi) {
+        cdi = probe_.cdiDevices();
+        for (const auto& p : cdi->problems) {
+          problems.push_back(at + ": CDI spec " + p);
+        }
+      }
+      foundBySource_[i] = devicesFromCdi(source, cdi->specs, options_.node);
+      continue;
+    }
+    const CommandResult r = probe_.runDiscoveryCommand(source);
+    if (!r.succeeded() || r.truncated) {
+      problems.push_back(at + ": " +
+                         (r.truncated ? "discovery command printed over 1 MiB"
+                                      : r.describe("discovery command", source.timeout)));
+      continue;
+    }
+    try {
+      foundBySource_[i] = devicesFromCommand(source, r.output, options_.node);
+    } catch (const std::invalid_argument& e) {
+      problems.push_back(at + ": discovery command output: " + e.what());
+    }
+  }
+  std::vector<DeviceSpec> found;
+  for (const auto& devices : foundBySource_) {
+    found.insert(found.end(), devices.begin(), devices.end());
+  }
+  auto next = std::make_shared<const NodeFile>(withDiscovered(*file_, found, problems));
+  const std::string problemText = joinCommaList(problems);
+  if (problemText != discoveryProblems_) {
+    discoveryProblems_ = problemText;
+    if (!problems.empty()) {
+      log::warn("device discovery problems; keeping what each failing source found last",
+                {{"problems", problems}});
+    }
+  }
+  if (*next == *inventory()) {
+    return;
+  }
+  metrics_.devices.set(static_cast<double>(next->devices.size()));
+  {
+    std::lock_guard lock(inventoryMu_);
+    inventory_ = std::move(next);
+  }
+  log::info("devices in force", {{"listed", file_->devices.size()},
+                                 {"found", inventory()->devices.size() - file_->devices.size()}});
 }
 
 void NodeSync::applyInventory(const InventoryPlan& plan) {

@@ -21,9 +21,10 @@
 
 namespace ker::agent {
 
-// Keeps the API in step with the node: reads the node file (again whenever it changes),
-// publishes its devices as ExtendedResources (planInventory), and reports their health
-// (decideHealth). One thread, woken by a timer or by a change to this node's devices.
+// Keeps the API in step with the node: reads the node file (again whenever it changes), finds
+// the devices of its discover sources (once per period), publishes them all as
+// ExtendedResources (planInventory), and reports their health (decideHealth). One thread,
+// woken by a timer or by a change to this node's devices.
 class NodeSync {
  public:
   struct Options {
@@ -48,7 +49,8 @@ class NodeSync {
   // Sync soon (a device changed in the API).
   void wake();
 
-  // The last node file that parsed; an empty one before any did.
+  // The devices in force: the last node file that parsed (an empty one before any did) with
+  // the devices its sources found.
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid).
   bool fileCurrent() const { return fileCurrent_.load(); }
@@ -57,6 +59,10 @@ class NodeSync {
   void run();
   void syncOnce();
   void reloadFile();
+  // Runs the file's discover sources when the file changed or a period passed since they last
+  // ran, and puts the file with what they found in force. A source that fails keeps what it
+  // found last, so a command's hiccup withdraws nothing.
+  void refreshDiscovery();
   void applyInventory(const InventoryPlan& plan);
   std::optional<ExtendedResource> readLive(const std::string& name);  // nullopt when unreadable
   // A name in the node file that another object (another node's device, one made by hand)
@@ -83,7 +89,12 @@ class NodeSync {
   bool stopping_ = false;  // guarded by wakeMu_
 
   // Used by the sync thread only.
-  std::optional<std::string> fileText_;  // the text last read, valid or not
+  std::optional<std::string> fileText_;   // the text last read, valid or not
+  std::shared_ptr<const NodeFile> file_;  // the file last parsed, before discovery
+  bool fileChanged_ = false;              // since discovery last ran
+  std::chrono::steady_clock::time_point lastDiscovery_;
+  std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
+  std::string discoveryProblems_;                       // last logged, to log changes only
   std::string readError_;  // why the file could not be read last time, if it could not
   std::map<std::string, bool> lastHealthy_;  // device name -> last observation
   std::set<std::string> conflicts_;          // names taken by objects the agent does not own

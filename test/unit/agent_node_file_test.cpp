@@ -145,6 +145,16 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
        "devices[0].env.EXTENDED_RESOURCE_R: is the variable that lists the r device IDs"},
       {device("    properties: {a: [1, 2]}\n"), "devices[0].properties.a: expected a string"},
       {device("    colour: red\n"), "devices[0].colour: unknown field"},
+      {"discover:\n  - rawResourceName: r\n", "discover[0]: needs exactly one of cdi and command"},
+      {"discover:\n  - rawResourceName: r\n    cdi: {kind: a.com/b}\n    command: [x]\n",
+       "discover[0]: needs exactly one of cdi and command"},
+      {"discover:\n  - cdi: {kind: a.com/b}\n", "discover[0].rawResourceName: required"},
+      {"discover:\n  - rawResourceName: r\n    cdi: {kind: gpu}\n",
+       "discover[0].cdi.kind: kind \"gpu\" is not vendor/class"},
+      {"discover:\n  - rawResourceName: r\n    command: [x]\n    timeoutSeconds: 0\n",
+       "discover[0].timeoutSeconds: must be a whole number from 1 to 60"},
+      {"discover:\n  - rawResourceName: r\n    cdi: {kind: a.com/b, kinds: x}\n",
+       "discover[0].cdi.kinds: unknown field"},
       {device("    cdiDevice: nvidia.com/gpu\n"),
        "devices[0].cdiDevice: not a CDI device name: \"nvidia.com/gpu\" is not vendor/class=name"},
       {device("    cdiDevice: nvidia.com/gpu=GPU 0\n"),
@@ -171,6 +181,26 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
         << "input:\n"
         << c.text << "\nerror: " << (err.empty() ? "(none)" : err);
   }
+}
+
+TEST(NodeFileTest, DiscoverSourcesAreRead) {
+  NodeFile f = parseNodeFile(
+      "discover:\n"
+      "  - rawResourceName: nvidia.com/gpu\n"
+      "    properties: {vendor: nvidia}\n"
+      "    cdi: {kind: nvidia.com/gpu}\n"
+      "  - rawResourceName: example.com/fpga\n"
+      "    command: [/usr/local/bin/scan, --json]\n"
+      "    timeoutSeconds: 3\n"
+      "  - rawResourceName: nvidia.com/gpu\n"
+      "    cdi: {kind: nvidia.com/gpu, exclude: [all, mig]}\n");
+  ASSERT_EQ(f.discover.size(), 3u);
+  EXPECT_EQ(f.discover[0].cdiKind, "nvidia.com/gpu");
+  EXPECT_EQ(f.discover[0].excludeNames, (std::vector<std::string>{"all"}));
+  EXPECT_EQ(f.discover[0].properties.at("vendor"), "nvidia");
+  EXPECT_EQ(f.discover[1].command, (std::vector<std::string>{"/usr/local/bin/scan", "--json"}));
+  EXPECT_EQ(f.discover[1].timeout, std::chrono::seconds(3));
+  EXPECT_EQ(f.discover[2].excludeNames, (std::vector<std::string>{"all", "mig"}));
 }
 
 }  // namespace

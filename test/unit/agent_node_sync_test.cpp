@@ -187,5 +187,59 @@ TEST_F(NodeSyncTest, ANameAnotherObjectHoldsIsNeverTakenOver) {
   EXPECT_EQ(d.meta.labels.at(kNodeLabel), "n2");
 }
 
+// Devices found by the file's sources are published beside the listed ones and follow the
+// sources: a CDI spec's devices (not its "all"), a command's output; a command that fails or
+// prints nonsense withdraws nothing, and a device its next good output leaves out is withdrawn.
+TEST_F(NodeSyncTest, DevicesFoundByTheSourcesArePublishedAndFollowThem) {
+  std::filesystem::create_directories(dir_ / "cdi");
+  const std::string spec = (dir_ / "cdi" / "vendor.yaml").string();
+  std::ofstream(spec) << "cdiVersion: 0.6.0\nkind: example.com/gpu\n"
+                         "devices: [{name: GPU-A}, {name: all}]\n";
+  const std::string found = (dir_ / "found.json").string();
+  auto output = [&](const std::string& text) {
+    std::ofstream(found + ".tmp") << text;
+    std::filesystem::rename(found + ".tmp", found);
+  };
+  output(R"({"devices": [{"id": "fpga-7", "properties": {"slot": "7"}},
+                         {"id": "fpga-8", "deviceNodes": ["/dev/null"]}]})");
+  probe_ = DeviceProbe("", {(dir_ / "cdi").string()});
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}) +
+        "discover:\n"
+        "  - rawResourceName: example.com/gpu\n"
+        "    cdi: {kind: example.com/gpu}\n"
+        "  - rawResourceName: example.com/fpga\n"
+        "    properties: {source: command}\n"
+        "    command: [/bin/sh, -c, 'cat " +
+        found + "']\n");
+  start();
+  ASSERT_TRUE(eventually([&] {
+    return device("n1-gpu0") && device("n1-gpu-a") && device("n1-fpga-7") && device("n1-fpga-8");
+  }));
+  EXPECT_FALSE(device("n1-all"));
+  EXPECT_EQ(device("n1-gpu-a")->deviceID, "GPU-A");
+  const auto fpga = *device("n1-fpga-7");
+  EXPECT_EQ(fpga.rawResourceName, "example.com/fpga");
+  EXPECT_EQ(fpga.properties,
+            (std::map<std::string, std::string>{{"slot", "7"}, {"source", "command"}}));
+  EXPECT_EQ(sync_->inventory()->find("n1-gpu-a")->cdiDevice, "example.com/gpu=GPU-A");
+
+  output("not json");
+  std::this_thread::sleep_for(200ms);  // ten periods
+  EXPECT_TRUE(device("n1-fpga-7") && device("n1-fpga-8"));
+
+  // Withdrawn: deleted, its protection finalizer left for the controller.
+  auto withdrawn = [&](const std::string& name) {
+    auto d = device(name);
+    return !d || d->meta.deleting;
+  };
+  output(R"({"devices": [{"id": "fpga-8", "deviceNodes": ["/dev/null"]}]})");
+  ASSERT_TRUE(eventually([&] { return withdrawn("n1-fpga-7"); }));
+  EXPECT_FALSE(withdrawn("n1-fpga-8"));
+
+  std::filesystem::remove(spec);
+  ASSERT_TRUE(eventually([&] { return withdrawn("n1-gpu-a"); }));
+  EXPECT_FALSE(withdrawn("n1-gpu0"));
+}
+
 }  // namespace
 }  // namespace ker::agent
