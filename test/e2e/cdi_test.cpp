@@ -1,7 +1,8 @@
 // Devices named by CDI on the real node: containerd applies the vendor's spec for exactly the
 // devices the node agent names for a container (device node, library mount, environment), a
 // device whose spec is gone makes its container's creation fail with the agent's reason rather
-// than start without it, and that device turns unhealthy.
+// than start without it, and that device turns unhealthy. The agent also finds devices itself,
+// from the specs and from a command, and follows them while pods run.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -12,7 +13,9 @@
 #include <map>
 
 #include "common/api_error.h"
+#include "common/resource.h"
 #include "e2e_fixture.h"
+#include "model/objects.h"
 
 namespace ker::e2e {
 namespace {
@@ -22,6 +25,9 @@ constexpr const char* kKind = "e2e.example.com/gpu";
 class CdiTest : public E2eTest {
  protected:
   void TearDown() override {
+    if (discovering_) {
+      editWholeNodeFile([](json& file) { file.erase("discover"); });
+    }
     E2eTest::TearDown();
     if (!specPath_.empty()) {
       std::filesystem::remove(specPath_);
@@ -39,9 +45,9 @@ class CdiTest : public E2eTest {
   // A vendor's spec in the node's /var/run/cdi defining `devices`, each with a device node
   // /dev/cdi-<name>, a library /usr/lib/cdi/<name>.so and CDI_DEVICE=<name>, as generators
   // write them (host paths are absolute: containerd reads them directly).
-  void writeSpec(const std::vector<std::string>& devices) {
+  void writeSpec(const std::vector<std::string>& devices, const std::string& kind = kKind) {
     std::filesystem::create_directories(hostRoot() + "/cdi-libs");
-    json spec = {{"cdiVersion", "0.6.0"}, {"kind", kKind}, {"devices", json::array()}};
+    json spec = {{"cdiVersion", "0.6.0"}, {"kind", kind}, {"devices", json::array()}};
     for (const auto& d : devices) {
       const std::string node = hostRoot() + "/dev/ker-cdi-" + d;
       const std::string lib = hostRoot() + "/cdi-libs/" + d + ".so";
@@ -91,8 +97,25 @@ class CdiTest : public E2eTest {
         << "the node agent did not publish " << name;
   }
 
+  // Whether a device of this test's is Available in the API; withdrawn: gone or deleted.
+  bool available(const std::string& name) {
+    try {
+      return getDevice(name).value("/status/phase"_json_pointer, std::string()) == "Available";
+    } catch (const ApiError&) {
+      return false;
+    }
+  }
+  bool withdrawn(const std::string& name) {
+    try {
+      return getDevice(name).contains("/metadata/deletionTimestamp"_json_pointer);
+    } catch (const ApiError& e) {
+      return e.isNotFound();
+    }
+  }
+
   std::string specPath_;
   std::vector<std::string> hostFiles_;
+  bool discovering_ = false;
 };
 
 // Prints what the vendor's spec gave the container, and keeps running.
@@ -185,6 +208,64 @@ TEST_F(CdiTest, ADeviceWhoseSpecIsGoneIsRefusedAndUnhealthyUntilItReturns) {
       },
       180s))
       << "the container did not run again once the spec was back";
+}
+
+// The node file names sources instead of devices: every device of a CDI kind's specs (not its
+// "all") and what a command prints. The agent publishes them, a pod gets one with its CDI
+// edits, and while it runs the spec and the command's output change: new devices appear, the
+// ones they drop are withdrawn, and the pod's device stays.
+TEST_F(CdiTest, DevicesDiscoveredFromSpecsAndACommandFollowThemWhilePodsRun) {
+  const std::string kind = "disc.example.com/" + uniqueName("k");
+  const std::string d1 = uniqueName("d");
+  const std::string d2 = uniqueName("d");
+  const std::string d3 = uniqueName("d");
+  ASSERT_NO_FATAL_FAILURE(writeSpec({d1, d2, "all"}, kind));
+  // The command runs in the agent's container, where the node file's folder is
+  // /etc/extended-resource.
+  const std::string etc = std::filesystem::path(env_->value("NODE_AGENT_FILE")).parent_path();
+  const std::string output = etc + "/" + ns_ + ".json";
+  const std::string cmdId = uniqueName("cmd");
+  const std::string cmdNode = hostRoot() + "/dev/ker-" + cmdId;
+  ASSERT_EQ(::mknod(cmdNode.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << cmdNode;
+  hostFiles_.insert(hostFiles_.end(), {cmdNode, output});
+  auto print = [&](const json& devices) {
+    std::ofstream(output + ".tmp") << json{{"devices", devices}}.dump();
+    std::filesystem::rename(output + ".tmp", output);
+  };
+  print({{{"id", cmdId}, {"deviceNodes", {"/dev/ker-" + cmdId}}}});
+  editWholeNodeFile([&](json& file) {
+    file["discover"] = {{{"rawResourceName", resource_},
+                         {"properties", {{"type", "k80"}}},
+                         {"cdi", {{"kind", kind}}}},
+                        {{"rawResourceName", resource_},
+                         {"properties", {{"type", "k80"}}},
+                         {"command", {"/bin/cat", "/etc/extended-resource/" + ns_ + ".json"}}}};
+  });
+  discovering_ = true;
+  const std::string n1 = node() + "-" + d1;
+  const std::string n2 = node() + "-" + d2;
+  const std::string n3 = node() + "-" + d3;
+  const std::string nc = node() + "-" + cmdId;
+  ASSERT_TRUE(eventually([&] { return available(n1) && available(n2) && available(nc); }, 60s));
+  EXPECT_TRUE(withdrawn(node() + "-all"));
+  EXPECT_EQ(getDevice(n1)["spec"]["deviceID"], d1);
+
+  json claim = itest::claimObject(ns_, "c", resource_, 1, {{"type", "k80"}});
+  claim["spec"]["extendedResourceNames"] = {n1};
+  api_->create(resources::kExtendedResourceClaims, ns_, claim);
+  createPod(busyboxPod("p", {"c"}, kShowCdi));
+  ASSERT_TRUE(eventually([&] { return podRunning("p"); }, 120s)) << podPhase("p");
+  std::string out;
+  ASSERT_TRUE(eventually([&] { return (out = logs("p")).find("done") != std::string::npos; }, 30s));
+  EXPECT_NE(out.find("env=" + d1 + "\n"), std::string::npos) << out;
+
+  ASSERT_NO_FATAL_FAILURE(writeSpec({d1, d3}, kind));
+  print(json::array());
+  EXPECT_TRUE(eventually([&] { return available(n3); }, 60s));
+  EXPECT_TRUE(eventually([&] { return withdrawn(n2) && withdrawn(nc); }, 60s));
+  EXPECT_FALSE(withdrawn(n1));
+  EXPECT_EQ(getDevice(n1).value("/status/phase"_json_pointer, std::string()), "Bound");
+  EXPECT_TRUE(podRunning("p"));
 }
 
 }  // namespace

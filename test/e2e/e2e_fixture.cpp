@@ -58,13 +58,17 @@ std::string E2eTest::deviceEnvName() const {
 }
 
 void E2eTest::editNodeFile(const std::function<void(json& devices)>& edit) {
+  editWholeNodeFile([&](json& file) { edit(file["devices"]); });
+}
+
+void E2eTest::editWholeNodeFile(const std::function<void(json& file)>& edit) {
   const std::string path = env_->value("NODE_AGENT_FILE");
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   // The file is JSON (a subset of the YAML the agent reads), so the test can edit it.
   json file = json::parse(text.str());
-  edit(file["devices"]);
+  edit(file);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);

@@ -47,6 +47,8 @@ class E2eTest : public ::testing::Test {
   void removeDeviceFromNodeFile(const std::string& name);
   // Reads the node file, lets edit change its device list, and writes it back atomically.
   void editNodeFile(const std::function<void(json& devices)>& edit);
+  // The same for the whole file (its discover sources, say).
+  void editWholeNodeFile(const std::function<void(json& file)>& edit);
   // The device node's path as the agent sees it on "the host", and in a container.
   std::string hostDeviceNode(const std::string& name) const;
   static std::string containerDeviceNode(const std::string& name) { return "/dev/ker-" + name; }
