@@ -44,14 +44,22 @@ TEST_F(DiscoverySamplesTest, NvidiaSmiListsEachGpuWithItsMemoryAsAQuantity) {
                         "echo 'GPU-9f00aa11-0000-0000-0000-000000000001, NVIDIA A100-SXM4-80GB, "
                         "81920, 00000000:86:00.0, 1'\n";
   std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
-  auto found = discover({"/bin/sh", kSamples + "/nvidia-smi.sh"}, {{"NVIDIA_SMI", smi}});
+  // The host's sysfs knows GPU 0's NUMA node, not GPU 1's (-1).
+  std::filesystem::create_directories(dir_ + "/sys/bus/pci/devices/0000:3b:00.0");
+  std::filesystem::create_directories(dir_ + "/sys/bus/pci/devices/0000:86:00.0");
+  std::ofstream(dir_ + "/sys/bus/pci/devices/0000:3b:00.0/numa_node") << "1\n";
+  std::ofstream(dir_ + "/sys/bus/pci/devices/0000:86:00.0/numa_node") << "-1\n";
+  auto found = discover({"/bin/sh", kSamples + "/nvidia-smi.sh"},
+                        {{"NVIDIA_SMI", smi}, {"EXTENDED_RESOURCE_HOST_ROOT", dir_}});
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].name, "node-1-gpu-7d3c0b1a-0000-0000-0000-000000000000");
   EXPECT_EQ(found[0].properties,
             (std::map<std::string, std::string>{{"index", "0"},
                                                 {"memory", "40960Mi"},
                                                 {"model", "NVIDIA A100-SXM4-40GB"},
+                                                {"numaNode", "1"},
                                                 {"pciBusID", "00000000:3B:00.0"}}));
+  EXPECT_EQ(found[1].properties.count("numaNode"), 0u);
   ASSERT_EQ(found[1].deviceNodes.size(), 2u);
   EXPECT_EQ(found[1].deviceNodes[0].path, "/dev/nvidia1");
   EXPECT_EQ(found[1].cdiDevice, "nvidia.com/gpu=GPU-9f00aa11-0000-0000-0000-000000000001");
@@ -71,6 +79,21 @@ TEST_F(DiscoverySamplesTest, DevScanListsTheVendorsCharacterDevices) {
   EXPECT_TRUE(discover({"/bin/sh", kSamples + "/dev-scan.sh", "nothing"},
                        {{"EXTENDED_RESOURCE_HOST_ROOT", dir_}})
                   .empty());
+}
+
+// tools/gpu-node-check runs only where a GPU and the toolkit are; elsewhere it says why not
+// and succeeds.
+TEST_F(DiscoverySamplesTest, TheGpuNodeCheckSkipsCleanlyWithoutAGpu) {
+  const std::string check = kSamples + "/../../../tools/gpu-node-check";
+  CommandResult none = runCommand({check}, {{"NVIDIA_SMI", dir_ + "/missing"}}, {});
+  EXPECT_TRUE(none.succeeded()) << none.output;
+  EXPECT_EQ(none.output, "gpu-node-check: skipped: no nvidia-smi here (no NVIDIA driver)\n");
+  const std::string smi = dir_ + "/nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\necho 'No devices were found'\n";
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  CommandResult empty = runCommand({check}, {{"NVIDIA_SMI", smi}}, {});
+  EXPECT_TRUE(empty.succeeded()) << empty.output;
+  EXPECT_EQ(empty.output, "gpu-node-check: skipped: nvidia-smi lists no GPU\n");
 }
 
 }  // namespace
