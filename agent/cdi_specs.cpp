@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "agent/cdi_names.h"
+#include "agent/node_file.h"
 
 namespace ker::agent {
 
@@ -56,6 +57,19 @@ CdiSpec parseCdiSpec(const std::string& text) {
     std::string name = scalar(devices[i], "name", path);
     if (auto p = cdiDeviceNameProblem(name); !p.empty()) {
       fail(path + "name: " + p);
+    }
+    YAML::Node nodes = devices[i]["containerEdits"]["deviceNodes"];
+    for (size_t k = 0; nodes && nodes.IsSequence() && k < nodes.size(); ++k) {
+      const YAML::Node& n = nodes[k];
+      if (!n.IsMap() || !n["path"] || !n["path"].IsScalar()) {
+        continue;  // the runtime refuses it; nothing for the agent to check
+      }
+      const std::string node = n["path"].Scalar();
+      const bool samePlace =
+          !n["hostPath"] || (n["hostPath"].IsScalar() && n["hostPath"].Scalar() == node);
+      if (samePlace && isDeviceNodePath(node)) {
+        spec.deviceNodes[name].push_back(node);
+      }
     }
     spec.devices.push_back(std::move(name));
   }

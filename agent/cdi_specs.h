@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@ namespace ker::agent {
 struct CdiSpec {
   std::string kind;
   std::vector<std::string> devices;
+  // Per device name, the device nodes of its own edits that the host has at the same path
+  // (no hostPath, or the same one): those the agent can check and guard as the node file's.
+  std::map<std::string, std::vector<std::string>> deviceNodes;
 };
 
 // Parses a spec's text (YAML or JSON, which is YAML). Throws std::invalid_argument naming the

@@ -61,6 +61,11 @@ std::vector<DeviceSpec> devicesFromCdi(const DiscoverySource& source,
       }
       DeviceSpec d = found(source, node, name);
       d.cdiDevice = spec.kind + "=" + name;
+      if (auto nodes = spec.deviceNodes.find(name); nodes != spec.deviceNodes.end()) {
+        for (const auto& path : nodes->second) {
+          d.deviceNodes.push_back({path, "rw"});
+        }
+      }
       out.push_back(std::move(d));
     }
   }

@@ -17,7 +17,9 @@ namespace ker::agent {
 std::string discoveredName(const std::string& node, const std::string& id);
 
 // The devices a CDI source finds: one per device of its kind's specs, but the excluded
-// (aggregate) names, with the CDI name as ID and cdiDevice, so the runtime applies the spec.
+// (aggregate) names, with the CDI name as ID and cdiDevice, so the runtime applies the spec,
+// and the device nodes the spec gives it at the host's own paths (checked for health and
+// guarded like the node file's; one the spec maps from elsewhere is left to the runtime).
 std::vector<DeviceSpec> devicesFromCdi(const DiscoverySource& source,
                                        const std::vector<CdiSpec>& specs, const std::string& node);
 

@@ -28,6 +28,9 @@ devices:
   - name: all
     containerEdits:
       deviceNodes: [{path: /dev/nvidia0}, {path: /dev/nvidia1}]
+  - name: elsewhere
+    containerEdits:
+      deviceNodes: [{path: /dev/nvidia2, hostPath: /opt/stand-in/nvidia2}, {path: /dev/nvidia3, hostPath: /dev/nvidia3}]
 containerEdits:
   env: [NVIDIA_VISIBLE_DEVICES=void]
   deviceNodes: [{path: /dev/nvidiactl}]
@@ -52,8 +55,11 @@ TEST(CdiNames, FollowTheSpecification) {
 TEST(CdiSpecs, AVendorsSpecDefinesItsDevicesUnderItsKind) {
   CdiSpec spec = parseCdiSpec(kVendorSpec);
   EXPECT_EQ(spec.kind, "nvidia.com/gpu");
-  EXPECT_EQ(spec.devices,
-            (std::vector<std::string>{"0", "GPU-7d3c0b1a-0000-0000-0000-000000000000", "all"}));
+  EXPECT_EQ(spec.devices, (std::vector<std::string>{"0", "GPU-7d3c0b1a-0000-0000-0000-000000000000",
+                                                    "all", "elsewhere"}));
+  // The device nodes the host has at the container's path: those the agent can check.
+  EXPECT_EQ(spec.deviceNodes.at("0"), (std::vector<std::string>{"/dev/nvidia0"}));
+  EXPECT_EQ(spec.deviceNodes.at("elsewhere"), (std::vector<std::string>{"/dev/nvidia3"}));
   // JSON is read as well, as the runtime does.
   CdiSpec json = parseCdiSpec(
       R"({"cdiVersion": "0.6.0", "kind": "example.com/fpga", "devices": [{"name": "f0"}]})");
@@ -102,7 +108,7 @@ TEST(CdiSpecs, TheDirectoriesJsonAndYamlFilesDefineTheDevices) {
   EXPECT_EQ(found.names,
             (std::set<std::string>{"example.com/fpga=f0", "nvidia.com/gpu=0",
                                    "nvidia.com/gpu=GPU-7d3c0b1a-0000-0000-0000-000000000000",
-                                   "nvidia.com/gpu=all"}));
+                                   "nvidia.com/gpu=all", "nvidia.com/gpu=elsewhere"}));
   ASSERT_EQ(found.problems.size(), 1u);
   EXPECT_EQ(found.problems[0], "/var/run/cdi/broken.yaml: kind: required, a string");
   std::filesystem::remove_all(root);

@@ -43,9 +43,9 @@ TEST(Discovery, AFoundDevicesNameIsItsNodeAndItsIdAsAnObjectName) {
 
 TEST(Discovery, ACdiSourceFindsItsKindsDevicesButTheAggregates) {
   std::vector<CdiSpec> specs = {
-      {"nvidia.com/gpu", {"GPU-A", "GPU-B", "all"}},
-      {"example.com/fpga", {"f0"}},
-      {"nvidia.com/gpu", {"GPU-C"}},
+      {"nvidia.com/gpu", {"GPU-A", "GPU-B", "all"}, {{"GPU-A", {"/dev/nvidia0"}}}},
+      {"example.com/fpga", {"f0"}, {}},
+      {"nvidia.com/gpu", {"GPU-C"}, {}},
   };
   auto found = devicesFromCdi(cdiSource(), specs, "node-1");
   ASSERT_EQ(found.size(), 3u);
@@ -54,7 +54,9 @@ TEST(Discovery, ACdiSourceFindsItsKindsDevicesButTheAggregates) {
   EXPECT_EQ(found[0].cdiDevice, "nvidia.com/gpu=GPU-A");
   EXPECT_EQ(found[0].rawResourceName, "nvidia.com/gpu");
   EXPECT_EQ(found[0].properties, (std::map<std::string, std::string>{{"vendor", "nvidia"}}));
-  EXPECT_TRUE(found[0].deviceNodes.empty());  // the spec's edits are the runtime's to apply
+  ASSERT_EQ(found[0].deviceNodes.size(), 1u);
+  EXPECT_EQ(found[0].deviceNodes[0].path, "/dev/nvidia0");
+  EXPECT_TRUE(found[1].deviceNodes.empty());
   EXPECT_EQ(found[2].cdiDevice, "nvidia.com/gpu=GPU-C");
 }
 
