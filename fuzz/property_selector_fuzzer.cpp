@@ -1,8 +1,8 @@
-// libFuzzer target: a claim's selector of device properties, the part of a claim a tenant
-// writes that the extender evaluates against every device. Input starting with '{' is a claim's
-// spec as JSON: reading it never crashes, and a claim that reads as valid has a valid selector
-// that evaluates against any properties. Other input is two texts separated by a newline, read
-// as quantities: when both parse, their order is consistent, and the four comparison operators
+// libFuzzer target: a claim's selector of device properties and its constraints, the parts of
+// a claim a tenant writes that the extender evaluates against every device. Input starting with '{'
+// is a claim's spec as JSON: reading it never crashes, and a claim that reads as valid has a valid
+// selector that evaluates against any properties. Other input is two texts separated by a newline,
+// read as quantities: when both parse, their order is consistent, and the four comparison operators
 // agree with it.
 
 #include <cstddef>
@@ -13,6 +13,7 @@
 #include "common/label_selector.h"
 #include "common/quantity.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 
 namespace {
 
@@ -31,11 +32,20 @@ void checkClaim(const std::string& text) {
   if (claim.invalid.empty() && !validate(claim.metadataRequirements).ok()) {
     std::abort();
   }
-  for (const auto& properties : std::vector<std::map<std::string, std::string>>{
-           {}, {{"memory", "40Gi"}}, {{"memory", "lots"}, {"type", "k80"}}}) {
+  const std::vector<std::map<std::string, std::string>> sets = {
+      {}, {{"memory", "40Gi"}, {"numaNode", "0"}}, {{"memory", "lots"}, {"type", "k80"}}};
+  std::vector<const std::map<std::string, std::string>*> all;
+  for (const auto& properties : sets) {
     (void)matches(claim.metadataRequirements, properties);
     (void)unparsedComparison(claim.metadataRequirements, properties);
+    // A set of devices meets the constraints only if each one has their properties.
+    if (meetConstraints(claim, {&properties}) !=
+        ker::constraintKey(claim, properties).has_value()) {
+      std::abort();
+    }
+    all.push_back(&properties);
   }
+  (void)meetConstraints(claim, all);
 }
 
 bool holds(SelectorOperator op, const std::string& have, const std::string& want) {

@@ -132,6 +132,7 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
     if (distinct.size() != c.allocated.size()) {
       out.push_back("claim " + key + " lists a device twice");
     }
+    std::vector<const std::map<std::string, std::string>*> allocatedProperties;
     for (const auto& name : distinct) {
       auto [it, fresh] = allocatedTo.emplace(name, key);
       if (!fresh) {
@@ -143,6 +144,7 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         continue;
       }
       const ExtendedResource& d = *dev->second;
+      allocatedProperties.push_back(&d.properties);
       if (d.phase != DevicePhase::kBound || !d.claimRef || d.claimRef->ns != c.meta.ns ||
           d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid) {
         out.push_back("claim " + key + " lists device " + name + " which is not Bound to it");
@@ -167,6 +169,9 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         out.push_back("device " + name + " is not reachable from node " + c.nodeName +
                       " of claim " + key);
       }
+    }
+    if (!meetConstraints(c, allocatedProperties)) {
+      out.push_back("the devices of claim " + key + " do not meet its constraints");
     }
   }
 

@@ -452,6 +452,27 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       }
     });
     p.check([&] {
+      const json* list = member(*spec, "constraints");
+      if (list == nullptr) {
+        return;
+      }
+      if (!list->is_array()) {
+        wrongType("spec.constraints", "an array", *list);
+      }
+      for (size_t i = 0; i < list->size(); ++i) {
+        const std::string at = "spec.constraints[" + std::to_string(i) + "]";
+        const json& e = (*list)[i];
+        if (!e.is_object()) {
+          wrongType(at, "an object", e);
+        }
+        std::string property = stringMember(e, "matchProperty", at + ".matchProperty");
+        if (property.empty()) {
+          failAt(at + ".matchProperty", "required, a property name");
+        }
+        c.constraints.push_back({std::move(property)});
+      }
+    });
+    p.check([&] {
       if (const json* v = member(*spec, "shareable")) {
         if (!v->is_boolean()) {
           wrongType("spec.shareable", "a boolean", *v);

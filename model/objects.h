@@ -113,6 +113,14 @@ struct ExtendedResource {
   nlohmann::json toJson(SystemTime now) const;
 };
 
+// One of a claim's spec.constraints: a rule over the set of devices it gets, beyond each one
+// suiting it on its own.
+struct DeviceConstraint {
+  // Every device has this property, all with one value (the same NUMA node, PCIe root).
+  std::string matchProperty;
+  bool operator==(const DeviceConstraint&) const = default;
+};
+
 // One ExtendedResourceClaim.
 struct ExtendedResourceClaim {
   ObjectMeta meta;
@@ -120,6 +128,7 @@ struct ExtendedResourceClaim {
   int64_t extendedResourceNum = 1;
   LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
+  std::vector<DeviceConstraint> constraints;                      // spec.constraints
   // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
   bool shareable = false;
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending

@@ -17,7 +17,35 @@ bool namedBy(const ExtendedResourceClaim& claim, const std::string& deviceName) 
 
 bool selectedBy(const ExtendedResourceClaim& claim,
                 const std::map<std::string, std::string>& properties) {
-  return matches(claim.metadataRequirements, properties);
+  return matches(claim.metadataRequirements, properties) &&
+         constraintKey(claim, properties).has_value();
+}
+
+std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,
+                                         const std::map<std::string, std::string>& properties) {
+  std::string key;
+  for (const auto& c : claim.constraints) {
+    auto it = properties.find(c.matchProperty);
+    if (it == properties.end()) {
+      return std::nullopt;
+    }
+    // A separator no value can hold keeps ("a", "b,c") apart from ("a,b", "c").
+    key.append(it->second).push_back('\0');
+  }
+  return key;
+}
+
+bool meetConstraints(const ExtendedResourceClaim& claim,
+                     const std::vector<const std::map<std::string, std::string>*>& properties) {
+  std::optional<std::string> first;
+  for (const auto* p : properties) {
+    auto key = constraintKey(claim, *p);
+    if (!key || (first && *key != *first)) {
+      return false;
+    }
+    first = std::move(key);
+  }
+  return true;
 }
 
 Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim) {

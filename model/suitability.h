@@ -1,7 +1,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "model/objects.h"
 
@@ -12,7 +14,8 @@ enum class Unsuited {
   kNone,              // it suits
   kOtherResource,     // another rawResourceName
   kNotNamed,          // the claim names its devices, and not this one
-  kSelectorMismatch,  // its properties fail the claim's metadataRequirements
+  kSelectorMismatch,  // its properties fail the claim's metadataRequirements, or lack a
+                      // property its constraints compare
 };
 
 // The one rule for "may this device serve this claim": same resource, among the names the
@@ -23,6 +26,15 @@ Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim
 inline bool suits(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
   return suitability(device, claim) == Unsuited::kNone;
 }
+
+// The values of the properties the claim's constraints compare, joined: the devices of one
+// allocation must all have the same key. "" for a claim without constraints; nullopt for a
+// device lacking one of those properties (it cannot serve the claim).
+std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,
+                                         const std::map<std::string, std::string>& properties);
+// Whether these devices, together, meet the claim's constraints.
+bool meetConstraints(const ExtendedResourceClaim& claim,
+                     const std::vector<const std::map<std::string, std::string>*>& properties);
 
 // suitability()'s two parts past the resource, for a caller that already grouped devices by
 // resource and remembers the selector's answer per set of properties (the planner).

@@ -25,6 +25,9 @@ std::string describeWant(const ExtendedResourceClaim& c) {
   if (c.extendedResourceNames) {
     want += " among the " + std::to_string(c.extendedResourceNames->size()) + " named devices";
   }
+  for (size_t i = 0; i < c.constraints.size(); ++i) {
+    want += (i == 0 ? " sharing " : ", ") + c.constraints[i].matchProperty;
+  }
   return want;
 }
 
@@ -122,13 +125,16 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
     }
   }
   std::vector<const std::string*> names;
+  std::vector<const std::map<std::string, std::string>*> properties;
   names.reserve(freeDevices.size());
+  properties.reserve(freeDevices.size());
   for (const auto* d : freeDevices) {
     names.push_back(&d->meta.name);
+    properties.push_back(&d->properties);
   }
   return fitEligible(claims, eligible, freeDevices.size(),
                      static_cast<size_t>(std::count(matchesAny.begin(), matchesAny.end(), true)),
-                     &names);
+                     &names, nullptr, &properties);
 }
 
 ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) {
@@ -139,7 +145,11 @@ ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) 
   unparsed.resize(claims.size());
 }
 
-Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
+namespace {
+
+// fitEligible for claims without constraints (or with their devices already restricted to
+// one group each).
+Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                 size_t matchingFree, const std::vector<const std::string*>* names,
                 const ClaimTexts* texts) {
@@ -235,6 +245,100 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
     std::sort(chosen.begin(), chosen.end());
   }
   return fit;
+}
+
+// The most ways of grouping the constrained claims' devices tried on one node; past it the
+// node does not fit (in practice a node has a handful of NUMA nodes or PCIe roots).
+constexpr size_t kMaxGroupings = 4096;
+
+// A constrained claim takes all its devices from one group of its eligible devices (those
+// sharing the properties its constraints name). Tries the groupings, each claim's groups
+// smallest first (the tightest fit leaves the larger groups whole for later claims), and
+// returns the first that serves every claim.
+Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
+                   const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
+                   size_t matchingFree, const std::vector<const std::string*>* names,
+                   const ClaimTexts& texts,
+                   const std::vector<const std::map<std::string, std::string>*>& properties) {
+  std::vector<size_t> constrained;
+  std::vector<std::vector<std::vector<size_t>>> candidates;
+  for (size_t c = 0; c < claims.size(); ++c) {
+    if (claims[c]->constraints.empty()) {
+      continue;
+    }
+    const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
+    std::map<std::string, std::vector<size_t>> groups;
+    for (size_t d : eligible[c]) {
+      if (auto key = constraintKey(*claims[c], *properties[d])) {
+        groups[*key].push_back(d);
+      }
+    }
+    std::vector<std::vector<size_t>> fitting;
+    size_t largest = 0;
+    for (auto& [key, devices] : groups) {
+      largest = std::max(largest, devices.size());
+      if (devices.size() >= want) {
+        fitting.push_back(std::move(devices));
+      }
+    }
+    if (fitting.empty()) {
+      Fit fit;
+      fit.matchingFree = matchingFree;
+      fit.message = "claim " + texts.keys[c] + ": at most " + std::to_string(largest) + " of " +
+                    std::to_string(want) + " free " + texts.wants[c] + " on this node";
+      return fit;
+    }
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    constrained.push_back(c);
+    candidates.push_back(std::move(fitting));
+  }
+  std::vector<size_t> choice(constrained.size(), 0);
+  std::vector<std::vector<size_t>> restricted = eligible;
+  std::optional<Fit> firstFailure;
+  for (size_t tried = 0; tried < kMaxGroupings; ++tried) {
+    for (size_t i = 0; i < constrained.size(); ++i) {
+      restricted[constrained[i]] = candidates[i][choice[i]];
+    }
+    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, names, &texts);
+    if (fit.fits) {
+      return fit;
+    }
+    if (!firstFailure) {
+      firstFailure = std::move(fit);
+    }
+    size_t i = 0;  // the next grouping, as an odometer over the claims' groups
+    while (i < choice.size() && ++choice[i] == candidates[i].size()) {
+      choice[i++] = 0;
+    }
+    if (i == choice.size()) {
+      break;
+    }
+  }
+  firstFailure->message =
+      "claims' devices must each share their constraints' properties; " + firstFailure->message;
+  return *firstFailure;
+}
+
+}  // namespace
+
+Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
+                const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
+                size_t matchingFree, const std::vector<const std::string*>* names,
+                const ClaimTexts* texts,
+                const std::vector<const std::map<std::string, std::string>*>* properties) {
+  const bool constrained =
+      properties != nullptr && std::any_of(claims.begin(), claims.end(),
+                                           [](const auto* c) { return !c->constraints.empty(); });
+  if (!constrained) {
+    return fitMatching(claims, eligible, deviceCount, matchingFree, names, texts);
+  }
+  std::optional<ClaimTexts> ownTexts;
+  if (texts == nullptr) {
+    ownTexts.emplace(claims);
+  }
+  return fitConstrained(claims, eligible, deviceCount, matchingFree, names,
+                        texts != nullptr ? *texts : *ownTexts, *properties);
 }
 
 std::optional<ScoringStrategy> parseScoringStrategy(std::string_view name) {

@@ -46,10 +46,13 @@ struct ClaimTexts {
 // `names`, when given, names each device so the assignment can be filled; without it only
 // fits/message/matchingFree are worked out, which is all filter and prioritize need.
 // `texts`, when given, must be the claims' ClaimTexts; otherwise a failure works them out.
+// `properties`, each device's, is needed when a claim has constraints (fitConstrained: all its
+// devices from one group sharing the constrained properties); without it they are ignored.
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                 size_t matchingFree, const std::vector<const std::string*>* names,
-                const ClaimTexts* texts = nullptr);
+                const ClaimTexts* texts = nullptr,
+                const std::vector<const std::map<std::string, std::string>*>* properties = nullptr);
 
 enum class ScoringStrategy { kBinpack, kSpread };
 

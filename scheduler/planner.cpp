@@ -102,14 +102,15 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
     claimsOf_[static_cast<size_t>(res - resources_.begin())].push_back(pending_.size());
     pending_.push_back(c.get());
     hasNamedLists_ = hasNamedLists_ || c->extendedResourceNames.has_value();
+    constrained_ = constrained_ || !c->constraints.empty();
     wanted_ += static_cast<size_t>(std::max<int64_t>(c->extendedResourceNum, 0));
   }
   for (const auto& r : resources_) {
     handles_.push_back(index.resource(r));
   }
-  // Counts are all filter and prioritize need; a named list needs each device's name, and
-  // a claim's bit in a group must fit in 64.
-  countable_ = !hasNamedLists_ && pending_.size() <= 64;
+  // Counts are all filter and prioritize need; a named list needs each device's name, a
+  // constraint each device's properties, and a claim's bit in a group must fit in 64.
+  countable_ = !hasNamedLists_ && !constrained_ && pending_.size() <= 64;
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
   texts_ = ClaimTexts(pending_);
@@ -200,6 +201,7 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
     e.clear();
   }
   devices_.clear();
+  properties_.clear();
   const std::string node(nodeName);
   size_t deviceCount = 0;
   size_t matchingFree = 0;
@@ -215,11 +217,17 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
                          }
                        }
                        matchingFree += any ? 1 : 0;
-                       if (withAssignment) {
+                       // Kept while planning: the index may drop its copy meanwhile.
+                       if (withAssignment || constrained_) {
                          devices_.push_back(d.device);
                        }
                        ++deviceCount;
                      });
+  }
+  if (constrained_) {
+    for (const auto& d : devices_) {
+      properties_.push_back(&d->properties);
+    }
   }
   std::vector<const std::string*> names;
   if (withAssignment) {
@@ -228,8 +236,9 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
       names.push_back(&d->meta.name);
     }
   }
-  Fit fit = fitEligible(pending_, eligible_, deviceCount, matchingFree,
-                        withAssignment ? &names : nullptr, &texts_);
+  Fit fit =
+      fitEligible(pending_, eligible_, deviceCount, matchingFree, withAssignment ? &names : nullptr,
+                  &texts_, constrained_ ? &properties_ : nullptr);
   NodePlan plan;
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);

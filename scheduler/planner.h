@@ -118,6 +118,7 @@ class NodeFitter {
   std::vector<const ExtendedResourceClaim*> pending_;
   bool needsNodeLabels_ = false;
   bool hasNamedLists_ = false;  // some claim lists its devices by name
+  bool constrained_ = false;    // some claim has constraints
   bool countable_ = false;      // nodes can be planned from counted groups
   size_t wanted_ = 0;
   ClaimTexts texts_;                     // of pending_
@@ -139,6 +140,7 @@ class NodeFitter {
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;
   std::vector<DevicePtr> devices_;
+  std::vector<const std::map<std::string, std::string>*> properties_;  // when constrained_
   std::vector<Group> groups_;
   std::string shape_;
   std::vector<std::pair<uint32_t, Group>> runGroups_;  // (node in the run, group)

@@ -1137,5 +1137,75 @@ TEST_F(ControllerTest, QuantityComparisonsChooseTheDeviceAndAPodWaitsForOne) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// Four GPUs on one NUMA node: the pod lands on the node that has four sharing a NUMA node,
+// not on the one whose four are split two and two; a second such pod waits, saying why, until
+// two more devices make four on one NUMA node there.
+TEST_F(ControllerTest, AConstrainedClaimGetsDevicesSharingThePropertyAndWaitsForThem) {
+  auto nodes = makeNodes(2);
+  std::map<std::string, std::vector<std::string>> byNode;
+  auto addDevice = [&](const std::string& node, const std::string& numa) {
+    const std::string name = uniqueName("gpu");
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, node, resource_, {{"numaNode", numa}}));
+    byNode[node].push_back(name);
+    return name;
+  };
+  for (const char* numa : {"0", "0", "1", "1"}) {
+    addDevice(nodes[0], numa);
+  }
+  for (int i = 0; i < 4; ++i) {
+    addDevice(nodes[1], "0");
+  }
+  auto fourOnOneNuma = [&](const std::string& name) {
+    json c = claimObject(ns_, name, resource_, 4);
+    c["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}};
+    return c;
+  };
+  api_->create(resources::kExtendedResourceClaims, ns_, fourOnOneNuma("first"));
+  api_->create(resources::kPods, ns_, podObject(ns_, "first", {"first"}, schedulerName_));
+  ASSERT_TRUE(waitBound("first")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("first"), nodes[1]);
+  auto claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "first"));
+  std::vector<std::string> expected = byNode[nodes[1]];
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(claim.allocated, expected);
+
+  api_->create(resources::kExtendedResourceClaims, ns_, fourOnOneNuma("second"));
+  api_->create(resources::kPods, ns_, podObject(ns_, "second", {"second"}, schedulerName_));
+  std::string message;
+  bool said = eventually(
+      [&] {
+        auto events = api_->list(resources::kEvents, ns_,
+                                 ListOptions{.fieldSelector = "involvedObject.name=second"});
+        for (const auto& e : events["items"]) {
+          if (e.value("reason", "") == "FailedScheduling") {
+            message = e.value("message", "");
+            return true;
+          }
+        }
+        return false;
+      },
+      30s, 200ms);
+  ASSERT_TRUE(said) << extender_->logTail();
+  EXPECT_NE(message.find("claim " + ns_ + "/second: at most 2 of 4 free " + resource_ +
+                         " sharing numaNode on this node"),
+            std::string::npos)
+      << message;
+
+  const std::string third = addDevice(nodes[0], "1");
+  const std::string fourth = addDevice(nodes[0], "1");
+  ASSERT_TRUE(waitBound("second", 60s)) << extender_->logTail();
+  EXPECT_EQ(nodeOf("second"), nodes[0]);
+  claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "second"));
+  ASSERT_EQ(claim.allocated.size(), 4u);
+  for (const auto& name : claim.allocated) {
+    auto d = ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", name));
+    EXPECT_EQ(d.properties.at("numaNode"), "1") << name;
+  }
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 }  // namespace
 }  // namespace ker::itest

@@ -222,6 +222,23 @@ TEST_F(CrdTest, ClaimsCompareQuantitiesWithOneValidValue) {
   EXPECT_NE(out.find("quantity"), std::string::npos) << out;
 }
 
+// A claim's constraints name a property; one without is refused, and kubectl explain
+// documents them.
+TEST_F(CrdTest, ClaimConstraintsNameAProperty) {
+  json c = claimObject("default", uniqueName("numa"), "x.io/gpu", 4);
+  c["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}};
+  json created = api_->create(resources::kExtendedResourceClaims, "default", c);
+  EXPECT_EQ(created["spec"]["constraints"][0]["matchProperty"], "numaNode");
+  api_->remove(resources::kExtendedResourceClaims, "default",
+               created["metadata"]["name"].get<std::string>());
+  json empty = claimObject("default", uniqueName("numa"), "x.io/gpu", 4);
+  empty["spec"]["constraints"] = {json::object()};
+  expectInvalid(resources::kExtendedResourceClaims, "default", empty, "matchProperty");
+  std::string out;
+  ASSERT_EQ(env_->kubectl("explain erc.spec.constraints.matchProperty", &out), 0) << out;
+  EXPECT_NE(out.find("same"), std::string::npos) << out;
+}
+
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {
   std::string out;
   for (const char* dir : {"config", "config/local", "deploy"}) {

@@ -178,5 +178,69 @@ TEST(FitEligible, CountsOnlyAnswersAgreeWithTheMatching) {
   }
 }
 
+// A claim whose constraint names a property takes all its devices from one group sharing that
+// property's value, the smallest group that fits (the larger ones stay whole for later).
+TEST(FitClaims, AConstrainedClaimTakesItsDevicesFromTheSmallestGroupThatFits) {
+  std::vector<ExtendedResource> devs = {
+      device("a0", "n1", {{"numa", "0"}}),
+      device("a1", "n1", {{"numa", "0"}}),
+      device("a2", "n1", {{"numa", "0"}}),
+      device("b0", "n1", {{"numa", "1"}}),
+      device("b1", "n1", {{"numa", "1"}}),
+      device("c0", "n1", {{"numa", "2"}}),
+      device("x", "n1", {})};  // no numa: never in a constrained allocation
+  auto two = claim("two", 2);
+  two.constraints = {{"numa"}};
+  auto fit = fitClaims({&two}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"b0", "b1"}));
+
+  auto four = claim("four", 4);
+  four.constraints = {{"numa"}};
+  fit = fitClaims({&four}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_EQ(fit.message,
+            "claim default/four: at most 3 of 4 free nvidia.com/gpu sharing numa on this node");
+  // Without the constraint the same node serves it.
+  four.constraints.clear();
+  EXPECT_TRUE(fitClaims({&four}, ptrs(devs)).fits);
+}
+
+// Two constrained claims: the first's smallest group would leave the second none; another
+// grouping serves both.
+TEST(FitClaims, ConstrainedClaimsTogetherTryEachGrouping) {
+  std::vector<ExtendedResource> devs = {
+      device("a0", "n1", {{"numa", "0"}}), device("a1", "n1", {{"numa", "0"}}),
+      device("a2", "n1", {{"numa", "0"}}), device("b0", "n1", {{"numa", "1"}}),
+      device("b1", "n1", {{"numa", "1"}})};
+  auto first = claim("first", 2);
+  first.constraints = {{"numa"}};
+  auto second = claim("second", 3);
+  second.constraints = {{"numa"}};
+  auto fit = fitClaims({&first, &second}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/first"), (std::vector<std::string>{"b0", "b1"}));
+  EXPECT_EQ(fit.assignment.at("default/second"), (std::vector<std::string>{"a0", "a1", "a2"}));
+
+  auto third = claim("third", 2);
+  third.constraints = {{"numa"}};
+  fit = fitClaims({&first, &second, &third}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_NE(fit.message.find("share their constraints' properties"), std::string::npos)
+      << fit.message;
+}
+
+TEST(FitClaims, SeveralConstraintsGroupByAllTheirProperties) {
+  std::vector<ExtendedResource> devs = {device("a", "n1", {{"numa", "0"}, {"root", "x"}}),
+                                        device("b", "n1", {{"numa", "0"}, {"root", "y"}}),
+                                        device("c", "n1", {{"numa", "1"}, {"root", "y"}}),
+                                        device("d", "n1", {{"numa", "0"}, {"root", "y"}})};
+  auto two = claim("two", 2);
+  two.constraints = {{"numa"}, {"root"}};
+  auto fit = fitClaims({&two}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"b", "d"}));
+}
+
 }  // namespace
 }  // namespace ker

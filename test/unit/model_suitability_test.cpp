@@ -89,5 +89,28 @@ TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
   EXPECT_FALSE(mayBeReachable(d, "n1"));
 }
 
+TEST(Suitability, ConstraintsGroupDevicesByTheirProperties) {
+  ExtendedResourceClaim c;
+  c.rawResourceName = "nvidia.com/gpu";
+  c.constraints = {{"numa"}, {"root"}};
+  const std::map<std::string, std::string> a = {{"numa", "0"}, {"root", "x"}};
+  const std::map<std::string, std::string> b = {{"numa", "0"}, {"root", "x"}, {"type", "k80"}};
+  const std::map<std::string, std::string> other = {{"numa", "0"}, {"root", "y"}};
+  const std::map<std::string, std::string> lacking = {{"numa", "0"}};
+  EXPECT_EQ(constraintKey(c, a), constraintKey(c, b));
+  EXPECT_NE(constraintKey(c, a), constraintKey(c, other));
+  EXPECT_EQ(constraintKey(c, lacking), std::nullopt);
+  EXPECT_TRUE(meetConstraints(c, {&a, &b}));
+  EXPECT_FALSE(meetConstraints(c, {&a, &other}));
+  EXPECT_FALSE(meetConstraints(c, {&lacking}));
+  // A device lacking a constrained property cannot serve the claim at all.
+  EXPECT_FALSE(selectedBy(c, lacking));
+  EXPECT_TRUE(selectedBy(c, a));
+  // No constraints: every set meets them.
+  ExtendedResourceClaim free;
+  EXPECT_EQ(constraintKey(free, lacking), "");
+  EXPECT_TRUE(meetConstraints(free, {&a, &other}));
+}
+
 }  // namespace
 }  // namespace ker

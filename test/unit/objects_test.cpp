@@ -419,6 +419,20 @@ TEST(ExtendedResourceClaim, ReadsQuantityComparisons) {
             "(operator Ge; e.g. 40Gi, 1.5, 500m)");
 }
 
+TEST(ExtendedResourceClaim, ReadsConstraints) {
+  json j = json::parse(kClaimJson);
+  j["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}, {{"matchProperty", "pciRoot"}}};
+  auto c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_EQ(c.invalid, "");
+  EXPECT_EQ(c.constraints, (std::vector<DeviceConstraint>{{"numaNode"}, {"pciRoot"}}));
+  j["spec"]["constraints"] = {{{"matchProperty", ""}}};
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
+            "spec.constraints[0].matchProperty: required, a property name");
+  j["spec"]["constraints"] = "numaNode";
+  EXPECT_NE(ExtendedResourceClaim::fromJson(j).invalid.find("spec.constraints: expected an array"),
+            std::string::npos);
+}
+
 TEST(ExtendedResourceClaim, ParsesKubectlOutput) {
   auto c = ExtendedResourceClaim::fromJson(json::parse(kClaimJson));
   EXPECT_EQ(c.invalid, "");

@@ -102,6 +102,9 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
            {pick(rng, std::vector<std::string>{"40Gi", "20Gi", "64Gi"})}}};
       break;
   }
+  if (coin(rng, 0.15)) {  // all its devices in one zone
+    c.constraints = {{"zone"}};
+  }
   if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices
     std::vector<std::string> allowed;
     for (const auto& [n, d] : g.devices) {
