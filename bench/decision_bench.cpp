@@ -188,14 +188,21 @@ int run(int argc, char** argv) {
     names.push_back(parsed->meta.name);
     nodeObjects.push_back(std::move(node));
     for (int d = 0; d < kDevicesPerNode; ++d) {
-      index.upsert(
-          std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(device(i, d))));
+      // Two NUMA nodes per node, each with two k80s and two p100s, for the constrained claims.
+      json dev = device(i, d);
+      dev["spec"]["properties"]["numaNode"] = d % 4 < 2 ? "0" : "1";
+      index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(dev)));
     }
   }
   std::map<std::string, ClaimPtr> claims;
-  for (const auto& [name, count, type] :
-       {std::tuple{"one-k80", 1, "k80"}, std::tuple{"two-any", 2, ""}}) {
+  for (const auto& [name, count, type, constrained] :
+       {std::tuple{"one-k80", 1, "k80", false}, std::tuple{"two-any", 2, "", false},
+        std::tuple{"two-k80-one-numa", 2, "k80", true},
+        std::tuple{"two-any-one-numa", 2, "", true}}) {
     json c = claim("bench", name, count, type);
+    if (constrained) {
+      c["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}};
+    }
     c["metadata"]["uid"] = std::string("uid-") + name;
     claims["bench/" + std::string(name)] =
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
@@ -212,6 +219,7 @@ int run(int argc, char** argv) {
     index.reserve({deviceName(i * (n / static_cast<size_t>(*inFlight)), 0)}, "bench-other-pod");
   }
   std::printf("%zu nodes, %zu devices, %zu reserved\n", n, index.size(), index.reservedCount());
+  // claims: how many the pod names; "c" when each has a NUMA constraint.
   std::printf("%-10s %-10s %-7s %10s %10s %10s %10s %10s\n", "mode", "verb", "claims", "body",
               "p50 ms", "p99 ms", "cpu p50", "cpu p99");
   for (const bool nodeList : {false, true}) {
@@ -219,7 +227,10 @@ int run(int argc, char** argv) {
       continue;
     }
     for (const auto& podClaims :
-         {std::vector<std::string>{"one-k80"}, std::vector<std::string>{"one-k80", "two-any"}}) {
+         {std::vector<std::string>{"one-k80"}, std::vector<std::string>{"one-k80", "two-any"},
+          std::vector<std::string>{"two-k80-one-numa"},
+          std::vector<std::string>{"two-k80-one-numa", "two-any-one-numa"}}) {
+      const bool constrained = podClaims[0].ends_with("one-numa");
       json pod = bench::pod("bench", "p", podClaims);
       pod["metadata"]["uid"] = "pod-uid";
       std::string body = "{\"Pod\":" + pod.dump();
@@ -249,10 +260,11 @@ int run(int argc, char** argv) {
         }
         const auto p = percentiles(ms);
         const auto cpu = percentiles(cpuMs);
-        std::printf("%-10s %-10s %-7zu %9.1fK %10.3f %10.3f %10.3f %10.3f\n",
+        const std::string count = std::to_string(podClaims.size()) + (constrained ? "c" : "");
+        std::printf("%-10s %-10s %-7s %9.1fK %10.3f %10.3f %10.3f %10.3f\n",
                     nodeList ? "NodeList" : "NodeNames", filter ? "filter" : "prioritize",
-                    podClaims.size(), static_cast<double>(body.size()) / 1024, p.p50, p.p99,
-                    cpu.p50, cpu.p99);
+                    count.c_str(), static_cast<double>(body.size()) / 1024, p.p50, p.p99, cpu.p50,
+                    cpu.p99);
       }
     }
   }

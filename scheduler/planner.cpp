@@ -110,7 +110,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
   }
   // Counts are all filter and prioritize need; a named list needs each device's name, a
   // constraint each device's properties, and a claim's bit in a group must fit in 64.
-  countable_ = !hasNamedLists_ && !constrained_ && pending_.size() <= 64;
+  countable_ = !hasNamedLists_ && pending_.size() <= 64;
   memo_.resize(pending_.size());
   eligible_.resize(pending_.size());
   texts_ = ClaimTexts(pending_);
@@ -161,6 +161,36 @@ bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propert
     m.matches = selectedBy(*pending_[claim], properties);
   }
   return m.matches;
+}
+
+uint64_t NodeFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
+                             const std::map<std::string, std::string>& properties) {
+  if (propertiesSlot >= classMemo_.size()) {
+    classMemo_.resize(propertiesSlot + 1, {0, 0});
+  }
+  auto& [id, cls] = classMemo_[propertiesSlot];
+  if (id != propertiesId) {
+    std::map<std::string, std::string> constrained;
+    for (const auto* c : pending_) {
+      for (const auto& k : c->constraints) {
+        if (auto it = properties.find(k.matchProperty); it != properties.end()) {
+          constrained.insert(*it);
+        }
+      }
+    }
+    std::string key;
+    for (const auto& [k, v] : constrained) {
+      key.append(k).push_back('\0');
+      key.append(v).push_back('\0');
+    }
+    auto [it, added] = classIds_.try_emplace(std::move(key), classProperties_.size());
+    if (added) {
+      classProperties_.push_back(std::move(constrained));
+    }
+    id = propertiesId;
+    cls = it->second;
+  }
+  return cls;
 }
 
 NodePlan NodeFitter::plan(std::string_view nodeName,
@@ -276,18 +306,20 @@ void NodeFitter::countRun(std::span<const std::string_view> run, bool withMessag
   runPlans_.resize(run.size());
   runGroups_.clear();
   for (size_t r = 0; r < resources_.size(); ++r) {
-    index_.visitFreeGroups(handles_[r], run, runCounted_.data(),
-                           [&](size_t k, const DeviceIndex::FreeGroup& g) {
-                             uint64_t claims = 0;
-                             for (size_t c : claimsOf_[r]) {
-                               if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
-                                 claims |= uint64_t{1} << c;
-                               }
-                             }
-                             if (claims != 0) {
-                               runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count}});
-                             }
-                           });
+    index_.visitFreeGroups(
+        handles_[r], run, runCounted_.data(), [&](size_t k, const DeviceIndex::FreeGroup& g) {
+          uint64_t claims = 0;
+          for (size_t c : claimsOf_[r]) {
+            if (selects(c, g.propertiesSlot, g.propertiesId, g.properties)) {
+              claims |= uint64_t{1} << c;
+            }
+          }
+          if (claims != 0) {
+            const uint64_t cls =
+                constrained_ ? classOf(g.propertiesSlot, g.propertiesId, g.properties) : 0;
+            runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count, cls}});
+          }
+        });
     for (size_t k = 0; k < run.size(); ++k) {
       counted_[k] &= runCounted_[k];
     }
@@ -312,14 +344,17 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
   // Devices no claim may take change nothing, and devices the same claims may take are
   // interchangeable: merged, the groups describe the node's shape for these claims alone.
   // Insertion sort: a node has a handful of groups.
+  auto before = [](const Group& a, const Group& b) {
+    return a.claims < b.claims || (a.claims == b.claims && a.cls < b.cls);
+  };
   for (size_t i = 1; i < groups_.size(); ++i) {
-    for (size_t j = i; j > 0 && groups_[j].claims < groups_[j - 1].claims; --j) {
+    for (size_t j = i; j > 0 && before(groups_[j], groups_[j - 1]); --j) {
       std::swap(groups_[j], groups_[j - 1]);
     }
   }
   size_t kept = 0;
   for (const Group& g : groups_) {
-    if (kept != 0 && groups_[kept - 1].claims == g.claims) {
+    if (kept != 0 && groups_[kept - 1].claims == g.claims && groups_[kept - 1].cls == g.cls) {
       groups_[kept - 1].count += g.count;
     } else {
       groups_[kept++] = g;
@@ -351,9 +386,7 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
 const NodeFitter::Outcome* NodeFitter::recentOutcome() const {
   for (const Recent& r : recent_) {
     if (r.outcome != nullptr && r.groups == groups_.size() &&
-        std::equal(groups_.begin(), groups_.end(), r.group, [](const Group& a, const Group& b) {
-          return a.claims == b.claims && a.count == b.count;
-        })) {
+        std::equal(groups_.begin(), groups_.end(), r.group)) {
       return r.outcome;
     }
   }
@@ -366,6 +399,7 @@ std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decid
     for (auto& e : eligible_) {
       e.clear();
     }
+    properties_.clear();
     size_t deviceCount = 0;
     for (const Group& g : groups_) {
       for (size_t c = 0; c < pending_.size(); ++c) {
@@ -375,9 +409,13 @@ std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decid
           }
         }
       }
+      if (constrained_) {
+        properties_.insert(properties_.end(), g.count, &classProperties_[g.cls]);
+      }
       deviceCount += g.count;
     }
-    Fit fit = fitEligible(pending_, eligible_, deviceCount, deviceCount, nullptr, &texts_);
+    Fit fit = fitEligible(pending_, eligible_, deviceCount, deviceCount, nullptr, &texts_,
+                          constrained_ ? &properties_ : nullptr);
     outcome->second = {fit.fits, std::move(fit.message),
                        deviceCount > wanted_ ? deviceCount - wanted_ : 0};
   }

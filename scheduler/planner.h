@@ -85,9 +85,13 @@ class NodeFitter {
   };
   // The free devices of one property set, reduced to what decides a fit: which claims may
   // take them (bit c for pending claim c) and how many there are.
+  // For a pod with constraints, `cls` tells apart the groups whose devices differ in the
+  // constrained properties (0 otherwise): devices of one class are interchangeable.
   struct Group {
     uint64_t claims;
     uint64_t count;
+    uint64_t cls = 0;
+    bool operator==(const Group&) const = default;
   };
   // Plans a run of at most DeviceIndex::kRun nodes from their counted groups into
   // runPlans_[k], where the index can count them (counted_[k] set).
@@ -108,6 +112,10 @@ class NodeFitter {
   bool eligible(size_t claim, const DeviceIndex::FreeDevice& device);
   bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
                const std::map<std::string, std::string>& properties);
+  // The class of a set of properties: the values of every pending claim's constrained
+  // properties, numbered once per request (classProperties_ holds them by number).
+  uint64_t classOf(uint32_t propertiesSlot, uint64_t propertiesId,
+                   const std::map<std::string, std::string>& properties);
 
   const PodClaims& claims_;
   std::string podUid_;
@@ -121,8 +129,11 @@ class NodeFitter {
   bool constrained_ = false;    // some claim has constraints
   bool countable_ = false;      // nodes can be planned from counted groups
   size_t wanted_ = 0;
-  ClaimTexts texts_;                     // of pending_
-  std::vector<std::vector<Memo>> memo_;  // per pending claim, by properties slot
+  ClaimTexts texts_;                                      // of pending_
+  std::vector<std::vector<Memo>> memo_;                   // per pending claim, by properties slot
+  std::vector<std::pair<uint64_t, uint64_t>> classMemo_;  // (propertiesId, class) by slot
+  std::unordered_map<std::string, uint64_t> classIds_;
+  std::vector<std::map<std::string, std::string>> classProperties_;  // by class
   // Outcomes by the nodes' groups (their bytes, in canonical order): nodes of one pool have
   // the same free devices, so a request decides each distinct shape once.
   std::unordered_map<std::string, Outcome> outcomes_;
