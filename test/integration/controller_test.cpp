@@ -1104,19 +1104,8 @@ TEST_F(ControllerTest, QuantityComparisonsChooseTheDeviceAndAPodWaitsForOne) {
   EXPECT_EQ(claim.allocated, (std::vector<std::string>{large}));
 
   std::string message;
-  bool said = eventually(
-      [&] {
-        auto events = api_->list(resources::kEvents, ns_,
-                                 ListOptions{.fieldSelector = "involvedObject.name=giant"});
-        for (const auto& e : events["items"]) {
-          if (e.value("reason", "") == "FailedScheduling") {
-            message = e.value("message", "");
-            return true;
-          }
-        }
-        return false;
-      },
-      30s, 200ms);
+  bool said =
+      eventually([&] { return !(message = failedScheduling("giant")).empty(); }, 30s, 200ms);
   ASSERT_TRUE(said) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/over-100: 0 of 1 free " + resource_ +
                          " with memory>100Gi on this node (a device's memory \"lots\" is not a "
@@ -1174,19 +1163,8 @@ TEST_F(ControllerTest, AConstrainedClaimGetsDevicesSharingThePropertyAndWaitsFor
   api_->create(resources::kExtendedResourceClaims, ns_, fourOnOneNuma("second"));
   api_->create(resources::kPods, ns_, podObject(ns_, "second", {"second"}, schedulerName_));
   std::string message;
-  bool said = eventually(
-      [&] {
-        auto events = api_->list(resources::kEvents, ns_,
-                                 ListOptions{.fieldSelector = "involvedObject.name=second"});
-        for (const auto& e : events["items"]) {
-          if (e.value("reason", "") == "FailedScheduling") {
-            message = e.value("message", "");
-            return true;
-          }
-        }
-        return false;
-      },
-      30s, 200ms);
+  bool said =
+      eventually([&] { return !(message = failedScheduling("second")).empty(); }, 30s, 200ms);
   ASSERT_TRUE(said) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/second: at most 2 of 4 free " + resource_ +
                          " sharing numaNode on this node"),

@@ -195,6 +195,18 @@ void ExtenderSuite::deleteUnboundPods(const std::string& prefix, int count) {
   }
 }
 
+std::string ExtenderSuite::failedScheduling(const std::string& pod) {
+  std::string message;
+  const nlohmann::json events = api_->list(
+      resources::kEvents, ns_, ListOptions{.fieldSelector = "involvedObject.name=" + pod});
+  for (const auto& e : events["items"]) {
+    if (e.value("reason", "") == "FailedScheduling") {
+      message = e.value("message", "");
+    }
+  }
+  return message;
+}
+
 std::string ExtenderSuite::invariantViolations() {
   return env_->invariantViolations();
 }

@@ -74,6 +74,8 @@ class ExtenderSuite : public ::testing::Test {
   void removeClaimsAndDevices();
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
+  // The message of the pod's (last) FailedScheduling event; empty while it has none.
+  std::string failedScheduling(const std::string& pod);
   std::string extenderMetrics();
   // The value of an unlabelled series in Prometheus text; -1 when absent.
   static double metricValue(const std::string& text, const std::string& name);

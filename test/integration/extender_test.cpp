@@ -42,19 +42,8 @@ TEST_F(ExtenderTest, PodWithoutAFreeDeviceStaysPendingWithTheReason) {
   api_->create(resources::kPods, ns_, podObject(ns_, "waiting", {"k80-erc"}, schedulerName_));
 
   std::string message;
-  bool found = eventually(
-      [&] {
-        auto events = api_->list(resources::kEvents, ns_,
-                                 ListOptions{.fieldSelector = "involvedObject.name=waiting"});
-        for (const auto& e : events["items"]) {
-          if (e.value("reason", "") == "FailedScheduling") {
-            message = e.value("message", "");
-            return true;
-          }
-        }
-        return false;
-      },
-      30s, 200ms);
+  bool found =
+      eventually([&] { return !(message = failedScheduling("waiting")).empty(); }, 30s, 200ms);
   ASSERT_TRUE(found) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/k80-erc: 0 of 1 free " + resource_ +
                          " with type=k80 on this node"),

@@ -168,19 +168,6 @@ class WorkloadClaimsTest : public ExtenderSuite {
         timeout, 200ms);
   }
 
-  // The message of the pod's FailedScheduling event; empty while it has none.
-  std::string failedScheduling(const std::string& pod) {
-    std::string message;
-    const json events = api_->list(resources::kEvents, ns_,
-                                   ListOptions{.fieldSelector = "involvedObject.name=" + pod});
-    for (const auto& e : events["items"]) {
-      if (e.value("reason", "") == "FailedScheduling") {
-        message = e.value("message", "");
-      }
-    }
-    return message;
-  }
-
   // The free-device shortage the extender reports for a pod's generated claim.
   std::string shortage(const json& pod) {
     const auto claims = generatedClaimsOf(*api_, ns_, pod);
