@@ -38,6 +38,20 @@ void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withM
   }
 }
 
+const char* toString(FilterRefusal refusal) {
+  switch (refusal) {
+    case FilterRefusal::kClaimsUnresolvable:
+      return "claims_unresolvable";
+    case FilterRefusal::kAwaitingClaims:
+      return "awaiting_claims";
+    case FilterRefusal::kPinnedElsewhere:
+      return "pinned_elsewhere";
+    case FilterRefusal::kNoFreeDevice:
+      return "no_free_device";
+  }
+  return "";
+}
+
 std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const FilterReply& reply) {
   if (!reply.passing.empty() || (reply.failed.empty() && reply.failedUnresolvable.empty())) {
     return std::nullopt;
@@ -51,12 +65,13 @@ std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const Filter
   return claims.fixedNode.empty() ? FilterRefusal::kNoFreeDevice : FilterRefusal::kPinnedElsewhere;
 }
 
-FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
-  FilterReply reply;
+FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
+  FilterDecision decision;
+  FilterReply& reply = decision.reply;
   if (withoutClaims(args.pod)) {
     stats_.podsWithoutClaims++;
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
-    return reply;
+    return decision;
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
   if (!claims.unresolvable.empty()) {
@@ -104,10 +119,10 @@ FilterReply Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
       preempt(args, claims, fitter.needsNodeLabels(), failedIdx, now, reply);
     }
   }
-  reply.refusal = filterRefusal(claims, reply);
+  decision.refusal = filterRefusal(claims, reply);
   stats_.nodesPassed += reply.passing.size();
   stats_.nodesFailed += args.nodeNames.size() - reply.passing.size();
-  return reply;
+  return decision;
 }
 
 // kube-scheduler picks the next pods' nodes before the earlier pods' binds reach the extender

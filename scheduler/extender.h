@@ -26,9 +26,25 @@ namespace ker {
 // A node from the extender's own cache (nodeCacheCapable mode); null when it is not known.
 using CachedNode = std::function<std::shared_ptr<const Node>(const std::string& node)>;
 
+// Why a filter passed no node, for counting (the words are in the failed nodes' messages).
+enum class FilterRefusal {
+  kClaimsUnresolvable,  // a claim is missing, invalid, Lost or held by another pod
+  kAwaitingClaims,      // a template entry has no claim recorded yet
+  kPinnedElsewhere,     // claims allocated already tie the pod to a node that did not pass
+  kNoFreeDevice,        // no node has free devices the claims match (none, or all taken)
+};
+const char* toString(FilterRefusal refusal);
+
 // Why the filter passed none of the nodes it was asked about, from the pod's claims and the
 // answer; nullopt when a node passed or none was asked. Pure.
 std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const FilterReply& reply);
+
+// The filter's answer, and why no node passed when none did (not sent: kube-scheduler reads
+// the failed nodes' messages).
+struct FilterDecision {
+  FilterReply reply;
+  std::optional<FilterRefusal> refusal;
+};
 
 struct ExtenderStats {
   std::atomic<uint64_t> nodesPassed{0};
@@ -62,7 +78,7 @@ class Extender {
   // Passes a pod with claims to pend on at most one node: the best the scoring strategy
   // finds, whose devices it then holds for the pod (DeviceIndex::hold) until its bind. See
   // decide().
-  FilterReply filter(const ExtenderArgs& args, Clock::time_point now = Clock::now());
+  FilterDecision filter(const ExtenderArgs& args, Clock::time_point now = Clock::now());
   // Scores by node name; the names are views of args.nodeNames.
   std::vector<std::pair<std::string_view, int>> prioritize(const ExtenderArgs& args);
   Status bind(const BindingArgs& args) { return binder_.bind(args); }

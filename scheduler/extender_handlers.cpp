@@ -60,10 +60,11 @@ HttpResponse ExtenderHandlers::timed(const char* verb, Fn&& fn) {
 HttpResponse ExtenderHandlers::filter(std::string_view body) {
   return timed("filter", [&] {
     ExtenderArgs args = parseExtenderArgs(body);
-    FilterReply reply = extender_.filter(args, std::chrono::steady_clock::now());
+    const FilterDecision decision = extender_.filter(args, std::chrono::steady_clock::now());
+    const FilterReply& reply = decision.reply;
     decisions_.labels({"filter", "passed"}).inc(static_cast<double>(reply.passing.size()));
-    if (reply.refusal) {
-      refusals_.labels({toString(*reply.refusal)}).inc();
+    if (decision.refusal) {
+      refusals_.labels({toString(*decision.refusal)}).inc();
     }
     decisions_.labels({"filter", "failed"})
         .inc(static_cast<double>(reply.failed.size() + reply.failedUnresolvable.size()));

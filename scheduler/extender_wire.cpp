@@ -679,20 +679,6 @@ std::string renderBindingReply(const std::string& error) {
   return out + "}";
 }
 
-const char* toString(FilterRefusal refusal) {
-  switch (refusal) {
-    case FilterRefusal::kClaimsUnresolvable:
-      return "claims_unresolvable";
-    case FilterRefusal::kAwaitingClaims:
-      return "awaiting_claims";
-    case FilterRefusal::kPinnedElsewhere:
-      return "pinned_elsewhere";
-    case FilterRefusal::kNoFreeDevice:
-      return "no_free_device";
-  }
-  return "";
-}
-
 std::string renderError(const std::string& error) {
   std::string out = "{\"Error\":";
   appendJsonString(out, error);

@@ -83,15 +83,6 @@ BindingArgs parseBindingArgs(std::string_view body);
 // that is not one, a victim without a UID.
 PreemptionArgs parsePreemptionArgs(std::string_view body);
 
-// Why a filter passed no node, for counting (the words are in the failed nodes' messages).
-enum class FilterRefusal {
-  kClaimsUnresolvable,  // a claim is missing, invalid, Lost or held by another pod
-  kAwaitingClaims,      // a template entry has no claim recorded yet
-  kPinnedElsewhere,     // claims allocated already tie the pod to a node that did not pass
-  kNoFreeDevice,        // no node has free devices the claims match (none, or all taken)
-};
-const char* toString(FilterRefusal refusal);
-
 struct FilterReply {
   // Node names in request order: views of the request's names, which outlive the reply.
   std::vector<std::string_view> passing;
@@ -100,8 +91,6 @@ struct FilterReply {
   std::vector<std::pair<std::string_view, std::string>> failed;
   std::vector<std::pair<std::string_view, std::string>> failedUnresolvable;
   std::string error;
-  // Set when no node passed (not sent: kube-scheduler reads the messages).
-  std::optional<FilterRefusal> refusal;
 };
 
 // Answers in the mode the request used: NodeNames, or the passing Node objects whole, as

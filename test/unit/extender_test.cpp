@@ -64,7 +64,7 @@ class ExtenderTest : public ::testing::Test {
     int i = 0;
     for (const std::string* body : {&names, &list}) {
       const ExtenderArgs args = parseExtenderArgs(*body);
-      const FilterReply reply = extender_.filter(args);
+      const FilterReply reply = extender_.filter(args).reply;
       EXPECT_TRUE(reply.error.empty()) << reply.error;
       out[i++].assign(reply.passing.begin(), reply.passing.end());
     }
@@ -174,7 +174,7 @@ TEST_F(ExtenderTest, APodSentWithoutUidOrNamespaceIsFilteredAndPrioritized) {
   pod["metadata"].erase("namespace");
   const std::string body = json{{"Pod", pod}, {"NodeNames", {"n1", "n2"}}}.dump();
   const ExtenderArgs args = parseExtenderArgs(body);  // args views body
-  const FilterReply reply = extender_.filter(args);
+  const FilterReply reply = extender_.filter(args).reply;
   EXPECT_EQ(reply.error, "");
   EXPECT_EQ(std::vector<std::string>(reply.passing.begin(), reply.passing.end()),
             std::vector<std::string>{"n1"});

@@ -202,7 +202,7 @@ class FilterHoldTest : public ::testing::TestWithParam<ScoringStrategy>,
   std::vector<std::string> filter(int i, Clock::time_point now = Clock::now()) {
     const std::string body = filterBody(i);
     const ExtenderArgs args = parseExtenderArgs(body);
-    const FilterReply reply = extender_.filter(args, now);
+    const FilterReply reply = extender_.filter(args, now).reply;
     EXPECT_EQ(reply.error, "");
     return {reply.passing.begin(), reply.passing.end()};
   }
@@ -278,7 +278,7 @@ TEST_P(FilterHoldTest, TheChosenNodeIsTheWholeReply) {
   addPodClaim(0);
   const std::string body = filterBody(0);
   const ExtenderArgs args = parseExtenderArgs(body);
-  const FilterReply reply = extender_.filter(args, Clock::now());
+  const FilterReply reply = extender_.filter(args, Clock::now()).reply;
   ASSERT_EQ(reply.passing.size(), 1u);
   EXPECT_EQ(reply.passing[0], "n0");
   EXPECT_TRUE(reply.failed.empty());

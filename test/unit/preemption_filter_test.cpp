@@ -580,7 +580,7 @@ class PreemptionFilterTest : public ::testing::Test, protected testing::Extender
                     {"spec", spec}};
     body_ = json{{"Pod", p}, {"NodeNames", {"n0"}}, {"Nodes", nullptr}}.dump();
     args_ = parseExtenderArgs(body_);
-    return extender_.filter(args_);
+    return extender_.filter(args_).reply;
   }
   // What the controller does once a victim is gone: its claim releases the device.
   void release(const std::string& holder) {
