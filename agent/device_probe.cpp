@@ -39,9 +39,10 @@ CdiDevices DeviceProbe::cdiDevices() const {
   return readCdiSpecDirs(hostRoot_, cdiSpecDirs_);
 }
 
-HealthObservation DeviceProbe::check(const DeviceSpec& device) const {
+HealthObservation DeviceProbe::check(const DeviceSpec& device,
+                                     const std::set<std::string>& cdiDevices) const {
   HealthObservation seen;
-  if (!device.cdiDevice.empty() && cdiDevices().names.count(device.cdiDevice) == 0) {
+  if (!device.cdiDevice.empty() && cdiDevices.count(device.cdiDevice) == 0) {
     seen.healthy = false;
     seen.problem =
         "CDI device " + device.cdiDevice + " is in no spec under " + joinCommaList(cdiSpecDirs_);

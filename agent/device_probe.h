@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,11 @@ class DeviceProbe {
   // log), with EXTENDED_RESOURCE_HOST_ROOT set as for health checks.
   virtual CommandResult runDiscoveryCommand(const DiscoverySource& source) const;
   // Healthy when every device node exists (as a device), every mount source exists, its CDI
-  // device (if it names one) is in the specs, and the device's health check, if it has one,
-  // exits 0; otherwise the first problem found.
-  virtual HealthObservation check(const DeviceSpec& device) const;
+  // device (if it names one) is among cdiDevices (what cdiDevices() read, once per sync for
+  // all devices), and the device's health check, if it has one, exits 0; otherwise the first
+  // problem found.
+  virtual HealthObservation check(const DeviceSpec& device,
+                                  const std::set<std::string>& cdiDevices) const;
 
  private:
   std::string hostRoot_;

@@ -1,5 +1,6 @@
 #include "agent/node_sync.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -303,12 +304,18 @@ void NodeSync::reportNameTaken(const std::string& name,
 }
 
 void NodeSync::checkHealth(const NodeFile& file) {
+  // The specs are read once for all devices, and only when one names a CDI device.
+  std::set<std::string> cdiDevices;
+  if (std::any_of(file.devices.begin(), file.devices.end(),
+                  [](const DeviceSpec& d) { return !d.cdiDevice.empty(); })) {
+    cdiDevices = probe_.cdiDevices().names;
+  }
   for (const auto& spec : file.devices) {
     auto device = devices_.get(spec.name);
     if (!device) {
       continue;
     }
-    HealthObservation seen = probe_.check(spec);
+    HealthObservation seen = probe_.check(spec, cdiDevices);
     auto last = lastHealthy_.find(spec.name);
     seen.wasHealthy = last == lastHealthy_.end() || last->second;
     HealthAction action = decideHealth(*device, seen);

@@ -125,13 +125,13 @@ TEST(CdiSpecs, ADeviceMissingFromTheSpecsIsUnhealthy) {
   DeviceSpec gpu;
   gpu.name = "gpu0";
   gpu.cdiDevice = "nvidia.com/gpu=GPU-7d3c0b1a-0000-0000-0000-000000000000";
-  HealthObservation seen = probe.check(gpu);
+  HealthObservation seen = probe.check(gpu, probe.cdiDevices().names);
   EXPECT_FALSE(seen.healthy);
   EXPECT_EQ(seen.problem,
             "CDI device nvidia.com/gpu=GPU-7d3c0b1a-0000-0000-0000-000000000000 is in no spec "
             "under /etc/cdi");
   std::ofstream(root + "/etc/cdi/nvidia.yaml") << kVendorSpec;
-  EXPECT_TRUE(probe.check(gpu).healthy);
+  EXPECT_TRUE(probe.check(gpu, probe.cdiDevices().names).healthy);
   std::filesystem::remove_all(root);
 }
 

@@ -50,14 +50,14 @@ TEST(HealthCheckTest, TheProbeRunsTheDevicesCheckAfterItsNodesAndMounts) {
   d.name = "gpu0";
   d.deviceID = "GPU-0";
   d.healthCheck = HealthCheckSpec{{"/bin/sh", "-c", "echo overheated; exit 1"}, 5s};
-  HealthObservation seen = probe.check(d);
+  HealthObservation seen = probe.check(d, {});
   EXPECT_FALSE(seen.healthy);
   EXPECT_EQ(seen.problem, "health check exited with 1: overheated");
   d.deviceNodes = {{"/dev/ker-test-missing-node", "rw"}};
-  EXPECT_EQ(probe.check(d).problem, "device node /dev/ker-test-missing-node is missing");
+  EXPECT_EQ(probe.check(d, {}).problem, "device node /dev/ker-test-missing-node is missing");
   d.deviceNodes = {{"/dev/null", "rw"}};
   d.healthCheck->command = {"/bin/sh", "-c", "exit 0"};
-  EXPECT_TRUE(probe.check(d).healthy);
+  EXPECT_TRUE(probe.check(d, {}).healthy);
 }
 
 }  // namespace
