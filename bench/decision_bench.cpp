@@ -72,7 +72,7 @@ struct WiredExtender {
               auto it = nodes.find(node);
               return it == nodes.end() ? nullptr : it->second;
             },
-            binder, ScoringStrategy::kBinpack) {}
+            binder, Scoring{}) {}
 
   testing::FakeApiClient api;
   Binder binder;

@@ -113,7 +113,7 @@ bool greedyFits(const std::vector<const ExtendedResourceClaim*>& claims,
 }  // namespace
 
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
-              const std::vector<const ExtendedResource*>& freeDevices) {
+              const std::vector<const ExtendedResource*>& freeDevices, const Scoring& scoring) {
   std::vector<std::vector<size_t>> eligible(claims.size());
   std::vector<bool> matchesAny(freeDevices.size(), false);
   for (size_t c = 0; c < claims.size(); ++c) {
@@ -134,7 +134,7 @@ Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
   }
   return fitEligible(claims, eligible, freeDevices.size(),
                      static_cast<size_t>(std::count(matchesAny.begin(), matchesAny.end(), true)),
-                     &names, nullptr, &properties);
+                     &names, nullptr, &properties, &scoring);
 }
 
 ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) {
@@ -147,12 +147,14 @@ ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) 
 
 namespace {
 
+// Each claim's chosen devices, as indexes, when a fit is asked for them.
+using Picks = std::vector<std::vector<size_t>>;
+
 // fitEligible for claims without constraints (or with their devices already restricted to
-// one group each).
+// one group each). `picks`, when given, receives the chosen devices of a fit.
 Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
-                size_t matchingFree, const std::vector<const std::string*>* names,
-                const ClaimTexts* texts) {
+                size_t matchingFree, Picks* picks, const ClaimTexts* texts) {
   Fit fit;
   fit.matchingFree = matchingFree;
   std::optional<ClaimTexts> ownTexts;
@@ -191,18 +193,14 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
   // ones, as the matching below would.
   if (claims.size() == 1) {
     fit.fits = true;
-    if (names != nullptr) {
-      auto& chosen = fit.assignment[claimKey(*claims[0])];
+    if (picks != nullptr) {
       const auto want = static_cast<size_t>(std::max<int64_t>(claims[0]->extendedResourceNum, 0));
-      for (size_t k = 0; k < want; ++k) {
-        chosen.push_back(*(*names)[eligible[0][k]]);
-      }
-      std::sort(chosen.begin(), chosen.end());
+      picks->assign(1, std::vector<size_t>(eligible[0].begin(), eligible[0].begin() + want));
     }
     return fit;
   }
 
-  if (names == nullptr && greedyFits(claims, eligible, deviceCount)) {
+  if (picks == nullptr && greedyFits(claims, eligible, deviceCount)) {
     fit.fits = true;
     return fit;
   }
@@ -232,17 +230,15 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
     return fit;
   }
   fit.fits = true;
-  if (names == nullptr) {
+  if (picks == nullptr) {
     return fit;
   }
+  picks->assign(claims.size(), {});
   for (size_t d = 0; d < deviceCount; ++d) {
     size_t slot = matcher.slotOfDevice(d);
     if (slot != SlotMatcher::kNone) {
-      fit.assignment[claimKey(*claims[matcher.claimOfSlot(slot)])].push_back(*(*names)[d]);
+      (*picks)[matcher.claimOfSlot(slot)].push_back(d);
     }
-  }
-  for (auto& [key, chosen] : fit.assignment) {
-    std::sort(chosen.begin(), chosen.end());
   }
   return fit;
 }
@@ -253,13 +249,14 @@ constexpr size_t kMaxGroupings = 4096;
 
 // A constrained claim takes all its devices from one group of its eligible devices (those
 // sharing the properties its constraints name). Tries the groupings, each claim's groups
-// smallest first (the tightest fit leaves the larger groups whole for later claims), and
+// smallest first (the tightest fit leaves the larger groups whole for later claims; spread:
+// largest first), and
 // returns the first that serves every claim.
 Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
                    const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
-                   size_t matchingFree, const std::vector<const std::string*>* names,
-                   const ClaimTexts& texts,
-                   const std::vector<const std::map<std::string, std::string>*>& properties) {
+                   size_t matchingFree, Picks* picks, const ClaimTexts& texts,
+                   const std::vector<const std::map<std::string, std::string>*>& properties,
+                   ScoringStrategy strategy) {
   std::vector<size_t> constrained;
   std::vector<std::vector<std::vector<size_t>>> candidates;
   for (size_t c = 0; c < claims.size(); ++c) {
@@ -288,8 +285,9 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
                     std::to_string(want) + " free " + texts.wants[c] + " on this node";
       return fit;
     }
-    std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    std::stable_sort(fitting.begin(), fitting.end(), [&](const auto& a, const auto& b) {
+      return strategy == ScoringStrategy::kSpread ? a.size() > b.size() : a.size() < b.size();
+    });
     constrained.push_back(c);
     candidates.push_back(std::move(fitting));
   }
@@ -300,7 +298,7 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
     for (size_t i = 0; i < constrained.size(); ++i) {
       restricted[constrained[i]] = candidates[i][choice[i]];
     }
-    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, names, &texts);
+    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, picks, &texts);
     if (fit.fits) {
       return fit;
     }
@@ -320,25 +318,153 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
   return *firstFailure;
 }
 
+// Each device's island: the topology property's value, "" for a device without it.
+class Islands {
+ public:
+  Islands(const std::vector<const std::map<std::string, std::string>*>& properties,
+          const std::string& property)
+      : properties_(properties), property_(property) {}
+  const std::string& of(size_t device) const {
+    static const std::string kNone;
+    auto it = properties_[device]->find(property_);
+    return it == properties_[device]->end() ? kNone : it->second;
+  }
+
+ private:
+  const std::vector<const std::map<std::string, std::string>*>& properties_;
+  const std::string& property_;
+};
+
+// The claims' eligible devices reordered so that the fits above, which take devices in list
+// order, choose by island: binpack from the islands with the fewest free matching devices
+// first (their last devices before a whole island), spread round-robin over the islands with
+// the most. The order depends only on each device's island and the claims it may serve, so
+// interchangeable devices in any order give the same islands (the counted and exact paths of
+// the planner agree on the cost).
+std::vector<std::vector<size_t>> islandOrder(const std::vector<std::vector<size_t>>& eligible,
+                                             size_t deviceCount, const Islands& islands,
+                                             ScoringStrategy strategy) {
+  std::vector<uint64_t> serves(deviceCount, 0);  // claim bits; past 64 claims, the first 64
+  std::vector<bool> matching(deviceCount, false);
+  for (size_t c = 0; c < eligible.size(); ++c) {
+    for (size_t d : eligible[c]) {
+      serves[d] |= c < 64 ? uint64_t{1} << c : 0;
+      matching[d] = true;
+    }
+  }
+  std::vector<size_t> order;
+  std::map<std::string_view, size_t> freeIn;
+  for (size_t d = 0; d < deviceCount; ++d) {
+    if (matching[d]) {
+      order.push_back(d);
+      ++freeIn[islands.of(d)];
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const std::string& ia = islands.of(a);
+    const std::string& ib = islands.of(b);
+    return ia != ib ? ia < ib : serves[a] < serves[b];
+  });
+  std::vector<size_t> rank(deviceCount, 0);  // a device's place in its island
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (islands.of(order[k]) == islands.of(order[k - 1])) {
+      rank[order[k]] = rank[order[k - 1]] + 1;
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const size_t fa = freeIn[islands.of(a)];
+    const size_t fb = freeIn[islands.of(b)];
+    if (strategy == ScoringStrategy::kBinpack) {
+      return fa < fb;
+    }
+    return rank[a] != rank[b] ? rank[a] < rank[b] : fa > fb;
+  });
+  std::vector<size_t> position(deviceCount, 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    position[order[k]] = k;
+  }
+  std::vector<std::vector<size_t>> reordered = eligible;
+  for (auto& list : reordered) {
+    std::sort(list.begin(), list.end(),
+              [&](size_t a, size_t b) { return position[a] < position[b]; });
+  }
+  return reordered;
+}
+
+// NodeCost::fragmentation of taking `picks` from the node's matching free devices.
+uint64_t fragmentation(const Picks& picks, const std::vector<std::vector<size_t>>& eligible,
+                       size_t deviceCount, const Islands& islands) {
+  std::vector<bool> matching(deviceCount, false);
+  for (const auto& list : eligible) {
+    for (size_t d : list) {
+      matching[d] = true;
+    }
+  }
+  std::map<std::string_view, std::pair<uint64_t, uint64_t>> freeAndTaken;
+  for (size_t d = 0; d < deviceCount; ++d) {
+    if (matching[d]) {
+      ++freeAndTaken[islands.of(d)].first;
+    }
+  }
+  for (const auto& chosen : picks) {
+    for (size_t d : chosen) {
+      ++freeAndTaken[islands.of(d)].second;
+    }
+  }
+  uint64_t cost = 0;
+  for (const auto& [island, ft] : freeAndTaken) {
+    cost += ft.second * (2 * ft.first - ft.second);
+  }
+  return cost;
+}
+
 }  // namespace
 
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                 size_t matchingFree, const std::vector<const std::string*>* names,
                 const ClaimTexts* texts,
-                const std::vector<const std::map<std::string, std::string>*>* properties) {
+                const std::vector<const std::map<std::string, std::string>*>* properties,
+                const Scoring* scoring) {
   const bool constrained =
       properties != nullptr && std::any_of(claims.begin(), claims.end(),
                                            [](const auto* c) { return !c->constraints.empty(); });
-  if (!constrained) {
-    return fitMatching(claims, eligible, deviceCount, matchingFree, names, texts);
-  }
+  const bool byIsland =
+      properties != nullptr && scoring != nullptr && !scoring->topologyProperty.empty();
+  const ScoringStrategy strategy =
+      scoring != nullptr ? scoring->strategy : ScoringStrategy::kBinpack;
   std::optional<ClaimTexts> ownTexts;
-  if (texts == nullptr) {
-    ownTexts.emplace(claims);
+  if (constrained && texts == nullptr) {
+    texts = &ownTexts.emplace(claims);
   }
-  return fitConstrained(claims, eligible, deviceCount, matchingFree, names,
-                        texts != nullptr ? *texts : *ownTexts, *properties);
+  std::optional<Islands> islands;
+  std::vector<std::vector<size_t>> reordered;
+  if (byIsland) {
+    islands.emplace(*properties, scoring->topologyProperty);
+    reordered = islandOrder(eligible, deviceCount, *islands, strategy);
+  }
+  const auto& lists = byIsland ? reordered : eligible;
+  Picks picks;
+  Picks* wanted = names != nullptr || byIsland ? &picks : nullptr;
+  Fit fit = constrained ? fitConstrained(claims, lists, deviceCount, matchingFree, wanted, *texts,
+                                         *properties, strategy)
+                        : fitMatching(claims, lists, deviceCount, matchingFree, wanted, texts);
+  if (!fit.fits || wanted == nullptr) {
+    return fit;
+  }
+  if (byIsland) {
+    fit.fragmentation = fragmentation(picks, lists, deviceCount, *islands);
+  }
+  if (names != nullptr) {
+    for (size_t c = 0; c < picks.size(); ++c) {
+      auto& chosen = fit.assignment[claimKey(*claims[c])];
+      for (size_t d : picks[c]) {
+        chosen.push_back(*(*names)[d]);
+      }
+      std::sort(chosen.begin(), chosen.end());
+    }
+  }
+  return fit;
 }
 
 std::optional<ScoringStrategy> parseScoringStrategy(std::string_view name) {
@@ -354,19 +480,27 @@ const char* scoringStrategyName(ScoringStrategy strategy) {
   return strategy == ScoringStrategy::kSpread ? "spread" : "binpack";
 }
 
-std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
+std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& costs,
                             ScoringStrategy strategy) {
-  std::vector<int> scores(leftover.size(), 0);
-  size_t lo = SIZE_MAX;
-  size_t hi = 0;
-  for (const auto& l : leftover) {
-    if (l) {
-      lo = std::min(lo, *l);
-      hi = std::max(hi, *l);
+  // One number per node that orders as NodeCost does: fragmentation first, then leftover.
+  size_t mostLeft = 0;
+  for (const auto& c : costs) {
+    if (c) {
+      mostLeft = std::max(mostLeft, c->leftover);
     }
   }
-  for (size_t i = 0; i < leftover.size(); ++i) {
-    if (!leftover[i]) {
+  auto value = [&](const NodeCost& c) { return c.fragmentation * (mostLeft + 1) + c.leftover; };
+  std::vector<int> scores(costs.size(), 0);
+  uint64_t lo = UINT64_MAX;
+  uint64_t hi = 0;
+  for (const auto& c : costs) {
+    if (c) {
+      lo = std::min(lo, value(*c));
+      hi = std::max(hi, value(*c));
+    }
+  }
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (!costs[i]) {
       continue;
     }
     if (hi == lo) {
@@ -375,26 +509,25 @@ std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
     }
     // Fraction of the way from the best to the worst candidate, in integer arithmetic so the
     // result is exact and stable.
-    const size_t fromBest =
-        strategy == ScoringStrategy::kBinpack ? *leftover[i] - lo : hi - *leftover[i];
+    const uint64_t v = value(*costs[i]);
+    const uint64_t fromBest = strategy == ScoringStrategy::kBinpack ? v - lo : hi - v;
     scores[i] = static_cast<int>(10 - (fromBest * 10 + (hi - lo) / 2) / (hi - lo));
   }
   return scores;
 }
 
-std::vector<size_t> rankNodes(const std::vector<std::optional<size_t>>& leftover,
+std::vector<size_t> rankNodes(const std::vector<std::optional<NodeCost>>& costs,
                               ScoringStrategy strategy, std::optional<size_t> held) {
   std::vector<size_t> order;
-  for (size_t i = 0; i < leftover.size(); ++i) {
-    if (leftover[i] && i != held) {
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (costs[i] && i != held) {
       order.push_back(i);
     }
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return strategy == ScoringStrategy::kBinpack ? *leftover[a] < *leftover[b]
-                                                 : *leftover[a] > *leftover[b];
+    return strategy == ScoringStrategy::kBinpack ? *costs[a] < *costs[b] : *costs[a] > *costs[b];
   });
-  if (held && *held < leftover.size() && leftover[*held]) {
+  if (held && *held < costs.size() && costs[*held]) {
     order.insert(order.begin(), *held);
   }
   return order;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <compare>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,6 +13,32 @@
 
 namespace ker {
 
+enum class ScoringStrategy { kBinpack, kSpread };
+
+// How nodes are ranked and, on a node, devices chosen: the extender's --scoring and
+// --topology-property.
+struct Scoring {
+  ScoringStrategy strategy = ScoringStrategy::kBinpack;
+  // The device property naming a device's island (its NUMA node, PCIe root, NVLink domain):
+  // devices sharing its value form one island, devices without it one more. Empty: islands are
+  // not looked at, and devices are taken in the order given.
+  std::string topologyProperty;
+  bool operator==(const Scoring&) const = default;
+};
+
+// What giving a pod its devices costs a node, compared in this order: binpack prefers the
+// least, spread the most.
+struct NodeCost {
+  // Σ k(2f − k) over the islands the devices come from, k taken of an island's f free matching
+  // devices: how far Σ f² drops, a measure of how concentrated the free devices stay. Taking
+  // the last devices of a nearly used island costs least, breaking a whole island most, so the
+  // lowest cost keeps the most islands whole for later multi-device requests. 0 without a
+  // topology property.
+  uint64_t fragmentation = 0;
+  size_t leftover = 0;  // matching free devices left on the node
+  auto operator<=>(const NodeCost&) const = default;
+};
+
 // The outcome of fitting a pod's claims onto one node's free devices.
 struct Fit {
   bool fits = false;
@@ -18,6 +46,8 @@ struct Fit {
   std::map<std::string, std::vector<std::string>> assignment;
   // Devices that match at least one claim, free on the node; the scorer uses it.
   size_t matchingFree = 0;
+  // NodeCost::fragmentation of the chosen devices, when fits with a topology property.
+  uint64_t fragmentation = 0;
   // Why not, when !fits: reads well in a FailedScheduling event.
   std::string message;
 };
@@ -27,7 +57,7 @@ struct Fit {
 // an assignment whenever one exists. `freeDevices` must already be restricted to devices that
 // are Available, not reserved in flight, and reachable from the node. Pure: no I/O.
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
-              const std::vector<const ExtendedResource*>& freeDevices);
+              const std::vector<const ExtendedResource*>& freeDevices, const Scoring& scoring = {});
 
 // What failure messages say of each claim, indexed like the claims: worked out once per
 // request, as a filter may fail hundreds of nodes in the same words.
@@ -47,34 +77,33 @@ struct ClaimTexts {
 // fits/message/matchingFree are worked out, which is all filter and prioritize need.
 // `texts`, when given, must be the claims' ClaimTexts; otherwise a failure works them out.
 // `properties`, each device's, is needed when a claim has constraints (fitConstrained: all its
-// devices from one group sharing the constrained properties); without it they are ignored.
+// devices from one group sharing the constrained properties) or `scoring` names a topology
+// property (islandOrder); without it both are ignored.
 Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                 size_t matchingFree, const std::vector<const std::string*>* names,
                 const ClaimTexts* texts = nullptr,
-                const std::vector<const std::map<std::string, std::string>*>* properties = nullptr);
-
-enum class ScoringStrategy { kBinpack, kSpread };
+                const std::vector<const std::map<std::string, std::string>*>* properties = nullptr,
+                const Scoring* scoring = nullptr);
 
 // "binpack" or "spread" (the --scoring flag); nullopt for anything else.
 std::optional<ScoringStrategy> parseScoringStrategy(std::string_view name);
 // The inverse: "binpack" or "spread".
 const char* scoringStrategyName(ScoringStrategy strategy);
 
-// Scores candidate nodes 0..10 (the extender maximum) from how many matching devices each
-// would leave free after the allocation: binpack prefers the fewest, spread the most. Scores
-// are normalised across the candidates so the best node gets 10 and the worst 0; a node
-// that does not fit (nullopt) scores 0. Indexed like the input.
-std::vector<int> scoreNodes(const std::vector<std::optional<size_t>>& leftover,
+// Scores candidate nodes 0..10 (the extender maximum) by their NodeCost: binpack prefers the
+// least (the fewest islands broken, then the fewest matching devices left), spread the most.
+// Scores are normalised across the candidates so the best node gets 10 and the worst 0; a
+// node that does not fit (nullopt) scores 0. Indexed like the input.
+std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& costs,
                             ScoringStrategy strategy);
 
 // The filter's choice among the nodes a pod fits, best first: the one node it passes on to
 // kube-scheduler (see Extender::filter) and where it holds the devices. `held` (an index, if
 // any) is the node the pod already holds devices on, from an earlier attempt: a retry keeps
-// it while it still fits. Then the nodes in the order scoreNodes ranks them (binpack: fewest
-// matching devices left, spread: most), ties in the order given. Nodes that do not fit
-// (nullopt) are left out. Pure.
-std::vector<size_t> rankNodes(const std::vector<std::optional<size_t>>& leftover,
+// it while it still fits. Then the nodes in the order scoreNodes ranks them, ties in the order
+// given. Nodes that do not fit (nullopt) are left out. Pure.
+std::vector<size_t> rankNodes(const std::vector<std::optional<NodeCost>>& costs,
                               ScoringStrategy strategy, std::optional<size_t> held = {});
 
 }  // namespace ker

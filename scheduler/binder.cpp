@@ -284,7 +284,7 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
     // The lookup is the binary's (its cache, else a live read): whatever it throws ends here.
     return Verdict{Outcome::kFail, statusFrom(e).within("node " + a.node)};
   }
-  NodePlan fit = planNode(a.claims, a.pod.meta.uid, a.node, labels, index_);
+  NodePlan fit = planNode(a.claims, a.pod.meta.uid, a.node, labels, index_, options_.scoring);
   if (!fit.fits) {
     return Verdict{refused, Status::failedPrecondition(fit.message)};
   }

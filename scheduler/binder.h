@@ -59,6 +59,8 @@ struct BinderOptions {
   // only in tests of the writes alone.
   std::string schedulerName = kDefaultSchedulerName;
   bool requireFilterChoice = true;
+  // How the bind chooses among the node's free devices: as the filter did (NodeFitter).
+  Scoring scoring;
 };
 
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the

@@ -9,12 +9,12 @@
 namespace ker {
 
 Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
-                   ScoringStrategy scoring)
+                   Scoring scoring)
     : index_(index),
       claims_(std::move(claims)),
       nodes_(std::move(nodes)),
       binder_(binder),
-      scoring_(scoring) {}
+      scoring_(std::move(scoring)) {}
 
 template <class Fn>
 void Extender::planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn) {
@@ -85,10 +85,10 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
       reply.failed.emplace_back(node, claims.waiting);
     }
   } else {
-    NodeFitter fitter(claims, args.pod.meta.uid, index_);
+    NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
     reply.passing.reserve(args.nodeNames.size());
     std::vector<size_t> fitting;
-    std::vector<std::optional<size_t>> leftover;
+    std::vector<std::optional<NodeCost>> costs;
     std::vector<ptrdiff_t> failedIdx;  // parallel to reply.failed: the node's request index
     planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
       const std::string_view node = args.nodeNames[i];
@@ -99,7 +99,7 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
       } else if (plan->fits) {
         reply.passing.push_back(node);
         fitting.push_back(i);
-        leftover.emplace_back(plan->leftover);
+        costs.emplace_back(plan->cost);
       } else if (plan->unresolvable) {
         reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
       } else {
@@ -108,7 +108,7 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
       }
     });
     if (!claims.pending.empty() && !reply.passing.empty()) {
-      decide(args, claims, fitter.needsNodeLabels(), fitting, leftover, now, reply);
+      decide(args, claims, fitter.needsNodeLabels(), fitting, costs, now, reply);
     } else if (claims.pending.empty() && reply.passing.size() == 1 && !args.pod.meta.uid.empty()) {
       // Claims already allocated (to the pod, or shared) pin it to their node: no device to
       // hold, but the bind binds only where the filter chose (checkBindTrust).
@@ -138,7 +138,7 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
 // pick preemption candidates), and answering thousands of them made up most of the reply.
 void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
                       const std::vector<size_t>& fitting,
-                      const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
+                      const std::vector<std::optional<NodeCost>>& costs, Clock::time_point now,
                       FilterReply& reply) {
   const std::string& uid = args.pod.meta.uid;
   if (uid.empty()) {
@@ -155,7 +155,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
   // The first choice nearly always holds; a bind in flight may have just taken its devices.
   constexpr size_t kMaxTries = 8;
   size_t tries = 0;
-  for (const size_t k : rankNodes(leftover, scoring_, held)) {
+  for (const size_t k : rankNodes(costs, scoring_.strategy, held)) {
     if (tries++ == kMaxTries) {
       break;
     }
@@ -169,7 +169,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
         labels = cached->meta.labels;
       }
     }
-    const NodePlan plan = planNode(claims, uid, node, labels, index_);
+    const NodePlan plan = planNode(claims, uid, node, labels, index_, scoring_);
     if (!plan.fits) {
       continue;
     }
@@ -422,14 +422,14 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
   std::vector<int> scores(args.nodeNames.size(), 0);
   if (!args.pod.claims.empty()) {
     const PodClaims claims = resolveClaims(args.pod, claims_);
-    NodeFitter fitter(claims, args.pod.meta.uid, index_);
-    std::vector<std::optional<size_t>> leftover(args.nodeNames.size());
+    NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
+    std::vector<std::optional<NodeCost>> costs(args.nodeNames.size());
     planEach(args, fitter, false, [&](size_t i, NodePlan* plan) {
       if (plan && plan->fits) {
-        leftover[i] = plan->leftover;
+        costs[i] = plan->cost;
       }
     });
-    scores = scoreNodes(leftover, scoring_);
+    scores = scoreNodes(costs, scoring_.strategy);
   }
   for (size_t i = 0; i < args.nodeNames.size(); ++i) {
     out.emplace_back(args.nodeNames[i], scores[i]);

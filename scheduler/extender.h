@@ -69,7 +69,7 @@ struct PreemptionHooks {
 class Extender {
  public:
   Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
-           ScoringStrategy scoring);
+           Scoring scoring);
 
   using Clock = DeviceIndex::Clock;
   // How long the devices a filter holds for a pod stay held when no bind comes for it.
@@ -113,9 +113,8 @@ class Extender {
   // leftover[k] for the scoring) to the one node it chooses, holds the devices there, and
   // drops the failed nodes from the reply.
   void decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
-              const std::vector<size_t>& fitting,
-              const std::vector<std::optional<size_t>>& leftover, Clock::time_point now,
-              FilterReply& reply);
+              const std::vector<size_t>& fitting, const std::vector<std::optional<NodeCost>>& costs,
+              Clock::time_point now, FilterReply& reply);
 
   // For a pod that fits none of the candidates: when it already waits for victims, the
   // node's answer says so; otherwise, when some holder of its matching devices has a lower
@@ -136,7 +135,7 @@ class Extender {
   std::optional<PreemptionHooks> preemption_;
   CachedNode nodes_;
   Binder& binder_;
-  ScoringStrategy scoring_;
+  const Scoring scoring_;
   ExtenderStats stats_;
 };
 

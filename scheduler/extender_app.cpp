@@ -81,7 +81,8 @@ struct ExtenderApp::Impl {
                },
                {.deadline = config.bindDeadline,
                 .requiredPlugin = config.requiredPlugin,
-                .schedulerName = config.schedulerName},
+                .schedulerName = config.schedulerName,
+                .scoring = config.scoring},
                {.pods = [this](const std::string& key) { return unboundPods.get(key); },
                 .claims = [this](const std::string& key) { return claims.get(key); }}),
         extender(

@@ -30,7 +30,7 @@ struct ExtenderConfig {
   // With clientCaFile: the client certificate's CN or a DNS SAN must be one of these.
   std::vector<std::string> tlsAllowedClientNames;
   std::string pathPrefix = "/";  // the path part of kube-scheduler's urlPrefix
-  ScoringStrategy scoring = ScoringStrategy::kBinpack;
+  Scoring scoring;               // --scoring, --topology-property
   size_t maxBodyBytes = size_t{64} << 20;
   std::chrono::milliseconds bindDeadline{std::chrono::seconds(30)};  // see BinderOptions
   std::string requiredPlugin = kNodeAgentPluginName;                 // see BinderOptions

@@ -1,5 +1,7 @@
 #include "scheduler/extender_flags.h"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 #include <vector>
 
@@ -39,9 +41,14 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
           "(with --client-ca-file): kube-scheduler's tlsConfig.certFile")),
       pathPrefix_(
           flags.addString("path-prefix", d.pathPrefix, "path of kube-scheduler's urlPrefix")),
-      scoring_(flags.addString("scoring", scoringStrategyName(d.scoring),
+      scoring_(flags.addString("scoring", scoringStrategyName(d.scoring.strategy),
                                "binpack: prefer nodes left with the fewest matching free "
                                "devices; spread: the most")),
+      topologyProperty_(flags.addString(
+          "topology-property", d.scoring.topologyProperty,
+          "device property naming its island (NUMA node, PCIe root): binpack then takes devices "
+          "from the fullest islands and prefers nodes whose whole islands stay whole; spread "
+          "the opposite (\"\": islands are not looked at)")),
       maxBodyBytes_(flags.addInt("max-body-bytes", static_cast<int64_t>(d.maxBodyBytes),
                                  "largest request body accepted")),
       threads_(flags.addInt(
@@ -80,6 +87,11 @@ Status ExtenderFlags::settings(ExtenderSettings& out) const {
   auto scoring = parseScoringStrategy(*scoring_);
   if (!scoring) {
     return Status::invalid("--scoring must be binpack or spread, got \"" + *scoring_ + "\"");
+  }
+  if (std::any_of(topologyProperty_->begin(), topologyProperty_->end(),
+                  [](unsigned char ch) { return std::isspace(ch) != 0 || ch == ','; })) {
+    return Status::invalid("--topology-property must name one device property, got \"" +
+                           *topologyProperty_ + "\"");
   }
   if (tlsCert_->empty() != tlsKey_->empty()) {
     return Status::invalid(
@@ -130,7 +142,7 @@ Status ExtenderFlags::settings(ExtenderSettings& out) const {
   c.clientCaFile = *clientCa_;
   c.tlsAllowedClientNames = allowedNames;
   c.pathPrefix = *pathPrefix_;
-  c.scoring = *scoring;
+  c.scoring = {*scoring, *topologyProperty_};
   c.maxBodyBytes = static_cast<size_t>(*maxBodyBytes_);
   c.threads = static_cast<size_t>(*threads_);
   c.bindDeadline = *bindDeadline_;

@@ -40,6 +40,7 @@ class ExtenderFlags {
   std::string* allowedClientNames_;
   std::string* pathPrefix_;
   std::string* scoring_;
+  std::string* topologyProperty_;
   int64_t* maxBodyBytes_;
   int64_t* threads_;
   std::chrono::milliseconds* bindDeadline_;

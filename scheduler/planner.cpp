@@ -89,8 +89,9 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
   return out;
 }
 
-NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index)
-    : claims_(claims), podUid_(std::move(podUid)), index_(index) {
+NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+                       Scoring scoring)
+    : claims_(claims), podUid_(std::move(podUid)), index_(index), scoring_(std::move(scoring)) {
   for (const auto& c : claims.pending) {
     auto res = std::find(resources_.begin(), resources_.end(), c->rawResourceName);
     if (res == resources_.end()) {
@@ -105,6 +106,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
     constrained_ = constrained_ || !c->constraints.empty();
     wanted_ += static_cast<size_t>(std::max<int64_t>(c->extendedResourceNum, 0));
   }
+  byClass_ = constrained_ || !scoring_.topologyProperty.empty();
   for (const auto& r : resources_) {
     handles_.push_back(index.resource(r));
   }
@@ -171,12 +173,18 @@ uint64_t NodeFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
   auto& [id, cls] = classMemo_[propertiesSlot];
   if (id != propertiesId) {
     std::map<std::string, std::string> constrained;
+    auto keep = [&](const std::string& property) {
+      if (auto it = properties.find(property); it != properties.end()) {
+        constrained.insert(*it);
+      }
+    };
     for (const auto* c : pending_) {
       for (const auto& k : c->constraints) {
-        if (auto it = properties.find(k.matchProperty); it != properties.end()) {
-          constrained.insert(*it);
-        }
+        keep(k.matchProperty);
       }
+    }
+    if (!scoring_.topologyProperty.empty()) {
+      keep(scoring_.topologyProperty);
     }
     std::string key;
     for (const auto& [k, v] : constrained) {
@@ -248,13 +256,13 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
                        }
                        matchingFree += any ? 1 : 0;
                        // Kept while planning: the index may drop its copy meanwhile.
-                       if (withAssignment || constrained_) {
+                       if (withAssignment || byClass_) {
                          devices_.push_back(d.device);
                        }
                        ++deviceCount;
                      });
   }
-  if (constrained_) {
+  if (byClass_) {
     for (const auto& d : devices_) {
       properties_.push_back(&d->properties);
     }
@@ -268,12 +276,12 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
   }
   Fit fit =
       fitEligible(pending_, eligible_, deviceCount, matchingFree, withAssignment ? &names : nullptr,
-                  &texts_, constrained_ ? &properties_ : nullptr);
+                  &texts_, byClass_ ? &properties_ : nullptr, &scoring_);
   NodePlan plan;
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);
   plan.assignment = std::move(fit.assignment);
-  plan.leftover = matchingFree > wanted_ ? matchingFree - wanted_ : 0;
+  plan.cost = {fit.fragmentation, matchingFree > wanted_ ? matchingFree - wanted_ : 0};
   return plan;
 }
 
@@ -316,7 +324,7 @@ void NodeFitter::countRun(std::span<const std::string_view> run, bool withMessag
           }
           if (claims != 0) {
             const uint64_t cls =
-                constrained_ ? classOf(g.propertiesSlot, g.propertiesId, g.properties) : 0;
+                byClass_ ? classOf(g.propertiesSlot, g.propertiesId, g.properties) : 0;
             runGroups_.push_back({static_cast<uint32_t>(k), {claims, g.count, cls}});
           }
         });
@@ -380,7 +388,7 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
     plan.message.clear();
   }
   plan.assignment.clear();
-  plan.leftover = outcome->leftover;
+  plan.cost = outcome->cost;
 }
 
 const NodeFitter::Outcome* NodeFitter::recentOutcome() const {
@@ -409,22 +417,24 @@ std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decid
           }
         }
       }
-      if (constrained_) {
+      if (byClass_) {
         properties_.insert(properties_.end(), g.count, &classProperties_[g.cls]);
       }
       deviceCount += g.count;
     }
     Fit fit = fitEligible(pending_, eligible_, deviceCount, deviceCount, nullptr, &texts_,
-                          constrained_ ? &properties_ : nullptr);
-    outcome->second = {fit.fits, std::move(fit.message),
-                       deviceCount > wanted_ ? deviceCount - wanted_ : 0};
+                          byClass_ ? &properties_ : nullptr, &scoring_);
+    outcome->second = {fit.fits,
+                       std::move(fit.message),
+                       {fit.fragmentation, deviceCount > wanted_ ? deviceCount - wanted_ : 0}};
   }
   return outcome;
 }
 
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,
-                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index) {
-  return NodeFitter(claims, podUid, index).plan(nodeName, nodeLabels, true);
+                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index,
+                  const Scoring& scoring) {
+  return NodeFitter(claims, podUid, index, scoring).plan(nodeName, nodeLabels, true);
 }
 
 }  // namespace ker

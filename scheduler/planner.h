@@ -51,7 +51,7 @@ struct NodePlan {
   std::string message;
   // claim key -> devices, for the pending claims; bound claims keep theirs.
   std::map<std::string, std::vector<std::string>> assignment;
-  size_t leftover = 0;  // matching free devices left after this allocation (for scoring)
+  NodeCost cost;  // what this allocation costs the node (for scoring)
 };
 
 // Decides, node by node, whether one pod's claims fit, from the index's current state. Built
@@ -59,7 +59,10 @@ struct NodePlan {
 // properties, and a node costs a walk over its own devices. Not thread-safe; one per request.
 class NodeFitter {
  public:
-  NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index);
+  // `scoring` chooses among devices (by island, with a topology property) and says what a
+  // plan's cost counts.
+  NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+             Scoring scoring = {});
 
   // withAssignment: also choose the devices (bind); filter and prioritize only need whether
   // the claims fit and how many matching devices would be left. withMessage false leaves out
@@ -85,8 +88,9 @@ class NodeFitter {
   };
   // The free devices of one property set, reduced to what decides a fit: which claims may
   // take them (bit c for pending claim c) and how many there are.
-  // For a pod with constraints, `cls` tells apart the groups whose devices differ in the
-  // constrained properties (0 otherwise): devices of one class are interchangeable.
+  // For a pod with constraints or a topology property, `cls` tells apart the groups whose
+  // devices differ in those properties (0 otherwise): devices of one class are
+  // interchangeable.
   struct Group {
     uint64_t claims;
     uint64_t count;
@@ -104,7 +108,7 @@ class NodeFitter {
   struct Outcome {
     bool fits = false;
     std::string message;
-    size_t leftover = 0;
+    NodeCost cost;
   };
   // The outcome for the groups_ of shape_, decided now if no node had that shape before.
   std::unordered_map<std::string, Outcome>::iterator decide();
@@ -113,13 +117,15 @@ class NodeFitter {
   bool selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
                const std::map<std::string, std::string>& properties);
   // The class of a set of properties: the values of every pending claim's constrained
-  // properties, numbered once per request (classProperties_ holds them by number).
+  // properties and of the topology property, numbered once per request (classProperties_
+  // holds them by number).
   uint64_t classOf(uint32_t propertiesSlot, uint64_t propertiesId,
                    const std::map<std::string, std::string>& properties);
 
   const PodClaims& claims_;
   std::string podUid_;
   const DeviceIndex& index_;
+  const Scoring scoring_;
   std::vector<std::string> resources_;                // distinct resources of the pending claims
   std::vector<DeviceIndex::ResourceHandle> handles_;  // parallel to resources_
   std::vector<std::vector<size_t>> claimsOf_;         // per resource, the pending claims wanting it
@@ -127,6 +133,7 @@ class NodeFitter {
   bool needsNodeLabels_ = false;
   bool hasNamedLists_ = false;  // some claim lists its devices by name
   bool constrained_ = false;    // some claim has constraints
+  bool byClass_ = false;        // constrained_, or a topology property: devices' properties count
   bool countable_ = false;      // nodes can be planned from counted groups
   size_t wanted_ = 0;
   ClaimTexts texts_;                                      // of pending_
@@ -151,7 +158,7 @@ class NodeFitter {
   // Scratch reused across nodes.
   std::vector<std::vector<size_t>> eligible_;
   std::vector<DevicePtr> devices_;
-  std::vector<const std::map<std::string, std::string>*> properties_;  // when constrained_
+  std::vector<const std::map<std::string, std::string>*> properties_;  // when byClass_
   std::vector<Group> groups_;
   std::string shape_;
   std::vector<std::pair<uint32_t, Group>> runGroups_;  // (node in the run, group)
@@ -162,6 +169,7 @@ class NodeFitter {
 
 // One node's plan with the devices chosen: NodeFitter for a single node.
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,
-                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index);
+                  const std::map<std::string, std::string>& nodeLabels, const DeviceIndex& index,
+                  const Scoring& scoring = {});
 
 }  // namespace ker

@@ -14,6 +14,7 @@ namespace {
 
 using testing::claim;
 using testing::device;
+using testing::leftovers;
 using testing::ptrs;
 
 TEST(FitClaims, CountsDistinctDevices) {
@@ -112,26 +113,29 @@ TEST(FitClaims, EveryAssignedDeviceIsDistinctAndSatisfiesItsClaim) {
 }
 
 TEST(ScoreNodes, BinpackPrefersFewestLeftover) {
-  EXPECT_EQ(scoreNodes({0, 5, 10}, ScoringStrategy::kBinpack), (std::vector<int>{10, 5, 0}));
+  EXPECT_EQ(scoreNodes(leftovers({0, 5, 10}), ScoringStrategy::kBinpack),
+            (std::vector<int>{10, 5, 0}));
 }
 
 TEST(ScoreNodes, SpreadPrefersMostLeftover) {
-  EXPECT_EQ(scoreNodes({0, 5, 10}, ScoringStrategy::kSpread), (std::vector<int>{0, 5, 10}));
+  EXPECT_EQ(scoreNodes(leftovers({0, 5, 10}), ScoringStrategy::kSpread),
+            (std::vector<int>{0, 5, 10}));
 }
 
 TEST(ScoreNodes, NodesThatDoNotFitScoreZeroAndDoNotShiftTheScale) {
-  EXPECT_EQ(scoreNodes({std::nullopt, 2, 4, std::nullopt}, ScoringStrategy::kBinpack),
+  EXPECT_EQ(scoreNodes(leftovers({std::nullopt, 2, 4, std::nullopt}), ScoringStrategy::kBinpack),
             (std::vector<int>{0, 10, 0, 0}));
-  EXPECT_EQ(scoreNodes({std::nullopt}, ScoringStrategy::kBinpack), (std::vector<int>{0}));
+  EXPECT_EQ(scoreNodes(leftovers({std::nullopt}), ScoringStrategy::kBinpack),
+            (std::vector<int>{0}));
 }
 
 TEST(ScoreNodes, EqualCandidatesAllScoreTheMaximumAndStayInRange) {
-  EXPECT_EQ(scoreNodes({3, 3}, ScoringStrategy::kBinpack), (std::vector<int>{10, 10}));
-  for (int v : scoreNodes({0, 1, 1000000}, ScoringStrategy::kBinpack)) {
+  EXPECT_EQ(scoreNodes(leftovers({3, 3}), ScoringStrategy::kBinpack), (std::vector<int>{10, 10}));
+  for (int v : scoreNodes(leftovers({0, 1, 1000000}), ScoringStrategy::kBinpack)) {
     EXPECT_GE(v, 0);
     EXPECT_LE(v, 10);
   }
-  EXPECT_TRUE(scoreNodes({}, ScoringStrategy::kSpread).empty());
+  EXPECT_TRUE(scoreNodes(leftovers({}), ScoringStrategy::kSpread).empty());
 }
 
 // Without names (filter, prioritize) a greedy pass may answer first; it must never say

@@ -120,9 +120,9 @@ TEST(ExtenderFlags, ValidInputFillsTheConfig) {
   ASSERT_TRUE(parse({"--kubeconfig=/k", "--bind-address=127.0.0.1", "--port=9000",
                      "--health-port=9001", "--health-bind-address=127.0.0.2", "--tls-cert-file=/c",
                      "--tls-private-key-file=/k2", "--client-ca-file=/ca", "--path-prefix=/x",
-                     "--scoring=spread", "--max-body-bytes=1024", "--http-threads=1024",
-                     "--bind-deadline=5s", "--node-agent-plugin=", "--preemption=false",
-                     "--scheduler-name=other", "--log-format=json", "--v=3"},
+                     "--scoring=spread", "--topology-property=numa", "--max-body-bytes=1024",
+                     "--http-threads=1024", "--bind-deadline=5s", "--node-agent-plugin=",
+                     "--preemption=false", "--scheduler-name=other", "--log-format=json", "--v=3"},
                     got)
                   .ok());
   const ExtenderConfig& c = got.extender;
@@ -135,7 +135,8 @@ TEST(ExtenderFlags, ValidInputFillsTheConfig) {
   EXPECT_EQ(c.tlsKeyFile, "/k2");
   EXPECT_EQ(c.clientCaFile, "/ca");
   EXPECT_EQ(c.pathPrefix, "/x");
-  EXPECT_EQ(c.scoring, ScoringStrategy::kSpread);
+  EXPECT_EQ(c.scoring.strategy, ScoringStrategy::kSpread);
+  EXPECT_EQ(c.scoring.topologyProperty, "numa");
   EXPECT_EQ(c.maxBodyBytes, 1024u);
   EXPECT_EQ(c.threads, 1024u);
   EXPECT_EQ(c.bindDeadline, seconds(5));
@@ -153,6 +154,8 @@ TEST(ExtenderFlags, EachBadValueNamesItsFlag) {
   };
   const std::vector<Case> cases = {
       {{"--scoring=random"}, "--scoring must be binpack or spread, got \"random\""},
+      {{"--topology-property=numa,pci"},
+       "--topology-property must name one device property, got \"numa,pci\""},
       {{"--tls-cert-file=/c"},
        "--tls-cert-file and --tls-private-key-file must be given together, got only "
        "--tls-cert-file"},

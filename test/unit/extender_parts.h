@@ -18,8 +18,11 @@ namespace ker::testing {
 // preemption to derive from.
 class ExtenderParts {
  protected:
-  explicit ExtenderParts(ScoringStrategy scoring = ScoringStrategy::kBinpack)
-      : extender_(
+  explicit ExtenderParts(Scoring scoring = {})
+      : binder_(api_, index_,
+                [](const std::string&) { return std::map<std::string, std::string>{}; },
+                {.scoring = scoring}),
+        extender_(
             index_,
             [this](const std::string& key) -> ClaimPtr {
               auto it = claims_.find(key);
@@ -31,8 +34,7 @@ class ExtenderParts {
   std::map<std::string, ClaimPtr> claims_;
   DeviceIndex index_;
   FakeApiClient api_;
-  Binder binder_{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  Binder binder_;
   Extender extender_;
 };
 

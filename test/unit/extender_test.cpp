@@ -86,7 +86,7 @@ class ExtenderTest : public ::testing::Test {
                        auto it = nodes_.find(n);
                        return it == nodes_.end() ? nullptr : it->second;
                      },
-                     binder_, ScoringStrategy::kBinpack};
+                     binder_, Scoring{}};
 };
 
 // Before the claim cache has listed, the devices claims hold are unknown: a device recreated

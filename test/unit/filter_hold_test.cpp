@@ -14,6 +14,7 @@
 namespace ker {
 namespace {
 
+using testing::leftovers;
 using testing::ptr;
 
 using nlohmann::json;
@@ -31,14 +32,14 @@ std::vector<std::string> freeNames(const DeviceIndex& idx, const std::string& no
 }
 
 TEST(RankNodes, BinpackFirstTheFewestLeftSpreadTheMostTiesInOrder) {
-  const std::vector<std::optional<size_t>> leftover{3, std::nullopt, 1, 3, 1};
+  const auto leftover = leftovers({3, std::nullopt, 1, 3, 1});
   EXPECT_EQ(rankNodes(leftover, ScoringStrategy::kBinpack), (std::vector<size_t>{2, 4, 0, 3}));
   EXPECT_EQ(rankNodes(leftover, ScoringStrategy::kSpread), (std::vector<size_t>{0, 3, 2, 4}));
-  EXPECT_TRUE(rankNodes({std::nullopt}, ScoringStrategy::kBinpack).empty());
+  EXPECT_TRUE(rankNodes(leftovers({std::nullopt}), ScoringStrategy::kBinpack).empty());
 }
 
 TEST(RankNodes, ANodeThePodAlreadyHoldsComesFirstWhileItFits) {
-  const std::vector<std::optional<size_t>> leftover{3, std::nullopt, 1};
+  const auto leftover = leftovers({3, std::nullopt, 1});
   EXPECT_EQ(rankNodes(leftover, ScoringStrategy::kBinpack, 0), (std::vector<size_t>{0, 2}));
   // Held but no longer fitting: ranked as if nothing were held.
   EXPECT_EQ(rankNodes(leftover, ScoringStrategy::kBinpack, 1), (std::vector<size_t>{2, 0}));
@@ -175,7 +176,7 @@ TEST(DeviceHolds, AnUndoneAttemptHoldsItsDevicesEvenAfterTheWatchShowedThemBound
 class FilterHoldTest : public ::testing::TestWithParam<ScoringStrategy>,
                        protected testing::ExtenderParts {
  protected:
-  FilterHoldTest() : ExtenderParts(GetParam()) {}
+  FilterHoldTest() : ExtenderParts(Scoring{GetParam()}) {}
   void addDevices(int nodes, int perNode) {
     for (int n = 0; n < nodes; ++n) {
       nodeNames_.push_back("n" + std::to_string(n));

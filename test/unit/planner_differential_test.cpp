@@ -1,7 +1,7 @@
 // The extender decides a fit two ways: the counted path (free devices grouped by property set,
 // used by filter and prioritize) and the exact path (device by device, which the bind uses and
 // which chooses the devices). The exact path is the reference. On generated clusters, both must
-// give every node the same answer, message and leftover count, and every assignment the exact
+// give every node the same answer, message and cost, and every assignment the exact
 // path makes must satisfy its claims.
 #include <gtest/gtest.h>
 
@@ -117,7 +117,12 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
   return std::make_shared<const ExtendedResourceClaim>(c);
 }
 
-TEST(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
+// Without a topology property, and with one (devices' zone) under either strategy: the counted
+// path must cost a node as the exact path's chosen devices do.
+class PlannerDifferentialTest : public ::testing::TestWithParam<Scoring> {};
+
+TEST_P(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
+  const Scoring scoring = GetParam();
   int fitting = 0;
   int compared = 0;
   for (uint32_t seed = 1; seed <= 300; ++seed) {
@@ -142,18 +147,21 @@ TEST(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
     // Nodes that have no devices, and repeats, as kube-scheduler's lists can hold.
     nodes.push_back("empty-node");
     nodes.push_back(nodes.front());
-    NodeFitter fitter(pc, "uid-p", index);
+    NodeFitter fitter(pc, "uid-p", index, scoring);
     std::vector<NodePlan> counted;
     fitter.planAll(nodes, /*withMessage=*/true,
                    [&](size_t, NodePlan& plan) { counted.push_back(std::move(plan)); });
     ASSERT_EQ(counted.size(), nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string node(nodes[i]);
-      const NodePlan exact = planNode(pc, "uid-p", node, {}, index);
+      const NodePlan exact = planNode(pc, "uid-p", node, {}, index, scoring);
       ++compared;
       ASSERT_EQ(counted[i].fits, exact.fits) << "seed " << seed << " node " << node;
       EXPECT_EQ(counted[i].message, exact.message) << "seed " << seed << " node " << node;
-      EXPECT_EQ(counted[i].leftover, exact.leftover) << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].cost.leftover, exact.cost.leftover)
+          << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].cost.fragmentation, exact.cost.fragmentation)
+          << "seed " << seed << " node " << node;
       if (!exact.fits) {
         continue;
       }
@@ -184,6 +192,16 @@ TEST(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
   EXPECT_GT(fitting, compared / 10) << fitting << " of " << compared;
   EXPECT_LT(fitting, compared * 9 / 10) << fitting << " of " << compared;
 }
+
+INSTANTIATE_TEST_SUITE_P(Scorings, PlannerDifferentialTest,
+                         ::testing::Values(Scoring{}, Scoring{ScoringStrategy::kBinpack, "zone"},
+                                           Scoring{ScoringStrategy::kSpread, "zone"}),
+                         [](const auto& info) {
+                           return info.param.topologyProperty.empty()
+                                      ? std::string("NoTopology")
+                                      : scoringStrategyName(info.param.strategy) +
+                                            std::string("ByZone");
+                         });
 
 }  // namespace
 }  // namespace ker

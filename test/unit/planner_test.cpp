@@ -87,7 +87,7 @@ TEST_F(PlannerTest, OneFitterAnswersEveryNodeAsPlanNodeDoes) {
       const auto got = fitter.plan(node, {}, false);
       EXPECT_EQ(got.fits, want.fits) << node << " " << claims.size();
       EXPECT_EQ(got.message, want.message) << node;
-      EXPECT_EQ(got.leftover, want.leftover) << node;
+      EXPECT_EQ(got.cost, want.cost) << node;
       EXPECT_TRUE(got.assignment.empty());
     }
   }
@@ -120,7 +120,7 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
     const auto got = fitter.plan(node, {}, false);
     EXPECT_EQ(got.fits, want.fits) << node;
     EXPECT_EQ(got.message, want.message) << node;
-    EXPECT_EQ(got.leftover, want.leftover) << node;
+    EXPECT_EQ(got.cost, want.cost) << node;
     return got.fits;
   };
   for (const auto& claims : std::vector<std::vector<std::string>>{{"k80-erc"},
@@ -159,7 +159,7 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
       const auto want = planNode(pc, "pod-uid", std::string(many[i]), {}, index_);
       EXPECT_EQ(plans[i].fits, want.fits) << many[i];
       EXPECT_EQ(plans[i].message, want.message) << many[i];
-      EXPECT_EQ(plans[i].leftover, want.leftover) << many[i];
+      EXPECT_EQ(plans[i].cost, want.cost) << many[i];
     }
   }
   index_.unreserve("other-pod");
@@ -259,7 +259,7 @@ TEST_F(PlannerTest, LeftoverCountsMatchingFreeDevicesAfterAllocation) {
   addDevice(device("other", "n1", {{"type", "p100"}}));
   auto plan = planNode(resolve(pod({"one"})), "pod-uid", "n1", {}, index_);
   ASSERT_TRUE(plan.fits);
-  EXPECT_EQ(plan.leftover, 3u);
+  EXPECT_EQ(plan.cost.leftover, 3u);
 }
 
 TEST_F(PlannerTest, DevicesReservedByAnotherPodAreNotOffered) {
@@ -283,7 +283,7 @@ TEST_F(PlannerTest, FilterAnswersRespectBindsInFlight) {
   index_.unreserve("pod-uid");
   const auto plan = NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false);
   EXPECT_TRUE(plan.fits);
-  EXPECT_EQ(plan.leftover, 0u);
+  EXPECT_EQ(plan.cost.leftover, 0u);
 }
 
 // A shareable claim allocated to another pod is joined where it is: its node alone passes,

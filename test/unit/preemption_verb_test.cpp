@@ -285,7 +285,7 @@ TEST(PreemptionVerbHandler, BadRequestsGetAClearErrorAndGoodOnesAReply) {
                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
   Extender extender{index, [](const std::string&) -> ClaimPtr { return nullptr; },
                     [](const std::string&) -> std::shared_ptr<const Node> { return nullptr; },
-                    binder, ScoringStrategy::kBinpack};
+                    binder, Scoring{}};
   metrics::Registry registry;
   ExtenderHandlers handlers(extender, registry);
   const HttpResponse bad = handlers.preempt("{not json");

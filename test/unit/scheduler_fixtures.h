@@ -2,10 +2,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/objects.h"
+#include "scheduler/allocator.h"
 
 namespace ker::testing {
 
@@ -47,6 +49,16 @@ inline std::vector<const ExtendedResource*> ptrs(const std::vector<ExtendedResou
   std::vector<const ExtendedResource*> out;
   for (const auto& d : v) {
     out.push_back(&d);
+  }
+  return out;
+}
+
+// Node costs that differ only in the matching devices left, as without a topology property.
+inline std::vector<std::optional<NodeCost>> leftovers(
+    std::initializer_list<std::optional<size_t>> left) {
+  std::vector<std::optional<NodeCost>> out;
+  for (const auto& l : left) {
+    out.push_back(l ? std::optional<NodeCost>(NodeCost{0, *l}) : std::nullopt);
   }
   return out;
 }
