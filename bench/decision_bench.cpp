@@ -59,9 +59,10 @@ using NodeMap = std::unordered_map<std::string, std::shared_ptr<const Node>>;
 // The extender wired as the app wires it, over in-memory claims and nodes.
 struct WiredExtender {
   WiredExtender(DeviceIndex& index, const std::map<std::string, ClaimPtr>& claims,
-                const NodeMap& nodes)
+                const NodeMap& nodes, const Scoring& scoring = {})
       : binder(api, index,
-               [&nodes](const std::string& node) { return nodes.at(node)->meta.labels; }),
+               [&nodes](const std::string& node) { return nodes.at(node)->meta.labels; },
+               {.scoring = scoring}),
         extender(
             index,
             [&claims](const std::string& key) {
@@ -72,7 +73,7 @@ struct WiredExtender {
               auto it = nodes.find(node);
               return it == nodes.end() ? nullptr : it->second;
             },
-            binder, Scoring{}) {}
+            binder, scoring) {}
 
   testing::FakeApiClient api;
   Binder binder;
@@ -171,6 +172,8 @@ int run(int argc, char** argv) {
   auto* inFlight = flags.addInt("binds-in-flight", 0,
                                 "nodes on which another pod's bind holds a device meanwhile");
   auto* preempt = flags.addBool("preempt", true, "also time a filter that plans preemption");
+  auto* topology = flags.addString(
+      "topology-property", "", "the extender's --topology-property (the devices have numaNode)");
   if (auto r = flags.parse(argc, argv); r.status != FlagParseResult::kOk) {
     r.print();
     return r.exitCode();
@@ -208,7 +211,7 @@ int run(int argc, char** argv) {
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
   }
 
-  WiredExtender wired(index, claims, nodes);
+  WiredExtender wired(index, claims, nodes, Scoring{ScoringStrategy::kBinpack, *topology});
   Extender& extender = wired.extender;
   metrics::Registry registry;
   ExtenderHandlers handlers(extender, registry);

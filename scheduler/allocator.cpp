@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
+#include <tuple>
 
 #include "common/label_selector.h"
 #include "model/suitability.h"
@@ -336,14 +337,16 @@ class Islands {
 };
 
 // The claims' eligible devices reordered so that the fits above, which take devices in list
-// order, choose by island: binpack from the islands with the fewest free matching devices
-// first (their last devices before a whole island), spread round-robin over the islands with
-// the most. The order depends only on each device's island and the claims it may serve, so
-// interchangeable devices in any order give the same islands (the counted and exact paths of
-// the planner agree on the cost).
-std::vector<std::vector<size_t>> islandOrder(const std::vector<std::vector<size_t>>& eligible,
-                                             size_t deviceCount, const Islands& islands,
-                                             ScoringStrategy strategy) {
+// order, choose by island. Binpack is best fit: first the islands that can hold all a claim
+// wants, fewest free devices first (their last devices before a whole island), then the
+// others, most free first (spanning the fewest). Spread goes round-robin over the islands,
+// most free first. The order depends only on each device's island and the claims it may
+// serve, so interchangeable devices in any order give the same islands (the counted and exact
+// paths of the planner agree on the cost).
+std::vector<std::vector<size_t>> islandOrder(
+    const std::vector<const ExtendedResourceClaim*>& claims,
+    const std::vector<std::vector<size_t>>& eligible, size_t deviceCount, const Islands& islands,
+    ScoringStrategy strategy) {
   std::vector<uint64_t> serves(deviceCount, 0);  // claim bits; past 64 claims, the first 64
   std::vector<bool> matching(deviceCount, false);
   for (size_t c = 0; c < eligible.size(); ++c) {
@@ -365,28 +368,29 @@ std::vector<std::vector<size_t>> islandOrder(const std::vector<std::vector<size_
     const std::string& ib = islands.of(b);
     return ia != ib ? ia < ib : serves[a] < serves[b];
   });
-  std::vector<size_t> rank(deviceCount, 0);  // a device's place in its island
-  for (size_t k = 1; k < order.size(); ++k) {
-    if (islands.of(order[k]) == islands.of(order[k - 1])) {
+  std::vector<size_t> position(deviceCount, 0);  // in island, then claims-served order
+  std::vector<size_t> rank(deviceCount, 0);      // a device's place in its island
+  std::vector<size_t> freeOf(deviceCount, 0);    // its island's free devices
+  for (size_t k = 0; k < order.size(); ++k) {
+    position[order[k]] = k;
+    freeOf[order[k]] = freeIn[islands.of(order[k])];
+    if (k > 0 && islands.of(order[k]) == islands.of(order[k - 1])) {
       rank[order[k]] = rank[order[k - 1]] + 1;
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const size_t fa = freeIn[islands.of(a)];
-    const size_t fb = freeIn[islands.of(b)];
-    if (strategy == ScoringStrategy::kBinpack) {
-      return fa < fb;
-    }
-    return rank[a] != rank[b] ? rank[a] < rank[b] : fa > fb;
-  });
-  std::vector<size_t> position(deviceCount, 0);
-  for (size_t k = 0; k < order.size(); ++k) {
-    position[order[k]] = k;
-  }
   std::vector<std::vector<size_t>> reordered = eligible;
-  for (auto& list : reordered) {
-    std::sort(list.begin(), list.end(),
-              [&](size_t a, size_t b) { return position[a] < position[b]; });
+  for (size_t c = 0; c < reordered.size(); ++c) {
+    const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
+    auto key = [&](size_t d) {
+      if (strategy == ScoringStrategy::kSpread) {
+        return std::tuple(rank[d], SIZE_MAX - freeOf[d], position[d]);
+      }
+      const bool holdsAll = freeOf[d] >= want;
+      return std::tuple(holdsAll ? size_t{0} : size_t{1},
+                        holdsAll ? freeOf[d] : SIZE_MAX - freeOf[d], position[d]);
+    };
+    std::sort(reordered[c].begin(), reordered[c].end(),
+              [&](size_t a, size_t b) { return key(a) < key(b); });
   }
   return reordered;
 }
@@ -412,10 +416,14 @@ uint64_t fragmentation(const Picks& picks, const std::vector<std::vector<size_t>
     }
   }
   uint64_t cost = 0;
+  uint64_t free = 0;
+  uint64_t taken = 0;
   for (const auto& [island, ft] : freeAndTaken) {
     cost += ft.second * (2 * ft.first - ft.second);
+    free += ft.first;
+    taken += ft.second;
   }
-  return cost;
+  return cost + taken * (2 * free - taken);
 }
 
 }  // namespace
@@ -441,7 +449,7 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   std::vector<std::vector<size_t>> reordered;
   if (byIsland) {
     islands.emplace(*properties, scoring->topologyProperty);
-    reordered = islandOrder(eligible, deviceCount, *islands, strategy);
+    reordered = islandOrder(claims, eligible, deviceCount, *islands, strategy);
   }
   const auto& lists = byIsland ? reordered : eligible;
   Picks picks;

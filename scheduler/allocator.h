@@ -30,9 +30,10 @@ struct Scoring {
 // least, spread the most.
 struct NodeCost {
   // Σ k(2f − k) over the islands the devices come from, k taken of an island's f free matching
-  // devices: how far Σ f² drops, a measure of how concentrated the free devices stay. Taking
-  // the last devices of a nearly used island costs least, breaking a whole island most, so the
-  // lowest cost keeps the most islands whole for later multi-device requests. 0 without a
+  // devices, plus K(2F − K) for the node's K of F: how far the sums of squared free devices
+  // drop, a measure of how concentrated the free devices stay. Finishing a nearly used island
+  // on a nearly full node costs least, breaking a whole island or node most, so the lowest
+  // cost keeps the most islands and nodes whole for later multi-device requests. 0 without a
   // topology property.
   uint64_t fragmentation = 0;
   size_t leftover = 0;  // matching free devices left on the node

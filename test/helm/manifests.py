@@ -188,6 +188,7 @@ def check_knobs(r):
            f"kube-scheduler runs {ks['image']}")
     sidecar = r.containers("Deployment", "extended-resource-scheduler")["extender"]
     expect("--scoring=spread" in sidecar["command"], f"extender command {sidecar['command']}")
+    expect("--topology-property=numa" in sidecar["command"], f"extender command {sidecar['command']}")
     ctl = r.get("Deployment", "extended-resource-controller")["spec"]["template"]["spec"]
     expect(ctl["tolerations"] == [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}], "controller tolerations")
     expect(ctl["nodeSelector"] == {"kubernetes.io/os": "linux"}, "controller nodeSelector")

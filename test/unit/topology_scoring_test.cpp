@@ -45,11 +45,25 @@ TEST(TopologyFit, BinpackTakesTheLastDevicesOfTheFullestIsland) {
   const Fit fit = fitClaims({&one}, ptrs(devs), kBinpackByNuma);
   ASSERT_TRUE(fit.fits) << fit.message;
   EXPECT_EQ(fit.assignment.at("default/one"), std::vector<std::string>{"n-b0"});
-  EXPECT_EQ(fit.fragmentation, 1u);  // 1 taken of 1 free: 1·(2·1 − 1)
+  // 1 of the island's 1 free, and 1 of the node's 5: 1·(2·1 − 1) + 1·(2·5 − 1).
+  EXPECT_EQ(fit.fragmentation, 1u + 9u);
 
   // Without the property, devices are taken in the order given.
   EXPECT_EQ(fitClaims({&one}, ptrs(devs)).assignment.at("default/one"),
             std::vector<std::string>{"n-a0"});
+}
+
+TEST(TopologyFit, BinpackPutsARequestInTheSmallestIslandThatHoldsItAll) {
+  const auto devs = islands("n", 1, 4);
+  auto four = claim("four", 4);
+  const Fit fit = fitClaims({&four}, ptrs(devs), kBinpackByNuma);
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/four"),
+            (std::vector<std::string>{"n-b0", "n-b1", "n-b2", "n-b3"}));
+  // More than any island holds: the fewest islands, the fullest first.
+  auto five = claim("five", 5);
+  EXPECT_EQ(fitClaims({&five}, ptrs(devs), kBinpackByNuma).assignment.at("default/five"),
+            (std::vector<std::string>{"n-a0", "n-b0", "n-b1", "n-b2", "n-b3"}));
 }
 
 TEST(TopologyFit, BinpackKeepsAnUnconstrainedRequestInOneIslandWhenItCan) {
@@ -59,7 +73,7 @@ TEST(TopologyFit, BinpackKeepsAnUnconstrainedRequestInOneIslandWhenItCan) {
   ASSERT_TRUE(fit.fits) << fit.message;
   EXPECT_EQ(fit.assignment.at("default/four"),
             (std::vector<std::string>{"n-a0", "n-a1", "n-a2", "n-a3"}));
-  EXPECT_EQ(fit.fragmentation, 16u);  // 4·(2·4 − 4)
+  EXPECT_EQ(fit.fragmentation, 16u + 48u);  // 4·(2·4 − 4) + 4·(2·8 − 4)
 }
 
 TEST(TopologyFit, SpreadTakesRoundRobinFromTheFreestIslands) {
@@ -68,7 +82,7 @@ TEST(TopologyFit, SpreadTakesRoundRobinFromTheFreestIslands) {
   const Fit fit = fitClaims({&two}, ptrs(devs), kSpreadByNuma);
   ASSERT_TRUE(fit.fits) << fit.message;
   EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"n-a0", "n-b0"}));
-  EXPECT_EQ(fit.fragmentation, 5u + 3u);
+  EXPECT_EQ(fit.fragmentation, 5u + 3u + 16u);
 }
 
 TEST(TopologyFit, AConstrainedClaimUnderSpreadTakesTheLargestGroup) {
@@ -110,7 +124,8 @@ class TopologyFilterTest : public ::testing::TestWithParam<ScoringStrategy>,
                            {"annotations", {{"extendedresource.io/claims", claimName}}}}}}},
                        {"NodeNames", {"idle", "broken"}},
                        {"Nodes", nullptr}};
-    const FilterReply reply = extender_.filter(parseExtenderArgs(body.dump()), Clock::now()).reply;
+    const std::string text = body.dump();  // the reply's node names point into it
+    const FilterReply reply = extender_.filter(parseExtenderArgs(text), Clock::now()).reply;
     EXPECT_EQ(reply.error, "");
     return {reply.passing.begin(), reply.passing.end()};
   }

@@ -86,6 +86,9 @@ imagePullPolicy: {{ . }}
     - --tls-allowed-client-names={{ required "scheduler.extender.tls.allowedClientNames must name kube-scheduler's client certificate" (join "," $e.tls.allowedClientNames) }}
     {{- end }}
     - --scoring={{ $e.scoring }}
+    {{- with $e.topologyProperty }}
+    - --topology-property={{ . }}
+    {{- end }}
     # nodeCacheCapable: true sends a Pod and node names: a few MiB at most. Raise this
     # (and the memory limit) only for nodeCacheCapable: false, which sends whole Nodes.
     - --max-body-bytes={{ int64 $e.maxBodyBytes }}
