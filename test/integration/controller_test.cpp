@@ -35,7 +35,9 @@ class ControllerTest : public ExtenderSuite {
 
   static void SetUpTestSuite() {
     setUpSuite([] {
-      startStack({});
+      // Topology-aware scoring by the devices' numaNode; devices without it (most tests') form
+      // one island per node, which ranks nodes as plain binpack does.
+      startStack({.extenderArgs = {"--topology-property=numaNode"}});
       if (env_ != nullptr) {
         // The credentials and Lease deploy/deployment.yaml gives the controller, so a missing
         // permission fails here rather than in a user's cluster.
@@ -1181,6 +1183,51 @@ TEST_F(ControllerTest, AConstrainedClaimGetsDevicesSharingThePropertyAndWaitsFor
   for (const auto& name : claim.allocated) {
     auto d = ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", name));
     EXPECT_EQ(d.properties.at("numaNode"), "1") << name;
+  }
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// Through the real kube-scheduler with --topology-property: a 2-GPU request finishes the node's
+// broken island instead of breaking a whole one (by name it would take the whole island's
+// devices first), and a 4-GPU one-NUMA request then takes the whole island of the fuller node.
+TEST_F(ControllerTest, TopologyScoringKeepsWholeIslandsForLargerRequests) {
+  auto nodes = makeNodes(2);
+  const std::string base = uniqueName("topo");
+  std::map<std::string, std::string> numaOf;
+  auto addDevice = [&](const std::string& node, const std::string& name, const std::string& numa) {
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, node, resource_, {{"numaNode", numa}}));
+    numaOf[name] = numa;
+  };
+  for (int i = 0; i < 4; ++i) {  // whole: both islands free
+    addDevice(nodes[0], base + "-idle-" + std::to_string(i), i < 2 ? "0" : "1");
+    addDevice(nodes[0], base + "-idle-x" + std::to_string(i), i < 2 ? "0" : "1");
+  }
+  for (int i = 0; i < 4; ++i) {  // named first: a whole island of 4
+    addDevice(nodes[1], base + "-a" + std::to_string(i), "1");
+  }
+  for (int i = 0; i < 2; ++i) {  // what is left of the other island
+    addDevice(nodes[1], base + "-b" + std::to_string(i), "0");
+  }
+  api_->create(resources::kExtendedResourceClaims, ns_, claimObject(ns_, "two", resource_, 2));
+  api_->create(resources::kPods, ns_, podObject(ns_, "two", {"two"}, schedulerName_));
+  ASSERT_TRUE(waitBound("two")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("two"), nodes[1]);
+  auto claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "two"));
+  EXPECT_EQ(claim.allocated, (std::vector<std::string>{base + "-b0", base + "-b1"}));
+
+  json four = claimObject(ns_, "four", resource_, 4);
+  four["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}};
+  api_->create(resources::kExtendedResourceClaims, ns_, four);
+  api_->create(resources::kPods, ns_, podObject(ns_, "four", {"four"}, schedulerName_));
+  ASSERT_TRUE(waitBound("four")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("four"), nodes[1]);
+  claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "four"));
+  ASSERT_EQ(claim.allocated.size(), 4u);
+  for (const auto& name : claim.allocated) {
+    EXPECT_EQ(numaOf[name], "1") << name;
   }
   EXPECT_EQ(invariantViolations(), "");
 }
