@@ -1,7 +1,8 @@
 // libFuzzer target: a claim's selector of device properties and its constraints, the parts of
 // a claim a tenant writes that the extender evaluates against every device. Input starting with '{'
-// is a claim's spec as JSON: reading it never crashes, and a claim that reads as valid has a valid
-// selector that evaluates against any properties. Other input is two texts separated by a newline,
+// is a claim's spec as JSON: reading it never crashes, a claim that reads as valid has a valid
+// selector that evaluates against any properties, and the devices a fit chooses for it meet its
+// constraints. Other input is two texts separated by a newline,
 // read as quantities: when both parse, their order is consistent, and the four comparison operators
 // agree with it.
 
@@ -14,6 +15,7 @@
 #include "common/quantity.h"
 #include "model/objects.h"
 #include "model/suitability.h"
+#include "scheduler/allocator.h"
 
 namespace {
 
@@ -46,6 +48,39 @@ void checkClaim(const std::string& text) {
     all.push_back(&properties);
   }
   (void)meetConstraints(claim, all);
+  if (!claim.invalid.empty() || claim.extendedResourceNum > 8) {
+    return;
+  }
+  // Eight devices over two NUMA nodes and three PCIe roots: what a fit chooses meets the
+  // claim's constraints, and each device suits it.
+  std::vector<ker::ExtendedResource> devices(8);
+  std::vector<const ker::ExtendedResource*> free;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    auto& d = devices[i];
+    d.meta.name = "d" + std::to_string(i);
+    d.rawResourceName = claim.rawResourceName;
+    d.properties = {{"numaNode", std::to_string(i / 4)},
+                    {"pciRoot", std::string(1, static_cast<char>('a' + i % 3))},
+                    {"memory", i % 2 == 0 ? "40Gi" : "lots"}};
+    free.push_back(&d);
+  }
+  const ker::Fit fit = ker::fitClaims({&claim}, free);
+  if (!fit.fits || fit.assignment.empty()) {
+    return;
+  }
+  const auto& chosen = fit.assignment.begin()->second;
+  std::vector<const std::map<std::string, std::string>*> properties;
+  for (const auto& name : chosen) {
+    const auto& d = devices[static_cast<size_t>(std::stoi(name.substr(1)))];
+    if (!ker::suits(d, claim)) {
+      std::abort();
+    }
+    properties.push_back(&d.properties);
+  }
+  if (static_cast<int64_t>(chosen.size()) != claim.extendedResourceNum ||
+      !meetConstraints(claim, properties)) {
+    std::abort();
+  }
 }
 
 bool holds(SelectorOperator op, const std::string& have, const std::string& want) {

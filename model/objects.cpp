@@ -465,11 +465,17 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
         if (!e.is_object()) {
           wrongType(at, "an object", e);
         }
-        std::string property = stringMember(e, "matchProperty", at + ".matchProperty");
-        if (property.empty()) {
-          failAt(at + ".matchProperty", "required, a property name");
+        DeviceConstraint k{stringMember(e, "matchProperty", at + ".matchProperty"),
+                           stringMember(e, "distinctProperty", at + ".distinctProperty")};
+        if (k.matchProperty.empty() == k.distinctProperty.empty()) {
+          failAt(at, "needs exactly one of matchProperty and distinctProperty, a property name");
         }
-        c.constraints.push_back({std::move(property)});
+        if (!k.distinctProperty.empty() &&
+            std::any_of(c.constraints.begin(), c.constraints.end(),
+                        [](const DeviceConstraint& o) { return !o.distinctProperty.empty(); })) {
+          failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
+        }
+        c.constraints.push_back(std::move(k));
       }
     });
     p.check([&] {

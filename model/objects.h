@@ -114,10 +114,13 @@ struct ExtendedResource {
 };
 
 // One of a claim's spec.constraints: a rule over the set of devices it gets, beyond each one
-// suiting it on its own.
+// suiting it on its own. Exactly one field is set; a claim has at most one distinctProperty.
 struct DeviceConstraint {
   // Every device has this property, all with one value (the same NUMA node, PCIe root).
   std::string matchProperty;
+  // Every device has this property, each with a value of its own (GPUs on different PCIe
+  // roots, devices in different failure domains).
+  std::string distinctProperty;
   bool operator==(const DeviceConstraint&) const = default;
 };
 

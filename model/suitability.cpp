@@ -1,6 +1,7 @@
 #include "model/suitability.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/label_selector.h"
 #include "common/node_selector.h"
@@ -25,25 +26,43 @@ std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,
                                          const std::map<std::string, std::string>& properties) {
   std::string key;
   for (const auto& c : claim.constraints) {
-    auto it = properties.find(c.matchProperty);
+    const std::string& name = c.matchProperty.empty() ? c.distinctProperty : c.matchProperty;
+    auto it = properties.find(name);
     if (it == properties.end()) {
       return std::nullopt;
     }
-    // A separator no value can hold keeps ("a", "b,c") apart from ("a,b", "c").
-    key.append(it->second).push_back('\0');
+    if (!c.matchProperty.empty()) {
+      // A separator no value can hold keeps ("a", "b,c") apart from ("a,b", "c").
+      key.append(it->second).push_back('\0');
+    }
   }
   return key;
+}
+
+const std::string& distinctProperty(const ExtendedResourceClaim& claim) {
+  static const std::string kNone;
+  for (const auto& c : claim.constraints) {
+    if (!c.distinctProperty.empty()) {
+      return c.distinctProperty;
+    }
+  }
+  return kNone;
 }
 
 bool meetConstraints(const ExtendedResourceClaim& claim,
                      const std::vector<const std::map<std::string, std::string>*>& properties) {
   std::optional<std::string> first;
+  std::set<std::string> seen;
+  const std::string& distinct = distinctProperty(claim);
   for (const auto* p : properties) {
     auto key = constraintKey(claim, *p);
     if (!key || (first && *key != *first)) {
       return false;
     }
     first = std::move(key);
+    if (!distinct.empty() && !seen.insert(p->at(distinct)).second) {
+      return false;
+    }
   }
   return true;
 }

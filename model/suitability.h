@@ -27,12 +27,15 @@ inline bool suits(const ExtendedResource& device, const ExtendedResourceClaim& c
   return suitability(device, claim) == Unsuited::kNone;
 }
 
-// The values of the properties the claim's constraints compare, joined: the devices of one
-// allocation must all have the same key. "" for a claim without constraints; nullopt for a
-// device lacking one of those properties (it cannot serve the claim).
+// The values of the properties the claim's matchProperty constraints compare, joined: the
+// devices of one allocation must all have the same key. "" for a claim without them; nullopt
+// for a device lacking one of the properties any constraint names (it cannot serve the claim).
 std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,
                                          const std::map<std::string, std::string>& properties);
-// Whether these devices, together, meet the claim's constraints.
+// The claim's distinctProperty, "" when it has none.
+const std::string& distinctProperty(const ExtendedResourceClaim& claim);
+// Whether these devices, together, meet the claim's constraints: one constraint key, and a
+// value of its own of the distinct property each.
 bool meetConstraints(const ExtendedResourceClaim& claim,
                      const std::vector<const std::map<std::string, std::string>*>& properties);
 

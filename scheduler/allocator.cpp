@@ -26,8 +26,17 @@ std::string describeWant(const ExtendedResourceClaim& c) {
   if (c.extendedResourceNames) {
     want += " among the " + std::to_string(c.extendedResourceNames->size()) + " named devices";
   }
-  for (size_t i = 0; i < c.constraints.size(); ++i) {
-    want += (i == 0 ? " sharing " : ", ") + c.constraints[i].matchProperty;
+  bool sharing = false;
+  for (const auto& k : c.constraints) {
+    if (!k.matchProperty.empty()) {
+      want += sharing ? ", " : " sharing ";
+      want += k.matchProperty;
+      sharing = true;
+    }
+  }
+  if (const std::string& distinct = distinctProperty(c); !distinct.empty()) {
+    want += " each with its own ";
+    want += distinct;
   }
   return want;
 }
@@ -151,11 +160,130 @@ namespace {
 // Each claim's chosen devices, as indexes, when a fit is asked for them.
 using Picks = std::vector<std::vector<size_t>>;
 
-// fitEligible for claims without constraints (or with their devices already restricted to
-// one group each). `picks`, when given, receives the chosen devices of a fit.
+// Per claim, empty when it has no distinctProperty, else each device's value of it as a number.
+using DistinctValues = std::vector<std::vector<uint32_t>>;
+
+// The claims' devices as a flow: source → claim (capacity: how many it wants) → the claim's
+// value of its distinct property (1, for a claim with one) → device (1) → sink. Every claim is
+// served exactly when the flow saturates the claims; augmenting paths find it, trying each
+// claim's devices in list order.
+class DistinctFlow {
+ public:
+  DistinctFlow(const std::vector<const ExtendedResourceClaim*>& claims,
+               const std::vector<std::vector<size_t>>& eligible, const DistinctValues& distinct,
+               size_t deviceCount)
+      : firstDevice_(2 + claims.size()) {
+    size_t nodes = firstDevice_ + deviceCount;
+    std::vector<std::map<uint32_t, size_t>> valueNode(claims.size());
+    for (size_t c = 0; c < claims.size(); ++c) {
+      if (!distinct[c].empty()) {
+        for (size_t d : eligible[c]) {
+          valueNode[c].try_emplace(distinct[c][d], 0);
+        }
+        for (auto& [value, node] : valueNode[c]) {
+          node = nodes++;
+        }
+      }
+    }
+    out_.resize(nodes);
+    for (size_t c = 0; c < claims.size(); ++c) {
+      const auto want = static_cast<uint32_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
+      wanted_ += want;
+      addEdge(kSource, 2 + c, want);
+      for (const auto& [value, node] : valueNode[c]) {
+        addEdge(2 + c, node, 1);
+      }
+      for (size_t d : eligible[c]) {
+        const size_t from = distinct[c].empty() ? 2 + c : valueNode[c].at(distinct[c][d]);
+        claimOfEdge_.emplace_back(edges_.size(), c);
+        addEdge(from, firstDevice_ + d, 1);
+      }
+    }
+    for (size_t d = 0; d < deviceCount; ++d) {
+      addEdge(firstDevice_ + d, kSink, 1);
+    }
+  }
+
+  // Whether every claim got all it wants.
+  bool run() {
+    size_t flow = 0;
+    while (flow < wanted_) {
+      visited_.assign(out_.size(), false);
+      if (!augment(kSource)) {
+        return false;
+      }
+      ++flow;
+    }
+    return true;
+  }
+
+  Picks picks(size_t claims) const {
+    Picks out(claims);
+    for (const auto& [edge, c] : claimOfEdge_) {
+      if (edges_[edge].capacity == 0) {
+        out[c].push_back(edges_[edge].to - firstDevice_);
+      }
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kSource = 0;
+  static constexpr size_t kSink = 1;
+  struct Edge {
+    size_t to;
+    uint32_t capacity;
+  };
+  void addEdge(size_t from, size_t to, uint32_t capacity) {
+    out_[from].push_back(edges_.size());
+    edges_.push_back({to, capacity});
+    out_[to].push_back(edges_.size());
+    edges_.push_back({from, 0});
+  }
+  bool augment(size_t node) {
+    if (node == kSink) {
+      return true;
+    }
+    visited_[node] = true;
+    for (size_t e : out_[node]) {
+      Edge& edge = edges_[e];
+      if (edge.capacity > 0 && !visited_[edge.to] && augment(edge.to)) {
+        --edge.capacity;
+        ++edges_[e ^ 1].capacity;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const size_t firstDevice_;
+  size_t wanted_ = 0;
+  std::vector<Edge> edges_;                             // paired: edge e's residual is e ^ 1
+  std::vector<std::vector<size_t>> out_;                // per node, its edges
+  std::vector<std::pair<size_t, size_t>> claimOfEdge_;  // (claim → device edge, claim)
+  std::vector<bool> visited_;
+};
+
+// How many devices a claim can take at most on its own: its eligible devices, or, with a
+// distinct property, their distinct values.
+size_t mostTaken(const std::vector<size_t>& eligible, const std::vector<uint32_t>& distinct) {
+  if (distinct.empty()) {
+    return eligible.size();
+  }
+  std::vector<uint32_t> values;
+  for (size_t d : eligible) {
+    values.push_back(distinct[d]);
+  }
+  std::sort(values.begin(), values.end());
+  return static_cast<size_t>(std::unique(values.begin(), values.end()) - values.begin());
+}
+
+// fitEligible for claims without matchProperty constraints (or with their devices already
+// restricted to one group each). `picks`, when given, receives the chosen devices of a fit.
 Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
-                size_t matchingFree, Picks* picks, const ClaimTexts* texts) {
+                size_t matchingFree, Picks* picks, const ClaimTexts* texts,
+                const DistinctValues* distinct) {
   Fit fit;
   fit.matchingFree = matchingFree;
   std::optional<ClaimTexts> ownTexts;
@@ -169,14 +297,16 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
   // Each claim on its own first: the message then names the claim that cannot be served.
   for (size_t c = 0; c < claims.size(); ++c) {
     const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
-    if (eligible[c].size() < want) {
+    const size_t most =
+        distinct != nullptr ? mostTaken(eligible[c], (*distinct)[c]) : eligible[c].size();
+    if (most < want) {
       const ClaimTexts& w = words();
       std::string& m = fit.message;
       m.reserve(48 + w.keys[c].size() + w.wants[c].size());
       m += "claim ";
       m += w.keys[c];
       m += ": ";
-      m += std::to_string(eligible[c].size());
+      m += std::to_string(most);
       m += " of ";
       m += std::to_string(want);
       m += " free ";
@@ -189,6 +319,26 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
       }
       return fit;
     }
+  }
+  if (distinct != nullptr) {
+    DistinctFlow flow(claims, eligible, *distinct, deviceCount);
+    if (!flow.run()) {
+      std::string& m = fit.message;
+      m = "claims ";
+      for (size_t c = 0; c < claims.size(); ++c) {
+        m += c != 0 ? ", " : "";
+        m += words().keys[c];
+      }
+      m += ": the ";
+      m += std::to_string(matchingFree);
+      m += " matching free devices on this node cannot serve every claim at once";
+      return fit;
+    }
+    fit.fits = true;
+    if (picks != nullptr) {
+      *picks = flow.picks(claims.size());
+    }
+    return fit;
   }
   // One claim with enough eligible devices fits by the check above, and takes the first
   // ones, as the matching below would.
@@ -257,11 +407,12 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
                    const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                    size_t matchingFree, Picks* picks, const ClaimTexts& texts,
                    const std::vector<const std::map<std::string, std::string>*>& properties,
-                   ScoringStrategy strategy) {
+                   ScoringStrategy strategy, const DistinctValues* distinct) {
   std::vector<size_t> constrained;
   std::vector<std::vector<std::vector<size_t>>> candidates;
   for (size_t c = 0; c < claims.size(); ++c) {
-    if (claims[c]->constraints.empty()) {
+    if (std::none_of(claims[c]->constraints.begin(), claims[c]->constraints.end(),
+                     [](const DeviceConstraint& k) { return !k.matchProperty.empty(); })) {
       continue;
     }
     const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
@@ -299,7 +450,7 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
     for (size_t i = 0; i < constrained.size(); ++i) {
       restricted[constrained[i]] = candidates[i][choice[i]];
     }
-    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, picks, &texts);
+    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, picks, &texts, distinct);
     if (fit.fits) {
       return fit;
     }
@@ -325,9 +476,11 @@ class Islands {
   Islands(const std::vector<const std::map<std::string, std::string>*>& properties,
           const std::string& property)
       : properties_(properties), property_(property) {}
-  const std::string& of(size_t device) const {
+  const std::string& of(size_t device) const { return value(device, property_); }
+  // Another property of the device, "" when it has none.
+  const std::string& value(size_t device, const std::string& property) const {
     static const std::string kNone;
-    auto it = properties_[device]->find(property_);
+    auto it = properties_[device]->find(property);
     return it == properties_[device]->end() ? kNone : it->second;
   }
 
@@ -341,8 +494,8 @@ class Islands {
 // wants, fewest free devices first (their last devices before a whole island), then the
 // others, most free first (spanning the fewest). Spread goes round-robin over the islands,
 // most free first. The order depends only on each device's island and the claims it may
-// serve, so interchangeable devices in any order give the same islands (the counted and exact
-// paths of the planner agree on the cost).
+// serve (and their distinct properties' values), so interchangeable devices in any order give
+// the same islands (the counted and exact paths of the planner agree on the cost).
 std::vector<std::vector<size_t>> islandOrder(
     const std::vector<const ExtendedResourceClaim*>& claims,
     const std::vector<std::vector<size_t>>& eligible, size_t deviceCount, const Islands& islands,
@@ -363,10 +516,28 @@ std::vector<std::vector<size_t>> islandOrder(
       ++freeIn[islands.of(d)];
     }
   }
+  // Devices that differ in a claim's distinctProperty are not interchangeable either.
+  std::vector<const std::string*> distinct;
+  for (const auto* c : claims) {
+    if (const std::string& p = distinctProperty(*c); !p.empty()) {
+      distinct.push_back(&p);
+    }
+  }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const std::string& ia = islands.of(a);
     const std::string& ib = islands.of(b);
-    return ia != ib ? ia < ib : serves[a] < serves[b];
+    if (ia != ib) {
+      return ia < ib;
+    }
+    if (serves[a] != serves[b]) {
+      return serves[a] < serves[b];
+    }
+    for (const std::string* p : distinct) {
+      if (int cmp = islands.value(a, *p).compare(islands.value(b, *p)); cmp != 0) {
+        return cmp < 0;
+      }
+    }
+    return false;
   });
   std::vector<size_t> position(deviceCount, 0);  // in island, then claims-served order
   std::vector<size_t> rank(deviceCount, 0);      // a device's place in its island
@@ -434,15 +605,51 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
                 const ClaimTexts* texts,
                 const std::vector<const std::map<std::string, std::string>*>* properties,
                 const Scoring* scoring) {
+  auto anyClaim = [&](auto&& pred) {
+    return properties != nullptr && std::any_of(claims.begin(), claims.end(), [&](const auto* c) {
+             return std::any_of(c->constraints.begin(), c->constraints.end(), pred);
+           });
+  };
   const bool constrained =
-      properties != nullptr && std::any_of(claims.begin(), claims.end(),
-                                           [](const auto* c) { return !c->constraints.empty(); });
+      anyClaim([](const DeviceConstraint& k) { return !k.matchProperty.empty(); });
+  std::optional<DistinctValues> distinct;
+  if (anyClaim([](const DeviceConstraint& k) { return !k.distinctProperty.empty(); })) {
+    distinct.emplace(claims.size());
+    std::map<std::string_view, uint32_t> ids;
+    for (const auto* c : claims) {
+      if (const std::string& property = distinctProperty(*c); !property.empty()) {
+        for (const auto* p : *properties) {
+          if (auto it = p->find(property); it != p->end()) {
+            ids.try_emplace(it->second, 0);
+          }
+        }
+      }
+    }
+    // Numbered in the values' own order, so that the flow tries them in that order rather
+    // than in the order the devices came in (the counted and exact paths agree).
+    uint32_t next = 0;
+    for (auto& [value, id] : ids) {
+      id = next++;
+    }
+    for (size_t c = 0; c < claims.size(); ++c) {
+      const std::string& property = distinctProperty(*claims[c]);
+      if (property.empty()) {
+        continue;
+      }
+      (*distinct)[c].assign(deviceCount, UINT32_MAX);
+      for (size_t d : eligible[c]) {
+        if (auto it = (*properties)[d]->find(property); it != (*properties)[d]->end()) {
+          (*distinct)[c][d] = ids.at(it->second);
+        }
+      }
+    }
+  }
   const bool byIsland =
       properties != nullptr && scoring != nullptr && !scoring->topologyProperty.empty();
   const ScoringStrategy strategy =
       scoring != nullptr ? scoring->strategy : ScoringStrategy::kBinpack;
   std::optional<ClaimTexts> ownTexts;
-  if (constrained && texts == nullptr) {
+  if ((constrained || distinct) && texts == nullptr) {
     texts = &ownTexts.emplace(claims);
   }
   std::optional<Islands> islands;
@@ -454,9 +661,11 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   const auto& lists = byIsland ? reordered : eligible;
   Picks picks;
   Picks* wanted = names != nullptr || byIsland ? &picks : nullptr;
-  Fit fit = constrained ? fitConstrained(claims, lists, deviceCount, matchingFree, wanted, *texts,
-                                         *properties, strategy)
-                        : fitMatching(claims, lists, deviceCount, matchingFree, wanted, texts);
+  const DistinctValues* values = distinct ? &*distinct : nullptr;
+  Fit fit = constrained
+                ? fitConstrained(claims, lists, deviceCount, matchingFree, wanted, *texts,
+                                 *properties, strategy, values)
+                : fitMatching(claims, lists, deviceCount, matchingFree, wanted, texts, values);
   if (!fit.fits || wanted == nullptr) {
     return fit;
   }

@@ -180,7 +180,7 @@ uint64_t NodeFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
     };
     for (const auto* c : pending_) {
       for (const auto& k : c->constraints) {
-        keep(k.matchProperty);
+        keep(k.matchProperty.empty() ? k.distinctProperty : k.matchProperty);
       }
     }
     if (!scoring_.topologyProperty.empty()) {

@@ -1232,5 +1232,41 @@ TEST_F(ControllerTest, TopologyScoringKeepsWholeIslandsForLargerRequests) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// A distinct property through the real kube-scheduler: two GPUs on one PCIe root do not serve
+// a claim for two on roots of their own; the pod waits, saying why, until a GPU on another root
+// comes, and then gets one device per root.
+TEST_F(ControllerTest, ADistinctClaimGetsADevicePerValueAndWaitsForOne) {
+  const std::string node = makeNodes(1)[0];
+  std::map<std::string, std::string> rootOf;
+  auto addDevice = [&](const std::string& root) {
+    const std::string name = uniqueName("gpu");
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, node, resource_, {{"pciRoot", root}}));
+    rootOf[name] = root;
+  };
+  addDevice("0000:00");
+  addDevice("0000:00");
+  json c = claimObject(ns_, "roots", resource_, 2);
+  c["spec"]["constraints"] = {{{"distinctProperty", "pciRoot"}}};
+  api_->create(resources::kExtendedResourceClaims, ns_, c);
+  api_->create(resources::kPods, ns_, podObject(ns_, "roots", {"roots"}, schedulerName_));
+  std::string message;
+  ASSERT_TRUE(
+      eventually([&] { return !(message = failedScheduling("roots")).empty(); }, 30s, 200ms))
+      << extender_->logTail();
+  EXPECT_NE(message.find("claim " + ns_ + "/roots: 1 of 2 free " + resource_ +
+                         " each with its own pciRoot on this node"),
+            std::string::npos)
+      << message;
+
+  addDevice("0000:80");
+  ASSERT_TRUE(waitBound("roots", 60s)) << extender_->logTail();
+  auto claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "roots"));
+  ASSERT_EQ(claim.allocated.size(), 2u);
+  EXPECT_NE(rootOf[claim.allocated[0]], rootOf[claim.allocated[1]]);
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 }  // namespace
 }  // namespace ker::itest

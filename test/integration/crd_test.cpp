@@ -234,9 +234,29 @@ TEST_F(CrdTest, ClaimConstraintsNameAProperty) {
   json empty = claimObject("default", uniqueName("numa"), "x.io/gpu", 4);
   empty["spec"]["constraints"] = {json::object()};
   expectInvalid(resources::kExtendedResourceClaims, "default", empty, "matchProperty");
+  json both = claimObject("default", uniqueName("numa"), "x.io/gpu", 4);
+  both["spec"]["constraints"] = {{{"matchProperty", "numaNode"}, {"distinctProperty", "pciRoot"}}};
+  expectInvalid(resources::kExtendedResourceClaims, "default", both,
+                "exactly one of matchProperty and distinctProperty");
+  json twoDistinct = claimObject("default", uniqueName("numa"), "x.io/gpu", 4);
+  twoDistinct["spec"]["constraints"] = {{{"distinctProperty", "numaNode"}},
+                                        {{"distinctProperty", "pciRoot"}}};
+  expectInvalid(resources::kExtendedResourceClaims, "default", twoDistinct,
+                "at most one constraint may name a distinctProperty");
+  json distinct = claimObject("default", uniqueName("roots"), "x.io/gpu", 2);
+  distinct["spec"]["constraints"] = {{{"matchProperty", "numaNode"}},
+                                     {{"distinctProperty", "pciRoot"}}};
+  created = api_->create(resources::kExtendedResourceClaims, "default", distinct);
+  EXPECT_EQ(created["spec"]["constraints"][1]["distinctProperty"], "pciRoot");
+  api_->remove(resources::kExtendedResourceClaims, "default",
+               created["metadata"]["name"].get<std::string>());
   std::string out;
   ASSERT_EQ(env_->kubectl("explain erc.spec.constraints.matchProperty", &out), 0) << out;
   EXPECT_NE(out.find("same"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erc.spec.constraints.distinctProperty", &out), 0) << out;
+  EXPECT_NE(out.find("no other device"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erct.spec.spec.constraints.distinctProperty", &out), 0) << out;
+  EXPECT_NE(out.find("no other device"), std::string::npos) << out;
 }
 
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {

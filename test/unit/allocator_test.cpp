@@ -246,5 +246,58 @@ TEST(FitClaims, SeveralConstraintsGroupByAllTheirProperties) {
   EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"b", "d"}));
 }
 
+// A distinct property takes one device per value, whichever devices come first.
+TEST(FitClaims, ADistinctClaimTakesOneDevicePerValue) {
+  std::vector<ExtendedResource> devs = {
+      device("a0", "n1", {{"root", "a"}}), device("a1", "n1", {{"root", "a"}}),
+      device("a2", "n1", {{"root", "a"}}), device("b0", "n1", {{"root", "b"}}),
+      device("x", "n1", {})};  // no root: never taken
+  auto two = claim("two", 2);
+  two.constraints = {{"", "root"}};
+  auto fit = fitClaims({&two}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/two"), (std::vector<std::string>{"a0", "b0"}));
+
+  auto three = claim("three", 3);
+  three.constraints = {{"", "root"}};
+  fit = fitClaims({&three}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_EQ(fit.message,
+            "claim default/three: 2 of 3 free nvidia.com/gpu each with its own root on this node");
+}
+
+// Two claims over the same devices: the flow moves a device from one claim to the other when
+// that is the only way both are served.
+TEST(FitClaims, DistinctClaimsBesideOthersAreServedTogetherWhenTheyCanBe) {
+  std::vector<ExtendedResource> devs = {device("a0", "n1", {{"root", "a"}, {"t", "k80"}}),
+                                        device("a1", "n1", {{"root", "a"}}),
+                                        device("b0", "n1", {{"root", "b"}})};
+  auto spread = claim("spread", 2);
+  spread.constraints = {{"", "root"}};
+  auto k80 = claim("k80", 1, {{"t", "k80"}});  // only a0
+  auto fit = fitClaims({&spread, &k80}, ptrs(devs));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/spread"), (std::vector<std::string>{"a1", "b0"}));
+  EXPECT_EQ(fit.assignment.at("default/k80"), (std::vector<std::string>{"a0"}));
+
+  auto any = claim("any", 1);  // a third claim: 4 devices wanted of 3
+  fit = fitClaims({&spread, &k80, &any}, ptrs(devs));
+  EXPECT_FALSE(fit.fits);
+  EXPECT_EQ(fit.message,
+            "claims default/spread, default/k80, default/any: the 3 matching free devices on this "
+            "node cannot serve every claim at once");
+
+  // Shared and distinct together: one NUMA node, each device on a root of its own.
+  std::vector<ExtendedResource> numa = {device("p", "n1", {{"numa", "0"}, {"root", "a"}}),
+                                        device("q", "n1", {{"numa", "0"}, {"root", "a"}}),
+                                        device("r", "n1", {{"numa", "1"}, {"root", "a"}}),
+                                        device("s", "n1", {{"numa", "1"}, {"root", "b"}})};
+  auto both = claim("both", 2);
+  both.constraints = {{"numa", ""}, {"", "root"}};
+  fit = fitClaims({&both}, ptrs(numa));
+  ASSERT_TRUE(fit.fits) << fit.message;
+  EXPECT_EQ(fit.assignment.at("default/both"), (std::vector<std::string>{"r", "s"}));
+}
+
 }  // namespace
 }  // namespace ker

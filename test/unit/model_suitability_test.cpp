@@ -89,6 +89,23 @@ TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
   EXPECT_FALSE(mayBeReachable(d, "n1"));
 }
 
+TEST(Suitability, ADistinctPropertyWantsAValueOfItsOwnOnEachDevice) {
+  ExtendedResourceClaim c;
+  c.rawResourceName = "nvidia.com/gpu";
+  c.constraints = {{"numa", ""}, {"", "root"}};
+  const std::map<std::string, std::string> a = {{"numa", "0"}, {"root", "x"}};
+  const std::map<std::string, std::string> b = {{"numa", "0"}, {"root", "y"}};
+  const std::map<std::string, std::string> sameRoot = {{"numa", "0"}, {"root", "x"}};
+  const std::map<std::string, std::string> otherNuma = {{"numa", "1"}, {"root", "z"}};
+  const std::map<std::string, std::string> lacking = {{"numa", "0"}};
+  EXPECT_EQ(distinctProperty(c), "root");
+  EXPECT_EQ(constraintKey(c, a), constraintKey(c, b));  // the distinct value is no part of it
+  EXPECT_TRUE(meetConstraints(c, {&a, &b}));
+  EXPECT_FALSE(meetConstraints(c, {&a, &sameRoot}));
+  EXPECT_FALSE(meetConstraints(c, {&a, &otherNuma}));
+  EXPECT_FALSE(selectedBy(c, lacking));
+}
+
 TEST(Suitability, ConstraintsGroupDevicesByTheirProperties) {
   ExtendedResourceClaim c;
   c.rawResourceName = "nvidia.com/gpu";

@@ -425,9 +425,22 @@ TEST(ExtendedResourceClaim, ReadsConstraints) {
   auto c = ExtendedResourceClaim::fromJson(j);
   EXPECT_EQ(c.invalid, "");
   EXPECT_EQ(c.constraints, (std::vector<DeviceConstraint>{{"numaNode"}, {"pciRoot"}}));
+  j["spec"]["constraints"] = {{{"matchProperty", "numaNode"}}, {{"distinctProperty", "pciRoot"}}};
+  c = ExtendedResourceClaim::fromJson(j);
+  EXPECT_EQ(c.invalid, "");
+  EXPECT_EQ(c.constraints, (std::vector<DeviceConstraint>{{"numaNode", ""}, {"", "pciRoot"}}));
   j["spec"]["constraints"] = {{{"matchProperty", ""}}};
   EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
-            "spec.constraints[0].matchProperty: required, a property name");
+            "spec.constraints[0]: needs exactly one of matchProperty and distinctProperty, a "
+            "property name");
+  j["spec"]["constraints"] = {{{"matchProperty", "numaNode"}, {"distinctProperty", "pciRoot"}}};
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
+            "spec.constraints[0]: needs exactly one of matchProperty and distinctProperty, a "
+            "property name");
+  j["spec"]["constraints"] = {{{"distinctProperty", "numaNode"}},
+                              {{"distinctProperty", "pciRoot"}}};
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid,
+            "spec.constraints[1].distinctProperty: only one constraint of a claim may be distinct");
   j["spec"]["constraints"] = "numaNode";
   EXPECT_NE(ExtendedResourceClaim::fromJson(j).invalid.find("spec.constraints: expected an array"),
             std::string::npos);

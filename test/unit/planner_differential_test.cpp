@@ -103,7 +103,10 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
       break;
   }
   if (coin(rng, 0.15)) {  // all its devices in one zone
-    c.constraints = {{"zone"}};
+    c.constraints = {{"zone", ""}};
+  }
+  if (coin(rng, 0.15)) {  // each of its devices of a type of its own
+    c.constraints.push_back({"", "type"});
   }
   if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices
     std::vector<std::string> allowed;
