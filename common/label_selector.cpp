@@ -1,6 +1,7 @@
 #include "common/label_selector.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/quantity.h"
 
@@ -18,35 +19,6 @@ std::string joined(const std::vector<std::string>& values) {
     out += (out.empty() ? "" : ",") + v;
   }
   return out;
-}
-
-Status validateRequirement(const LabelSelectorRequirement& r, SelectorDialect dialect) {
-  if (r.key.empty()) {
-    return Status::invalid("key: must not be empty");
-  }
-  if (!admits(dialect, r.op)) {
-    return Status::invalid(std::string("operator: ") + toString(r.op) + " is not one of " +
-                           operatorNames(dialect));
-  }
-  const std::string op = toString(r.op);
-  if (isComparison(r.op)) {
-    if (r.values.size() != 1) {
-      return Status::invalid("values: operator " + op + " needs exactly one value");
-    }
-    if (!Quantity::parse(r.values[0])) {
-      return Status::invalid("values[0]: \"" + r.values[0] + "\" is not a quantity (operator " +
-                             op + "; e.g. 40Gi, 1.5, 500m)");
-    }
-    return {};
-  }
-  const bool wantsValues = r.op == SelectorOperator::kIn || r.op == SelectorOperator::kNotIn;
-  if (wantsValues && r.values.empty()) {
-    return Status::invalid("values: must be non-empty for operator " + op);
-  }
-  if (!wantsValues && !r.values.empty()) {
-    return Status::invalid("values: must be empty for operator " + op);
-  }
-  return {};
 }
 
 // Whether a property holds against a comparison requirement whose value parsed; a property
@@ -78,6 +50,56 @@ bool comparisonHolds(const LabelSelectorRequirement& r,
 
 }  // namespace
 
+Status validateRequirement(const std::string& key, SelectorOperator op,
+                           const std::vector<std::string>& values, SelectorDialect dialect) {
+  if (key.empty()) {
+    return Status::invalid("key: must not be empty");
+  }
+  const std::string name = toString(op);
+  if (!admits(dialect, op)) {
+    return Status::invalid("operator: " + name + " is not one of " + operatorNames(dialect));
+  }
+  if (isComparison(op)) {
+    if (values.size() != 1) {
+      return Status::invalid("values: operator " + name + " needs exactly one value");
+    }
+    if (dialect == SelectorDialect::kNodes && !parseSelectorInteger(values[0])) {
+      return Status::invalid("values[0]: \"" + values[0] + "\" is not an integer (operator " +
+                             name + ")");
+    }
+    if (dialect != SelectorDialect::kNodes && !Quantity::parse(values[0])) {
+      return Status::invalid("values[0]: \"" + values[0] + "\" is not a quantity (operator " +
+                             name + "; e.g. 40Gi, 1.5, 500m)");
+    }
+    return {};
+  }
+  const bool wantsValues = op == SelectorOperator::kIn || op == SelectorOperator::kNotIn;
+  if (wantsValues && values.empty()) {
+    return Status::invalid("values: must be non-empty for operator " + name);
+  }
+  if (!wantsValues && !values.empty()) {
+    return Status::invalid("values: must be empty for operator " + name);
+  }
+  return {};
+}
+
+std::optional<int64_t> parseSelectorInteger(const std::string& s) {
+  const char* begin = s.data();
+  const char* end = s.data() + s.size();
+  if (begin != end && *begin == '+') {
+    ++begin;
+    if (begin != end && *begin == '-') {
+      return std::nullopt;
+    }
+  }
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end || begin == end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 Status validate(const LabelSelector& selector) {
   for (const auto& [key, value] : selector.matchLabels) {
     if (key.empty()) {
@@ -85,7 +107,8 @@ Status validate(const LabelSelector& selector) {
     }
   }
   for (size_t i = 0; i < selector.matchExpressions.size(); ++i) {
-    if (Status s = validateRequirement(selector.matchExpressions[i], selector.dialect); !s.ok()) {
+    const auto& r = selector.matchExpressions[i];
+    if (Status s = validateRequirement(r.key, r.op, r.values, selector.dialect); !s.ok()) {
       return Status::invalid("matchExpressions[" + std::to_string(i) + "]." + s.message());
     }
   }

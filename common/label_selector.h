@@ -22,6 +22,17 @@ bool matches(const LabelSelector& selector, const std::map<std::string, std::str
 // comparison without exactly one value that is a quantity).
 Status validate(const LabelSelector& selector);
 
+// The one rule for a requirement's shape, whichever selector holds it: a key; an operator its
+// dialect admits; values for In and NotIn and none for Exists and DoesNotExist; for a
+// comparison exactly one value that reads as the dialect compares (a quantity for device
+// properties, an integer for node labels). The message names the field: "key: …", "values: …".
+Status validateRequirement(const std::string& key, SelectorOperator op,
+                           const std::vector<std::string>& values, SelectorDialect dialect);
+
+// A node selector's Gt or Lt value, as Go's strconv.ParseInt(s, 10, 64) reads it: an optional
+// sign, digits only, nothing around them, no overflow.
+std::optional<int64_t> parseSelectorInteger(const std::string& s);
+
 // Whether `labels` satisfy one set-based requirement on `key` (In, NotIn, Exists, DoesNotExist,
 // with valid values): the rule label and node selectors share. Comparisons, whose meaning is
 // each dialect's own, are false here.

@@ -1,6 +1,5 @@
 #include "common/node_selector.h"
 
-#include <charconv>
 #include <optional>
 
 #include "common/label_selector.h"
@@ -10,61 +9,6 @@ namespace ker {
 namespace {
 
 constexpr const char* kNameField = "metadata.name";
-
-// Parses a base-10 int64 the way Go's strconv.ParseInt(s, 10, 64) does: an optional sign, digits
-// only, nothing around them, no overflow.
-std::optional<int64_t> parseInt64(const std::string& s) {
-  const char* begin = s.data();
-  const char* end = s.data() + s.size();
-  if (begin != end && *begin == '+') {
-    ++begin;
-    if (begin != end && *begin == '-') {
-      return std::nullopt;
-    }
-  }
-  int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr != end || begin == end) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-Status validateExpression(const NodeSelectorRequirement& r) {
-  if (r.key.empty()) {
-    return Status::invalid("key: must not be empty");
-  }
-  const std::string op = toString(r.op);
-  switch (r.op) {
-    case SelectorOperator::kIn:
-    case SelectorOperator::kNotIn:
-      if (r.values.empty()) {
-        return Status::invalid("values: must be non-empty for operator " + op);
-      }
-      break;
-    case SelectorOperator::kExists:
-    case SelectorOperator::kDoesNotExist:
-      if (!r.values.empty()) {
-        return Status::invalid("values: must be empty for operator " + op);
-      }
-      break;
-    case SelectorOperator::kGe:
-    case SelectorOperator::kLe:
-      return Status::invalid("operator: " + op + " is not one of " +
-                             operatorNames(SelectorDialect::kNodes));
-    case SelectorOperator::kGt:
-    case SelectorOperator::kLt:
-      if (r.values.size() != 1) {
-        return Status::invalid("values: operator " + op + " needs exactly one value");
-      }
-      if (!parseInt64(r.values[0])) {
-        return Status::invalid("values[0]: \"" + r.values[0] + "\" is not an integer (operator " +
-                               op + ")");
-      }
-      break;
-  }
-  return {};
-}
 
 // As the API validates node field selectors: only metadata.name, only In/NotIn, one value.
 Status validateField(const NodeSelectorRequirement& r) {
@@ -84,7 +28,8 @@ Status validateField(const NodeSelectorRequirement& r) {
 
 Status validateTerm(const NodeSelectorTerm& term) {
   for (size_t i = 0; i < term.matchExpressions.size(); ++i) {
-    if (Status s = validateExpression(term.matchExpressions[i]); !s.ok()) {
+    const auto& r = term.matchExpressions[i];
+    if (Status s = validateRequirement(r.key, r.op, r.values, SelectorDialect::kNodes); !s.ok()) {
       return Status::invalid("matchExpressions[" + std::to_string(i) + "]." + s.message());
     }
   }
@@ -106,11 +51,11 @@ bool expressionMatches(const NodeSelectorRequirement& r,
   if (it == labels.end()) {
     return false;
   }
-  auto have = parseInt64(it->second);
+  auto have = parseSelectorInteger(it->second);
   if (!have) {
     return false;  // a label that is not an integer satisfies neither Gt nor Lt
   }
-  const int64_t want = *parseInt64(r.values[0]);
+  const int64_t want = *parseSelectorInteger(r.values[0]);
   return r.op == SelectorOperator::kGt ? *have > want : *have < want;
 }
 

@@ -217,5 +217,56 @@ TEST(PropertySelector, TheReaderAdmitsComparisonsOnlyInThePropertiesDialect) {
   }
 }
 
+// Label, node and property selectors share one rule for a requirement's shape; only what a
+// comparison's value must read as, and which operators are admitted, differ by dialect.
+TEST(ValidateRequirement, OneRuleForEveryDialect) {
+  using enum SelectorOperator;
+  struct Case {
+    SelectorDialect dialect;
+    SelectorOperator op;
+    std::vector<std::string> values;
+    std::string error;  // "" when valid
+  };
+  const std::vector<Case> cases = {
+      {SelectorDialect::kLabels, kIn, {}, "values: must be non-empty for operator In"},
+      {SelectorDialect::kNodes, kIn, {}, "values: must be non-empty for operator In"},
+      {SelectorDialect::kProperties, kExists, {"x"}, "values: must be empty for operator Exists"},
+      {SelectorDialect::kNodes,
+       kDoesNotExist,
+       {"x"},
+       "values: must be empty for operator DoesNotExist"},
+      {SelectorDialect::kLabels,
+       kGt,
+       {"1"},
+       "operator: Gt is not one of In, NotIn, Exists, DoesNotExist"},
+      {SelectorDialect::kNodes,
+       kGe,
+       {"1"},
+       "operator: Ge is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt"},
+      {SelectorDialect::kNodes, kGt, {"1", "2"}, "values: operator Gt needs exactly one value"},
+      {SelectorDialect::kNodes,
+       kLt,
+       {"40Gi"},
+       "values[0]: \"40Gi\" is not an integer (operator Lt)"},
+      {SelectorDialect::kProperties, kLt, {"40Gi"}, ""},
+      {SelectorDialect::kProperties,
+       kGe,
+       {"lots"},
+       "values[0]: \"lots\" is not a quantity (operator Ge; e.g. 40Gi, 1.5, 500m)"},
+      {SelectorDialect::kNodes, kGt, {"-3"}, ""},
+      {SelectorDialect::kLabels, kNotIn, {"a"}, ""},
+  };
+  for (const auto& c : cases) {
+    const Status s = validateRequirement("k", c.op, c.values, c.dialect);
+    EXPECT_EQ(s.ok() ? "" : s.message(), c.error) << toString(c.op);
+  }
+  EXPECT_EQ(validateRequirement("", kExists, {}, SelectorDialect::kLabels).message(),
+            "key: must not be empty");
+  EXPECT_EQ(parseSelectorInteger("+12"), 12);
+  EXPECT_EQ(parseSelectorInteger("+-1"), std::nullopt);
+  EXPECT_EQ(parseSelectorInteger("1 "), std::nullopt);
+  EXPECT_EQ(parseSelectorInteger("99999999999999999999"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ker
