@@ -30,72 +30,38 @@ case "${1:-}" in
 *) die "unknown argument '$1' (try --help)" ;;
 esac
 
-# Whether a build is needed: no at once when `current` (a command) finds it in the cache; else
-# takes the lock file (held until the script exits; waiting up to `wait` seconds while another
-# process builds `what`) and asks `current` again, since that other build may have made it.
-needs_build() {
-  local current=$1 lock=$2 wait=$3 what=$4 fd
-  if "$current"; then
-    return 1
-  fi
-  mkdir -p "$(dirname "$lock")"
-  exec {fd}>"$lock"
-  if ! flock -n "$fd"; then
-    log "waiting for another build of $what (up to $((wait / 60)) min)"
-    flock -w "$wait" "$fd" || die "timed out waiting for $lock"
-  fi
-  ! "$current"
-}
-
 # helm has a cache folder, lock and fingerprint of its own: pinning another helm never rebuilds
 # Kubernetes, a helm build never waits behind an hour-long control-plane build, and the reverse.
 build_helm() {
-  local cache_root dir module fingerprint start got
-  # Global, not local: the EXIT trap runs after this function has returned.
-  helm_tmp='' helm_old=''
+  local cache_root dir fingerprint
   cache_root=${CONTROLPLANE_CACHE_DIR:-$REPO_ROOT/.cache/controlplane}
   dir="$cache_root/helm-$HELM_VERSION"
-  module="helm.sh/helm/${HELM_VERSION%%.*}"
   go_env
   # Bump when the helm build changes what it produces (flags, stamps) so caches get rebuilt.
   local recipe=1
   fingerprint=$(printf '%s\n' "recipe=$recipe" "$HELM_VERSION" "$(go env GOVERSION GOOS GOARCH)" | sha256sum | cut -d' ' -f1)
-  helm_current() { [[ -x "$dir/helm" ]] && grep -qx "fingerprint=$fingerprint" "$dir/BUILDINFO" 2>/dev/null; }
-  if ! needs_build helm_current "$cache_root/.helm.lock" 1800 helm; then
-    printf '%s\n' "$dir"
-    return 0
-  fi
-  # Holding the helm lock, its other build folders are leftovers of a killed build. Their
-  # prefixes differ from the control plane's, whose lock this does not hold.
-  rm -rf "$cache_root"/.helm-build.* "$cache_root"/.helm-old.*
-  helm_tmp=$(mktemp -d "$cache_root/.helm-build.XXXXXX")
-  chmod 755 "$helm_tmp"
-  trap 'rm -rf "$helm_tmp" ${helm_old:+"$helm_old"}' EXIT
-  trap 'log "failed (line $LINENO: $BASH_COMMAND)"' ERR
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  start=$SECONDS
+  cached_build "helm $HELM_VERSION" "$dir" "$fingerprint" 1800 helm_steps helm_present
+  printf '%s\n' "$dir"
+}
+
+helm_present() { [[ -x "$1/helm" ]]; }
+
+helm_steps() { # OUT
+  local module="helm.sh/helm/${HELM_VERSION%%.*}" got
   log "building helm ${HELM_VERSION} (about 3 min with empty Go caches)"
   # `go install module@version` builds against helm's own go.mod and go.sum, as its release
   # does; the stamps are those of helm's Makefile (the module zip carries no commit id).
-  GOBIN="$helm_tmp" go install -trimpath \
+  GOBIN="$1" go install -trimpath \
     -ldflags="-s -w -X=$module/internal/version.version=$HELM_VERSION -X=$module/internal/version.gitCommit= -X=$module/internal/version.gitTreeState=clean" \
     "$module/cmd/helm@$HELM_VERSION"
-  got=$("$helm_tmp/helm" version --template '{{.Version}}')
+  got=$("$1/helm" version --template '{{.Version}}')
   [[ "$got" == "$HELM_VERSION" ]] || die "helm version says '$got', expected '$HELM_VERSION'"
-  {
-    printf 'HELM_VERSION=%s\n' "$HELM_VERSION"
-    printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - start))"
-    printf 'fingerprint=%s\n' "$fingerprint"
-  } >"$helm_tmp/BUILDINFO"
-  if [[ -e "$dir" ]]; then
-    helm_old=$(mktemp -d "$cache_root/.helm-old.XXXXXX")
-    mv "$dir" "$helm_old/"
-  fi
-  mv "$helm_tmp" "$dir"
-  log "built helm in $((SECONDS - start)) s: $dir"
-  printf '%s\n' "$dir"
+  printf 'HELM_VERSION=%s\n' "$HELM_VERSION" >"$1/BUILDINFO"
 }
+
+trap 'log "failed (line $LINENO: $BASH_COMMAND)"' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if $helm_only; then
   load_versions
@@ -138,36 +104,15 @@ fingerprint=$(
   } | sha256sum | cut -d' ' -f1
 )
 
-is_current() {
+binaries_present() { # DIR
   local b
   for b in etcd "${KUBERNETES_TOOLS[@]}" "${CONTAINERD_TOOLS[@]}"; do
-    [[ -x "$bin_dir/$b" ]] || return 1
+    [[ -x "$1/$b" ]] || return 1
   done
-  grep -qx "fingerprint=$fingerprint" "$bin_dir/BUILDINFO" 2>/dev/null
 }
 
-# One build at a time per cache (parallel make targets, several checkouts sharing the cache).
-if ! needs_build is_current "$cache_root/.lock" 3600 "the control-plane binaries"; then
-  printf '%s\n' "$bin_dir"
-  exit 0
-fi
-
-# Holding the lock, any other build folder is the leftover of a killed build.
-rm -rf "$cache_root"/.build.* "$cache_root"/.old.*
-tmp=$(mktemp -d "$cache_root/.build.XXXXXX")
-chmod 755 "$tmp"
-old=''
-cleanup() {
-  rm -rf "$tmp"
-  [[ -z "$old" ]] || rm -rf "$old"
-}
-trap cleanup EXIT
-trap 'log "failed (line $LINENO: $BASH_COMMAND)"' ERR
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-build_steps() {
-  local k8s_minor build_date ldflags=(-s -w) p
+build_steps() { # OUT
+  local out=$1 k8s_minor build_date ldflags=(-s -w) p got b
   k8s_minor=${KUBERNETES_VERSION#v1.}
   k8s_minor=${k8s_minor%%.*}
   # The release's own timestamp keeps the stamp reproducible.
@@ -180,45 +125,32 @@ build_steps() {
       "-X=$p.gitTreeState=clean" "-X=$p.buildDate=$build_date" "-X=$p.gitCommit=")
   done
   log "building ${KUBERNETES_TOOLS[*]} ${KUBERNETES_VERSION} (slow the first time)"
-  (cd "$here/kubernetes" && go build -trimpath -ldflags="${ldflags[*]}" -o "$tmp/" \
+  (cd "$here/kubernetes" && go build -trimpath -ldflags="${ldflags[*]}" -o "$out/" \
     "${KUBERNETES_TOOLS[@]/#/k8s.io/kubernetes/cmd/}")
   log "building etcd ${ETCD_VERSION}"
-  (cd "$here/etcd" && go build -trimpath -ldflags='-s -w' -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+  (cd "$here/etcd" && go build -trimpath -ldflags='-s -w' -o "$out/etcd" go.etcd.io/etcd/server/v3)
   log "building ${CONTAINERD_TOOLS[*]} ${CONTAINERD_VERSION}"
   p=github.com/containerd/containerd/v2
   # No build tags: with CGO_ENABLED=0 the btrfs snapshotter drops out by itself (overlayfs is used).
   (cd "$here/containerd" && go build -trimpath \
-    -ldflags="-s -w -X=$p/version.Version=$CONTAINERD_VERSION -X=$p/version.Revision=" -o "$tmp/" \
+    -ldflags="-s -w -X=$p/version.Version=$CONTAINERD_VERSION -X=$p/version.Revision=" -o "$out/" \
     "${CONTAINERD_TOOLS[@]/#/$p/cmd/}")
+
+  # Refuse a build that does not report what was pinned.
+  got=$("$out/kube-apiserver" --version)
+  [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
+  for b in kubelet kube-proxy; do
+    got=$("$out/$b" --version)
+    [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "$b --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
+  done
+  got=$("$out/containerd" --version)
+  [[ "$got" == "containerd github.com/containerd/containerd/v2 $CONTAINERD_VERSION"* ]] ||
+    die "containerd --version says '$got', expected containerd $CONTAINERD_VERSION"
+  got=$("$out/etcd" --version | awk 'NR == 1')
+  [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${ETCD_VERSION#v}'"
+  printf 'KUBERNETES_VERSION=%s\nETCD_VERSION=%s\nCONTAINERD_VERSION=%s\n' "$KUBERNETES_VERSION" "$ETCD_VERSION" "$CONTAINERD_VERSION" >"$out/BUILDINFO"
 }
 
-start=$SECONDS
-build_steps
-
-# Refuse a build that does not report what was pinned.
-got=$("$tmp/kube-apiserver" --version)
-[[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
-for b in kubelet kube-proxy; do
-  got=$("$tmp/$b" --version)
-  [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || die "$b --version says '$got', expected 'Kubernetes $KUBERNETES_VERSION'"
-done
-got=$("$tmp/containerd" --version)
-[[ "$got" == "containerd github.com/containerd/containerd/v2 $CONTAINERD_VERSION"* ]] ||
-  die "containerd --version says '$got', expected containerd $CONTAINERD_VERSION"
-got=$("$tmp/etcd" --version | awk 'NR == 1')
-[[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || die "etcd --version says '$got', expected 'etcd Version: ${ETCD_VERSION#v}'"
-
-{
-  printf 'KUBERNETES_VERSION=%s\nETCD_VERSION=%s\nCONTAINERD_VERSION=%s\n' "$KUBERNETES_VERSION" "$ETCD_VERSION" "$CONTAINERD_VERSION"
-  printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - start))"
-  printf 'fingerprint=%s\n' "$fingerprint"
-} >"$tmp/BUILDINFO"
-
-# Swap in the finished folder with renames, so the cache is never a half-written build.
-if [[ -e "$bin_dir" ]]; then
-  old=$(mktemp -d "$cache_root/.old.XXXXXX")
-  mv "$bin_dir" "$old/"
-fi
-mv "$tmp" "$bin_dir"
-log "built in $((SECONDS - start)) s: $bin_dir"
+# One build at a time per cache (parallel make targets, several checkouts sharing the cache).
+cached_build "the control-plane binaries" "$bin_dir" "$fingerprint" 3600 build_steps binaries_present
 printf '%s\n' "$bin_dir"

@@ -1,9 +1,11 @@
-# Shared by pin.sh and build-binaries.sh (sourced, not run).
+# Shared by pin.sh, build-binaries.sh and the checks that build tools (sourced, not run).
 # shellcheck shell=bash
 
 CONTROLPLANE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034 # used by the scripts that source this file
 REPO_ROOT=$(cd "$CONTROLPLANE_HERE/../.." && pwd)
+# shellcheck source=../lib/cached_build.sh
+source "$REPO_ROOT/test/lib/cached_build.sh"
 # shellcheck disable=SC2034
 KUBERNETES_TOOLS=(kube-apiserver kube-scheduler kube-controller-manager kubectl kubelet kube-proxy)
 # shellcheck disable=SC2034

@@ -57,7 +57,7 @@ done
 external=(leader_election_master_status)
 external_prefixes=(scheduler_ DCGM_FI_)
 
-# --- build the checker once (as build-binaries.sh --helm builds helm)
+# --- build the checker once (cached_build, as helm and the control plane are)
 src="$here/promcheck"
 cache_root=${CONTROLPLANE_CACHE_DIR:-$root/.cache/controlplane}
 dir="$cache_root/promcheck"
@@ -71,37 +71,12 @@ fingerprint=$(
     cat "$src/go.mod" "$src/go.sum" "$src"/*.go
   } | sha256sum | cut -d' ' -f1
 )
-promcheck_current() { [[ -x "$dir/promcheck" ]] && grep -qx "fingerprint=$fingerprint" "$dir/BUILDINFO" 2>/dev/null; }
-if ! promcheck_current; then
-  mkdir -p "$cache_root"
-  exec {lock_fd}>"$cache_root/.promcheck.lock"
-  if ! flock -n "$lock_fd"; then
-    log "waiting for another build of promcheck (up to 10 min)"
-    flock -w 600 "$lock_fd" || die "timed out waiting for $cache_root/.promcheck.lock"
-  fi
-  if ! promcheck_current; then
-    # Holding the lock, other build folders are leftovers of a killed build.
-    rm -rf "$cache_root"/.promcheck-build.* "$cache_root"/.promcheck-old.*
-    build_tmp=$(mktemp -d "$cache_root/.promcheck-build.XXXXXX")
-    chmod 755 "$build_tmp"
-    old_tmp=''
-    trap 'rm -rf "$build_tmp" ${old_tmp:+"$old_tmp"}' EXIT
-    build_start=$SECONDS
-    log "building promcheck (Prometheus and grafana-foundation-sdk as pinned in its go.sum; about a minute with empty Go caches)"
-    (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$build_tmp/promcheck" .)
-    {
-      printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - build_start))"
-      printf 'fingerprint=%s\n' "$fingerprint"
-    } >"$build_tmp/BUILDINFO"
-    if [[ -e "$dir" ]]; then
-      old_tmp=$(mktemp -d "$cache_root/.promcheck-old.XXXXXX")
-      mv "$dir" "$old_tmp/"
-    fi
-    mv "$build_tmp" "$dir"
-    log "built promcheck in $((SECONDS - build_start)) s: $dir"
-  fi
-  exec {lock_fd}>&-
-fi
+promcheck_present() { [[ -x "$1/promcheck" ]]; }
+promcheck_steps() { # OUT
+  log "building promcheck (Prometheus and grafana-foundation-sdk as pinned in its go.sum; about a minute with empty Go caches)"
+  (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$1/promcheck" .)
+}
+cached_build promcheck "$dir" "$fingerprint" 600 promcheck_steps promcheck_present
 promcheck="$dir/promcheck"
 
 if $print_metrics; then
