@@ -56,10 +56,10 @@ std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const Filter
   if (!reply.passing.empty() || (reply.failed.empty() && reply.failedUnresolvable.empty())) {
     return std::nullopt;
   }
-  if (!claims.unresolvable.empty()) {
+  if (claims.unresolvable()) {
     return FilterRefusal::kClaimsUnresolvable;
   }
-  if (!claims.waiting.empty()) {
+  if (claims.awaiting()) {
     return FilterRefusal::kAwaitingClaims;
   }
   return claims.fixedNode.empty() ? FilterRefusal::kNoFreeDevice : FilterRefusal::kPinnedElsewhere;
@@ -74,15 +74,15 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
     return decision;
   }
   const PodClaims claims = resolveClaims(args.pod, claims_);
-  if (!claims.unresolvable.empty()) {
+  if (claims.unresolvable()) {
     reply.failedUnresolvable.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
-      reply.failedUnresolvable.emplace_back(node, claims.unresolvable);
+      reply.failedUnresolvable.emplace_back(node, claims.blockMessage);
     }
-  } else if (!claims.waiting.empty()) {
+  } else if (claims.awaiting()) {
     reply.failed.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
-      reply.failed.emplace_back(node, claims.waiting);
+      reply.failed.emplace_back(node, claims.blockMessage);
     }
   } else {
     NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);

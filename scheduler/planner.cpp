@@ -11,11 +11,21 @@ bool withoutClaims(const Pod& pod) {
   return pod.claims.empty() && pod.invalid.empty() && pod.awaitingTemplates.empty();
 }
 
+namespace {
+
+PodClaims blocked(PodClaims out, ClaimsBlock block, std::string message) {
+  out.block = block;
+  out.blockMessage = std::move(message);
+  return out;
+}
+
+}  // namespace
+
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
   PodClaims out;
   if (!pod.invalid.empty()) {
-    out.unresolvable = "pod " + objectKey(pod.meta.ns, pod.meta.name) + ": " + pod.invalid;
-    return out;
+    return blocked(std::move(out), ClaimsBlock::kInvalidPod,
+                   "pod " + objectKey(pod.meta.ns, pod.meta.name) + ": " + pod.invalid);
   }
   if (!pod.awaitingTemplates.empty()) {
     const std::string& entry = pod.awaitingTemplates.front();
@@ -25,52 +35,51 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
         tmpl = e.templateName;
       }
     }
-    out.waiting = "waiting for the controller to create the claim for template entry " + entry +
-                  " (template " + objectKey(pod.meta.ns, tmpl) + ")";
-    return out;
+    return blocked(std::move(out), ClaimsBlock::kAwaitingClaim,
+                   "waiting for the controller to create the claim for template entry " + entry +
+                       " (template " + objectKey(pod.meta.ns, tmpl) + ")");
   }
   for (const auto& name : pod.claims) {
     const std::string key = objectKey(pod.meta.ns, name);
     ClaimPtr claim = lookup(key);
     if (!claim) {
-      out.unresolvable = "claim " + key + " not found";
-      return out;
+      return blocked(std::move(out), ClaimsBlock::kClaimMissing, "claim " + key + " not found");
     }
     if (!claim->invalid.empty()) {
-      out.unresolvable = "claim " + key + " is invalid: " + claim->invalid;
-      return out;
+      return blocked(std::move(out), ClaimsBlock::kClaimInvalid,
+                     "claim " + key + " is invalid: " + claim->invalid);
     }
     if (Status s = validate(claim->metadataRequirements); !s.ok()) {
-      out.unresolvable = "claim " + key + " has an invalid metadataRequirements: " + s.message();
-      return out;
+      return blocked(std::move(out), ClaimsBlock::kClaimInvalid,
+                     "claim " + key + " has an invalid metadataRequirements: " + s.message());
     }
     if (claim->meta.deleting) {
-      out.unresolvable = "claim " + key + " is being deleted";
-      return out;
+      return blocked(std::move(out), ClaimsBlock::kClaimDeleting,
+                     "claim " + key + " is being deleted");
     }
     switch (claim->phase) {
       case ClaimPhase::kLost:
-        out.unresolvable = "claim " + key + " is Lost" +
-                           (claim->message.empty() ? std::string() : ": " + claim->message);
-        return out;
+        return blocked(std::move(out), ClaimsBlock::kClaimLost,
+                       "claim " + key + " is Lost" +
+                           (claim->message.empty() ? std::string() : ": " + claim->message));
       case ClaimPhase::kBound: {
         const bool own = claim->heldBy(pod.meta.uid, pod.meta.name);
         if (!own && !claim->shareable) {
-          out.unresolvable =
+          return blocked(
+              std::move(out), ClaimsBlock::kClaimHeld,
               "claim " + key + " is held by pod " +
-              (claim->holders().empty() ? std::string("<unknown>") : claim->holderNames());
-          return out;
+                  (claim->holders().empty() ? std::string("<unknown>") : claim->holderNames()));
         }
         if (!own && claim->holders().size() >= kMaxClaimHolders) {
-          out.unresolvable = "shared claim " + key + " already has " +
+          return blocked(std::move(out), ClaimsBlock::kClaimHeld,
+                         "shared claim " + key + " already has " +
                              std::to_string(claim->holders().size()) + " holders, the most " +
-                             std::to_string(kMaxClaimHolders) + " it may have";
-          return out;
+                             std::to_string(kMaxClaimHolders) + " it may have");
         }
         if (!out.fixedNode.empty() && out.fixedNode != claim->nodeName) {
-          out.unresolvable = "claims of this pod are bound on two nodes (" + out.fixedNode + ", " +
-                             claim->nodeName + ")";
-          return out;
+          const std::string both = out.fixedNode + ", " + claim->nodeName;
+          return blocked(std::move(out), ClaimsBlock::kSplitAcrossNodes,
+                         "claims of this pod are bound on two nodes (" + both + ")");
         }
         out.fixedNode = claim->nodeName;
         if (out.fixedBy.empty()) {
@@ -205,13 +214,9 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
                           const std::map<std::string, std::string>& nodeLabels, bool withAssignment,
                           bool withMessage) {
   NodePlan plan;
-  if (!claims_.unresolvable.empty()) {
-    plan.unresolvable = true;
-    plan.message = claims_.unresolvable;
-    return plan;
-  }
-  if (!claims_.waiting.empty()) {
-    plan.message = claims_.waiting;
+  if (claims_.block != ClaimsBlock::kNone) {
+    plan.unresolvable = claims_.unresolvable();
+    plan.message = claims_.blockMessage;
     return plan;
   }
   if (!claims_.fixedNode.empty() && claims_.fixedNode != nodeName) {
@@ -288,7 +293,7 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
 void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
                          const std::function<void(size_t, NodePlan&)>& fn) {
   static const std::map<std::string, std::string> kNoLabels;
-  if (!countable_ || !claims_.unresolvable.empty() || !claims_.fixedNode.empty() ||
+  if (!countable_ || claims_.block != ClaimsBlock::kNone || !claims_.fixedNode.empty() ||
       pending_.empty()) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       NodePlan plan = this->plan(nodes[i], kNoLabels, false, withMessage);

@@ -17,6 +17,19 @@ namespace ker {
 using ClaimPtr = std::shared_ptr<const ExtendedResourceClaim>;
 using ClaimLookup = std::function<ClaimPtr(const std::string& key)>;
 
+// What keeps a pod's claims from being allocated as they stand, as resolveClaims finds it.
+enum class ClaimsBlock {
+  kNone,             // nothing: the pending claims are fitted (on fixedNode, when set)
+  kAwaitingClaim,    // a template entry has no claim recorded yet; the record requeues the pod
+  kInvalidPod,       // the pod's claim annotations do not parse
+  kClaimMissing,     // a claim it names does not exist
+  kClaimInvalid,     // a claim's spec, or its selector, is invalid
+  kClaimDeleting,    // a claim is being deleted
+  kClaimLost,        // a claim lost devices while its pod ran
+  kClaimHeld,        // held by another pod, or shared by the most holders it may have
+  kSplitAcrossNodes  // the pod's claims are bound on two nodes
+};
+
 // A pod's claims as the extender must treat them, resolved once per request.
 struct PodClaims {
   std::vector<ClaimPtr> pending;     // still to be allocated
@@ -27,15 +40,17 @@ struct PodClaims {
   // can pass. fixedBy names the claim that pinned it.
   std::string fixedNode;
   std::string fixedBy;
-  // Non-empty when no node can pass whatever happens to devices (missing, invalid, Lost or
-  // held claims): reported as unresolvable so preemption does not try.
-  std::string unresolvable;
-  // Non-empty while a template entry of the pod has no claim recorded yet: no node passes, but
-  // resolvably (the controller's record of the claim updates the pod, which requeues it).
-  std::string waiting;
+  ClaimsBlock block = ClaimsBlock::kNone;
+  std::string blockMessage;  // what the filter answers for every node while blocked
+  // No node can pass whatever happens to devices: reported as unresolvable, so that
+  // preemption does not try.
+  bool unresolvable() const {
+    return block != ClaimsBlock::kNone && block != ClaimsBlock::kAwaitingClaim;
+  }
+  // No node passes until the controller records the template entry's claim.
+  bool awaiting() const { return block == ClaimsBlock::kAwaitingClaim; }
   bool empty() const {
-    return pending.empty() && boundToPod.empty() && joining.empty() && unresolvable.empty() &&
-           waiting.empty();
+    return pending.empty() && boundToPod.empty() && joining.empty() && block == ClaimsBlock::kNone;
   }
 };
 

@@ -184,11 +184,8 @@ void mostImportantFirst(const PreemptionRequest& request, std::vector<size_t>& h
 }  // namespace
 
 PreemptionPlan planPreemption(const PreemptionRequest& request) {
-  if (!request.claims.unresolvable.empty()) {
-    return none(request.claims.unresolvable);
-  }
-  if (!request.claims.waiting.empty()) {
-    return none(request.claims.waiting);
+  if (request.claims.block != ClaimsBlock::kNone) {
+    return none(request.claims.blockMessage);
   }
   if (request.preemptNever) {
     return none("the pod's preemptionPolicy is Never");

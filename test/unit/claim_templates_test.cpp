@@ -371,15 +371,16 @@ TEST(TemplateClaimsExtender, AnEntryWithoutClaimYetFailsResolvably) {
                                      {"uid", "u"},
                                      {"annotations", annotations("", "gpu=t")}}}});
   const PodClaims claims = resolveClaims(p, [](const std::string&) -> ClaimPtr { return nullptr; });
-  EXPECT_EQ(claims.unresolvable, "");
+  EXPECT_FALSE(claims.unresolvable());
+  EXPECT_EQ(claims.block, ClaimsBlock::kAwaitingClaim);
   EXPECT_EQ(
-      claims.waiting,
+      claims.blockMessage,
       "waiting for the controller to create the claim for template entry gpu (template ns/t)");
   DeviceIndex index;
   const NodePlan plan = planNode(claims, "u", "n1", {}, index);
   EXPECT_FALSE(plan.fits);
   EXPECT_FALSE(plan.unresolvable);
-  EXPECT_EQ(plan.message, claims.waiting);
+  EXPECT_EQ(plan.message, claims.blockMessage);
 }
 
 TEST(TemplateClaimsExtender, RecordedClaimsAreLookedUpLikeNamedOnes) {
@@ -395,7 +396,8 @@ TEST(TemplateClaimsExtender, RecordedClaimsAreLookedUpLikeNamedOnes) {
     return nullptr;
   });
   EXPECT_EQ(looked, std::vector<std::string>{"ns/w-gpu-1"});
-  EXPECT_EQ(claims.unresolvable, "claim ns/w-gpu-1 not found");
+  EXPECT_EQ(claims.block, ClaimsBlock::kClaimMissing);
+  EXPECT_EQ(claims.blockMessage, "claim ns/w-gpu-1 not found");
 }
 
 // ---- the node agent ----

@@ -154,7 +154,7 @@ TEST_F(ExtenderTest, FiltersThatPassNoNodeAreCountedByWhy) {
   pinned.fixedNode = "n9";
   EXPECT_EQ(filterRefusal(pinned, none), FilterRefusal::kPinnedElsewhere);
   PodClaims awaiting;
-  awaiting.waiting = "template entry gpu has no claim yet";
+  awaiting.block = ClaimsBlock::kAwaitingClaim;
   EXPECT_EQ(filterRefusal(awaiting, none), FilterRefusal::kAwaitingClaims);
   FilterReply passed = none;
   passed.passing.push_back("n2");

@@ -205,17 +205,27 @@ TEST_F(PlannerTest, MissingLostHeldAndInvalidClaimsAreUnresolvable) {
   bad.invalid = "spec.extendedResourceNum: not an integer";
   addClaim(bad);
 
+  auto going = claim("going", 1);
+  going.meta.deleting = true;
+  addClaim(going);
+
   struct Case {
     std::string claim;
+    ClaimsBlock block;
     std::string message;
   } cases[] = {
-      {"missing", "claim default/missing not found"},
-      {"lost", "claim default/lost is Lost: device gpu-0 was deleted"},
-      {"held", "claim default/held is held by pod other"},
-      {"bad", "claim default/bad is invalid: spec.extendedResourceNum: not an integer"},
+      {"missing", ClaimsBlock::kClaimMissing, "claim default/missing not found"},
+      {"lost", ClaimsBlock::kClaimLost, "claim default/lost is Lost: device gpu-0 was deleted"},
+      {"held", ClaimsBlock::kClaimHeld, "claim default/held is held by pod other"},
+      {"bad", ClaimsBlock::kClaimInvalid,
+       "claim default/bad is invalid: spec.extendedResourceNum: not an integer"},
+      {"going", ClaimsBlock::kClaimDeleting, "claim default/going is being deleted"},
   };
   for (const auto& c : cases) {
-    auto plan = planNode(resolve(pod({c.claim})), "pod-uid", "n1", {}, index_);
+    const PodClaims pc = resolve(pod({c.claim}));
+    EXPECT_EQ(pc.block, c.block) << c.claim;
+    EXPECT_TRUE(pc.unresolvable()) << c.claim;
+    auto plan = planNode(pc, "pod-uid", "n1", {}, index_);
     EXPECT_FALSE(plan.fits) << c.claim;
     EXPECT_TRUE(plan.unresolvable) << c.claim;
     EXPECT_EQ(plan.message, c.message);
@@ -237,10 +247,11 @@ TEST_F(PlannerTest, ClaimBoundToThisPodPassesOnlyItsNode) {
 TEST_F(PlannerTest, PodWithoutUidOwnsClaimsBoundToItsName) {
   addClaimBoundToWebOnN2();
   auto noUid = resolve(pod({"mine"}, ""));
-  EXPECT_TRUE(noUid.unresolvable.empty()) << noUid.unresolvable;
+  EXPECT_EQ(noUid.block, ClaimsBlock::kNone) << noUid.blockMessage;
   EXPECT_EQ(noUid.fixedNode, "n2");
-  EXPECT_EQ(resolve(pod({"mine"}, "recreated-uid")).unresolvable,
-            "claim default/mine is held by pod web");
+  const auto recreated = resolve(pod({"mine"}, "recreated-uid"));
+  EXPECT_EQ(recreated.block, ClaimsBlock::kClaimHeld);
+  EXPECT_EQ(recreated.blockMessage, "claim default/mine is held by pod web");
 }
 
 TEST_F(PlannerTest, InvalidPodAnnotationIsUnresolvable) {
@@ -298,7 +309,7 @@ TEST_F(PlannerTest, ASharedClaimIsJoinedOnItsNodeUpToItsCap) {
   addClaim(shared);
 
   auto pc = resolve(pod({"shared"}));
-  EXPECT_TRUE(pc.unresolvable.empty()) << pc.unresolvable;
+  EXPECT_EQ(pc.block, ClaimsBlock::kNone) << pc.blockMessage;
   EXPECT_TRUE(pc.pending.empty());
   ASSERT_EQ(pc.joining.size(), 1u);
   auto there = planNode(pc, "pod-uid", "n2", {}, index_);
@@ -322,7 +333,8 @@ TEST_F(PlannerTest, ASharedClaimIsJoinedOnItsNodeUpToItsCap) {
   }
   addClaim(shared);
   pc = resolve(pod({"shared"}));
-  EXPECT_EQ(pc.unresolvable,
+  EXPECT_EQ(pc.block, ClaimsBlock::kClaimHeld);
+  EXPECT_EQ(pc.blockMessage,
             "shared claim default/shared already has 32 holders, the most 32 it may have");
 }
 
@@ -335,7 +347,8 @@ TEST_F(PlannerTest, AClaimThatIsNotShareableStaysWithItsOnePod) {
   addClaim(held);
   auto pc = resolve(pod({"held"}));
   EXPECT_TRUE(pc.joining.empty());
-  EXPECT_EQ(pc.unresolvable, "claim default/held is held by pod first");
+  EXPECT_EQ(pc.block, ClaimsBlock::kClaimHeld);
+  EXPECT_EQ(pc.blockMessage, "claim default/held is held by pod first");
 }
 
 // A comparison compares quantities, and the filter's reason says when a device's property

@@ -233,7 +233,8 @@ TEST_F(PreemptionPlanTest, PreemptionPolicyNeverPreemptsNobody) {
 }
 
 TEST_F(PreemptionPlanTest, UnresolvableClaimsPreemptNobody) {
-  claims_.unresolvable = "claim default/erc not found";
+  claims_.block = ClaimsBlock::kClaimMissing;
+  claims_.blockMessage = "claim default/erc not found";
   holder("low", 1, {{"gpu-0", kK80}});
   const auto p = plan();
   EXPECT_EQ(p.outcome, Outcome::kNone);
