@@ -93,7 +93,7 @@ struct World {
                       auto it = nodes.find(node);
                       return it == nodes.end() ? nullptr : it->second;
                     },
-                    binder, ScoringStrategy::kBinpack};
+                    binder, Scoring{ScoringStrategy::kBinpack, "numaNode"}};
   metrics::Registry registry;
   ExtenderHandlers handlers{extender, registry};
 };
