@@ -256,7 +256,7 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   const std::vector<PdbPtr> budgets =
       preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
   PreemptionDecision decision =
-      decidePreemption(claims, args.pod, candidates, budgets, args.nominatedNodeName);
+      decidePreemption(claims, args.pod, candidates, budgets, args.nominatedNodeName, scoring_);
   // Nodes where no victim set makes room: kube-scheduler's preemption cannot help there
   // either (it cannot free devices), so they are answered as unresolvable.
   std::vector<bool> unresolvable(reply.failed.size(), false);
@@ -397,8 +397,9 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
   gatherHolders(resources, uid, known);
   const std::vector<PdbPtr> budgets =
       preemption_ && preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
-  VerbDecision decision = decideVerbPreemption(claims, args.pod, candidates, budgets,
-                                               uid.empty() ? "" : index_.nominatedNode(uid, now));
+  VerbDecision decision =
+      decideVerbPreemption(claims, args.pod, candidates, budgets,
+                           uid.empty() ? "" : index_.nominatedNode(uid, now), scoring_);
   const std::string pod = objectKey(args.pod.meta.ns, args.pod.meta.name);
   for (const auto& [node, why] : decision.dropped) {
     log::info("preempt verb: node dropped", {{"pod", pod}, {"node", node}, {"reason", why}});

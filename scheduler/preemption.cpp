@@ -93,8 +93,8 @@ std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t 
 
 PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preemptor,
                                     const std::vector<PreemptionCandidate>& candidates,
-                                    std::span<const PdbPtr> budgets,
-                                    std::string_view nominatedNode) {
+                                    std::span<const PdbPtr> budgets, std::string_view nominatedNode,
+                                    const Scoring& scoring) {
   PreemptionDecision decision;
   decision.unresolvable.resize(candidates.size());
   std::vector<PreemptionPlan> plans;
@@ -112,7 +112,8 @@ PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preempto
                               .nodeName = c.node,
                               .nodeLabels = c.labels,
                               .devices = c.devices,
-                              .holders = std::move(holders)};
+                              .holders = std::move(holders),
+                              .scoring = scoring};
     plans.push_back(planPreemption(request));
     const PreemptionPlan& plan = plans.back();
     if (plan.outcome == PreemptionPlan::Outcome::kNone) {

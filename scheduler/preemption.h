@@ -100,10 +100,12 @@ std::vector<PreemptionHolder> withPdbViolations(const Holders& holders, int32_t 
 // planPreemption and picks the node with pickPreemptionNode, except that the preemptor's
 // status.nominatedNodeName (`nominatedNode`) wins where its victims are all terminating already (as
 // kube-scheduler waits for those rather than preempting again). Pure.
+// `scoring` chooses the devices kept for the preemptor, as its bind will choose them.
 PreemptionDecision decidePreemption(const PodClaims& claims, const Pod& preemptor,
                                     const std::vector<PreemptionCandidate>& candidates,
                                     std::span<const PdbPtr> budgets = {},
-                                    std::string_view nominatedNode = {});
+                                    std::string_view nominatedNode = {},
+                                    const Scoring& scoring = {});
 
 // How long a nomination lasts: the victims' longest grace period plus a margin for the
 // controller to release their claims and kube-scheduler to try the pod again.

@@ -50,8 +50,8 @@ class Simulation {
   NodePlan fit(const std::vector<size_t>& released) {
     ++fits_;
     setReleased(released, true);
-    NodePlan plan =
-        planNode(request_.claims, request_.podUid, request_.nodeName, request_.nodeLabels, index_);
+    NodePlan plan = planNode(request_.claims, request_.podUid, request_.nodeName,
+                             request_.nodeLabels, index_, request_.scoring);
     setReleased(released, false);
     return plan;
   }

@@ -42,6 +42,7 @@ struct PreemptionRequest {
   // Indexes into holders whose claims count as released whatever their priority, and who are
   // never reported as victims: the victims kube-scheduler's own preemption already chose.
   std::vector<size_t> released;
+  Scoring scoring;  // the extender's: which devices a fit chooses
 };
 
 struct PreemptionPlan {

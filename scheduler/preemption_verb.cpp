@@ -34,7 +34,8 @@ std::vector<Listed> merged(std::vector<Listed> asked, const std::vector<Listed>&
 
 VerbDecision decideVerbPreemption(const PodClaims& claims, const Pod& preemptor,
                                   const std::vector<VerbCandidate>& candidates,
-                                  std::span<const PdbPtr> budgets, std::string_view nominatedNode) {
+                                  std::span<const PdbPtr> budgets, std::string_view nominatedNode,
+                                  const Scoring& scoring) {
   VerbDecision decision;
   // What ranks a victim whose priority is not known: kube-scheduler chose it, so it is below
   // the preemptor's.
@@ -82,7 +83,8 @@ VerbDecision decideVerbPreemption(const PodClaims& claims, const Pod& preemptor,
                               .nodeLabels = c.at.labels,
                               .devices = c.at.devices,
                               .holders = withPdbViolations(holders, preemptor.priority, budgets),
-                              .released = std::move(released)};
+                              .released = std::move(released),
+                              .scoring = scoring};
     const PreemptionPlan plan = planPreemption(request);
     if (plan.outcome == PreemptionPlan::Outcome::kNone) {
       decision.dropped.emplace_back(node, plan.message);

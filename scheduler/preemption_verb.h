@@ -51,6 +51,6 @@ struct VerbDecision {
 VerbDecision decideVerbPreemption(const PodClaims& claims, const Pod& preemptor,
                                   const std::vector<VerbCandidate>& candidates,
                                   std::span<const PdbPtr> budgets = {},
-                                  std::string_view nominatedNode = {});
+                                  std::string_view nominatedNode = {}, const Scoring& scoring = {});
 
 }  // namespace ker

@@ -46,8 +46,8 @@ class PreemptionPlanTest : public ::testing::Test {
     h.claims.push_back(std::move(c));
     holders_.push_back(std::move(h));
   }
-  PreemptionPlan plan(int32_t priority = 100, bool never = false,
-                      std::vector<size_t> released = {}) {
+  PreemptionPlan plan(int32_t priority = 100, bool never = false, std::vector<size_t> released = {},
+                      const Scoring& scoring = {}) {
     return planPreemption(PreemptionRequest{.claims = claims_,
                                             .podUid = "preemptor-uid",
                                             .priority = priority,
@@ -56,7 +56,8 @@ class PreemptionPlanTest : public ::testing::Test {
                                             .nodeLabels = {},
                                             .devices = devices_,
                                             .holders = holders_,
-                                            .released = std::move(released)});
+                                            .released = std::move(released),
+                                            .scoring = scoring});
   }
   // The victims' pod keys, in the plan's order.
   std::vector<std::string> victims(const PreemptionPlan& p) const {
@@ -83,6 +84,19 @@ TEST_F(PreemptionPlanTest, FitsAlreadyWhenFreeDevicesAreEnough) {
   EXPECT_EQ(p.outcome, Outcome::kFitsAlready);
   EXPECT_TRUE(p.victims.empty());
   EXPECT_EQ(p.assignment.at("default/erc"), (std::vector<std::string>{"gpu-0"}));
+}
+
+// The devices kept for the preemptor are the ones its bind would choose: with a topology
+// property, the last free one of a broken island rather than the first by name.
+TEST_F(PreemptionPlanTest, KeepsTheDevicesTheScoringWouldChoose) {
+  wants({claim("erc", 1, kK80)});
+  freeDevice("gpu-0", {{"type", "k80"}, {"numa", "0"}});
+  freeDevice("gpu-1", {{"type", "k80"}, {"numa", "0"}});
+  freeDevice("gpu-2", {{"type", "k80"}, {"numa", "1"}});
+  EXPECT_EQ(plan().assignment.at("default/erc"), (std::vector<std::string>{"gpu-0"}));
+  EXPECT_EQ(
+      plan(100, false, {}, Scoring{ScoringStrategy::kBinpack, "numa"}).assignment.at("default/erc"),
+      (std::vector<std::string>{"gpu-2"}));
 }
 
 // Holders released already (kube-scheduler's own victims) count as gone whatever their
