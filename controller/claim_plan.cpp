@@ -27,6 +27,23 @@ std::vector<ObjectReference> holderRefs(const ExtendedResourceClaim& c) {
   return out;
 }
 
+// What a released claim held, as its Released event opens: the bind wrote no event, so this
+// is the record of the allocation once the status no longer holds it.
+std::string releasedWhat(const ExtendedResourceClaim& c) {
+  const std::vector<std::string> devices = c.listedDevices();
+  if (devices.empty()) {
+    return "";
+  }
+  std::string out = "released " + joinNames(devices);
+  if (!c.nodeName.empty()) {
+    out += " on node " + c.nodeName;
+  }
+  if (const std::string holders = c.holderNames(); !holders.empty()) {
+    out += " from pod " + holders;
+  }
+  return out + ": ";
+}
+
 void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
              Plan& p) {
   ExtendedResourceClaim next = c;
@@ -41,7 +58,8 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
                         c.listedDevices(),
                         {releasedMessage(keyOf(c)), ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
                         {"claim " + keyOf(c) + " was deleted", std::nullopt}};
-  p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased), a.message});
+  p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased),
+                      releasedWhat(c) + a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
   // shows it for a deleted pod.
   for (const auto& pod : holderRefs(c)) {
@@ -167,18 +185,9 @@ PlannedEvent deletionWaitEvent(const ExtendedResourceClaim& c, const std::vector
 
 }  // namespace
 
-SeenClaim seenClaim(const ExtendedResourceClaim& c) {
-  SeenClaim s;
-  s.phase = c.phase;
-  if (const auto refs = c.holders(); !refs.empty()) {
-    s.holderUid = refs.front().uid;
-  }
-  return s;
-}
-
 Plan planClaim(const ClaimInputs& in) {
   const ExtendedResourceClaim& c = *in.view.claim;
-  if (in.seen && !in.seen->writtenOver.empty() && in.seen->writtenOver == c.meta.resourceVersion) {
+  if (!in.writtenOver.empty() && in.writtenOver == c.meta.resourceVersion) {
     Plan stale;
     stale.staleCopy = true;
     return stale;
@@ -195,19 +204,6 @@ Plan planClaim(const ClaimInputs& in) {
           const auto* next = writtenObject<ExtendedResourceClaim>(w);
           return deletionWaitEvent(c, (next ? *next : c).holders());
         });
-  }
-  // A bind of the extender's: not a Lost claim Bound again for the same pod (that one got its
-  // own Recovered). A release missed in between still counts.
-  if (in.seen && in.seen->phase != ClaimPhase::kBound && c.phase == ClaimPhase::kBound) {
-    const auto refs = c.holders();
-    const bool recovered = in.seen->phase == ClaimPhase::kLost && in.seen->holderUid &&
-                           !refs.empty() && *in.seen->holderUid == refs.front().uid;
-    if (!recovered) {
-      p.events.insert(p.events.begin(),
-                      {referenceTo(c), EventType::kNormal, toString(Reason::kBound),
-                       "allocated " + joinNames(c.allocated) + " on node " + c.nodeName +
-                           " to pod " + (refs.empty() ? std::string("?") : c.holderNames())});
-    }
   }
   return p;
 }

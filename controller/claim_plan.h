@@ -9,30 +9,23 @@
 
 namespace ker {
 
-// How a claim looked at its last reconcile: what tells a transition from a state.
-struct SeenClaim {
-  ClaimPhase phase = ClaimPhase::kPending;
-  std::optional<std::string> holderUid;  // the first holder's UID; nullopt without one
+struct ClaimInputs {
+  ClaimView view;
   // The resourceVersion of the copy this process last wrote the claim from, "" for none: a
   // copy of that version is older than the claim (the write's own event is still to come).
   std::string writtenOver;
-};
-SeenClaim seenClaim(const ExtendedResourceClaim& claim);
-
-struct ClaimInputs {
-  ClaimView view;
-  // nullopt: never reconciled by this process (found at start, or new).
-  std::optional<SeenClaim> seen;
   bool protect = false;  // keep claims in use from deletion (the protection finalizer)
   SystemTime now;        // stamps the conditions' transitions in the status written
 };
 
 // Everything the controller does about one claim, decided without I/O: mark it Invalid (or
 // valid again), then decideClaim's action turned into the exact status to write and the events
-// to record, and the Bound event when the extender bound it since the last reconcile. With no
-// status to write, its protection finalizer (protectionChange), and once, when it is deleted
-// while in use, its status again with conditions and an event saying what its deletion waits
-// for (deletionWaitUnannounced).
+// to record. With no status to write, its protection finalizer (protectionChange), and once,
+// when it is deleted while in use, its status again with conditions and an event saying what
+// its deletion waits for (deletionWaitUnannounced). A bind gets no event of its own: the
+// claim's status says what it holds while it holds it (the pod's allocation annotation too,
+// and kube-scheduler's event says where the pod went), and the release's event says what it
+// held, so an event per placed pod would only cost the API server a write.
 Plan planClaim(const ClaimInputs& in);
 
 // The claim is gone from the cache; `last` is how the watch last saw it, `holder` one of its

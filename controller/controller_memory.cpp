@@ -72,18 +72,19 @@ void ControllerMemory::forgetReleased(const std::string& device) {
   releasedDevices_.erase(device);
 }
 
-std::optional<SeenClaim> ControllerMemory::seenClaim(const std::string& key) const {
+std::string ControllerMemory::claimWrittenOver(const std::string& key) const {
   std::lock_guard lock(mu_);
-  auto it = seenClaims_.find(key);
-  if (it == seenClaims_.end()) {
-    return std::nullopt;
-  }
-  return it->second;
+  auto it = claimsWrittenOver_.find(key);
+  return it == claimsWrittenOver_.end() ? std::string() : it->second;
 }
 
-void ControllerMemory::setSeenClaim(const std::string& key, SeenClaim seen) {
+void ControllerMemory::setClaimWrittenOver(const std::string& key, std::string version) {
   std::lock_guard lock(mu_);
-  seenClaims_[key] = std::move(seen);
+  if (version.empty()) {
+    claimsWrittenOver_.erase(key);
+  } else {
+    claimsWrittenOver_[key] = std::move(version);
+  }
 }
 
 void ControllerMemory::triggerNudge(const NudgeTarget& target, SteadyTime now) {
@@ -198,7 +199,7 @@ void ControllerMemory::setWrittenRecord(const std::string& podKey, const std::st
 void ControllerMemory::forgetClaim(const std::string& key) {
   std::lock_guard lock(mu_);
   claimSuspects_.erase(key);
-  seenClaims_.erase(key);
+  claimsWrittenOver_.erase(key);
 }
 
 void ControllerMemory::forgetDevice(const std::string& name) {

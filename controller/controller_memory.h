@@ -37,8 +37,9 @@ class ControllerMemory {
   void rememberReleased(const std::string& device, std::string resourceVersion);
   void forgetReleased(const std::string& device);
 
-  std::optional<SeenClaim> seenClaim(const std::string& key) const;
-  void setSeenClaim(const std::string& key, SeenClaim seen);
+  // The resourceVersion of the claim's copy this process last wrote over ("" for none).
+  std::string claimWrittenOver(const std::string& key) const;
+  void setClaimWrittenOver(const std::string& key, std::string version);
 
   // Claims a pod's sync created and is giving their first status now, each with the version
   // it created: their own sync from that copy waits rather than write the same status.
@@ -97,9 +98,9 @@ class ControllerMemory {
   mutable std::mutex mu_;
   std::map<std::string, Suspicion> claimSuspects_;
   std::map<std::string, Suspicion> deviceSuspects_;
-  std::map<std::string, std::string> releasedDevices_;  // device -> resourceVersion
-  std::map<std::string, SeenClaim> seenClaims_;
-  std::map<std::string, std::string> initializing_;  // claim key -> version created
+  std::map<std::string, std::string> releasedDevices_;    // device -> resourceVersion
+  std::map<std::string, std::string> claimsWrittenOver_;  // key -> resourceVersion
+  std::map<std::string, std::string> initializing_;       // claim key -> version created
   std::map<NudgeTarget, SteadyTime> nudgeTriggered_;
   std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
   std::map<std::string, Warned> warnedPods_;       // pod key -> warning given

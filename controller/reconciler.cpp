@@ -119,7 +119,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
 
 ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim& claim) {
   ClaimInputs in;
-  in.seen = memory_.seenClaim(key);
+  in.writtenOver = memory_.claimWrittenOver(key);
   in.protect = opts_.protectInUse;
   in.now = opts_.wallClock();
   ClaimView& v = in.view;
@@ -183,12 +183,10 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
     }
     throw;
   }
-  SeenClaim seen = seenClaim(*claim);
   // A write the server found to change nothing keeps the version, and brings no event.
-  if (!out.writtenVersion.empty() && out.writtenVersion != claim->meta.resourceVersion) {
-    seen.writtenOver = claim->meta.resourceVersion;
-  }
-  memory_.setSeenClaim(key, std::move(seen));
+  const bool wrote =
+      !out.writtenVersion.empty() && out.writtenVersion != claim->meta.resourceVersion;
+  memory_.setClaimWrittenOver(key, wrote ? claim->meta.resourceVersion : std::string());
   ReconcileResult r;
   r.requeueAfter = plan.requeueAfter;
   if (plan.frees) {
