@@ -32,6 +32,7 @@ bool nonEmptySubset(const std::vector<std::string>& part, const std::vector<std:
 
 // Pending holds nothing.
 void emptyAllocation(ExtendedResourceClaim& claim) {
+  claim.alternative.clear();
   claim.phase = ClaimPhase::kPending;
   claim.allocated.clear();
   claim.lost.clear();
@@ -49,10 +50,17 @@ void setReason(ExtendedResourceClaim& claim, Reason reason, std::string message)
 }  // namespace
 
 Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
-                 std::vector<std::string> devices) {
+                 std::vector<std::string> devices, const std::string& alternative) {
   if (claim.phase != ClaimPhase::kPending) {
     return notFrom(claim, "bound", std::string("it is ") + toString(claim.phase));
   }
+  const bool named = std::any_of(claim.firstAvailable.begin(), claim.firstAvailable.end(),
+                                 [&](const ClaimAlternative& a) { return a.name == alternative; });
+  if (claim.firstAvailable.empty() ? !alternative.empty() : !named) {
+    return notFrom(claim, "bound as alternative \"" + alternative + "\"",
+                   "that is none of its firstAvailable");
+  }
+  claim.alternative = alternative;
   claim.phase = ClaimPhase::kBound;
   claim.allocated = std::move(devices);
   claim.lost.clear();

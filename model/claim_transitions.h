@@ -15,9 +15,10 @@
 namespace ker {
 
 // Pending -> Bound: `devices` on `node`, allocated to `pod`, its first holder (in podRef, or in
-// the holders list when the claim is shareable). Reason Bound.
+// the holders list when the claim is shareable), as `alternative` of its firstAvailable (which
+// must name one exactly when it has any). Reason Bound.
 Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
-                 std::vector<std::string> devices);
+                 std::vector<std::string> devices, const std::string& alternative = "");
 
 // Bound to `podUid` -> the same with bindRewrites one up: a bind that reuses the claim another
 // call bound to the pod rewrites it, so the write moves its resourceVersion and the status never

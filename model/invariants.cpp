@@ -124,9 +124,11 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       }
       continue;
     }
-    if (static_cast<int64_t>(c.allocated.size()) != c.extendedResourceNum) {
+    if (const auto wanted = c.wantedCount(); !wanted) {
+      out.push_back("claim " + key + " is Bound as no alternative of its firstAvailable");
+    } else if (static_cast<int64_t>(c.allocated.size()) != *wanted) {
       out.push_back("claim " + key + " holds " + std::to_string(c.allocated.size()) +
-                    " devices, wants " + std::to_string(c.extendedResourceNum));
+                    " devices, wants " + std::to_string(*wanted));
     }
     std::set<std::string> distinct(c.allocated.begin(), c.allocated.end());
     if (distinct.size() != c.allocated.size()) {

@@ -479,6 +479,58 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       }
     });
     p.check([&] {
+      const json* list = member(*spec, "firstAvailable");
+      if (list == nullptr) {
+        return;
+      }
+      if (!list->is_array()) {
+        wrongType("spec.firstAvailable", "an array", *list);
+      }
+      if (list->size() > kMaxClaimAlternatives) {
+        failAt("spec.firstAvailable",
+               "at most " + std::to_string(kMaxClaimAlternatives) + " alternatives");
+      }
+      for (size_t i = 0; i < list->size(); ++i) {
+        const std::string at = "spec.firstAvailable[" + std::to_string(i) + "]";
+        const json& e = (*list)[i];
+        if (!e.is_object()) {
+          wrongType(at, "an object", e);
+        }
+        ClaimAlternative a;
+        a.name = stringMember(e, "name", at + ".name");
+        if (!isDns1123Label(a.name)) {
+          failAt(at + ".name", "\"" + a.name + "\" is not a DNS-1123 label");
+        }
+        for (const auto& earlier : c.firstAvailable) {
+          if (earlier.name == a.name) {
+            failAt(at + ".name", "\"" + a.name + "\" names an earlier alternative too");
+          }
+        }
+        if (member(e, "extendedResourceNum") != nullptr) {
+          a.extendedResourceNum =
+              countMember(e, "extendedResourceNum", at + ".extendedResourceNum");
+          if (a.extendedResourceNum < 1) {
+            failAt(at + ".extendedResourceNum", "must be at least 1");
+          }
+        }
+        const json* sel = member(e, "metadataRequirements");
+        a.metadataRequirements = readLabelSelector(
+            sel ? *sel : json(), at + ".metadataRequirements", SelectorDialect::kProperties);
+        if (Status s = validate(a.metadataRequirements); !s.ok()) {
+          failAt(at + ".metadataRequirements", s.message());
+        }
+        c.firstAvailable.push_back(std::move(a));
+      }
+      // Each alternative says how many and which: the claim's own must not say otherwise.
+      if (!c.firstAvailable.empty() && c.extendedResourceNum != 1) {
+        failAt("spec.extendedResourceNum", "must be left unset with spec.firstAvailable");
+      }
+      if (!c.firstAvailable.empty() && (!c.metadataRequirements.matchLabels.empty() ||
+                                        !c.metadataRequirements.matchExpressions.empty())) {
+        failAt("spec.metadataRequirements", "must be left unset with spec.firstAvailable");
+      }
+    });
+    p.check([&] {
       if (const json* v = member(*spec, "shareable")) {
         if (!v->is_boolean()) {
           wrongType("spec.shareable", "a boolean", *v);
@@ -507,6 +559,13 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
                                 "status.lostExtendedResourceNames");
     });
     ps.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
+    ps.check([&] {
+      c.alternative = stringMember(*status, "alternative", "status.alternative");
+      if (!c.alternative.empty() && c.chosen() == nullptr) {
+        failAt("status.alternative",
+               "\"" + c.alternative + "\" is no alternative of spec.firstAvailable");
+      }
+    });
     ps.check([&] {
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
         c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
@@ -542,6 +601,7 @@ nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
     s["lostExtendedResourceNames"] = lost;
   }
   setOrErase(s, "nodeName", nodeName);
+  setOrErase(s, "alternative", alternative);
   if (podRef) {
     s["podRef"] = json{{"name", podRef->name}};
     setOrErase(s["podRef"], "uid", podRef->uid);
@@ -572,6 +632,39 @@ std::vector<PodRef> ExtendedResourceClaim::holders() const {
     out.push_back(*podRef);
   }
   out.insert(out.end(), sharedHolders.begin(), sharedHolders.end());
+  return out;
+}
+
+const ClaimAlternative* ExtendedResourceClaim::chosen() const {
+  for (const auto& a : firstAvailable) {
+    if (a.name == alternative) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> ExtendedResourceClaim::wantedCount() const {
+  if (firstAvailable.empty()) {
+    return extendedResourceNum;
+  }
+  if (const ClaimAlternative* a = chosen()) {
+    return a->extendedResourceNum;
+  }
+  return std::nullopt;
+}
+
+ExtendedResourceClaim ExtendedResourceClaim::as(const ClaimAlternative& a) const {
+  ExtendedResourceClaim out;
+  out.meta = meta;
+  out.rawResourceName = rawResourceName;
+  out.extendedResourceNum = a.extendedResourceNum;
+  out.metadataRequirements = a.metadataRequirements;
+  out.extendedResourceNames = extendedResourceNames;
+  out.constraints = constraints;
+  out.shareable = shareable;
+  out.phase = phase;
+  out.invalid = invalid;
   return out;
 }
 

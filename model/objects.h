@@ -57,6 +57,8 @@ inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/d
 // The most pods a shareable claim has at once (status.holders' maxItems in the CRD): the
 // extender keeps the next pod waiting.
 inline constexpr size_t kMaxClaimHolders = 32;
+// The most alternatives a claim's spec.firstAvailable may list.
+inline constexpr size_t kMaxClaimAlternatives = 8;
 
 struct ClaimRef {
   std::string ns;
@@ -124,6 +126,14 @@ struct DeviceConstraint {
   bool operator==(const DeviceConstraint&) const = default;
 };
 
+// One of a claim's spec.firstAvailable: how many devices the claim takes, and which, when this
+// is the first of its alternatives that fits on a node.
+struct ClaimAlternative {
+  std::string name;  // a DNS-1123 label, unique in the claim
+  int64_t extendedResourceNum = 1;
+  LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
+};
+
 // One ExtendedResourceClaim.
 struct ExtendedResourceClaim {
   ObjectMeta meta;
@@ -132,6 +142,9 @@ struct ExtendedResourceClaim {
   LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
   std::optional<std::vector<std::string>> extendedResourceNames;  // spec: allowed devices
   std::vector<DeviceConstraint> constraints;                      // spec.constraints
+  // spec.firstAvailable: alternatives in order of preference, each with its own count and
+  // selector in place of the claim's; empty for a claim of one shape.
+  std::vector<ClaimAlternative> firstAvailable;
   // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
   bool shareable = false;
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
@@ -142,6 +155,9 @@ struct ExtendedResourceClaim {
   // physical device) goes back to that pod instead of to a second one.
   std::vector<std::string> lost;
   std::string nodeName;  // status.nodeName
+  // status.alternative: the name of the firstAvailable alternative the bind chose ("" for a
+  // claim without alternatives, and while Pending).
+  std::string alternative;
   // status.podRef: the one holder of a claim that is not shareable. A shareable claim lists
   // its holders in status.holders instead, and has no podRef. Read both through holders().
   std::optional<PodRef> podRef;
@@ -174,6 +190,14 @@ struct ExtendedResourceClaim {
   bool heldBy(const std::string& podUid, const std::string& podName = "") const;
   // Every holder's name, comma-separated, for messages; "" when none.
   std::string holderNames() const;
+  // The alternative status.alternative names; nullptr when it names none.
+  const ClaimAlternative* chosen() const;
+  // How many devices the claim holds when Bound: the chosen alternative's count, or
+  // extendedResourceNum without alternatives; nullopt for alternatives none of which is chosen.
+  std::optional<int64_t> wantedCount() const;
+  // The claim as one of its alternatives makes it: that count and selector in place of its
+  // own, no alternatives, no raw object. What the planner fits.
+  ExtendedResourceClaim as(const ClaimAlternative& alternative) const;
 };
 
 // One entry of the claim-templates annotation: the pod wants a claim of its own made from

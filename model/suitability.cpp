@@ -18,8 +18,18 @@ bool namedBy(const ExtendedResourceClaim& claim, const std::string& deviceName) 
 
 bool selectedBy(const ExtendedResourceClaim& claim,
                 const std::map<std::string, std::string>& properties) {
-  return matches(claim.metadataRequirements, properties) &&
-         constraintKey(claim, properties).has_value();
+  if (!constraintKey(claim, properties)) {
+    return false;
+  }
+  if (claim.firstAvailable.empty()) {
+    return matches(claim.metadataRequirements, properties);
+  }
+  if (const ClaimAlternative* a = claim.chosen()) {
+    return matches(a->metadataRequirements, properties);
+  }
+  return std::any_of(
+      claim.firstAvailable.begin(), claim.firstAvailable.end(),
+      [&](const ClaimAlternative& a) { return matches(a.metadataRequirements, properties); });
 }
 
 std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,

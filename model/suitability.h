@@ -20,7 +20,8 @@ enum class Unsuited {
 
 // The one rule for "may this device serve this claim": same resource, among the names the
 // claim lists (when it lists any), properties selected by its metadataRequirements (an invalid
-// selector selects nothing). The extender's planner, the controller's bind-back and the
+// selector selects nothing), or with firstAvailable by the chosen alternative's (by any of
+// them while none is chosen). The extender's planner, the controller's bind-back and the
 // invariant checker all decide through it.
 Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 inline bool suits(const ExtendedResource& device, const ExtendedResourceClaim& claim) {

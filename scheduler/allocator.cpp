@@ -697,8 +697,20 @@ const char* scoringStrategyName(ScoringStrategy strategy) {
   return strategy == ScoringStrategy::kSpread ? "spread" : "binpack";
 }
 
-std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& costs,
+std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& all,
                             ScoringStrategy strategy) {
+  uint32_t earliest = UINT32_MAX;
+  for (const auto& c : all) {
+    if (c) {
+      earliest = std::min(earliest, c->alternative);
+    }
+  }
+  std::vector<std::optional<NodeCost>> costs(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i] && all[i]->alternative == earliest) {
+      costs[i] = all[i];
+    }
+  }
   // One number per node that orders as NodeCost does: fragmentation first, then leftover.
   size_t mostLeft = 0;
   for (const auto& c : costs) {
@@ -742,6 +754,9 @@ std::vector<size_t> rankNodes(const std::vector<std::optional<NodeCost>>& costs,
     }
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (costs[a]->alternative != costs[b]->alternative) {
+      return costs[a]->alternative < costs[b]->alternative;
+    }
     return strategy == ScoringStrategy::kBinpack ? *costs[a] < *costs[b] : *costs[a] > *costs[b];
   });
   if (held && *held < costs.size() && costs[*held]) {

@@ -26,9 +26,13 @@ struct Scoring {
   bool operator==(const Scoring&) const = default;
 };
 
-// What giving a pod its devices costs a node, compared in this order: binpack prefers the
-// least, spread the most.
+// What giving a pod its devices costs a node, compared in this order: the earliest combination
+// of firstAvailable alternatives first, whatever the strategy; then binpack prefers the least,
+// spread the most.
 struct NodeCost {
+  // Which combination of the claims' firstAvailable alternatives fits (0: the first, or no
+  // alternatives).
+  uint32_t alternative = 0;
   // Σ k(2f − k) over the islands the devices come from, k taken of an island's f free matching
   // devices, plus K(2F − K) for the node's K of F: how far the sums of squared free devices
   // drop, a measure of how concentrated the free devices stay. Finishing a nearly used island
@@ -94,8 +98,9 @@ const char* scoringStrategyName(ScoringStrategy strategy);
 
 // Scores candidate nodes 0..10 (the extender maximum) by their NodeCost: binpack prefers the
 // least (the fewest islands broken, then the fewest matching devices left), spread the most.
-// Scores are normalised across the candidates so the best node gets 10 and the worst 0; a
-// node that does not fit (nullopt) scores 0. Indexed like the input.
+// Scores are normalised across the candidates of the earliest alternative so the best node
+// gets 10 and the worst 0; a node that fits only as a later alternative, or does not fit
+// (nullopt), scores 0. Indexed like the input.
 std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& costs,
                             ScoringStrategy strategy);
 

@@ -67,7 +67,8 @@ struct Binder::Attempt {
   Pod pod;
   PodClaims claims;
   std::map<std::string, std::vector<std::string>> assignment;  // pending claim key -> devices
-  std::vector<std::string> taken;                              // every device assigned
+  std::map<std::string, std::string> alternatives;  // pending claim key -> firstAvailable choice
+  std::vector<std::string> taken;                   // every device assigned
   BindJournal journal;
   std::vector<DevicePtr> devices;  // owns what annotation points to
   std::map<std::string, std::vector<const ExtendedResource*>> annotation;
@@ -289,6 +290,7 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
     return Verdict{refused, Status::failedPrecondition(fit.message)};
   }
   a.assignment = std::move(fit.assignment);
+  a.alternatives = std::move(fit.alternatives);
   for (const auto& [key, names] : a.assignment) {
     a.taken.insert(a.taken.end(), names.begin(), names.end());
   }
@@ -391,7 +393,9 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
     return s;
   }
   ExtendedResourceClaim next = claim;
-  if (Status bound = bindClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}, a.node, names);
+  const auto alternative = a.alternatives.find(objectKey(claim.meta.ns, claim.meta.name));
+  if (Status bound = bindClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}, a.node, names,
+                               alternative == a.alternatives.end() ? "" : alternative->second);
       !bound.ok()) {
     return Step::refused(bound);
   }

@@ -98,8 +98,8 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
   return out;
 }
 
-NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
-                       Scoring scoring)
+ClaimSetFitter::ClaimSetFitter(const PodClaims& claims, std::string podUid,
+                               const DeviceIndex& index, Scoring scoring)
     : claims_(claims), podUid_(std::move(podUid)), index_(index), scoring_(std::move(scoring)) {
   for (const auto& c : claims.pending) {
     auto res = std::find(resources_.begin(), resources_.end(), c->rawResourceName);
@@ -131,7 +131,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
 // A failure message names a property some device has that a claim's comparison could not read
 // as a quantity. It is worked out once per request from the index's distinct property sets
 // (of any resource), so that every node's message, counted or exact, says the same.
-void NodeFitter::noteUnparsedProperties() {
+void ClaimSetFitter::noteUnparsedProperties() {
   for (size_t c = 0; c < pending_.size(); ++c) {
     const auto& exprs = pending_[c]->metadataRequirements.matchExpressions;
     if (std::none_of(exprs.begin(), exprs.end(),
@@ -151,7 +151,7 @@ void NodeFitter::noteUnparsedProperties() {
 // The device is of the claim's resource. Only the memo is read in the common case: the device
 // object itself is dereferenced for a named list alone, as touching tens of thousands of
 // scattered objects per request is what cost the most.
-bool NodeFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
+bool ClaimSetFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
   const ExtendedResourceClaim& c = *pending_[claim];
   if (c.extendedResourceNames && !namedBy(c, device.device->meta.name)) {
     return false;
@@ -160,8 +160,8 @@ bool NodeFitter::eligible(size_t claim, const DeviceIndex::FreeDevice& device) {
 }
 
 // The claim's selector against a set of properties, decided once per set.
-bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
-                         const std::map<std::string, std::string>& properties) {
+bool ClaimSetFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propertiesId,
+                             const std::map<std::string, std::string>& properties) {
   auto& memo = memo_[claim];
   if (propertiesSlot >= memo.size()) {
     memo.resize(propertiesSlot + 1);
@@ -174,8 +174,8 @@ bool NodeFitter::selects(size_t claim, uint32_t propertiesSlot, uint64_t propert
   return m.matches;
 }
 
-uint64_t NodeFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
-                             const std::map<std::string, std::string>& properties) {
+uint64_t ClaimSetFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
+                                 const std::map<std::string, std::string>& properties) {
   if (propertiesSlot >= classMemo_.size()) {
     classMemo_.resize(propertiesSlot + 1, {0, 0});
   }
@@ -210,9 +210,9 @@ uint64_t NodeFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
   return cls;
 }
 
-NodePlan NodeFitter::plan(std::string_view nodeName,
-                          const std::map<std::string, std::string>& nodeLabels, bool withAssignment,
-                          bool withMessage) {
+NodePlan ClaimSetFitter::plan(std::string_view nodeName,
+                              const std::map<std::string, std::string>& nodeLabels,
+                              bool withAssignment, bool withMessage) {
   NodePlan plan;
   if (claims_.block != ClaimsBlock::kNone) {
     plan.unresolvable = claims_.unresolvable();
@@ -237,9 +237,9 @@ NodePlan NodeFitter::plan(std::string_view nodeName,
   return planDevices(nodeName, nodeLabels, withAssignment);
 }
 
-NodePlan NodeFitter::planDevices(std::string_view nodeName,
-                                 const std::map<std::string, std::string>& nodeLabels,
-                                 bool withAssignment) {
+NodePlan ClaimSetFitter::planDevices(std::string_view nodeName,
+                                     const std::map<std::string, std::string>& nodeLabels,
+                                     bool withAssignment) {
   for (auto& e : eligible_) {
     e.clear();
   }
@@ -286,12 +286,13 @@ NodePlan NodeFitter::planDevices(std::string_view nodeName,
   plan.fits = fit.fits;
   plan.message = std::move(fit.message);
   plan.assignment = std::move(fit.assignment);
-  plan.cost = {fit.fragmentation, matchingFree > wanted_ ? matchingFree - wanted_ : 0};
+  plan.cost = {.fragmentation = fit.fragmentation,
+               .leftover = matchingFree > wanted_ ? matchingFree - wanted_ : 0};
   return plan;
 }
 
-void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
-                         const std::function<void(size_t, NodePlan&)>& fn) {
+void ClaimSetFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
+                             const std::function<void(size_t, NodePlan&)>& fn) {
   static const std::map<std::string, std::string> kNoLabels;
   if (!countable_ || claims_.block != ClaimsBlock::kNone || !claims_.fixedNode.empty() ||
       pending_.empty()) {
@@ -313,7 +314,7 @@ void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessa
   }
 }
 
-void NodeFitter::countRun(std::span<const std::string_view> run, bool withMessage) {
+void ClaimSetFitter::countRun(std::span<const std::string_view> run, bool withMessage) {
   counted_.assign(run.size(), 1);
   runCounted_.resize(run.size());
   runPlans_.resize(run.size());
@@ -353,7 +354,7 @@ void NodeFitter::countRun(std::span<const std::string_view> run, bool withMessag
   }
 }
 
-void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
+void ClaimSetFitter::planShape(bool withMessage, NodePlan& plan) {
   // Devices no claim may take change nothing, and devices the same claims may take are
   // interchangeable: merged, the groups describe the node's shape for these claims alone.
   // Insertion sort: a node has a handful of groups.
@@ -396,7 +397,7 @@ void NodeFitter::planShape(bool withMessage, NodePlan& plan) {
   plan.cost = outcome->cost;
 }
 
-const NodeFitter::Outcome* NodeFitter::recentOutcome() const {
+const ClaimSetFitter::Outcome* ClaimSetFitter::recentOutcome() const {
   for (const Recent& r : recent_) {
     if (r.outcome != nullptr && r.groups == groups_.size() &&
         std::equal(groups_.begin(), groups_.end(), r.group)) {
@@ -406,7 +407,7 @@ const NodeFitter::Outcome* NodeFitter::recentOutcome() const {
   return nullptr;
 }
 
-std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decide() {
+std::unordered_map<std::string, ClaimSetFitter::Outcome>::iterator ClaimSetFitter::decide() {
   auto [outcome, added] = outcomes_.try_emplace(shape_);
   if (added) {
     for (auto& e : eligible_) {
@@ -431,9 +432,143 @@ std::unordered_map<std::string, NodeFitter::Outcome>::iterator NodeFitter::decid
                           byClass_ ? &properties_ : nullptr, &scoring_);
     outcome->second = {fit.fits,
                        std::move(fit.message),
-                       {fit.fragmentation, deviceCount > wanted_ ? deviceCount - wanted_ : 0}};
+                       {.fragmentation = fit.fragmentation,
+                        .leftover = deviceCount > wanted_ ? deviceCount - wanted_ : 0}};
   }
   return outcome;
+}
+
+// One combination of the pending claims' alternatives: the claims as it makes them, and the
+// fitter over them.
+struct NodeFitter::Combination {
+  PodClaims claims;
+  std::map<std::string, std::string> chosen;  // claim key -> alternative
+  std::string label;                          // "alternative h100", for messages
+  std::optional<ClaimSetFitter> fitter;
+};
+
+NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+                       Scoring scoring) {
+  std::vector<size_t> varying;  // pending claims with alternatives
+  size_t count = 1;
+  for (size_t i = 0; i < claims.pending.size(); ++i) {
+    if (const size_t n = claims.pending[i]->firstAvailable.size(); n > 0) {
+      varying.push_back(i);
+      count = std::min(count * n, kMaxCombinations + 1);
+    }
+  }
+  if (claims.block != ClaimsBlock::kNone || varying.empty()) {
+    auto& c = combinations_.emplace_back(std::make_unique<Combination>());
+    c->claims = claims;
+    c->fitter.emplace(c->claims, std::move(podUid), index, std::move(scoring));
+    return;
+  }
+  if (count > kMaxCombinations) {
+    auto& c = combinations_.emplace_back(std::make_unique<Combination>());
+    c->claims.block = ClaimsBlock::kClaimInvalid;
+    c->claims.blockMessage = "the pod's claims have more than " + std::to_string(kMaxCombinations) +
+                             " combinations of firstAvailable alternatives";
+    c->fitter.emplace(c->claims, std::move(podUid), index, std::move(scoring));
+    return;
+  }
+  std::vector<size_t> choice(varying.size(), 0);  // an odometer, the last claim fastest
+  for (size_t k = 0; k < count; ++k) {
+    auto& c = combinations_.emplace_back(std::make_unique<Combination>());
+    c->claims = claims;
+    for (size_t v = 0; v < varying.size(); ++v) {
+      const ExtendedResourceClaim& claim = *claims.pending[varying[v]];
+      const ClaimAlternative& a = claim.firstAvailable[choice[v]];
+      c->claims.pending[varying[v]] = std::make_shared<const ExtendedResourceClaim>(claim.as(a));
+      c->chosen[objectKey(claim.meta.ns, claim.meta.name)] = a.name;
+      c->label +=
+          c->label.empty() ? (varying.size() == 1 ? "alternative " : "alternatives ") : ", ";
+      if (varying.size() > 1) {
+        c->label += claim.meta.name;
+        c->label += '=';
+      }
+      c->label += a.name;
+    }
+    c->fitter.emplace(c->claims, podUid, index, scoring);
+    for (size_t v = varying.size(); v-- > 0;) {
+      if (++choice[v] < claims.pending[varying[v]]->firstAvailable.size()) {
+        break;
+      }
+      choice[v] = 0;
+    }
+  }
+}
+
+NodeFitter::~NodeFitter() = default;
+
+bool NodeFitter::needsNodeLabels() const {
+  return std::any_of(combinations_.begin(), combinations_.end(),
+                     [](const auto& c) { return c->fitter->needsNodeLabels(); });
+}
+
+void NodeFitter::addFailure(size_t k, NodePlan& into, NodePlan&& failed, bool withMessage) const {
+  if (combinations_.size() == 1) {
+    into = std::move(failed);
+    return;
+  }
+  into.fits = false;
+  into.unresolvable = into.unresolvable || failed.unresolvable;
+  if (withMessage) {
+    into.message += k == 0 ? "no alternative fits: " : "; ";
+    into.message += combinations_[k]->label;
+    into.message += ": ";
+    into.message += failed.message;
+  }
+}
+
+NodePlan NodeFitter::plan(std::string_view nodeName,
+                          const std::map<std::string, std::string>& nodeLabels, bool withAssignment,
+                          bool withMessage) {
+  NodePlan out;
+  for (size_t k = 0; k < combinations_.size(); ++k) {
+    NodePlan p = combinations_[k]->fitter->plan(nodeName, nodeLabels, withAssignment, withMessage);
+    if (p.fits) {
+      p.alternatives = combinations_[k]->chosen;
+      p.cost.alternative = static_cast<uint32_t>(k);
+      return p;
+    }
+    addFailure(k, out, std::move(p), withMessage);
+  }
+  return out;
+}
+
+void NodeFitter::planAll(std::span<const std::string_view> nodes, bool withMessage,
+                         const std::function<void(size_t, NodePlan&)>& fn) {
+  if (combinations_.size() == 1) {
+    combinations_[0]->fitter->planAll(nodes, withMessage, fn);
+    return;
+  }
+  std::vector<NodePlan> plans(nodes.size());
+  std::vector<size_t> left(nodes.size());  // the nodes no combination fitted yet
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    left[i] = i;
+  }
+  for (size_t k = 0; k < combinations_.size() && !left.empty(); ++k) {
+    std::vector<std::string_view> subset;
+    for (size_t i : left) {
+      subset.push_back(nodes[i]);
+    }
+    std::vector<size_t> still;
+    combinations_[k]->fitter->planAll(subset, withMessage, [&](size_t j, NodePlan& p) {
+      const size_t i = left[j];
+      if (p.fits) {
+        plans[i] = std::move(p);
+        plans[i].alternatives = combinations_[k]->chosen;
+        plans[i].cost.alternative = static_cast<uint32_t>(k);
+      } else {
+        addFailure(k, plans[i], std::move(p), withMessage);
+        still.push_back(i);
+      }
+    });
+    left = std::move(still);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    fn(i, plans[i]);
+  }
 }
 
 NodePlan planNode(const PodClaims& claims, const std::string& podUid, const std::string& nodeName,

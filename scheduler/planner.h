@@ -66,18 +66,21 @@ struct NodePlan {
   std::string message;
   // claim key -> devices, for the pending claims; bound claims keep theirs.
   std::map<std::string, std::vector<std::string>> assignment;
+  // claim key -> the firstAvailable alternative it fits as, for the pending claims that have any.
+  std::map<std::string, std::string> alternatives;
   NodeCost cost;  // what this allocation costs the node (for scoring)
 };
 
-// Decides, node by node, whether one pod's claims fit, from the index's current state. Built
+// Decides, node by node, whether a set of claims fit, from the index's current state. Built
 // once per request: each claim's selector is decided once per distinct set of device
 // properties, and a node costs a walk over its own devices. Not thread-safe; one per request.
-class NodeFitter {
+// NodeFitter runs one per combination of the claims' firstAvailable alternatives.
+class ClaimSetFitter {
  public:
   // `scoring` chooses among devices (by island, with a topology property) and says what a
   // plan's cost counts.
-  NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
-             Scoring scoring = {});
+  ClaimSetFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+                 Scoring scoring = {});
 
   // withAssignment: also choose the devices (bind); filter and prioritize only need whether
   // the claims fit and how many matching devices would be left. withMessage false leaves out
@@ -180,6 +183,35 @@ class NodeFitter {
   std::vector<uint8_t> counted_;
   std::vector<uint8_t> runCounted_;
   std::vector<NodePlan> runPlans_;
+};
+
+// Decides, node by node, whether one pod's claims fit. A pending claim with firstAvailable
+// alternatives is tried as each of them in order: the combinations of the claims' alternatives
+// (the first claim's changing slowest) are tried one after another, and the first that fits a
+// node is its plan, with NodePlan::alternatives saying which and NodeCost::alternative its
+// place, so that nodes where an earlier combination fits rank first. Not thread-safe; one per
+// request.
+class NodeFitter {
+ public:
+  NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+             Scoring scoring = {});
+  ~NodeFitter();
+
+  // As ClaimSetFitter's, over the combinations.
+  NodePlan plan(std::string_view nodeName, const std::map<std::string, std::string>& nodeLabels,
+                bool withAssignment, bool withMessage = true);
+  void planAll(std::span<const std::string_view> nodes, bool withMessage,
+               const std::function<void(size_t, NodePlan&)>& fn);
+  bool needsNodeLabels() const;
+
+  // The most combinations of alternatives tried for one pod; a pod with more is refused.
+  static constexpr size_t kMaxCombinations = 64;
+
+ private:
+  struct Combination;
+  // The plan of combination k that did not fit, folded into `into` (the plan so far).
+  void addFailure(size_t k, NodePlan& into, NodePlan&& failed, bool withMessage) const;
+  std::vector<std::unique_ptr<Combination>> combinations_;
 };
 
 // One node's plan with the devices chosen: NodeFitter for a single node.

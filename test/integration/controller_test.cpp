@@ -1268,5 +1268,66 @@ TEST_F(ControllerTest, ADistinctClaimGetsADevicePerValueAndWaitsForOne) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// firstAvailable through the real kube-scheduler: an H100, else two A100s. The first pod gets
+// the H100; the second, with none left, two A100s, and the claim says so; a third waits,
+// naming what each alternative lacks, until another H100 comes.
+TEST_F(ControllerTest, FirstAvailableTakesTheFirstAlternativeThatFitsAndSaysWhichOne) {
+  auto nodes = makeNodes(2);
+  auto addDevice = [&](const std::string& node, const std::string& model) {
+    const std::string name = uniqueName(model);
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, node, resource_, {{"model", model}}));
+    return name;
+  };
+  const std::string h100 = addDevice(nodes[0], "h100");
+  addDevice(nodes[1], "a100");
+  addDevice(nodes[1], "a100");
+  auto h100ElseTwoA100 = [&](const std::string& name) {
+    json c = claimObject(ns_, name, resource_, 1);
+    c["spec"].erase("extendedResourceNum");
+    c["spec"].erase("metadataRequirements");
+    c["spec"]["firstAvailable"] = {
+        {{"name", "h100"}, {"metadataRequirements", {{"matchLabels", {{"model", "h100"}}}}}},
+        {{"name", "two-a100"},
+         {"extendedResourceNum", 2},
+         {"metadataRequirements", {{"matchLabels", {{"model", "a100"}}}}}}};
+    api_->create(resources::kExtendedResourceClaims, ns_, c);
+    api_->create(resources::kPods, ns_, podObject(ns_, name, {name}, schedulerName_));
+  };
+  auto claimOf = [&](const std::string& name) {
+    return ExtendedResourceClaim::fromJson(
+        api_->get(resources::kExtendedResourceClaims, ns_, name));
+  };
+
+  h100ElseTwoA100("first");
+  ASSERT_TRUE(waitBound("first")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("first"), nodes[0]);
+  EXPECT_EQ(claimOf("first").alternative, "h100");
+  EXPECT_EQ(claimOf("first").allocated, std::vector<std::string>{h100});
+
+  h100ElseTwoA100("second");
+  ASSERT_TRUE(waitBound("second")) << extender_->logTail();
+  EXPECT_EQ(nodeOf("second"), nodes[1]);
+  EXPECT_EQ(claimOf("second").alternative, "two-a100");
+  EXPECT_EQ(claimOf("second").allocated.size(), 2u);
+
+  h100ElseTwoA100("third");
+  std::string message;
+  ASSERT_TRUE(
+      eventually([&] { return !(message = failedScheduling("third")).empty(); }, 30s, 200ms))
+      << extender_->logTail();
+  EXPECT_NE(message.find("no alternative fits: alternative h100: claim " + ns_ +
+                         "/third: 0 of 1 free " + resource_ + " with model=h100"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("alternative two-a100: claim " + ns_ + "/third: 0 of 2 free"),
+            std::string::npos)
+      << message;
+  addDevice(nodes[1], "h100");
+  ASSERT_TRUE(waitBound("third", 60s)) << extender_->logTail();
+  EXPECT_EQ(claimOf("third").alternative, "h100");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 }  // namespace
 }  // namespace ker::itest

@@ -259,6 +259,41 @@ TEST_F(CrdTest, ClaimConstraintsNameAProperty) {
   EXPECT_NE(out.find("no other device"), std::string::npos) << out;
 }
 
+TEST_F(CrdTest, ClaimAlternativesAreNamedAndReplaceTheClaimsOwnCount) {
+  auto alternatives = [](const std::string& name) {
+    json c = claimObject("default", name, "x.io/gpu", 1);
+    c["spec"].erase("extendedResourceNum");
+    c["spec"].erase("metadataRequirements");
+    c["spec"]["firstAvailable"] = {
+        {{"name", "h100"}, {"metadataRequirements", {{"matchLabels", {{"model", "h100"}}}}}},
+        {{"name", "two-a100"}, {"extendedResourceNum", 2}}};
+    return c;
+  };
+  json created =
+      api_->create(resources::kExtendedResourceClaims, "default", alternatives(uniqueName("alt")));
+  EXPECT_EQ(created["spec"]["firstAvailable"][0]["extendedResourceNum"], 1) << "defaulted";
+  EXPECT_EQ(created["spec"]["firstAvailable"][1]["extendedResourceNum"], 2);
+  api_->remove(resources::kExtendedResourceClaims, "default",
+               created["metadata"]["name"].get<std::string>());
+  json twice = alternatives(uniqueName("alt"));
+  twice["spec"]["firstAvailable"][1]["name"] = "h100";
+  expectInvalid(resources::kExtendedResourceClaims, "default", twice,
+                "each alternative needs a name of its own");
+  json counted = alternatives(uniqueName("alt"));
+  counted["spec"]["extendedResourceNum"] = 4;
+  expectInvalid(resources::kExtendedResourceClaims, "default", counted, "leave the claim's unset");
+  json badName = alternatives(uniqueName("alt"));
+  badName["spec"]["firstAvailable"][0]["name"] = "H100";
+  expectInvalid(resources::kExtendedResourceClaims, "default", badName, "firstAvailable[0].name");
+  std::string out;
+  ASSERT_EQ(env_->kubectl("explain erc.spec.firstAvailable", &out), 0) << out;
+  EXPECT_NE(out.find("first alternative that fits"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erc.status.alternative", &out), 0) << out;
+  EXPECT_NE(out.find("allocated as"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erct.spec.spec.firstAvailable.metadataRequirements", &out), 0)
+      << out;
+}
+
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {
   std::string out;
   for (const char* dir : {"config", "config/local", "deploy"}) {

@@ -108,6 +108,15 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
   if (coin(rng, 0.15)) {  // each of its devices of a type of its own
     c.constraints.push_back({"", "type"});
   }
+  if (coin(rng, 0.15)) {  // a k80, else two devices of any type with no zone
+    ClaimAlternative k80{"k80", 1, {}};
+    k80.metadataRequirements.matchLabels = {{"type", "k80"}};
+    ClaimAlternative two{"two", 2, {}};
+    two.metadataRequirements.matchExpressions = {{"zone", SelectorOperator::kDoesNotExist, {}}};
+    c.firstAvailable = {k80, two};
+    c.metadataRequirements = {};
+    c.metadataRequirements.dialect = SelectorDialect::kProperties;
+  }
   if (coin(rng, 0.2) && !g.devices.empty()) {  // only these devices
     std::vector<std::string> allowed;
     for (const auto& [n, d] : g.devices) {
@@ -163,6 +172,9 @@ TEST_P(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
       EXPECT_EQ(counted[i].message, exact.message) << "seed " << seed << " node " << node;
       EXPECT_EQ(counted[i].cost.leftover, exact.cost.leftover)
           << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].cost.alternative, exact.cost.alternative)
+          << "seed " << seed << " node " << node;
+      EXPECT_EQ(counted[i].alternatives, exact.alternatives) << "seed " << seed << " node " << node;
       EXPECT_EQ(counted[i].cost.fragmentation, exact.cost.fragmentation)
           << "seed " << seed << " node " << node;
       if (!exact.fits) {
@@ -171,8 +183,17 @@ TEST_P(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
       ++fitting;
       // The exact path's choice satisfies every claim with distinct free devices of the node.
       std::set<std::string> used;
-      for (const auto& c : pc.pending) {
-        const auto& chosen = exact.assignment.at(objectKey(c->meta.ns, c->meta.name));
+      for (const auto& pending : pc.pending) {
+        const std::string key = objectKey(pending->meta.ns, pending->meta.name);
+        // The claim as the alternative it fits as, if it has any.
+        ExtendedResourceClaim effective = *pending;
+        for (const auto& a : pending->firstAvailable) {
+          if (a.name == exact.alternatives.at(key)) {
+            effective = pending->as(a);
+          }
+        }
+        const auto* c = &effective;
+        const auto& chosen = exact.assignment.at(key);
         ASSERT_EQ(static_cast<int64_t>(chosen.size()), c->extendedResourceNum) << "seed " << seed;
         for (const auto& name : chosen) {
           const ExtendedResource& d = g.devices.at(name);

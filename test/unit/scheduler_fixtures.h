@@ -58,7 +58,7 @@ inline std::vector<std::optional<NodeCost>> leftovers(
     std::initializer_list<std::optional<size_t>> left) {
   std::vector<std::optional<NodeCost>> out;
   for (const auto& l : left) {
-    out.push_back(l ? std::optional<NodeCost>(NodeCost{0, *l}) : std::nullopt);
+    out.push_back(l ? std::optional<NodeCost>(NodeCost{.leftover = *l}) : std::nullopt);
   }
   return out;
 }

@@ -96,8 +96,9 @@ TEST(TopologyFit, AConstrainedClaimUnderSpreadTakesTheLargestGroup) {
 }
 
 TEST(TopologyRank, FragmentationDecidesBeforeTheDevicesLeft) {
-  const std::vector<std::optional<NodeCost>> costs = {NodeCost{7, 7}, std::nullopt, NodeCost{1, 4},
-                                                      NodeCost{1, 0}};
+  const std::vector<std::optional<NodeCost>> costs = {
+      NodeCost{.fragmentation = 7, .leftover = 7}, std::nullopt,
+      NodeCost{.fragmentation = 1, .leftover = 4}, NodeCost{.fragmentation = 1, .leftover = 0}};
   EXPECT_EQ(rankNodes(costs, ScoringStrategy::kBinpack), (std::vector<size_t>{3, 2, 0}));
   EXPECT_EQ(rankNodes(costs, ScoringStrategy::kSpread), (std::vector<size_t>{0, 2, 3}));
   const auto scores = scoreNodes(costs, ScoringStrategy::kBinpack);
