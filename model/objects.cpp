@@ -312,6 +312,28 @@ void writeHolders(json& status, const std::vector<PodRef>& holders) {
   status["holders"] = std::move(list);
 }
 
+// fn(element, its path) for each element of the array member `key` of `obj`, each of which
+// must be an object; nothing when the member is absent. Returns how many there were.
+template <class Fn>
+size_t forEachObject(const json& obj, const char* key, const std::string& path, Fn&& fn) {
+  const json* list = member(obj, key);
+  if (list == nullptr) {
+    return 0;
+  }
+  if (!list->is_array()) {
+    wrongType(path, "an array", *list);
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const json& e = (*list)[i];
+    if (!e.is_object()) {
+      wrongType(at, "an object", e);
+    }
+    fn(e, at);
+  }
+  return list->size();
+}
+
 }  // namespace
 
 ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
@@ -452,74 +474,55 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       }
     });
     p.check([&] {
-      const json* list = member(*spec, "constraints");
-      if (list == nullptr) {
-        return;
-      }
-      if (!list->is_array()) {
-        wrongType("spec.constraints", "an array", *list);
-      }
-      for (size_t i = 0; i < list->size(); ++i) {
-        const std::string at = "spec.constraints[" + std::to_string(i) + "]";
-        const json& e = (*list)[i];
-        if (!e.is_object()) {
-          wrongType(at, "an object", e);
-        }
-        DeviceConstraint k{stringMember(e, "matchProperty", at + ".matchProperty"),
-                           stringMember(e, "distinctProperty", at + ".distinctProperty")};
-        if (k.matchProperty.empty() == k.distinctProperty.empty()) {
-          failAt(at, "needs exactly one of matchProperty and distinctProperty, a property name");
-        }
-        if (!k.distinctProperty.empty() &&
-            std::any_of(c.constraints.begin(), c.constraints.end(),
-                        [](const DeviceConstraint& o) { return !o.distinctProperty.empty(); })) {
-          failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
-        }
-        c.constraints.push_back(std::move(k));
-      }
+      forEachObject(
+          *spec, "constraints", "spec.constraints", [&](const json& e, const std::string& at) {
+            DeviceConstraint k{stringMember(e, "matchProperty", at + ".matchProperty"),
+                               stringMember(e, "distinctProperty", at + ".distinctProperty")};
+            if (k.matchProperty.empty() == k.distinctProperty.empty()) {
+              failAt(at,
+                     "needs exactly one of matchProperty and distinctProperty, a property name");
+            }
+            if (!k.distinctProperty.empty() &&
+                std::any_of(
+                    c.constraints.begin(), c.constraints.end(),
+                    [](const DeviceConstraint& o) { return !o.distinctProperty.empty(); })) {
+              failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
+            }
+            c.constraints.push_back(std::move(k));
+          });
     });
     p.check([&] {
-      const json* list = member(*spec, "firstAvailable");
-      if (list == nullptr) {
-        return;
-      }
-      if (!list->is_array()) {
-        wrongType("spec.firstAvailable", "an array", *list);
-      }
-      if (list->size() > kMaxClaimAlternatives) {
+      const size_t count = forEachObject(
+          *spec, "firstAvailable", "spec.firstAvailable",
+          [&](const json& e, const std::string& at) {
+            ClaimAlternative a;
+            a.name = stringMember(e, "name", at + ".name");
+            if (!isDns1123Label(a.name)) {
+              failAt(at + ".name", "\"" + a.name + "\" is not a DNS-1123 label");
+            }
+            for (const auto& earlier : c.firstAvailable) {
+              if (earlier.name == a.name) {
+                failAt(at + ".name", "\"" + a.name + "\" names an earlier alternative too");
+              }
+            }
+            if (member(e, "extendedResourceNum") != nullptr) {
+              a.extendedResourceNum =
+                  countMember(e, "extendedResourceNum", at + ".extendedResourceNum");
+              if (a.extendedResourceNum < 1) {
+                failAt(at + ".extendedResourceNum", "must be at least 1");
+              }
+            }
+            const json* sel = member(e, "metadataRequirements");
+            a.metadataRequirements = readLabelSelector(
+                sel ? *sel : json(), at + ".metadataRequirements", SelectorDialect::kProperties);
+            if (Status s = validate(a.metadataRequirements); !s.ok()) {
+              failAt(at + ".metadataRequirements", s.message());
+            }
+            c.firstAvailable.push_back(std::move(a));
+          });
+      if (count > kMaxClaimAlternatives) {
         failAt("spec.firstAvailable",
                "at most " + std::to_string(kMaxClaimAlternatives) + " alternatives");
-      }
-      for (size_t i = 0; i < list->size(); ++i) {
-        const std::string at = "spec.firstAvailable[" + std::to_string(i) + "]";
-        const json& e = (*list)[i];
-        if (!e.is_object()) {
-          wrongType(at, "an object", e);
-        }
-        ClaimAlternative a;
-        a.name = stringMember(e, "name", at + ".name");
-        if (!isDns1123Label(a.name)) {
-          failAt(at + ".name", "\"" + a.name + "\" is not a DNS-1123 label");
-        }
-        for (const auto& earlier : c.firstAvailable) {
-          if (earlier.name == a.name) {
-            failAt(at + ".name", "\"" + a.name + "\" names an earlier alternative too");
-          }
-        }
-        if (member(e, "extendedResourceNum") != nullptr) {
-          a.extendedResourceNum =
-              countMember(e, "extendedResourceNum", at + ".extendedResourceNum");
-          if (a.extendedResourceNum < 1) {
-            failAt(at + ".extendedResourceNum", "must be at least 1");
-          }
-        }
-        const json* sel = member(e, "metadataRequirements");
-        a.metadataRequirements = readLabelSelector(
-            sel ? *sel : json(), at + ".metadataRequirements", SelectorDialect::kProperties);
-        if (Status s = validate(a.metadataRequirements); !s.ok()) {
-          failAt(at + ".metadataRequirements", s.message());
-        }
-        c.firstAvailable.push_back(std::move(a));
       }
       // Each alternative says how many and which: the claim's own must not say otherwise.
       if (!c.firstAvailable.empty() && c.extendedResourceNum != 1) {
