@@ -15,9 +15,18 @@ namespace {
 constexpr int64_t kMaxPort = 65535;
 constexpr int64_t kMaxThreads = 1024;
 
+// The defaults are ExtenderConfig's, so they have one home. A lasting object rather than a
+// temporary: GCC 12 takes a temporary's nested strings for uninitialized at -O2.
+const ExtenderConfig& defaultConfig() {
+  static const ExtenderConfig defaults;
+  return defaults;
+}
+
 }  // namespace
 
-// The defaults are ExtenderConfig's, so they have one home. Registration order is --help's.
+ExtenderFlags::ExtenderFlags(FlagSet& flags) : ExtenderFlags(flags, defaultConfig()) {}
+
+// Registration order is --help's.
 ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
     : kubeconfig_(addKubeconfigFlag(flags)),
       bindAddress_(flags.addString(

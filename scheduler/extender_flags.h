@@ -22,7 +22,7 @@ struct ExtenderSettings {
 // into its settings after FlagSet::parse. Pure: main reads no flag itself.
 class ExtenderFlags {
  public:
-  explicit ExtenderFlags(FlagSet& flags) : ExtenderFlags(flags, ExtenderConfig{}) {}
+  explicit ExtenderFlags(FlagSet& flags);
   // The parsed values, or kInvalid naming the first flag that breaks its rule.
   Status settings(ExtenderSettings& out) const;
 
