@@ -13,7 +13,7 @@ const char* resultLabel(const ReconcileResult& r) {
     case ReconcileResult::Status::kDone:
       return r.requeueAfter ? "requeue" : "success";
     case ReconcileResult::Status::kRetry:
-      return r.error.isConflict() ? "conflict" : "error";
+      return classify(r.error) == Failure::kConflict ? "conflict" : "error";
     case ReconcileResult::Status::kAborted:
       return "aborted";
   }
@@ -182,7 +182,7 @@ void Controller::process(KeyQueue& queue, const WorkKey& key) {
       break;
     case ReconcileResult::Status::kRetry:
       metrics_.reconcileErrors.labels({kind}).inc();
-      if (r.error.isConflict()) {
+      if (classify(r.error) == Failure::kConflict) {
         if (log::v(2)) {
           log::info("reconcile conflict, retrying",
                     {{"kind", kind}, {"key", KeyQueue::encode(key)}, {"error", r.error.message()}});

@@ -182,7 +182,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
             device = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
           });
           !read.ok()) {
-        if (read.isNotFound()) {
+        if (classify(read) == Failure::kGone) {
           return FreeResult::kNothingToDo;
         }
         log::warn("reading a released device failed",
@@ -202,17 +202,20 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     triedVersion = device->meta.resourceVersion;
     const Status sent = callApi(
         [&] { api_.updateStatus(resources::kExtendedResources, "", next.toJson(clock_())); });
-    if (sent.ok()) {
-      return FreeResult::kFreed;
+    switch (classify(sent)) {
+      case Failure::kNone:
+        return FreeResult::kFreed;
+      case Failure::kGone:
+        return FreeResult::kNothingToDo;
+      case Failure::kConflict:
+        device.reset();  // read it again
+        break;
+      case Failure::kTransient:
+      case Failure::kPermanent:
+        log::warn("freeing a released device failed",
+                  {{"device", name}, {"error", sent.message()}});
+        return FreeResult::kFailed;
     }
-    if (sent.isNotFound()) {
-      return FreeResult::kNothingToDo;
-    }
-    if (!sent.isConflict()) {
-      log::warn("freeing a released device failed", {{"device", name}, {"error", sent.message()}});
-      return FreeResult::kFailed;
-    }
-    device.reset();
   }
   return FreeResult::kFailed;
 }

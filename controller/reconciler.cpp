@@ -47,7 +47,7 @@ ReconcileResult Reconciler::guarded(F&& body) {
     Status failed = statusFrom(e);
     // The object written was deleted meanwhile: its delete event queues it again, and the
     // reconcile then finds nothing to do.
-    if (failed.isNotFound()) {
+    if (classify(failed) == Failure::kGone) {
       if (log::v(2)) {
         log::info("reconciled object is gone", {{"error", failed.message()}});
       }
