@@ -746,21 +746,39 @@ std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& all,
 }
 
 std::vector<size_t> rankNodes(const std::vector<std::optional<NodeCost>>& costs,
-                              ScoringStrategy strategy, std::optional<size_t> held) {
+                              ScoringStrategy strategy, std::optional<size_t> held, size_t limit) {
   std::vector<size_t> order;
+  const bool keepHeld = held && *held < costs.size() && costs[*held];
+  if (keepHeld) {
+    order.push_back(*held);
+  }
+  const size_t first = order.size();
   for (size_t i = 0; i < costs.size(); ++i) {
     if (costs[i] && i != held) {
       order.push_back(i);
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (costs[a]->alternative != costs[b]->alternative) {
-      return costs[a]->alternative < costs[b]->alternative;
+  // Ties in the order given: the index decides last, so a partial sort is as stable as a
+  // full one.
+  auto before = [&](size_t a, size_t b) {
+    const NodeCost& x = *costs[a];
+    const NodeCost& y = *costs[b];
+    if (x.alternative != y.alternative) {
+      return x.alternative < y.alternative;
     }
-    return strategy == ScoringStrategy::kBinpack ? *costs[a] < *costs[b] : *costs[a] > *costs[b];
-  });
-  if (held && *held < costs.size() && costs[*held]) {
-    order.insert(order.begin(), *held);
+    if (x != y) {
+      return strategy == ScoringStrategy::kBinpack ? x < y : x > y;
+    }
+    return a < b;
+  };
+  const size_t ranked = std::min(order.size(), limit);
+  if (ranked < order.size()) {
+    std::partial_sort(order.begin() + static_cast<ptrdiff_t>(first),
+                      order.begin() + static_cast<ptrdiff_t>(std::max(ranked, first)), order.end(),
+                      before);
+    order.resize(ranked);
+  } else {
+    std::sort(order.begin() + static_cast<ptrdiff_t>(first), order.end(), before);
   }
   return order;
 }

@@ -108,8 +108,11 @@ std::vector<int> scoreNodes(const std::vector<std::optional<NodeCost>>& costs,
 // kube-scheduler (see Extender::filter) and where it holds the devices. `held` (an index, if
 // any) is the node the pod already holds devices on, from an earlier attempt: a retry keeps
 // it while it still fits. Then the nodes in the order scoreNodes ranks them, ties in the order
-// given. Nodes that do not fit (nullopt) are left out. Pure.
+// given. Nodes that do not fit (nullopt) are left out, and only the first `limit` are ranked
+// and returned (the filter tries a few; ranking thousands in full cost more than deciding
+// them). Pure.
 std::vector<size_t> rankNodes(const std::vector<std::optional<NodeCost>>& costs,
-                              ScoringStrategy strategy, std::optional<size_t> held = {});
+                              ScoringStrategy strategy, std::optional<size_t> held = {},
+                              size_t limit = SIZE_MAX);
 
 }  // namespace ker

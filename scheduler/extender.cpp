@@ -154,11 +154,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
   }
   // The first choice nearly always holds; a bind in flight may have just taken its devices.
   constexpr size_t kMaxTries = 8;
-  size_t tries = 0;
-  for (const size_t k : rankNodes(costs, scoring_.strategy, held)) {
-    if (tries++ == kMaxTries) {
-      break;
-    }
+  for (const size_t k : rankNodes(costs, scoring_.strategy, held, kMaxTries)) {
     const size_t i = fitting[k];
     const std::string node(args.nodeNames[i]);
     std::map<std::string, std::string> labels;

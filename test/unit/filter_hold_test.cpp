@@ -38,6 +38,31 @@ TEST(RankNodes, BinpackFirstTheFewestLeftSpreadTheMostTiesInOrder) {
   EXPECT_TRUE(rankNodes(leftovers({std::nullopt}), ScoringStrategy::kBinpack).empty());
 }
 
+// Ranking only the first few gives the full ranking's first few, ties in order included.
+TEST(RankNodes, ALimitGivesTheFullRankingsFirstNodes) {
+  std::vector<std::optional<NodeCost>> costs;
+  for (size_t i = 0; i < 200; ++i) {
+    if (i % 7 == 3) {
+      costs.emplace_back(std::nullopt);
+    } else {
+      costs.push_back(NodeCost{.alternative = static_cast<uint32_t>(i % 3 == 0),
+                               .fragmentation = (i * 37) % 11,
+                               .leftover = (i * 13) % 5});
+    }
+  }
+  for (ScoringStrategy s : {ScoringStrategy::kBinpack, ScoringStrategy::kSpread}) {
+    for (std::optional<size_t> held :
+         {std::optional<size_t>{}, std::optional<size_t>{150}, std::optional<size_t>{3}}) {
+      const auto full = rankNodes(costs, s, held);
+      for (size_t limit : {0, 1, 8, 500}) {
+        const auto some = rankNodes(costs, s, held, limit);
+        ASSERT_EQ(some.size(), std::min(limit, full.size()));
+        EXPECT_TRUE(std::equal(some.begin(), some.end(), full.begin())) << limit;
+      }
+    }
+  }
+}
+
 TEST(RankNodes, ANodeThePodAlreadyHoldsComesFirstWhileItFits) {
   const auto leftover = leftovers({3, std::nullopt, 1});
   EXPECT_EQ(rankNodes(leftover, ScoringStrategy::kBinpack, 0), (std::vector<size_t>{0, 2}));
