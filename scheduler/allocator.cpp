@@ -470,13 +470,30 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
   return *firstFailure;
 }
 
-// Each device's island: the topology property's value, "" for a device without it.
+// Each device's island (the topology property's value, "" for a device without it), and how
+// many devices some claim may take each island holds, counted once per fit.
 class Islands {
  public:
   Islands(const std::vector<const std::map<std::string, std::string>*>& properties,
-          const std::string& property)
-      : properties_(properties), property_(property) {}
+          const std::string& property, const std::vector<std::vector<size_t>>& eligible,
+          size_t deviceCount)
+      : properties_(properties), property_(property), matching_(deviceCount, false) {
+    for (const auto& list : eligible) {
+      for (size_t d : list) {
+        matching_[d] = true;
+      }
+    }
+    for (size_t d = 0; d < deviceCount; ++d) {
+      if (matching_[d]) {
+        ++free_[of(d)];
+      }
+    }
+  }
   const std::string& of(size_t device) const { return value(device, property_); }
+  // Whether some claim may take the device.
+  bool matching(size_t device) const { return matching_[device]; }
+  // The matching devices per island.
+  const std::map<std::string_view, size_t>& free() const { return free_; }
   // Another property of the device, "" when it has none.
   const std::string& value(size_t device, const std::string& property) const {
     static const std::string kNone;
@@ -487,6 +504,8 @@ class Islands {
  private:
   const std::vector<const std::map<std::string, std::string>*>& properties_;
   const std::string& property_;
+  std::vector<bool> matching_;
+  std::map<std::string_view, size_t> free_;
 };
 
 // The claims' eligible devices reordered so that the fits above, which take devices in list
@@ -501,19 +520,15 @@ std::vector<std::vector<size_t>> islandOrder(
     const std::vector<std::vector<size_t>>& eligible, size_t deviceCount, const Islands& islands,
     ScoringStrategy strategy) {
   std::vector<uint64_t> serves(deviceCount, 0);  // claim bits; past 64 claims, the first 64
-  std::vector<bool> matching(deviceCount, false);
-  for (size_t c = 0; c < eligible.size(); ++c) {
+  for (size_t c = 0; c < eligible.size() && c < 64; ++c) {
     for (size_t d : eligible[c]) {
-      serves[d] |= c < 64 ? uint64_t{1} << c : 0;
-      matching[d] = true;
+      serves[d] |= uint64_t{1} << c;
     }
   }
   std::vector<size_t> order;
-  std::map<std::string_view, size_t> freeIn;
   for (size_t d = 0; d < deviceCount; ++d) {
-    if (matching[d]) {
+    if (islands.matching(d)) {
       order.push_back(d);
-      ++freeIn[islands.of(d)];
     }
   }
   // Devices that differ in a claim's distinctProperty are not interchangeable either.
@@ -544,7 +559,7 @@ std::vector<std::vector<size_t>> islandOrder(
   std::vector<size_t> freeOf(deviceCount, 0);    // its island's free devices
   for (size_t k = 0; k < order.size(); ++k) {
     position[order[k]] = k;
-    freeOf[order[k]] = freeIn[islands.of(order[k])];
+    freeOf[order[k]] = islands.free().at(islands.of(order[k]));
     if (k > 0 && islands.of(order[k]) == islands.of(order[k - 1])) {
       rank[order[k]] = rank[order[k - 1]] + 1;
     }
@@ -567,32 +582,22 @@ std::vector<std::vector<size_t>> islandOrder(
 }
 
 // NodeCost::fragmentation of taking `picks` from the node's matching free devices.
-uint64_t fragmentation(const Picks& picks, const std::vector<std::vector<size_t>>& eligible,
-                       size_t deviceCount, const Islands& islands) {
-  std::vector<bool> matching(deviceCount, false);
-  for (const auto& list : eligible) {
-    for (size_t d : list) {
-      matching[d] = true;
-    }
-  }
-  std::map<std::string_view, std::pair<uint64_t, uint64_t>> freeAndTaken;
-  for (size_t d = 0; d < deviceCount; ++d) {
-    if (matching[d]) {
-      ++freeAndTaken[islands.of(d)].first;
-    }
-  }
+uint64_t fragmentation(const Picks& picks, const Islands& islands) {
+  std::map<std::string_view, uint64_t> takenIn;
   for (const auto& chosen : picks) {
     for (size_t d : chosen) {
-      ++freeAndTaken[islands.of(d)].second;
+      ++takenIn[islands.of(d)];
     }
   }
   uint64_t cost = 0;
   uint64_t free = 0;
   uint64_t taken = 0;
-  for (const auto& [island, ft] : freeAndTaken) {
-    cost += ft.second * (2 * ft.first - ft.second);
-    free += ft.first;
-    taken += ft.second;
+  for (const auto& [island, f] : islands.free()) {
+    const auto it = takenIn.find(island);
+    const uint64_t k = it == takenIn.end() ? 0 : it->second;
+    cost += k * (2 * f - k);
+    free += f;
+    taken += k;
   }
   return cost + taken * (2 * free - taken);
 }
@@ -655,7 +660,7 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   std::optional<Islands> islands;
   std::vector<std::vector<size_t>> reordered;
   if (byIsland) {
-    islands.emplace(*properties, scoring->topologyProperty);
+    islands.emplace(*properties, scoring->topologyProperty, eligible, deviceCount);
     reordered = islandOrder(claims, eligible, deviceCount, *islands, strategy);
   }
   const auto& lists = byIsland ? reordered : eligible;
@@ -670,7 +675,7 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
     return fit;
   }
   if (byIsland) {
-    fit.fragmentation = fragmentation(picks, lists, deviceCount, *islands);
+    fit.fragmentation = fragmentation(picks, *islands);
   }
   if (names != nullptr) {
     for (size_t c = 0; c < picks.size(); ++c) {
