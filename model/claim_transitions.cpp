@@ -54,9 +54,8 @@ Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::str
   if (claim.phase != ClaimPhase::kPending) {
     return notFrom(claim, "bound", std::string("it is ") + toString(claim.phase));
   }
-  const bool named = std::any_of(claim.firstAvailable.begin(), claim.firstAvailable.end(),
-                                 [&](const ClaimAlternative& a) { return a.name == alternative; });
-  if (claim.firstAvailable.empty() ? !alternative.empty() : !named) {
+  if (claim.firstAvailable.empty() ? !alternative.empty()
+                                   : claim.alternativeNamed(alternative) == nullptr) {
     return notFrom(claim, "bound as alternative \"" + alternative + "\"",
                    "that is none of its firstAvailable");
   }

@@ -638,9 +638,9 @@ std::vector<PodRef> ExtendedResourceClaim::holders() const {
   return out;
 }
 
-const ClaimAlternative* ExtendedResourceClaim::chosen() const {
+const ClaimAlternative* ExtendedResourceClaim::alternativeNamed(const std::string& name) const {
   for (const auto& a : firstAvailable) {
-    if (a.name == alternative) {
+    if (a.name == name) {
       return &a;
     }
   }

@@ -123,6 +123,10 @@ struct DeviceConstraint {
   // Every device has this property, each with a value of its own (GPUs on different PCIe
   // roots, devices in different failure domains).
   std::string distinctProperty;
+  // The property it names, whichever field holds it.
+  const std::string& property() const {
+    return matchProperty.empty() ? distinctProperty : matchProperty;
+  }
   bool operator==(const DeviceConstraint&) const = default;
 };
 
@@ -190,8 +194,10 @@ struct ExtendedResourceClaim {
   bool heldBy(const std::string& podUid, const std::string& podName = "") const;
   // Every holder's name, comma-separated, for messages; "" when none.
   std::string holderNames() const;
+  // The firstAvailable alternative of this name; nullptr for none.
+  const ClaimAlternative* alternativeNamed(const std::string& name) const;
   // The alternative status.alternative names; nullptr when it names none.
-  const ClaimAlternative* chosen() const;
+  const ClaimAlternative* chosen() const { return alternativeNamed(alternative); }
   // How many devices the claim holds when Bound: the chosen alternative's count, or
   // extendedResourceNum without alternatives; nullopt for alternatives none of which is chosen.
   std::optional<int64_t> wantedCount() const;

@@ -36,8 +36,7 @@ std::optional<std::string> constraintKey(const ExtendedResourceClaim& claim,
                                          const std::map<std::string, std::string>& properties) {
   std::string key;
   for (const auto& c : claim.constraints) {
-    const std::string& name = c.matchProperty.empty() ? c.distinctProperty : c.matchProperty;
-    auto it = properties.find(name);
+    auto it = properties.find(c.property());
     if (it == properties.end()) {
       return std::nullopt;
     }

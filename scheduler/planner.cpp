@@ -189,7 +189,7 @@ uint64_t ClaimSetFitter::classOf(uint32_t propertiesSlot, uint64_t propertiesId,
     };
     for (const auto* c : pending_) {
       for (const auto& k : c->constraints) {
-        keep(k.matchProperty.empty() ? k.distinctProperty : k.matchProperty);
+        keep(k.property());
       }
     }
     if (!scoring_.topologyProperty.empty()) {
@@ -465,7 +465,7 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
   }
   if (count > kMaxCombinations) {
     auto& c = combinations_.emplace_back(std::make_unique<Combination>());
-    c->claims.block = ClaimsBlock::kClaimInvalid;
+    c->claims.block = ClaimsBlock::kTooManyCombinations;
     c->claims.blockMessage = "the pod's claims have more than " + std::to_string(kMaxCombinations) +
                              " combinations of firstAvailable alternatives";
     c->fitter.emplace(c->claims, std::move(podUid), index, std::move(scoring));

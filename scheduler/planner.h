@@ -19,15 +19,17 @@ using ClaimLookup = std::function<ClaimPtr(const std::string& key)>;
 
 // What keeps a pod's claims from being allocated as they stand, as resolveClaims finds it.
 enum class ClaimsBlock {
-  kNone,             // nothing: the pending claims are fitted (on fixedNode, when set)
-  kAwaitingClaim,    // a template entry has no claim recorded yet; the record requeues the pod
-  kInvalidPod,       // the pod's claim annotations do not parse
-  kClaimMissing,     // a claim it names does not exist
-  kClaimInvalid,     // a claim's spec, or its selector, is invalid
-  kClaimDeleting,    // a claim is being deleted
-  kClaimLost,        // a claim lost devices while its pod ran
-  kClaimHeld,        // held by another pod, or shared by the most holders it may have
-  kSplitAcrossNodes  // the pod's claims are bound on two nodes
+  kNone,                 // nothing: the pending claims are fitted (on fixedNode, when set)
+  kAwaitingClaim,        // a template entry has no claim recorded yet; the record requeues the pod
+  kInvalidPod,           // the pod's claim annotations do not parse
+  kClaimMissing,         // a claim it names does not exist
+  kClaimInvalid,         // a claim's spec, or its selector, is invalid
+  kClaimDeleting,        // a claim is being deleted
+  kClaimLost,            // a claim lost devices while its pod ran
+  kClaimHeld,            // held by another pod, or shared by the most holders it may have
+  kSplitAcrossNodes,     // the pod's claims are bound on two nodes
+  kTooManyCombinations,  // its claims' firstAvailable alternatives combine more ways than
+                         // NodeFitter tries
 };
 
 // A pod's claims as the extender must treat them, resolved once per request.

@@ -176,6 +176,26 @@ TEST_F(AlternativesPlannerTest, CombinationsOfSeveralClaimsAreTriedInOrder) {
   EXPECT_EQ(p.cost.alternative, 1u);
 }
 
+// Three claims of eight alternatives each combine 512 ways: the pod is refused, saying why.
+TEST_F(AlternativesPlannerTest, TooManyCombinationsAreRefused) {
+  addDevice("h0", "n1", "h100");
+  json many = h100ElseTwoA100("a");
+  for (int i = 2; i < 8; ++i) {
+    many["spec"]["firstAvailable"].push_back({{"name", "alt-" + std::to_string(i)}});
+  }
+  PodClaims pc = pending(many);
+  for (const char* name : {"b", "c"}) {
+    many["metadata"]["name"] = name;
+    pc.pending.push_back(
+        std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(many)));
+  }
+  const NodePlan p = planNode(pc, "u", "n1", {}, index_);
+  EXPECT_FALSE(p.fits);
+  EXPECT_TRUE(p.unresolvable);
+  EXPECT_EQ(p.message,
+            "the pod's claims have more than 64 combinations of firstAvailable alternatives");
+}
+
 TEST(ClaimAlternatives, TheInvariantsCountTheChosenAlternative) {
   auto c = ExtendedResourceClaim::fromJson(h100ElseTwoA100());
   ASSERT_TRUE(bindClaim(c, {"p", "u"}, "n1", {"a0"}, "two-a100").ok());
