@@ -1105,10 +1105,8 @@ TEST_F(ControllerTest, QuantityComparisonsChooseTheDeviceAndAPodWaitsForOne) {
       api_->get(resources::kExtendedResourceClaims, ns_, "at-least-40"));
   EXPECT_EQ(claim.allocated, (std::vector<std::string>{large}));
 
-  std::string message;
-  bool said =
-      eventually([&] { return !(message = failedScheduling("giant")).empty(); }, 30s, 200ms);
-  ASSERT_TRUE(said) << extender_->logTail();
+  const std::string message = awaitFailedScheduling("giant");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/over-100: 0 of 1 free " + resource_ +
                          " with memory>100Gi on this node (a device's memory \"lots\" is not a "
                          "quantity)"),
@@ -1164,10 +1162,8 @@ TEST_F(ControllerTest, AConstrainedClaimGetsDevicesSharingThePropertyAndWaitsFor
 
   api_->create(resources::kExtendedResourceClaims, ns_, fourOnOneNuma("second"));
   api_->create(resources::kPods, ns_, podObject(ns_, "second", {"second"}, schedulerName_));
-  std::string message;
-  bool said =
-      eventually([&] { return !(message = failedScheduling("second")).empty(); }, 30s, 200ms);
-  ASSERT_TRUE(said) << extender_->logTail();
+  const std::string message = awaitFailedScheduling("second");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/second: at most 2 of 4 free " + resource_ +
                          " sharing numaNode on this node"),
             std::string::npos)
@@ -1250,10 +1246,8 @@ TEST_F(ControllerTest, ADistinctClaimGetsADevicePerValueAndWaitsForOne) {
   c["spec"]["constraints"] = {{{"distinctProperty", "pciRoot"}}};
   api_->create(resources::kExtendedResourceClaims, ns_, c);
   api_->create(resources::kPods, ns_, podObject(ns_, "roots", {"roots"}, schedulerName_));
-  std::string message;
-  ASSERT_TRUE(
-      eventually([&] { return !(message = failedScheduling("roots")).empty(); }, 30s, 200ms))
-      << extender_->logTail();
+  const std::string message = awaitFailedScheduling("roots");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/roots: 1 of 2 free " + resource_ +
                          " each with its own pciRoot on this node"),
             std::string::npos)
@@ -1312,10 +1306,8 @@ TEST_F(ControllerTest, FirstAvailableTakesTheFirstAlternativeThatFitsAndSaysWhic
   EXPECT_EQ(claimOf("second").allocated.size(), 2u);
 
   h100ElseTwoA100("third");
-  std::string message;
-  ASSERT_TRUE(
-      eventually([&] { return !(message = failedScheduling("third")).empty(); }, 30s, 200ms))
-      << extender_->logTail();
+  const std::string message = awaitFailedScheduling("third");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("no alternative fits: alternative h100: claim " + ns_ +
                          "/third: 0 of 1 free " + resource_ + " with model=h100"),
             std::string::npos)

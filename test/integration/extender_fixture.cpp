@@ -207,6 +207,12 @@ std::string ExtenderSuite::failedScheduling(const std::string& pod) {
   return message;
 }
 
+std::string ExtenderSuite::awaitFailedScheduling(const std::string& pod) {
+  std::string message;
+  eventually([&] { return !(message = failedScheduling(pod)).empty(); }, 30s, 200ms);
+  return message;
+}
+
 std::string ExtenderSuite::invariantViolations() {
   return env_->invariantViolations();
 }

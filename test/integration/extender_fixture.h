@@ -76,6 +76,8 @@ class ExtenderSuite : public ::testing::Test {
   std::string invariantViolations();
   // The message of the pod's (last) FailedScheduling event; empty while it has none.
   std::string failedScheduling(const std::string& pod);
+  // failedScheduling once the pod has one, waiting up to 30 s; empty if none came.
+  std::string awaitFailedScheduling(const std::string& pod);
   std::string extenderMetrics();
   // The value of an unlabelled series in Prometheus text; -1 when absent.
   static double metricValue(const std::string& text, const std::string& name);

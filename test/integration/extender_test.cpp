@@ -41,10 +41,8 @@ TEST_F(ExtenderTest, PodWithoutAFreeDeviceStaysPendingWithTheReason) {
                claimObject(ns_, "k80-erc", resource_, 1, {{"type", "k80"}}));
   api_->create(resources::kPods, ns_, podObject(ns_, "waiting", {"k80-erc"}, schedulerName_));
 
-  std::string message;
-  bool found =
-      eventually([&] { return !(message = failedScheduling("waiting")).empty(); }, 30s, 200ms);
-  ASSERT_TRUE(found) << extender_->logTail();
+  const std::string message = awaitFailedScheduling("waiting");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
   EXPECT_NE(message.find("claim " + ns_ + "/k80-erc: 0 of 1 free " + resource_ +
                          " with type=k80 on this node"),
             std::string::npos)
