@@ -102,6 +102,48 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
 // annotations on.
 constexpr const char* kConfigSourceAnnotation = "kubernetes.io/config.source";
 
+// The devices of claim c the container gets: its share of a claim made from a class (none when
+// it has no share), all of any other claim's.
+std::vector<std::string> devicesOf(const ExtendedResourceClaim& c, const std::string& container) {
+  if (c.containers.empty()) {
+    return c.allocated;
+  }
+  auto shares = shareDevices(c.containers, c.allocated);
+  auto it = shares.find(container);
+  return it == shares.end() ? std::vector<std::string>{} : std::move(it->second);
+}
+
+// Why the pod may not run for what it asks in its resources: a class serves a resource its
+// containers ask for and its record names no claim for it, or its spec or the classes are not
+// known. Nothing when it may.
+std::optional<Refusal> classRequestUnserved(const InjectionInput& in) {
+  const std::string podKey = objectKey(in.pod->ns, in.pod->name);
+  if (!in.podUnreadable.empty()) {
+    return refuse(RefusalReason::kPodUnreadable,
+                  "pod " + podKey + " cannot be read to tell which extended resources it asks " +
+                      "for: " + in.podUnreadable);
+  }
+  if (in.requests.empty()) {
+    return std::nullopt;
+  }
+  if (!in.classes) {
+    return refuse(RefusalReason::kPodUnreadable,
+                  "pod " + podKey + " asks for extended resources and the node agent has not " +
+                      "read the ExtendedResourceClasses yet");
+  }
+  for (const auto& [resource, request] : classRequests(in.requests, *in.classes)) {
+    if (in.named.resourceClaims.count(resource) == 0) {
+      return refuse(RefusalReason::kClassClaimMissing,
+                    "pod " + podKey + " asks for " + resource + ", which ExtendedResourceClass " +
+                        request.cls->meta.name + " serves, but no claim was made for it (was it " +
+                        "scheduled by " +
+                        (in.schedulerName.empty() ? "a scheduler" : in.schedulerName) +
+                        ", other than the profile the extended-resource scheduler serves?)");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* toString(RefusalReason reason) {
@@ -128,6 +170,10 @@ const char* toString(RefusalReason reason) {
       return "UnclaimedDevice";
     case RefusalReason::kCdiDeviceUnknown:
       return "CdiDeviceUnknown";
+    case RefusalReason::kClassClaimMissing:
+      return "ClassClaimMissing";
+    case RefusalReason::kPodUnreadable:
+      return "PodUnreadable";
   }
   return "Unknown";
 }
@@ -141,7 +187,13 @@ NamedClaims namedClaims(const PodIdentity& pod) {
   }
   out.names = std::move(names.claims);
   out.awaiting = std::move(names.awaiting);
+  out.resourceClaims = std::move(names.resourceClaims);
   return out;
+}
+
+bool fromApiServer(const PodIdentity& pod) {
+  auto source = pod.annotations.find(kConfigSourceAnnotation);
+  return source == pod.annotations.end() || source->second == "api";
 }
 
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
@@ -201,17 +253,24 @@ Injection decideInjection(const InjectionInput& in) {
                                                      in.named.awaiting.front() + " of pod " +
                                                      objectKey(pod.ns, pod.name));
   }
+  // A static pod has no API object of its UID to read its requests from; it holds no claim.
+  const bool apiPod = fromApiServer(pod);
+  if (apiPod) {
+    if (auto why = classRequestUnserved(in)) {
+      return *why;
+    }
+  }
   if (in.named.names.empty()) {
     if (auto why = unclaimedDeviceUse(in, {})) {
       return *why;
     }
     return Untouched{};
   }
-  if (auto source = pod.annotations.find(kConfigSourceAnnotation);
-      source != pod.annotations.end() && source->second != "api") {
+  if (!apiPod) {
     return refuse(RefusalReason::kNotFromApiServer,
                   "pod " + objectKey(pod.ns, pod.name) + " comes from the kubelet's " +
-                      source->second + " source, not the API server: only pods of the API " +
+                      pod.annotations.at(kConfigSourceAnnotation) +
+                      " source, not the API server: only pods of the API " +
                       "server can hold claims");
   }
   Adjustment adj;
@@ -230,7 +289,7 @@ Injection decideInjection(const InjectionInput& in) {
     if (auto why = notHeldByPod(name, c, pod, in.node)) {
       return *why;
     }
-    for (const auto& deviceName : c->allocated) {
+    for (const auto& deviceName : devicesOf(*c, in.container.name)) {
       const DeviceSpec* d = in.inventory->find(deviceName);
       if (!d || d->rawResourceName != c->rawResourceName) {
         return refuse(RefusalReason::kDeviceNotOnNode,

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "agent/node_file.h"
+#include "model/container_shares.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 // What a container gets: the pure decision behind the agent's answer to the runtime's
 // CreateContainer. No I/O: the caller looks the claims and device nodes up first.
@@ -25,14 +27,21 @@ struct PodIdentity {
 };
 
 // The claims a pod uses, as every component reads them (podClaimNames): those its claims
-// annotation names and those the controller made for its template entries.
+// annotation names and those the controller made for its template entries and for the
+// extended resources its containers ask for.
 struct NamedClaims {
   std::vector<std::string> names;  // empty: the pod names none
   std::string invalid;             // an annotation does not parse
   // Template entries without a claim recorded yet (a pod bound regardless is refused).
   std::vector<std::string> awaiting;
+  // Extended resource name -> the claim the record names for it (PodClaimNames::resourceClaims).
+  std::map<std::string, std::string> resourceClaims;
 };
 NamedClaims namedClaims(const PodIdentity& pod);
+
+// Whether the kubelet got the pod from the API server (its config source annotation), not from
+// a static file or URL, where it can carry any UID and has no API object of that UID.
+bool fromApiServer(const PodIdentity& pod);
 
 // A device node as the host has it (stat of the path).
 struct DeviceNodeInfo {
@@ -77,6 +86,8 @@ enum class RefusalReason {
   kNotFromApiServer,   // a pod naming claims that the kubelet did not get from the API server
   kUnclaimedDevice,    // the container asks for a managed device (variable, node) on its own
   kCdiDeviceUnknown,   // an allocated device's CDI name is in none of the runtime's specs
+  kClassClaimMissing,  // the pod asks for a resource a class serves, and no claim was made for it
+  kPodUnreadable,      // the pod's spec (its requests) or the classes could not be read
 };
 const char* toString(RefusalReason reason);
 
@@ -95,6 +106,7 @@ struct ContainerRequest {
   std::vector<std::string> envNames;      // the variables it sets
   std::vector<std::string> mountSources;  // the host paths it mounts
   std::vector<std::string> devicePaths;   // the device nodes it is given (a privileged one: all)
+  std::string name;                       // the container's name in the pod spec
 };
 
 // Whether the agent refuses containers that reach this node's managed devices without a claim:
@@ -137,6 +149,14 @@ struct InjectionInput {
   // a CDI name, and those directories (for the refusal's message).
   std::set<std::string> cdiDevices;
   std::vector<std::string> cdiSpecDirs;
+  // The pod as the API has it, for what the runtime does not pass on: the extended resources its
+  // containers ask for (Pod::extendedRequests) and its scheduler. Read only when some class
+  // exists (or the classes are not known yet); podUnreadable says why it could not be.
+  ExtendedRequests requests;
+  std::string schedulerName;
+  std::string podUnreadable;
+  // The ExtendedResourceClasses; nullptr while they have not been read.
+  const ClassTable* classes = nullptr;
 };
 
 // A container gets the devices of the claims its pod names only when every one of them is
@@ -151,6 +171,13 @@ struct InjectionInput {
 // claims it wants, never which devices it has. A device with a CDI name is passed to the runtime
 // by that name (its spec's edits are the vendor's), and only when a spec defines it: a runtime
 // that cannot resolve it would fail the creation with a less telling error.
+//
+// A claim made from a class (its spec.containers lists the pod's containers that asked for the
+// devices) gives each container only its share (shareDevices); a container without one gets
+// none of that claim's devices, and the checks and the DeviceGuard see only what it gets. A
+// pod whose containers ask for an extended resource a class serves must have a claim for it in
+// its record: without one (a scheduler that does not call the extender bound it) its containers
+// are refused, rather than started without the devices they asked for.
 Injection decideInjection(const InjectionInput& in);
 
 // Container annotation the agent sets on every container it gave devices (their names,

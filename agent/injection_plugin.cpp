@@ -51,6 +51,7 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
   for (const auto& d : c.linux().devices()) {
     out.devicePaths.push_back(d.path());
   }
+  out.name = c.name();
   return out;
 }
 
@@ -164,6 +165,22 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.guard = deps_.guard;
   auto inventory = deps_.inventory();
   in.inventory = inventory.get();
+  const std::optional<ClassTable> classes = deps_.classes ? deps_.classes() : ClassTable();
+  in.classes = classes ? &*classes : nullptr;
+  // Without classes no request needs a claim, and a pod naming none is answered without lookups.
+  if (in.named.invalid.empty() && fromApiServer(pod) && (!classes || !classes->empty())) {
+    PodSource::Result r = deps_.pods->get(pod.ns, pod.name, pod.uid);
+    if (!r.status.ok()) {
+      in.podUnreadable = r.status.message();
+    } else if (!r.pod) {
+      in.podUnreadable = "no pod of uid " + pod.uid + " exists";
+    } else if (!r.pod->invalid.empty()) {
+      in.podUnreadable = r.pod->invalid;
+    } else {
+      in.requests = r.pod->extendedRequests;
+      in.schedulerName = r.pod->schedulerName;
+    }
+  }
   if (!in.named.invalid.empty() || in.named.names.empty()) {
     return decideInjection(in);  // no claims to look up
   }

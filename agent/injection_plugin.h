@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,14 +14,17 @@
 #include "agent/device_users.h"
 #include "agent/injection.h"
 #include "agent/node_file.h"
+#include "agent/pod_source.h"
+#include "model/resource_class.h"
 #include "nri/plugin_service.h"
 
 namespace ker::agent {
 
 // The agent's side of NRI: asks for CreateContainer, gathers what decideInjection needs (the
-// pod's identity from the runtime, the claims from the ClaimSource, the device nodes from the
-// host) and turns its decision into a ContainerAdjustment or a refusal. It also stops the
-// containers that started without it (planEvictions), as soon as it learns of them.
+// pod's identity from the runtime, its requests from the PodSource while any class exists, the
+// claims from the ClaimSource, the device nodes from the host) and turns its decision into a
+// ContainerAdjustment or a refusal. It also stops the containers that started without it
+// (planEvictions), as soon as it learns of them.
 class InjectionPlugin : public nri::Plugin {
  public:
   struct Deps {
@@ -33,6 +37,9 @@ class InjectionPlugin : public nri::Plugin {
     const ContainerStopper* stopper = nullptr;
     DeviceUsers* users = nullptr;  // kept current from the runtime's reports
     DeviceGuard guard;
+    PodSource* pods = nullptr;  // read only while `classes` gives a table that is not empty
+    // The ExtendedResourceClasses, nullopt while they have not been read; unset: none.
+    std::function<std::optional<ClassTable>()> classes = {};
   };
   explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
 

@@ -25,6 +25,21 @@ class FakeClaims : public ClaimSource {
   int calls = 0;
 };
 
+class FakePods : public PodSource {
+ public:
+  Result get(const std::string& ns, const std::string& name, const std::string& uid) override {
+    ++calls;
+    auto it = pods.find(objectKey(ns, name));
+    if (it == pods.end() || it->second.meta.uid != uid) {
+      return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
+    }
+    return {std::make_shared<const Pod>(it->second), {}};
+  }
+  std::map<std::string, Pod> pods;
+  std::string error;
+  int calls = 0;
+};
+
 class FakeProbe : public DeviceProbe {
  public:
   FakeProbe() : DeviceProbe("") {}
@@ -84,7 +99,9 @@ class InjectionPluginTest : public ::testing::Test {
                             .probe = &probe,
                             .metrics = &metrics,
                             .stopper = &stopper,
-                            .users = &users});
+                            .users = &users,
+                            .pods = &pods,
+                            .classes = [this] { return classes; }});
   }
 
   // A pod of sandbox-1 that names claim c1 and requires the agent, as the bind leaves it.
@@ -124,6 +141,8 @@ class InjectionPluginTest : public ::testing::Test {
   metrics::Registry registry;
   AgentMetrics metrics;
   FakeClaims claims;
+  FakePods pods;
+  std::optional<ClassTable> classes = ClassTable();
   FakeProbe probe;
   FakeStopper stopper;
   DeviceUsers users;
@@ -336,6 +355,68 @@ TEST_F(InjectionPluginTest, APodWithoutClaimsIsAnsweredWithoutLookups) {
   EXPECT_FALSE(resp.has_adjust());
   EXPECT_EQ(claims.calls, 0);
   EXPECT_EQ(metrics.containers.labels({"untouched"}).value(), 1);
+}
+
+// While a class exists, a container's pod is read for what its containers ask; its record of
+// claims comes from the runtime, and the container's name picks its share of a class's claim.
+TEST_F(InjectionPluginTest, WhileAClassExistsThePodIsReadForItsRequests) {
+  classes = ClassTable({std::make_shared<const ExtendedResourceClass>(
+      ExtendedResourceClass::fromJson({{"metadata", {{"name", "gpu"}}},
+                                       {"spec",
+                                        {{"extendedResourceName", "example.com/gpu"},
+                                         {"rawResourceName", "example.com/gpu"}}}}))});
+  Pod p;
+  p.meta.ns = "ns";
+  p.meta.name = "p";
+  p.meta.uid = "uid-p";
+  p.schedulerName = "default-scheduler";
+  p.extendedRequests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
+  pods.pods["ns/p"] = p;
+  nri::CreateContainerResponse resp;
+  nri::Status s = plugin().createContainer(request(""), &resp);
+  ASSERT_EQ(s.code(), nri::Status::Code::kRpcError);
+  EXPECT_NE(s.message().find("no claim was made for it"), std::string::npos) << s.message();
+  EXPECT_EQ(metrics.refusals.labels({"ClassClaimMissing"}).value(), 1);
+  EXPECT_EQ(pods.calls, 1);
+
+  claims.claims["ns/c1"].extendedResourceNum = 1;
+  claims.claims["ns/c1"].containers = {{"main", 1, ContainerKind::kApp}};
+  nri::CreateContainerRequest recorded = request("");
+  (*recorded.mutable_pod()->mutable_annotations())[kGeneratedClaimsAnnotation] =
+      R"({"example.com/gpu": "c1"})";
+  ASSERT_TRUE(plugin().createContainer(recorded, &resp).isOk());
+  EXPECT_EQ(resp.adjust().annotations().at(kInjectedAnnotation), "gpu0");
+  recorded.mutable_container()->set_name("logger");
+  nri::CreateContainerResponse sibling;
+  ASSERT_TRUE(plugin().createContainer(recorded, &sibling).isOk());
+  EXPECT_EQ(sibling.adjust().annotations().at(kInjectedAnnotation), "");
+  EXPECT_EQ(sibling.adjust().linux().devices_size(), 0);
+
+  pods.pods.clear();
+  pods.error = "timed out";
+  EXPECT_EQ(plugin().createContainer(request(""), &resp).code(), nri::Status::Code::kRpcError);
+  EXPECT_EQ(metrics.refusals.labels({"PodUnreadable"}).value(), 1);
+  pods.error.clear();  // gone, or created again under another UID
+  EXPECT_EQ(plugin().createContainer(request(""), &resp).code(), nri::Status::Code::kRpcError);
+  EXPECT_EQ(metrics.refusals.labels({"PodUnreadable"}).value(), 2);
+}
+
+// Without classes no pod is read: a pod naming no claims is still answered without lookups.
+TEST_F(InjectionPluginTest, WithoutClassesNoPodIsRead) {
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(plugin().createContainer(request(""), &resp).isOk());
+  ASSERT_TRUE(plugin().createContainer(request("c1"), &resp).isOk());
+  EXPECT_EQ(pods.calls, 0);
+  // Classes not read yet: the pod is read, and refused only if it asks for a resource.
+  classes.reset();
+  Pod p;
+  p.meta.uid = "uid-p";
+  pods.pods["ns/p"] = p;
+  ASSERT_TRUE(plugin().createContainer(request(""), &resp).isOk());
+  EXPECT_EQ(pods.calls, 1);
+  pods.pods["ns/p"].extendedRequests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
+  EXPECT_EQ(plugin().createContainer(request(""), &resp).code(), nri::Status::Code::kRpcError);
+  EXPECT_EQ(metrics.refusals.labels({"PodUnreadable"}).value(), 1);
 }
 
 TEST_F(InjectionPluginTest, ARefusalFailsTheCreationWithItsMessage) {

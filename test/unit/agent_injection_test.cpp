@@ -69,6 +69,10 @@ class InjectionTest : public ::testing::Test {
     in.guard = guard;
     in.cdiDevices = cdiDevices;
     in.cdiSpecDirs = {"/etc/cdi", "/var/run/cdi"};
+    in.requests = requests;
+    in.schedulerName = "default-scheduler";
+    in.podUnreadable = podUnreadable;
+    in.classes = classes ? &*classes : nullptr;
     return decideInjection(in);
   }
 
@@ -88,7 +92,18 @@ class InjectionTest : public ::testing::Test {
   ContainerRequest container;
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
   std::set<std::string> cdiDevices;
+  ExtendedRequests requests;
+  std::string podUnreadable;
+  std::optional<ClassTable> classes = ClassTable();
 };
+
+// Class gpu, serving example.com/gpu from the example.com/gpu devices.
+ClassTable gpuClass() {
+  return ClassTable({std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+      {{"metadata", {{"name", "gpu"}, {"uid", "uid-class"}}},
+       {"spec",
+        {{"extendedResourceName", "example.com/gpu"}, {"rawResourceName", "example.com/gpu"}}}}))});
+}
 
 // A pod that names no claims reaches no managed device: not by the resource's variable, not by
 // mounting /dev or a device node, not by being given one (privileged). Another device node, or
@@ -395,6 +410,113 @@ TEST_F(InjectionTest, ADevicesCdiNameIsPassedOnWhenASpecDefinesIt) {
   EXPECT_EQ(r.message,
             "CDI device example.com/gpu=all of device gpu1 is in no spec under /etc/cdi,"
             "/var/run/cdi on node node-1, so the runtime cannot inject it");
+}
+
+// A claim made from a class splits its devices among the containers that asked for them: each
+// gets its share, an init container the devices it uses before the app containers start, and a
+// container without a share gets none of them, and is refused if it reaches one on its own.
+TEST_F(InjectionTest, EachContainerGetsItsShareOfAClassClaim) {
+  ExtendedResourceClaim c = claim("c1", {"gpu0", "gpu1"});
+  c.extendedResourceNum = 2;
+  c.containers = {{"prep", 1, ContainerKind::kInit},
+                  {"main", 1, ContainerKind::kApp},
+                  {"aux", 1, ContainerKind::kApp}};
+  claims["c1"] = c;
+  auto devicesOf = [&](const std::string& name) {
+    container.name = name;
+    Injection inj = decide();
+    EXPECT_TRUE(std::holds_alternative<Adjustment>(inj)) << name;
+    return std::holds_alternative<Adjustment>(inj) ? std::get<Adjustment>(inj) : Adjustment{};
+  };
+  EXPECT_EQ(devicesOf("prep").deviceNames, std::vector<std::string>{"gpu0"});
+  EXPECT_EQ(devicesOf("main").deviceNames, std::vector<std::string>{"gpu0"});
+  const Adjustment aux = devicesOf("aux");
+  EXPECT_EQ(aux.deviceNames, std::vector<std::string>{"gpu1"});
+  EXPECT_EQ(aux.env, (std::vector<std::pair<std::string, std::string>>{
+                         {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU", "GPU-1"}, {"SLOT", "1"}}));
+  ASSERT_EQ(aux.devices.size(), 2u);
+  EXPECT_EQ(aux.devices[0].path, "/dev/gpu1");
+  // A sibling without a share is still marked as answered, with nothing.
+  const Adjustment logger = devicesOf("logger");
+  EXPECT_TRUE(logger.deviceNames.empty());
+  EXPECT_TRUE(logger.devices.empty());
+  EXPECT_TRUE(logger.env.empty());
+  container.devicePaths = {"/dev/gpu1"};  // privileged
+  const Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
+  EXPECT_EQ(r.message,
+            "the container is given device node /dev/gpu1 (privileged?) of a device it was not "
+            "allocated");
+}
+
+// The checks see only the devices the container gets: another pod's container still holding
+// gpu1 holds up the container given gpu1, not its sibling given gpu0.
+TEST_F(InjectionTest, OnlyTheDevicesOfTheContainersShareAreChecked) {
+  ExtendedResourceClaim c = claim("c1", {"gpu0", "gpu1"});
+  c.extendedResourceNum = 2;
+  c.containers = {{"main", 1, ContainerKind::kApp}, {"aux", 1, ContainerKind::kApp}};
+  claims["c1"] = c;
+  users["gpu1"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  missing = {"/dev/gpu1"};
+  nodes.erase("/dev/gpu1");
+  container.name = "main";
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+  container.name = "aux";
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceInUse);
+  users.clear();
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceNodeMissing);
+}
+
+// A pod asking for a resource a class serves runs only with the claim made for it: one bound by
+// a scheduler that never called the extender has none, and is refused rather than started
+// without the devices it asked for.
+TEST_F(InjectionTest, AClassRequestWithoutItsClaimIsRefused) {
+  pod.annotations.erase(kClaimsAnnotation);
+  requests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
+  // No class serves it (a device plugin's resource, say): not the agent's.
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  classes = gpuClass();
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kClassClaimMissing);
+  EXPECT_STREQ(toString(r.reason), "ClassClaimMissing");
+  EXPECT_EQ(r.message,
+            "pod ns/p asks for example.com/gpu, which ExtendedResourceClass gpu serves, but no "
+            "claim was made for it (was it scheduled by default-scheduler, other than the profile "
+            "the extended-resource scheduler serves?)");
+  // The claims annotation is no record of a class's claim.
+  pod.annotations[kClaimsAnnotation] = "c1";
+  EXPECT_EQ(refusal().reason, RefusalReason::kClassClaimMissing);
+  // The record names it: the claim's own checks decide.
+  pod.annotations.erase(kClaimsAnnotation);
+  pod.annotations[kGeneratedClaimsAnnotation] = R"({"example.com/gpu": "c1"})";
+  Injection inj = decide();
+  ASSERT_TRUE(std::holds_alternative<Adjustment>(inj));
+  EXPECT_EQ(std::get<Adjustment>(inj).deviceNames, std::vector<std::string>{"gpu0"});
+  claims["c1"].podRef = PodRef{"q", "uid-q"};
+  EXPECT_EQ(refusal().reason, RefusalReason::kClaimOfOtherPod);
+}
+
+// What cannot be read refuses the container (the kubelet retries it); a static pod, which has no
+// API object of its UID, is not asked.
+TEST_F(InjectionTest, APodWhoseRequestsCannotBeKnownIsRefused) {
+  pod.annotations.erase(kClaimsAnnotation);
+  classes = gpuClass();
+  podUnreadable = "connection refused";
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kPodUnreadable);
+  EXPECT_EQ(r.message,
+            "pod ns/p cannot be read to tell which extended resources it asks for: connection "
+            "refused");
+  podUnreadable.clear();
+  requests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
+  classes.reset();
+  EXPECT_EQ(refusal().reason, RefusalReason::kPodUnreadable);
+  requests.clear();
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  requests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
+  classes = gpuClass();
+  pod.annotations["kubernetes.io/config.source"] = "file";
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
 }
 
 TEST_F(InjectionTest, DevicesWithoutACdiNameNameNone) {

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/api_client.h"
+#include "common/informer.h"
+#include "common/status.h"
+#include "model/objects.h"
+
+namespace ker::agent {
+
+// Where the agent reads a pod's spec when one of its containers is created: the runtime passes
+// on the pod's identity and annotations, not the resources its containers ask for.
+class PodSource {
+ public:
+  struct Result {
+    std::shared_ptr<const Pod> pod;  // nullptr: no pod of that UID exists
+    Status status;                   // not OK when it could not be read
+  };
+  virtual ~PodSource() = default;
+  // The pod ns/name whose UID is podUid.
+  virtual Result get(const std::string& ns, const std::string& name, const std::string& podUid) = 0;
+};
+
+// The watch cache of the pods bound to this node, with a live read when it lacks the pod or
+// has another one of that name (the bind wrote it a moment ago, or it was created again).
+class CachedPodSource : public PodSource {
+ public:
+  // cache: pods with spec.nodeName = this node. live: a client with a short timeout, so a live
+  // read fits in the runtime's request deadline.
+  CachedPodSource(const Informer<Pod>& cache, ApiClient& live) : cache_(cache), live_(live) {}
+  Result get(const std::string& ns, const std::string& name, const std::string& podUid) override;
+  uint64_t liveReads() const { return liveReads_.load(); }
+
+ private:
+  const Informer<Pod>& cache_;
+  ApiClient& live_;
+  std::atomic<uint64_t> liveReads_{0};
+};
+
+}  // namespace ker::agent
