@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "agent/agent_metrics.h"
+#include "agent/capacity.h"
+#include "agent/capacity_sync.h"
 #include "agent/claim_source.h"
 #include "agent/container_stopper.h"
 #include "agent/device_attribution.h"
@@ -11,12 +13,14 @@
 #include "agent/injection_plugin.h"
 #include "agent/inventory_plan.h"
 #include "agent/node_sync.h"
+#include "agent/pod_source.h"
 #include "common/event_recorder.h"
 #include "common/http_server.h"
 #include "common/informer.h"
 #include "common/logging.h"
 #include "common/resource.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 namespace ker::agent {
 
@@ -30,11 +34,23 @@ struct AgentApp::Impl {
                  .resyncPeriod = std::chrono::minutes(5)}),
         claims(api, resources::kExtendedResourceClaims,
                {.name = "node-claims", .fieldSelector = "status.nodeName=" + config.node}),
+        pods(api, resources::kPods,
+             {.name = "node-pods", .fieldSelector = "spec.nodeName=" + config.node}),
+        classes(api, resources::kExtendedResourceClasses, {.name = "classes"}),
+        nodeObject(api, resources::kNodes,
+                   {.name = "node", .fieldSelector = "metadata.name=" + config.node}),
         events(api, {.component = "extended-resource-node-agent", .instance = config.node}),
         probe(config.hostRoot, config.cdiSpecDirs),
         claimSource(claims, liveApi),
-        sync({.node = config.node, .nodeFile = config.nodeFile, .period = config.syncPeriod}, api,
-             devices, claims, probe, events, metrics),
+        podSource(pods, liveApi),
+        sync({.node = config.node,
+              .nodeFile = config.nodeFile,
+              .period = config.syncPeriod,
+              .healthChecked = [this] { capacity.wake(); }},
+             api, devices, claims, probe, events, metrics),
+        capacity(
+            {.node = config.node}, api, classes, nodeObject, [this] { return sync.inventory(); },
+            [this] { return sync.health(); }, metrics),
         plugin({.node = config.node,
                 .pluginName = config.runtime.pluginName,
                 .claims = &claimSource,
@@ -43,10 +59,20 @@ struct AgentApp::Impl {
                 .metrics = &metrics,
                 .stopper = &stopper,
                 .users = &users,
-                .guard = config.guard}),
+                .guard = config.guard,
+                .pods = &podSource,
+                .classes = [this]() -> std::optional<ClassTable> {
+                  if (!classes.hasSynced()) {
+                    return std::nullopt;
+                  }
+                  return ClassTable(classes.list());
+                }}),
         runtime(config.runtime, &plugin, &metrics) {
     auto wake = [this](const auto&...) { sync.wake(); };
     devices.addHandlers({.onAdd = wake, .onUpdate = wake, .onDelete = wake});
+    auto recount = [this](const auto&...) { capacity.wake(); };
+    classes.addHandlers({.onAdd = recount, .onUpdate = recount, .onDelete = recount});
+    nodeObject.addHandlers({.onAdd = recount, .onUpdate = recount});
     registry.gaugeFunc("extended_resource_agent_node_file_current",
                        "1 when the node file in force is the one on disk (0 while it is "
                        "invalid or unreadable).",
@@ -55,6 +81,11 @@ struct AgentApp::Impl {
                          "Claims read from the API because the cache did not show them bound to "
                          "the pod.",
                          [this] { return static_cast<double>(claimSource.liveReads()); });
+    registry.counterFunc("extended_resource_agent_pod_live_reads_total",
+                         "Pods read from the API because the cache did not show them (while an "
+                         "ExtendedResourceClass exists, a container's pod is read for its "
+                         "requests).",
+                         [this] { return static_cast<double>(podSource.liveReads()); });
     registry.counterFunc("extended_resource_agent_events_sent_total", "Events posted.",
                          [this] { return static_cast<double>(events.stats().sent.load()); });
     exportAttribution(registry, config.node, users, [this] { return sync.inventory(); });
@@ -70,8 +101,12 @@ struct AgentApp::Impl {
 
   std::vector<ReadyCheck> readyChecks() const {
     return {readyWhen(
-                "informers-synced", [this] { return devices.hasSynced() && claims.hasSynced(); },
-                "the device and claim caches have not synced"),
+                "informers-synced",
+                [this] {
+                  return devices.hasSynced() && claims.hasSynced() && pods.hasSynced() &&
+                         classes.hasSynced() && nodeObject.hasSynced();
+                },
+                "the device, claim, pod, class and node caches have not synced"),
             readyWhen(
                 "runtime-registered", [this] { return runtime.connected(); },
                 "not registered with the runtime's NRI socket " + config.runtime.socketPath),
@@ -83,12 +118,17 @@ struct AgentApp::Impl {
   AgentMetrics metrics;
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaim> claims;
+  Informer<Pod> pods;  // bound to this node: their containers' requests
+  Informer<ExtendedResourceClass> classes;
+  Informer<NodeResources> nodeObject;  // this node: what its status shows
   EventRecorder events;
   DeviceProbe probe;
   ContainerStopper stopper;  // the host's /proc: the agent runs in the host's PID namespace
   DeviceUsers users;
   CachedClaimSource claimSource;
+  CachedPodSource podSource;
   NodeSync sync;
+  CapacitySync capacity;
   InjectionPlugin plugin;
   RuntimeConnection runtime;
   std::unique_ptr<AdmissionPolicyCheck> policy;
@@ -114,14 +154,27 @@ void AgentApp::start() {
   m.events.start();
   m.devices.start();
   m.claims.start();
+  m.pods.start();
+  m.classes.start();
+  m.nodeObject.start();
   m.sync.start();
+  m.capacity.start();
   if (m.policy) {
     m.policy->start();
   }
-  // The claim cache first, so the first containers are answered from it; a live read covers
-  // anything it does not show yet, so the wait is bounded.
-  if (!m.claims.waitForSync(std::chrono::seconds(10))) {
-    log::warn("claim cache not synced after 10s; serving the runtime with live reads");
+  // The claim and pod caches first, so the first containers are answered from them; a live
+  // read covers anything they do not show yet, so the wait is bounded. Until the classes are
+  // read, a pod asking for an extended resource is refused (the kubelet retries).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
+  };
+  if (!m.claims.waitForSync(left()) || !m.pods.waitForSync(left()) ||
+      !m.classes.waitForSync(left())) {
+    log::warn(
+        "claim, pod or class cache not synced after 10s; serving the runtime with live "
+        "reads");
   }
   m.runtimeThread = std::thread([&m] { m.runtime.run(m.stopRuntime); });
   m.started = true;
@@ -140,7 +193,11 @@ void AgentApp::stop() {
   if (m.runtimeThread.joinable()) {
     m.runtimeThread.join();
   }
+  m.capacity.stop();
   m.sync.stop();
+  m.nodeObject.stop();
+  m.classes.stop();
+  m.pods.stop();
   m.claims.stop();
   m.devices.stop();
   m.events.flush(std::chrono::seconds(2));

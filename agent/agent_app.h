@@ -30,9 +30,9 @@ struct AgentAppConfig {
   std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 
-// The running node agent: watches of this node's devices and of the claims bound on it, the
-// node sync (inventory and health), the runtime connection (injection), events, and the
-// health and metrics endpoints.
+// The running node agent: watches of this node's devices, of the claims and pods bound on it, of
+// the classes and of its Node; the node sync (inventory and health), the capacity sync, the
+// runtime connection (injection), events, and the health and metrics endpoints.
 class AgentApp {
  public:
   // api: for watches and writes; liveApi: for the live claim reads made while the runtime

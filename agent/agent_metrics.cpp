@@ -20,6 +20,10 @@ AgentMetrics::AgentMetrics(metrics::Registry& r)
                               "Health transitions written or reported, by what was done "
                               "(unhealthy, healthy, holder_warned).",
                               {"to"})),
+      capacityWrites(r.counter("extended_resource_agent_capacity_writes_total",
+                               "Writes of the node's capacity and allocatable for the "
+                               "ExtendedResourceClasses, by result (success, error).",
+                               {"result"})),
       evictions(r.counter("extended_resource_agent_evictions_total",
                           "Containers stopped because they started without the agent (it was "
                           "away while the runtime created them).")

@@ -14,6 +14,7 @@ struct AgentMetrics {
   metrics::HistogramFamily& createLatency;  // {result}
   metrics::CounterFamily& inventoryWrites;  // {op, result}
   metrics::CounterFamily& healthChanges;    // {to}: unhealthy, healthy, holder_warned
+  metrics::CounterFamily& capacityWrites;   // {result}: success, error
   metrics::Counter& evictions;              // containers stopped for starting without the agent
   metrics::Counter& nodeFileErrors;
   metrics::Counter& runtimeConnects;

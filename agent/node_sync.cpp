@@ -87,6 +87,11 @@ std::shared_ptr<const NodeFile> NodeSync::inventory() const {
   return inventory_;
 }
 
+std::shared_ptr<const std::map<std::string, bool>> NodeSync::health() const {
+  std::lock_guard lock(inventoryMu_);
+  return health_;
+}
+
 void NodeSync::run() {
   while (true) {
     {
@@ -120,6 +125,9 @@ void NodeSync::syncOnce() {
   applyInventory(planInventory(*file, options_.node, published));
   if (claims_.hasSynced()) {
     checkHealth(*file);
+    if (options_.healthChecked) {
+      options_.healthChecked();
+    }
   }
 }
 
@@ -310,12 +318,14 @@ void NodeSync::checkHealth(const NodeFile& file) {
                   [](const DeviceSpec& d) { return !d.cdiDevice.empty(); })) {
     cdiDevices = probe_.cdiDevices().names;
   }
+  auto observed = std::make_shared<std::map<std::string, bool>>();
   for (const auto& spec : file.devices) {
     auto device = devices_.get(spec.name);
     if (!device) {
       continue;
     }
     HealthObservation seen = probe_.check(spec, cdiDevices);
+    (*observed)[spec.name] = seen.healthy;
     auto last = lastHealthy_.find(spec.name);
     seen.wasHealthy = last == lastHealthy_.end() || last->second;
     HealthAction action = decideHealth(*device, seen);
@@ -358,6 +368,8 @@ void NodeSync::checkHealth(const NodeFile& file) {
       metrics_.healthChanges.labels({"holder_warned"}).inc();
     }
   }
+  std::lock_guard lock(inventoryMu_);
+  health_ = std::move(observed);
 }
 
 void NodeSync::warnHolder(const ExtendedResource& device, const std::string& message) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,8 @@ class NodeSync {
     std::string nodeFile;
     std::chrono::milliseconds period{std::chrono::seconds(5)};
     size_t maxFileBytes = size_t{1} << 20;
+    // Called on the sync thread after each sync that checked the devices' health.
+    std::function<void()> healthChecked = {};
   };
   // devices: the ExtendedResources with managedSelector(node); claims: those bound on this
   // node (for the holder of an unhealthy device).
@@ -54,6 +57,9 @@ class NodeSync {
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid).
   bool fileCurrent() const { return fileCurrent_.load(); }
+  // The last health check: device name -> healthy, for the devices of the inventory this agent
+  // has published; nullptr before the first check.
+  std::shared_ptr<const std::map<std::string, bool>> health() const;
 
  private:
   void run();
@@ -81,7 +87,8 @@ class NodeSync {
   std::atomic<bool> fileCurrent_{false};
 
   mutable std::mutex inventoryMu_;
-  std::shared_ptr<const NodeFile> inventory_;  // guarded by inventoryMu_
+  std::shared_ptr<const NodeFile> inventory_;                  // guarded by inventoryMu_
+  std::shared_ptr<const std::map<std::string, bool>> health_;  // guarded by inventoryMu_
 
   std::mutex wakeMu_;
   std::condition_variable wakeCv_;

@@ -1,0 +1,124 @@
+#include "agent/capacity_sync.h"
+
+#include "common/logging.h"
+#include "common/resource.h"
+#include "common/status.h"
+
+namespace ker::agent {
+
+CapacitySync::CapacitySync(Options options, ApiClient& api,
+                           const Informer<ExtendedResourceClass>& classes,
+                           const Informer<NodeResources>& nodes,
+                           std::function<std::shared_ptr<const NodeFile>()> inventory,
+                           std::function<Health()> health, AgentMetrics& metrics)
+    : options_(std::move(options)),
+      api_(api),
+      classes_(classes),
+      nodes_(nodes),
+      inventory_(std::move(inventory)),
+      health_(std::move(health)),
+      metrics_(metrics) {}
+
+CapacitySync::~CapacitySync() {
+  stop();
+}
+
+void CapacitySync::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void CapacitySync::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void CapacitySync::wake() {
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CapacitySync::run() {
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return woken_ || stopping_; });
+      if (stopping_) {
+        return;
+      }
+      woken_ = false;
+    }
+    for (int failures = 0;;) {
+      bool done = false;
+      try {
+        done = syncOnce();
+      } catch (const std::exception& e) {
+        log::error("capacity sync failed", {{"error", e.what()}});
+      }
+      if (done) {
+        break;
+      }
+      if (++failures >= options_.attempts) {
+        log::warn("node capacity not written; trying again at the next change or health check",
+                  {{"node", options_.node}, {"attempts", failures}});
+        break;
+      }
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, options_.backoff.next(failures - 1), [this] { return stopping_; })) {
+        return;
+      }
+    }
+  }
+}
+
+bool CapacitySync::syncOnce() {
+  const Health health = health_();
+  // Before the first health check every device would count as unhealthy, and a restarting
+  // agent would zero what the node rightly shows.
+  if (!classes_.hasSynced() || !nodes_.hasSynced() || !health) {
+    return true;
+  }
+  auto node = nodes_.get(options_.node);
+  if (!node) {
+    return true;
+  }
+  const Capacity desired = planCapacity(ClassTable(classes_.list()), *inventory_(), *health);
+  std::set<std::string> names;
+  for (const auto& [name, count] : desired) {
+    names.insert(name);
+  }
+  if (desired == written_ && node->meta.resourceVersion == writtenOver_) {
+    return true;
+  }
+  const nlohmann::json patch = capacityPatch(desired, advertised_, *node);
+  if (patch.empty()) {
+    advertised_ = std::move(names);
+    return true;
+  }
+  const Status sent = callApi([&] {
+    api_.patch(resources::kNodes, "", options_.node, PatchType::kMerge, patch, "status");
+  });
+  if (!sent.ok()) {
+    metrics_.capacityWrites.labels({"error"}).inc();
+    log::warn("writing node capacity failed",
+              {{"node", options_.node}, {"patch", patch}, {"error", sent.message()}});
+    return false;
+  }
+  metrics_.capacityWrites.labels({"success"}).inc();
+  advertised_ = std::move(names);
+  written_ = desired;
+  writtenOver_ = node->meta.resourceVersion;
+  log::info("node capacity written for the ExtendedResourceClasses",
+            {{"node", options_.node}, {"status", patch["status"]}});
+  return true;
+}
+
+}  // namespace ker::agent

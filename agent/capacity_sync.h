@@ -1,0 +1,79 @@
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "agent/capacity.h"
+#include "agent/node_file.h"
+#include "common/api_client.h"
+#include "common/backoff.h"
+#include "common/informer.h"
+#include "model/resource_class.h"
+
+namespace ker::agent {
+
+// Keeps the node's status.capacity and status.allocatable showing planCapacity: one thread,
+// woken by a change of the classes or of the node object (the kubelet zeroes extended resources
+// it does not know when it registers again) and after each health check. It writes only when
+// the node shows something else (capacityPatch), with a JSON merge patch of the changed names.
+//
+// The names it advertised and no longer should (a class deleted or renamed, superseded) are
+// removed from what it remembers having written: an agent that restarts has forgotten them, so
+// the name of a class deleted while the agent was not running stays on the node until removed
+// by hand (a device plugin's names are never the agent's to remove).
+class CapacitySync {
+ public:
+  struct Options {
+    std::string node;
+    Backoff backoff = {};  // the waits between failed writes
+    int attempts = 5;  // writes tried per turn; then the next change or health check tries again
+  };
+  using Health = std::shared_ptr<const std::map<std::string, bool>>;
+  // nodes: this node only (field selector metadata.name). health: NodeSync::health.
+  CapacitySync(Options options, ApiClient& api, const Informer<ExtendedResourceClass>& classes,
+               const Informer<NodeResources>& nodes,
+               std::function<std::shared_ptr<const NodeFile>()> inventory,
+               std::function<Health()> health, AgentMetrics& metrics);
+  ~CapacitySync();  // stop()
+  CapacitySync(const CapacitySync&) = delete;
+  CapacitySync& operator=(const CapacitySync&) = delete;
+
+  void start();
+  void stop();
+  void wake();
+
+ private:
+  void run();
+  // One plan and, when the node shows something else, one write: false when the write failed.
+  bool syncOnce();
+
+  const Options options_;
+  ApiClient& api_;
+  const Informer<ExtendedResourceClass>& classes_;
+  const Informer<NodeResources>& nodes_;
+  const std::function<std::shared_ptr<const NodeFile>()> inventory_;
+  const std::function<Health()> health_;
+  AgentMetrics& metrics_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;     // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+
+  // Used by the sync thread only.
+  std::set<std::string> advertised_;
+  // The last plan written, and the node's resourceVersion it was written over: until the cache
+  // shows the write, that node is not written again for the same plan.
+  Capacity written_;
+  std::string writtenOver_;
+  std::thread thread_;
+};
+
+}  // namespace ker::agent
