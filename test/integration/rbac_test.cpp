@@ -128,9 +128,13 @@ TEST_F(RbacTest, NodeAgentServiceAccountHasWhatItNeedsAndNoMore) {
           {"update extendedresourceclaims.extendedresource.io --subresource=status -A", false},
           {"update extendedresourceclaims.extendedresource.io -A", false},
           {"create pods --subresource=binding -A", false},
-          {"get pods -A", false},
+          // The pods' requests and the node's capacity for the classes.
+          {"get pods -A", true},
+          {"patch nodes --subresource=status", true},
+          {"update pods -A", false},
           {"get secrets -A", false},
           {"update nodes", false},
+          {"patch nodes", false},
       });
 }
 
