@@ -66,6 +66,7 @@ struct LabelSelectorRequirement {
   std::string key;
   SelectorOperator op = SelectorOperator::kIn;
   std::vector<std::string> values;
+  bool operator==(const LabelSelectorRequirement&) const = default;
 };
 
 // metav1.LabelSelector, or (dialect kProperties) a claim's selector of device properties. An
@@ -74,6 +75,7 @@ struct LabelSelector {
   std::map<std::string, std::string> matchLabels;
   std::vector<LabelSelectorRequirement> matchExpressions;
   SelectorDialect dialect = SelectorDialect::kLabels;
+  bool operator==(const LabelSelector&) const = default;
 };
 
 struct NodeSelectorRequirement {

@@ -12,6 +12,7 @@
 #include "common/informer.h"
 #include "controller/watched_pod.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 namespace ker {
 
@@ -19,6 +20,7 @@ using CachedClaim = std::shared_ptr<const ExtendedResourceClaim>;
 using CachedDevice = std::shared_ptr<const ExtendedResource>;
 using CachedPod = std::shared_ptr<const WatchedPod>;
 using CachedTemplate = std::shared_ptr<const ExtendedResourceClaimTemplate>;
+using CachedClass = std::shared_ptr<const ExtendedResourceClass>;
 
 // What the reconciler reads: the informers' caches in the binary, plain maps in tests.
 class ControllerCaches {
@@ -30,6 +32,8 @@ class ControllerCaches {
   virtual std::vector<CachedPod> pods() const = 0;
   // "namespace/name"; nullptr when there is none (or templates are not watched).
   virtual CachedTemplate claimTemplate(const std::string& /*key*/) const { return nullptr; }
+  // Every ExtendedResourceClass; none when classes are not watched.
+  virtual std::vector<CachedClass> classes() const { return {}; }
   // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
   // pod's absence is as certain as a live read would make it.
   virtual bool podDeleted(const std::string& uid) const = 0;
@@ -56,6 +60,10 @@ class InformerCaches : public ControllerCaches {
   void watchTemplates(const Informer<ExtendedResourceClaimTemplate>& templates) {
     templates_ = &templates;
   }
+  std::vector<CachedClass> classes() const override {
+    return classes_ ? classes_->list() : std::vector<CachedClass>{};
+  }
+  void watchClasses(const Informer<ExtendedResourceClass>& classes) { classes_ = &classes; }
   bool podDeleted(const std::string& uid) const override {
     std::lock_guard lock(mu_);
     return deletedPods_.count(uid) > 0;
@@ -166,6 +174,7 @@ class InformerCaches : public ControllerCaches {
   const Informer<ExtendedResourceClaim>& claims_;
   const Informer<ExtendedResource>& devices_;
   const Informer<ExtendedResourceClaimTemplate>* templates_ = nullptr;  // set before start
+  const Informer<ExtendedResourceClass>* classes_ = nullptr;            // set before start
   // The indexes the watch keeps, beside the informers' own caches.
   mutable std::mutex mu_;
   std::unordered_set<std::string> deletedPods_;                  // holder UIDs

@@ -99,6 +99,16 @@ void Controller::watchTemplates(Informer<ExtendedResourceClaimTemplate>& templat
   });
 }
 
+void Controller::watchClasses(Informer<ExtendedResourceClass>& classes) {
+  caches_.watchClasses(classes);
+  auto changed = [this](const auto& c) { apply(classChanged(*c, pods_.list())); };
+  classes.addHandlers({
+      .onAdd = changed,
+      .onUpdate = [changed](const auto&, const auto& c) { changed(c); },
+      .onDelete = changed,
+  });
+}
+
 Controller::~Controller() {
   stop();
 }

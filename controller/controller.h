@@ -62,6 +62,9 @@ class Controller {
   // Makes claims for pods' template entries from these templates (docs/templates.md); without
   // it, template entries wait forever. Call before the informers start.
   void watchTemplates(Informer<ExtendedResourceClaimTemplate>& templates);
+  // Makes claims for pods whose containers ask for a class's extended resource
+  // (docs/classes.md); without it such requests are left to whatever else serves the name.
+  void watchClasses(Informer<ExtendedResourceClass>& classes);
 
   size_t queueLength() const { return queue_.len() + deviceQueue_.len(); }
   Reconciler& reconciler() { return reconciler_; }

@@ -54,7 +54,8 @@ struct ControllerApp::Impl {
         claims(api, resources::kExtendedResourceClaims, informerOptions(config.resyncPeriod)),
         devices(api, resources::kExtendedResources, informerOptions(config.resyncPeriod)),
         templates(api, resources::kExtendedResourceClaimTemplates,
-                  informerOptions(config.resyncPeriod)) {
+                  informerOptions(config.resyncPeriod)),
+        classes(api, resources::kExtendedResourceClasses, informerOptions(config.resyncPeriod)) {
     if (config.leaderElect) {
       elector = std::make_unique<LeaderElector>(
           api, electionConfig,
@@ -71,6 +72,7 @@ struct ControllerApp::Impl {
         api, pods, claims, devices, &events, registry,
         [this] { return !elector || elector->isLeader(); }, config.controller);
     controller->watchTemplates(templates);
+    controller->watchClasses(classes);
 
     exportCensus(
         registry, [this] { return devices.list(); }, [this] { return claims.list(); });
@@ -112,12 +114,13 @@ struct ControllerApp::Impl {
   std::vector<ReadyCheck> readyChecks() const {
     return {readyWhen(
                 "informers-synced", [this] { return synced(); },
-                "the pod, claim, device and template caches have not synced"),
+                "the pod, claim, device, template and class caches have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 
   bool synced() const {
-    return pods.hasSynced() && claims.hasSynced() && devices.hasSynced() && templates.hasSynced();
+    return pods.hasSynced() && claims.hasSynced() && devices.hasSynced() && templates.hasSynced() &&
+           classes.hasSynced();
   }
   bool leading() const { return elector ? elector->isLeader() : started.load(); }
 
@@ -171,6 +174,7 @@ struct ControllerApp::Impl {
   Informer<ExtendedResourceClaim> claims;
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaimTemplate> templates;
+  Informer<ExtendedResourceClass> classes;
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<AdmissionPolicyCheck> policy;
@@ -205,6 +209,7 @@ void ControllerApp::start() {
   i.claims.start();
   i.devices.start();
   i.templates.start();
+  i.classes.start();
   if (i.policy) {
     i.policy->start();
   }
@@ -244,6 +249,7 @@ void ControllerApp::stop() {
   i.claims.stop();
   i.devices.stop();
   i.templates.stop();
+  i.classes.stop();
   if (!lost) {
     i.events.flush(std::chrono::seconds(2));
   }

@@ -6,6 +6,7 @@
 #include "controller/write_request.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 namespace ker {
 
@@ -224,9 +225,11 @@ nlohmann::json Executor::createClaim(const nlohmann::json& claim) {
   gate();
   const std::string ns = claim["metadata"].value("namespace", "");
   nlohmann::json created = api_.create(resources::kExtendedResourceClaims, ns, claim);
-  log::info("created claim for template entry",
+  const nlohmann::json& labels = claim["metadata"]["labels"];
+  log::info("created claim for pod",
             {{"claim", objectKey(ns, created["metadata"].value("name", ""))},
-             {"entry", claim["metadata"]["labels"].value(kTemplateEntryLabel, "")}});
+             {"entry", labels.value(kTemplateEntryLabel, "")},
+             {"class", labels.value(kClassLabel, "")}});
   return created;
 }
 

@@ -9,6 +9,7 @@
 #include "controller/pod_plan.h"
 #include "controller/template_claims_plan.h"
 #include "model/objects.h"
+#include "model/served_pods.h"
 
 namespace ker {
 
@@ -315,6 +316,11 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
       keepTemplates.push_back(caches_.claimTemplate(objectKey(pod.meta.ns, entry.templateName)));
       in.templates[entry.templateName] = keepTemplates.back().get();
     }
+  }
+  // Only pods of the profile get claims for their requests: under another scheduler nothing
+  // would allocate them (the node agent refuses such a pod's containers instead).
+  if (!pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName)) {
+    in.classRequests = classRequests(pod.extendedRequests, ClassTable(caches_.classes()));
   }
   std::vector<ExtendedResourceClaim> labelled;  // owns what in.labelled points to
   auto setLabelled = [&] {

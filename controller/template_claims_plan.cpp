@@ -21,18 +21,43 @@ std::string namePrefix(const std::string& name, size_t max) {
   return out;
 }
 
+// A claim the pod controls whose `label` is `value`: one made for it before it was recorded.
 const ExtendedResourceClaim* adoptable(const std::vector<const ExtendedResourceClaim*>& labelled,
-                                       const Pod& pod, const std::string& entry) {
+                                       const Pod& pod, const char* label,
+                                       const std::string& value) {
   for (const auto* c : labelled) {
     if (!c || c->meta.controllerUid() != pod.meta.uid) {
       continue;
     }
-    auto it = c->meta.labels.find(kTemplateEntryLabel);
-    if (it != c->meta.labels.end() && it->second == entry) {
+    auto it = c->meta.labels.find(label);
+    if (it != c->meta.labels.end() && it->second == value) {
       return c;
     }
   }
   return nullptr;
+}
+
+// A claim the pod owns and controls, named "<pod>-<part>-<5 characters the server adds>".
+json podClaim(const Pod& pod, const std::string& part, json labels, bool protect) {
+  labels[kPodUidLabel] = pod.meta.uid;
+  json meta = {
+      // 180 + '-' + 63 + '-' + the 5 characters the server adds: within 253.
+      {"generateName", namePrefix(pod.meta.name, 180) + "-" + part + "-"},
+      {"namespace", pod.meta.ns},
+      {"labels", std::move(labels)},
+      {"ownerReferences", json::array({{{"apiVersion", "v1"},
+                                        {"kind", "Pod"},
+                                        {"name", pod.meta.name},
+                                        {"uid", pod.meta.uid},
+                                        {"controller", true},
+                                        {"blockOwnerDeletion", true}}})},
+  };
+  if (protect) {
+    meta["finalizers"] = json::array({kClaimProtectionFinalizer});
+  }
+  return json{{"apiVersion", kApiVersion},
+              {"kind", "ExtendedResourceClaim"},
+              {"metadata", std::move(meta)}};
 }
 
 }  // namespace
@@ -41,39 +66,33 @@ json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
                        const ExtendedResourceClaimTemplate& tmpl, bool protect) {
   json labels = tmpl.claimLabels;
   labels[kTemplateEntryLabel] = entry.name;
-  labels[kPodUidLabel] = pod.meta.uid;
-  json meta = {
-      // 180 + '-' + 63 + '-' + the 5 characters the server adds: within 253.
-      {"generateName", namePrefix(pod.meta.name, 180) + "-" + entry.name + "-"},
-      {"namespace", pod.meta.ns},
-      {"labels", labels},
-      {"ownerReferences", json::array({{{"apiVersion", "v1"},
-                                        {"kind", "Pod"},
-                                        {"name", pod.meta.name},
-                                        {"uid", pod.meta.uid},
-                                        {"controller", true},
-                                        {"blockOwnerDeletion", true}}})},
-  };
+  json claim = podClaim(pod, entry.name, std::move(labels), protect);
   if (!tmpl.claimAnnotations.empty()) {
-    meta["annotations"] = tmpl.claimAnnotations;
+    claim["metadata"]["annotations"] = tmpl.claimAnnotations;
   }
-  if (protect) {
-    meta["finalizers"] = json::array({kClaimProtectionFinalizer});
-  }
-  return json{{"apiVersion", kApiVersion},
-              {"kind", "ExtendedResourceClaim"},
-              {"metadata", std::move(meta)},
-              {"spec", tmpl.claimSpec}};
+  claim["spec"] = tmpl.claimSpec;
+  return claim;
+}
+
+json claimFromClass(const Pod& pod, const ClassRequest& request, bool protect) {
+  json claim = podClaim(pod, namePrefix(request.cls->meta.name, 63),
+                        json{{kClassLabel, request.cls->meta.name}}, protect);
+  claim["spec"] = claimSpecFor(request);
+  return claim;
 }
 
 TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   TemplateClaimsPlan plan;
   const Pod& pod = *in.pod;
-  if (pod.awaitingTemplates.empty() || !pod.invalid.empty() || pod.meta.uid.empty() ||
-      pod.meta.deleting || pod.finished() || !pod.nodeName.empty()) {
+  const bool classesWait =
+      std::any_of(in.classRequests.begin(), in.classRequests.end(),
+                  [&](const auto& r) { return !pod.resourceClaims.count(r.first); });
+  if ((pod.awaitingTemplates.empty() && !classesWait) || !pod.invalid.empty() ||
+      pod.meta.uid.empty() || pod.meta.deleting || pod.finished() || !pod.nodeName.empty()) {
     return plan;
   }
   std::map<std::string, std::string> record = pod.generatedClaims;
+  record.insert(pod.resourceClaims.begin(), pod.resourceClaims.end());
   // Entries this controller recorded that the cache does not show yet are not planned again:
   // the write would be refused by its own test, and cost a list first.
   if (!std::includes(record.begin(), record.end(), in.written.begin(), in.written.end())) {
@@ -101,11 +120,28 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       plan.listLabelled = true;
       continue;
     }
-    if (const ExtendedResourceClaim* c = adoptable(*in.labelled, pod, entry.name)) {
+    if (const ExtendedResourceClaim* c =
+            adoptable(*in.labelled, pod, kTemplateEntryLabel, entry.name)) {
       record[entry.name] = c->meta.name;
       adopted.push_back(entry.name + "=" + c->meta.name);
     } else {
       plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl, in.protect)});
+    }
+  }
+  for (const auto& [resource, request] : in.classRequests) {
+    if (record.count(resource)) {
+      continue;
+    }
+    if (!in.labelled) {
+      plan.listLabelled = true;
+      continue;
+    }
+    if (const ExtendedResourceClaim* c =
+            adoptable(*in.labelled, pod, kClassLabel, request.cls->meta.name)) {
+      record[resource] = c->meta.name;
+      adopted.push_back(resource + "=" + c->meta.name);
+    } else {
+      plan.creates.push_back({resource, claimFromClass(pod, request, in.protect)});
     }
   }
   for (const auto& [entry, why] : plan.waiting) {
@@ -124,7 +160,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     return plan;
   }
   if (!plan.creates.empty()) {
-    plan.why = "creating claims for template entries";
+    plan.why = "creating claims for template entries and class requests";
     return plan;
   }
   if (adopted.empty()) {
@@ -136,21 +172,35 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   const auto recorded = pod.meta.annotations.find(kGeneratedClaimsAnnotation);
   const std::string path =
       (json::json_pointer("/metadata/annotations") / kGeneratedClaimsAnnotation).to_string();
-  plan.recordPatch = json::array({
-      {{"op", "test"}, {"path", "/metadata/uid"}, {"value", pod.meta.uid}},
-      // The API server's JSON Patch takes null as "absent": the pod carries no record yet.
-      {{"op", "test"},
-       {"path", path},
-       {"value", recorded == pod.meta.annotations.end() ? json(nullptr) : json(recorded->second)}},
-      {{"op", "add"}, {"path", path}, {"value", generatedClaimsValue(record)}},
-  });
+  const json uidTest = {{"op", "test"}, {"path", "/metadata/uid"}, {"value", pod.meta.uid}};
+  if (pod.meta.annotations.empty()) {
+    // A pod without annotations (one that asks only in its resources) has no map to add the
+    // record to: the map is added whole, if it is still absent (null reads as absent).
+    plan.recordPatch = json::array({
+        uidTest,
+        {{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}},
+        {{"op", "add"},
+         {"path", "/metadata/annotations"},
+         {"value", {{kGeneratedClaimsAnnotation, generatedClaimsValue(record)}}}},
+    });
+  } else {
+    plan.recordPatch = json::array({
+        uidTest,
+        // The API server's JSON Patch takes null as "absent": the pod carries no record yet.
+        {{"op", "test"},
+         {"path", path},
+         {"value",
+          recorded == pod.meta.annotations.end() ? json(nullptr) : json(recorded->second)}},
+        {{"op", "add"}, {"path", path}, {"value", generatedClaimsValue(record)}},
+    });
+  }
   plan.remember = record;
   std::string list;
   for (const auto& a : adopted) {
     list += (list.empty() ? "" : ", ") + a;
   }
   plan.events.push_back({referenceTo(pod), EventType::kNormal, event_reason::kClaimsGenerated,
-                         "claims for template entries: " + list});
+                         "claims made: " + list});
   plan.why = "recording generated claims";
   return plan;
 }

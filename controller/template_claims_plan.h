@@ -8,14 +8,19 @@
 
 #include "controller/plan.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
-// The claims a pod's template entries call for (docs/templates.md): pure, as the other plans.
+// The claims a pod's template entries (docs/templates.md) and its containers' requests of a
+// class's resource (docs/classes.md) call for: pure, as the other plans.
 namespace ker {
 
 struct TemplateClaimsInputs {
   const Pod* pod = nullptr;
   // Each template the pod's entries name, nullptr when it does not exist.
   std::map<std::string, const ExtendedResourceClaimTemplate*> templates;
+  // The pod's requests a class serves (classRequests), by extended resource name: each gets one
+  // claim, recorded under that name.
+  std::map<std::string, ClassRequest> classRequests;
   // The claims labelled with the pod's UID, as a live list returned them; nullopt until the
   // plan asks for that list. Only a quorum read may say that no claim was made yet: a claim
   // created just before a crash (or a lost reply) may not have reached any cache.
@@ -32,7 +37,7 @@ struct TemplateClaimsInputs {
 };
 
 struct ClaimCreate {
-  std::string entry;
+  std::string entry;     // the template entry, or the extended resource name
   nlohmann::json claim;  // the whole object, generateName and ownerReference included
 };
 
@@ -58,10 +63,11 @@ struct TemplateClaimsPlan {
   std::string why;  // for the log line
 };
 
-// One claim per template entry of a pod that is still to be scheduled: an existing claim the
-// pod controls (ownerReference with its UID) labelled with the entry is adopted, otherwise one
-// is created from the template. Nothing for pods bound, finished, being deleted, with garbled
-// annotations, or whose entries all have recorded claims.
+// One claim per template entry and per class request of a pod that is still to be scheduled: an
+// existing claim the pod controls (ownerReference with its UID) labelled with the entry (or the
+// class) is adopted, otherwise one is created from the template (or the class). Nothing for pods
+// bound, finished, being deleted, with garbled annotations, or whose entries and requests all
+// have recorded claims.
 TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
 
 // The claim a template entry of the pod gets: the template's labels and annotations, the
@@ -70,5 +76,10 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
 // with `protect`, the protection finalizer.
 nlohmann::json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
                                  const ExtendedResourceClaimTemplate& tmpl, bool protect);
+
+// The claim a pod's request of a class's resource gets: the class and pod-UID labels,
+// generateName "<pod>-<class>-", the pod as controlling owner, claimSpecFor's spec; with
+// `protect`, the protection finalizer.
+nlohmann::json claimFromClass(const Pod& pod, const ClassRequest& request, bool protect);
 
 }  // namespace ker

@@ -120,10 +120,11 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
   for (const auto& key : held) {
     t.keys.push_back(ClaimKey{key});
   }
-  // Only a pod that names claims or templates can need a warning about how it names them, or
-  // claims made for it; a deleted one, for the warning to be forgotten.
+  // Only a pod that names claims or templates, or asks for extended resources a class may
+  // serve, can need a warning about how it names them, or claims made for it; a deleted one, for
+  // the warning to be forgotten.
   if (deleted || pod.meta.annotations.count(kClaimsAnnotation) ||
-      pod.meta.annotations.count(kClaimTemplatesAnnotation)) {
+      pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty()) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
   }
   return t;
@@ -141,6 +142,17 @@ Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
         t.keys.push_back(PodKey{objectKey(p->meta.ns, p->meta.name)});
         break;
       }
+    }
+  }
+  return t;
+}
+
+Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods) {
+  Triggers t;
+  for (const auto& p : pods) {
+    if (p && p->nodeName.empty() && p->extendedRequests.count(cls.extendedResourceName) &&
+        !p->resourceClaims.count(cls.extendedResourceName)) {
+      t.keys.push_back(PodKey{objectKey(p->meta.ns, p->meta.name)});
     }
   }
   return t;

@@ -8,6 +8,7 @@
 #include "controller/caches.h"
 #include "controller/work_keys.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 // Which work a watch event calls for, as pure functions of the event: the keys of the objects
 // to reconcile, and the pods' nudges it may have made worth while. The informers' handlers only
@@ -36,6 +37,9 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
 // claim from it are reconciled.
 Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
                          const std::vector<CachedPod>& pods);
+// A class was created, changed or deleted: the pods still to be scheduled that ask for its
+// extended resource without a claim recorded for it are reconciled.
+Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods);
 
 // Available to the extender in a status the API holds (an absent status is not: the reconciler
 // writes it, and that write is the event that counts; nor is one still naming a claim, until

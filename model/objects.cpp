@@ -260,14 +260,23 @@ PodClaimNames podClaimNames(const std::map<std::string, std::string>& annotation
     });
   }
   out.invalid = p.text();
+  auto use = [&](const std::string& claim) {
+    if (std::find(out.claims.begin(), out.claims.end(), claim) == out.claims.end()) {
+      out.claims.push_back(claim);
+    }
+  };
   for (const auto& e : out.templates) {
     if (auto r = record.find(e.name); r != record.end()) {
       out.generated.emplace(e.name, r->second);
-      if (std::find(out.claims.begin(), out.claims.end(), r->second) == out.claims.end()) {
-        out.claims.push_back(r->second);
-      }
+      use(r->second);
     } else {
       out.awaiting.push_back(e.name);
+    }
+  }
+  for (const auto& [key, claim] : record) {
+    if (isExtendedResourceName(key)) {
+      out.resourceClaims.emplace(key, claim);
+      use(claim);
     }
   }
   return out;
@@ -420,6 +429,39 @@ nlohmann::json ExtendedResource::toJson(SystemTime now) const {
   return out;
 }
 
+namespace {
+
+// spec.containers of a claim: [{name, count, kind}], the names unique.
+std::vector<ContainerShare> readContainerShares(const json& spec) {
+  std::vector<ContainerShare> out;
+  forEachObject(spec, "containers", "spec.containers", [&](const json& e, const std::string& at) {
+    ContainerShare s;
+    s.name = stringMember(e, "name", at + ".name");
+    if (!isDns1123Label(s.name)) {
+      failAt(at + ".name", "\"" + s.name + "\" is not a container name");
+    }
+    s.count = countMember(e, "count", at + ".count");
+    if (s.count < 1) {
+      failAt(at + ".count", "must be at least 1");
+    }
+    const std::string kind = stringMember(e, "kind", at + ".kind");
+    if (auto k = parseContainerKind(kind.empty() ? "App" : kind)) {
+      s.kind = *k;
+    } else {
+      failAt(at + ".kind", "\"" + kind + "\" is none of Init, Sidecar, App");
+    }
+    for (const auto& earlier : out) {
+      if (earlier.name == s.name) {
+        failAt(at + ".name", "\"" + s.name + "\" names an earlier container too");
+      }
+    }
+    out.push_back(std::move(s));
+  });
+  return out;
+}
+
+}  // namespace
+
 ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj) {
   ExtendedResourceClaim c;
   c.raw = obj;
@@ -541,9 +583,21 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
         c.shareable = v->get<bool>();
       }
     });
+    p.check([&] { c.containers = readContainerShares(*spec); });
   }
   if (c.rawResourceName.empty()) {
     p.add("spec.rawResourceName: required");
+  }
+  if (!c.containers.empty()) {
+    // The split among the containers must add up to the claim's count, for one pod.
+    if (devicesNeeded(c.containers) != c.extendedResourceNum) {
+      p.add("spec.containers: the containers need " + std::to_string(devicesNeeded(c.containers)) +
+            " devices, not the " + std::to_string(c.extendedResourceNum) +
+            " of spec.extendedResourceNum");
+    }
+    if (c.shareable || !c.firstAvailable.empty()) {
+      p.add("spec.containers: not with shareable or firstAvailable");
+    }
   }
   Problems ps;  // the status's own, kept apart to know whether it can be trusted
   const json* status = nullptr;
@@ -719,6 +773,7 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
           v && v->is_number_integer()) {
         pod.gracePeriodSeconds = std::max<int64_t>(0, v->get<int64_t>());
       }
+      pod.extendedRequests = readExtendedRequests(*spec);
     }
   });
   p.check([&] {
@@ -731,6 +786,7 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
   pod.claimTemplates = std::move(names.templates);
   pod.generatedClaims = std::move(names.generated);
   pod.awaitingTemplates = std::move(names.awaiting);
+  pod.resourceClaims = std::move(names.resourceClaims);
   if (!names.invalid.empty()) {
     p.add(names.invalid);
   }

@@ -13,6 +13,7 @@
 #include "common/raw_object.h"
 #include "common/resource.h"
 #include "model/condition.h"
+#include "model/container_shares.h"
 
 // The typed spec and status of this project's kinds, and its view of a pod (the claims its
 // annotations name). Parsed leniently: a field of the wrong shape makes the object invalid, with
@@ -151,6 +152,10 @@ struct ExtendedResourceClaim {
   std::vector<ClaimAlternative> firstAvailable;
   // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
   bool shareable = false;
+  // spec.containers: for a claim made from a class, the containers of its pod that asked for the
+  // devices and how many each (shareDevices splits the allocation among them); empty for a claim
+  // whose devices every container of its pods gets.
+  std::vector<ContainerShare> containers;
   ClaimPhase phase = ClaimPhase::kPending;  // an absent status counts as Pending
   bool phaseWritten = false;                // as ExtendedResource::phaseWritten
   std::vector<std::string> allocated;       // status.extendedResourceNames
@@ -218,11 +223,15 @@ struct TemplateEntry {
 // controller, node agent) learns them.
 struct PodClaimNames {
   // The claims the pod uses: those the claims annotation names, then the generated claims
-  // recorded for its template entries; de-duplicated, in order.
+  // recorded for its template entries and for the extended resources its containers ask for
+  // (docs/classes.md); de-duplicated, in order.
   std::vector<std::string> claims;
   std::vector<TemplateEntry> templates;  // the claim-templates annotation
   // entry -> generated claim, for the entries of `templates` the record names.
   std::map<std::string, std::string> generated;
+  // extended resource name -> the claim made from its class, as the record names them (keyed by
+  // the resource name, which no template entry name can be).
+  std::map<std::string, std::string> resourceClaims;
   // The entries of `templates` without a recorded claim yet, in order.
   std::vector<std::string> awaiting;
   std::string invalid;  // a garbled annotation: then nothing else can be relied on
@@ -242,7 +251,10 @@ struct Pod {
   std::vector<TemplateEntry> claimTemplates;           // PodClaimNames::templates
   std::map<std::string, std::string> generatedClaims;  // PodClaimNames::generated
   std::vector<std::string> awaitingTemplates;          // PodClaimNames::awaiting
-  std::string invalid;                                 // e.g. a garbled claims annotation
+  std::map<std::string, std::string> resourceClaims;   // PodClaimNames::resourceClaims
+  // The extended resources its containers ask for in their resources (readExtendedRequests).
+  ExtendedRequests extendedRequests;
+  std::string invalid;  // e.g. a garbled claims annotation
 
   static Pod fromJson(const nlohmann::json& obj);
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }

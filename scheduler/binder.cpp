@@ -264,14 +264,17 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
   // A failed read ends the resolving there (the claim counts as missing) and the attempt
   // with it.
   Status read;
-  a.claims = resolveClaims(a.pod, [&](const std::string& key) -> ClaimPtr {
-    ClaimPtr claim = cached ? caches_.claims(key) : nullptr;
-    if (claim || !read.ok()) {
-      return claim;
-    }
-    read = callApi([&] { claim = liveClaim(api_, key); });
-    return claim;
-  });
+  a.claims = resolveClaims(
+      a.pod,
+      [&](const std::string& key) -> ClaimPtr {
+        ClaimPtr claim = cached ? caches_.claims(key) : nullptr;
+        if (claim || !read.ok()) {
+          return claim;
+        }
+        read = callApi([&] { claim = liveClaim(api_, key); });
+        return claim;
+      },
+      classRequestsOf(a.pod, caches_.classes));
   if (!read.ok()) {
     return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
                    read.within("reading claims")};

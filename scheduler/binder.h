@@ -31,6 +31,7 @@ using NodeLabelsLookup =
 struct BinderCaches {
   std::function<std::shared_ptr<const Pod>(const std::string& key)> pods;  // unbound pods
   ClaimLookup claims;
+  ClassSource classes;  // unset: no class serves any pod
 };
 
 struct BinderStats {

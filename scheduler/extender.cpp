@@ -68,12 +68,13 @@ std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const Filter
 FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
   FilterDecision decision;
   FilterReply& reply = decision.reply;
-  if (withoutClaims(args.pod)) {
+  const ClassRequests classes = classRequestsOf(args.pod, classes_);
+  if (withoutClaims(args.pod, classes)) {
     stats_.podsWithoutClaims++;
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
     return decision;
   }
-  const PodClaims claims = resolveClaims(args.pod, claims_);
+  const PodClaims claims = resolveClaims(args.pod, claims_, classes);
   if (claims.unresolvable()) {
     reply.failedUnresolvable.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
@@ -363,11 +364,12 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
 // of devices where they do not. The decision is decideVerbPreemption's; kube-scheduler deletes
 // the victims and sets the pod's nominatedNodeName.
 std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock::time_point now) {
-  if (withoutClaims(args.pod)) {
+  const ClassRequests classes = classRequestsOf(args.pod, classes_);
+  if (withoutClaims(args.pod, classes)) {
     return args.nodes;
   }
   const std::string& uid = args.pod.meta.uid;
-  const PodClaims claims = resolveClaims(args.pod, claims_);
+  const PodClaims claims = resolveClaims(args.pod, claims_, classes);
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
     resources.insert(c->rawResourceName);
@@ -418,7 +420,7 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
   out.reserve(args.nodeNames.size());
   std::vector<int> scores(args.nodeNames.size(), 0);
   if (!args.pod.claims.empty()) {
-    const PodClaims claims = resolveClaims(args.pod, claims_);
+    const PodClaims claims = resolveClaims(args.pod, claims_, classRequestsOf(args.pod, classes_));
     NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
     std::vector<std::optional<NodeCost>> costs(args.nodeNames.size());
     planEach(args, fitter, false, [&](size_t i, NodePlan* plan) {

@@ -98,6 +98,9 @@ class Extender {
   // From now on a pod that fits no node as devices stand may preempt lower-priority holders
   // of its matching devices (see preempt()). Call before serving.
   void enablePreemption(PreemptionHooks hooks) { preemption_ = std::move(hooks); }
+  // Pods asking for a class's extended resource in their containers' resources need the claim
+  // made from the class (docs/classes.md). Call before serving.
+  void serveClasses(ClassSource classes) { classes_ = std::move(classes); }
   // At most this many failed nodes are planned for preemption per filter.
   static constexpr size_t kMaxPreemptionNodes = 256;
 
@@ -132,6 +135,7 @@ class Extender {
 
   DeviceIndex& index_;
   ClaimLookup claims_;
+  ClassSource classes_;
   std::optional<PreemptionHooks> preemption_;
   CachedNode nodes_;
   Binder& binder_;

@@ -57,6 +57,7 @@ struct ExtenderApp::Impl {
         devices(api, resources::kExtendedResources),
         claims(api, resources::kExtendedResourceClaims),
         nodes(api, resources::kNodes),
+        classes(api, resources::kExtendedResourceClasses),
         // Pods not yet bound: one leaving this view was deleted or bound, and what the
         // filter held for it is let go at once rather than when the hold expires.
         unboundPods(api, resources::kPods,
@@ -84,7 +85,8 @@ struct ExtenderApp::Impl {
                 .schedulerName = config.schedulerName,
                 .scoring = config.scoring},
                {.pods = [this](const std::string& key) { return unboundPods.get(key); },
-                .claims = [this](const std::string& key) { return claims.get(key); }}),
+                .claims = [this](const std::string& key) { return claims.get(key); },
+                .classes = [this] { return classes.list(); }}),
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
             [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
@@ -97,6 +99,7 @@ struct ExtenderApp::Impl {
                 {{"writes", writes}});
     }
 #endif
+    extender.serveClasses([this] { return classes.list(); });
     devices.addHandlers({
         .onAdd = [this](const auto& d) { index.upsert(d); },
         .onUpdate = [this](const auto&, const auto& d) { index.upsert(d); },
@@ -201,7 +204,7 @@ struct ExtenderApp::Impl {
   }
 
   bool synced() const {
-    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced();
+    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced() && classes.hasSynced();
   }
   // A request that comes while the caches are still listing (just after start) is answered
   // once they have, rather than refused.
@@ -215,7 +218,8 @@ struct ExtenderApp::Impl {
                       std::chrono::ceil<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now()));
     };
-    return devices.waitForSync(left()) && claims.waitForSync(left()) && nodes.waitForSync(left());
+    return devices.waitForSync(left()) && claims.waitForSync(left()) && nodes.waitForSync(left()) &&
+           classes.waitForSync(left());
   }
   static constexpr std::chrono::milliseconds kSyncWait{std::chrono::seconds(5)};
 
@@ -226,6 +230,7 @@ struct ExtenderApp::Impl {
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaim> claims;
   Informer<Node> nodes;
+  Informer<ExtendedResourceClass> classes;
   Informer<Pod> unboundPods;
   Informer<Pod> boundPods;
   PriorityFloor priorityFloor;
@@ -251,6 +256,7 @@ void ExtenderApp::start() {
   impl_->devices.start();
   impl_->claims.start();
   impl_->nodes.start();
+  impl_->classes.start();
   impl_->unboundPods.start();
   if (impl_->config.preemption) {
     impl_->boundPods.start();
@@ -281,6 +287,7 @@ void ExtenderApp::stop() {
   impl_->devices.stop();
   impl_->claims.stop();
   impl_->nodes.stop();
+  impl_->classes.stop();
   impl_->unboundPods.stop();
   impl_->preemptionWorker.stop();
   impl_->events.stop();

@@ -7,8 +7,16 @@
 
 namespace ker {
 
-bool withoutClaims(const Pod& pod) {
-  return pod.claims.empty() && pod.invalid.empty() && pod.awaitingTemplates.empty();
+ClassRequests classRequestsOf(const Pod& pod, const ClassSource& source) {
+  if (pod.extendedRequests.empty() || !source) {
+    return {};
+  }
+  return classRequests(pod.extendedRequests, ClassTable(source()));
+}
+
+bool withoutClaims(const Pod& pod, const ClassRequests& classes) {
+  return pod.claims.empty() && pod.invalid.empty() && pod.awaitingTemplates.empty() &&
+         classes.empty();
 }
 
 namespace {
@@ -21,7 +29,7 @@ PodClaims blocked(PodClaims out, ClaimsBlock block, std::string message) {
 
 }  // namespace
 
-PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
+PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRequests& classes) {
   PodClaims out;
   if (!pod.invalid.empty()) {
     return blocked(std::move(out), ClaimsBlock::kInvalidPod,
@@ -39,6 +47,16 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
                    "waiting for the controller to create the claim for template entry " + entry +
                        " (template " + objectKey(pod.meta.ns, tmpl) + ")");
   }
+  std::map<std::string, const ClassRequest*> requestOf;  // claim name -> the request it serves
+  for (const auto& [resource, request] : classes) {
+    auto recorded = pod.resourceClaims.find(resource);
+    if (recorded == pod.resourceClaims.end()) {
+      return blocked(std::move(out), ClaimsBlock::kAwaitingClaim,
+                     "waiting for the controller to create the claim for the pod's " + resource +
+                         " (class " + request.cls->meta.name + ")");
+    }
+    requestOf[recorded->second] = &request;
+  }
   for (const auto& name : pod.claims) {
     const std::string key = objectKey(pod.meta.ns, name);
     ClaimPtr claim = lookup(key);
@@ -48,6 +66,11 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup) {
     if (!claim->invalid.empty()) {
       return blocked(std::move(out), ClaimsBlock::kClaimInvalid,
                      "claim " + key + " is invalid: " + claim->invalid);
+    }
+    if (auto r = requestOf.find(name); r != requestOf.end()) {
+      if (std::string problem = classClaimProblem(pod, *r->second, *claim); !problem.empty()) {
+        return blocked(std::move(out), ClaimsBlock::kClaimInvalid, std::move(problem));
+      }
     }
     if (Status s = validate(claim->metadataRequirements); !s.ok()) {
       return blocked(std::move(out), ClaimsBlock::kClaimInvalid,

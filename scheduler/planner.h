@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/objects.h"
+#include "model/resource_class.h"
 #include "scheduler/allocator.h"
 #include "scheduler/device_index.h"
 
@@ -20,7 +21,8 @@ using ClaimLookup = std::function<ClaimPtr(const std::string& key)>;
 // What keeps a pod's claims from being allocated as they stand, as resolveClaims finds it.
 enum class ClaimsBlock {
   kNone,                 // nothing: the pending claims are fitted (on fixedNode, when set)
-  kAwaitingClaim,        // a template entry has no claim recorded yet; the record requeues the pod
+  kAwaitingClaim,        // a template entry or a class request has no claim recorded yet; the
+                         // record requeues the pod
   kInvalidPod,           // the pod's claim annotations do not parse
   kClaimMissing,         // a claim it names does not exist
   kClaimInvalid,         // a claim's spec, or its selector, is invalid
@@ -56,11 +58,24 @@ struct PodClaims {
   }
 };
 
-PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup);
+// A pod's requests of classes' extended resources (classRequests of its extendedRequests), by
+// name.
+using ClassRequests = std::map<std::string, ClassRequest>;
 
-// A pod that names no claim, generated or awaited, and whose annotations all parse: the
-// filter passes it everywhere and holds nothing for it.
-bool withoutClaims(const Pod& pod);
+// Lists every ExtendedResourceClass (the extender's cache); unset: none.
+using ClassSource = std::function<std::vector<ClassPtr>()>;
+// The pod's requests a class serves; `source` is read only for a pod that asks for some
+// extended resource.
+ClassRequests classRequestsOf(const Pod& pod, const ClassSource& source);
+
+// `classes`: the pod's requests a class serves. Each needs the claim the pod's record names for
+// it, one that asks exactly what the class and the containers ask (classClaimProblem).
+PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup,
+                        const ClassRequests& classes = {});
+
+// A pod that names no claim, generated or awaited, asks for no class's resource, and whose
+// annotations all parse: the filter passes it everywhere and holds nothing for it.
+bool withoutClaims(const Pod& pod, const ClassRequests& classes = {});
 
 struct NodePlan {
   bool fits = false;

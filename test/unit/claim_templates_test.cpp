@@ -144,6 +144,7 @@ class TemplateClaimsPlanTest : public ::testing::Test {
  protected:
   TemplateClaimsPlanTest() {
     pod.meta = {.name = "web-0", .ns = "ns", .uid = "pod-uid", .resourceVersion = "7"};
+    pod.meta.annotations = {{kClaimTemplatesAnnotation, "gpu=gpu-tmpl"}};
     pod.phase = "Pending";
     pod.claimTemplates = {{"gpu", "gpu-tmpl"}};
     pod.awaitingTemplates = {"gpu"};

@@ -1,0 +1,322 @@
+// Pods that ask the usual way, `resources.limits: {<name>: N}`, for an extended resource an
+// ExtendedResourceClass serves, through the real kube-scheduler, kube-controller-manager
+// (deployment, replicaset, garbagecollector, resourcequota) and kube-apiserver's admission
+// (ResourceQuota, the routing MutatingAdmissionPolicy), with the extender and the controller.
+// No kubelet or node agent runs: the tests write the nodes' capacity as the agent would.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/api_error.h"
+#include "extender_fixture.h"
+#include "model/objects.h"
+#include "model/resource_class.h"
+
+namespace ker::itest {
+namespace {
+
+using nlohmann::json;
+
+const Resource kDeployments{"apps", "v1", "deployments", true};
+const Resource kQuotas{"", "v1", "resourcequotas", true};
+const Resource kRoutingPolicies{"admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies",
+                                false};
+const Resource kRoutingBindings{"admissionregistration.k8s.io", "v1",
+                                "mutatingadmissionpolicybindings", false};
+
+class ClassClaimsTest : public ExtenderSuite {
+ protected:
+  static void SetUpTestSuite() {
+    setUpSuite([] {
+      startStack({});
+      if (env_ != nullptr) {
+        controller_ = startController(freePort(), {});
+        kcm_ = startControllerManager("deployment,replicaset,garbagecollector,resourcequota");
+      }
+    });
+  }
+
+  static void TearDownTestSuite() {
+    kcm_.reset();
+    controller_.reset();
+    stopStack();
+  }
+
+  void SetUp() override {
+    ExtenderSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    ASSERT_TRUE(alive(controller_, "controller"));
+    ASSERT_TRUE(alive(kcm_, "kube-controller-manager"));
+    gpu_ = uniqueName("gpu") + ".example.com/gpu";
+    className_ = uniqueName("class");
+    api_->create(resources::kExtendedResourceClasses, "",
+                 {{"apiVersion", kApiVersion},
+                  {"kind", "ExtendedResourceClass"},
+                  {"metadata", {{"name", className_}}},
+                  {"spec",
+                   {{"extendedResourceName", gpu_},
+                    {"rawResourceName", resource_},
+                    {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}});
+  }
+
+  void TearDown() override {
+    if (api_ == nullptr || ns_.empty()) {
+      return;
+    }
+    const json deployments = api_->list(kDeployments, ns_, {});
+    for (const auto& d : deployments["items"]) {
+      removeIgnoringMissing(kDeployments, ns_, d["metadata"]["name"]);
+    }
+    eventually(
+        [&] {
+          return deleteAllPodsNow(*api_, ns_) == 0 &&
+                 api_->list(resources::kExtendedResourceClaims, ns_, {})["items"].empty();
+        },
+        60s, 500ms);
+    removeClaimsAndDevices();
+    removeIgnoringMissing(resources::kExtendedResourceClasses, "", className_);
+  }
+
+  // A Ready node whose capacity shows `count` of the class's name, as its agent would write it.
+  std::string makeNode(int count) {
+    const std::string name = uniqueName("node");
+    json node = nodeObject(name);
+    node["status"]["capacity"][gpu_] = std::to_string(count);
+    node["status"]["allocatable"][gpu_] = std::to_string(count);
+    api_->create(resources::kNodes, "", node);
+    return name;
+  }
+
+  static json container(const std::string& name, int gpus, const std::string& gpu) {
+    json c = {{"name", name}, {"image", "registry.k8s.io/pause:3.10"}};
+    if (gpus > 0) {
+      c["resources"] = {{"limits", {{gpu, std::to_string(gpus)}}}};
+    }
+    return c;
+  }
+
+  // A pod of this stack's scheduler whose container "cuda" asks for `gpus` of the class's name
+  // and whose container "web" asks for none.
+  json podAsking(const std::string& name, int gpus, const std::string& schedulerName) {
+    json pod = podObject(ns_, name, {}, schedulerName);
+    pod["spec"]["containers"] =
+        json::array({container("cuda", gpus, gpu_), container("web", 0, gpu_)});
+    if (schedulerName.empty()) {
+      pod["spec"].erase("schedulerName");
+    }
+    return pod;
+  }
+
+  // The claim the pod's record names for the class's name; null while none is recorded.
+  json recordedClaim(const std::string& pod) {
+    const Pod p = Pod::fromJson(getPod(pod));
+    auto it = p.resourceClaims.find(gpu_);
+    if (it == p.resourceClaims.end()) {
+      return nullptr;
+    }
+    return api_->get(resources::kExtendedResourceClaims, ns_, it->second);
+  }
+
+  std::vector<json> liveClaims() {
+    std::vector<json> out;
+    const json claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
+    for (const auto& c : claims["items"]) {
+      if (!c["metadata"].contains("deletionTimestamp")) {
+        out.push_back(c);
+      }
+    }
+    return out;
+  }
+
+  // The namespace's pods bound to a node and not being deleted.
+  int boundPods() {
+    int n = 0;
+    const json pods = api_->list(resources::kPods, ns_, {});
+    for (const auto& p : pods["items"]) {
+      const std::string node = p["spec"].value("nodeName", "");
+      if (!node.empty() && !p["metadata"].contains("deletionTimestamp")) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  std::string gpu_;
+  std::string className_;
+  static std::unique_ptr<ChildProcess> controller_;
+  static std::unique_ptr<ChildProcess> kcm_;
+};
+
+std::unique_ptr<ChildProcess> ClassClaimsTest::controller_;
+std::unique_ptr<ChildProcess> ClassClaimsTest::kcm_;
+
+TEST_F(ClassClaimsTest, AContainerAskingForTheClassesNameGetsAClaimOfItsOwnPod) {
+  const std::string node = makeNode(2);
+  makeDevice(node, "p100");
+  const std::string k80 = makeDevice(node, "k80");
+  json pod = podAsking("web", 1, schedulerName_);
+  pod["spec"]["initContainers"] = json::array({container("setup", 1, gpu_)});
+  const json created = api_->create(resources::kPods, ns_, pod);
+
+  ASSERT_TRUE(waitBound("web")) << awaitFailedScheduling("web");
+  EXPECT_EQ(nodeOf("web"), node);
+  const json claimObj = recordedClaim("web");
+  ASSERT_FALSE(claimObj.is_null()) << getPod("web").dump();
+  const auto claim = ExtendedResourceClaim::fromJson(claimObj);
+  EXPECT_EQ(claim.phase, ClaimPhase::kBound);
+  EXPECT_EQ(claim.allocated, std::vector<std::string>{k80}) << "the class selects k80s only";
+  EXPECT_EQ(claim.extendedResourceNum, 1) << "the init container reuses the app's device";
+  EXPECT_EQ(claim.containers, (std::vector<ContainerShare>{{"setup", 1, ContainerKind::kInit},
+                                                           {"cuda", 1, ContainerKind::kApp}}));
+  EXPECT_EQ(claim.meta.controllerUid(), created["metadata"]["uid"]);
+  EXPECT_EQ(claim.meta.labels.at(kClassLabel), className_);
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ClassClaimsTest, AClaimItsOwnerEditsToOtherDevicesIsRefused) {
+  const std::string node = makeNode(4);
+  for (int i = 0; i < 3; ++i) {
+    makeDevice(node, "k80");
+  }
+  // No device fits yet: the pod waits with its claim made and recorded.
+  json pod = podAsking("web", 4, schedulerName_);
+  api_->create(resources::kPods, ns_, pod);
+  ASSERT_TRUE(eventually([&] { return !recordedClaim("web").is_null(); }));
+  // What the pod's owner may do to its own claim: ask for other devices than the class hands
+  // out (or, were spec.containers not fixed, more than its resources, its quota and its node's
+  // capacity count).
+  json claim = recordedClaim("web");
+  claim["spec"]["metadataRequirements"] = json::object();
+  api_->update(resources::kExtendedResourceClaims, ns_, claim);
+  // A device of the claim's resource: the controller nudges the parked pod to be tried again.
+  makeDevice(node, "p100");
+  EXPECT_TRUE(eventually(
+      [&] {
+        return failedScheduling("web").find("does not ask what class " + className_) !=
+               std::string::npos;
+      },
+      60s, 500ms))
+      << failedScheduling("web");
+  EXPECT_FALSE(waitBound("web", 3s));
+}
+
+TEST_F(ClassClaimsTest, ADeploymentScaledPastItsDevicesWaitsAndLeavesNoClaimsBehind) {
+  const std::string node = makeNode(2);
+  makeDevice(node, "k80");
+  makeDevice(node, "k80");
+  json tmpl = podAsking("unused", 1, schedulerName_);
+  api_->create(
+      kDeployments, ns_,
+      {{"apiVersion", "apps/v1"},
+       {"kind", "Deployment"},
+       {"metadata", {{"name", "web"}, {"namespace", ns_}}},
+       {"spec",
+        {{"replicas", 3},
+         {"selector", {{"matchLabels", {{"app", "web"}}}}},
+         {"template", {{"metadata", {{"labels", {{"app", "web"}}}}}, {"spec", tmpl["spec"]}}}}}});
+  // kube-scheduler's own resource fit sees two on the node, so the third pod waits either way.
+  ASSERT_TRUE(eventually([&] { return boundPods() == 2; }, 60s)) << boundPods() << " bound";
+  EXPECT_FALSE(eventually([&] { return boundPods() > 2; }, 3s));
+  EXPECT_EQ(liveClaims().size(), 3u) << "the waiting pod has its claim too";
+
+  api_->patch(kDeployments, ns_, "web", PatchType::kMerge, {{"spec", {{"replicas", 1}}}});
+  // The kubelet's stand-in: pods being deleted go at once.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json pods = api_->list(resources::kPods, ns_, {});
+        for (const auto& p : pods["items"]) {
+          if (p["metadata"].contains("deletionTimestamp")) {
+            deletePodNow(*api_, ns_, p["metadata"]["name"]);
+          }
+        }
+        return api_->list(resources::kPods, ns_, {})["items"].size() == 1 &&
+               liveClaims().size() == 1;
+      },
+      60s, 500ms))
+      << "the claims of the pods scaled away are deleted with them";
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+TEST_F(ClassClaimsTest, AQuotaOnTheNameCountsThePodsRequests) {
+  const std::string node = makeNode(4);
+  for (int i = 0; i < 4; ++i) {
+    makeDevice(node, "k80");
+  }
+  api_->create(kQuotas, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ResourceQuota"},
+                {"metadata", {{"name", "gpus"}, {"namespace", ns_}}},
+                {"spec", {{"hard", {{"requests." + gpu_, "2"}}}}}});
+  ASSERT_TRUE(eventually([&] {
+    const json quota = api_->get(kQuotas, ns_, "gpus");
+    return quota.contains("status") && quota["status"].contains("hard");
+  }));
+  api_->create(resources::kPods, ns_, podAsking("a", 1, schedulerName_));
+  api_->create(resources::kPods, ns_, podAsking("b", 1, schedulerName_));
+  try {
+    api_->create(resources::kPods, ns_, podAsking("c", 1, schedulerName_));
+    ADD_FAILURE() << "a third GPU pod was admitted past the quota";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeded quota"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(waitBound("a"));
+  EXPECT_TRUE(waitBound("b"));
+}
+
+TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClassToTheProfile) {
+  // deploy/class-routing-policy.yaml with this stack's profile in place of the usual one.
+  std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/class-routing-policy.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string usual = "\"extended-resource-scheduler\"";
+  ASSERT_NE(yaml.find(usual), std::string::npos);
+  yaml.replace(yaml.find(usual), usual.size(), "\"" + schedulerName_ + "\"");
+  const std::string file = "/tmp/" + uniqueName("class-routing") + ".yaml";
+  std::ofstream(file) << yaml;
+  std::string out;
+  const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
+  std::remove(file.c_str());
+  ASSERT_EQ(rc, 0) << out;
+  struct Remove {
+    ~Remove() {
+      removeIgnoringMissing(kRoutingBindings, "", "extended-resource-class-routing");
+      removeIgnoringMissing(kRoutingPolicies, "", "extended-resource-class-routing");
+    }
+  } remove;
+  const std::string node = makeNode(1);
+  makeDevice(node, "k80");
+
+  // The policy is read by the API server's informers: the first pods may come before it.
+  std::string routed;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string name = uniqueName("routed");
+        const json pod = api_->create(resources::kPods, ns_, podAsking(name, 1, ""));
+        if (pod["spec"].value("schedulerName", "") == schedulerName_) {
+          routed = name;
+          return true;
+        }
+        deletePodNow(*api_, ns_, name);
+        return false;
+      },
+      30s, 1s));
+  EXPECT_TRUE(waitBound(routed)) << awaitFailedScheduling(routed);
+  EXPECT_EQ(api_->create(resources::kPods, ns_, podAsking("plain", 0, ""))["spec"]["schedulerName"],
+            "default-scheduler")
+      << "a pod asking for nothing of a class is left alone";
+  EXPECT_EQ(api_->create(resources::kPods, ns_,
+                         podAsking("other", 1, "my-scheduler"))["spec"]["schedulerName"],
+            "my-scheduler")
+      << "a pod naming a scheduler keeps it";
+  EXPECT_FALSE(
+      eventually([&] { return !Pod::fromJson(getPod("other")).resourceClaims.empty(); }, 3s))
+      << "and gets no claim: nothing of that scheduler would allocate it";
+}
+
+}  // namespace
+}  // namespace ker::itest

@@ -1,0 +1,268 @@
+// Pods that ask in their containers' resources, served through an ExtendedResourceClass: the
+// requests and their split (model/container_shares), the class table and the claim a request
+// must have (model/resource_class), the controller's plan (controller/template_claims_plan) and
+// the extender's resolution (scheduler/planner).
+#include "model/resource_class.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/template_claims_plan.h"
+#include "model/container_shares.h"
+#include "scheduler/planner.h"
+
+namespace ker {
+namespace {
+
+using json = nlohmann::json;
+
+json container(const std::string& name, const json& limits, const char* restartPolicy = nullptr) {
+  json c = {{"name", name}, {"image", "x"}};
+  if (!limits.is_null()) {
+    c["resources"] = {{"limits", limits}};
+  }
+  if (restartPolicy) {
+    c["restartPolicy"] = restartPolicy;
+  }
+  return c;
+}
+
+TEST(ExtendedRequests, ReadsLimitsOfExtendedResourcesOnly) {
+  const json spec = {
+      {"initContainers", json::array({container("setup", {{"nvidia.com/gpu", "1"}}),
+                                      container("log", {{"nvidia.com/gpu", "1"}}, "Always")})},
+      {"containers",
+       json::array({container("cuda", {{"nvidia.com/gpu", "2"}, {"cpu", "1"}, {"memory", "1Gi"}}),
+                    container("web", {{"cpu", "100m"}}),
+                    container("fpga", {{"example.com/fpga", "1k"}, {"nvidia.com/gpu", "0"}})})}};
+  const ExtendedRequests r = readExtendedRequests(spec);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r.at("nvidia.com/gpu"),
+            (std::vector<ContainerShare>{{"setup", 1, ContainerKind::kInit},
+                                         {"log", 1, ContainerKind::kSidecar},
+                                         {"cuda", 2, ContainerKind::kApp}}));
+  EXPECT_EQ(r.at("example.com/fpga"),
+            (std::vector<ContainerShare>{{"fpga", 1000, ContainerKind::kApp}}));
+}
+
+TEST(ExtendedRequests, ARequestAloneCountsAndFractionsAreRefused) {
+  json c = {{"name", "a"}, {"resources", {{"requests", {{"example.com/k80", "3"}}}}}};
+  EXPECT_EQ(readExtendedRequests({{"containers", json::array({c})}}).at("example.com/k80")[0].count,
+            3);
+  for (const char* bad : {"500m", "1.5", "1Ki", "", "x"}) {
+    EXPECT_THROW(readExtendedRequests(
+                     {{"containers", json::array({container("a", {{"example.com/k80", bad}})})}}),
+                 std::invalid_argument)
+        << bad;
+  }
+}
+
+TEST(ExtendedRequests, KnowsAnExtendedResourceName) {
+  for (const char* yes : {"nvidia.com/gpu", "example.com/k80", "a.b/c_d"}) {
+    EXPECT_TRUE(isExtendedResourceName(yes)) << yes;
+  }
+  for (const char* no : {"cpu", "memory", "kubernetes.io/x", "foo.kubernetes.io/x",
+                         "requests.nvidia.com/gpu", "/x", "x/", "a/b/c", "hugepages-2Mi"}) {
+    EXPECT_FALSE(isExtendedResourceName(no)) << no;
+  }
+}
+
+TEST(ContainerShares, PodNeedsAsKubernetesSumsInitSidecarAndAppContainers) {
+  using K = ContainerKind;
+  EXPECT_EQ(devicesNeeded({{"a", 2, K::kApp}, {"b", 1, K::kApp}}), 3);
+  EXPECT_EQ(devicesNeeded({{"i", 4, K::kInit}, {"a", 1, K::kApp}}), 4) << "the init runs alone";
+  EXPECT_EQ(devicesNeeded({{"s", 1, K::kSidecar}, {"i", 2, K::kInit}, {"a", 1, K::kApp}}), 3)
+      << "the init runs beside the sidecar before it";
+  EXPECT_EQ(devicesNeeded({{"i", 2, K::kInit}, {"s", 1, K::kSidecar}, {"a", 1, K::kApp}}), 2)
+      << "a sidecar after the init does not run beside it";
+}
+
+TEST(ContainerShares, AppContainersAndSidecarsGetDisjointSlicesInitsReuseThem) {
+  using K = ContainerKind;
+  const std::vector<ContainerShare> shares = {
+      {"s", 1, K::kSidecar}, {"i", 2, K::kInit}, {"a", 1, K::kApp}, {"b", 1, K::kApp}};
+  ASSERT_EQ(devicesNeeded(shares), 3);
+  const auto got = shareDevices(shares, {"d0", "d1", "d2"});
+  EXPECT_EQ(got.at("s"), (std::vector<std::string>{"d0"}));
+  EXPECT_EQ(got.at("i"), (std::vector<std::string>{"d1", "d2"})) << "not the running sidecar's";
+  EXPECT_EQ(got.at("a"), (std::vector<std::string>{"d1"}));
+  EXPECT_EQ(got.at("b"), (std::vector<std::string>{"d2"}));
+  EXPECT_EQ(got.count("web"), 0u);
+  EXPECT_EQ(shareDevices({{"a", 2, K::kApp}}, {"d0"}).at("a"), (std::vector<std::string>{"d0"}))
+      << "a short allocation gives what there is";
+}
+
+std::shared_ptr<const ExtendedResourceClass> makeClass(const std::string& name,
+                                                       const std::string& resource,
+                                                       const std::string& created,
+                                                       const json& selector = nullptr) {
+  json spec = {{"extendedResourceName", resource}, {"rawResourceName", "raw/" + name}};
+  if (!selector.is_null()) {
+    spec["metadataRequirements"] = selector;
+  }
+  return std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+      {{"metadata", {{"name", name}, {"creationTimestamp", created}}}, {"spec", spec}}));
+}
+
+TEST(ClassTable, TheOldestValidClassServesAName) {
+  auto older = makeClass("b-older", "nvidia.com/gpu", "2026-01-01T00:00:00Z");
+  auto newer = makeClass("a-newer", "nvidia.com/gpu", "2026-02-01T00:00:00Z");
+  auto tie = makeClass("c-tie", "nvidia.com/gpu", "2026-01-01T00:00:00Z");
+  auto invalid =
+      makeClass("0-bad", "nvidia.com/gpu", "2025-01-01T00:00:00Z",
+                {{"matchExpressions", json::array({{{"key", "m"}, {"operator", "Gt"}}})}});
+  ASSERT_FALSE(invalid->invalid.empty());
+  const ClassTable t({newer, tie, invalid, older});
+  EXPECT_EQ(t.serving("nvidia.com/gpu"), older);
+  EXPECT_EQ(t.supersededBy(*newer), older);
+  EXPECT_EQ(t.supersededBy(*tie), older) << "a tie goes to the smaller name";
+  EXPECT_EQ(t.supersededBy(*older), nullptr);
+  EXPECT_EQ(t.supersededBy(*invalid), nullptr);
+  EXPECT_EQ(t.serving("example.com/fpga"), nullptr);
+}
+
+TEST(ClassTable, RefusesANameThatIsNoExtendedResource) {
+  EXPECT_NE(makeClass("c", "cpu", "t")->invalid, "");
+  EXPECT_NE(makeClass("c", "kubernetes.io/gpu", "t")->invalid, "");
+  EXPECT_EQ(makeClass("c", "nvidia.com/gpu", "t")->invalid, "");
+}
+
+Pod podAsking(const json& limits, const std::string& record = "") {
+  json meta = {{"name", "web"}, {"namespace", "ns"}, {"uid", "pod-uid"}};
+  if (!record.empty()) {
+    meta["annotations"] = {{kGeneratedClaimsAnnotation, record}};
+  }
+  return Pod::fromJson(
+      {{"metadata", meta},
+       {"spec",
+        {{"schedulerName", kDefaultSchedulerName},
+         {"containers", json::array({container("cuda", limits), container("web", nullptr)})}}}});
+}
+
+TEST(ClassClaims, TheClaimAsksTheClassesDevicesSplitAmongTheContainers) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t", {{"matchLabels", {{"type", "k80"}}}});
+  const Pod pod = podAsking({{"nvidia.com/gpu", "2"}});
+  const auto requests = classRequests(pod.extendedRequests, ClassTable({cls}));
+  ASSERT_EQ(requests.size(), 1u);
+  const json made = claimFromClass(pod, requests.at("nvidia.com/gpu"), true);
+  EXPECT_EQ(made["metadata"]["generateName"], "web-gpu-");
+  EXPECT_EQ(made["metadata"]["labels"][kClassLabel], "gpu");
+  EXPECT_EQ(made["metadata"]["labels"][kPodUidLabel], "pod-uid");
+  EXPECT_EQ(made["metadata"]["ownerReferences"][0]["uid"], "pod-uid");
+  EXPECT_EQ(made["metadata"]["finalizers"][0], kClaimProtectionFinalizer);
+  json claimObj = made;
+  claimObj["metadata"]["name"] = "web-gpu-abcde";
+  claimObj["metadata"]["ownerReferences"][0]["controller"] = true;
+  const auto claim = ExtendedResourceClaim::fromJson(claimObj);
+  ASSERT_EQ(claim.invalid, "");
+  EXPECT_EQ(claim.rawResourceName, "raw/gpu");
+  EXPECT_EQ(claim.extendedResourceNum, 2);
+  EXPECT_EQ(claim.containers, (std::vector<ContainerShare>{{"cuda", 2, ContainerKind::kApp}}));
+  EXPECT_EQ(classClaimProblem(pod, requests.at("nvidia.com/gpu"), claim), "");
+
+  // What the owner of the pod could edit the claim to, and what another pod's claim is.
+  for (auto edit : std::vector<std::function<void(json&)>>{
+           [](json& c) { c["spec"]["extendedResourceNum"] = 3; },
+           [](json& c) { c["spec"]["containers"][0]["count"] = 3; },
+           [](json& c) { c["spec"]["metadataRequirements"]["matchLabels"]["type"] = "h100"; },
+           [](json& c) { c["spec"]["rawResourceName"] = "raw/other"; },
+           [](json& c) { c["metadata"]["ownerReferences"][0]["uid"] = "other-pod"; }}) {
+    json edited = claimObj;
+    edit(edited);
+    EXPECT_NE(classClaimProblem(pod, requests.at("nvidia.com/gpu"),
+                                ExtendedResourceClaim::fromJson(edited)),
+              "")
+        << edited.dump();
+  }
+}
+
+TEST(ClassClaims, AClaimsContainersMustAddUpToItsCount) {
+  json c = {{"metadata", {{"name", "c"}, {"namespace", "ns"}}},
+            {"spec",
+             {{"rawResourceName", "r"},
+              {"extendedResourceNum", 2},
+              {"containers", json::array({{{"name", "a"}, {"count", 1}}})}}}};
+  EXPECT_NE(ExtendedResourceClaim::fromJson(c).invalid, "");
+  c["spec"]["containers"][0]["count"] = 2;
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(c).invalid, "");
+  c["spec"]["containers"][0]["kind"] = "Later";
+  EXPECT_NE(ExtendedResourceClaim::fromJson(c).invalid, "");
+}
+
+TEST(ClassClaims, TheRecordKeysClaimsByResourceName) {
+  const Pod pod = podAsking({{"nvidia.com/gpu", "1"}},
+                            R"({"nvidia.com/gpu":"web-gpu-abcde","entry":"web-entry-x"})");
+  EXPECT_EQ(pod.resourceClaims,
+            (std::map<std::string, std::string>{{"nvidia.com/gpu", "web-gpu-abcde"}}));
+  EXPECT_EQ(pod.claims, std::vector<std::string>{"web-gpu-abcde"})
+      << "a record entry no template names is not a claim of the pod";
+}
+
+TEST(ClassClaims, ThePlanCreatesOneClaimPerRequestThenRecordsIt) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  const Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
+  TemplateClaimsInputs in;
+  in.pod = &pod;
+  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
+  TemplateClaimsPlan plan = planTemplateClaims(in);
+  EXPECT_TRUE(plan.listLabelled) << "a claim made before a crash is looked for first";
+  std::vector<const ExtendedResourceClaim*> none;
+  in.labelled = none;
+  plan = planTemplateClaims(in);
+  ASSERT_EQ(plan.creates.size(), 1u);
+  EXPECT_EQ(plan.creates[0].entry, "nvidia.com/gpu");
+
+  json made = plan.creates[0].claim;
+  made["metadata"]["name"] = "web-gpu-abcde";
+  const auto claim = ExtendedResourceClaim::fromJson(made);
+  std::vector<const ExtendedResourceClaim*> labelled{&claim};
+  in.labelled = labelled;
+  plan = planTemplateClaims(in);
+  EXPECT_TRUE(plan.creates.empty());
+  ASSERT_TRUE(plan.recordPatch.has_value());
+  EXPECT_EQ((*plan.recordPatch)[1],
+            (json{{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}}))
+      << "a pod without annotations gets the map added whole, if it still has none";
+  EXPECT_EQ(plan.remember,
+            (std::map<std::string, std::string>{{"nvidia.com/gpu", "web-gpu-abcde"}}));
+
+  const Pod recorded =
+      podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
+  in.pod = &recorded;
+  EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "nothing more to do";
+}
+
+TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  const Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
+  const ClassSource source = [cls] { return std::vector<ClassPtr>{cls}; };
+  const ClassRequests requests = classRequestsOf(pod, source);
+  EXPECT_TRUE(withoutClaims(pod, {})) << "no class serves the name: not this project's";
+  EXPECT_FALSE(withoutClaims(pod, requests));
+  const ClaimLookup none = [](const std::string&) { return ClaimPtr(); };
+  EXPECT_TRUE(resolveClaims(pod, none, requests).awaiting());
+
+  const Pod recorded =
+      podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
+  json made = claimFromClass(recorded, requests.at("nvidia.com/gpu"), false);
+  made["metadata"]["name"] = "web-gpu-abcde";
+  auto claim = std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(made));
+  const ClaimLookup lookup = [claim](const std::string& key) {
+    return key == "ns/web-gpu-abcde" ? claim : nullptr;
+  };
+  PodClaims resolved = resolveClaims(recorded, lookup, requests);
+  EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
+  ASSERT_EQ(resolved.pending.size(), 1u);
+
+  made["spec"]["extendedResourceNum"] = 4;
+  made["spec"]["containers"][0]["count"] = 4;
+  auto edited =
+      std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(made));
+  resolved = resolveClaims(
+      recorded, [edited](const std::string&) { return edited; }, requests);
+  EXPECT_EQ(resolved.block, ClaimsBlock::kClaimInvalid);
+  EXPECT_NE(resolved.blockMessage.find("does not ask what class gpu"), std::string::npos)
+      << resolved.blockMessage;
+}
+
+}  // namespace
+}  // namespace ker
