@@ -235,6 +235,65 @@ TEST_F(AgentTokenTest, AnAgentTokenWritesOnlyItsOwnNodesDevices) {
             "node-elsewhere");
 }
 
+// The agent's token may write its node's status (it advertises its classes' devices in the
+// capacity): root on one node uses it to advertise devices on another node, to take a core
+// resource off its own, or with a token naming no node. Each is refused; the agent's own write is
+// the control.
+TEST_F(AgentTokenTest, AnAgentTokenChangesOnlyItsOwnNodesExtendedResources) {
+  auto agent = agentClient(true);
+  const std::string name = "agent-token-" + uniqueName("t") + ".example.com/gpu";
+  const json advertise = {
+      {"status", {{"capacity", {{name, "3"}}}, {"allocatable", {{name, "3"}}}}}};
+  struct Remove {
+    KubeClient& api;
+    const std::string node;
+    const std::string name;
+    ~Remove() {
+      try {
+        api.patch(
+            resources::kNodes, "", node, PatchType::kMerge,
+            {{"status", {{"capacity", {{name, nullptr}}}, {"allocatable", {{name, nullptr}}}}}},
+            "status");
+      } catch (const ApiError&) {
+      }
+    }
+  } remove{*api_, node(), name};
+  ASSERT_EQ(refusal([&] {
+              agent->patch(resources::kNodes, "", node(), PatchType::kMerge, advertise, "status");
+            }),
+            "");
+
+  const std::string elsewhere = uniqueName("node-elsewhere");
+  api_->create(resources::kNodes, "",
+               {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", elsewhere}}}});
+  struct RemoveNode {
+    KubeClient& api;
+    const std::string node;
+    ~RemoveNode() {
+      try {
+        api.remove(resources::kNodes, "", node);
+      } catch (const ApiError&) {
+      }
+    }
+  } removeNode{*api_, elsewhere};
+  std::string why = refusal([&] {
+    agent->patch(resources::kNodes, "", elsewhere, PatchType::kMerge, advertise, "status");
+  });
+  EXPECT_NE(why.find("status of its own node only"), std::string::npos) << why;
+
+  why = refusal([&] {
+    agent->patch(resources::kNodes, "", node(), PatchType::kMerge,
+                 {{"status", {{"allocatable", {{"cpu", "0"}}}}}}, "status");
+  });
+  EXPECT_NE(why.find("only extended resources"), std::string::npos) << why;
+
+  why = refusal([&] {
+    agentClient(false)->patch(resources::kNodes, "", node(), PatchType::kMerge, advertise,
+                              "status");
+  });
+  EXPECT_NE(why.find("status of its own node only"), std::string::npos) << why;
+}
+
 // Whoever may bind pods (another scheduler, say) or write pods/status cannot set the allocation
 // or the required-plugins annotations that way either.
 TEST_F(TrustTest, NeitherABindingNorAPodStatusWriteCarriesAnAllocation) {
