@@ -132,12 +132,15 @@ if ! $in_cluster; then
   kubectl apply -f "$root/crds" >/dev/null
   kubectl wait --for=condition=Established --timeout=60s \
     crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
-    crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
+    crd/extendedresourceclaimtemplates.extendedresource.io \
+    crd/extendedresourceclasses.extendedresource.io >/dev/null
 
   log "applying the ServiceAccounts and RBAC of deploy/"
   "$launcher" apply-deploy-rbac "$cp"
   log "applying deploy/admission-policy.yaml (the components report on /readyz without it)"
   kubectl apply -f "$root/deploy/admission-policy.yaml" >/dev/null
+  log "applying deploy/class-routing-policy.yaml (pods asking for a class's resource get the profile)"
+  kubectl apply -f "$root/deploy/class-routing-policy.yaml" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
   # Bound to node-1: an agent's token must name its node (deploy/admission-policy.yaml).
@@ -180,7 +183,20 @@ if $in_cluster; then
   stand_in_vendor "$(sed -n 's/^NODE_AGENT_HOST_ROOT=//p' "$cp/env")"
   cp "$root/config/node-agent/make-run-node-1.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
 fi
-log "applying the sample claim and workload of config/"
+log "applying the sample class and its plain GPU Deployment, then the claim and workload of config/"
+kubectl apply -f "$root/config/gpu-class.yaml" >/dev/null
+# The routing policy reads the classes through kube-apiserver's own cache: a server-side dry run
+# of a GPU pod shows when it routes.
+routed() {
+  kubectl create --dry-run=server -o 'jsonpath={.spec.schedulerName}' -f - <<'POD' |
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "routing-probe", "namespace": "default"},
+ "spec": {"containers": [{"name": "c", "image": "busybox:1.36",
+                          "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+POD
+    grep -qx extended-resource-scheduler
+}
+wait_for 30 "the class routing policy to see class gpu" routed
+kubectl apply -f "$root/config/gpu-workload.yaml" >/dev/null
 kubectl apply -f "$root/config/k80-erc.yaml" -f "$root/config/k80-workload.yaml" >/dev/null
 
 claim_bound() { [[ "$(kubectl get erc k80-erc -o 'jsonpath={.status.phase}')" == Bound ]]; }
@@ -189,12 +205,27 @@ wait_for 120 "the k80-workload pod to run" pod_running
 wait_for 60 "claim k80-erc to be Bound" claim_bound
 pod=$(kubectl get pods -l app=k80-workload -o 'jsonpath={.items[0].metadata.name}')
 wait_for 30 "the k80-workload container's output" kubectl logs "$pod"
+gpu_running() { [[ "$(kubectl get pods -l app=gpu-workload -o 'jsonpath={.items[*].status.phase}')" == Running ]]; }
+wait_for 120 "the gpu-workload pod (nvidia.com/gpu: 1, no annotation) to run" gpu_running
+gpu_pod=$(kubectl get pods -l app=gpu-workload -o 'jsonpath={.items[0].metadata.name}')
+wait_for 30 "the gpu-workload container's output" kubectl logs "$gpu_pod" -c app
 
 echo
 kubectl get er,erc,pods -o wide
 echo
 echo "\$ kubectl logs $pod"
 kubectl logs "$pod"
+echo
+echo "\$ kubectl get node node-1 -o jsonpath='{.status.allocatable.nvidia\\.com/gpu}'    # the class's healthy devices"
+kubectl get node node-1 -o 'jsonpath={.status.allocatable.nvidia\.com/gpu}'
+echo
+echo "\$ kubectl get erclass,erc -l extendedresource.io/class    # the claim made for the plain Deployment"
+kubectl get erclass
+kubectl get erc -l extendedresource.io/class -o wide
+for c in app sidecar; do
+  echo "\$ kubectl logs $gpu_pod -c $c"
+  kubectl logs "$gpu_pod" -c "$c"
+done
 echo
 echo "\$ kubectl get er -o json | tools/ker-devices    # the devices, their health and holders"
 kubectl get er -o json | "$root/tools/ker-devices" || log "could not print the devices' table"

@@ -71,7 +71,8 @@ kubectl() { "$bin_dir/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 log "applying crds/ and deploy/"
 kubectl apply -f "$root/crds" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
+  crd/extendedresourceclasses.extendedresource.io >/dev/null
 kubectl kustomize --load-restrictor=LoadRestrictionsNone "$here/deploy" | kubectl create -f - >/dev/null
 for d in extended-resource-scheduler extended-resource-controller; do
   # (rollout status fails on a Deployment the controller has not yet given conditions.)

@@ -13,6 +13,7 @@
 #include "common/api_error.h"
 #include "common/signals.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 namespace ker::itest {
 
@@ -129,7 +130,8 @@ void TestEnv::ensureCrds() {
   if (kubectl("wait --for=condition=Established --timeout=60s "
               "crd/extendedresources.extendedresource.io "
               "crd/extendedresourceclaims.extendedresource.io "
-              "crd/extendedresourceclaimtemplates.extendedresource.io",
+              "crd/extendedresourceclaimtemplates.extendedresource.io "
+              "crd/extendedresourceclasses.extendedresource.io",
               &out) != 0) {
     throw std::runtime_error("CRDs not Established: " + out);
   }
@@ -141,6 +143,7 @@ void TestEnv::ensureCrds() {
           admin_->list(resources::kExtendedResources, "", ListOptions{.limit = 1});
           admin_->list(resources::kExtendedResourceClaimTemplates, "default",
                        ListOptions{.limit = 1});
+          admin_->list(resources::kExtendedResourceClasses, "", ListOptions{.limit = 1});
           return true;
         } catch (const ApiError&) {
           return false;
