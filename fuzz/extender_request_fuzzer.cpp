@@ -19,6 +19,7 @@
 #include "common/resource.h"
 #include "model/invariants.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 #include "scheduler/binder.h"
 #include "scheduler/device_index.h"
 #include "scheduler/extender.h"
@@ -44,6 +45,13 @@ using nlohmann::json;
 struct World {
   World() {
     testing::seedExtenderCluster(api);
+    // A class serving nvidia.com/gpu, so that pods asking in their resources reach the class
+    // rules (the wait for the record, the recorded claim's check).
+    auto gpu = std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+        {{"metadata", {{"name", "gpu"}}},
+         {"spec",
+          {{"extendedResourceName", "nvidia.com/gpu"}, {"rawResourceName", "nvidia.com/gpu"}}}}));
+    extender.serveClasses([gpu] { return std::vector<ClassPtr>{gpu}; });
     for (const json& d : items(resources::kExtendedResources)) {
       index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(d)));
     }

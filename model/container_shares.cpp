@@ -50,27 +50,42 @@ bool isExtendedResourceName(std::string_view name) {
 
 namespace {
 
-// A device count as the API server stores one: a whole number, optionally with a decimal SI
-// suffix (1k). Anything else (a fraction, 500m, a binary suffix) is refused.
-int64_t wholeCount(const json& v, const std::string& path) {
+// The most a container's count is read as: far above any claim's (the CRD allows 1,024), low
+// enough that a pod's sum of them cannot overflow.
+constexpr int64_t kMaxCount = int64_t{1} << 30;
+
+// A count as the API server stores an extended resource's (a whole number, with a decimal suffix
+// when large: 1k, 2M). A name a class does not serve may be anything a device plugin counts, so
+// nothing here fails the pod: what does not read as a whole number, or is larger, counts as
+// kMaxCount, which no claim can be made for.
+int64_t wholeCount(const json& v) {
   if (!v.is_string()) {
-    fields::wrongType(path, "a quantity", v);
+    return kMaxCount;
   }
   const std::string text = v.get<std::string>();
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
     ++digits;
   }
-  int64_t scale = 1;
   const std::string suffix = text.substr(digits);
+  int zeros = 0;
   if (suffix == "k") {
-    scale = 1000;
+    zeros = 3;
   } else if (suffix == "M") {
-    scale = 1000 * 1000;
-  } else if (!suffix.empty() || digits == 0 || digits > 9) {
-    throw std::invalid_argument(path + ": \"" + text + "\" is not a whole number of devices");
+    zeros = 6;
+  } else if (suffix == "G") {
+    zeros = 9;
+  } else if (!suffix.empty() || digits == 0) {
+    return kMaxCount;
   }
-  return std::stoll(text.substr(0, digits)) * scale;
+  int64_t count = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    count = std::min(kMaxCount, count * 10 + (text[i] - '0'));
+  }
+  for (int i = 0; i < zeros; ++i) {
+    count = std::min(kMaxCount, count * 10);
+  }
+  return count;
 }
 
 void readContainers(const json& spec, const char* key, bool init, ExtendedRequests& out) {
@@ -108,7 +123,7 @@ void readContainers(const json& spec, const char* key, bool init, ExtendedReques
       }
       for (const auto& [name, value] : m->items()) {
         if (isExtendedResourceName(name)) {
-          counts[name] = wholeCount(value, at + ".resources." + which + "[" + name + "]");
+          counts[name] = wholeCount(value);
         }
       }
     }

@@ -38,8 +38,9 @@ using ExtendedRequests = std::map<std::string, std::vector<ContainerShare>>;
 bool isExtendedResourceName(std::string_view name);
 
 // The extended resources a pod spec's containers ask for: each container's limit (or its
-// request, when it sets no limit), a whole number. Throws std::invalid_argument naming the field
-// when a container's resources are of the wrong shape or a count is not a whole number.
+// request, when it sets no limit), a whole number (one that is not, or is above 2^30, reads as
+// 2^30). Throws std::invalid_argument naming the field when a container or its resources are of
+// the wrong shape.
 ExtendedRequests readExtendedRequests(const nlohmann::json& podSpec);
 
 // How many devices the pod needs for these shares, as Kubernetes sums a pod's requests: the

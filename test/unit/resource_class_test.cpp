@@ -44,16 +44,20 @@ TEST(ExtendedRequests, ReadsLimitsOfExtendedResourcesOnly) {
             (std::vector<ContainerShare>{{"fpga", 1000, ContainerKind::kApp}}));
 }
 
-TEST(ExtendedRequests, ARequestAloneCountsAndFractionsAreRefused) {
+TEST(ExtendedRequests, ARequestAloneCountsAndWhatIsNoCountReadsAsTooMany) {
   json c = {{"name", "a"}, {"resources", {{"requests", {{"example.com/k80", "3"}}}}}};
   EXPECT_EQ(readExtendedRequests({{"containers", json::array({c})}}).at("example.com/k80")[0].count,
             3);
-  for (const char* bad : {"500m", "1.5", "1Ki", "", "x"}) {
-    EXPECT_THROW(readExtendedRequests(
-                     {{"containers", json::array({container("a", {{"example.com/k80", bad}})})}}),
-                 std::invalid_argument)
-        << bad;
+  // A device plugin's name may count anything; a pod is never refused for it, and no claim can
+  // be made for such a count.
+  for (const char* odd : {"500m", "1.5", "1Ki", "", "x", "99999999999999999999999", "9999999G"}) {
+    const auto r = readExtendedRequests(
+        {{"containers", json::array({container("a", {{"example.com/k80", odd}})})}});
+    EXPECT_EQ(r.at("example.com/k80")[0].count, int64_t{1} << 30) << odd;
   }
+  EXPECT_THROW(
+      readExtendedRequests({{"containers", json::array({{{"name", "a"}, {"resources", 1}}})}}),
+      std::invalid_argument);
 }
 
 TEST(ExtendedRequests, KnowsAnExtendedResourceName) {
