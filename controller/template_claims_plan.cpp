@@ -132,6 +132,12 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     if (record.count(resource)) {
       continue;
     }
+    if (const int64_t n = devicesNeeded(request.shares); n > kMaxClaimDevices) {
+      plan.waiting[resource] = "the containers ask for " + std::to_string(n) +
+                               " devices, more than a claim holds (" +
+                               std::to_string(kMaxClaimDevices) + ")";
+      continue;
+    }
     if (!in.labelled) {
       plan.listLabelled = true;
       continue;
@@ -145,8 +151,9 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     }
   }
   for (const auto& [entry, why] : plan.waiting) {
-    plan.problem +=
-        (plan.problem.empty() ? "" : "; ") + std::string("template entry ") + entry + ": " + why;
+    // A class request is keyed by its resource name, which no template entry name can be.
+    const std::string what = isExtendedResourceName(entry) ? "request of " : "template entry ";
+    plan.problem += (plan.problem.empty() ? "" : "; ") + what + entry + ": " + why;
   }
   if (!plan.problem.empty() && plan.problem != in.warned) {
     plan.warning =

@@ -58,6 +58,8 @@ inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/d
 // The most pods a shareable claim has at once (status.holders' maxItems in the CRD): the
 // extender keeps the next pod waiting.
 inline constexpr size_t kMaxClaimHolders = 32;
+// The most devices a claim asks for (spec.extendedResourceNum's maximum in the CRD).
+inline constexpr int64_t kMaxClaimDevices = 1024;
 // The most alternatives a claim's spec.firstAvailable may list.
 inline constexpr size_t kMaxClaimAlternatives = 8;
 

@@ -235,6 +235,21 @@ TEST(ClassClaims, ThePlanCreatesOneClaimPerRequestThenRecordsIt) {
   EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "nothing more to do";
 }
 
+TEST(ClassClaims, ARequestForMoreThanAClaimHoldsWaitsWithAWarning) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  const Pod pod = podAsking({{"nvidia.com/gpu", "2k"}});
+  TemplateClaimsInputs in;
+  in.pod = &pod;
+  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
+  const TemplateClaimsPlan plan = planTemplateClaims(in);
+  EXPECT_FALSE(plan.listLabelled);
+  EXPECT_TRUE(plan.creates.empty());
+  ASSERT_TRUE(plan.warning.has_value());
+  EXPECT_EQ(plan.problem,
+            "request of nvidia.com/gpu: the containers ask for 2000 devices, more than a claim "
+            "holds (1024)");
+}
+
 TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   const Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
