@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/template_claims_plan.h"
+#include "controller/watch_triggers.h"
 #include "model/container_shares.h"
 #include "scheduler/planner.h"
 
@@ -281,6 +282,58 @@ TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
   EXPECT_EQ(resolved.block, ClaimsBlock::kClaimInvalid);
   EXPECT_NE(resolved.blockMessage.find("does not ask what class gpu"), std::string::npos)
       << resolved.blockMessage;
+}
+
+TEST(ClassClaims, AClassAppearingReconcilesThePodsWaitingForIt) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  auto waiting = std::make_shared<const WatchedPod>(WatchedPod::fromJson(
+      {{"metadata", {{"name", "a"}, {"namespace", "ns"}, {"uid", "1"}}},
+       {"spec", {{"containers", json::array({container("c", {{"nvidia.com/gpu", "1"}})})}}}}));
+  auto recorded = std::make_shared<WatchedPod>(*waiting);
+  recorded->meta.name = "b";
+  recorded->resourceClaims = {{"nvidia.com/gpu", "b-gpu-x"}};
+  auto bound = std::make_shared<WatchedPod>(*waiting);
+  bound->meta.name = "c";
+  bound->nodeName = "n";
+  auto other = std::make_shared<WatchedPod>(*waiting);
+  other->meta.name = "d";
+  other->extendedRequests = {{"example.com/fpga", {{"c", 1, ContainerKind::kApp}}}};
+  const Triggers tr = classChanged(*cls, {waiting, recorded, bound, other});
+  ASSERT_EQ(tr.keys.size(), 1u);
+  EXPECT_EQ(std::get<PodKey>(tr.keys[0]).key, "ns/a");
+  EXPECT_EQ(podChanged(*waiting, {}, false).keys.size(), 1u)
+      << "a pod asking in its resources is reconciled when it changes";
+}
+
+TEST(ClassClaims, APodMixesAClassRequestWithNamedClaims) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  json pod = {
+      {"metadata",
+       {{"name", "web"},
+        {"namespace", "ns"},
+        {"uid", "pod-uid"},
+        {"annotations",
+         {{kClaimsAnnotation, "licence"},
+          {kGeneratedClaimsAnnotation, R"({"nvidia.com/gpu":"web-gpu-abcde"})"}}}}},
+      {"spec", {{"containers", json::array({container("cuda", {{"nvidia.com/gpu", "1"}})})}}}};
+  const Pod p = Pod::fromJson(pod);
+  EXPECT_EQ(p.claims, (std::vector<std::string>{"licence", "web-gpu-abcde"}));
+  const ClassRequests requests = classRequestsOf(p, [cls] { return std::vector<ClassPtr>{cls}; });
+  json made = claimFromClass(p, requests.at("nvidia.com/gpu"), false);
+  made["metadata"]["name"] = "web-gpu-abcde";
+  auto gpuClaim =
+      std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(made));
+  auto licence = std::make_shared<const ExtendedResourceClaim>(
+      ExtendedResourceClaim::fromJson({{"metadata", {{"name", "licence"}, {"namespace", "ns"}}},
+                                       {"spec", {{"rawResourceName", "example.com/licence"}}}}));
+  const PodClaims resolved = resolveClaims(
+      p,
+      [&](const std::string& key) -> ClaimPtr {
+        return key == "ns/licence" ? licence : key == "ns/web-gpu-abcde" ? gpuClaim : nullptr;
+      },
+      requests);
+  EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
+  EXPECT_EQ(resolved.pending.size(), 2u);
 }
 
 }  // namespace
