@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "agent/live_read.h"
 #include "common/resource.h"
 #include "model/objects.h"
 
@@ -14,19 +15,10 @@ ClaimSource::Result CachedClaimSource::get(const std::string& ns, const std::str
     return {cached, {}};
   }
   liveReads_.fetch_add(1);
-  try {
-    auto obj = live_.get(resources::kExtendedResourceClaims, ns, name);
-    return {std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(obj)),
-            {}};
-  } catch (const std::exception& e) {
-    // The injection's boundary: a container is never refused by an exception, only by a
-    // decision on what could and could not be read.
-    Status read = statusFrom(e);
-    if (read.isNotFound()) {
-      return {nullptr, {}};
-    }
-    return {nullptr, std::move(read)};
-  }
+  auto [claim, status] = readLive<ExtendedResourceClaim>([&] {
+    return ExtendedResourceClaim::fromJson(live_.get(resources::kExtendedResourceClaims, ns, name));
+  });
+  return {std::move(claim), std::move(status)};
 }
 
 }  // namespace ker::agent
