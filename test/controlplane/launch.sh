@@ -49,7 +49,7 @@
 #                              cluster can use (deployments, replicasets, garbage collection,
 #                              namespaces, service accounts); with --node-network also
 #                              root-ca-cert-publisher, podgc, job, nodelifecycle, endpointslice(s),
-#                              daemonset, statefulset; --extra-controllers adds more, e.g.
+#                              daemonset, statefulset, resourcequota; --extra-controllers adds more, e.g.
 #                              resourceclaim-controller (DRA: releases and deallocates the
 #                              ResourceClaims of deleted pods, claims from templates)
 #   launch.sh start-node DIR [options]     (start --node-network first) containerd + kubelet +
@@ -72,6 +72,9 @@
 #                              with NODE, bound to that Node (the token then names the node, as
 #                              a node agent's must)
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
+#   launch.sh restart-kubelet DIR [--timeout SECONDS]     stops the node's kubelet (SIGTERM: its
+#                              pods' containers run on) and starts it again with the same command
+#                              line; waits for its healthz and the node Ready
 #   launch.sh stop DIR                       stops everything started in DIR (stop-node first,
 #                              the bridge and the machine lock last), waits for exit
 #   launch.sh status DIR                     prints which components run; exit 1 if any is down
@@ -783,7 +786,7 @@ start_controller_manager() {
   # kube-root-ca.crt ConfigMaps (projected ServiceAccount volumes), pods of a real node, its
   # Ready condition and not-ready taint, Service endpoints for kube-proxy.
   ! node_mode ||
-    controllers+=,root-ca-cert-publisher,podgc,job,nodelifecycle,endpointslice,endpointslicemirroring,daemonset,statefulset
+    controllers+=,root-ca-cert-publisher,podgc,job,nodelifecycle,endpointslice,endpointslicemirroring,daemonset,statefulset,resourcequota
   for attempt in 1 2 3; do
     pick_port
     port=$PORT
@@ -979,6 +982,40 @@ cmd_restart_apiserver() {
   log "kube-apiserver restarted on port $port in $((SECONDS - t0))s"
 }
 
+cmd_restart_kubelet() {
+  set_dir "${1:-}"
+  shift
+  TIMEOUT=$DEFAULT_TIMEOUT
+  while (($#)); do
+    case "$1" in
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
+    *) die "restart-kubelet: unknown option '$1'" ;;
+    esac
+    shift
+  done
+  lock_dir
+  [[ "$(env_get NODE_STATE)" == running ]] || die "no running node in $DIR"
+  local pid args hport port t0=$SECONDS rc=0
+  pid=$(env_get KUBELET_PID)
+  owns_pid "$pid" || die "the kubelet of $DIR is not running"
+  # The very same command line (its config file, ports and certificates are in DIR).
+  mapfile -d '' -t args <"/proc/$pid/cmdline"
+  ((${#args[@]} > 0)) || die "cannot read the kubelet's command line"
+  hport=$(env_get KUBELET_HEALTHZ_URL | sed 's/.*:\([0-9]*\)\/.*/\1/')
+  stop_component kubelet
+  for port in $(env_get KUBELET_PORT) $hport; do
+    wait_port_closed "$port" 30 || die "port $port still listening 30s after the kubelet stopped"
+  done
+  launch kubelet "${args[@]}"
+  env_set KUBELET_PID "$LAUNCHED_PID"
+  wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "$(env_get KUBELET_HEALTHZ_URL)" || rc=$?
+  ((rc == 0)) || { tail_log kubelet; die "the kubelet did not come back"; }
+  wait_ready "$LAUNCHED_PID" "node $(env_get NODE_NAME)" "$TIMEOUT" node_ready "$(env_get NODE_NAME)" || rc=$?
+  ((rc == 0)) || { tail_log kubelet; die "node $(env_get NODE_NAME) is not Ready after the kubelet restarted"; }
+  log "kubelet restarted in $((SECONDS - t0))s"
+}
+
 stop_all() {
   local n port rc=0
   [[ ! -d "$DIR/node" ]] || stop_node || rc=1
@@ -1043,6 +1080,7 @@ main() {
   apply-deploy-rbac) cmd_apply_deploy_rbac "$@" ;;
   sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
   restart-apiserver) cmd_restart_apiserver "$@" ;;
+  restart-kubelet) cmd_restart_kubelet "$@" ;;
   stop) cmd_stop "$@" ;;
   status) cmd_status "$@" ;;
   -h | --help | help) usage ;;
