@@ -1,0 +1,596 @@
+// ExtendedResourceClass on the real node: a pod whose containers ask the usual way
+// (`resources.limits: {<class's name>: N}`) and name no scheduler is routed to the extended-
+// resource scheduler by deploy/class-routing-policy.yaml, gets a claim made from the class, and
+// the node agent gives the container that asked its device and its siblings none. The agent keeps
+// the node's capacity for the class's name true to the healthy devices, through a kubelet
+// restart; a pod placed by another scheduler never starts; a ResourceQuota on the name counts
+// the pods' requests; a Deployment's pods each get a device of their own and leave no claims.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "common/api_error.h"
+#include "common/kube_config.h"
+#include "common/resource.h"
+#include "e2e_fixture.h"
+#include "model/objects.h"
+#include "model/resource_class.h"
+
+namespace ker::e2e {
+namespace {
+
+const Resource kDeployments{"apps", "v1", "deployments", true};
+const Resource kQuotas{"", "v1", "resourcequotas", true};
+
+constexpr const char* kProfile = "extended-resource-scheduler";
+
+// Seconds since `t0`, for the measured lines.
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class ClassTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    E2eTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    // Unique to the test: the node's capacity and the routing policy see this name only here.
+    gpu_ = uniqueName("cls") + ".example.com/gpu";
+    className_ = uniqueName("class");
+    api_->create(resources::kExtendedResourceClasses, "",
+                 {{"apiVersion", kApiVersion},
+                  {"kind", "ExtendedResourceClass"},
+                  {"metadata", {{"name", className_}}},
+                  {"spec",
+                   {{"extendedResourceName", gpu_},
+                    {"rawResourceName", resource_},
+                    {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}});
+    classCreated_ = true;
+    // The API server reads the policy's params (the classes) through an informer: until it has
+    // this one, a pod asking for its name would stay with the default scheduler.
+    std::string seen;
+    ASSERT_TRUE(eventually([&] { return (seen = routedSchedulerName()) == kProfile; }, 30s, 500ms))
+        << "a pod asking for " << gpu_ << " is not routed to " << kProfile << ": " << seen;
+  }
+
+  void TearDown() override {
+    E2eTest::TearDown();
+    if (!classCreated_) {
+      return;
+    }
+    try {
+      api_->remove(resources::kExtendedResourceClasses, "", className_);
+    } catch (const ApiError&) {
+    }
+    // The agent takes the name it advertised off the node once no class serves it.
+    const bool gone = eventually(
+        [&] {
+          const auto [capacity, allocatable] = nodeShows();
+          return !capacity && !allocatable;
+        },
+        30s, 200ms);
+    EXPECT_TRUE(gone) << "the node still shows " << gpu_ << " after its class was deleted";
+    if (!gone) {  // Leave the node as other tests expect it.
+      json nulls = {{gpu_, nullptr}};
+      api_->patch(resources::kNodes, "", node(), PatchType::kMerge,
+                  {{"status", {{"capacity", nulls}, {"allocatable", nulls}}}}, "status");
+    }
+  }
+
+  // The node's status.capacity and status.allocatable for the class's name (nullopt: absent).
+  static std::optional<int64_t> quantity(const json& list, const std::string& name) {
+    if (!list.is_object() || !list.contains(name) || !list[name].is_string()) {
+      return std::nullopt;
+    }
+    return std::stoll(list[name].get<std::string>());
+  }
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> nodeShows(const json& n) const {
+    return {quantity(n.value("/status/capacity"_json_pointer, json()), gpu_),
+            quantity(n.value("/status/allocatable"_json_pointer, json()), gpu_)};
+  }
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> nodeShows() {
+    return nodeShows(api_->get(resources::kNodes, "", node()));
+  }
+  static std::string show(const std::pair<std::optional<int64_t>, std::optional<int64_t>>& p) {
+    auto one = [](const std::optional<int64_t>& q) { return q ? std::to_string(*q) : "absent"; };
+    return "capacity " + one(p.first) + ", allocatable " + one(p.second);
+  }
+  // Waits until the node's capacity and allocatable both show `count` of the class's name.
+  ::testing::AssertionResult awaitCapacity(int64_t count, std::chrono::milliseconds bound = 30s) {
+    std::pair<std::optional<int64_t>, std::optional<int64_t>> seen;
+    if (eventually(
+            [&] {
+              seen = nodeShows();
+              return seen.first == count && seen.second == count;
+            },
+            bound, 200ms)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "the node shows " << show(seen) << " of " << gpu_
+                                         << " after " << bound.count() << " ms, not " << count;
+  }
+
+  // A device of this test's resource of this type, published and Available.
+  std::string device(const std::string& type) {
+    const std::string name = uniqueName(type);
+    addDeviceToNodeFile(name, type);
+    EXPECT_TRUE(eventually(
+        [&] {
+          try {
+            return getDevice(name).value("/status/phase"_json_pointer, std::string()) ==
+                   "Available";
+          } catch (const ApiError&) {
+            return false;
+          }
+        },
+        60s))
+        << "the node agent did not publish " << name;
+    return name;
+  }
+
+  // Prints what the container got: the IDs in the device variable and the device nodes.
+  std::string reportScript() const {
+    const std::string env = deviceEnvName();
+    return "echo \"ids=$" + env +
+           "\"; for f in /dev/ker-*; do [ -e \"$f\" ] && echo \"node=$f\"; done; echo reported; "
+           "exec sleep 3600";
+  }
+  json container(const std::string& name, int gpus) const {
+    json c = {{"name", name},
+              {"image", kTestImage},
+              {"imagePullPolicy", "Never"},
+              {"command", {"/bin/sh", "-c", reportScript()}},
+              {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}};
+    if (gpus > 0) {
+      c["resources"]["limits"] = {{gpu_, std::to_string(gpus)}};
+    }
+    return c;
+  }
+  // A pod whose container "cuda" asks for `gpus` of the class's name and whose container "web"
+  // asks for none; no schedulerName unless one is given.
+  json podAsking(const std::string& name, int gpus, const std::string& schedulerName = "") const {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", ns_}}},
+                {"spec",
+                 {{"terminationGracePeriodSeconds", 1},
+                  {"containers", json::array({container("cuda", gpus), container("web", 0)})}}}};
+    if (!schedulerName.empty()) {
+      pod["spec"]["schedulerName"] = schedulerName;
+    }
+    return pod;
+  }
+
+  // The schedulerName the API server's admission gives a pod asking for the class's name
+  // (a server-side dry run: nothing is created).
+  std::string routedSchedulerName() {
+    const std::string file = "/tmp/" + uniqueName("ker-e2e-probe") + ".json";
+    std::ofstream(file) << podAsking("probe", 1).dump();
+    json pod = kubectlJson("create --dry-run=server -f " + file);
+    std::remove(file.c_str());
+    return pod.is_discarded() ? "(dry run failed)"
+                              : pod.value("/spec/schedulerName"_json_pointer, std::string());
+  }
+
+  std::string containerLogs(const std::string& pod, const std::string& container) {
+    std::string out;
+    if (env_->kubectl("logs -n " + ns_ + " " + pod + " -c " + container, &out) != 0) {
+      return "";
+    }
+    return out;
+  }
+  // The container's report once it printed it in full.
+  std::string report(const std::string& pod, const std::string& container) {
+    std::string out;
+    EXPECT_TRUE(eventually(
+        [&] { return (out = containerLogs(pod, container)).find("reported") != std::string::npos; },
+        30s))
+        << pod << "/" << container << ": " << out;
+    return out;
+  }
+
+  // The claim the pod's generated-claims record names for the class's name; null when none.
+  json recordedClaim(const json& pod) {
+    const Pod p = Pod::fromJson(pod);
+    auto it = p.resourceClaims.find(gpu_);
+    if (it == p.resourceClaims.end()) {
+      return nullptr;
+    }
+    return getClaim(it->second);
+  }
+
+  std::vector<json> podsLabelled(const std::string& selector) {
+    return api_->list(resources::kPods, ns_, ListOptions{.labelSelector = selector})["items"]
+        .get<std::vector<json>>();
+  }
+
+  // The value of the node agent's refusals counter for this reason (0 while it has none).
+  double refusals(const std::string& reason) {
+    const std::string page = scrapeMetrics("extended-resource-node-agent", 8082);
+    const std::string series = "extended_resource_agent_refusals_total{reason=\"" + reason + "\"} ";
+    std::istringstream lines(page);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with(series)) {
+        return std::stod(line.substr(series.size()));
+      }
+    }
+    return page.empty() ? -1 : 0;
+  }
+
+  std::string gpu_;
+  std::string className_;
+  bool classCreated_ = false;
+};
+
+TEST_F(ClassTest, TheContainerThatAskedGetsItsDeviceAndItsSiblingNone) {
+  const std::string k80 = device("k80");
+  const std::string p100 = device("p100");  // of the resource, but not of the class
+  ASSERT_TRUE(awaitCapacity(1)) << "the class selects the k80 only";
+
+  const json created = api_->create(resources::kPods, ns_, podAsking("train", 1));
+  EXPECT_EQ(created.value("/spec/schedulerName"_json_pointer, std::string()), kProfile)
+      << "the routing policy did not route a pod that names no scheduler";
+  ASSERT_TRUE(eventually([&] { return podRunning("train"); }, 120s))
+      << "phase " << podPhase("train") << "; FailedScheduling: "
+      << testing::PrintToString(eventMessages("train", "FailedScheduling"))
+      << "; Failed: " << testing::PrintToString(eventMessages("train", "Failed"));
+
+  const std::string cuda = report("train", "cuda");
+  EXPECT_NE(cuda.find("ids=" + k80 + "-id\n"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("node=" + containerDeviceNode(k80) + "\n"), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find(p100), std::string::npos) << cuda;
+  const std::string web = report("train", "web");
+  EXPECT_NE(web.find("ids=\n"), std::string::npos) << "web asked for nothing:\n" << web;
+  EXPECT_EQ(web.find("node="), std::string::npos) << "web asked for nothing:\n" << web;
+
+  // `kubectl get erc`: one claim, the one the pod's record names, Bound to it.
+  const json pod = *getPod("train");
+  const json claims = kubectlJson("get erc -n " + ns_);
+  ASSERT_FALSE(claims.is_discarded());
+  ASSERT_EQ(claims["items"].size(), 1u) << claims.dump();
+  const json claim = claims["items"][0];
+  const json recorded = recordedClaim(pod);
+  ASSERT_FALSE(recorded.is_null()) << pod["metadata"].dump();
+  EXPECT_EQ(claim["metadata"]["name"], recorded["metadata"]["name"]);
+  EXPECT_EQ(claim.value("/status/phase"_json_pointer, std::string()), "Bound") << claim.dump();
+  EXPECT_EQ(claim.value("/status/podRef/uid"_json_pointer, std::string()),
+            pod["metadata"]["uid"].get<std::string>());
+  EXPECT_EQ(claim.value("/status/extendedResourceNames"_json_pointer, json()), json::array({k80}));
+  const auto parsed = ExtendedResourceClaim::fromJson(claim);
+  EXPECT_EQ(parsed.meta.controllerUid(), pod["metadata"]["uid"].get<std::string>())
+      << "the claim is not owned by its pod: " << claim["metadata"].dump();
+  EXPECT_EQ(parsed.containers, (std::vector<ContainerShare>{{"cuda", 1, ContainerKind::kApp}}))
+      << claim["spec"].dump();
+  EXPECT_EQ(claim["metadata"]["labels"].value(kClassLabel, ""), className_);
+}
+
+TEST_F(ClassTest, TheCapacityFollowsDeviceHealthAndOutlivesAKubeletRestart) {
+  const std::string a = device("k80");
+  device("k80");
+  device("p100");
+  ASSERT_TRUE(awaitCapacity(2)) << "two healthy k80s (the p100 is not the class's)";
+
+  // Unhealthy: its device node is gone (the agent's health check finds it missing).
+  ASSERT_EQ(::unlink(hostDeviceNode(a).c_str()), 0);
+  EXPECT_TRUE(awaitCapacity(1)) << "after " << a << "'s device node vanished";
+  ASSERT_EQ(::mknod(hostDeviceNode(a).c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_TRUE(awaitCapacity(2)) << "after " << a << "'s device node came back";
+
+  // Every value the node shows for the name across the restart, from a watch (no write is
+  // missed between polls), with who wrote the node last.
+  const json before = api_->get(resources::kNodes, "", node());
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::atomic<int> updates{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread watcher([&] {
+    KubeClient client(KubeConfig::fromKubeconfigFile(env_->kubeconfig()));
+    std::string rv = before["metadata"]["resourceVersion"];
+    auto last = nodeShows(before);
+    while (!stop) {
+      try {
+        client.watch(
+            resources::kNodes, "",
+            WatchOptions{.resourceVersion = rv,
+                         .fieldSelector = "metadata.name=" + node(),
+                         .timeoutSeconds = 60},
+            [&](const WatchEvent& e) {
+              if (e.type == WatchEventType::kError) {
+                return false;
+              }
+              rv = e.object["metadata"].value("resourceVersion", rv);
+              ++updates;
+              const auto now = nodeShows(e.object);
+              if (now != last) {
+                std::string manager;
+                std::string time;
+                for (const auto& f : e.object["metadata"].value("managedFields", json::array())) {
+                  if (f.value("time", "") >= time) {
+                    time = f.value("time", "");
+                    manager = f.value("manager", "");
+                  }
+                }
+                std::ostringstream line;
+                line.precision(2);
+                line << std::fixed << "+" << secondsSince(t0) << " s: " << show(now)
+                     << " (last written by " << manager << ")";
+                std::lock_guard lock(mu);
+                seen.push_back(line.str());
+                last = now;
+              }
+              return !stop;
+            },
+            &stop);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        seen.push_back(std::string("(watch: ") + e.what() + ")");
+        std::this_thread::sleep_for(200ms);
+      }
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      t.join();
+    }
+  } join{stop, watcher};
+
+  // The kubelet's log from its restart on: what it did when it registered again.
+  const std::string kubeletLog = env_->value("KUBELET_LOG");
+  const auto logStart = [&] {
+    std::ifstream in(kubeletLog, std::ios::ate);
+    return static_cast<std::streamoff>(in.tellg());
+  }();
+  auto logSinceRestart = [&] {
+    std::ifstream in(kubeletLog);
+    in.seekg(logStart);
+    return std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  };
+  ASSERT_EQ(env_->launch("restart-kubelet"), 0);
+  const double restarted = secondsSince(t0);
+  std::string log;
+  ASSERT_TRUE(eventually(
+      [&] {
+        log = logSinceRestart();
+        return log.find("Node was previously registered") != std::string::npos;
+      },
+      60s, 200ms))
+      << "the restarted kubelet did not register its node within 60 s:\n"
+      << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+  const double registered = secondsSince(t0);
+
+  // Within 30 s of registering (the agent's node watch and one write), and it stays so across
+  // the kubelet's status updates (every 4 s on this node).
+  EXPECT_TRUE(awaitCapacity(2, 30s)) << "after the kubelet restarted";
+  const double restored = secondsSince(t0);
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> later;
+  EXPECT_FALSE(eventually(
+      [&] {
+        later = nodeShows();
+        return later.first != 2 || later.second != 2;
+      },
+      10s, 200ms))
+      << "the node went back to " << show(later);
+
+  stop = true;
+  std::vector<std::string> changes;
+  {
+    std::lock_guard lock(mu);
+    changes = seen;
+  }
+  std::cout << "[measured] kubelet restarted (healthy) at +" << restarted
+            << " s, registered its node at +" << registered << " s; capacity of " << gpu_
+            << " right again at +" << restored << " s; " << updates
+            << " writes of the node seen by a watch, " << changes.size() << " of them changing "
+            << gpu_ << ":\n";
+  for (const auto& c : changes) {
+    std::cout << "[measured]   " << c << "\n";
+  }
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("Zero out resource capacity") != std::string::npos &&
+        line.find(gpu_) != std::string::npos) {
+      std::cout << "[measured] kubelet: " << line << "\n";
+    }
+  }
+  std::cout << std::flush;
+
+  // What a kubelet registering a node it finds without its device-plugin checkpoint does
+  // (reconcileExtendedResource: every extended resource to 0): the agent writes it back.
+  json zero = {{gpu_, "0"}};
+  api_->patch(resources::kNodes, "", node(), PatchType::kMerge,
+              {{"status", {{"capacity", zero}, {"allocatable", zero}}}}, "status");
+  EXPECT_TRUE(awaitCapacity(2, 30s)) << "after the node's capacity was zeroed";
+}
+
+TEST_F(ClassTest, APodPlacedByAnotherSchedulerNeverStartsItsContainers) {
+  device("k80");
+  ASSERT_TRUE(awaitCapacity(1));
+  const double refusedBefore = refusals("ClassClaimMissing");
+  ASSERT_GE(refusedBefore, 0) << "the agent's metrics cannot be scraped";
+
+  const json created =
+      api_->create(resources::kPods, ns_, podAsking("rogue", 1, "another-scheduler"));
+  ASSERT_EQ(created.value("/spec/schedulerName"_json_pointer, std::string()), "another-scheduler")
+      << "a pod naming a scheduler keeps it";
+  // Bound as that scheduler would: it knows nothing of claims.
+  api_->bindPod(ns_, "rogue", created["metadata"]["uid"], node());
+
+  std::string why;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& m : eventMessages("rogue", "Failed")) {
+          if (m.find("but no claim was made for it") != std::string::npos) {
+            why = m;
+            return true;
+          }
+        }
+        return false;
+      },
+      90s))
+      << "no ClassClaimMissing refusal for pod rogue; its events: "
+      << kubectlJson("get events -n " + ns_).dump();
+  EXPECT_NE(why.find("extended-resource-node-agent"), std::string::npos) << why;
+  EXPECT_NE(why.find("ExtendedResourceClass " + className_), std::string::npos) << why;
+  EXPECT_NE(why.find(gpu_), std::string::npos) << why;
+  double refusedAfter = 0;
+  EXPECT_TRUE(eventually(
+      [&] { return (refusedAfter = refusals("ClassClaimMissing")) > refusedBefore; }, 30s))
+      << "extended_resource_agent_refusals_total{reason=\"ClassClaimMissing\"} stayed at "
+      << refusedAfter;
+
+  const json pod = *getPod("rogue");
+  EXPECT_EQ(pod.value("/spec/nodeName"_json_pointer, std::string()), node());
+  EXPECT_NE(pod.value("/status/phase"_json_pointer, std::string()), "Running")
+      << pod["status"].dump();
+  for (const auto& s : pod.value("/status/containerStatuses"_json_pointer, json::array())) {
+    EXPECT_FALSE(s.contains("/state/running"_json_pointer)) << s.dump();
+    EXPECT_FALSE(s.contains("/lastState/terminated"_json_pointer)) << "it ran once: " << s.dump();
+  }
+  EXPECT_TRUE(recordedClaim(pod).is_null()) << "nothing made it a claim";
+
+  deletePod("rogue", 0);
+  EXPECT_TRUE(eventually([&] { return !getPod("rogue"); }, 60s)) << "pod rogue was not removed";
+}
+
+TEST_F(ClassTest, AQuotaOnTheNameRefusesAThirdPod) {
+  device("k80");
+  device("k80");
+  ASSERT_TRUE(awaitCapacity(2));
+  api_->create(kQuotas, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ResourceQuota"},
+                {"metadata", {{"name", "gpus"}, {"namespace", ns_}}},
+                {"spec", {{"hard", {{"requests." + gpu_, "2"}}}}}});
+  json quota;
+  ASSERT_TRUE(eventually(
+      [&] {
+        quota = api_->get(kQuotas, ns_, "gpus");
+        return quota.contains("/status/hard"_json_pointer) &&
+               quota["status"]["hard"].contains("requests." + gpu_);
+      },
+      60s))
+      << "the resourcequota controller did not take up the quota: " << quota.dump();
+
+  api_->create(resources::kPods, ns_, podAsking("a", 1));
+  api_->create(resources::kPods, ns_, podAsking("b", 1));
+  try {
+    api_->create(resources::kPods, ns_, podAsking("c", 1));
+    ADD_FAILURE() << "a third pod asking for " << gpu_ << " was admitted past the quota";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeded quota"), std::string::npos) << e.what();
+  }
+  for (const auto* p : {"a", "b"}) {
+    EXPECT_TRUE(eventually([&] { return podRunning(p); }, 120s)) << p << ": " << podPhase(p);
+  }
+}
+
+TEST_F(ClassTest, ADeploymentsPodsEachGetADeviceAndLeaveNoClaimsWhenScaledAway) {
+  const std::string d0 = device("k80");
+  const std::string d1 = device("k80");
+  ASSERT_TRUE(awaitCapacity(2));
+  json tmpl = podAsking("unused", 1);
+  tmpl["spec"]["containers"] = json::array({container("cuda", 1)});
+  api_->create(
+      kDeployments, ns_,
+      {{"apiVersion", "apps/v1"},
+       {"kind", "Deployment"},
+       {"metadata", {{"name", "train"}, {"namespace", ns_}}},
+       {"spec",
+        {{"replicas", 2},
+         {"selector", {{"matchLabels", {{"app", "train"}}}}},
+         {"template", {{"metadata", {{"labels", {{"app", "train"}}}}}, {"spec", tmpl["spec"]}}}}}});
+  auto running = [&] {
+    std::vector<std::string> out;
+    for (const auto& p : podsLabelled("app=train")) {
+      if (p.value("/status/phase"_json_pointer, std::string()) == "Running" &&
+          !p.contains("/metadata/deletionTimestamp"_json_pointer)) {
+        out.push_back(p["metadata"]["name"]);
+      }
+    }
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return running().size() == 2; }, 180s))
+      << running().size() << " running";
+
+  std::map<std::string, std::string> holder;  // device -> pod
+  for (const auto& name : running()) {
+    const json pod = *getPod(name);
+    EXPECT_EQ(pod.value("/spec/schedulerName"_json_pointer, std::string()), kProfile);
+    const json claim = recordedClaim(pod);
+    ASSERT_FALSE(claim.is_null()) << name;
+    EXPECT_EQ(claim.value("/status/phase"_json_pointer, std::string()), "Bound") << claim.dump();
+    const json allocated = claim.value("/status/extendedResourceNames"_json_pointer, json());
+    ASSERT_EQ(allocated.size(), 1u) << claim.dump();
+    const std::string dev = allocated[0];
+    EXPECT_TRUE(holder.emplace(dev, name).second)
+        << dev << " is allocated to both " << holder[dev] << " and " << name;
+    const std::string out = report(name, "cuda");
+    EXPECT_NE(out.find("ids=" + dev + "-id\n"), std::string::npos) << name << ":\n" << out;
+    EXPECT_NE(out.find("node=" + containerDeviceNode(dev) + "\n"), std::string::npos) << out;
+    EXPECT_EQ(out.find("node=", out.find("node=") + 1), std::string::npos)
+        << name << " sees more than its device:\n"
+        << out;
+  }
+  EXPECT_EQ(holder.size(), 2u);
+  EXPECT_TRUE(holder.count(d0) == 1 && holder.count(d1) == 1);
+
+  api_->patch(kDeployments, ns_, "train", PatchType::kMerge, {{"spec", {{"replicas", 3}}}});
+  std::string third;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& p : podsLabelled("app=train")) {
+          const std::string name = p["metadata"]["name"];
+          bool holds = false;
+          for (const auto& [dev, pod] : holder) {
+            holds = holds || pod == name;
+          }
+          if (!holds) {
+            third = name;
+            return true;
+          }
+        }
+        return false;
+      },
+      60s))
+      << "the Deployment made no third pod";
+  std::vector<std::string> why;
+  EXPECT_TRUE(
+      eventually([&] { return !(why = eventMessages(third, "FailedScheduling")).empty(); }, 60s))
+      << third << " is " << podPhase(third);
+  if (!why.empty()) {
+    std::cout << "[measured] the third pod waits: " << why.back() << std::endl;
+  }
+  EXPECT_FALSE(eventually([&] { return running().size() > 2; }, 5s))
+      << "a third pod runs with two devices";
+  EXPECT_EQ(podPhase(third), "Pending");
+
+  api_->patch(kDeployments, ns_, "train", PatchType::kMerge, {{"spec", {{"replicas", 0}}}});
+  json claims;
+  EXPECT_TRUE(eventually(
+      [&] {
+        claims = api_->list(resources::kExtendedResourceClaims, ns_, {});
+        return podsLabelled("app=train").empty() && claims["items"].empty();
+      },
+      120s, 500ms))
+      << podsLabelled("app=train").size() << " pods and these claims left: " << claims.dump();
+}
+
+}  // namespace
+}  // namespace ker::e2e
