@@ -51,13 +51,7 @@ class ClassTest : public E2eTest {
     gpu_ = uniqueName("cls") + ".example.com/gpu";
     className_ = uniqueName("class");
     api_->create(resources::kExtendedResourceClasses, "",
-                 {{"apiVersion", kApiVersion},
-                  {"kind", "ExtendedResourceClass"},
-                  {"metadata", {{"name", className_}}},
-                  {"spec",
-                   {{"extendedResourceName", gpu_},
-                    {"rawResourceName", resource_},
-                    {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}});
+                 itest::k80ClassObject(className_, gpu_, resource_));
     classCreated_ = true;
     // The API server reads the policy's params (the classes) through an informer: until it has
     // this one, a pod asking for its name would stay with the default scheduler.

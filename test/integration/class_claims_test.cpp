@@ -54,13 +54,7 @@ class ClassClaimsTest : public ExtenderSuite {
     gpu_ = uniqueName("gpu") + ".example.com/gpu";
     className_ = uniqueName("class");
     api_->create(resources::kExtendedResourceClasses, "",
-                 {{"apiVersion", kApiVersion},
-                  {"kind", "ExtendedResourceClass"},
-                  {"metadata", {{"name", className_}}},
-                  {"spec",
-                   {{"extendedResourceName", gpu_},
-                    {"rawResourceName", resource_},
-                    {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}});
+                 k80ClassObject(className_, gpu_, resource_));
   }
 
   void TearDown() override {

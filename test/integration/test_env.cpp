@@ -213,6 +213,17 @@ nlohmann::json nodeObject(const std::string& name,
         {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}}}}}};
 }
 
+nlohmann::json k80ClassObject(const std::string& name, const std::string& extendedResourceName,
+                              const std::string& rawResourceName) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ExtendedResourceClass"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"extendedResourceName", extendedResourceName},
+            {"rawResourceName", rawResourceName},
+            {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}};
+}
+
 nlohmann::json deviceObject(const std::string& name, const std::string& node,
                             const std::string& rawResourceName,
                             const std::map<std::string, std::string>& properties) {

@@ -98,6 +98,10 @@ nlohmann::json deviceObject(const std::string& name, const std::string& node,
 nlohmann::json claimObject(const std::string& ns, const std::string& name,
                            const std::string& rawResourceName, int64_t count,
                            const std::map<std::string, std::string>& matchLabels = {});
+// An ExtendedResourceClass serving `extendedResourceName` with the k80s (type=k80) of
+// `rawResourceName`.
+nlohmann::json k80ClassObject(const std::string& name, const std::string& extendedResourceName,
+                              const std::string& rawResourceName);
 nlohmann::json podObject(const std::string& ns, const std::string& name,
                          const std::vector<std::string>& claims,
                          const std::string& schedulerName = "extended-resource-scheduler");
