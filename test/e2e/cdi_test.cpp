@@ -84,17 +84,7 @@ class CdiTest : public E2eTest {
                          {"cdiDevice", cdiName(name)}});
     });
     devices_.push_back(name);
-    ASSERT_TRUE(eventually(
-        [&] {
-          try {
-            return getDevice(name).value("/status/phase"_json_pointer, std::string()) ==
-                   "Available";
-          } catch (const ApiError&) {
-            return false;
-          }
-        },
-        60s))
-        << "the node agent did not publish " << name;
+    ASSERT_TRUE(awaitPublished(name));
   }
 
   // Whether a device of this test's is Available in the API; withdrawn: gone or deleted.

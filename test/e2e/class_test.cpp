@@ -121,17 +121,7 @@ class ClassTest : public E2eTest {
   std::string device(const std::string& type) {
     const std::string name = uniqueName(type);
     addDeviceToNodeFile(name, type);
-    EXPECT_TRUE(eventually(
-        [&] {
-          try {
-            return getDevice(name).value("/status/phase"_json_pointer, std::string()) ==
-                   "Available";
-          } catch (const ApiError&) {
-            return false;
-          }
-        },
-        60s))
-        << "the node agent did not publish " << name;
+    EXPECT_TRUE(awaitPublished(name));
     return name;
   }
 

@@ -91,9 +91,13 @@ void E2eTest::addDeviceToNodeFile(const std::string& name, const std::string& ty
   devices_.push_back(name);
 }
 
-void E2eTest::createDevice(const std::string& name) {
-  addDeviceToNodeFile(name);
-  ASSERT_TRUE(eventually(
+void E2eTest::createDevice(const std::string& name, const std::string& type) {
+  addDeviceToNodeFile(name, type);
+  ASSERT_TRUE(awaitPublished(name));
+}
+
+::testing::AssertionResult E2eTest::awaitPublished(const std::string& name) {
+  const bool available = eventually(
       [&] {
         try {
           return getDevice(name).value("/status/phase"_json_pointer, std::string()) == "Available";
@@ -101,8 +105,11 @@ void E2eTest::createDevice(const std::string& name) {
           return false;
         }
       },
-      60s))
-      << "the node agent did not publish " << name;
+      60s);
+  if (available) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "the node agent did not publish " << name;
 }
 
 void E2eTest::removeDeviceFromNodeFile(const std::string& name) {

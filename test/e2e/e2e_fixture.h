@@ -39,7 +39,9 @@ class E2eTest : public ::testing::Test {
   // A device of this test's resource on the real node, as an administrator adds one: an entry
   // in the node agent's node file, with a stand-in device node (/dev/null's numbers) at
   // /dev/ker-<name>. Returns once the agent published it and it is Available.
-  void createDevice(const std::string& name);
+  void createDevice(const std::string& name, const std::string& type = "k80");
+  // Waits up to 60 s for the agent to publish the device and for it to be Available.
+  ::testing::AssertionResult awaitPublished(const std::string& name);
   // The same without waiting: the node file entry (type=TYPE) and its stand-in device node,
   // both removed at TearDown.
   void addDeviceToNodeFile(const std::string& name, const std::string& type = "k80");
