@@ -11,6 +11,7 @@
 #include "agent/capacity.h"
 #include "agent/capacity_sync.h"
 #include "fake_api_client.h"
+#include "test/unit/eventually.h"
 
 namespace ker::agent {
 namespace {
@@ -116,17 +117,7 @@ TEST(NodeResourcesTest, ReadsCapacityAndAllocatableLeniently) {
   EXPECT_TRUE(NodeResources::fromJson(json::parse(R"({"status": null})")).capacity.empty());
 }
 
-// Waits up to 5 s for `done`, polling.
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
+using testing::eventually;
 
 class CapacitySyncTest : public ::testing::Test {
  protected:

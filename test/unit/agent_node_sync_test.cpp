@@ -13,6 +13,7 @@
 #include "fake_api_client.h"
 #include "model/objects.h"
 #include "model/reasons.h"
+#include "test/unit/eventually.h"
 
 namespace ker::agent {
 namespace {
@@ -20,17 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FakeApiClient;
 
-// Waits up to 5 s for `done`, polling.
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
+using testing::eventually;
 
 // /dev/null is a character device on every Linux host: a device node that is there.
 std::string nodeFile(const std::vector<std::pair<std::string, std::string>>& devices) {

@@ -10,6 +10,7 @@
 #include "common/http_server.h"
 #include "fake_api_client.h"
 #include "model/objects.h"
+#include "test/unit/eventually.h"
 
 namespace ker {
 namespace {
@@ -19,17 +20,7 @@ using testing::FakeApiClient;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-template <class F>
-bool eventually(F&& cond, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!cond()) {
-    if (Clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
+using testing::eventually;
 
 class ControllerAppTest : public ::testing::Test {
  protected:

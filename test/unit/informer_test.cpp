@@ -16,6 +16,7 @@
 
 #include "common/api_error.h"
 #include "model/objects.h"
+#include "test/unit/eventually.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker {
@@ -57,16 +58,7 @@ nlohmann::json widget(const std::string& ns, const std::string& name, const std:
   return j;
 }
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) {
-      return true;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using testing::eventually;
 
 // Records handler calls as "add ns/name=data", "update ns/name old->new", "delete ns/name".
 class Recorder {
