@@ -131,15 +131,14 @@ std::optional<Refusal> classRequestUnserved(const InjectionInput& in) {
                   "pod " + podKey + " asks for extended resources and the node agent has not " +
                       "read the ExtendedResourceClasses yet");
   }
-  for (const auto& [resource, request] : classRequests(in.requests, *in.classes)) {
-    if (in.named.resourceClaims.count(resource) == 0) {
-      return refuse(RefusalReason::kClassClaimMissing,
-                    "pod " + podKey + " asks for " + resource + ", which ExtendedResourceClass " +
-                        request.cls->meta.name + " serves, but no claim was made for it (was it " +
-                        "scheduled by " +
-                        (in.schedulerName.empty() ? "a scheduler" : in.schedulerName) +
-                        ", other than the profile the extended-resource scheduler serves?)");
-    }
+  const ClassRequests requests = classRequests(in.requests, *in.classes);
+  if (const auto* unrecorded = unrecordedRequest(requests, in.named.resourceClaims)) {
+    return refuse(RefusalReason::kClassClaimMissing,
+                  "pod " + podKey + " asks for " + unrecorded->first +
+                      ", which ExtendedResourceClass " + unrecorded->second.cls->meta.name +
+                      " serves, but no claim was made for it (was it scheduled by " +
+                      (in.schedulerName.empty() ? "a scheduler" : in.schedulerName) +
+                      ", other than the profile the extended-resource scheduler serves?)");
   }
   return std::nullopt;
 }

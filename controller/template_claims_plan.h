@@ -20,7 +20,7 @@ struct TemplateClaimsInputs {
   std::map<std::string, const ExtendedResourceClaimTemplate*> templates;
   // The pod's requests a class serves (classRequests), by extended resource name: each gets one
   // claim, recorded under that name.
-  std::map<std::string, ClassRequest> classRequests;
+  ClassRequests classRequests;
   // The claims labelled with the pod's UID, as a live list returned them; nullopt until the
   // plan asks for that list. Only a quorum read may say that no claim was made yet: a claim
   // created just before a crash (or a lost reply) may not have reached any cache.

@@ -96,9 +96,8 @@ ClassPtr ClassTable::supersededBy(const ExtendedResourceClass& cls) const {
   return server && server->meta.name != cls.meta.name ? server : nullptr;
 }
 
-std::map<std::string, ClassRequest> classRequests(const ExtendedRequests& requests,
-                                                  const ClassTable& classes) {
-  std::map<std::string, ClassRequest> out;
+ClassRequests classRequests(const ExtendedRequests& requests, const ClassTable& classes) {
+  ClassRequests out;
   if (classes.empty()) {
     return out;
   }
@@ -108,6 +107,16 @@ std::map<std::string, ClassRequest> classRequests(const ExtendedRequests& reques
     }
   }
   return out;
+}
+
+const ClassRequests::value_type* unrecordedRequest(
+    const ClassRequests& requests, const std::map<std::string, std::string>& resourceClaims) {
+  for (const auto& entry : requests) {
+    if (!resourceClaims.count(entry.first)) {
+      return &entry;
+    }
+  }
+  return nullptr;
 }
 
 json claimSpecFor(const ClassRequest& request) {

@@ -58,8 +58,15 @@ struct ClassRequest {
   ClassPtr cls;
   std::vector<ContainerShare> shares;
 };
-std::map<std::string, ClassRequest> classRequests(const ExtendedRequests& requests,
-                                                  const ClassTable& classes);
+// A pod's requests a class serves, by extended resource name.
+using ClassRequests = std::map<std::string, ClassRequest>;
+ClassRequests classRequests(const ExtendedRequests& requests, const ClassTable& classes);
+
+// The first request (name and request) the pod's record (`resourceClaims`, PodClaimNames) names
+// no claim for; nullptr when each has one. What the extender waits for and what the node agent
+// refuses a container for.
+const ClassRequests::value_type* unrecordedRequest(
+    const ClassRequests& requests, const std::map<std::string, std::string>& resourceClaims);
 
 // The spec of the claim a pod's request of a class's resource gets: the class's devices and
 // selector, as many devices as the containers need together (devicesNeeded), and the split among

@@ -47,15 +47,14 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRe
                    "waiting for the controller to create the claim for template entry " + entry +
                        " (template " + objectKey(pod.meta.ns, tmpl) + ")");
   }
+  if (const auto* unrecorded = unrecordedRequest(classes, pod.resourceClaims)) {
+    return blocked(std::move(out), ClaimsBlock::kAwaitingClaim,
+                   "waiting for the controller to create the claim for the pod's " +
+                       unrecorded->first + " (class " + unrecorded->second.cls->meta.name + ")");
+  }
   std::map<std::string, const ClassRequest*> requestOf;  // claim name -> the request it serves
   for (const auto& [resource, request] : classes) {
-    auto recorded = pod.resourceClaims.find(resource);
-    if (recorded == pod.resourceClaims.end()) {
-      return blocked(std::move(out), ClaimsBlock::kAwaitingClaim,
-                     "waiting for the controller to create the claim for the pod's " + resource +
-                         " (class " + request.cls->meta.name + ")");
-    }
-    requestOf[recorded->second] = &request;
+    requestOf[pod.resourceClaims.at(resource)] = &request;
   }
   for (const auto& name : pod.claims) {
     const std::string key = objectKey(pod.meta.ns, name);

@@ -58,10 +58,6 @@ struct PodClaims {
   }
 };
 
-// A pod's requests of classes' extended resources (classRequests of its extendedRequests), by
-// name.
-using ClassRequests = std::map<std::string, ClassRequest>;
-
 // Lists every ExtendedResourceClass (the extender's cache); unset: none.
 using ClassSource = std::function<std::vector<ClassPtr>()>;
 // The pod's requests a class serves; `source` is read only for a pod that asks for some
