@@ -359,7 +359,7 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
     plan = planTemplateClaims(in);
   }
   // While writes are gated the warning is left for a later update.
-  if (!plan.warning || executor_.record({*plan.warning})) {
+  if (plan.warnings.empty() || executor_.record(plan.warnings)) {
     memory_.setWarnedTemplateProblem(podKey, pod.meta.uid, plan.problem);
   }
   if (plan.listLabelled || !plan.creates.empty()) {

@@ -60,6 +60,16 @@ json podClaim(const Pod& pod, const std::string& part, json labels, bool protect
               {"metadata", std::move(meta)}};
 }
 
+// "<what><key>: <why>; ..." for each waiting key, "" when none wait.
+std::string problemLine(const std::string& what,
+                        const std::map<std::string, std::string>& waiting) {
+  std::string line;
+  for (const auto& [key, why] : waiting) {
+    line += (line.empty() ? "" : "; ") + what + key + ": " + why;
+  }
+  return line;
+}
+
 }  // namespace
 
 json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
@@ -107,13 +117,13 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     auto t = in.templates.find(entry.templateName);
     const ExtendedResourceClaimTemplate* tmpl = t == in.templates.end() ? nullptr : t->second;
     if (!tmpl) {
-      plan.waiting[entry.name] =
+      plan.waitingEntries[entry.name] =
           "template " + objectKey(pod.meta.ns, entry.templateName) + " not found";
       continue;
     }
     if (!tmpl->invalid.empty()) {
-      plan.waiting[entry.name] = "template " + objectKey(pod.meta.ns, entry.templateName) +
-                                 " is invalid: " + tmpl->invalid;
+      plan.waitingEntries[entry.name] = "template " + objectKey(pod.meta.ns, entry.templateName) +
+                                        " is invalid: " + tmpl->invalid;
       continue;
     }
     if (!in.labelled) {
@@ -133,9 +143,9 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       continue;
     }
     if (const int64_t n = devicesNeeded(request.shares); n > kMaxClaimDevices) {
-      plan.waiting[resource] = "the containers ask for " + std::to_string(n) +
-                               " devices, more than a claim holds (" +
-                               std::to_string(kMaxClaimDevices) + ")";
+      plan.waitingRequests[resource] = "the containers ask for " + std::to_string(n) +
+                                       " devices, more than a claim holds (" +
+                                       std::to_string(kMaxClaimDevices) + ")";
       continue;
     }
     if (!in.labelled) {
@@ -150,15 +160,17 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       plan.creates.push_back({resource, claimFromClass(pod, request, in.protect)});
     }
   }
-  for (const auto& [entry, why] : plan.waiting) {
-    // A class request is keyed by its resource name, which no template entry name can be.
-    const std::string what = isExtendedResourceName(entry) ? "request of " : "template entry ";
-    plan.problem += (plan.problem.empty() ? "" : "; ") + what + entry + ": " + why;
-  }
+  const std::string entries = problemLine("template entry ", plan.waitingEntries);
+  const std::string requests = problemLine("request of ", plan.waitingRequests);
+  plan.problem = entries + (entries.empty() || requests.empty() ? "" : "; ") + requests;
   if (!plan.problem.empty() && plan.problem != in.warned) {
-    plan.warning =
-        PlannedEvent{referenceTo(pod), EventType::kWarning, event_reason::kClaimTemplateUnusable,
-                     "no claim can be made yet for " + plan.problem};
+    for (const auto& [reason, line] : {std::pair{event_reason::kClaimTemplateUnusable, entries},
+                                       std::pair{event_reason::kClassRequestUnusable, requests}}) {
+      if (!line.empty()) {
+        plan.warnings.push_back(PlannedEvent{referenceTo(pod), EventType::kWarning, reason,
+                                             "no claim can be made yet for " + line});
+      }
+    }
   }
   if (plan.listLabelled) {
     // Nothing is written before the list: it decides between adopting and creating.

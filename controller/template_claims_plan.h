@@ -54,12 +54,14 @@ struct TemplateClaimsPlan {
   // plan): the one recordPatch writes; else the last one written, until the cache shows it.
   std::map<std::string, std::string> remember;
   std::vector<PlannedEvent> events;  // with the record
-  // Entries that wait for their template to exist or become valid: entry -> why.
-  std::map<std::string, std::string> waiting;
-  // The waiting entries in one line ("" when none wait), to remember as warned of; and the
-  // Warning ClaimTemplateUnusable on the pod when it was not warned of yet.
+  // Template entries that wait for their template to exist or become valid, and class requests
+  // (by resource name) no claim can be made for: each -> why.
+  std::map<std::string, std::string> waitingEntries;
+  std::map<std::string, std::string> waitingRequests;
+  // All of them in one line ("" when none wait), to remember as warned of; and, when the pod was
+  // not warned of it yet, a Warning per kind: ClaimTemplateUnusable, ClassRequestUnusable.
   std::string problem;
-  std::optional<PlannedEvent> warning;
+  std::vector<PlannedEvent> warnings;
   std::string why;  // for the log line
 };
 

@@ -289,29 +289,29 @@ TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   auto plan = planTemplateClaims(in);
   EXPECT_FALSE(plan.listLabelled);
   EXPECT_TRUE(plan.creates.empty());
-  EXPECT_EQ(plan.waiting.at("gpu"), "template ns/gpu-tmpl not found");
+  EXPECT_EQ(plan.waitingEntries.at("gpu"), "template ns/gpu-tmpl not found");
   tmpl.invalid = "spec.spec: required";
   in.templates["gpu-tmpl"] = &tmpl;
   plan = planTemplateClaims(in);
   EXPECT_TRUE(plan.creates.empty());
-  EXPECT_NE(plan.waiting.at("gpu").find("is invalid"), std::string::npos);
+  EXPECT_NE(plan.waitingEntries.at("gpu").find("is invalid"), std::string::npos);
 }
 
 TEST_F(TemplateClaimsPlanTest, AWaitingEntryIsWarnedOfOncePerProblem) {
   in.templates["gpu-tmpl"] = nullptr;
   auto plan = planTemplateClaims(in);
   EXPECT_EQ(plan.problem, "template entry gpu: template ns/gpu-tmpl not found");
-  ASSERT_TRUE(plan.warning);
-  EXPECT_EQ(plan.warning->reason, "ClaimTemplateUnusable");
-  EXPECT_EQ(plan.warning->type, EventType::kWarning);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0].reason, "ClaimTemplateUnusable");
+  EXPECT_EQ(plan.warnings[0].type, EventType::kWarning);
   in.warned = plan.problem;
   plan = planTemplateClaims(in);
-  EXPECT_FALSE(plan.warning) << "warned of already";
+  EXPECT_TRUE(plan.warnings.empty()) << "warned of already";
   in.templates["gpu-tmpl"] = &tmpl;
   in.labelled.emplace();
   plan = planTemplateClaims(in);
   EXPECT_EQ(plan.problem, "") << "mended: the warning is forgotten";
-  EXPECT_FALSE(plan.warning);
+  EXPECT_TRUE(plan.warnings.empty());
 }
 
 TEST_F(TemplateClaimsPlanTest, NothingForPodsPastScheduling) {

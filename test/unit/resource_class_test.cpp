@@ -245,10 +245,12 @@ TEST(ClassClaims, ARequestForMoreThanAClaimHoldsWaitsWithAWarning) {
   const TemplateClaimsPlan plan = planTemplateClaims(in);
   EXPECT_FALSE(plan.listLabelled);
   EXPECT_TRUE(plan.creates.empty());
-  ASSERT_TRUE(plan.warning.has_value());
   EXPECT_EQ(plan.problem,
             "request of nvidia.com/gpu: the containers ask for 2000 devices, more than a claim "
             "holds (1024)");
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0].reason, "ClassRequestUnusable");
+  EXPECT_EQ(plan.warnings[0].message, "no claim can be made yet for " + plan.problem);
 }
 
 TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
