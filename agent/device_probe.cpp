@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <filesystem>
+
 #include "agent/health_check.h"
 #include "common/comma_list.h"
 
@@ -27,6 +29,24 @@ std::optional<DeviceNodeInfo> DeviceProbe::deviceNode(const std::string& path) c
   info.uid = st.st_uid;
   info.gid = st.st_gid;
   return info;
+}
+
+std::string DeviceProbe::resolve(const std::string& path) const {
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(hostRoot_ + path, ec);
+  if (ec) {
+    return path;
+  }
+  // A symlink that leaves the host root (absolute, as seen from the agent's container) is not
+  // the host's path.
+  const std::string text = real.string();
+  if (hostRoot_.empty()) {
+    return text;
+  }
+  if (text == hostRoot_) {
+    return "/";
+  }
+  return text.rfind(hostRoot_ + "/", 0) == 0 ? text.substr(hostRoot_.size()) : path;
 }
 
 CommandResult DeviceProbe::runDiscoveryCommand(const DiscoverySource& source) const {

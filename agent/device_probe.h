@@ -26,6 +26,9 @@ class DeviceProbe {
 
   // The device node at path, nullopt when absent or not a character or block device.
   virtual std::optional<DeviceNodeInfo> deviceNode(const std::string& path) const;
+  // The host path `path` names once its symlinks are resolved; `path` itself when it cannot be
+  // (absent, or outside what the agent's host root shows it, e.g. only /dev in its container).
+  virtual std::string resolve(const std::string& path) const;
   // The CDI devices the spec directories define now.
   virtual CdiDevices cdiDevices() const;
   const std::vector<std::string>& cdiSpecDirs() const { return cdiSpecDirs_; }

@@ -80,7 +80,7 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
       source.pop_back();
     }
     for (const auto& node : nodes) {
-      const bool holds = node == source || node.rfind(source + "/", 0) == 0;
+      const bool holds = source == "/" || node == source || node.rfind(source + "/", 0) == 0;
       if (holds && given.count(node) == 0) {
         return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source +
                                                            ", which holds device node " + node +

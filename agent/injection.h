@@ -103,10 +103,12 @@ using Injection = std::variant<Untouched, Refusal, Adjustment>;
 
 // What the container's own spec asks of the runtime, before any adjustment.
 struct ContainerRequest {
-  std::vector<std::string> envNames;      // the variables it sets
-  std::vector<std::string> mountSources;  // the host paths it mounts
-  std::vector<std::string> devicePaths;   // the device nodes it is given (a privileged one: all)
-  std::string name;                       // the container's name in the pod spec
+  std::vector<std::string> envNames;  // the variables it sets
+  // The host paths it mounts, with symlinks resolved where the agent sees the host
+  // (DeviceProbe::resolve): /dev/char/195:0 is /dev/nvidia0.
+  std::vector<std::string> mountSources;
+  std::vector<std::string> devicePaths;  // the device nodes it is given (a privileged one: all)
+  std::string name;                      // the container's name in the pod spec
 };
 
 // Whether the agent refuses containers that reach this node's managed devices without a claim:

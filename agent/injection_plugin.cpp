@@ -162,6 +162,9 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.node = deps_.node;
   in.named = namedClaims(pod);
   in.container = container;
+  for (auto& source : in.container.mountSources) {
+    source = deps_.probe->resolve(source);
+  }
   in.guard = deps_.guard;
   auto inventory = deps_.inventory();
   in.inventory = inventory.get();

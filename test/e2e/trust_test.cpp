@@ -2,6 +2,7 @@
 // policy in force: a claim's owner, a node's stolen agent token and anyone who may bind or
 // write pods try to move, free or forge an allocation, and are refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <functional>
@@ -425,11 +426,24 @@ TEST_F(TrustTest, AForceDeletedPodsDeviceReachesTheNextPodOnlyOnceItsContainerSt
 }
 
 // Paths around the agent: a container that names no claim but sets the resource's device
-// variable itself (which a runtime like NVIDIA's may honour), or mounts the host's /dev, is
+// variable itself (which a runtime like NVIDIA's may honour), or mounts the host's /dev, the
+// host's root, or a symlink to a device node (as udev's /dev/char/<major>:<minor> are), is
 // refused by the node agent; a plain pod still runs.
 TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
   const std::string gpu = uniqueName("gpu");
   createDevice(gpu);
+  // The link is on the host the agent sees; the runtime, which would mount the machine's own
+  // path, never gets that far (containerd may create the missing path as a folder first).
+  const std::string link = "/dev/ker-link-" + gpu;
+  ASSERT_EQ(::symlink(("ker-" + gpu).c_str(), (env_->value("NODE_AGENT_HOST_ROOT") + link).c_str()),
+            0);
+  struct Cleanup {
+    std::string agentSide, machineSide;
+    ~Cleanup() {
+      ::unlink(agentSide.c_str());
+      ::rmdir(machineSide.c_str());
+    }
+  } cleanup{env_->value("NODE_AGENT_HOST_ROOT") + link, link};
   json byVariable = busyboxPod("by-variable", {}, "sleep 3600");
   byVariable["spec"]["containers"][0]["env"].push_back(
       {{"name", deviceEnvName()}, {"value", "all"}});
@@ -439,10 +453,21 @@ TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
   byMount["spec"]["containers"][0]["volumeMounts"] = {
       {{"name", "dev"}, {"mountPath", "/host-dev"}}};
   createPod(byMount);
+  json byRoot = busyboxPod("by-root", {}, "sleep 3600");
+  byRoot["spec"]["volumes"] = {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}};
+  byRoot["spec"]["containers"][0]["volumeMounts"] = {{{"name", "root"}, {"mountPath", "/host"}}};
+  createPod(byRoot);
+  json byLink = busyboxPod("by-link", {}, "sleep 3600");
+  byLink["spec"]["volumes"] = {{{"name", "gpu"}, {"hostPath", {{"path", link}}}}};
+  byLink["spec"]["containers"][0]["volumeMounts"] = {{{"name", "gpu"}, {"mountPath", "/gpu"}}};
+  createPod(byLink);
   createPod(busyboxPod("plain", {}, "sleep 3600"));
+  const std::string viaLink = "the container mounts " + containerDeviceNode(gpu) + ", which holds";
   for (const auto& [pod, says] :
-       {std::pair{"by-variable", "itself; the node agent sets it"},
-        std::pair{"by-mount", "the container mounts /dev, which holds device node"}}) {
+       {std::pair<std::string, std::string>{"by-variable", "itself; the node agent sets it"},
+        {"by-mount", "the container mounts /dev, which holds device node"},
+        {"by-root", "the container mounts /, which holds device node"},
+        {"by-link", viaLink}}) {
     EXPECT_TRUE(eventually(
         [&] {
           for (const auto& m : eventMessages(pod, "Failed")) {

@@ -49,6 +49,10 @@ class FakeProbe : public DeviceProbe {
     }
     return std::nullopt;
   }
+  // /dev/char/195:0 is a symlink to /dev/gpu0, as udev makes them.
+  std::string resolve(const std::string& path) const override {
+    return path == "/dev/char/195:0" ? "/dev/gpu0" : path;
+  }
   CdiDevices cdiDevices() const override {
     ++cdiReads;
     return {specDevices, {}};
@@ -355,6 +359,17 @@ TEST_F(InjectionPluginTest, APodWithoutClaimsIsAnsweredWithoutLookups) {
   EXPECT_FALSE(resp.has_adjust());
   EXPECT_EQ(claims.calls, 0);
   EXPECT_EQ(metrics.containers.labels({"untouched"}).value(), 1);
+}
+
+// The guard compares the host path a mount names, symlinks resolved: a container without a claim
+// that mounts a symlink to a managed device node is refused.
+TEST_F(InjectionPluginTest, AMountOfASymlinkToAManagedDeviceNodeIsRefused) {
+  nri::CreateContainerRequest req = request("");
+  req.mutable_container()->add_mounts()->set_source("/dev/char/195:0");
+  nri::CreateContainerResponse resp;
+  const nri::Status s = plugin().createContainer(req, &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("mounts /dev/gpu0"), std::string::npos) << s.message();
 }
 
 // While a class exists, a container's pod is read for what its containers ask; its record of

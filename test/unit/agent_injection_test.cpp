@@ -106,7 +106,7 @@ ClassTable gpuClass() {
 }
 
 // A pod that names no claims reaches no managed device: not by the resource's variable, not by
-// mounting /dev or a device node, not by being given one (privileged). Another device node, or
+// mounting /, /dev or a device node, not by being given one (privileged). Another device node, or
 // a namespace of system daemons, is left alone.
 TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   pod.annotations.erase(kClaimsAnnotation);
@@ -119,6 +119,10 @@ TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   container = {{"PATH"}, {"/dev/"}, {}};
   EXPECT_EQ(refusal().message,
             "the container mounts /dev, which holds device node /dev/gpu0 of a device it was not "
+            "allocated");
+  container = {{}, {"/"}, {}};
+  EXPECT_EQ(refusal().message,
+            "the container mounts /, which holds device node /dev/gpu0 of a device it was not "
             "allocated");
   container = {{}, {}, {"/dev/null", "/dev/gpu1"}};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
