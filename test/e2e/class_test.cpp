@@ -3,8 +3,9 @@
 // resource scheduler by deploy/class-routing-policy.yaml, gets a claim made from the class, and
 // the node agent gives the container that asked its device and its siblings none. The agent keeps
 // the node's capacity for the class's name true to the healthy devices, through a kubelet
-// restart; a pod placed by another scheduler never starts; a ResourceQuota on the name counts
-// the pods' requests; a Deployment's pods each get a device of their own and leave no claims.
+// restart and a re-registration of the Node; a pod placed by another scheduler never starts; a
+// ResourceQuota on the name counts the pods' requests; a Deployment's pods each get a device of
+// their own and leave no claims; a second class for a served name is refused.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -403,6 +404,60 @@ TEST_F(ClassTest, TheCapacityFollowsDeviceHealthAndOutlivesAKubeletRestart) {
   EXPECT_TRUE(awaitCapacity(2, 30s)) << "after the node's capacity was zeroed";
 }
 
+// The Node object deleted and registered again by its kubelet (v1.37.1 registers only when it
+// starts, so the kubelet is restarted) while a pod holds a device: the new Node (another UID)
+// has no extended resources until the node agent writes the class's count on it; the holder
+// keeps its device and its claim, and the next pod gets the other device.
+TEST_F(ClassTest, ANodeRegisteredAgainGetsItsCapacityBackAndNoDeviceIsGivenTwice) {
+  device("k80");
+  device("k80");
+  ASSERT_TRUE(awaitCapacity(2));
+  api_->create(resources::kPods, ns_, podAsking("holder", 1));
+  ASSERT_TRUE(eventually([&] { return podRunning("holder"); }, 120s)) << podPhase("holder");
+  const json held = recordedClaim(*getPod("holder"));
+  ASSERT_FALSE(held.is_null());
+  const json heldDevices = held.value("/status/extendedResourceNames"_json_pointer, json());
+  ASSERT_EQ(heldDevices.size(), 1u) << held.dump();
+  const std::string oldUid = api_->get(resources::kNodes, "", node())["metadata"]["uid"];
+
+  const auto t0 = std::chrono::steady_clock::now();
+  api_->remove(resources::kNodes, "", node());
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          return api_->get(resources::kNodes, "", node())["metadata"]["uid"] != oldUid;
+        } catch (const ApiError& e) {
+          return e.isNotFound();
+        }
+      },
+      30s, 200ms))
+      << "the Node was not deleted";
+  ASSERT_EQ(env_->launch("restart-kubelet"), 0);
+  const double registered = secondsSince(t0);
+  ASSERT_NE(api_->get(resources::kNodes, "", node())["metadata"]["uid"], oldUid)
+      << "the kubelet did not register a new Node";
+  EXPECT_TRUE(awaitCapacity(2, 120s)) << "on the Node registered again";
+  const double restored = secondsSince(t0);
+  std::cout << "[measured] Node deleted at +0 s, registered again (Ready) at +" << registered
+            << " s, capacity of " << gpu_ << " right again at +" << restored << " s" << std::endl;
+
+  api_->create(resources::kPods, ns_, podAsking("after", 1));
+  ASSERT_TRUE(eventually([&] { return podRunning("after"); }, 180s)) << podPhase("after");
+  const json after = recordedClaim(*getPod("after"));
+  ASSERT_FALSE(after.is_null());
+  const json afterDevices = after.value("/status/extendedResourceNames"_json_pointer, json());
+  ASSERT_EQ(afterDevices.size(), 1u) << after.dump();
+  EXPECT_NE(afterDevices, heldDevices) << "a device given twice";
+  EXPECT_TRUE(podRunning("holder")) << podPhase("holder");
+  const json heldNow = getClaim(held["metadata"]["name"]);
+  EXPECT_EQ(heldNow.value("/status/phase"_json_pointer, std::string()), "Bound") << heldNow.dump();
+  EXPECT_EQ(heldNow.value("/status/extendedResourceNames"_json_pointer, json()), heldDevices);
+  const std::string holderReport = report("holder", "cuda");
+  EXPECT_NE(holderReport.find("ids=" + heldDevices[0].get<std::string>() + "-id\n"),
+            std::string::npos)
+      << holderReport;
+}
+
 TEST_F(ClassTest, APodPlacedByAnotherSchedulerNeverStartsItsContainers) {
   device("k80");
   ASSERT_TRUE(awaitCapacity(1));
@@ -483,6 +538,37 @@ TEST_F(ClassTest, AQuotaOnTheNameRefusesAThirdPod) {
   for (const auto* p : {"a", "b"}) {
     EXPECT_TRUE(eventually([&] { return podRunning(p); }, 120s)) << p << ": " << podPhase(p);
   }
+}
+
+// deploy/admission-policy.yaml refuses a second class for a name a class serves, naming that
+// class; one for another name is accepted.
+TEST_F(ClassTest, ASecondClassForTheSameNameIsRefused) {
+  const std::string second = uniqueName("class");
+  std::string refusal;
+  // The API server reads the classes it compares with through an informer: until it has the
+  // suite's class, a second one may pass; such a one is deleted and tried again.
+  const bool refused = eventually(
+      [&] {
+        try {
+          api_->create(resources::kExtendedResourceClasses, "",
+                       itest::k80ClassObject(second, gpu_, resource_));
+          api_->remove(resources::kExtendedResourceClasses, "", second);
+          return false;
+        } catch (const ApiError& e) {
+          refusal = e.what();
+          return true;
+        }
+      },
+      30s, 500ms);
+  ASSERT_TRUE(refused) << "a second class for " << gpu_ << " was accepted for 30 s";
+  EXPECT_NE(refusal.find("ExtendedResourceClass " + className_ + " already serves " + gpu_),
+            std::string::npos)
+      << refusal;
+
+  const std::string otherName = uniqueName("cls") + ".example.com/gpu";
+  api_->create(resources::kExtendedResourceClasses, "",
+               itest::k80ClassObject(second, otherName, resource_));
+  api_->remove(resources::kExtendedResourceClasses, "", second);
 }
 
 TEST_F(ClassTest, ADeploymentsPodsEachGetADeviceAndLeaveNoClaimsWhenScaledAway) {
