@@ -2,8 +2,10 @@
 # The whole scheduling pipeline on one real, loopback-only control plane, back to back: this
 # project (deploy/'s scheduler profile with the extender, and the controller), Kubernetes DRA
 # (ResourceSlices, a DeviceClass, one ResourceClaim per pod, the default profile), the same
-# pods without a device request, and this project's pods made by a ReplicaSet, each with a
-# claim the controller makes from a template. Writes bench/results/pipeline-latest.{json,md} (also printed)
+# pods without a device request, this project's pods made by a ReplicaSet, each with a
+# claim the controller makes from a template, and pods asking for devices in resources.limits:
+# through this project's ExtendedResourceClass (the controller makes the claim) and through DRA's
+# DeviceClass extendedResourceName (kube-scheduler makes it). Writes bench/results/pipeline-latest.{json,md} (also printed)
 # and, through bench/plot.py, the plots pipeline-pods-per-second.svg and pipeline-p99.svg.
 #
 #   bench/pipeline.sh [options]
@@ -12,7 +14,8 @@
 #     --repeats N        runs of each variant per size and QPS; medians reported (default 3)
 #     --qps LIST         kube-scheduler client QPS settings, the same for every variant; burst is
 #                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
-#     --variants LIST    any of extender,dra,no-claims,templates (default all four, in that order)
+#     --variants LIST    any of extender,dra,no-claims,templates,classes,dra-classes (default
+#                        all six, in that order)
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
 #     --percentage P     the extender profile's percentageOfNodesToScore, 1-100 or "default"
 #                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
@@ -39,7 +42,8 @@ launcher=$root/test/controlplane/launch.sh
 extender_sa=extended-resource-scheduler
 controller_sa=extended-resource-controller
 
-sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default variants=extender,dra,no-claims,templates scoring=''
+sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default scoring=''
+variants=extender,dra,no-claims,templates,classes,dra-classes
 timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=() writes=1000 write_cost=true
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
@@ -77,8 +81,9 @@ done
 [[ "$writes" =~ ^[1-9][0-9]*$ ]] || die "--writes must be a positive number"
 check_percentage_of_nodes_to_score --percentage "$percentage"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
-[[ "$variants" =~ ^(extender|dra|no-claims|templates)(,(extender|dra|no-claims|templates))*$ ]] ||
-  die "--variants: extender, dra, no-claims, templates"
+variant_re='(extender|dra|no-claims|templates|classes|dra-classes)'
+[[ "$variants" =~ ^$variant_re(,$variant_re)*$ ]] ||
+  die "--variants: extender, dra, no-claims, templates, classes, dra-classes"
 IFS=, read -r -a size_list <<<"$sizes"
 IFS=, read -r -a qps_values <<<"$qps_list"
 IFS=, read -r -a variant_list <<<"$variants"
@@ -179,7 +184,8 @@ k8s_version=$(env_get KUBERNETES_VERSION)
 "$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
 "$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
   crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
-  crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
+  crd/extendedresourceclaimtemplates.extendedresource.io \
+  crd/extendedresourceclasses.extendedresource.io >/dev/null
 "$launcher" apply-deploy-rbac "$cp_dir"
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
@@ -221,7 +227,7 @@ stop_components() {
 
 # Two kube-schedulers with the same client QPS: "ext" is deploy/'s profile (extender with
 # filter, prioritize and bind, nodeCacheCapable, percentageOfNodesToScore --percentage), "plain" the
-# default profile with kube-scheduler's defaults (DRA and the no-claims pods).
+# default profile with kube-scheduler's defaults (DRA, DRA's class mapping and the no-claims pods).
 start_schedulers() { # qps
   local q=() burst
   if [[ "$1" != default ]]; then
@@ -277,7 +283,7 @@ for n in "${size_list[@]}"; do
       for v in "${variant_list[@]}"; do
         seq_no=$((seq_no + 1))
         instance=plain extra=()
-        if [[ "$v" == extender || "$v" == templates ]]; then
+        if [[ "$v" == extender || "$v" == templates || "$v" == classes ]]; then
           instance=ext
           extra=(--extender-metrics "$extender_metrics")
         fi

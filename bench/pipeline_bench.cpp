@@ -1,9 +1,10 @@
 // pipeline_bench: the whole scheduling pipeline on a real control plane, pod creation to
 // PodScheduled, for this project's scheduler profile, Kubernetes DRA, pods without device
-// requests and pods of a ReplicaSet whose claims are made from a template. bench/pipeline.sh
-// starts the processes and calls the four modes of this program:
-//   --mode setup   creates the nodes, their devices (ExtendedResources and ResourceSlices) and
-//                  the DeviceClass, growing the cluster in place
+// requests, pods of a ReplicaSet whose claims are made from a template, and pods asking for
+// devices in their resources (this project's ExtendedResourceClass, DRA's DeviceClass mapping).
+// bench/pipeline.sh starts the processes and calls the four modes of this program:
+//   --mode setup   creates the nodes, their devices (ExtendedResources and ResourceSlices),
+//                  the DeviceClasses and the ExtendedResourceClass, growing the cluster in place
 //   --mode run     one variant once: claims (or a template), then pods (or a ReplicaSet) timed
 //                  until every one is scheduled, metrics and CPU before and after, then cleans
 //                  up; writes one JSON file
@@ -42,6 +43,7 @@
 #include "common/kube_client.h"
 #include "common/logging.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 
 namespace ker::bench::pipeline {
 namespace {
@@ -134,10 +136,27 @@ int setup(const Config& cfg) {
   const auto env = readEnv(cfg.envFile);
   auto api = client(env);
   createIgnoringExisting(*api, resources::kDeviceClasses, "", deviceClass());
+  createIgnoringExisting(*api, resources::kDeviceClasses, "", mappedDeviceClass());
+  createIgnoringExisting(*api, ker::resources::kExtendedResourceClasses, "",
+                         extendedResourceClass());
   const auto t0 = Clock::now();
-  auto nodes = createAll(
-      *api, ker::resources::kNodes, "", 0, cfg.nodes, [](size_t i) { return kubeletNode(i); },
-      cfg.workers * 2);
+  // A node is created advertising the class's name (nodes take their status on create); one
+  // left by an earlier setup gets it by a status patch, which writes nothing when it is there.
+  std::atomic<size_t> nodesCreated{0};
+  std::atomic<size_t> nodesPatched{0};
+  parallelFor(cfg.nodes, cfg.workers * 2, [&](size_t i) {
+    try {
+      api->create(ker::resources::kNodes, "", nodeObject(i));
+      nodesCreated++;
+    } catch (const ApiError& e) {
+      if (e.httpStatus() != 409) {
+        throw;
+      }
+      api->patch(ker::resources::kNodes, "", nodeName(i), PatchType::kMerge, classCapacityPatch(),
+                 "status");
+      nodesPatched++;
+    }
+  });
   auto ers = createAll(
       *api, ker::resources::kExtendedResources, "", 0, cfg.nodes * kDevicesPerNode,
       [](size_t k) { return extendedResource(k / kDevicesPerNode, static_cast<int>(k % 8)); },
@@ -146,7 +165,8 @@ int setup(const Config& cfg) {
       *api, resources::kResourceSlices, "", 0, cfg.nodes, [](size_t i) { return resourceSlice(i); },
       cfg.workers * 2);
   log::info("cluster ready", {{"nodes", cfg.nodes},
-                              {"nodes_created", nodes.created},
+                              {"nodes_created", nodesCreated.load()},
+                              {"nodes_patched", nodesPatched.load()},
                               {"extendedresources_created", ers.created},
                               {"resourceslices_created", slices.created},
                               {"seconds", since(t0)}});
@@ -201,15 +221,16 @@ bool pollUntil(std::chrono::milliseconds timeout, std::chrono::milliseconds inte
   return true;
 }
 
-// Waits until no device of this project is held and no DRA claim is left from an earlier
-// run, so every run starts from the same free devices; with `protection`, until every device
-// carries the controller's protection finalizer too, so the controller's protecting of the
-// devices a larger cluster added is not done, and timed, during a run. False when that did not
-// happen in time.
+// Waits until no device of this project is held and no claim of either kind is left from an
+// earlier run (among them those the controller and kube-scheduler made for pods), so every run
+// starts from the same free devices; with `protection`, until every device carries the
+// controller's protection finalizer too, so the controller's protecting of the devices a larger
+// cluster added is not done, and timed, during a run. False when that did not happen in time.
 bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout, bool protection) {
   size_t held = 0;
   size_t unprotected = 0;
   size_t claims = 0;
+  size_t extClaims = 0;
   const bool quiet = pollUntil(timeout, 2s, [&] {
     held = 0;
     unprotected = 0;
@@ -227,12 +248,14 @@ bool waitQuiet(ApiClient& api, std::chrono::milliseconds timeout, bool protectio
         },
         [&] { held = unprotected = 0; });
     claims = api.listAll(resources::kResourceClaims, "", {}).items.size();
-    return held == 0 && unprotected == 0 && claims == 0;
+    extClaims = api.listAll(ker::resources::kExtendedResourceClaims, "", {}).items.size();
+    return held == 0 && unprotected == 0 && claims == 0 && extClaims == 0;
   });
   if (!quiet) {
     log::warn("cluster not quiet before the run", {{"devices_not_available", held},
                                                    {"devices_unprotected", unprotected},
-                                                   {"resourceclaims_left", claims}});
+                                                   {"resourceclaims_left", claims},
+                                                   {"extendedresourceclaims_left", extClaims}});
   }
   return quiet;
 }
@@ -466,6 +489,16 @@ bool gone(ApiClient& api, const Resource& res, const std::string& ns, const std:
   }
 }
 
+// The names of the namespace's claims of `res`: those the controller or kube-scheduler made
+// for the run's pods have generated names.
+std::vector<std::string> claimNames(ApiClient& api, const Resource& res, const std::string& ns) {
+  std::vector<std::string> names;
+  for (const json& c : api.listAll(res, ns, {}).items) {
+    names.push_back(c["metadata"].value("name", ""));
+  }
+  return names;
+}
+
 // Deletes what the run created, at once (grace period 0: no kubelet will confirm).
 void cleanup(ApiClient& api, const Config& cfg, Variant v) {
   DeleteOptions now;
@@ -485,22 +518,48 @@ void cleanup(ApiClient& api, const Config& cfg, Variant v) {
   parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
     ignoreMissing([&] { api.remove(ker::resources::kPods, cfg.ns, podName(i), now); });
   });
-  if (v != Variant::kNoClaims) {
-    const Resource& res =
-        v == Variant::kDra ? resources::kResourceClaims : ker::resources::kExtendedResourceClaims;
-    parallelFor(cfg.pods, cfg.workers, [&](size_t i) {
-      ignoreMissing([&] { api.remove(res, cfg.ns, claimName(i)); });
-      if (v == Variant::kDra) {
-        // The scheduler's delete protection; kube-controller-manager's resourceclaim
-        // controller lifts it too, but at its client's 20 QPS that takes minutes at 5,000
-        // claims. The pods are gone, so nothing uses the claims any more.
-        ignoreMissing([&] {
-          api.patch(res, cfg.ns, claimName(i), PatchType::kMerge,
-                    {{"metadata", {{"finalizers", nullptr}}}});
-        });
-      }
-    });
+  if (v == Variant::kNoClaims) {
+    return;
   }
+  const bool dra = usesDraClaims(v);
+  const Resource& res = dra ? resources::kResourceClaims : ker::resources::kExtendedResourceClaims;
+  // The claims made for the pods (owned by them) would go with the pods through the garbage
+  // collector; deleted here like the pre-created ones, so the cluster is quiet sooner.
+  std::vector<std::string> names;
+  if (v == Variant::kClasses || v == Variant::kDraClasses) {
+    names = claimNames(api, res, cfg.ns);
+  } else {
+    for (size_t i = 0; i < cfg.pods; ++i) {
+      names.push_back(claimName(i));
+    }
+  }
+  parallelFor(names.size(), cfg.workers, [&](size_t i) {
+    ignoreMissing([&] { api.remove(res, cfg.ns, names[i]); });
+    if (dra) {
+      // The scheduler's delete protection; kube-controller-manager's resourceclaim
+      // controller lifts it too, but at its client's 20 QPS that takes minutes at 5,000
+      // claims. The pods are gone, so nothing uses the claims any more.
+      ignoreMissing([&] {
+        api.patch(res, cfg.ns, names[i], PatchType::kMerge,
+                  {{"metadata", {{"finalizers", nullptr}}}});
+      });
+    }
+  });
+}
+
+// The namespace's claims of the variant's kind that hold their devices: an
+// ExtendedResourceClaim Bound, a ResourceClaim with an allocation.
+size_t allocatedClaims(ApiClient& api, Variant v, const std::string& ns) {
+  const bool dra = usesDraClaims(v);
+  size_t n = 0;
+  for (const json& c :
+       api.listAll(dra ? resources::kResourceClaims : ker::resources::kExtendedResourceClaims, ns,
+                   {})
+           .items) {
+    const json status = c.value("status", json::object());
+    n += (dra ? status.contains("allocation") : status.value("phase", "") == "Bound") ? 1 : 0;
+  }
+  return n;
 }
 
 int run(const Config& cfg) {
@@ -527,6 +586,8 @@ int run(const Config& cfg) {
     api->create(ker::resources::kExtendedResourceClaimTemplates, cfg.ns,
                 claimTemplate(cfg.ns, kTemplateName));
   }
+  // kClasses and kDraClasses create nothing here: their claims are made per pod, after it is
+  // created (by the controller, by kube-scheduler), and so are part of what is timed.
   // The schedulers' and the extender's informers see the claims before the first pod.
   std::this_thread::sleep_for(cfg.settle);
 
@@ -628,14 +689,20 @@ int run(const Config& cfg) {
                {"max_ms", percentile(latencies, 100)},
                {"ever_unschedulable", everUnschedulable},
                {"load_average", {{"before", loadBefore}, {"after", loadAfter}}}};
-  if (variant == Variant::kTemplates) {
-    // Claims made by the controller and recorded on their pods, from the ReplicaSet's creation.
+  if (variant == Variant::kTemplates || variant == Variant::kClasses) {
+    // Claims made by the controller and recorded on their pods, from the first pod's creation
+    // (the ReplicaSet's).
     const double claimSeconds = std::chrono::duration<double>(lastRecorded - start).count();
     out["claims_generated"] = claimLatencies.size();
     out["claims_per_second"] =
         claimSeconds > 0 ? static_cast<double>(claimLatencies.size()) / claimSeconds : 0;
     out["claim_p50_ms"] = percentile(claimLatencies, 50);
     out["claim_p99_ms"] = percentile(claimLatencies, 99);
+  }
+  if (variant != Variant::kNoClaims) {
+    // After the timed window: how many of the namespace's claims ended allocated, so a run
+    // whose pods were placed without their devices shows.
+    out["claims_allocated"] = allocatedClaims(*api, variant, cfg.ns);
   }
   if (!createError.empty()) {
     out["error"] = createError;
@@ -952,7 +1019,9 @@ int main(int argc, char** argv) {
   ker::FlagSet flags("pipeline_bench",
                      "The whole scheduling pipeline, pod creation to PodScheduled: this "
                      "project's scheduler profile, Kubernetes DRA, pods without device "
-                     "requests and a ReplicaSet naming a claim template on one control plane. "
+                     "requests, a ReplicaSet naming a claim template, and pods asking for "
+                     "devices in their resources (an ExtendedResourceClass, DRA's DeviceClass "
+                     "mapping) on one control plane. "
                      "bench/pipeline.sh drives it; see bench/README.md.");
   Config cfg;
   auto* mode = flags.addString("mode", "", "setup, run, write-cost or report");
@@ -960,8 +1029,10 @@ int main(int argc, char** argv) {
       flags.addString("env-file", "", "the launcher's DIR/env (setup, run, write-cost)");
   auto* nodes =
       flags.addInt("nodes", 0, "cluster size: nodes to create (setup), label (run, write-cost)");
-  auto* pods = flags.addInt("pods", 0, "pods of the run, each claiming one k80 (run)");
-  auto* variant = flags.addString("variant", "", "extender, dra, no-claims or templates (run)");
+  auto* pods = flags.addInt(
+      "pods", 0, "pods of the run, each claiming one k80 (one device of a class's) (run)");
+  auto* variant = flags.addString(
+      "variant", "", "extender, dra, no-claims, templates, classes or dra-classes (run)");
   auto* ns = flags.addString("namespace", "",
                              "the run's namespace, created and deleted (run, write-cost)");
   auto* qps =
@@ -969,8 +1040,9 @@ int main(int argc, char** argv) {
   auto* repeat = flags.addInt("repeat", 0, "repeat number, a label of the run");
   auto* sched = flags.addString("scheduler-instance", "",
                                 "the launcher's name of the kube-scheduler placing the pods (run)");
-  auto* extMetrics = flags.addString(
-      "extender-metrics", "", "the extender's /metrics URL (run, variants extender, templates)");
+  auto* extMetrics =
+      flags.addString("extender-metrics", "",
+                      "the extender's /metrics URL (run, variants extender, templates, classes)");
   auto* extPid = flags.addInt("extender-pid", 0, "the extender's pid, for its CPU time");
   auto* ctlPid = flags.addInt("controller-pid", 0, "the controller's pid, for its CPU time");
   auto* out = flags.addString("out", "", "the run's JSON file (run, write-cost)");

@@ -34,18 +34,27 @@ const char* variantName(Variant v) {
       return "no-claims";
     case Variant::kTemplates:
       return "templates";
+    case Variant::kClasses:
+      return "classes";
+    case Variant::kDraClasses:
+      return "dra-classes";
   }
   return "?";
 }
 
 Variant parseVariant(const std::string& name) {
-  for (Variant v : {Variant::kExtender, Variant::kDra, Variant::kNoClaims, Variant::kTemplates}) {
+  std::string known;
+  for (Variant v : kVariants) {
     if (name == variantName(v)) {
       return v;
     }
+    known += std::string(known.empty() ? "" : ", ") + variantName(v);
   }
-  throw std::invalid_argument("unknown variant '" + name +
-                              "' (extender, dra, no-claims, templates)");
+  throw std::invalid_argument("unknown variant '" + name + "' (" + known + ")");
+}
+
+bool usesDraClaims(Variant v) {
+  return v == Variant::kDra || v == Variant::kDraClasses;
 }
 
 json extendedResource(size_t node, int d) {
@@ -81,6 +90,33 @@ json deviceClass() {
           {"spec",
            {{"selectors",
              {{{"cel", {{"expression", std::string("device.driver == \"") + kDriver + "\""}}}}}}}}};
+}
+
+json mappedDeviceClass() {
+  json c = deviceClass();
+  c["metadata"]["name"] = kMappedDeviceClass;
+  c["spec"]["extendedResourceName"] = kDraClassResourceName;
+  return c;
+}
+
+json extendedResourceClass() {
+  return {{"apiVersion", "extendedresource.io/v1alpha1"},
+          {"kind", "ExtendedResourceClass"},
+          {"metadata", {{"name", kClassName}}},
+          {"spec", {{"extendedResourceName", kClassResourceName}, {"rawResourceName", kResource}}}};
+}
+
+json nodeObject(size_t i) {
+  json n = kubeletNode(i);
+  n["status"].update(classCapacityPatch()["status"], true);
+  return n;
+}
+
+json classCapacityPatch() {
+  const std::string count = std::to_string(kDevicesPerNode);
+  return {{"status",
+           {{"capacity", {{kClassResourceName, count}}},
+            {"allocatable", {{kClassResourceName, count}}}}}};
 }
 
 std::string k80Selector() {
@@ -136,6 +172,14 @@ json pod(Variant v, const std::string& ns, const std::string& name, const std::s
     case Variant::kTemplates:
       p["spec"]["schedulerName"] = "extended-resource-scheduler";
       p["metadata"]["annotations"] = {{"extendedresource.io/claim-templates", "gpu=" + claim}};
+      break;
+    case Variant::kClasses:
+      // No annotation of ours: the controller finds the class by the name asked for.
+      p["spec"]["schedulerName"] = "extended-resource-scheduler";
+      container["resources"]["limits"][kClassResourceName] = "1";
+      break;
+    case Variant::kDraClasses:
+      container["resources"]["limits"][kDraClassResourceName] = "1";
       break;
   }
   p["spec"]["containers"].push_back(container);

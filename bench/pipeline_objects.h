@@ -7,7 +7,7 @@
 #include "common/resource.h"
 
 // The objects of the whole-pipeline benchmark (bench/pipeline_bench): the same devices as this
-// project's ExtendedResources and as DRA ResourceSlices, and the pods of its three variants.
+// project's ExtendedResources and as DRA ResourceSlices, and the pods of its variants.
 namespace ker::bench::pipeline {
 
 // The DRA driver, also the DeviceClass's name and the attribute domain.
@@ -15,12 +15,30 @@ inline constexpr const char* kDriver = "gpu.example.com";
 // Devices 0-3 of every node are k80s, 4-7 p100s.
 inline constexpr int kK80PerNode = 4;
 
+// The ExtendedResourceClass of the kClasses variant and the name its pods ask for; every
+// node advertises that name (as its node agent would), and nothing else uses it.
+inline constexpr const char* kClassName = "gpu";
+inline constexpr const char* kClassResourceName = "example.com/gpu-class";
+// The DeviceClass of the kDraClasses variant and the name its pods ask for; no node
+// advertises it, which is how kube-scheduler knows DRA serves it.
+inline constexpr const char* kMappedDeviceClass = "mapped.gpu.example.com";
+inline constexpr const char* kDraClassResourceName = "example.com/gpu-dra";
+
 // kTemplates: this project's profile, pods made by a ReplicaSet, each claim made from a
-// template by the controller.
-enum class Variant { kExtender, kDra, kNoClaims, kTemplates };
-const char* variantName(Variant v);  // "extender", "dra", "no-claims", "templates"
+// template by the controller. kClasses: this project's profile, pods asking for
+// kClassResourceName in their limits, each claim made from the class by the controller.
+// kDraClasses: the default profile, pods asking for kDraClassResourceName in their limits,
+// each claim made by kube-scheduler from the mapped DeviceClass.
+enum class Variant { kExtender, kDra, kNoClaims, kTemplates, kClasses, kDraClasses };
+inline constexpr Variant kVariants[] = {Variant::kExtender, Variant::kDra,
+                                        Variant::kNoClaims, Variant::kTemplates,
+                                        Variant::kClasses,  Variant::kDraClasses};
+// "extender", "dra", "no-claims", "templates", "classes", "dra-classes"
+const char* variantName(Variant v);
 // Throws std::invalid_argument for an unknown name.
 Variant parseVariant(const std::string& name);
+// The variants whose claims are DRA ResourceClaims (the others': ExtendedResourceClaims).
+bool usesDraClaims(Variant v);
 
 namespace resources {
 extern const Resource kResourceSlices;  // resource.k8s.io/v1, cluster-scoped
@@ -38,6 +56,18 @@ nlohmann::json extendedResource(size_t node, int d);
 nlohmann::json resourceSlice(size_t node);
 // The DeviceClass every DRA claim names: the devices of kDriver.
 nlohmann::json deviceClass();
+// kMappedDeviceClass: deviceClass()'s devices, serving kDraClassResourceName
+// (spec.extendedResourceName).
+nlohmann::json mappedDeviceClass();
+// kClassName: every device of the bench's raw resource (no selector, as the mapped DeviceClass
+// selects all of kDriver's), serving kClassResourceName.
+nlohmann::json extendedResourceClass();
+// kubeletNode(i) advertising kClassResourceName as its node agent would: one per device in
+// status.capacity and status.allocatable.
+nlohmann::json nodeObject(size_t i);
+// The status merge patch that makes a node created without it advertise kClassResourceName
+// as nodeObject() does.
+nlohmann::json classCapacityPatch();
 // The CEL selector of a claim for one k80.
 std::string k80Selector();
 // One DRA claim: exactly one device of the class, selected by k80Selector().
@@ -48,7 +78,9 @@ nlohmann::json claimTemplate(const std::string& ns, const std::string& name);
 // `claim` in the extendedresource.io/claims annotation and uses the second scheduler's
 // profile, kDra references the pre-created ResourceClaim `claim`, kNoClaims asks for no device,
 // kTemplates names the template `claim` (entry "gpu") in extendedresource.io/claim-templates
-// and uses the second scheduler's profile.
+// and uses the second scheduler's profile, kClasses asks for one kClassResourceName in the
+// container's limits and uses the second scheduler's profile, kDraClasses asks for one
+// kDraClassResourceName in them (`claim` unused for these two).
 nlohmann::json pod(Variant v, const std::string& ns, const std::string& name,
                    const std::string& claim);
 // A ReplicaSet of `replicas` kTemplates pods naming the template `templateName`.

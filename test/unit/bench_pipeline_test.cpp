@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "bench/cluster.h"
 #include "bench/pipeline_objects.h"
 #include "bench/pipeline_summary.h"
 
@@ -74,6 +75,77 @@ TEST(PipelineObjectsTest, AReplicaSetsPodsNameTheTemplateForTheExtendersProfile)
   EXPECT_EQ(t["kind"], "ExtendedResourceClaimTemplate");
   EXPECT_EQ(t["spec"]["spec"]["extendedResourceNum"], 1);
   EXPECT_EQ(t["spec"]["spec"]["metadataRequirements"]["matchLabels"]["type"], "k80");
+}
+
+TEST(PipelineObjectsTest, EveryVariantParsesFromItsName) {
+  for (Variant v : kVariants) {
+    EXPECT_EQ(parseVariant(variantName(v)), v) << variantName(v);
+  }
+  EXPECT_EQ(parseVariant("classes"), Variant::kClasses);
+  EXPECT_EQ(parseVariant("dra-classes"), Variant::kDraClasses);
+  EXPECT_TRUE(usesDraClaims(Variant::kDraClasses));
+  EXPECT_TRUE(usesDraClaims(Variant::kDra));
+  EXPECT_FALSE(usesDraClaims(Variant::kClasses));
+}
+
+TEST(PipelineObjectsTest, ClassPodsAskInTheirLimitsWithoutClaimsOrAnnotations) {
+  const auto cls = pod(Variant::kClasses, "ns", "p-00001", "c-00001");
+  const auto mapped = pod(Variant::kDraClasses, "ns", "p-00001", "c-00001");
+  const auto none = pod(Variant::kNoClaims, "ns", "p-00001", "c-00001");
+  EXPECT_EQ(cls["spec"]["schedulerName"], "extended-resource-scheduler");
+  EXPECT_EQ(mapped["spec"]["schedulerName"], "default-scheduler");
+  for (const auto* p : {&cls, &mapped}) {
+    EXPECT_FALSE((*p)["metadata"].contains("annotations")) << p->dump();
+    EXPECT_FALSE((*p)["spec"].contains("resourceClaims")) << p->dump();
+    const auto& resources = (*p)["spec"]["containers"][0]["resources"];
+    EXPECT_FALSE(resources.contains("claims"));
+    EXPECT_EQ(resources["requests"], none["spec"]["containers"][0]["resources"]["requests"]);
+  }
+  const auto& clsLimits = cls["spec"]["containers"][0]["resources"]["limits"];
+  const auto& mappedLimits = mapped["spec"]["containers"][0]["resources"]["limits"];
+  EXPECT_EQ(clsLimits[kClassResourceName], "1");
+  EXPECT_FALSE(clsLimits.contains(kDraClassResourceName));
+  EXPECT_EQ(mappedLimits[kDraClassResourceName], "1");
+  EXPECT_FALSE(mappedLimits.contains(kClassResourceName));
+}
+
+TEST(PipelineObjectsTest, TheClassesServeEveryDeviceUnderNamesOfTheirOwn) {
+  const auto cls = extendedResourceClass();
+  EXPECT_EQ(cls["kind"], "ExtendedResourceClass");
+  EXPECT_EQ(cls["metadata"]["name"], kClassName);
+  EXPECT_EQ(cls["spec"]["extendedResourceName"], kClassResourceName);
+  EXPECT_EQ(cls["spec"]["rawResourceName"], extendedResource(0, 0)["spec"]["rawResourceName"]);
+  EXPECT_FALSE(cls["spec"].contains("metadataRequirements"));
+
+  const auto mapped = mappedDeviceClass();
+  EXPECT_EQ(mapped["kind"], "DeviceClass");
+  EXPECT_EQ(mapped["metadata"]["name"], kMappedDeviceClass);
+  EXPECT_NE(mapped["metadata"]["name"], deviceClass()["metadata"]["name"]);
+  EXPECT_EQ(mapped["spec"]["extendedResourceName"], kDraClassResourceName);
+  EXPECT_EQ(mapped["spec"]["selectors"], deviceClass()["spec"]["selectors"]);
+  EXPECT_FALSE(deviceClass()["spec"].contains("extendedResourceName"));
+  EXPECT_NE(std::string(kClassResourceName), kDraClassResourceName);
+}
+
+// kube-scheduler's resource fit needs the class's name on the node, and DRA serves its own
+// mapped name only where the node does not advertise it.
+TEST(PipelineObjectsTest, NodesAdvertiseTheClassNameOnlyOnePerDevice) {
+  const auto n = nodeObject(3);
+  const auto plain = kubeletNode(3);
+  for (const char* field : {"capacity", "allocatable"}) {
+    const auto& r = n["status"][field];
+    EXPECT_EQ(r[kClassResourceName], std::to_string(kDevicesPerNode)) << field;
+    EXPECT_FALSE(r.contains(kDraClassResourceName)) << field;
+    auto without = r;
+    without.erase(kClassResourceName);
+    EXPECT_EQ(without, plain["status"][field]) << field;
+  }
+  EXPECT_EQ(n["metadata"], plain["metadata"]);
+  const auto patch = classCapacityPatch();
+  EXPECT_EQ(patch["status"]["capacity"], patch["status"]["allocatable"]);
+  auto patched = plain;
+  patched.merge_patch(patch);
+  EXPECT_EQ(patched, n);
 }
 
 ojson run(const std::string& variant, double rate, double p99, double failed,
