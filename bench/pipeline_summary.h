@@ -12,17 +12,20 @@ namespace ker::bench::pipeline {
 // the order first seen. Each group holds its run count, the runs that timed out, every run's
 // pods per second, and the median over its runs of each reported statistic (pods_per_second,
 // p50_ms, p99_ms, max_ms, failed_binds_per_pod, scheduler_errors_per_pod,
-// api_requests_per_pod, ever_unschedulable, each cpu_ms_per_pod entry; for the templates
-// variant also claims_per_second, claim_p50_ms, claim_p99_ms).
+// api_requests_per_pod, ever_unschedulable, each cpu_ms_per_pod entry; for the templates and
+// classes variants also claims_per_second, claim_p50_ms, claim_p99_ms).
 nlohmann::ordered_json summarize(const std::vector<nlohmann::ordered_json>& runs);
 
-// For each nodes/pods/client_qps with all three variants: the four targets (the
-// extender's pods/s >= DRA's, its p99 <= DRA's, failed binds < 1% of pods, pods/s >= half the
-// no-claims ceiling), each {"target", "measured", "met", "margin"}.
+// One row {"nodes", "pods", "client_qps", "variant", "verdicts"} per extender group: the
+// issue's four targets (the extender's pods/s >= DRA's, its p99 <= DRA's, failed binds < 1% of
+// pods, pods/s >= half the no-claims ceiling; those whose other variant ran); and per classes
+// group with a dra-classes or extender group beside it: its pods/s >= dra-classes', its p99 <=
+// dra-classes', its pods/s >= 0.85x the extender's. Each verdict {"target", "measured", "met",
+// "margin"}.
 nlohmann::ordered_json judge(const nlohmann::ordered_json& summary);
 
-// The tables and verdicts as markdown; the templates variant's claim figures in a table of
-// their own. Below the main table, links to the plots bench/plot.py draws next to it
+// The tables and verdicts as markdown; the claim figures of the templates and classes variants
+// in a table of their own. Below the main table, links to the plots bench/plot.py draws next to it
 // (pipeline-pods-per-second.svg, pipeline-p99.svg).
 std::string markdown(const nlohmann::ordered_json& summary, const nlohmann::ordered_json& verdicts,
                      const nlohmann::ordered_json& meta);

@@ -217,6 +217,55 @@ TEST(PipelineSummaryTest, JudgesTheFourTargetsWithMargins) {
   EXPECT_NE(md.find("shared machine"), std::string::npos);
 }
 
+TEST(PipelineSummaryTest, JudgesTheClassPathAgainstDrasMappingAndTheExtender) {
+  const ojson s = summarize({run("extender", 100, 200, 0), run("classes", 88, 250, 0),
+                             run("dra-classes", 80, 300, 0), run("dra", 50, 300, 0)});
+  const ojson v = judge(s);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0]["variant"], "extender");
+  EXPECT_EQ(v[1]["variant"], "classes");
+  const auto& verdicts = v[1]["verdicts"];
+  ASSERT_EQ(verdicts.size(), 3u);
+  EXPECT_EQ(verdicts[0]["target"], "pods/s >= dra-classes'");
+  EXPECT_EQ(verdicts[1]["target"], "p99 <= dra-classes'");
+  EXPECT_EQ(verdicts[2]["target"], "pods/s >= 0.85x extender's");
+  for (const auto& x : verdicts) {
+    EXPECT_TRUE(x["met"].get<bool>()) << x.dump();
+  }
+  EXPECT_EQ(verdicts[0]["margin"], "+10% against 80.000 pods/s");
+  EXPECT_EQ(verdicts[1]["margin"], "-17% against 300.000 ms");
+  EXPECT_EQ(verdicts[2]["margin"], "+4% against 85.000 pods/s");
+  const std::string md = markdown(s, v, {});
+  EXPECT_NE(md.find("client QPS 1000, classes: PASS pods/s >= dra-classes' (88.000"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("client QPS 1000, extender: PASS pods/s >= DRA's"), std::string::npos) << md;
+
+  // Slower than DRA's mapping, a later p99, and below 0.85x the extender (exactly 85 passes).
+  const ojson miss = judge(summarize(
+      {run("extender", 100, 200, 0), run("classes", 84, 350, 0), run("dra-classes", 85, 300, 0)}));
+  ASSERT_EQ(miss.size(), 2u);
+  for (const auto& x : miss[1]["verdicts"]) {
+    EXPECT_FALSE(x["met"].get<bool>()) << x.dump();
+  }
+  EXPECT_TRUE(judge(summarize(
+      {run("extender", 100, 200, 0), run("classes", 85, 350, 0)}))[1]["verdicts"][0]["met"]
+                  .get<bool>());
+}
+
+TEST(PipelineSummaryTest, JudgesOnlyTheClassTargetsWhoseOtherVariantRan) {
+  const ojson alone = judge(summarize({run("classes", 90, 250, 0)}));
+  EXPECT_TRUE(alone.empty()) << alone.dump();
+  const ojson mapped =
+      judge(summarize({run("classes", 90, 250, 0), run("dra-classes", 80, 300, 0)}));
+  ASSERT_EQ(mapped.size(), 1u);
+  EXPECT_EQ(mapped[0]["verdicts"].size(), 2u);
+  // Another size's or QPS's figures are not compared.
+  const ojson otherQps =
+      judge(summarize({run("classes", 90, 250, 0), run("dra-classes", 80, 300, 0, "default")}));
+  EXPECT_TRUE(otherQps.empty()) << otherQps.dump();
+}
+
 TEST(PipelineSummaryTest, ReportsTheTemplateStagesClaimsInATableOfTheirOwn) {
   ojson a = run("templates", 10, 900, 0);
   ojson b = run("templates", 10, 700, 0);
@@ -235,12 +284,31 @@ TEST(PipelineSummaryTest, ReportsTheTemplateStagesClaimsInATableOfTheirOwn) {
   EXPECT_EQ(s[0]["p99_ms"], 800.0);
   EXPECT_FALSE(s[1].contains("claims_per_second"));
   const std::string md = markdown(s, judge(s), {});
-  const auto table = md.find("## Claims from a template");
+  const auto table = md.find("## Claims the controller makes");
   ASSERT_NE(table, std::string::npos) << md;
-  EXPECT_NE(md.find("| 500 / 500 | 1000 | 30.0 | 25 | 120 | 400 | 800 |", table), std::string::npos)
+  EXPECT_NE(md.find("| 500 / 500 | 1000 | templates | 30.0 | 25 | 120 | 400 | 800 |", table),
+            std::string::npos)
       << md;
   EXPECT_EQ(markdown(summarize({run("extender", 10, 900, 0)}), {}, {}).find("## Claims"),
             std::string::npos);
+}
+
+TEST(PipelineSummaryTest, ReportsTheClassVariantsClaimsBesideTheTemplates) {
+  ojson t = run("templates", 10, 900, 0);
+  ojson c = run("classes", 50, 300, 0);
+  t["claims_per_second"] = 20.0;
+  c["claims_per_second"] = 60.0;
+  c["claim_p50_ms"] = 40.0;
+  c["claim_p99_ms"] = 90.0;
+  const ojson s = summarize({t, c, run("dra-classes", 40, 400, 0)});
+  const std::string md = markdown(s, judge(s), {});
+  const auto table = md.find("## Claims the controller makes");
+  ASSERT_NE(table, std::string::npos) << md;
+  EXPECT_NE(md.find("| 500 / 500 | 1000 | templates | 20.0 |", table), std::string::npos) << md;
+  EXPECT_NE(md.find("| 500 / 500 | 1000 | classes | 60.0 | 40 | 90 | 150 | 300 |", table),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| dra-classes | ", table), std::string::npos) << md;
 }
 
 // bench/plot.py writes the plots beside the markdown, which links them below its main table.
