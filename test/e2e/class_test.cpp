@@ -197,6 +197,25 @@ class ClassTest : public E2eTest {
     return getClaim(it->second);
   }
 
+  // Creates a pod whose container asks for one device, waits until it runs, and returns its
+  // claim's name and the device the claim is Bound to (both "" after a failure).
+  std::pair<std::string, std::string> runPodAskingOne(const std::string& name) {
+    api_->create(resources::kPods, ns_, podAsking(name, 1));
+    if (!eventually([&] { return podRunning(name); }, 180s)) {
+      ADD_FAILURE() << name << " does not run: " << podPhase(name);
+      return {};
+    }
+    const json claim = recordedClaim(*getPod(name));
+    const json devices = claim.is_null()
+                             ? json()
+                             : claim.value("/status/extendedResourceNames"_json_pointer, json());
+    if (!devices.is_array() || devices.size() != 1) {
+      ADD_FAILURE() << name << "'s claim holds not one device: " << claim.dump();
+      return {};
+    }
+    return {claim["metadata"]["name"], devices[0]};
+  }
+
   std::vector<json> podsLabelled(const std::string& selector) {
     return api_->list(resources::kPods, ns_, ListOptions{.labelSelector = selector})["items"]
         .get<std::vector<json>>();
@@ -412,12 +431,8 @@ TEST_F(ClassTest, ANodeRegisteredAgainGetsItsCapacityBackAndNoDeviceIsGivenTwice
   device("k80");
   device("k80");
   ASSERT_TRUE(awaitCapacity(2));
-  api_->create(resources::kPods, ns_, podAsking("holder", 1));
-  ASSERT_TRUE(eventually([&] { return podRunning("holder"); }, 120s)) << podPhase("holder");
-  const json held = recordedClaim(*getPod("holder"));
-  ASSERT_FALSE(held.is_null());
-  const json heldDevices = held.value("/status/extendedResourceNames"_json_pointer, json());
-  ASSERT_EQ(heldDevices.size(), 1u) << held.dump();
+  const auto [heldClaim, heldDevice] = runPodAskingOne("holder");
+  ASSERT_FALSE(heldDevice.empty());
   const std::string oldUid = api_->get(resources::kNodes, "", node())["metadata"]["uid"];
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -441,21 +456,16 @@ TEST_F(ClassTest, ANodeRegisteredAgainGetsItsCapacityBackAndNoDeviceIsGivenTwice
   std::cout << "[measured] Node deleted at +0 s, registered again (Ready) at +" << registered
             << " s, capacity of " << gpu_ << " right again at +" << restored << " s" << std::endl;
 
-  api_->create(resources::kPods, ns_, podAsking("after", 1));
-  ASSERT_TRUE(eventually([&] { return podRunning("after"); }, 180s)) << podPhase("after");
-  const json after = recordedClaim(*getPod("after"));
-  ASSERT_FALSE(after.is_null());
-  const json afterDevices = after.value("/status/extendedResourceNames"_json_pointer, json());
-  ASSERT_EQ(afterDevices.size(), 1u) << after.dump();
-  EXPECT_NE(afterDevices, heldDevices) << "a device given twice";
+  const auto [afterClaim, afterDevice] = runPodAskingOne("after");
+  ASSERT_FALSE(afterDevice.empty());
+  EXPECT_NE(afterDevice, heldDevice) << "a device given twice";
   EXPECT_TRUE(podRunning("holder")) << podPhase("holder");
-  const json heldNow = getClaim(held["metadata"]["name"]);
+  const json heldNow = getClaim(heldClaim);
   EXPECT_EQ(heldNow.value("/status/phase"_json_pointer, std::string()), "Bound") << heldNow.dump();
-  EXPECT_EQ(heldNow.value("/status/extendedResourceNames"_json_pointer, json()), heldDevices);
+  EXPECT_EQ(heldNow.value("/status/extendedResourceNames"_json_pointer, json()),
+            json::array({heldDevice}));
   const std::string holderReport = report("holder", "cuda");
-  EXPECT_NE(holderReport.find("ids=" + heldDevices[0].get<std::string>() + "-id\n"),
-            std::string::npos)
-      << holderReport;
+  EXPECT_NE(holderReport.find("ids=" + heldDevice + "-id\n"), std::string::npos) << holderReport;
 }
 
 TEST_F(ClassTest, APodPlacedByAnotherSchedulerNeverStartsItsContainers) {
