@@ -187,6 +187,9 @@ k8s_version=$(env_get KUBERNETES_VERSION)
   crd/extendedresourceclaimtemplates.extendedresource.io \
   crd/extendedresourceclasses.extendedresource.io >/dev/null
 "$launcher" apply-deploy-rbac "$cp_dir"
+# As deployed: the classes variant's pods get the scheduling gate the controller lifts with their
+# record (the ext instance is deploy/'s profile, extended-resource-scheduler).
+"$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/deploy/class-routing-policy.yaml" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
 

@@ -70,6 +70,20 @@ std::string problemLine(const std::string& what,
   return line;
 }
 
+// The JSON Patch operations lifting the pod's kClassClaimsGate (test and remove, by its index);
+// none when the pod does not carry it.
+json liftGateOps(const Pod& pod) {
+  const auto it = std::find(pod.schedulingGates.begin(), pod.schedulingGates.end(),
+                            std::string(kClassClaimsGate));
+  if (it == pod.schedulingGates.end()) {
+    return json::array();
+  }
+  const std::string path =
+      "/spec/schedulingGates/" + std::to_string(std::distance(pod.schedulingGates.begin(), it));
+  return json::array({{{"op", "test"}, {"path", path + "/name"}, {"value", kClassClaimsGate}},
+                      {{"op", "remove"}, {"path", path}}});
+}
+
 }  // namespace
 
 json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
@@ -97,8 +111,18 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   const bool classesWait =
       std::any_of(in.classRequests.begin(), in.classRequests.end(),
                   [&](const auto& r) { return !pod.resourceClaims.count(r.first); });
-  if ((pod.awaitingTemplates.empty() && !classesWait) || !pod.invalid.empty() ||
-      pod.meta.uid.empty() || pod.meta.deleting || pod.finished() || !pod.nodeName.empty()) {
+  const json uidTest = {{"op", "test"}, {"path", "/metadata/uid"}, {"value", pod.meta.uid}};
+  if (pod.meta.uid.empty() || pod.meta.deleting || pod.finished() || !pod.nodeName.empty()) {
+    return plan;
+  }
+  if ((pod.awaitingTemplates.empty() && !classesWait) || !pod.invalid.empty()) {
+    // Nothing (more) to record: a gate still on the pod is lifted, so that kube-scheduler tries
+    // it (and the extender says what is wrong with a garbled one).
+    if (json lift = liftGateOps(pod); !lift.empty()) {
+      lift.insert(lift.begin(), uidTest);
+      plan.recordPatch = std::move(lift);
+      plan.why = "lifting the scheduling gate";
+    }
     return plan;
   }
   std::map<std::string, std::string> record = pod.generatedClaims;
@@ -191,7 +215,6 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   const auto recorded = pod.meta.annotations.find(kGeneratedClaimsAnnotation);
   const std::string path =
       (json::json_pointer("/metadata/annotations") / kGeneratedClaimsAnnotation).to_string();
-  const json uidTest = {{"op", "test"}, {"path", "/metadata/uid"}, {"value", pod.meta.uid}};
   if (pod.meta.annotations.empty()) {
     // A pod without annotations (one that asks only in its resources) has no map to add the
     // record to: the map is added whole, if it is still absent (null reads as absent).
@@ -212,6 +235,12 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
           recorded == pod.meta.annotations.end() ? json(nullptr) : json(recorded->second)}},
         {{"op", "add"}, {"path", path}, {"value", generatedClaimsValue(record)}},
     });
+  }
+  // Every entry and request recorded with this write: the gate goes with it, at no extra write.
+  if (plan.waitingEntries.empty() && plan.waitingRequests.empty()) {
+    for (auto& op : liftGateOps(pod)) {
+      plan.recordPatch->push_back(std::move(op));
+    }
   }
   plan.remember = record;
   std::string list;

@@ -48,7 +48,8 @@ struct TemplateClaimsPlan {
   // adopted into the record.
   std::vector<ClaimCreate> creates;
   // The JSON Patch writing the record onto the pod: it applies only to the same pod (UID) while
-  // its record is still the one planned against.
+  // its record is still the one planned against. Once nothing waits, it also lifts the pod's
+  // kClassClaimsGate (or does only that, when the record is complete already).
   std::optional<nlohmann::json> recordPatch;
   // The record to remember as written once this plan is carried out (`written` of the next
   // plan): the one recordPatch writes; else the last one written, until the cache shows it.
@@ -68,8 +69,9 @@ struct TemplateClaimsPlan {
 // One claim per template entry and per class request of a pod that is still to be scheduled: an
 // existing claim the pod controls (ownerReference with its UID) labelled with the entry (or the
 // class) is adopted, otherwise one is created from the template (or the class). Nothing for pods
-// bound, finished, being deleted, with garbled annotations, or whose entries and requests all
-// have recorded claims.
+// bound, finished or being deleted. A pod with garbled annotations, or whose entries and requests
+// all have recorded claims, only has its kClassClaimsGate lifted, if it carries it: the gate
+// waits for the record, never for a claim to be allocated.
 TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
 
 // The claim a template entry of the pod gets: the template's labels and annotations, the

@@ -121,10 +121,12 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
     t.keys.push_back(ClaimKey{key});
   }
   // Only a pod that names claims or templates, or asks for extended resources a class may
-  // serve, can need a warning about how it names them, or claims made for it; a deleted one, for
-  // the warning to be forgotten.
+  // serve, can need a warning about how it names them, or claims made for it, and only a pod
+  // with the class-claims gate a gate lifted; a deleted one, for the warning to be forgotten.
   if (deleted || pod.meta.annotations.count(kClaimsAnnotation) ||
-      pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty()) {
+      pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty() ||
+      std::find(pod.schedulingGates.begin(), pod.schedulingGates.end(),
+                std::string(kClassClaimsGate)) != pod.schedulingGates.end()) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
   }
   return t;

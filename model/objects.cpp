@@ -774,6 +774,13 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
         pod.gracePeriodSeconds = std::max<int64_t>(0, v->get<int64_t>());
       }
       pod.extendedRequests = readExtendedRequests(*spec);
+      if (const json* gates = member(*spec, "schedulingGates"); gates && gates->is_array()) {
+        for (const auto& g : *gates) {
+          const json* name = g.is_object() ? member(g, "name") : nullptr;
+          pod.schedulingGates.push_back(name && name->is_string() ? name->get<std::string>()
+                                                                  : std::string());
+        }
+      }
     }
   });
   p.check([&] {

@@ -31,6 +31,10 @@ inline constexpr const char* kAllocationAnnotation = "extendedresource.io/alloca
 // labels, so the controller finds one it made before it could record it.
 inline constexpr const char* kClaimTemplatesAnnotation = "extendedresource.io/claim-templates";
 inline constexpr const char* kGeneratedClaimsAnnotation = "extendedresource.io/generated-claims";
+// The scheduling gate deploy/class-routing-policy.yaml gives a pod that asks for a class's
+// resource: kube-scheduler leaves it alone until the controller has recorded its claims and
+// lifted the gate (planTemplateClaims), instead of trying it, and parking it, before then.
+inline constexpr const char* kClassClaimsGate = "extendedresource.io/class-claims";
 inline constexpr const char* kTemplateEntryLabel = "extendedresource.io/template-entry";
 inline constexpr const char* kPodUidLabel = "extendedresource.io/pod-uid";
 // The node whose agent published a device (the agent's own ones carry it; the admission policy
@@ -256,7 +260,8 @@ struct Pod {
   std::map<std::string, std::string> resourceClaims;   // PodClaimNames::resourceClaims
   // The extended resources its containers ask for in their resources (readExtendedRequests).
   ExtendedRequests extendedRequests;
-  std::string invalid;  // e.g. a garbled claims annotation
+  std::vector<std::string> schedulingGates;  // spec.schedulingGates[].name, in order
+  std::string invalid;                       // e.g. a garbled claims annotation
 
   static Pod fromJson(const nlohmann::json& obj);
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }

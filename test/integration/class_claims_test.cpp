@@ -267,9 +267,12 @@ TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClass
   std::stringstream text;
   text << in.rdbuf();
   std::string yaml = text.str();
-  const std::string usual = "\"extended-resource-scheduler\"";
+  const std::string usual = "extended-resource-scheduler";
   ASSERT_NE(yaml.find(usual), std::string::npos);
-  yaml.replace(yaml.find(usual), usual.size(), "\"" + schedulerName_ + "\"");
+  for (size_t at = yaml.find(usual); at != std::string::npos;
+       at = yaml.find(usual, at + schedulerName_.size())) {
+    yaml.replace(at, usual.size(), schedulerName_);
+  }
   const std::string file = "/tmp/" + uniqueName("class-routing") + ".yaml";
   std::ofstream(file) << yaml;
   std::string out;
@@ -287,19 +290,30 @@ TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClass
 
   // The policy is read by the API server's informers: the first pods may come before it.
   std::string routed;
+  json routedGates;
   ASSERT_TRUE(eventually(
       [&] {
         const std::string name = uniqueName("routed");
         const json pod = api_->create(resources::kPods, ns_, podAsking(name, 1, ""));
         if (pod["spec"].value("schedulerName", "") == schedulerName_) {
           routed = name;
+          routedGates = pod["spec"].value("schedulingGates", json::array());
           return true;
         }
         deletePodNow(*api_, ns_, name);
         return false;
       },
       30s, 1s));
+  EXPECT_EQ(routedGates, json::array({{{"name", kClassClaimsGate}}}));
   EXPECT_TRUE(waitBound(routed)) << awaitFailedScheduling(routed);
+  // The gate kept kube-scheduler off the pod until the controller recorded its claim, and went
+  // with the record.
+  const json bound = getPod(routed);
+  EXPECT_EQ(bound["spec"].value("schedulingGates", json::array()), json::array()) << bound.dump();
+  const json named = api_->create(resources::kPods, ns_, podAsking("named", 1, schedulerName_));
+  EXPECT_EQ(named["spec"].value("schedulingGates", json::array()),
+            json::array({{{"name", kClassClaimsGate}}}))
+      << "a pod naming the profile itself gets the gate too";
   EXPECT_EQ(api_->create(resources::kPods, ns_, podAsking("plain", 0, ""))["spec"]["schedulerName"],
             "default-scheduler")
       << "a pod asking for nothing of a class is left alone";

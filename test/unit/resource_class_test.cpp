@@ -236,6 +236,71 @@ TEST(ClassClaims, ThePlanCreatesOneClaimPerRequestThenRecordsIt) {
   EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "nothing more to do";
 }
 
+// The routing policy's gate keeps kube-scheduler off the pod until its record is written: the
+// record's write lifts it (the gate's test and removal follow the record's operations), a pod
+// recorded already has it lifted alone, and one whose request waits keeps it.
+TEST(ClassClaims, TheRecordsWriteLiftsTheSchedulingGate) {
+  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+  Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
+  pod.schedulingGates = {"example.com/other", kClassClaimsGate};
+  TemplateClaimsInputs in;
+  in.pod = &pod;
+  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
+  json made = claimFromClass(pod, in.classRequests.begin()->second, false);
+  made["metadata"]["name"] = "web-gpu-abcde";
+  const auto claim = ExtendedResourceClaim::fromJson(made);
+  in.labelled = std::vector<const ExtendedResourceClaim*>{&claim};
+  TemplateClaimsPlan plan = planTemplateClaims(in);
+  ASSERT_TRUE(plan.recordPatch.has_value());
+  const json& ops = *plan.recordPatch;
+  ASSERT_EQ(ops.size(), 5u) << ops.dump();
+  EXPECT_EQ(ops[2]["path"], "/metadata/annotations");
+  EXPECT_EQ(ops[3], (json{{"op", "test"},
+                          {"path", "/spec/schedulingGates/1/name"},
+                          {"value", kClassClaimsGate}}));
+  EXPECT_EQ(ops[4], (json{{"op", "remove"}, {"path", "/spec/schedulingGates/1"}}));
+
+  Pod recorded = podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
+  recorded.schedulingGates = {kClassClaimsGate};
+  in.pod = &recorded;
+  plan = planTemplateClaims(in);
+  ASSERT_TRUE(plan.recordPatch.has_value());
+  EXPECT_EQ(
+      *plan.recordPatch,
+      json::array(
+          {{{"op", "test"}, {"path", "/metadata/uid"}, {"value", "pod-uid"}},
+           {{"op", "test"}, {"path", "/spec/schedulingGates/0/name"}, {"value", kClassClaimsGate}},
+           {{"op", "remove"}, {"path", "/spec/schedulingGates/0"}}}));
+  recorded.schedulingGates = {"example.com/other"};
+  EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "another gate is not ours";
+
+  Pod tooMany = podAsking({{"nvidia.com/gpu", "2k"}});
+  tooMany.schedulingGates = {kClassClaimsGate};
+  in.pod = &tooMany;
+  in.classRequests = classRequests(tooMany.extendedRequests, ClassTable({cls}));
+  plan = planTemplateClaims(in);
+  EXPECT_FALSE(plan.recordPatch.has_value()) << "the request waits, and so does the gate";
+  EXPECT_EQ(plan.warnings.size(), 1u);
+
+  Pod garbled = podAsking({{"nvidia.com/gpu", "1"}}, "{not json");
+  garbled.schedulingGates = {kClassClaimsGate};
+  ASSERT_FALSE(garbled.invalid.empty());
+  in.pod = &garbled;
+  plan = planTemplateClaims(in);
+  ASSERT_TRUE(plan.recordPatch.has_value()) << "the extender is to say what is wrong";
+  EXPECT_EQ(plan.recordPatch->back()["op"], "remove");
+}
+
+TEST(ClassClaims, APodsSchedulingGatesAreReadAndOursIsReconciled) {
+  const Pod pod = Pod::fromJson(
+      {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
+       {"spec",
+        {{"containers", json::array()},
+         {"schedulingGates", json::array({{{"name", "a"}}, {{"name", kClassClaimsGate}}})}}}});
+  EXPECT_EQ(pod.schedulingGates, (std::vector<std::string>{"a", kClassClaimsGate}));
+  EXPECT_EQ(podChanged(pod, {}, false).keys.size(), 1u);
+}
+
 TEST(ClassClaims, ARequestForMoreThanAClaimHoldsWaitsWithAWarning) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   const Pod pod = podAsking({{"nvidia.com/gpu", "2k"}});
