@@ -134,6 +134,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     record.insert(in.written.begin(), in.written.end());
   }
   std::vector<std::string> adopted;
+  bool adoptedEntry = false;  // a template entry's claim among them
   for (const auto& entry : pod.claimTemplates) {
     if (record.count(entry.name)) {
       continue;
@@ -158,6 +159,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
             adoptable(*in.labelled, pod, kTemplateEntryLabel, entry.name)) {
       record[entry.name] = c->meta.name;
       adopted.push_back(entry.name + "=" + c->meta.name);
+      adoptedEntry = true;
     } else {
       plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl, in.protect)});
     }
@@ -243,12 +245,17 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     }
   }
   plan.remember = record;
-  std::string list;
-  for (const auto& a : adopted) {
-    list += (list.empty() ? "" : ", ") + a;
+  // A pod whose template entries got claims is told which (docs/templates.md). A class request's
+  // claim says so itself (its class and pod labels, the record), and a pod asking the usual way
+  // gets one write fewer: kube-scheduler posts its own event for the pod already.
+  if (adoptedEntry) {
+    std::string list;
+    for (const auto& a : adopted) {
+      list += (list.empty() ? "" : ", ") + a;
+    }
+    plan.events.push_back({referenceTo(pod), EventType::kNormal, event_reason::kClaimsGenerated,
+                           "claims made: " + list});
   }
-  plan.events.push_back({referenceTo(pod), EventType::kNormal, event_reason::kClaimsGenerated,
-                         "claims made: " + list});
   plan.why = "recording generated claims";
   return plan;
 }

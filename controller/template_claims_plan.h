@@ -54,7 +54,7 @@ struct TemplateClaimsPlan {
   // The record to remember as written once this plan is carried out (`written` of the next
   // plan): the one recordPatch writes; else the last one written, until the cache shows it.
   std::map<std::string, std::string> remember;
-  std::vector<PlannedEvent> events;  // with the record
+  std::vector<PlannedEvent> events;  // with the record: ClaimsGenerated, for template entries
   // Template entries that wait for their template to exist or become valid, and class requests
   // (by resource name) no claim can be made for: each -> why.
   std::map<std::string, std::string> waitingEntries;

@@ -259,6 +259,7 @@ TEST(ClassClaims, TheRecordsWriteLiftsTheSchedulingGate) {
                           {"path", "/spec/schedulingGates/1/name"},
                           {"value", kClassClaimsGate}}));
   EXPECT_EQ(ops[4], (json{{"op", "remove"}, {"path", "/spec/schedulingGates/1"}}));
+  EXPECT_TRUE(plan.events.empty()) << "a class request's claim is not announced on the pod";
 
   Pod recorded = podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
   recorded.schedulingGates = {kClassClaimsGate};
