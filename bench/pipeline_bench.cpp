@@ -348,7 +348,9 @@ void watchPods(KubeClient& api, const std::string& ns, const std::string& rv, Po
             bool unschedulable = false;
             if (obj.contains("status") && obj["status"].contains("conditions")) {
               for (const auto& c : obj["status"]["conditions"]) {
-                if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+                // Reason SchedulingGated is a pod waiting for its gate, not one tried and parked.
+                if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+                    c.value("reason", "") == "Unschedulable") {
                   unschedulable = true;
                 }
               }
