@@ -73,13 +73,11 @@ std::string problemLine(const std::string& what,
 // The JSON Patch operations lifting the pod's kClassClaimsGate (test and remove, by its index);
 // none when the pod does not carry it.
 json liftGateOps(const Pod& pod) {
-  const auto it = std::find(pod.schedulingGates.begin(), pod.schedulingGates.end(),
-                            std::string(kClassClaimsGate));
-  if (it == pod.schedulingGates.end()) {
+  const std::optional<size_t> gate = pod.classClaimsGate();
+  if (!gate) {
     return json::array();
   }
-  const std::string path =
-      "/spec/schedulingGates/" + std::to_string(std::distance(pod.schedulingGates.begin(), it));
+  const std::string path = "/spec/schedulingGates/" + std::to_string(*gate);
   return json::array({{{"op", "test"}, {"path", path + "/name"}, {"value", kClassClaimsGate}},
                       {{"op", "remove"}, {"path", path}}});
 }

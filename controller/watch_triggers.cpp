@@ -1,7 +1,5 @@
 #include "controller/watch_triggers.h"
 
-#include <algorithm>
-
 #include "controller/reconcile_decisions.h"
 
 namespace ker {
@@ -125,8 +123,7 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
   // with the class-claims gate a gate lifted; a deleted one, for the warning to be forgotten.
   if (deleted || pod.meta.annotations.count(kClaimsAnnotation) ||
       pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty() ||
-      std::find(pod.schedulingGates.begin(), pod.schedulingGates.end(),
-                std::string(kClassClaimsGate)) != pod.schedulingGates.end()) {
+      pod.classClaimsGate()) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
   }
   return t;

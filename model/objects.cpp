@@ -801,6 +801,14 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
   return pod;
 }
 
+std::optional<size_t> Pod::classClaimsGate() const {
+  const auto it = std::find(schedulingGates.begin(), schedulingGates.end(), kClassClaimsGate);
+  if (it == schedulingGates.end()) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(it - schedulingGates.begin());
+}
+
 ExtendedResourceClaimTemplate ExtendedResourceClaimTemplate::fromJson(const nlohmann::json& obj) {
   ExtendedResourceClaimTemplate t;
   t.raw = obj;

@@ -265,6 +265,8 @@ struct Pod {
 
   static Pod fromJson(const nlohmann::json& obj);
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+  // Where spec.schedulingGates holds kClassClaimsGate; nullopt when the pod does not carry it.
+  std::optional<size_t> classClaimsGate() const;
 };
 
 // One ExtendedResourceClaimTemplate: the labels, annotations and spec of the claims made from
