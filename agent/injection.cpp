@@ -50,14 +50,20 @@ std::optional<Refusal> notHeldByPod(const std::string& name, const ExtendedResou
   return std::nullopt;
 }
 
+}  // namespace
+
+bool DeviceGuard::checks(const std::string& ns) const {
+  return enabled &&
+         std::find(exemptNamespaces.begin(), exemptNamespaces.end(), ns) == exemptNamespaces.end();
+}
+
+namespace {
+
 // Why the container reaches a managed device of this node it was not given (`given`: the device
 // node paths of its allocation), or nothing. No inventory, nothing managed.
 std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
                                           const std::set<std::string>& given) {
-  const DeviceGuard& g = in.guard;
-  if (!g.enabled || !in.inventory ||
-      std::find(g.exemptNamespaces.begin(), g.exemptNamespaces.end(), in.pod->ns) !=
-          g.exemptNamespaces.end()) {
+  if (!in.guard.checks(in.pod->ns) || !in.inventory) {
     return std::nullopt;
   }
   std::set<std::string> variables;

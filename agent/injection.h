@@ -118,6 +118,9 @@ struct ContainerRequest {
 struct DeviceGuard {
   bool enabled = true;
   std::vector<std::string> exemptNamespaces;
+
+  // Whether containers of a pod in namespace `ns` are checked.
+  bool checks(const std::string& ns) const;
 };
 
 // A container on this node that was given a device: the pod it belongs to.

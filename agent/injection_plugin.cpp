@@ -162,8 +162,11 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.node = deps_.node;
   in.named = namedClaims(pod);
   in.container = container;
-  for (auto& source : in.container.mountSources) {
-    source = deps_.probe->resolve(source);
+  // Only the guard reads the mounts: their symlinks are resolved (on the host) for it alone.
+  if (deps_.guard.checks(pod.ns)) {
+    for (auto& source : in.container.mountSources) {
+      source = deps_.probe->resolve(source);
+    }
   }
   in.guard = deps_.guard;
   auto inventory = deps_.inventory();
