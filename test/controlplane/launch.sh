@@ -952,18 +952,25 @@ done
 
 # ---- restart, stop, status -----------------------------------------------------------------
 
-cmd_restart_apiserver() {
-  set_dir "${1:-}"
+# Reads a command's one option, --timeout SECONDS, into TIMEOUT ($DEFAULT_TIMEOUT without it).
+timeout_option_only() {
+  local cmd=$1
   shift
   TIMEOUT=$DEFAULT_TIMEOUT
   while (($#)); do
     case "$1" in
     --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
     --timeout=*) TIMEOUT=${1#*=} ;;
-    *) die "restart-apiserver: unknown option '$1'" ;;
+    *) die "$cmd: unknown option '$1'" ;;
     esac
     shift
   done
+}
+
+cmd_restart_apiserver() {
+  set_dir "${1:-}"
+  shift
+  timeout_option_only restart-apiserver "$@"
   lock_dir
   [[ "$(env_get STATE)" == running && -f "$DIR/kube-apiserver.args" ]] || die "no running control plane in $DIR"
   owns_pid "$(env_get ETCD_PID)" || die "etcd of $DIR is not running"
@@ -985,15 +992,7 @@ cmd_restart_apiserver() {
 cmd_restart_kubelet() {
   set_dir "${1:-}"
   shift
-  TIMEOUT=$DEFAULT_TIMEOUT
-  while (($#)); do
-    case "$1" in
-    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
-    --timeout=*) TIMEOUT=${1#*=} ;;
-    *) die "restart-kubelet: unknown option '$1'" ;;
-    esac
-    shift
-  done
+  timeout_option_only restart-kubelet "$@"
   lock_dir
   [[ "$(env_get NODE_STATE)" == running ]] || die "no running node in $DIR"
   local pid args hport port t0=$SECONDS rc=0
