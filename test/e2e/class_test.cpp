@@ -481,20 +481,9 @@ TEST_F(ClassTest, APodPlacedByAnotherSchedulerNeverStartsItsContainers) {
   // Bound as that scheduler would: it knows nothing of claims.
   api_->bindPod(ns_, "rogue", created["metadata"]["uid"], node());
 
-  std::string why;
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (const auto& m : eventMessages("rogue", "Failed")) {
-          if (m.find("but no claim was made for it") != std::string::npos) {
-            why = m;
-            return true;
-          }
-        }
-        return false;
-      },
-      90s))
-      << "no ClassClaimMissing refusal for pod rogue; its events: "
-      << kubectlJson("get events -n " + ns_).dump();
+  const std::string why = awaitEventMessage("rogue", "Failed", "but no claim was made for it", 90s);
+  ASSERT_FALSE(why.empty()) << "no ClassClaimMissing refusal for pod rogue; its events: "
+                            << kubectlJson("get events -n " + ns_).dump();
   EXPECT_NE(why.find("extended-resource-node-agent"), std::string::npos) << why;
   EXPECT_NE(why.find("ExtendedResourceClass " + className_), std::string::npos) << why;
   EXPECT_NE(why.find(gpu_), std::string::npos) << why;
@@ -587,15 +576,7 @@ TEST_F(ClassTest, ADeploymentsPodsEachGetADeviceAndLeaveNoClaimsWhenScaledAway) 
   ASSERT_TRUE(awaitCapacity(2));
   json tmpl = podAsking("unused", 1);
   tmpl["spec"]["containers"] = json::array({container("cuda", 1)});
-  api_->create(
-      kDeployments, ns_,
-      {{"apiVersion", "apps/v1"},
-       {"kind", "Deployment"},
-       {"metadata", {{"name", "train"}, {"namespace", ns_}}},
-       {"spec",
-        {{"replicas", 2},
-         {"selector", {{"matchLabels", {{"app", "train"}}}}},
-         {"template", {{"metadata", {{"labels", {{"app", "train"}}}}}, {"spec", tmpl["spec"]}}}}}});
+  api_->create(kDeployments, ns_, itest::deploymentObject(ns_, "train", 2, tmpl["spec"]));
   auto running = [&] {
     std::vector<std::string> out;
     for (const auto& p : podsLabelled("app=train")) {

@@ -198,6 +198,23 @@ std::vector<std::string> E2eTest::eventMessages(const std::string& pod, const st
   return out;
 }
 
+std::string E2eTest::awaitEventMessage(const std::string& pod, const std::string& reason,
+                                       const std::string& part, std::chrono::milliseconds bound) {
+  std::string found;
+  eventually(
+      [&] {
+        for (const auto& m : eventMessages(pod, reason)) {
+          if (m.find(part) != std::string::npos) {
+            found = m;
+            return true;
+          }
+        }
+        return false;
+      },
+      bound);
+  return found;
+}
+
 void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds) {
   try {
     api_->remove(resources::kPods, ns_, name,

@@ -73,6 +73,10 @@ class E2eTest : public ::testing::Test {
   std::string logs(const std::string& name);
   // The messages of the pod's events with this reason.
   std::vector<std::string> eventMessages(const std::string& pod, const std::string& reason);
+  // The first message of the pod's events with this reason that contains `part`, once one is
+  // posted within `bound`; "" when none was.
+  std::string awaitEventMessage(const std::string& pod, const std::string& reason,
+                                const std::string& part, std::chrono::milliseconds bound);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
   // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
   json kubectlJson(const std::string& args);

@@ -139,18 +139,8 @@ TEST_F(NodeAgentTest, APodNamingAnotherPodsClaimNeverStartsAContainer) {
   thief["spec"].erase("schedulerName");
   thief["spec"]["nodeName"] = node();
   createPod(thief);
-  std::string why;
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (const auto& m : eventMessages("thief", "Failed")) {
-          if (m.find("not to this pod") != std::string::npos) {
-            why = m;
-            return true;
-          }
-        }
-        return false;
-      },
-      60s));
+  const std::string why = awaitEventMessage("thief", "Failed", "not to this pod", 60s);
+  ASSERT_FALSE(why.empty());
   EXPECT_NE(why.find("extended-resource-node-agent"), std::string::npos) << why;
   json p = *getPod("thief");
   EXPECT_NE(phaseOf(p), "Running");

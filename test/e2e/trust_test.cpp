@@ -402,16 +402,7 @@ TEST_F(TrustTest, AForceDeletedPodsDeviceReachesTheNextPodOnlyOnceItsContainerSt
       },
       60s))
       << "the device was not bound to the next pod";
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (const auto& m : eventMessages("second", "Failed")) {
-          if (m.find("is still in use by container") != std::string::npos) {
-            return true;
-          }
-        }
-        return false;
-      },
-      90s))
+  ASSERT_FALSE(awaitEventMessage("second", "Failed", "is still in use by container", 90s).empty())
       << "the next pod's container was not refused while the first one's processes lived";
   EXPECT_FALSE(podRunning("second"));
   EXPECT_FALSE(processesOf(firstId).empty());
@@ -468,17 +459,7 @@ TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
         {"by-mount", "the container mounts /dev, which holds device node"},
         {"by-root", "the container mounts /, which holds device node"},
         {"by-link", viaLink}}) {
-    EXPECT_TRUE(eventually(
-        [&] {
-          for (const auto& m : eventMessages(pod, "Failed")) {
-            if (m.find(says) != std::string::npos) {
-              return true;
-            }
-          }
-          return false;
-        },
-        60s))
-        << pod << " was not refused";
+    EXPECT_FALSE(awaitEventMessage(pod, "Failed", says, 60s).empty()) << pod << " was not refused";
     EXPECT_FALSE(podRunning(pod)) << pod;
   }
   EXPECT_TRUE(eventually([&] { return podRunning("plain"); }, 60s)) << podPhase("plain");

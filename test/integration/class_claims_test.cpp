@@ -203,15 +203,7 @@ TEST_F(ClassClaimsTest, ADeploymentScaledPastItsDevicesWaitsAndLeavesNoClaimsBeh
   makeDevice(node, "k80");
   makeDevice(node, "k80");
   json tmpl = podAsking("unused", 1, schedulerName_);
-  api_->create(
-      kDeployments, ns_,
-      {{"apiVersion", "apps/v1"},
-       {"kind", "Deployment"},
-       {"metadata", {{"name", "web"}, {"namespace", ns_}}},
-       {"spec",
-        {{"replicas", 3},
-         {"selector", {{"matchLabels", {{"app", "web"}}}}},
-         {"template", {{"metadata", {{"labels", {{"app", "web"}}}}}, {"spec", tmpl["spec"]}}}}}});
+  api_->create(kDeployments, ns_, deploymentObject(ns_, "web", 3, tmpl["spec"]));
   // kube-scheduler's own resource fit sees two on the node, so the third pod waits either way.
   ASSERT_TRUE(eventually([&] { return boundPods() == 2; }, 60s)) << boundPods() << " bound";
   EXPECT_FALSE(eventually([&] { return boundPods() > 2; }, 3s));

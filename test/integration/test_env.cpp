@@ -224,6 +224,18 @@ nlohmann::json k80ClassObject(const std::string& name, const std::string& extend
             {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}};
 }
 
+nlohmann::json deploymentObject(const std::string& ns, const std::string& name, int replicas,
+                                const nlohmann::json& podSpec) {
+  const nlohmann::json labels = {{"app", name}};
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"selector", {{"matchLabels", labels}}},
+            {"template", {{"metadata", {{"labels", labels}}}, {"spec", podSpec}}}}}};
+}
+
 nlohmann::json deviceObject(const std::string& name, const std::string& node,
                             const std::string& rawResourceName,
                             const std::map<std::string, std::string>& properties) {

@@ -102,6 +102,9 @@ nlohmann::json claimObject(const std::string& ns, const std::string& name,
 // `rawResourceName`.
 nlohmann::json k80ClassObject(const std::string& name, const std::string& extendedResourceName,
                               const std::string& rawResourceName);
+// A Deployment of `replicas` pods with `podSpec`, labelled and selected by app=<name>.
+nlohmann::json deploymentObject(const std::string& ns, const std::string& name, int replicas,
+                                const nlohmann::json& podSpec);
 nlohmann::json podObject(const std::string& ns, const std::string& name,
                          const std::vector<std::string>& claims,
                          const std::string& schedulerName = "extended-resource-scheduler");
