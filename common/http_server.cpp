@@ -246,8 +246,11 @@ time_t microsOf(std::chrono::milliseconds d) {
   return static_cast<time_t>(d.count() % 1000 * 1000);
 }
 
-// How often the watchdog looks for connections past their request deadline.
-constexpr std::chrono::milliseconds kWatchInterval{500};
+// How often the watchdog looks for connections past their request deadline or over their
+// peer's limit. A crowd of connections holds every worker until it is cut, and a probe queued
+// behind them waits up to this long; the walk is of this process's descriptors only, so it is
+// cheap to take often.
+constexpr std::chrono::milliseconds kWatchInterval{200};
 
 }  // namespace
 
