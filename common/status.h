@@ -137,4 +137,18 @@ bool unlessNotFound(F&& call) {
   return true;
 }
 
+// As unlessNotFound, for a create whose name may be taken (409 AlreadyExists): false then.
+template <class F>
+bool unlessAlreadyExists(F&& call) {
+  try {
+    std::forward<F>(call)();
+  } catch (const ApiError& e) {
+    if (e.isAlreadyExists()) {
+      return false;
+    }
+    throw;
+  }
+  return true;
+}
+
 }  // namespace ker

@@ -153,22 +153,6 @@ void ControllerMemory::setWarnedTemplateProblem(const std::string& podKey,
   }
 }
 
-void ControllerMemory::beginInitializing(const std::string& key, std::string version) {
-  std::lock_guard lock(mu_);
-  initializing_[key] = std::move(version);
-}
-
-void ControllerMemory::endInitializing(const std::string& key) {
-  std::lock_guard lock(mu_);
-  initializing_.erase(key);
-}
-
-bool ControllerMemory::initializing(const std::string& key, const std::string& version) const {
-  std::lock_guard lock(mu_);
-  auto it = initializing_.find(key);
-  return it != initializing_.end() && it->second == version;
-}
-
 std::map<std::string, std::string> ControllerMemory::writtenRecord(const std::string& podKey,
                                                                    const std::string& podUid,
                                                                    SteadyTime now) const {

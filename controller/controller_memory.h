@@ -41,12 +41,6 @@ class ControllerMemory {
   std::string claimWrittenOver(const std::string& key) const;
   void setClaimWrittenOver(const std::string& key, std::string version);
 
-  // Claims a pod's sync created and is giving their first status now, each with the version
-  // it created: their own sync from that copy waits rather than write the same status.
-  void beginInitializing(const std::string& key, std::string version);
-  void endInitializing(const std::string& key);
-  bool initializing(const std::string& key, const std::string& version) const;
-
   // Nudges: when each target was last triggered, and when each pod (by UID) was last nudged.
   void triggerNudge(const NudgeTarget& target, SteadyTime now);
   std::optional<SteadyTime> nudgeTriggeredAt(const NudgeTarget& target) const;
@@ -100,7 +94,6 @@ class ControllerMemory {
   std::map<std::string, Suspicion> deviceSuspects_;
   std::map<std::string, std::string> releasedDevices_;    // device -> resourceVersion
   std::map<std::string, std::string> claimsWrittenOver_;  // key -> resourceVersion
-  std::map<std::string, std::string> initializing_;       // claim key -> version created
   std::map<NudgeTarget, SteadyTime> nudgeTriggered_;
   std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
   std::map<std::string, Warned> warnedPods_;       // pod key -> warning given

@@ -118,13 +118,26 @@ bool bindsBackTo(const ExtendedResource& d, const ExtendedResourceClaim& c) {
          (c.nodeName.empty() || mayBeReachable(d, c.nodeName));
 }
 
+// A claim its pod controls (made for a template entry or a class request) and whose status is
+// still empty: its first status is its bind's. Until then it reads as Pending everywhere, and a
+// first Pending write would cost kube-apiserver a status write per pod that tells the user
+// nothing the pod's events do not. A status written by hand without a phase is still reset.
+bool firstStatusAtBind(const ExtendedResourceClaim& c) {
+  const auto label = c.meta.labels.find(kPodUidLabel);
+  return label != c.meta.labels.end() && !label->second.empty() &&
+         c.meta.controllerUid() == label->second && c.listedDevices().empty() &&
+         c.holders().empty() && c.nodeName.empty() && c.reason.empty() && c.message.empty() &&
+         c.conditions.empty() && c.alternative.empty();
+}
+
 }  // namespace
 
 Decision decideClaim(const ClaimView& v) {
   const ExtendedResourceClaim& c = *v.claim;
   // An unparsable status cannot be trusted to say what the claim holds. A claim invalid in
   // its spec alone (a selector edited while Bound) is still released when its pod goes.
-  if (c.statusReadable && c.phase == ClaimPhase::kPending && !c.phaseWritten) {
+  if (c.statusReadable && c.phase == ClaimPhase::kPending && !c.phaseWritten &&
+      !firstStatusAtBind(c)) {
     return {InitClaimStatus{}, std::nullopt};
   }
   if (!c.statusReadable || c.phase == ClaimPhase::kPending) {

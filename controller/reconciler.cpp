@@ -19,8 +19,6 @@ using Result = ReconcileResult::Status;
 
 // Each decision asks for at most this many live reads before it must settle.
 constexpr int kMaxLiveReads = 2;
-// How soon a claim whose first status a pod's sync is writing is looked at again.
-constexpr Millis kInitializingRecheck{500};
 
 ReconcileResult unsettled() {
   ReconcileResult r;
@@ -108,11 +106,6 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
         }
       }
       return ReconcileResult{};
-    }
-    if (memory_.initializing(key, claim->meta.resourceVersion)) {
-      ReconcileResult r;
-      r.requeueAfter = kInitializingRecheck;  // by then written (or failed: then this writes)
-      return r;
     }
     return syncClaim(key, claim);
   });
@@ -322,37 +315,32 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   if (!pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName)) {
     in.classRequests = classRequests(pod.extendedRequests, ClassTable(caches_.classes()));
   }
-  std::vector<ExtendedResourceClaim> labelled;  // owns what in.labelled points to
-  auto setLabelled = [&] {
-    std::vector<const ExtendedResourceClaim*> ptrs;
-    for (const auto& c : labelled) {
-      ptrs.push_back(&c);
-    }
-    in.labelled = std::move(ptrs);
+  std::vector<CachedClaim> keepClaims;  // own what in.existing points to
+  auto learn = [&](const std::string& name, CachedClaim claim) {
+    keepClaims.push_back(claim);
+    in.existing[name] = claim.get();
   };
   TemplateClaimsPlan plan = planTemplateClaims(in);
-  // A list, the creates, then the record: each step's result is the next plan's input.
+  // The lookups, the creates (and a live read for each name found taken), then the record: each
+  // step's result is the next plan's input.
   for (int step = 0; step < 3; ++step) {
-    if (plan.listLabelled) {
-      if (metrics_) {
-        metrics_->liveReads.inc();
+    if (!plan.lookups.empty()) {
+      for (const auto& name : plan.lookups) {
+        learn(name, caches_.claim(objectKey(pod.meta.ns, name)));
       }
-      ListOptions opts;
-      opts.labelSelector = std::string(kPodUidLabel) + "=" + pod.meta.uid;
-      const nlohmann::json list = api_.list(resources::kExtendedResourceClaims, pod.meta.ns, opts);
-      labelled.clear();
-      for (const auto& item : list.value("items", nlohmann::json::array())) {
-        labelled.push_back(ExtendedResourceClaim::fromJson(item));
-      }
-      setLabelled();
     } else if (!plan.creates.empty()) {
       for (const auto& create : plan.creates) {
-        auto claim = std::make_shared<const ExtendedResourceClaim>(
-            ExtendedResourceClaim::fromJson(executor_.createClaim(create.claim)));
-        labelled.push_back(*claim);
-        initializeClaim(claim);
+        nlohmann::json created;
+        if (unlessAlreadyExists([&] { created = executor_.createClaim(create.claim); })) {
+          learn(create.name, std::make_shared<const ExtendedResourceClaim>(
+                                 ExtendedResourceClaim::fromJson(created)));
+          continue;
+        }
+        const auto live = liveGet(resources::kExtendedResourceClaims, pod.meta.ns, create.name);
+        learn(create.name, live ? std::make_shared<const ExtendedResourceClaim>(
+                                      ExtendedResourceClaim::fromJson(*live))
+                                : nullptr);
       }
-      setLabelled();
     } else {
       break;
     }
@@ -362,32 +350,13 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   if (plan.warnings.empty() || executor_.record(plan.warnings)) {
     memory_.setWarnedTemplateProblem(podKey, pod.meta.uid, plan.problem);
   }
-  if (plan.listLabelled || !plan.creates.empty()) {
+  if (!plan.lookups.empty() || !plan.creates.empty()) {
     throw std::runtime_error("the claims of the pod's template entries did not settle");
   }
   if (plan.recordPatch) {
     executor_.patchPod(pod, *plan.recordPatch, plan.events);
   }
   memory_.setWrittenRecord(podKey, pod.meta.uid, std::move(plan.remember), opts_.clock());
-}
-
-void Reconciler::initializeClaim(const CachedClaim& created) {
-  const std::string key = objectKey(created->meta.ns, created->meta.name);
-  memory_.beginInitializing(key, created->meta.resourceVersion);
-  struct EndInitializing {
-    ControllerMemory& memory;
-    const std::string& key;
-    ~EndInitializing() { memory.endInitializing(key); }
-  } end{memory_, key};
-  try {
-    syncClaim(key, created);
-  } catch (const ApiError& e) {
-    // The claim's own sync, from its watch event, writes it instead.
-    if (log::v(2)) {
-      log::info("left a new claim's first status to its own sync",
-                {{"claim", key}, {"error", e.what()}});
-    }
-  }
 }
 
 void Reconciler::requestNudge(const NudgeTarget& target) {

@@ -85,11 +85,6 @@ class Reconciler {
   ReconcileResult syncClaim(const std::string& key, const CachedClaim& claim);
   // Creates the claims the pod's template entries call for and records them on the pod.
   void reconcileTemplateClaims(const Pod& pod);
-  // A claim just created for a template entry gets its first status before the pod's record
-  // names it, so kube-scheduler never tries the pod while that write is still to come (the
-  // extender's bind, from a copy without it, would be refused). Its own sync may run at the
-  // same time; one of the two writes is then refused, harmlessly.
-  void initializeClaim(const CachedClaim& created);
   std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
                                         const std::string& name);
 

@@ -1,6 +1,7 @@
 #include "controller/template_claims_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "common/event_recorder.h"
 #include "model/event_reasons.h"
@@ -21,28 +22,29 @@ std::string namePrefix(const std::string& name, size_t max) {
   return out;
 }
 
-// A claim the pod controls whose `label` is `value`: one made for it before it was recorded.
-const ExtendedResourceClaim* adoptable(const std::vector<const ExtendedResourceClaim*>& labelled,
-                                       const Pod& pod, const char* label,
-                                       const std::string& value) {
-  for (const auto* c : labelled) {
-    if (!c || c->meta.controllerUid() != pod.meta.uid) {
-      continue;
-    }
-    auto it = c->meta.labels.find(label);
-    if (it != c->meta.labels.end() && it->second == value) {
-      return c;
-    }
-  }
-  return nullptr;
+// The claim under an entry's name is one made for it (the pod controls it and its `label` is
+// `value`), before the record named it.
+bool madeFor(const ExtendedResourceClaim& c, const Pod& pod, const char* label,
+             const std::string& value) {
+  const auto it = c.meta.labels.find(label);
+  return c.meta.controllerUid() == pod.meta.uid && it != c.meta.labels.end() && it->second == value;
 }
 
-// A claim the pod owns and controls, named "<pod>-<part>-<5 characters the server adds>".
-json podClaim(const Pod& pod, const std::string& part, json labels, bool protect) {
+// FNV-1a: stable across builds and platforms, as a name that must come out the same after an
+// upgrade needs (std::hash promises neither).
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (const unsigned char b : bytes) {
+    h = (h ^ b) * 1099511628211ull;
+  }
+  return h;
+}
+
+// A claim the pod owns and controls, under `name`.
+json podClaim(const Pod& pod, const std::string& name, json labels, bool protect) {
   labels[kPodUidLabel] = pod.meta.uid;
   json meta = {
-      // 180 + '-' + 63 + '-' + the 5 characters the server adds: within 253.
-      {"generateName", namePrefix(pod.meta.name, 180) + "-" + part + "-"},
+      {"name", name},
       {"namespace", pod.meta.ns},
       {"labels", std::move(labels)},
       {"ownerReferences", json::array({{{"apiVersion", "v1"},
@@ -84,11 +86,23 @@ json liftGateOps(const Pod& pod) {
 
 }  // namespace
 
+std::string podClaimName(const Pod& pod, const std::string& part, const std::string& key) {
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  uint64_t h = fnv1a(pod.meta.uid + '\0' + key);
+  std::string suffix(8, '0');
+  for (char& d : suffix) {
+    d = kDigits[h % 36];
+    h /= 36;
+  }
+  // 180 + '-' + 63 + '-' + 8: within a name's 253.
+  return namePrefix(pod.meta.name, 180) + "-" + namePrefix(part, 63) + "-" + suffix;
+}
+
 json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
                        const ExtendedResourceClaimTemplate& tmpl, bool protect) {
   json labels = tmpl.claimLabels;
   labels[kTemplateEntryLabel] = entry.name;
-  json claim = podClaim(pod, entry.name, std::move(labels), protect);
+  json claim = podClaim(pod, podClaimName(pod, entry.name, entry.name), std::move(labels), protect);
   if (!tmpl.claimAnnotations.empty()) {
     claim["metadata"]["annotations"] = tmpl.claimAnnotations;
   }
@@ -97,8 +111,9 @@ json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
 }
 
 json claimFromClass(const Pod& pod, const ClassRequest& request, bool protect) {
-  json claim = podClaim(pod, namePrefix(request.cls->meta.name, 63),
-                        json{{kClassLabel, request.cls->meta.name}}, protect);
+  json claim =
+      podClaim(pod, podClaimName(pod, request.cls->meta.name, request.cls->extendedResourceName),
+               json{{kClassLabel, request.cls->meta.name}}, protect);
   claim["spec"] = claimSpecFor(request);
   return claim;
 }
@@ -133,6 +148,20 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   }
   std::vector<std::string> adopted;
   bool adoptedEntry = false;  // a template entry's claim among them
+  enum class Found { kNotLookedUp, kNone, kMadeForIt, kTaken };
+  auto lookUp = [&](const std::string& name, const char* label, const std::string& value) {
+    const auto it = in.existing.find(name);
+    if (it == in.existing.end()) {
+      plan.lookups.push_back(name);
+      return Found::kNotLookedUp;
+    }
+    return !it->second                               ? Found::kNone
+           : madeFor(*it->second, pod, label, value) ? Found::kMadeForIt
+                                                     : Found::kTaken;
+  };
+  auto takenWhy = [&](const std::string& name) {
+    return "claim " + objectKey(pod.meta.ns, name) + " exists and was not made for it";
+  };
   for (const auto& entry : pod.claimTemplates) {
     if (record.count(entry.name)) {
       continue;
@@ -149,17 +178,22 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                         " is invalid: " + tmpl->invalid;
       continue;
     }
-    if (!in.labelled) {
-      plan.listLabelled = true;
-      continue;
-    }
-    if (const ExtendedResourceClaim* c =
-            adoptable(*in.labelled, pod, kTemplateEntryLabel, entry.name)) {
-      record[entry.name] = c->meta.name;
-      adopted.push_back(entry.name + "=" + c->meta.name);
-      adoptedEntry = true;
-    } else {
-      plan.creates.push_back({entry.name, claimFromTemplate(pod, entry, *tmpl, in.protect)});
+    const std::string name = podClaimName(pod, entry.name, entry.name);
+    switch (lookUp(name, kTemplateEntryLabel, entry.name)) {
+      case Found::kMadeForIt:
+        record[entry.name] = in.existing.at(name)->meta.name;
+        adopted.push_back(entry.name + "=" + record[entry.name]);
+        adoptedEntry = true;
+        break;
+      case Found::kNone:
+        plan.creates.push_back(
+            {entry.name, name, claimFromTemplate(pod, entry, *tmpl, in.protect)});
+        break;
+      case Found::kTaken:
+        plan.waitingEntries[entry.name] = takenWhy(name);
+        break;
+      case Found::kNotLookedUp:
+        break;
     }
   }
   for (const auto& [resource, request] : in.classRequests) {
@@ -172,16 +206,20 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                        std::to_string(kMaxClaimDevices) + ")";
       continue;
     }
-    if (!in.labelled) {
-      plan.listLabelled = true;
-      continue;
-    }
-    if (const ExtendedResourceClaim* c =
-            adoptable(*in.labelled, pod, kClassLabel, request.cls->meta.name)) {
-      record[resource] = c->meta.name;
-      adopted.push_back(resource + "=" + c->meta.name);
-    } else {
-      plan.creates.push_back({resource, claimFromClass(pod, request, in.protect)});
+    const std::string name = podClaimName(pod, request.cls->meta.name, resource);
+    switch (lookUp(name, kClassLabel, request.cls->meta.name)) {
+      case Found::kMadeForIt:
+        record[resource] = in.existing.at(name)->meta.name;
+        adopted.push_back(resource + "=" + record[resource]);
+        break;
+      case Found::kNone:
+        plan.creates.push_back({resource, name, claimFromClass(pod, request, in.protect)});
+        break;
+      case Found::kTaken:
+        plan.waitingRequests[resource] = takenWhy(name);
+        break;
+      case Found::kNotLookedUp:
+        break;
     }
   }
   const std::string entries = problemLine("template entry ", plan.waitingEntries);
@@ -196,8 +234,8 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       }
     }
   }
-  if (plan.listLabelled) {
-    // Nothing is written before the list: it decides between adopting and creating.
+  if (!plan.lookups.empty()) {
+    // Nothing is written before the lookups: they decide between adopting and creating.
     plan.creates.clear();
     plan.why = "looking for claims made before";
     return plan;

@@ -21,10 +21,11 @@ struct TemplateClaimsInputs {
   // The pod's requests a class serves (classRequests), by extended resource name: each gets one
   // claim, recorded under that name.
   ClassRequests classRequests;
-  // The claims labelled with the pod's UID, as a live list returned them; nullopt until the
-  // plan asks for that list. Only a quorum read may say that no claim was made yet: a claim
-  // created just before a crash (or a lost reply) may not have reached any cache.
-  std::optional<std::vector<const ExtendedResourceClaim*>> labelled;
+  // The claims under the names the pod's entries and requests get (podClaimName), as far as
+  // they were looked up: nullptr for a name no claim has. The cache answers first; a create
+  // refused because the name is taken (a claim made just before a crash, or a create whose
+  // reply was lost) is answered by a live read. A name not in the map was not looked up yet.
+  std::map<std::string, const ExtendedResourceClaim*> existing;
   // The waiting problem this pod (same UID) was last warned of, "" for none.
   std::string warned;
   // The record this controller last wrote on the pod (same UID), which the pod's cached copy
@@ -38,14 +39,16 @@ struct TemplateClaimsInputs {
 
 struct ClaimCreate {
   std::string entry;     // the template entry, or the extended resource name
-  nlohmann::json claim;  // the whole object, generateName and ownerReference included
+  std::string name;      // the claim's name (podClaimName)
+  nlohmann::json claim;  // the whole object, name and ownerReference included
 };
 
 struct TemplateClaimsPlan {
-  // Read the claims labelled with the pod's UID live, then plan again.
-  bool listLabelled = false;
-  // Claims to create. Once they exist, plan again with them among `labelled`: they are then
-  // adopted into the record.
+  // Claim names to look up (`existing`), then plan again.
+  std::vector<std::string> lookups;
+  // Claims to create. Once they exist, plan again with them in `existing`: they are then
+  // adopted into the record. One refused as AlreadyExists goes into `existing` as a live read
+  // shows it.
   std::vector<ClaimCreate> creates;
   // The JSON Patch writing the record onto the pod: it applies only to the same pod (UID) while
   // its record is still the one planned against. Once nothing waits, it also lifts the pod's
@@ -66,24 +69,33 @@ struct TemplateClaimsPlan {
   std::string why;  // for the log line
 };
 
-// One claim per template entry and per class request of a pod that is still to be scheduled: an
-// existing claim the pod controls (ownerReference with its UID) labelled with the entry (or the
-// class) is adopted, otherwise one is created from the template (or the class). Nothing for pods
+// One claim per template entry and per class request of a pod that is still to be scheduled,
+// under the one name podClaimName gives it: a claim of that name the pod controls (ownerReference
+// with its UID) labelled with the entry (or the class) is adopted, a name that is free gets one
+// created from the template (or the class), and a name another claim holds keeps the entry
+// waiting, with a Warning. Names derived from the pod's UID make a second create for the same
+// entry (after a crash or a lost reply) fail as AlreadyExists, instead of making a duplicate
+// only a quorum list could have found. Nothing for pods
 // bound, finished or being deleted. A pod with garbled annotations, or whose entries and requests
 // all have recorded claims, only has its kClassClaimsGate lifted, if it carries it: the gate
 // waits for the record, never for a claim to be allocated.
 TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in);
 
+// "<pod>-<part>-<8 characters>", the characters a hash of the pod's UID and `key` (the template
+// entry, or the extended resource name): the same for every sync of the pod, another for every
+// other pod and entry. `part` is at most 63 characters, the pod's name is cut to 180.
+std::string podClaimName(const Pod& pod, const std::string& part, const std::string& key);
+
 // The claim a template entry of the pod gets: the template's labels and annotations, the
-// entry and pod-UID labels, generateName "<pod>-<entry>-", the pod as controlling owner
+// entry and pod-UID labels, podClaimName, the pod as controlling owner
 // (blockOwnerDeletion, so the garbage collector deletes it with the pod), the template's spec;
 // with `protect`, the protection finalizer.
 nlohmann::json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
                                  const ExtendedResourceClaimTemplate& tmpl, bool protect);
 
 // The claim a pod's request of a class's resource gets: the class and pod-UID labels,
-// generateName "<pod>-<class>-", the pod as controlling owner, claimSpecFor's spec; with
-// `protect`, the protection finalizer.
+// podClaimName with the class's name and the resource name, the pod as controlling owner,
+// claimSpecFor's spec; with `protect`, the protection finalizer.
 nlohmann::json claimFromClass(const Pod& pod, const ClassRequest& request, bool protect);
 
 }  // namespace ker

@@ -60,7 +60,7 @@ class TemplateRecordTest : public ApiTest {
     TemplateClaimsInputs in;
     in.pod = &pod;
     in.templates = {{"gpu-tmpl", &tmpl}};
-    in.labelled = std::vector<const ExtendedResourceClaim*>{&owned};
+    in.existing[podClaimName(pod, "gpu", "gpu")] = &owned;
     const TemplateClaimsPlan plan = planTemplateClaims(in);
     EXPECT_TRUE(plan.recordPatch) << "no record planned";
     return plan.recordPatch.value_or(json::array());

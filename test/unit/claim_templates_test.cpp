@@ -173,29 +173,45 @@ class TemplateClaimsPlanTest : public ::testing::Test {
                                                 {"spec", {{"rawResourceName", "x.io/gpu"}}}});
   }
 
+  // The name the pod's entry "gpu" gets.
+  std::string gpuName() const { return podClaimName(pod, "gpu", "gpu"); }
+
   Pod pod;
   ExtendedResourceClaimTemplate tmpl;
   TemplateClaimsInputs in;
 };
 
-TEST_F(TemplateClaimsPlanTest, ReadsTheLabelledClaimsLiveBeforeCreatingAny) {
+TEST_F(TemplateClaimsPlanTest, LooksUpTheEntrysClaimNameBeforeCreatingAny) {
   const auto plan = planTemplateClaims(in);
-  EXPECT_TRUE(plan.listLabelled);
+  EXPECT_EQ(plan.lookups, std::vector<std::string>{gpuName()});
   EXPECT_TRUE(plan.creates.empty());
   EXPECT_FALSE(plan.recordPatch);
 }
 
+TEST_F(TemplateClaimsPlanTest, AClaimsNameIsTheSameForEverySyncAndItsOwnForEachPodAndEntry) {
+  const std::string name = gpuName();
+  EXPECT_EQ(name.rfind("web-0-gpu-", 0), 0u) << name;
+  EXPECT_EQ(name.size(), std::string("web-0-gpu-").size() + 8) << name;
+  EXPECT_TRUE(isDns1123Subdomain(name)) << name;
+  EXPECT_EQ(podClaimName(pod, "gpu", "gpu"), name);
+  EXPECT_NE(podClaimName(pod, "gpu", "gpu2"), name) << "another entry";
+  Pod replacement = pod;
+  replacement.meta.uid = "pod-uid-2";
+  EXPECT_NE(podClaimName(replacement, "gpu", "gpu"), name) << "a pod of the same name";
+}
+
 TEST_F(TemplateClaimsPlanTest, CreatesTheWholeClaimFromTheTemplate) {
-  in.labelled.emplace();
+  in.existing[gpuName()] = nullptr;
   const auto plan = planTemplateClaims(in);
-  EXPECT_FALSE(plan.listLabelled);
-  EXPECT_FALSE(plan.recordPatch) << "recorded once it exists, with the name the server gave";
+  EXPECT_TRUE(plan.lookups.empty());
+  EXPECT_FALSE(plan.recordPatch) << "recorded once it exists";
   ASSERT_EQ(plan.creates.size(), 1u);
   EXPECT_EQ(plan.creates[0].entry, "gpu");
+  EXPECT_EQ(plan.creates[0].name, gpuName());
   const json expected = {{"apiVersion", "extendedresource.io/v1alpha1"},
                          {"kind", "ExtendedResourceClaim"},
                          {"metadata",
-                          {{"generateName", "web-0-gpu-"},
+                          {{"name", gpuName()},
                            {"namespace", "ns"},
                            {"labels",
                             {{"team", "a"},
@@ -222,10 +238,8 @@ TEST_F(TemplateClaimsPlanTest, CreatesTheWholeClaimFromTheTemplate) {
 }
 
 TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItWhileTheRecordIsUnchanged) {
-  const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
-  const auto other = ownedClaim("web-0-gpu-x2", "gpu", "old-pod-uid");
-  const auto otherEntry = ownedClaim("web-0-nic-x3", "nic", "pod-uid");
-  in.labelled = std::vector<const ExtendedResourceClaim*>{&other, &otherEntry, &mine};
+  const auto mine = ownedClaim(gpuName(), "gpu", "pod-uid");
+  in.existing[gpuName()] = &mine;
   const auto plan = planTemplateClaims(in);
   EXPECT_TRUE(plan.creates.empty());
   ASSERT_TRUE(plan.recordPatch);
@@ -233,52 +247,60 @@ TEST_F(TemplateClaimsPlanTest, AdoptsAClaimThePodControlsAndRecordsItWhileTheRec
   EXPECT_EQ(*plan.recordPatch,
             (json{{{"op", "test"}, {"path", "/metadata/uid"}, {"value", "pod-uid"}},
                   {{"op", "test"}, {"path", path}, {"value", nullptr}},
-                  {{"op", "add"}, {"path", path}, {"value", R"({"gpu":"web-0-gpu-x1"})"}}}))
+                  {{"op", "add"}, {"path", path}, {"value", json{{"gpu", gpuName()}}.dump()}}}))
       << "conditional on the pod and on its record, not on every other write of the pod";
   ASSERT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].reason, "ClaimsGenerated");
 }
 
-TEST_F(TemplateClaimsPlanTest, AnotherPodsClaimIsNeverAdopted) {
-  const auto other = ownedClaim("web-0-gpu-x2", "gpu", "old-pod-uid");
-  in.labelled = std::vector<const ExtendedResourceClaim*>{&other};
-  const auto plan = planTemplateClaims(in);
-  EXPECT_EQ(plan.creates.size(), 1u);
-  EXPECT_FALSE(plan.recordPatch);
+TEST_F(TemplateClaimsPlanTest, AClaimUnderTheNameNotMadeForTheEntryIsNeverAdopted) {
+  const auto otherPods = ownedClaim(gpuName(), "gpu", "old-pod-uid");
+  const auto otherEntrys = ownedClaim(gpuName(), "nic", "pod-uid");
+  for (const auto* taken : {&otherPods, &otherEntrys}) {
+    in.existing[gpuName()] = taken;
+    const auto plan = planTemplateClaims(in);
+    EXPECT_TRUE(plan.creates.empty());
+    EXPECT_FALSE(plan.recordPatch);
+    EXPECT_EQ(plan.waitingEntries.at("gpu"),
+              "claim ns/" + gpuName() + " exists and was not made for it");
+    ASSERT_EQ(plan.warnings.size(), 1u);
+    EXPECT_EQ(plan.warnings[0].reason, "ClaimTemplateUnusable");
+  }
 }
 
 TEST_F(TemplateClaimsPlanTest, KeepsEntriesAlreadyRecordedAndTestsThatRecord) {
   pod.claimTemplates.push_back({"nic", "gpu-tmpl"});
   pod.meta.annotations[kGeneratedClaimsAnnotation] = R"({"nic":"web-0-nic-1"})";
   pod.generatedClaims = {{"nic", "web-0-nic-1"}};
-  const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
-  in.labelled = std::vector<const ExtendedResourceClaim*>{&mine};
+  const auto mine = ownedClaim(gpuName(), "gpu", "pod-uid");
+  in.existing[gpuName()] = &mine;
   const auto plan = planTemplateClaims(in);
   ASSERT_TRUE(plan.recordPatch);
   ASSERT_EQ(plan.recordPatch->size(), 3u);
   EXPECT_EQ((*plan.recordPatch)[1]["value"], R"({"nic":"web-0-nic-1"})")
       << "applies only while the record is the one the plan started from";
-  EXPECT_EQ((*plan.recordPatch)[2]["value"], R"({"gpu":"web-0-gpu-x1","nic":"web-0-nic-1"})");
+  EXPECT_EQ((*plan.recordPatch)[2]["value"],
+            (json{{"gpu", gpuName()}, {"nic", "web-0-nic-1"}}.dump()));
 }
 
 TEST_F(TemplateClaimsPlanTest, ARecordWrittenButNotYetCachedIsNotPlannedAgain) {
-  const auto mine = ownedClaim("web-0-gpu-x1", "gpu", "pod-uid");
-  in.labelled = std::vector<const ExtendedResourceClaim*>{&mine};
+  const auto mine = ownedClaim(gpuName(), "gpu", "pod-uid");
+  in.existing[gpuName()] = &mine;
   const auto first = planTemplateClaims(in);
   ASSERT_TRUE(first.recordPatch);
-  EXPECT_EQ(first.remember, (std::map<std::string, std::string>{{"gpu", "web-0-gpu-x1"}}));
+  EXPECT_EQ(first.remember, (std::map<std::string, std::string>{{"gpu", gpuName()}}));
 
-  // A sync from a copy older than the write: nothing to list, create or write.
-  in.labelled.reset();
+  // A sync from a copy older than the write: nothing to look up, create or write.
+  in.existing.clear();
   in.written = first.remember;
   const auto stale = planTemplateClaims(in);
-  EXPECT_FALSE(stale.listLabelled);
+  EXPECT_TRUE(stale.lookups.empty());
   EXPECT_TRUE(stale.creates.empty());
   EXPECT_FALSE(stale.recordPatch);
   EXPECT_EQ(stale.remember, in.written) << "remembered until the cache shows it";
 
   // The cache shows the record: forgotten.
-  pod.meta.annotations[kGeneratedClaimsAnnotation] = R"({"gpu":"web-0-gpu-x1"})";
+  pod.meta.annotations[kGeneratedClaimsAnnotation] = json{{"gpu", gpuName()}}.dump();
   pod.generatedClaims = in.written;
   pod.awaitingTemplates.clear();
   EXPECT_TRUE(planTemplateClaims(in).remember.empty());
@@ -287,7 +309,7 @@ TEST_F(TemplateClaimsPlanTest, ARecordWrittenButNotYetCachedIsNotPlannedAgain) {
 TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   in.templates["gpu-tmpl"] = nullptr;
   auto plan = planTemplateClaims(in);
-  EXPECT_FALSE(plan.listLabelled);
+  EXPECT_TRUE(plan.lookups.empty());
   EXPECT_TRUE(plan.creates.empty());
   EXPECT_EQ(plan.waitingEntries.at("gpu"), "template ns/gpu-tmpl not found");
   tmpl.invalid = "spec.spec: required";
@@ -308,14 +330,14 @@ TEST_F(TemplateClaimsPlanTest, AWaitingEntryIsWarnedOfOncePerProblem) {
   plan = planTemplateClaims(in);
   EXPECT_TRUE(plan.warnings.empty()) << "warned of already";
   in.templates["gpu-tmpl"] = &tmpl;
-  in.labelled.emplace();
+  in.existing[gpuName()] = nullptr;
   plan = planTemplateClaims(in);
   EXPECT_EQ(plan.problem, "") << "mended: the warning is forgotten";
   EXPECT_TRUE(plan.warnings.empty());
 }
 
 TEST_F(TemplateClaimsPlanTest, NothingForPodsPastScheduling) {
-  in.labelled.emplace();
+  in.existing[gpuName()] = nullptr;
   for (auto change : std::vector<std::function<void(Pod&)>>{
            [](Pod& p) { p.nodeName = "n1"; }, [](Pod& p) { p.phase = "Succeeded"; },
            [](Pod& p) { p.meta.deleting = true; }, [](Pod& p) { p.invalid = "garbled"; },
@@ -324,18 +346,18 @@ TEST_F(TemplateClaimsPlanTest, NothingForPodsPastScheduling) {
     change(pod);
     const auto plan = planTemplateClaims(in);
     EXPECT_TRUE(plan.creates.empty());
-    EXPECT_FALSE(plan.listLabelled);
+    EXPECT_TRUE(plan.lookups.empty());
     EXPECT_FALSE(plan.recordPatch);
     pod = before;
   }
 }
 
-TEST_F(TemplateClaimsPlanTest, GenerateNameStaysAValidNameForLongPodNames) {
-  pod.meta.name = std::string(200, 'a') + "." + std::string(50, 'b');
+TEST_F(TemplateClaimsPlanTest, TheClaimsNameStaysValidForLongPodNames) {
+  pod.meta.name = std::string(179, 'a') + "." + std::string(70, 'b');
   const json c = claimFromTemplate(pod, {std::string(63, 'e'), "gpu-tmpl"}, tmpl, true);
-  const std::string gen = c["metadata"]["generateName"];
-  EXPECT_LE(gen.size() + 5, 253u);
-  EXPECT_TRUE(isDns1123Subdomain(gen + "abcde")) << gen;
+  const std::string name = c["metadata"]["name"];
+  EXPECT_LE(name.size(), 253u);
+  EXPECT_TRUE(isDns1123Subdomain(name)) << name;
 }
 
 TEST(TemplateTriggers, ATemplateChangeQueuesThePodsWaitingForIt) {

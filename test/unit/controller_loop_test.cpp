@@ -5,6 +5,7 @@
 
 #include "common/api_error.h"
 #include "controller/controller.h"
+#include "controller/template_claims_plan.h"
 #include "fake_api_client.h"
 #include "model/objects.h"
 
@@ -643,6 +644,14 @@ std::vector<json> labelledClaims(FakeApiClient& api, const std::string& podUid) 
   return out;
 }
 
+// A pod as far as podClaimName reads it.
+Pod podNamed(const std::string& name, const std::string& uid) {
+  Pod pod;
+  pod.meta.name = name;
+  pod.meta.uid = uid;
+  return pod;
+}
+
 std::string record(FakeApiClient& api, const std::string& pod) {
   return api.peek(resources::kPods, "default", pod)
       .value()
@@ -660,22 +669,17 @@ TEST_F(ControllerLoopTest, APodNamingATemplateGetsOneClaimOfItsOwnRecorded) {
   const json& c = claims[0];
   const std::string name = c["metadata"]["name"];
   EXPECT_EQ(record(api, "w"), json({{"gpu", name}}).dump());
-  EXPECT_EQ(name.rfind("w-gpu-", 0), 0u) << name;
+  EXPECT_EQ(name, podClaimName(podNamed("w", uid), "gpu", "gpu"));
   EXPECT_EQ(c["metadata"]["labels"]["team"], "a");
   EXPECT_EQ(c["metadata"]["labels"][kTemplateEntryLabel], "gpu");
   EXPECT_EQ(c["metadata"]["ownerReferences"][0]["uid"], uid);
   EXPECT_EQ(c["metadata"]["ownerReferences"][0]["controller"], true);
   EXPECT_EQ(c["metadata"]["ownerReferences"][0]["blockOwnerDeletion"], true);
   EXPECT_EQ(c["spec"]["rawResourceName"], kGpu);
-  // kube-scheduler tries the pod once the record names its claim: the claim's first status
-  // comes before that, or the extender's bind of it would be refused for a stale copy. Nothing
-  // else writes either object here, so each one's resourceVersion is its last write's.
-  EXPECT_EQ(c.value("/status/phase"_json_pointer, ""), "Pending");
-  const auto version = [](const json& o) {
-    return std::stoll(o["metadata"]["resourceVersion"].get<std::string>());
-  };
-  EXPECT_LT(version(c), version(api.peek(resources::kPods, "default", "w").value()))
-      << "the claim's first status was written after the record";
+  // A claim made for a pod gets its first status from its bind: none is written before.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(
+      api.peek(resources::kExtendedResourceClaims, "default", name).value().contains("status"));
   // Later updates of the pod change nothing.
   auto p = api.peek(resources::kPods, "default", "w").value();
   p["metadata"]["labels"] = {{"touched", "yes"}};
@@ -690,15 +694,43 @@ TEST_F(ControllerLoopTest, APodNamingATemplateGetsOneClaimOfItsOwnRecorded) {
 TEST_F(ControllerLoopTest, AnUnrecordedClaimOfThePodIsAdoptedNotMadeTwice) {
   api.seed(resources::kExtendedResourceClaimTemplates, templateJson("tmpl"));
   const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
-  json made = claimJson("w-gpu-made");
+  const std::string name = podClaimName(podNamed("w", uid), "gpu", "gpu");
+  json made = claimJson(name);
   made["metadata"]["labels"] = {{kTemplateEntryLabel, "gpu"}, {kPodUidLabel, uid}};
   made["metadata"]["ownerReferences"] = {
       {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "w"}, {"uid", uid}, {"controller", true}}};
   api.seed(resources::kExtendedResourceClaims, made);
   start();
   ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); }));
-  EXPECT_EQ(record(api, "w"), json({{"gpu", "w-gpu-made"}}).dump());
+  EXPECT_EQ(record(api, "w"), json({{"gpu", name}}).dump());
   EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
+  EXPECT_EQ(api.list(resources::kExtendedResourceClaims, "default", {})["items"].size(), 1u);
+}
+
+// The create's reply is lost after the server made the claim: the next attempt's create is
+// refused as AlreadyExists (or the cache shows the claim first), and the claim is recorded,
+// not made a second time.
+TEST_F(ControllerLoopTest, AClaimWhoseCreateReplyWasLostIsRecordedNotMadeTwice) {
+  api.seed(resources::kExtendedResourceClaimTemplates, templateJson("tmpl"));
+  api.loseNextCreateReplies(resources::kExtendedResourceClaims);
+  const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
+  start();
+  ASSERT_TRUE(eventually([&] { return !record(api, "w").empty(); })) << "no record written";
+  EXPECT_EQ(record(api, "w"),
+            json({{"gpu", podClaimName(podNamed("w", uid), "gpu", "gpu")}}).dump());
+  EXPECT_EQ(labelledClaims(api, uid).size(), 1u);
+}
+
+// A claim of another pod under the name: the entry waits, with a Warning, and nothing is
+// recorded or made.
+TEST_F(ControllerLoopTest, AClaimNotMadeForTheEntryUnderItsNameIsNeitherAdoptedNorReplaced) {
+  api.seed(resources::kExtendedResourceClaimTemplates, templateJson("tmpl"));
+  const std::string uid = api.seed(resources::kPods, templatePodJson("w"))["metadata"]["uid"];
+  api.seed(resources::kExtendedResourceClaims,
+           claimJson(podClaimName(podNamed("w", uid), "gpu", "gpu")));
+  start();
+  ASSERT_TRUE(eventually([&] { return eventsWithReason("ClaimTemplateUnusable").size() == 1; }));
+  EXPECT_EQ(record(api, "w"), "");
   EXPECT_EQ(api.list(resources::kExtendedResourceClaims, "default", {})["items"].size(), 1u);
 }
 

@@ -101,7 +101,9 @@ class FakeApiClient : public ApiClient {
                         const nlohmann::json& obj) override {
     std::lock_guard lock(mu_);
     enter(Verb::kCreate);
-    return insert(res, ns, obj);
+    nlohmann::json created = insert(res, ns, obj);
+    loseReply(lostCreateReplies_, res);
+    return created;
   }
 
   nlohmann::json update(const Resource& res, const std::string& ns,
@@ -125,11 +127,7 @@ class FakeApiClient : public ApiClient {
     nlohmann::json next = cur;
     copyField(obj, next, "status");
     nlohmann::json written = write(res, cur, std::move(next));
-    if (auto lost = lostStatusReplies_.find(resKey(res));
-        lost != lostStatusReplies_.end() && lost->second > 0) {
-      --lost->second;
-      throw ApiError(ApiErrorKind::kTransport, 0, "", "connection cut after the request was sent");
-    }
+    loseReply(lostStatusReplies_, res);
     return written;
   }
 
@@ -316,6 +314,11 @@ class FakeApiClient : public ApiClient {
   void loseNextStatusReplies(const Resource& res, int times = 1) {
     std::lock_guard lock(mu_);
     lostStatusReplies_[resKey(res)] += times;
+  }
+  // The next `times` creates of res are applied, then throw a transport error.
+  void loseNextCreateReplies(const Resource& res, int times = 1) {
+    std::lock_guard lock(mu_);
+    lostCreateReplies_[resKey(res)] += times;
   }
   void clearFailures() {
     std::lock_guard lock(mu_);
@@ -513,6 +516,14 @@ class FakeApiClient : public ApiClient {
     const std::string wantUid = next.value("/metadata/uid"_json_pointer, "");
     if (!wantUid.empty() && wantUid != cur["metadata"].value("uid", "")) {
       throw conflict("Precondition failed: UID in precondition: " + wantUid);
+    }
+  }
+
+  // A reply to lose after the server acted: a transport error in its place.
+  void loseReply(std::map<std::string, int>& lost, const Resource& res) {
+    if (auto it = lost.find(resKey(res)); it != lost.end() && it->second > 0) {
+      --it->second;
+      throw ApiError(ApiErrorKind::kTransport, 0, "", "connection cut after the request was sent");
     }
   }
 
@@ -754,6 +765,7 @@ class FakeApiClient : public ApiClient {
   std::map<std::string, std::map<std::string, nlohmann::json>> store_;  // resKey -> key -> obj
   std::map<Verb, std::deque<Failure>> failures_;
   std::map<std::string, int> lostStatusReplies_;
+  std::map<std::string, int> lostCreateReplies_;
   std::map<Verb, int> calls_;
   std::vector<Binding> bindings_;
 };

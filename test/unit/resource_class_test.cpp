@@ -149,7 +149,7 @@ TEST(ClassClaims, TheClaimAsksTheClassesDevicesSplitAmongTheContainers) {
   const auto requests = classRequests(pod.extendedRequests, ClassTable({cls}));
   ASSERT_EQ(requests.size(), 1u);
   const json made = claimFromClass(pod, requests.at("nvidia.com/gpu"), true);
-  EXPECT_EQ(made["metadata"]["generateName"], "web-gpu-");
+  EXPECT_EQ(made["metadata"]["name"], podClaimName(pod, "gpu", "nvidia.com/gpu"));
   EXPECT_EQ(made["metadata"]["labels"][kClassLabel], "gpu");
   EXPECT_EQ(made["metadata"]["labels"][kPodUidLabel], "pod-uid");
   EXPECT_EQ(made["metadata"]["ownerReferences"][0]["uid"], "pod-uid");
@@ -208,30 +208,27 @@ TEST(ClassClaims, ThePlanCreatesOneClaimPerRequestThenRecordsIt) {
   TemplateClaimsInputs in;
   in.pod = &pod;
   in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
+  const std::string name = podClaimName(pod, "gpu", "nvidia.com/gpu");
   TemplateClaimsPlan plan = planTemplateClaims(in);
-  EXPECT_TRUE(plan.listLabelled) << "a claim made before a crash is looked for first";
-  std::vector<const ExtendedResourceClaim*> none;
-  in.labelled = none;
+  EXPECT_EQ(plan.lookups, std::vector<std::string>{name})
+      << "a claim made before a crash is looked for first";
+  in.existing[name] = nullptr;
   plan = planTemplateClaims(in);
   ASSERT_EQ(plan.creates.size(), 1u);
   EXPECT_EQ(plan.creates[0].entry, "nvidia.com/gpu");
+  EXPECT_EQ(plan.creates[0].name, name);
 
-  json made = plan.creates[0].claim;
-  made["metadata"]["name"] = "web-gpu-abcde";
-  const auto claim = ExtendedResourceClaim::fromJson(made);
-  std::vector<const ExtendedResourceClaim*> labelled{&claim};
-  in.labelled = labelled;
+  const auto claim = ExtendedResourceClaim::fromJson(plan.creates[0].claim);
+  in.existing[name] = &claim;
   plan = planTemplateClaims(in);
   EXPECT_TRUE(plan.creates.empty());
   ASSERT_TRUE(plan.recordPatch.has_value());
   EXPECT_EQ((*plan.recordPatch)[1],
             (json{{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}}))
       << "a pod without annotations gets the map added whole, if it still has none";
-  EXPECT_EQ(plan.remember,
-            (std::map<std::string, std::string>{{"nvidia.com/gpu", "web-gpu-abcde"}}));
+  EXPECT_EQ(plan.remember, (std::map<std::string, std::string>{{"nvidia.com/gpu", name}}));
 
-  const Pod recorded =
-      podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
+  const Pod recorded = podAsking({{"nvidia.com/gpu", "1"}}, json{{"nvidia.com/gpu", name}}.dump());
   in.pod = &recorded;
   EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "nothing more to do";
 }
@@ -246,10 +243,9 @@ TEST(ClassClaims, TheRecordsWriteLiftsTheSchedulingGate) {
   TemplateClaimsInputs in;
   in.pod = &pod;
   in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
-  json made = claimFromClass(pod, in.classRequests.begin()->second, false);
-  made["metadata"]["name"] = "web-gpu-abcde";
-  const auto claim = ExtendedResourceClaim::fromJson(made);
-  in.labelled = std::vector<const ExtendedResourceClaim*>{&claim};
+  const auto claim =
+      ExtendedResourceClaim::fromJson(claimFromClass(pod, in.classRequests.begin()->second, false));
+  in.existing[claim.meta.name] = &claim;
   TemplateClaimsPlan plan = planTemplateClaims(in);
   ASSERT_TRUE(plan.recordPatch.has_value());
   const json& ops = *plan.recordPatch;
@@ -309,7 +305,7 @@ TEST(ClassClaims, ARequestForMoreThanAClaimHoldsWaitsWithAWarning) {
   in.pod = &pod;
   in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
   const TemplateClaimsPlan plan = planTemplateClaims(in);
-  EXPECT_FALSE(plan.listLabelled);
+  EXPECT_TRUE(plan.lookups.empty());
   EXPECT_TRUE(plan.creates.empty());
   EXPECT_EQ(plan.problem,
             "request of nvidia.com/gpu: the containers ask for 2000 devices, more than a claim "
