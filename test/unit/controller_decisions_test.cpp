@@ -131,6 +131,24 @@ TEST_F(ClaimDecisionTest, WithoutStatusIsInitialized) {
   as<action::Nothing>(decideClaim(view));
 }
 
+// A claim made for a pod (its controller, named in its pod-UID label) gets its first status from
+// its bind; one with a status written by hand, or made by someone else, is initialized.
+TEST_F(ClaimDecisionTest, AClaimMadeForAPodWaitsForItsBindsFirstStatus) {
+  claim = ExtendedResourceClaim{};
+  claim.meta.labels[kPodUidLabel] = "uid-p";
+  claim.meta.ownerReferences.push_back(
+      {.apiVersion = "v1", .kind = "Pod", .name = "p", .uid = "uid-p", .controller = true});
+  as<action::Nothing>(decideClaim(view));
+  ExtendedResourceClaim handWritten = claim;
+  handWritten.allocated = {"d0"};
+  view.claim = &handWritten;
+  as<action::InitClaimStatus>(decideClaim(view));
+  ExtendedResourceClaim otherOwner = claim;
+  otherOwner.meta.labels[kPodUidLabel] = "uid-q";
+  view.claim = &otherOwner;
+  as<action::InitClaimStatus>(decideClaim(view));
+}
+
 TEST_F(ClaimDecisionTest, GarbledPhaseIsUnreadableNotUninitialized) {
   claim.phaseWritten = true;
   claim.invalid = "status.phase: expected a string, got number";
