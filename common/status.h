@@ -121,15 +121,15 @@ Status callApi(F&& call) {
   return {};
 }
 
-// Runs a call to the API client for which 404 is an expected answer (the object is gone, or
-// never was): false then, true when the call succeeded. Any other ApiError goes on to the
-// layer's boundary.
+// Runs a call to the API client for which one kind of ApiError (`expected`, as
+// &ApiError::isNotFound) is an answer rather than a failure: false then, true when the call
+// succeeded. Any other ApiError goes on to the layer's boundary.
 template <class F>
-bool unlessNotFound(F&& call) {
+bool unlessApiError(bool (ApiError::*expected)() const, F&& call) {
   try {
     std::forward<F>(call)();
   } catch (const ApiError& e) {
-    if (e.isNotFound()) {
+    if ((e.*expected)()) {
       return false;
     }
     throw;
@@ -137,18 +137,16 @@ bool unlessNotFound(F&& call) {
   return true;
 }
 
-// As unlessNotFound, for a create whose name may be taken (409 AlreadyExists): false then.
+// A call for which 404 is an expected answer: the object is gone, or never was.
+template <class F>
+bool unlessNotFound(F&& call) {
+  return unlessApiError(&ApiError::isNotFound, std::forward<F>(call));
+}
+
+// A create whose name may be taken (409 AlreadyExists).
 template <class F>
 bool unlessAlreadyExists(F&& call) {
-  try {
-    std::forward<F>(call)();
-  } catch (const ApiError& e) {
-    if (e.isAlreadyExists()) {
-      return false;
-    }
-    throw;
-  }
-  return true;
+  return unlessApiError(&ApiError::isAlreadyExists, std::forward<F>(call));
 }
 
 }  // namespace ker
