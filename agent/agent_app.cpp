@@ -49,8 +49,8 @@ struct AgentApp::Impl {
               .healthChecked = [this] { capacity.wake(); }},
              api, devices, claims, probe, events, metrics),
         capacity(
-            {.node = config.node}, api, classes, nodeObject, [this] { return sync.inventory(); },
-            [this] { return sync.health(); }, metrics),
+            {.node = config.node, .stateDir = config.stateDir}, api, classes, nodeObject,
+            [this] { return sync.inventory(); }, [this] { return sync.health(); }, metrics),
         plugin({.node = config.node,
                 .pluginName = config.runtime.pluginName,
                 .claims = &claimSource,
@@ -180,6 +180,7 @@ void AgentApp::start() {
   m.started = true;
   log::info("node agent started", {{"node", m.config.node},
                                    {"nodeFile", m.config.nodeFile},
+                                   {"stateDir", m.config.stateDir},
                                    {"runtimeSocket", m.config.runtime.socketPath}});
 }
 

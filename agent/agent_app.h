@@ -17,6 +17,9 @@ struct AgentAppConfig {
   std::string node;                                                   // this node's name
   std::string nodeFile = "/etc/extended-resource/node-devices.yaml";  // the node configuration file
   std::string hostRoot;  // prefix of host paths (device nodes, mount sources, CDI specs)
+  // The agent's own folder on the node: what it must remember across restarts (the extended
+  // resource names it advertised).
+  std::string stateDir = "/var/lib/extended-resource";
   // The runtime's CDI spec directories (its cdi_spec_dirs), as host paths.
   std::vector<std::string> cdiSpecDirs = {"/etc/cdi", "/var/run/cdi"};
   RuntimeConnection::Options runtime;

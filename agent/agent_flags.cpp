@@ -32,6 +32,9 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
       hostRoot_(flags.addString("host-root", d.app.hostRoot,
                                 "where the host's filesystem is seen, prefixed to device node "
                                 "and mount source paths (\"\" on the host, /host in a pod)")),
+      stateDir_(flags.addString("state-dir", d.app.stateDir,
+                                "the agent's folder on the node, kept across restarts: the "
+                                "extended resource names it advertised in the node's capacity")),
       cdiSpecDirs_(flags.addString("cdi-spec-dirs", joinCommaList(d.app.cdiSpecDirs),
                                    "comma-separated: the container runtime's CDI spec "
                                    "directories (its cdi_spec_dirs), read under --host-root")),
@@ -89,6 +92,10 @@ Status AgentFlags::settings(AgentSettings& out) const {
   s.app.node = *node_;
   s.app.nodeFile = *nodeFile_;
   s.app.hostRoot = *hostRoot_;
+  if (stateDir_->empty()) {
+    return Status::invalid("--state-dir must name a folder");
+  }
+  s.app.stateDir = *stateDir_;
   s.app.cdiSpecDirs.clear();
   for (const std::string& dir : splitCommaList(*cdiSpecDirs_)) {
     if (dir.empty() || dir[0] != '/') {

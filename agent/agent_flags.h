@@ -38,6 +38,7 @@ class AgentFlags {
   std::string* node_;
   std::string* nodeFile_;
   std::string* hostRoot_;
+  std::string* stateDir_;
   std::string* cdiSpecDirs_;
   std::string* socket_;
   std::string* pluginName_;

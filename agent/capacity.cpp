@@ -103,4 +103,13 @@ json capacityPatch(const Capacity& desired, const std::set<std::string>& adverti
   return status.empty() ? json::object() : json{{"status", std::move(status)}};
 }
 
+std::set<std::string> advertisedDuringWrite(const Capacity& desired,
+                                            const std::set<std::string>& advertised) {
+  std::set<std::string> out = advertised;
+  for (const auto& [name, count] : desired) {
+    out.insert(name);
+  }
+  return out;
+}
+
 }  // namespace ker::agent

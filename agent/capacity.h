@@ -43,4 +43,11 @@ struct NodeResources {
 nlohmann::json capacityPatch(const Capacity& desired, const std::set<std::string>& advertised,
                              const NodeResources& current);
 
+// The names the agent records as advertised before it sends a write of `desired`: those the
+// node may show already (`advertised`) and those the write adds. A name leaves the record only
+// once a write that dropped it succeeded (then the record is `desired`'s names), so an agent
+// that stops at any point still knows every name of its own the node may show.
+std::set<std::string> advertisedDuringWrite(const Capacity& desired,
+                                            const std::set<std::string>& advertised);
+
 }  // namespace ker::agent

@@ -17,7 +17,8 @@ CapacitySync::CapacitySync(Options options, ApiClient& api,
       nodes_(nodes),
       inventory_(std::move(inventory)),
       health_(std::move(health)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      record_(options_.stateDir) {}
 
 CapacitySync::~CapacitySync() {
   stop();
@@ -47,6 +48,18 @@ void CapacitySync::wake() {
 }
 
 void CapacitySync::run() {
+  if (Status st = record_.load(advertised_); !st.ok()) {
+    // Starting without the record costs at most a stale name on the node; refusing to start
+    // would cost the node its agent.
+    log::error(
+        "advertised names not read: a name this agent advertised before and no class serves "
+        "any more may stay on the node until removed by hand; the file is replaced at the "
+        "next write",
+        {{"node", options_.node}, {"error", st.message()}});
+  } else if (!advertised_.empty()) {
+    log::info("advertised names read",
+              {{"node", options_.node}, {"file", record_.path()}, {"names", advertised_}});
+  }
   while (true) {
     {
       std::unique_lock lock(mu_);
@@ -100,8 +113,13 @@ bool CapacitySync::syncOnce() {
   }
   const nlohmann::json patch = capacityPatch(desired, advertised_, *node);
   if (patch.empty()) {
-    advertised_ = std::move(names);
+    // The node shows the plan and none of the dropped names. A failure keeps more names
+    // recorded than the node shows, which the next turn corrects.
+    record(std::move(names));
     return true;
+  }
+  if (!record(advertisedDuringWrite(desired, advertised_))) {
+    return false;
   }
   const Status sent = callApi([&] {
     api_.patch(resources::kNodes, "", options_.node, PatchType::kMerge, patch, "status");
@@ -113,11 +131,26 @@ bool CapacitySync::syncOnce() {
     return false;
   }
   metrics_.capacityWrites.labels({"success"}).inc();
-  advertised_ = std::move(names);
+  // The dropped names are gone from the node; should the record keep them, a later turn drops
+  // them from it.
+  record(std::move(names));
   written_ = desired;
   writtenOver_ = node->meta.resourceVersion;
   log::info("node capacity written for the ExtendedResourceClasses",
             {{"node", options_.node}, {"status", patch["status"]}});
+  return true;
+}
+
+bool CapacitySync::record(std::set<std::string> names) {
+  if (names == advertised_) {
+    return true;
+  }
+  if (Status st = record_.store(names); !st.ok()) {
+    log::warn("advertised names not recorded",
+              {{"node", options_.node}, {"names", names}, {"error", st.message()}});
+    return false;
+  }
+  advertised_ = std::move(names);
   return true;
 }
 

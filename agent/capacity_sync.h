@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/advertised_names.h"
 #include "agent/agent_metrics.h"
 #include "agent/capacity.h"
 #include "agent/node_file.h"
@@ -25,13 +26,16 @@ namespace ker::agent {
 // the node shows something else (capacityPatch), with a JSON merge patch of the changed names.
 //
 // The names it advertised and no longer should (a class deleted or renamed, superseded) are
-// removed from what it remembers having written: an agent that restarts has forgotten them, so
-// the name of a class deleted while the agent was not running stays on the node until removed
-// by hand (a device plugin's names are never the agent's to remove).
+// removed from its record of the names it wrote (a device plugin's names are never the agent's
+// to remove). The record is a file of the node (AdvertisedNames), so an agent that restarts
+// also removes the name of a class deleted while it was not running. A name enters the record
+// before the write that advertises it and leaves it after the write that drops it succeeded
+// (advertisedDuringWrite): stopping at any point forgets no name the node may show.
 class CapacitySync {
  public:
   struct Options {
     std::string node;
+    std::string stateDir;  // the folder of the record (AdvertisedNames)
     Backoff backoff = {};  // the waits between failed writes
     int attempts = 5;  // writes tried per turn; then the next change or health check tries again
   };
@@ -51,8 +55,12 @@ class CapacitySync {
 
  private:
   void run();
-  // One plan and, when the node shows something else, one write: false when the write failed.
+  // One plan and, when the node shows something else, one write: false when the write failed
+  // or could not be recorded first.
   bool syncOnce();
+  // Replaces the record (and advertised_) with `names`: false, logged, when the file is not
+  // written (advertised_ is then left as it was).
+  bool record(std::set<std::string> names);
 
   const Options options_;
   ApiClient& api_;
@@ -68,7 +76,8 @@ class CapacitySync {
   bool stopping_ = false;  // guarded by mu_
 
   // Used by the sync thread only.
-  std::set<std::string> advertised_;
+  const AdvertisedNames record_;
+  std::set<std::string> advertised_;  // what record_'s file holds
   // The last plan written, and the node's resourceVersion it was written over: until the cache
   // shows the write, that node is not written again for the same plan.
   Capacity written_;

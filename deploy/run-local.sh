@@ -112,7 +112,8 @@ else
   "$launcher" start "$cp" --node-network >/dev/null
   "$launcher" start-controller-manager "$cp" >/dev/null
   # node-1's "host" as its node agent sees it: stand-in device nodes and the vendor's CDI specs,
-  # whose /var/run/cdi is containerd's spec folder.
+  # whose /var/run/cdi is containerd's spec folder. Its state folder (--state-dir) is in
+  # .run/node-agent too: fresh for each run, as the node is.
   agent_root="$run/node-agent/host"
   rm -rf "$run/node-agent"
   mkdir -p "$agent_root/dev" "$agent_root/etc/cdi" "$agent_root/var/run/cdi"
@@ -169,7 +170,7 @@ if ! $in_cluster; then
   NODE_NAME=node-1 setsid "$build/agent/extended-resource-node-agent" \
     --kubeconfig "$run/node-agent.kubeconfig" --node-file "$root/config/node-agent/make-run-node-1.yaml" \
     --host-root "$agent_root" --nri-socket "$(sed -n 's/^NRI_SOCKET=//p' "$cp/env")" \
-    --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent.log" 2>&1 &
+    --state-dir "$run/node-agent/state" --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent.log" 2>&1 &
   children+=($!)
   wait_for 60 "the node agent's /readyz" curl -fsS "http://127.0.0.1:$agent_port/readyz"
 

@@ -3,7 +3,8 @@
 // resource scheduler by deploy/class-routing-policy.yaml, gets a claim made from the class, and
 // the node agent gives the container that asked its device and its siblings none. The agent keeps
 // the node's capacity for the class's name true to the healthy devices, through a kubelet
-// restart and a re-registration of the Node; a pod placed by another scheduler never starts; a
+// restart and a re-registration of the Node, and takes the name of a class deleted while it was
+// away off the node when it comes back; a pod placed by another scheduler never starts; a
 // ResourceQuota on the name counts the pods' requests; a Deployment's pods each get a device of
 // their own and leave no claims; a second class for a served name is refused.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -32,6 +34,7 @@ namespace ker::e2e {
 namespace {
 
 const Resource kDeployments{"apps", "v1", "deployments", true};
+const Resource kDaemonSets{"apps", "v1", "daemonsets", true};
 const Resource kQuotas{"", "v1", "resourcequotas", true};
 
 constexpr const char* kProfile = "extended-resource-scheduler";
@@ -466,6 +469,83 @@ TEST_F(ClassTest, ANodeRegisteredAgainGetsItsCapacityBackAndNoDeviceIsGivenTwice
             json::array({heldDevice}));
   const std::string holderReport = report("holder", "cuda");
   EXPECT_NE(holderReport.find("ids=" + heldDevice + "-id\n"), std::string::npos) << holderReport;
+}
+
+// The class deleted while no node agent runs on the node (its DaemonSet kept off it by a node
+// selector no node matches): the name stays on the node's capacity, as nobody takes it off;
+// the agent that comes back removes it from capacity and allocatable, from the names it
+// recorded on the node before it went away.
+TEST_F(ClassTest, AClassDeletedWhileTheAgentWasAwayLeavesTheNodeWhenItComesBack) {
+  device("k80");
+  ASSERT_TRUE(awaitCapacity(1));
+
+  const std::string agent = "extended-resource-node-agent";
+  auto agentPods = [&] {
+    return kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + agent);
+  };
+  auto selectNodes = [&](json selector) {
+    api_->patch(kDaemonSets, "kube-system", agent, PatchType::kMerge,
+                {{"spec", {{"template", {{"spec", {{"nodeSelector", std::move(selector)}}}}}}}});
+  };
+  auto agentReady = [&] {
+    const json ds = api_->get(kDaemonSets, "kube-system", agent);
+    const json pods = agentPods();
+    return ds.value("/status/numberReady"_json_pointer, 0) == 1 &&
+           ds.value("/status/updatedNumberScheduled"_json_pointer, 0) == 1 &&
+           !pods.is_discarded() && pods["items"].size() == 1;
+  };
+  // Whatever happens below, the DaemonSet is left as deploy/ made it, its agent running.
+  struct Back {
+    std::function<void()> undo;
+    ~Back() { undo(); }
+  } back{[&] {
+    try {
+      selectNodes(nullptr);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the node agent's DaemonSet not restored: " << e.what();
+    }
+    EXPECT_TRUE(eventually(agentReady, 120s, 500ms)) << "the node agent did not come back";
+  }};
+
+  selectNodes({{"ker-e2e.example.com/no-node-agent", "true"}});
+  json pods;
+  ASSERT_TRUE(eventually(
+      [&] {
+        pods = agentPods();
+        return !pods.is_discarded() && pods["items"].empty();
+      },
+      90s, 500ms))
+      << "the node agent's pod is still there: " << pods.dump();
+
+  api_->remove(resources::kExtendedResourceClasses, "", className_);
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          api_->get(resources::kExtendedResourceClasses, "", className_);
+          return false;
+        } catch (const ApiError& e) {
+          return e.isNotFound();
+        }
+      },
+      30s, 200ms))
+      << "the class was not deleted";
+  std::this_thread::sleep_for(3s);
+  ASSERT_EQ(nodeShows(), std::make_pair(std::optional<int64_t>(1), std::optional<int64_t>(1)))
+      << "with no agent running, the node should still show the name: " << show(nodeShows());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  selectNodes(nullptr);
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> seen;
+  EXPECT_TRUE(eventually(
+      [&] {
+        seen = nodeShows();
+        return !seen.first && !seen.second;
+      },
+      60s, 200ms))
+      << "60 s after the node agent was let back on the node, it shows " << show(seen) << " of "
+      << gpu_ << ", whose class is gone";
+  std::cout << "[measured] agent let back at +0 s; " << gpu_ << " off the node at +"
+            << secondsSince(t0) << " s" << std::endl;
 }
 
 TEST_F(ClassTest, APodPlacedByAnotherSchedulerNeverStartsItsContainers) {

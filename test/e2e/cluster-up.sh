@@ -50,8 +50,9 @@ images="$root/.cache/images/tarballs"
 mkdir -p "$images"
 "$root/test/images/build-images.sh" "$images" --bin-dir "$bin_dir" >/dev/null
 
-# The node agent's node file and "host" (see test/e2e/deploy/kustomization.yaml): fresh. The
-# vendors' CDI specs live in that host's /etc/cdi and /var/run/cdi: containerd reads the latter.
+# The node agent's node file, "host" and state folder (see test/e2e/deploy/kustomization.yaml):
+# fresh, so no run inherits the names another advertised. The vendors' CDI specs live in that
+# host's /etc/cdi and /var/run/cdi: containerd reads the latter.
 agent_dir=/run/ker-e2e-node-agent
 rm -rf "$agent_dir"
 mkdir -p "$agent_dir/etc" "$agent_dir/host/dev" "$agent_dir/host/etc/cdi" "$agent_dir/host/var/run/cdi"
@@ -64,8 +65,8 @@ printf '{"devices": []}\n' >"$agent_dir/etc/node-devices.yaml"
 "$launcher" start-node "$dir" "${node_args[@]}" --cdi-spec-dir "$agent_dir/host/var/run/cdi" --image-tar "$images/ker-busybox.tar" \
   --image-tar "$images/kube-scheduler.tar" --image-tar "$images/kube-extended-resource.tar" >/dev/null
 
-printf 'NODE_AGENT_FILE=%s\nNODE_AGENT_HOST_ROOT=%s\n' "$agent_dir/etc/node-devices.yaml" \
-  "$agent_dir/host" >>"$dir/env"
+printf 'NODE_AGENT_FILE=%s\nNODE_AGENT_HOST_ROOT=%s\nNODE_AGENT_STATE_DIR=%s\n' \
+  "$agent_dir/etc/node-devices.yaml" "$agent_dir/host" "$agent_dir/state" >>"$dir/env"
 
 kubectl() { "$bin_dir/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 log "applying crds/ and deploy/"

@@ -6,8 +6,8 @@
 #      the CRDs too (with every custom resource left, their finalizers taken off first, as no
 #      controller runs any more), so that the install below creates them from the chart;
 #   2. `helm install --wait` with the chart's default values except the local images and
-#      pullPolicy Never (the node reaches no registry) and the e2e node agent's node-file and
-#      /dev folders (/run/ker-e2e-node-agent); checks the release is deployed, both
+#      pullPolicy Never (the node reaches no registry) and the e2e node agent's node-file, /dev
+#      and state folders (/run/ker-e2e-node-agent); checks the release is deployed, both
 #      Deployments Available and the DaemonSet rolled out, all of them the release's, and the
 #      three CRDs Established again;
 #   3. adds a device to the node file as the e2e fixture does (an entry plus a stand-in device
@@ -25,9 +25,10 @@
 #   test/helm/install-test.sh E2E_DIR
 #
 # E2E_DIR is test/run-e2e.sh's cluster folder (admin.kubeconfig, and env with BIN_DIR,
-# NODE_NAME, NODE_AGENT_FILE, NODE_AGENT_HOST_ROOT); run as root (it writes the node file and
-# device nodes). helm is the pinned one (test/controlplane/build-binaries.sh --helm) unless HELM
-# names another. Exit status 1 on the first failed check, after printing what was seen.
+# NODE_NAME, NODE_AGENT_FILE, NODE_AGENT_HOST_ROOT, NODE_AGENT_STATE_DIR); run as root (it
+# writes the node file and device nodes). helm is the pinned one
+# (test/controlplane/build-binaries.sh --helm) unless HELM names another. Exit status 1 on the
+# first failed check, after printing what was seen.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,7 +38,7 @@ chart="$root/charts/kube-extended-resource"
 log() { printf '[helm-install-test] %s\n' "$*" >&2; }
 
 if (($# != 1)) || [[ "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,30s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
 dir=$(cd "$1" && pwd)
@@ -47,7 +48,8 @@ bin_dir=$(env_get BIN_DIR)
 node=$(env_get NODE_NAME)
 node_file=$(env_get NODE_AGENT_FILE)
 host_root=$(env_get NODE_AGENT_HOST_ROOT)
-for v in bin_dir node node_file host_root; do
+state_dir=$(env_get NODE_AGENT_STATE_DIR)
+for v in bin_dir node node_file host_root state_dir; do
   [[ -n "${!v}" ]] || {
     log "error: $dir/env lacks $v (not a test/run-e2e.sh cluster folder?)"
     exit 1
@@ -292,11 +294,12 @@ scheduler:
       repository: registry.k8s.io/kube-scheduler
       tag: $KUBERNETES_VERSION
       pullPolicy: Never
-# The e2e node agent's node file and "host" /dev (test/e2e/cluster-up.sh).
+# The e2e node agent's node file, "host" /dev and state folder (test/e2e/cluster-up.sh).
 nodeAgent:
   nodeFile:
     hostPath: $(dirname "$node_file")
   hostDevPath: $host_root/dev
+  stateHostPath: $state_dir
   cdiSpecDirs: [$host_root/etc/cdi, $host_root/var/run/cdi]
 EOF
 helm install "$release" "$chart" -n "$sys" -f "$work/values.yaml" --wait --timeout 5m \

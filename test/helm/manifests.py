@@ -207,6 +207,7 @@ def check_knobs(r):
     expect(vols["node-file"] == {"name": "node-file", "configMap": {"name": "extended-resource-node-files"}}, "node-file volume")
     expect(vols["host-mount-0"]["hostPath"]["path"] == "/usr/lib/nvidia", "hostMounts volume")
     expect(vols["host-dev"]["hostPath"]["path"] == "/run/devices", "hostDevPath volume")
+    expect(vols["state"]["hostPath"]["path"] == "/run/agent-state", "stateHostPath volume")
     mounts = {m["name"]: m for m in agent["containers"][0]["volumeMounts"]}
     expect(mounts["host-mount-0"]["mountPath"] == "/host/usr/lib/nvidia" and mounts["host-mount-0"]["readOnly"], "hostMounts mount")
     expect("--cdi-spec-dirs=/run/cdi" in args, f"cdiSpecDirs flag {args}")

@@ -98,7 +98,8 @@ class AdmissionPolicyCheckTest : public ApiTest {
         {"agent/extended-resource-node-agent",
          "extended-resource-node-agent",
          {"--node-name=admission-policy-itest", "--node-file=" + nodeFile_,
-          "--nri-socket=" + env_->dir() + "/no-nri.sock"},
+          "--nri-socket=" + env_->dir() + "/no-nri.sock",
+          "--state-dir=" + env_->dir() + "/" + uniqueName("agent-state")},
          "--metrics-bind-address=127.0.0.1:"},
     };
     std::vector<std::pair<std::unique_ptr<ChildProcess>, int>> out;

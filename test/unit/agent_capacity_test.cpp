@@ -2,12 +2,16 @@
 // (planCapacity), the patch that makes the node show it (capacityPatch), and the sync that
 // writes it against a fake API.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>
 
+#include "agent/advertised_names.h"
 #include "agent/capacity.h"
 #include "agent/capacity_sync.h"
 #include "fake_api_client.h"
@@ -105,6 +109,14 @@ TEST(CapacityPatchTest, OnlyWhatDiffersIsWrittenAndWhatWasAdvertisedAndIsNoMoreI
             json::parse(R"({"status": {"capacity": {"example.com/a": "1000"}}})"));
 }
 
+// Recorded while a write is out: what the node may show before it and what it may show after.
+TEST(CapacityPatchTest, WhileAWriteIsOutBothTheOldAndTheNewNamesAreRecorded) {
+  EXPECT_EQ(advertisedDuringWrite({{"example.com/a", 1}, {"example.com/b", 0}},
+                                  {"example.com/a", "example.com/c"}),
+            (std::set<std::string>{"example.com/a", "example.com/b", "example.com/c"}));
+  EXPECT_EQ(advertisedDuringWrite({}, {}), std::set<std::string>{});
+}
+
 TEST(NodeResourcesTest, ReadsCapacityAndAllocatableLeniently) {
   const NodeResources n = NodeResources::fromJson(json::parse(R"({
     "metadata": {"name": "n1"},
@@ -122,6 +134,9 @@ using testing::eventually;
 class CapacitySyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    char tmpl[] = "/tmp/ker-capacity-sync.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    stateDir_ = tmpl;
     api_.seed(resources::kNodes,
               {{"apiVersion", "v1"},
                {"kind", "Node"},
@@ -136,11 +151,10 @@ class CapacitySyncTest : public ::testing::Test {
     inventory_ = file;
   }
   void TearDown() override {
-    if (sync_) {
-      sync_->stop();
-    }
+    stopSync();
     classes_.stop();
     node_.stop();
+    std::filesystem::remove_all(stateDir_);
   }
 
   void start() {
@@ -149,20 +163,34 @@ class CapacitySyncTest : public ::testing::Test {
                           .onDelete = [this](const auto&) { wake(); }});
     node_.addHandlers({.onAdd = [this](const auto&) { wake(); },
                        .onUpdate = [this](const auto&, const auto&) { wake(); }});
+    startSync();
+    classes_.start();
+    node_.start();
+    ASSERT_TRUE(classes_.waitForSync(5s) && node_.waitForSync(5s));
+  }
+  // A sync of its own, as an agent that (re)starts has: only the record in stateDir_ is kept.
+  void startSync() {
+    std::lock_guard lock(syncMu_);
     sync_ = std::make_unique<CapacitySync>(
-        CapacitySync::Options{.node = "n1", .backoff = {.initial = 1ms, .cap = 5ms}}, api_,
-        classes_, node_, [this] { return inventory_; },
+        CapacitySync::Options{
+            .node = "n1", .stateDir = stateDir_, .backoff = {.initial = 1ms, .cap = 5ms}},
+        api_, classes_, node_, [this] { return inventory_; },
         [this] {
           std::lock_guard lock(mu_);
           return health_;
         },
         metrics_);
     sync_->start();
-    classes_.start();
-    node_.start();
-    ASSERT_TRUE(classes_.waitForSync(5s) && node_.waitForSync(5s));
+  }
+  void stopSync() {
+    std::lock_guard lock(syncMu_);
+    if (sync_) {
+      sync_->stop();
+      sync_.reset();
+    }
   }
   void wake() {
+    std::lock_guard lock(syncMu_);
     if (sync_) {
       sync_->wake();
     }
@@ -172,12 +200,21 @@ class CapacitySyncTest : public ::testing::Test {
       std::lock_guard lock(mu_);
       health_ = std::make_shared<const std::map<std::string, bool>>(std::move(health));
     }
-    sync_->wake();
+    wake();
+  }
+  // The names the record on disk holds (or why it cannot be read).
+  std::set<std::string> recorded() {
+    std::set<std::string> names;
+    if (Status st = AdvertisedNames(stateDir_).load(names); !st.ok()) {
+      return {st.message()};
+    }
+    return names;
   }
   json status(const std::string& node = "n1") {
     return api_.peek(resources::kNodes, "", node)->value("status", json::object());
   }
 
+  std::string stateDir_;
   FakeApiClient api_;
   Informer<ExtendedResourceClass> classes_{api_, resources::kExtendedResourceClasses, {}};
   Informer<NodeResources> node_{api_, resources::kNodes, {.fieldSelector = "metadata.name=n1"}};
@@ -186,7 +223,8 @@ class CapacitySyncTest : public ::testing::Test {
   CapacitySync::Health health_;
   metrics::Registry registry_;
   AgentMetrics metrics_{registry_};
-  std::unique_ptr<CapacitySync> sync_;
+  std::mutex syncMu_;
+  std::unique_ptr<CapacitySync> sync_;  // guarded by syncMu_
 };
 
 // Nothing is written before the devices' health is known (that would zero what the node shows
@@ -230,6 +268,68 @@ TEST_F(CapacitySyncTest, AFailedWriteIsTriedAgain) {
   EXPECT_TRUE(eventually([&] { return metrics_.capacityWrites.labels({"success"}).value() == 1; }));
   std::this_thread::sleep_for(50ms);  // the node's update comes back: nothing more to write
   EXPECT_EQ(metrics_.capacityWrites.labels({"success"}).value(), 1);
+}
+
+// The name of a class deleted while no agent ran is removed by the next agent, from the record
+// the first one kept; a name the agent never advertised (a device plugin's) stays.
+TEST_F(CapacitySyncTest, AClassDeletedWhileTheAgentWasStoppedLeavesTheNodeAfterARestart) {
+  api_.patch(resources::kNodes, "", "n1", PatchType::kMerge,
+             {{"status", {{"capacity", {{"vendor.com/plugin", "3"}}}}}}, "status");
+  start();
+  setHealth({{"gpu0", true}, {"gpu1", true}});
+  ASSERT_TRUE(
+      eventually([&] { return status()["allocatable"].value("example.com/gpu", "") == "2"; }));
+  EXPECT_EQ(recorded(), std::set<std::string>{"example.com/gpu"});
+
+  stopSync();
+  api_.remove(resources::kExtendedResourceClasses, "", "gpu");
+  std::this_thread::sleep_for(50ms);  // the class informer has seen the deletion
+  EXPECT_TRUE(status()["capacity"].contains("example.com/gpu")) << "no agent ran to remove it";
+
+  startSync();
+  wake();
+  ASSERT_TRUE(eventually([&] {
+    return !status()["capacity"].contains("example.com/gpu") &&
+           !status()["allocatable"].contains("example.com/gpu");
+  })) << status();
+  EXPECT_EQ(status()["capacity"]["vendor.com/plugin"], "3");
+  EXPECT_TRUE(eventually([&] { return recorded().empty(); }));
+}
+
+// A name is recorded before the write that advertises it is sent: while the writes fail, the
+// record already holds it (an agent stopped now would still know it).
+TEST_F(CapacitySyncTest, ANameIsRecordedBeforeItIsWritten) {
+  api_.failNext(FakeApiClient::Verb::kPatch, ApiError(ApiErrorKind::kTransport, 0, "", "reset"),
+                1000);
+  start();
+  setHealth({{"gpu0", true}});
+  ASSERT_TRUE(eventually([&] { return metrics_.capacityWrites.labels({"error"}).value() >= 1; }));
+  EXPECT_EQ(recorded(), std::set<std::string>{"example.com/gpu"});
+  EXPECT_FALSE(status()["capacity"].contains("example.com/gpu"));
+}
+
+// No write goes out that could not be recorded first; once the record can be written, it does.
+TEST_F(CapacitySyncTest, AWriteWaitsForItsRecord) {
+  std::filesystem::create_directories(stateDir_ + "/advertised-names.json.tmp/x");
+  start();
+  setHealth({{"gpu0", true}});
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(api_.calls(FakeApiClient::Verb::kPatch), 0);
+  EXPECT_FALSE(status()["capacity"].contains("example.com/gpu"));
+  std::filesystem::remove_all(stateDir_ + "/advertised-names.json.tmp");
+  setHealth({{"gpu0", true}, {"gpu1", true}});
+  ASSERT_TRUE(eventually([&] { return status()["capacity"].value("example.com/gpu", "") == "2"; }));
+  EXPECT_EQ(recorded(), std::set<std::string>{"example.com/gpu"});
+}
+
+// A garbled record is no reason to stop advertising: the agent starts from an empty one and
+// replaces the file at its first write.
+TEST_F(CapacitySyncTest, AGarbledRecordIsReplaced) {
+  std::ofstream(stateDir_ + "/advertised-names.json") << "{\"extendedResourceNames\": [";
+  start();
+  setHealth({{"gpu0", true}});
+  ASSERT_TRUE(eventually([&] { return status()["capacity"].value("example.com/gpu", "") == "1"; }));
+  EXPECT_TRUE(eventually([&] { return recorded() == std::set<std::string>{"example.com/gpu"}; }));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ TEST(AgentFlags, DefaultsAreAgentSettingsAndTheNodeFromTheEnvironment) {
   EXPECT_EQ(got.app.node, "node-7");
   EXPECT_EQ(got.app.nodeFile, want.app.nodeFile);
   EXPECT_EQ(got.app.hostRoot, want.app.hostRoot);
+  EXPECT_EQ(got.app.stateDir, "/var/lib/extended-resource");
   EXPECT_EQ(got.app.cdiSpecDirs, (std::vector<std::string>{"/etc/cdi", "/var/run/cdi"}));
   EXPECT_EQ(got.app.runtime.socketPath, want.app.runtime.socketPath);
   EXPECT_EQ(got.app.runtime.pluginName, want.app.runtime.pluginName);
@@ -47,23 +48,25 @@ TEST(AgentFlags, HelpShowsTheDefaults) {
        {"(default \"/etc/extended-resource/node-devices.yaml\")",
         "(default \"/var/run/nri/nri.sock\")", "(default \"extended-resource-node-agent\")",
         "(default \"10\")", "(default \"/etc/cdi,/var/run/cdi\")", "(default 5s)", "(default 1s)",
-        "(default \":8082\")", "this node's name (default: $NODE_NAME)\n"}) {
+        "(default \":8082\")", "(default \"/var/lib/extended-resource\")",
+        "this node's name (default: $NODE_NAME)\n"}) {
     EXPECT_NE(usage.find(text), std::string::npos) << text << "\n" << usage;
   }
 }
 
 TEST(AgentFlags, ValidInputFillsTheConfig) {
   AgentSettings got;
-  ASSERT_TRUE(
-      parse({"--kubeconfig=/k", "--node-name=n2", "--node-file=/f", "--host-root=/host",
-             "--nri-socket=/s", "--nri-plugin-name=p", "--nri-plugin-index=05", "--sync-period=2s",
-             "--live-read-timeout=500ms", "--metrics-bind-address=0", "--log-format=json", "--v=1"},
-            got)
-          .ok());
+  ASSERT_TRUE(parse({"--kubeconfig=/k", "--node-name=n2", "--node-file=/f", "--host-root=/host",
+                     "--state-dir=/run/agent-state", "--nri-socket=/s", "--nri-plugin-name=p",
+                     "--nri-plugin-index=05", "--sync-period=2s", "--live-read-timeout=500ms",
+                     "--metrics-bind-address=0", "--log-format=json", "--v=1"},
+                    got)
+                  .ok());
   EXPECT_EQ(got.kubeconfig, "/k");
   EXPECT_EQ(got.app.node, "n2");
   EXPECT_EQ(got.app.nodeFile, "/f");
   EXPECT_EQ(got.app.hostRoot, "/host");
+  EXPECT_EQ(got.app.stateDir, "/run/agent-state");
   EXPECT_EQ(got.app.runtime.socketPath, "/s");
   EXPECT_EQ(got.app.runtime.pluginName, "p");
   EXPECT_EQ(got.app.runtime.pluginIndex, "05");
@@ -86,6 +89,7 @@ TEST(AgentFlags, EachBadValueNamesItsFlag) {
       {{"--node-name="}, nodeRule + "\"\""},
       {{"--node-name=Node_1"}, nodeRule + "\"Node_1\""},
       {{"--node-name=" + std::string(64, 'a')}, nodeRule + "\"" + std::string(64, 'a') + "\""},
+      {{"--state-dir="}, "--state-dir must name a folder"},
       {{"--nri-plugin-index=1"}, "--nri-plugin-index must be two digits, got \"1\""},
       {{"--nri-plugin-index=1a"}, "--nri-plugin-index must be two digits, got \"1a\""},
       {{"--metrics-bind-address=host"},
