@@ -1,13 +1,13 @@
 // The node agent's record of the extended resource names it advertised (AdvertisedNames): what
 // a restarted agent reads back, and what it makes of a missing, unreadable or garbled file.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "agent/advertised_names.h"
+#include "test/unit/temp_dir.h"
 
 namespace ker::agent {
 namespace {
@@ -22,17 +22,12 @@ std::string readAll(std::istream& in) {
 
 class AdvertisedNamesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ker-advertised-names.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void write(const std::string& text) const {
     std::ofstream(dir_ + "/advertised-names.json") << text;
   }
 
-  std::string dir_;
+  testing::TempDir tmp_{"ker-advertised-names"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(AdvertisedNamesTest, WhatIsStoredIsLoadedBack) {

@@ -2,7 +2,6 @@
 // (planCapacity), the patch that makes the node show it (capacityPatch), and the sync that
 // writes it against a fake API.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "agent/capacity_sync.h"
 #include "fake_api_client.h"
 #include "test/unit/eventually.h"
+#include "test/unit/temp_dir.h"
 
 namespace ker::agent {
 namespace {
@@ -134,9 +134,6 @@ using testing::eventually;
 class CapacitySyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ker-capacity-sync.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    stateDir_ = tmpl;
     api_.seed(resources::kNodes,
               {{"apiVersion", "v1"},
                {"kind", "Node"},
@@ -154,7 +151,6 @@ class CapacitySyncTest : public ::testing::Test {
     stopSync();
     classes_.stop();
     node_.stop();
-    std::filesystem::remove_all(stateDir_);
   }
 
   void start() {
@@ -214,7 +210,8 @@ class CapacitySyncTest : public ::testing::Test {
     return api_.peek(resources::kNodes, "", node)->value("status", json::object());
   }
 
-  std::string stateDir_;
+  testing::TempDir stateTmp_{"ker-capacity-sync"};
+  const std::string stateDir_ = stateTmp_.path();
   FakeApiClient api_;
   Informer<ExtendedResourceClass> classes_{api_, resources::kExtendedResourceClasses, {}};
   Informer<NodeResources> node_{api_, resources::kNodes, {.fieldSelector = "metadata.name=n1"}};
