@@ -84,6 +84,15 @@ json liftGateOps(const Pod& pod) {
                       {{"op", "remove"}, {"path", path}}});
 }
 
+// The one name a template entry's claim and a class request's claim get, whether looked up or
+// created.
+std::string entryClaimName(const Pod& pod, const TemplateEntry& entry) {
+  return podClaimName(pod, entry.name, entry.name);
+}
+std::string classClaimName(const Pod& pod, const ClassRequest& request) {
+  return podClaimName(pod, request.cls->meta.name, request.cls->extendedResourceName);
+}
+
 }  // namespace
 
 std::string podClaimName(const Pod& pod, const std::string& part, const std::string& key) {
@@ -102,7 +111,7 @@ json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
                        const ExtendedResourceClaimTemplate& tmpl, bool protect) {
   json labels = tmpl.claimLabels;
   labels[kTemplateEntryLabel] = entry.name;
-  json claim = podClaim(pod, podClaimName(pod, entry.name, entry.name), std::move(labels), protect);
+  json claim = podClaim(pod, entryClaimName(pod, entry), std::move(labels), protect);
   if (!tmpl.claimAnnotations.empty()) {
     claim["metadata"]["annotations"] = tmpl.claimAnnotations;
   }
@@ -111,9 +120,8 @@ json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,
 }
 
 json claimFromClass(const Pod& pod, const ClassRequest& request, bool protect) {
-  json claim =
-      podClaim(pod, podClaimName(pod, request.cls->meta.name, request.cls->extendedResourceName),
-               json{{kClassLabel, request.cls->meta.name}}, protect);
+  json claim = podClaim(pod, classClaimName(pod, request),
+                        json{{kClassLabel, request.cls->meta.name}}, protect);
   claim["spec"] = claimSpecFor(request);
   return claim;
 }
@@ -178,7 +186,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                         " is invalid: " + tmpl->invalid;
       continue;
     }
-    const std::string name = podClaimName(pod, entry.name, entry.name);
+    const std::string name = entryClaimName(pod, entry);
     switch (lookUp(name, kTemplateEntryLabel, entry.name)) {
       case Found::kMadeForIt:
         record[entry.name] = in.existing.at(name)->meta.name;
@@ -206,7 +214,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                        std::to_string(kMaxClaimDevices) + ")";
       continue;
     }
-    const std::string name = podClaimName(pod, request.cls->meta.name, resource);
+    const std::string name = classClaimName(pod, request);
     switch (lookUp(name, kClassLabel, request.cls->meta.name)) {
       case Found::kMadeForIt:
         record[resource] = in.existing.at(name)->meta.name;
