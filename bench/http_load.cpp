@@ -246,7 +246,18 @@ double percentile(std::vector<double> samples, double p) {
 }
 
 double median(std::vector<double> samples) {
-  return percentile(std::move(samples), 50);
+  if (samples.empty()) {
+    return 0;
+  }
+  const size_t mid = samples.size() / 2;
+  std::nth_element(samples.begin(), samples.begin() + static_cast<ptrdiff_t>(mid), samples.end());
+  const double upper = samples[mid];
+  if (samples.size() % 2 == 1) {
+    return upper;
+  }
+  const double lower =
+      *std::max_element(samples.begin(), samples.begin() + static_cast<ptrdiff_t>(mid));
+  return (lower + upper) / 2;
 }
 
 LoadResult runLoad(int port, const std::string& path, const std::string& body,

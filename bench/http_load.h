@@ -101,6 +101,8 @@ double domParseMs(const std::string& body, int runs);
 
 // Nearest-rank percentile of unsorted samples (0 when empty).
 double percentile(std::vector<double> samples, double p);
+// The middle sample, or the mean of the two middle ones for an even count (0 when empty): the
+// summary of a few runs, where taking the lower of two would report the slower run alone.
 double median(std::vector<double> samples);
 
 }  // namespace ker::bench

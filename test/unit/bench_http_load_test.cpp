@@ -17,10 +17,11 @@ TEST(PercentileTest, IsTheNearestRankOfTheSortedSamples) {
   EXPECT_EQ(percentile({7, 3, 5}, 99), 7);
 }
 
-TEST(PercentileTest, TheMedianOfAnEvenCountIsTheLowerMiddle) {
-  EXPECT_EQ(median({4, 1, 3, 2}), 2);
-  EXPECT_EQ(median({9, 12}), 9);
+TEST(PercentileTest, TheMedianOfAnEvenCountIsTheMeanOfTheTwoMiddleSamples) {
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median({9, 12}), 10.5);
   EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({5}), 5);
 }
 
 TEST(PercentileTest, NoSamplesGiveZero) {
