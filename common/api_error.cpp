@@ -1,5 +1,6 @@
 #include "common/api_error.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -136,12 +137,17 @@ const char* toString(ApiErrorKind kind) {
 }
 
 ApiError::ApiError(ApiErrorKind kind, int httpStatus, std::string reason, std::string message,
-                   std::optional<std::chrono::seconds> retryAfter)
+                   std::optional<std::chrono::seconds> retryAfter, std::vector<std::string> causes)
     : std::runtime_error(composeWhat(kind, httpStatus, message)),
       kind_(kind),
       httpStatus_(httpStatus),
       reason_(std::move(reason)),
-      retryAfter_(retryAfter) {}
+      retryAfter_(retryAfter),
+      causes_(std::move(causes)) {}
+
+bool ApiError::hasCause(std::string_view cause) const {
+  return std::find(causes_.begin(), causes_.end(), cause) != causes_.end();
+}
 
 bool ApiError::isRetriable() const {
   switch (kind_) {
@@ -161,17 +167,31 @@ ApiError ApiError::fromResponse(int httpStatus, const std::string& body,
   std::string reason;
   std::string message;
   std::optional<std::chrono::seconds> retryAfter = parseSeconds(retryAfterHeader);
+  std::vector<std::string> causes;
 
+  // Whatever the body holds, a field of the wrong type reads as unset: the error being built
+  // must not itself fail.
+  auto text = [](const nlohmann::json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   auto status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (status.is_object() && status.value("kind", "") == "Status") {
-    reason = status.value("reason", "");
-    message = status.value("message", "");
-    if (!retryAfter) {
-      auto details = status.find("details");
-      if (details != status.end() && details->is_object()) {
-        auto seconds = details->find("retryAfterSeconds");
-        if (seconds != details->end() && seconds->is_number_integer() && *seconds >= 0) {
-          retryAfter = std::chrono::seconds(seconds->get<int64_t>());
+  if (status.is_object() && text(status, "kind") == "Status") {
+    reason = text(status, "reason");
+    message = text(status, "message");
+    auto details = status.find("details");
+    if (details != status.end() && details->is_object()) {
+      auto seconds = details->find("retryAfterSeconds");
+      if (!retryAfter && seconds != details->end() && seconds->is_number_integer() &&
+          *seconds >= 0) {
+        retryAfter = std::chrono::seconds(seconds->get<int64_t>());
+      }
+      auto listed = details->find("causes");
+      if (listed != details->end() && listed->is_array()) {
+        for (const auto& c : *listed) {
+          if (c.is_object() && !text(c, "reason").empty()) {
+            causes.push_back(text(c, "reason"));
+          }
         }
       }
     }
@@ -181,7 +201,8 @@ ApiError ApiError::fromResponse(int httpStatus, const std::string& body,
   }
 
   ApiErrorKind kind = kindFromReason(reason).value_or(kindFromStatus(httpStatus));
-  return ApiError(kind, httpStatus, std::move(reason), std::move(message), retryAfter);
+  return ApiError(kind, httpStatus, std::move(reason), std::move(message), retryAfter,
+                  std::move(causes));
 }
 
 }  // namespace ker

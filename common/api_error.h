@@ -4,6 +4,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ker {
 
@@ -26,16 +28,26 @@ enum class ApiErrorKind {
 
 const char* toString(ApiErrorKind kind);
 
+// The cause the API server gives for a create in a namespace being deleted (core/v1's
+// NamespaceTerminatingCause): that write will never be taken.
+inline constexpr std::string_view kNamespaceTerminatingCause = "NamespaceTerminating";
+
 class ApiError : public std::runtime_error {
  public:
   ApiError(ApiErrorKind kind, int httpStatus, std::string reason, std::string message,
-           std::optional<std::chrono::seconds> retryAfter = std::nullopt);
+           std::optional<std::chrono::seconds> retryAfter = std::nullopt,
+           std::vector<std::string> causes = {});
 
   ApiErrorKind kind() const { return kind_; }
   int httpStatus() const { return httpStatus_; }
   // The Status body's `reason` (e.g. "NotFound", "Conflict"), empty when none was sent.
   const std::string& reason() const { return reason_; }
   std::optional<std::chrono::seconds> retryAfter() const { return retryAfter_; }
+  // The Status body's `details.causes[].reason`s, in order.
+  const std::vector<std::string>& causes() const { return causes_; }
+  // Whether the Status body's details name this cause (a `details.causes[].reason`), as
+  // apimachinery's HasStatusCause asks.
+  bool hasCause(std::string_view cause) const;
 
   bool isNotFound() const { return kind_ == ApiErrorKind::kNotFound; }
   bool isConflict() const { return kind_ == ApiErrorKind::kConflict; }
@@ -57,6 +69,7 @@ class ApiError : public std::runtime_error {
   int httpStatus_;
   std::string reason_;
   std::optional<std::chrono::seconds> retryAfter_;
+  std::vector<std::string> causes_;
 };
 
 }  // namespace ker

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/api_error.h"
 #include "common/api_time.h"
 #include "common/kube_objects.h"
 #include "common/logging.h"
@@ -127,9 +128,21 @@ void EventRecorder::run() {
       stats_.sent++;
     } catch (const std::exception& e) {
       stats_.failed++;
-      log::warn("event not recorded", {{"object", objectKey(next.object.ns, next.object.name)},
-                                       {"reason", next.reason},
-                                       {"error", e.what()}});
+      // As client-go's recorder: an event that exists already, or whose namespace is being
+      // deleted (its object goes with it), is refused for good and worth no warning.
+      const auto* api = dynamic_cast<const ApiError*>(&e);
+      const bool forGood =
+          api != nullptr && (api->isAlreadyExists() || api->hasCause(kNamespaceTerminatingCause));
+      if (!forGood) {
+        log::warn("event not recorded", {{"object", objectKey(next.object.ns, next.object.name)},
+                                         {"reason", next.reason},
+                                         {"error", e.what()}});
+      } else if (log::v(4)) {
+        log::info("event refused for good",
+                  {{"object", objectKey(next.object.ns, next.object.name)},
+                   {"reason", next.reason},
+                   {"error", e.what()}});
+      }
     }
     {
       std::lock_guard lock(mu_);

@@ -97,6 +97,38 @@ TEST(ApiErrorTest, RetryAfterFromStatusDetails) {
   EXPECT_EQ(e.retryAfter(), std::chrono::seconds(2));
 }
 
+TEST(ApiErrorTest, CausesComeFromTheStatusDetails) {
+  ApiError e = ApiError::fromResponse(
+      403,
+      R"({"kind":"Status","code":403,"reason":"Forbidden","details":{"causes":[)"
+      R"({"reason":"FieldValueInvalid","field":"spec"},{"reason":"NamespaceTerminating"}]}})",
+      "");
+  EXPECT_EQ(e.kind(), ApiErrorKind::kForbidden);
+  EXPECT_TRUE(e.hasCause(kNamespaceTerminatingCause));
+  EXPECT_TRUE(e.hasCause("FieldValueInvalid"));
+  EXPECT_FALSE(e.hasCause("FieldValueRequired"));
+  EXPECT_FALSE(ApiError::fromResponse(403, status(403, "Forbidden", "m"), "")
+                   .hasCause(kNamespaceTerminatingCause));
+}
+
+// A Status whose fields have the wrong types still makes an error (those fields unset): the
+// error path must not itself throw.
+TEST(ApiErrorTest, AStatusOfTheWrongShapeStillMakesAnError) {
+  for (const char* body : {
+           R"({"kind":"Status","reason":5,"message":["m"]})",
+           R"({"kind":7})",
+           R"({"kind":"Status","reason":"Forbidden","details":{"causes":{"reason":"x"}}})",
+           R"({"kind":"Status","reason":"Forbidden","details":{"causes":[3,{"reason":4},null]}})",
+           R"({"kind":"Status","details":{"retryAfterSeconds":"2"}})",
+       }) {
+    SCOPED_TRACE(body);
+    ApiError e = ApiError::fromResponse(403, body, "");
+    EXPECT_EQ(e.kind(), ApiErrorKind::kForbidden);
+    EXPECT_FALSE(e.hasCause("x"));
+    EXPECT_FALSE(e.retryAfter());
+  }
+}
+
 TEST(ApiErrorTest, UnparsableRetryAfterIsIgnored) {
   EXPECT_FALSE(ApiError::fromResponse(429, "", "Wed, 21 Oct 2015 07:28:00 GMT").retryAfter());
   EXPECT_FALSE(ApiError::fromResponse(429, "", "-1").retryAfter());

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
+#include "common/api_error.h"
+#include "common/logging.h"
 #include "fake_api_client.h"
 #include "model/objects.h"
 
@@ -150,6 +153,40 @@ TEST(EventRecorderTest, FailuresAreCountedAndLaterEventsStillGo) {
   auto list = events(api, "team");
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0]["message"], "second");
+}
+
+// An event whose namespace is being deleted is refused for good (the API server says so with a
+// cause, not just a 403): counted, and no warning, as client-go's recorder does. Any other
+// refusal is still a warning.
+TEST(EventRecorderTest, AnEventInATerminatingNamespaceFailsWithoutAWarning) {
+  std::ostringstream logged;
+  log::init(log::Format::kJson, 0, &logged);
+  struct Restore {
+    ~Restore() { log::init(log::Format::kText, 0); }
+  } restore;
+  FakeApiClient api;
+  api.failNext(
+      FakeApiClient::Verb::kCreate,
+      ApiError::fromResponse(
+          403,
+          R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
+          R"("message":"events is forbidden: namespace team is being terminated",)"
+          R"("details":{"kind":"events","causes":[{"reason":"NamespaceTerminating",)"
+          R"("message":"namespace team is being terminated","field":"metadata.namespace"}]}})",
+          ""));
+  EventRecorder r(api, options());
+  r.start();
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "while the namespace goes");
+  ASSERT_TRUE(r.flush(5s));
+  EXPECT_EQ(r.stats().failed, 1u);
+  EXPECT_EQ(logged.str().find("event not recorded"), std::string::npos) << logged.str();
+
+  api.failNext(FakeApiClient::Verb::kCreate,
+               ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no events for you"));
+  r.record(referenceTo(claim()), EventType::kNormal, "Bound", "refused by RBAC");
+  ASSERT_TRUE(r.flush(5s));
+  EXPECT_EQ(r.stats().failed, 2u);
+  EXPECT_NE(logged.str().find("event not recorded"), std::string::npos) << logged.str();
 }
 
 TEST(EventRecorderTest, StopDropsWhatIsQueuedAndLaterRecords) {

@@ -493,7 +493,7 @@ class FakeApiClient : public ApiClient {
     const std::string what = e.what();
     const std::string message =
         what.size() > prefix.size() + 2 ? what.substr(prefix.size() + 2) : std::string();
-    return ApiError(e.kind(), e.httpStatus(), e.reason(), message, e.retryAfter());
+    return ApiError(e.kind(), e.httpStatus(), e.reason(), message, e.retryAfter(), e.causes());
   }
 
   const nlohmann::json& find(const Resource& res, const std::string& ns, const std::string& name) {
