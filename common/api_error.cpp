@@ -189,8 +189,8 @@ ApiError ApiError::fromResponse(int httpStatus, const std::string& body,
       auto listed = details->find("causes");
       if (listed != details->end() && listed->is_array()) {
         for (const auto& c : *listed) {
-          if (c.is_object() && !text(c, "reason").empty()) {
-            causes.push_back(text(c, "reason"));
+          if (std::string cause = c.is_object() ? text(c, "reason") : ""; !cause.empty()) {
+            causes.push_back(std::move(cause));
           }
         }
       }
