@@ -8,6 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 IMAGE ?= kube-extended-resource
 TAG ?= dev
+NODES ?= 1
 
 # Debian packages the build, the tests and the tools need.
 DEB_PACKAGES := build-essential cmake pkg-config git openssl ca-certificates \
@@ -67,11 +68,11 @@ test: build controlplane-binaries ## run every test: unit, integration, end-to-e
 	cd $(BUILD_DIR) && ctest -L soak --output-on-failure
 	JOBS=$(JOBS) fuzz/run.sh $(TEST_FUZZ_SECONDS)
 
-run: build controlplane-binaries ## run the whole system locally, the sample workload on a real node (Ctrl-C stops it)
-	deploy/run-local.sh $(BUILD_DIR)
+run: build controlplane-binaries ## run the whole system locally, the sample workload on real nodes (NODES=1..9, default 1; Ctrl-C stops it)
+	deploy/run-local.sh --nodes $(NODES) $(BUILD_DIR)
 
 run-in-cluster: build controlplane-binaries ## as run, but the components run as pods from deploy/ and the image (built first)
-	deploy/run-local.sh --in-cluster $(BUILD_DIR)
+	deploy/run-local.sh --in-cluster --nodes $(NODES) $(BUILD_DIR)
 
 fmt: ## format the C++ sources in place
 	git ls-files -co --exclude-standard '*.cpp' '*.h' | xargs -r clang-format -i

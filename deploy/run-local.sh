@@ -10,7 +10,12 @@
 # it) and a table of the devices and their holders (tools/ker-devices), and keeps everything
 # running until Ctrl-C.
 #
-#   deploy/run-local.sh [--in-cluster] [BUILD_DIR]    (default: build; needs root for the node)
+#   deploy/run-local.sh [--in-cluster] [--nodes N] [BUILD_DIR]    (default: build; needs root)
+#
+# --nodes N (`make run NODES=2`): N real nodes, node-1 to node-N; node k is a machine of its own
+# as far as Kubernetes can tell (launch.sh runs it in network and mount namespaces of its own),
+# with node-1's two stand-in GPUs renamed for it (k80-node-k-gpu0, ...) and a node agent of its
+# own.
 #
 # --in-cluster (`make run-in-cluster`): instead of running the components on the host, builds
 # the project image and runs deploy/ as pods on node-1 (test/e2e/cluster-up.sh), as a user
@@ -22,11 +27,22 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-in_cluster=false
-if [[ "${1:-}" == --in-cluster ]]; then
-  in_cluster=true
+in_cluster=false nodes=1
+while (($#)); do
+  case "$1" in
+  --in-cluster) in_cluster=true ;;
+  --nodes)
+    nodes=${2:-}
+    shift
+    ;;
+  *) break ;;
+  esac
   shift
-fi
+done
+[[ "$nodes" =~ ^[1-9]$ ]] || {
+  printf '[run] --nodes must be 1 to 9, got %s\n' "'$nodes'" >&2
+  exit 2
+}
 build=$(cd "${1:-$root/build}" && pwd)
 run="$root/.run"
 cp="$run/controlplane"
@@ -69,8 +85,8 @@ free_port() {
 # stand_in_vendor HOST_ROOT: what a GPU vendor's driver and toolkit leave on node-1, as stand-ins
 # under HOST_ROOT: device nodes with /dev/null's numbers, a driver library per GPU, and the CDI
 # spec a generator writes (config/node-agent/make-run-cdi.yaml, with HOST_ROOT's paths).
-stand_in_vendor() {
-  local host=$1 dev
+stand_in_vendor() { # HOST_ROOT [k]
+  local host=$1 k=${2:-1} dev
   for dev in nvidia0 nvidia1 nvidiactl; do
     mknod -m 0666 "$host/dev/$dev" c 1 3
   done
@@ -78,7 +94,19 @@ stand_in_vendor() {
   for dev in 0 1; do
     echo "stand-in driver library of GPU $dev" >"$host/usr/lib/nvidia-stand-in/libgpu$dev.so"
   done
-  sed "s|@HOST_ROOT@|$host|g" "$root/config/node-agent/make-run-cdi.yaml" >"$host/var/run/cdi/nvidia.yaml"
+  for_node "$k" "$root/config/node-agent/make-run-cdi.yaml" | sed "s|@HOST_ROOT@|$host|g" >"$host/var/run/cdi/nvidia.yaml"
+}
+
+# node k's copy of node-1's file (its node file, its CDI spec): its own device names and IDs.
+for_node() { # k FILE
+  sed "s/node-1/node-$1/g; s/-0000-0000-0000-/-0000-0000-000$1-/g" "$2"
+}
+
+# node_key k KEY: a key of node k's env file (node-1's is the cluster's).
+node_key() {
+  local f="$cp/env"
+  (($1 == 1)) || f="$cp/nodes/node-$1/env"
+  sed -n "s/^$2=//p" "$f"
 }
 
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds.
@@ -104,7 +132,7 @@ mkdir -p "$run"
 rm -rf "$cp"
 if $in_cluster; then
   log "building the images and bringing up node-1 with deploy/ running on it (logs: .run/controlplane/*.log)"
-  "$root/test/e2e/cluster-up.sh" "$cp" --node-name node-1
+  "$root/test/e2e/cluster-up.sh" "$cp" --node-name node-1 --nodes "$nodes"
 else
   images="$root/.cache/images/tarballs"
   mkdir -p "$images"
@@ -120,11 +148,21 @@ else
   log "starting node-1 (kubelet, containerd, kube-proxy; logs: .run/controlplane/*.log)"
   "$launcher" start-node "$cp" --node-name node-1 --cdi-spec-dir "$agent_root/var/run/cdi" \
     --image-tar "$images/ker-busybox.tar" >/dev/null
+  for ((k = 2; k <= nodes; k++)); do
+    host="$run/node-agent-$k/host"
+    rm -rf "$run/node-agent-$k"
+    mkdir -p "$host/dev" "$host/etc/cdi" "$host/var/run/cdi"
+    log "starting node-$k"
+    "$launcher" start-node "$cp" --node-name "node-$k" --cdi-spec-dir "$host/var/run/cdi" \
+      --image-tar "$images/ker-busybox.tar" >/dev/null
+  done
 fi
 bin_dir=$(sed -n 's/^BIN_DIR=//p' "$cp/env")
-"$(sed -n 's/^CTR=//p' "$cp/env")" --address "$(sed -n 's/^CONTAINERD_SOCKET=//p' "$cp/env")" \
-  -n k8s.io images tag --force localhost/ker-busybox:1 docker.io/library/busybox:1.36 >/dev/null 2>&1 ||
-  { log "could not name the local busybox image busybox:1.36 in the node's containerd"; exit 1; }
+for ((k = 1; k <= nodes; k++)); do
+  "$(node_key "$k" CTR)" --address "$(node_key "$k" CONTAINERD_SOCKET)" \
+    -n k8s.io images tag --force localhost/ker-busybox:1 docker.io/library/busybox:1.36 >/dev/null 2>&1 ||
+    { log "could not name the local busybox image busybox:1.36 in node-$k's containerd"; exit 1; }
+done
 export KUBECONFIG="$cp/admin.kubeconfig"
 kubectl() { "$bin_dir/kubectl" "$@"; }
 
@@ -173,6 +211,20 @@ if ! $in_cluster; then
     --state-dir "$run/node-agent/state" --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent.log" 2>&1 &
   children+=($!)
   wait_for 60 "the node agent's /readyz" curl -fsS "http://127.0.0.1:$agent_port/readyz"
+  for ((k = 2; k <= nodes; k++)); do
+    host="$run/node-agent-$k/host"
+    stand_in_vendor "$host" "$k"
+    for_node "$k" "$root/config/node-agent/make-run-node-1.yaml" >"$run/node-agent-$k/node-devices.yaml"
+    "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-node-agent "$run/node-agent-$k.kubeconfig" "node-$k" >/dev/null
+    agent_port=$(free_port)
+    log "starting node-$k's node agent (log: .run/node-agent-$k.log)"
+    NODE_NAME=node-$k setsid "$build/agent/extended-resource-node-agent" \
+      --kubeconfig "$run/node-agent-$k.kubeconfig" --node-file "$run/node-agent-$k/node-devices.yaml" \
+      --host-root "$host" --nri-socket "$(node_key "$k" NRI_SOCKET)" \
+      --state-dir "$run/node-agent-$k/state" --metrics-bind-address "127.0.0.1:$agent_port" >"$run/node-agent-$k.log" 2>&1 &
+    children+=($!)
+    wait_for 60 "node-$k's node agent's /readyz" curl -fsS "http://127.0.0.1:$agent_port/readyz"
+  done
 
   "$launcher" start-scheduler "$cp" --extender-url "http://127.0.0.1:$extender_port" \
     --node-cache-capable true >/dev/null
@@ -183,6 +235,10 @@ if $in_cluster; then
   # cluster-up.sh gave the agent an empty node file and a "host" of its own for stand-ins.
   stand_in_vendor "$(sed -n 's/^NODE_AGENT_HOST_ROOT=//p' "$cp/env")"
   cp "$root/config/node-agent/make-run-node-1.yaml" "$(sed -n 's/^NODE_AGENT_FILE=//p' "$cp/env")"
+  for ((k = 2; k <= nodes; k++)); do
+    stand_in_vendor "$(node_key "$k" NODE_AGENT_HOST_ROOT)" "$k"
+    for_node "$k" "$root/config/node-agent/make-run-node-1.yaml" >"$(node_key "$k" NODE_AGENT_FILE)"
+  done
 fi
 log "applying the sample class and its plain GPU Deployment, then the claim and workload of config/"
 kubectl apply -f "$root/config/gpu-class.yaml" >/dev/null
@@ -212,6 +268,7 @@ gpu_pod=$(kubectl get pods -l app=gpu-workload -o 'jsonpath={.items[0].metadata.
 wait_for 30 "the gpu-workload container's output" kubectl logs "$gpu_pod" -c app
 
 echo
+((nodes == 1)) || kubectl get nodes -o wide
 kubectl get er,erc,pods -o wide
 echo
 echo "\$ kubectl logs $pod"

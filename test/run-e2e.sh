@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the end-to-end tests (ctest label "e2e") of BUILD_DIR on a real node with deploy/
+# Runs the end-to-end tests (ctest label "e2e") of BUILD_DIR on two real nodes with deploy/
 # running as pods from the image just built (test/e2e/cluster-up.sh), and always stops
 # everything.
 #
@@ -48,7 +48,9 @@ collect() {
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_E2E_DIR:-0} SUITE_COLLECT=collect
 suite_traps
 
-"$here/e2e/cluster-up.sh" "$dir"
+# Two nodes: the second is tainted, so only the multi-node tests' pods (and the node agent) run
+# there and every other test sees the one node it was written for.
+"$here/e2e/cluster-up.sh" "$dir" --nodes 2 --extra-node-taint ker.test/extra-node=true:NoSchedule
 
 export KER_TEST_ENV="$dir/env"
 log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"

@@ -54,17 +54,25 @@
 #                              ResourceClaims of deleted pods, claims from templates)
 #   launch.sh start-node DIR [options]     (start --node-network first) containerd + kubelet +
 #                              kube-proxy as node NAME; starts kube-controller-manager if needed;
-#                              waits for Ready and for kube-proxy to map 10.0.0.1:443 to the apiserver
+#                              waits for Ready and for kube-proxy to map 10.0.0.1:443 to the apiserver.
+#                              The first node runs on the host; each further one (2 to 9) in network
+#                              and mount namespaces of its own, as another machine would
+#                              (lib/node_extra.sh), its env file DIR/nodes/NAME/env (the last stdout
+#                              line); DIR/env's NODES lists the running nodes
 #       --image-tar FILE       docker/OCI archive (podman save) imported into containerd's k8s.io
 #                              namespace before the kubelet starts (repeatable)
 #       --node-name NAME       (default: ker-node)
 #       --cdi-spec-dir DIR     containerd's only CDI spec folder (default: DIR/node/cdi)
+#       --taint KEY[=VALUE]:EFFECT   the node registers with this taint (repeatable)
+#       --bind-dir SRC:TARGET  further nodes: the node sees folder SRC at TARGET (its hostPath
+#                              volumes too), e.g. a node agent's node file of its own (repeatable)
 #       --timeout SECONDS      bound for each step (default 120)
-#   launch.sh load-image DIR FILE          import one more image tarball into the running node
-#   launch.sh stop-node DIR                deletes the node's pods, stops kube-proxy, kubelet,
+#   launch.sh load-image DIR FILE          import one more image tarball into the first node
+#   launch.sh stop-node DIR [--node-name NAME]   deletes the node's pods, stops kube-proxy, kubelet,
 #                              containerd and its shims, and undoes what they did to the host
 #                              (mounts, netns, veths, iptables chains, sysctls, kubepods cgroups,
-#                              fixed paths they created); the bridge stays until stop
+#                              fixed paths they created); the bridge stays until stop. Without
+#                              NAME (or with the first node's) every node, the further ones first
 #   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
 #                              Deployments and DaemonSet: apply those yourself when a node runs)
 #   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE [NODE]
@@ -591,7 +599,7 @@ EOF
   # A node that was never stopped may have left mounts in DIR/node: never delete across them.
   [[ -z "$(mounts_under "$DIR")" ]] || die "mounts left under $DIR by an earlier node: launch.sh stop-node $DIR first"
   rm -f "$ENV_FILE" "$DIR"/*.pid "$DIR"/scheduler-*.yaml
-  rm -rf "$DIR/node"
+  rm -rf "$DIR/node" "$DIR/nodes"
   $keep_data || rm -rf "$DIR/etcd-data"
   local k8s_version etcd_version
   k8s_version=$("$BIN_DIR/kube-apiserver" --version | awk '{ print $2 }')
@@ -945,7 +953,7 @@ cmd_stop_scheduler() {
 }
 
 # ---- the node (start --node-network, start-node, stop-node) ----------------------------------
-for lib in node_network node_config node_start node_stop; do
+for lib in node_network node_config node_start node_stop node_extra; do
   # shellcheck source=/dev/null
   source "$here/lib/$lib.sh"
 done
@@ -1017,6 +1025,7 @@ cmd_restart_kubelet() {
 
 stop_all() {
   local n port rc=0
+  stop_extra_nodes || rc=1
   [[ ! -d "$DIR/node" ]] || stop_node || rc=1
   for n in $(all_scheduler_names); do stop_scheduler "$n"; done
   stop_component kube-controller-manager
@@ -1052,13 +1061,16 @@ cmd_status() {
   local optional=''
   [[ ! -f "$DIR/kube-controller-manager.pid" ]] || optional=kube-controller-manager
   [[ ! -f "$DIR/kubelet.pid" ]] || optional+=" containerd kubelet kube-proxy"
+  for name in $(extra_node_names); do
+    [[ "$(extra_env_get "$name" NODE_STATE)" == stopped ]] || optional+=" nodes/$name/containerd nodes/$name/kubelet nodes/$name/kube-proxy"
+  done
   for name in etcd kube-apiserver $optional $(all_scheduler_names | sed 's/^/scheduler-/'); do
     f="$DIR/$name.pid"
     pid=$(cat "$f" 2>/dev/null || true)
     if owns_pid "$pid"; then
-      printf '%-24s running (pid %s)\n' "$name" "$pid"
+      printf '%-32s running (pid %s)\n' "$name" "$pid"
     else
-      printf '%-24s not running\n' "$name"
+      printf '%-32s not running\n' "$name"
       ok=1
     fi
   done

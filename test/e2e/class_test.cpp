@@ -487,25 +487,24 @@ TEST_F(ClassTest, AClassDeletedWhileTheAgentWasAwayLeavesTheNodeWhenItComesBack)
     api_->patch(kDaemonSets, "kube-system", agent, PatchType::kMerge,
                 {{"spec", {{"template", {{"spec", {{"nodeSelector", std::move(selector)}}}}}}}});
   };
+  // One agent on each node.
+  const size_t everyNode = nodes().size();
   auto agentReady = [&] {
     const json ds = api_->get(kDaemonSets, "kube-system", agent);
     const json pods = agentPods();
-    return ds.value("/status/numberReady"_json_pointer, 0) == 1 &&
-           ds.value("/status/updatedNumberScheduled"_json_pointer, 0) == 1 &&
-           !pods.is_discarded() && pods["items"].size() == 1;
+    return ds.value("/status/numberReady"_json_pointer, size_t{0}) == everyNode &&
+           ds.value("/status/updatedNumberScheduled"_json_pointer, size_t{0}) == everyNode &&
+           !pods.is_discarded() && pods["items"].size() == everyNode;
   };
   // Whatever happens below, the DaemonSet is left as deploy/ made it, its agent running.
-  struct Back {
-    std::function<void()> undo;
-    ~Back() { undo(); }
-  } back{[&] {
+  const OnScopeExit back([&] {
     try {
       selectNodes(nullptr);
     } catch (const std::exception& e) {
       ADD_FAILURE() << "the node agent's DaemonSet not restored: " << e.what();
     }
     EXPECT_TRUE(eventually(agentReady, 120s, 500ms)) << "the node agent did not come back";
-  }};
+  });
 
   selectNodes({{"ker-e2e.example.com/no-node-agent", "true"}});
   json pods;

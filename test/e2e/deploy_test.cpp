@@ -33,24 +33,25 @@ TEST_F(DeployTest, BothComponentsRunAsPodsFromTheProjectImage) {
   }
 }
 
-TEST_F(DeployTest, TheNodeAgentRunsOnTheNodeRegisteredWithItsRuntime) {
+TEST_F(DeployTest, TheNodeAgentRunsOnEachNodeRegisteredWithItsRuntime) {
   const std::string name = "extended-resource-node-agent";
-  json pods;
-  ASSERT_TRUE(eventually(
-      [&] {
-        pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + name);
-        // Ready means registered with containerd's NRI socket and the caches synced.
-        return !pods.is_discarded() && pods["items"].size() == 1 &&
-               pods["items"][0].value("/status/containerStatuses/0/ready"_json_pointer, false);
-      },
-      120s))
-      << pods.dump();
-  const json& pod = pods["items"][0];
-  EXPECT_EQ(pod.value("/spec/nodeName"_json_pointer, std::string()), node());
-  EXPECT_EQ(pod.value("/spec/serviceAccountName"_json_pointer, std::string()), name);
-  EXPECT_NE(pod.value("/spec/containers/0/image"_json_pointer, std::string())
-                .find("kube-extended-resource:"),
-            std::string::npos);
+  for (const std::string& n : nodes()) {
+    std::vector<json> pods;
+    ASSERT_TRUE(eventually(
+        [&] {
+          pods = componentPods(name, n);
+          // Ready means registered with containerd's NRI socket and the caches synced.
+          return pods.size() == 1 &&
+                 pods[0].value("/status/containerStatuses/0/ready"_json_pointer, false);
+        },
+        120s))
+        << n << ": " << json(pods).dump();
+    const json& pod = pods[0];
+    EXPECT_EQ(pod.value("/spec/serviceAccountName"_json_pointer, std::string()), name);
+    EXPECT_NE(pod.value("/spec/containers/0/image"_json_pointer, std::string())
+                  .find("kube-extended-resource:"),
+              std::string::npos);
+  }
 }
 
 TEST_F(DeployTest, EachComponentElectsOneLeaderThroughItsLease) {

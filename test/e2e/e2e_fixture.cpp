@@ -4,6 +4,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -45,24 +46,68 @@ void E2eTest::TearDown() {
   // The agent withdraws the devices once the file no longer lists them.
   for (const auto& d : std::vector<std::string>(devices_)) {
     removeDeviceFromNodeFile(d);
-    ::unlink(hostDeviceNode(d).c_str());
+  }
+  for (const auto& [device, node] : deviceFiles_) {
+    ::unlink(hostDeviceNode(device, node).c_str());
   }
 }
 
+std::vector<std::string> E2eTest::nodes() const {
+  if (!env_->has("NODES")) {
+    return {node_};
+  }
+  std::vector<std::string> out;
+  std::istringstream list(env_->value("NODES"));
+  for (std::string name; std::getline(list, name, ',');) {
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::string E2eTest::nodeValue(const std::string& node, const std::string& key) const {
+  if (node.empty() || node == node_) {
+    return env_->value(key);
+  }
+  // launch.sh start-node writes a further node's keys to DIR/nodes/NAME/env.
+  const std::string file = env_->dir() + "/nodes/" + node + "/env";
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(key + "=")) {
+      return line.substr(key.size() + 1);
+    }
+  }
+  throw std::runtime_error(file + " has no " + key);
+}
+
+json extraNodeToleration() {
+  return {{"key", kExtraNodeTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+}
+
 std::string E2eTest::hostDeviceNode(const std::string& name) const {
-  return env_->value("NODE_AGENT_HOST_ROOT") + containerDeviceNode(name);
+  for (auto it = deviceFiles_.rbegin(); it != deviceFiles_.rend(); ++it) {
+    if (it->first == name) {
+      return hostDeviceNode(name, it->second);
+    }
+  }
+  return hostDeviceNode(name, "");
+}
+
+std::string E2eTest::hostDeviceNode(const std::string& name, const std::string& node) const {
+  return nodeValue(node, "NODE_AGENT_HOST_ROOT") + containerDeviceNode(name);
 }
 
 std::string E2eTest::deviceEnvName() const {
   return agent::defaultEnvName(resource_);
 }
 
-void E2eTest::editNodeFile(const std::function<void(json& devices)>& edit) {
-  editWholeNodeFile([&](json& file) { edit(file["devices"]); });
+void E2eTest::editNodeFile(const std::function<void(json& devices)>& edit,
+                           const std::string& node) {
+  editWholeNodeFile([&](json& file) { edit(file["devices"]); }, node);
 }
 
-void E2eTest::editWholeNodeFile(const std::function<void(json& file)>& edit) {
-  const std::string path = env_->value("NODE_AGENT_FILE");
+void E2eTest::editWholeNodeFile(const std::function<void(json& file)>& edit,
+                                const std::string& node) {
+  const std::string path = nodeValue(node, "NODE_AGENT_FILE");
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -77,22 +122,27 @@ void E2eTest::editWholeNodeFile(const std::function<void(json& file)>& edit) {
   ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0) << path;
 }
 
-void E2eTest::addDeviceToNodeFile(const std::string& name, const std::string& type) {
-  const std::string node = hostDeviceNode(name);
-  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
-  ::chmod(node.c_str(), 0666);
-  editNodeFile([&](json& devices) {
-    devices.push_back({{"name", name},
-                       {"rawResourceName", resource_},
-                       {"deviceID", name + "-id"},
-                       {"properties", {{"type", type}}},
-                       {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
-  });
+void E2eTest::addDeviceToNodeFile(const std::string& name, const std::string& type,
+                                  const std::string& node) {
+  deviceFiles_.emplace_back(name, node);
+  const std::string path = hostDeviceNode(name, node);
+  ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << path;
+  ::chmod(path.c_str(), 0666);
+  editNodeFile(
+      [&](json& devices) {
+        devices.push_back({{"name", name},
+                           {"rawResourceName", resource_},
+                           {"deviceID", name + "-id"},
+                           {"properties", {{"type", type}}},
+                           {"deviceNodes", {{{"path", containerDeviceNode(name)}}}}});
+      },
+      node);
   devices_.push_back(name);
 }
 
-void E2eTest::createDevice(const std::string& name, const std::string& type) {
-  addDeviceToNodeFile(name, type);
+void E2eTest::createDevice(const std::string& name, const std::string& type,
+                           const std::string& node) {
+  addDeviceToNodeFile(name, type, node);
   ASSERT_TRUE(awaitPublished(name));
 }
 
@@ -113,15 +163,25 @@ void E2eTest::createDevice(const std::string& name, const std::string& type) {
 }
 
 void E2eTest::removeDeviceFromNodeFile(const std::string& name) {
-  editNodeFile([&](json& devices) {
-    json kept = json::array();
-    for (auto& d : devices) {
-      if (d.value("name", "") != name) {
-        kept.push_back(std::move(d));
-      }
+  std::vector<std::string> files = {""};
+  for (const auto& [device, node] : deviceFiles_) {
+    if (device == name && std::find(files.begin(), files.end(), node) == files.end()) {
+      files.push_back(node);
     }
-    devices = std::move(kept);
-  });
+  }
+  for (const auto& node : files) {
+    editNodeFile(
+        [&](json& devices) {
+          json kept = json::array();
+          for (auto& d : devices) {
+            if (d.value("name", "") != name) {
+              kept.push_back(std::move(d));
+            }
+          }
+          devices = std::move(kept);
+        },
+        node);
+  }
 }
 
 void E2eTest::createClaim(const std::string& name, int count) {
@@ -247,19 +307,17 @@ std::string E2eTest::scrapeMetrics(const std::string& app, int port) {
     std::cerr << "scrape: the scraper pod is " << podPhase(scraper) << ", not Running\n";
     return "";
   }
-  json targets = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + app +
-                             " --field-selector status.phase=Running");
+  // The scraper's node's pod: pods reach pods of their own node only (the further nodes'
+  // networks are reached through kube-apiserver's address alone).
   std::string ip;
-  if (!targets.is_discarded()) {
-    for (const auto& p : targets["items"]) {
-      if (!p.contains("/metadata/deletionTimestamp"_json_pointer)) {
-        ip = p.value("/status/podIP"_json_pointer, std::string());
-        break;
-      }
+  for (const auto& p : componentPods(app, node_)) {
+    if (p.value("/status/phase"_json_pointer, std::string()) == "Running") {
+      ip = p.value("/status/podIP"_json_pointer, std::string());
+      break;
     }
   }
   if (ip.empty()) {
-    std::cerr << "scrape: no running pod of " << app << " with an IP\n";
+    std::cerr << "scrape: no running pod of " << app << " with an IP on " << node_ << "\n";
     return "";
   }
   std::string out;
@@ -269,6 +327,21 @@ std::string E2eTest::scrapeMetrics(const std::string& app, int port) {
                     &out) != 0) {
     std::cerr << "scrape: GET " << url << " from " << scraper << " failed: " << out << "\n";
     return "";
+  }
+  return out;
+}
+
+std::vector<json> E2eTest::componentPods(const std::string& app, const std::string& node) {
+  std::vector<json> out;
+  json pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + app +
+                          (node.empty() ? "" : " --field-selector spec.nodeName=" + node));
+  if (pods.is_discarded()) {
+    return out;
+  }
+  for (auto& p : pods["items"]) {
+    if (!p.contains("/metadata/deletionTimestamp"_json_pointer)) {
+      out.push_back(std::move(p));
+    }
   }
   return out;
 }

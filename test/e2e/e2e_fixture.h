@@ -33,26 +33,34 @@ class E2eTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // The one real node's name.
+  // The first real node's name: the node every test but the multi-node ones uses.
   const std::string& node() const { return node_; }
+  // Every real node, the first one first. The further ones carry kExtraNodeTaint.
+  std::vector<std::string> nodes() const;
+  // KEY of a node's env file (NODE_AGENT_FILE, NODE_IP, ...; "" is the first node).
+  std::string nodeValue(const std::string& node, const std::string& key) const;
 
-  // A device of this test's resource on the real node, as an administrator adds one: an entry
-  // in the node agent's node file, with a stand-in device node (/dev/null's numbers) at
-  // /dev/ker-<name>. Returns once the agent published it and it is Available.
-  void createDevice(const std::string& name, const std::string& type = "k80");
+  // A device of this test's resource on a real node ("": the first), as an administrator adds
+  // one: an entry in that node agent's node file, with a stand-in device node (/dev/null's
+  // numbers) at /dev/ker-<name>. Returns once the agent published it and it is Available.
+  void createDevice(const std::string& name, const std::string& type = "k80",
+                    const std::string& node = "");
   // Waits up to 60 s for the agent to publish the device and for it to be Available.
   ::testing::AssertionResult awaitPublished(const std::string& name);
   // The same without waiting: the node file entry (type=TYPE) and its stand-in device node,
   // both removed at TearDown.
-  void addDeviceToNodeFile(const std::string& name, const std::string& type = "k80");
-  // Drops the device from the node file (the agent withdraws it).
+  void addDeviceToNodeFile(const std::string& name, const std::string& type = "k80",
+                           const std::string& node = "");
+  // Drops the device from the node files it was added to (the agents withdraw it).
   void removeDeviceFromNodeFile(const std::string& name);
-  // Reads the node file, lets edit change its device list, and writes it back atomically.
-  void editNodeFile(const std::function<void(json& devices)>& edit);
+  // Reads a node's node file, lets edit change its device list, and writes it back atomically.
+  void editNodeFile(const std::function<void(json& devices)>& edit, const std::string& node = "");
   // The same for the whole file (its discover sources, say).
-  void editWholeNodeFile(const std::function<void(json& file)>& edit);
-  // The device node's path as the agent sees it on "the host", and in a container.
+  void editWholeNodeFile(const std::function<void(json& file)>& edit, const std::string& node = "");
+  // The device node's path as a node's agent sees it on "the host" (by default the node the
+  // device was last added on), and in a container.
   std::string hostDeviceNode(const std::string& name) const;
+  std::string hostDeviceNode(const std::string& name, const std::string& node) const;
   static std::string containerDeviceNode(const std::string& name) { return "/dev/ker-" + name; }
   // The variable the agent lists this test's device IDs in.
   std::string deviceEnvName() const;
@@ -84,6 +92,9 @@ class E2eTest : public ::testing::Test {
   // PORT, from a pod of this test's namespace that the NetworkPolicies let scrape (as Prometheus
   // reaches it). Empty when it cannot be fetched.
   std::string scrapeMetrics(const std::string& app, int port);
+  // The kube-system pods of deploy/'s component APP (label app.kubernetes.io/name) that are not
+  // terminating, only those on NODE when one is given.
+  std::vector<json> componentPods(const std::string& app, const std::string& node = "");
   // Whether the kube-system Deployment has every replica ready; the object in *seen.
   bool deploymentReady(const std::string& name, json* seen = nullptr);
 
@@ -95,7 +106,26 @@ class E2eTest : public ::testing::Test {
 
  private:
   std::string node_;
+  // (device, node) for each node file entry added: removed, with its stand-in, at TearDown.
+  std::vector<std::pair<std::string, std::string>> deviceFiles_;
 };
+
+// Runs `undo` when the scope ends, however it ends (a failed ASSERT returns early): what a
+// test changed in the shared cluster is put back for the tests after it.
+class OnScopeExit {
+ public:
+  explicit OnScopeExit(std::function<void()> undo) : undo_(std::move(undo)) {}
+  ~OnScopeExit() { undo_(); }
+  OnScopeExit(const OnScopeExit&) = delete;
+  OnScopeExit& operator=(const OnScopeExit&) = delete;
+
+ private:
+  std::function<void()> undo_;
+};
+
+// The taint test/run-e2e.sh gives every node but the first, and a toleration of it.
+inline constexpr const char* kExtraNodeTaint = "ker.test/extra-node";
+json extraNodeToleration();
 
 // The host's processes whose cgroup path names `id` (a container's ID): the container's
 // processes, as containerd's cgroupfs layout places them.

@@ -255,11 +255,9 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
         getPod(name(i))->value("/status/containerStatuses/0/containerID"_json_pointer, "");
   }
 
-  json agents =
-      kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=extended-resource-node-agent");
-  ASSERT_FALSE(agents.is_discarded());
-  ASSERT_EQ(agents["items"].size(), 1u);
-  const std::string agentPod = agents["items"][0]["metadata"]["name"];
+  const std::vector<json> agents = componentPods("extended-resource-node-agent", node());
+  ASSERT_EQ(agents.size(), 1u);
+  const std::string agentPod = agents[0]["metadata"]["name"];
   std::string out;
   ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + agentPod, &out), 0) << out;
   // Churn while it is away and coming back: the first pods go, new ones come.
@@ -291,7 +289,8 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
   EXPECT_TRUE(eventually(
       [&] {
         json ds = kubectlJson("get daemonset -n kube-system extended-resource-node-agent");
-        return !ds.is_discarded() && ds.value("/status/numberReady"_json_pointer, 0) == 1;
+        return !ds.is_discarded() &&
+               ds.value("/status/numberReady"_json_pointer, size_t{0}) == nodes().size();
       },
       60s));
 }
@@ -348,13 +347,12 @@ StalledStart stalledStartOf(const json& pod) {
 }
 
 pid_t NodeAgentTest::agentPid() {
-  json agents =
-      kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=extended-resource-node-agent");
-  if (agents.is_discarded() || agents["items"].size() != 1) {
-    ADD_FAILURE() << "expected one node agent pod";
+  const std::vector<json> agents = componentPods("extended-resource-node-agent", node());
+  if (agents.size() != 1) {
+    ADD_FAILURE() << "expected one node agent pod on " << node() << ", not " << agents.size();
     return 0;
   }
-  const std::vector<pid_t> agent = processesOf(containerIdOf(agents["items"][0]));
+  const std::vector<pid_t> agent = processesOf(containerIdOf(agents[0]));
   if (agent.size() != 1) {
     ADD_FAILURE() << "the agent's container should run one process, not " << agent.size();
     return 0;

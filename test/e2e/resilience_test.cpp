@@ -19,11 +19,9 @@ class ResilienceTest : public E2eTest {
   std::string leaderPod(const std::string& component) {
     std::string holder = api_->get(resources::kLeases, "kube-system", component)
                              .value("/spec/holderIdentity"_json_pointer, std::string());
-    json pods = api_->list(resources::kPods, "kube-system",
-                           ListOptions{.labelSelector = "app.kubernetes.io/name=" + component});
-    for (const auto& p : pods["items"]) {
+    for (const auto& p : componentPods(component)) {
       std::string name = p["metadata"]["name"];
-      if (!p.contains("/metadata/deletionTimestamp"_json_pointer) && holder.rfind(name, 0) == 0) {
+      if (holder.rfind(name, 0) == 0) {
         return name;
       }
     }

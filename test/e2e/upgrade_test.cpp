@@ -74,13 +74,8 @@ class UpgradeTest : public E2eTest {
   // The names of the workload's pods that are not terminating.
   std::set<std::string> podsOf(const Workload& w) {
     std::set<std::string> out;
-    json pods = kubectlJson("get pods -n kube-system -l app.kubernetes.io/name=" + w.name);
-    if (!pods.is_discarded()) {
-      for (const auto& p : pods["items"]) {
-        if (!p.contains("/metadata/deletionTimestamp"_json_pointer)) {
-          out.insert(p["metadata"]["name"].get<std::string>());
-        }
-      }
+    for (const auto& p : componentPods(w.name)) {
+      out.insert(p["metadata"]["name"].get<std::string>());
     }
     return out;
   }
@@ -245,10 +240,7 @@ TEST_F(UpgradeTest, ACrdGainingAFieldLeavesClaimsAndPodsServed) {
   };
   ASSERT_TRUE(replace(newer));
   // Later tests see the CRD as crds/ ships it, whatever happens below.
-  struct Restore {
-    std::function<void()> undo;
-    ~Restore() { undo(); }
-  } restore{[&] { EXPECT_TRUE(replace(original)) << "could not restore " << crd; }};
+  const OnScopeExit restore([&] { EXPECT_TRUE(replace(original)) << "could not restore " << crd; });
 
   // The API server serves the new schema once the CRD is Established again with it; a claim
   // setting the field is then kept as written.

@@ -3,8 +3,11 @@
 # Sourced by launch.sh; uses its helpers (log, die, env_get, env_set, launch, ...).
 
 # ---- node configuration files --------------------------------------------------------------
+# The first node's values are the launcher's globals; a further node (lib/node_extra.sh) sets
+# NODE_DIR, NODE_ADDR, POD_SUBNET, POD_GW, NODE_CGROUP_ROOT, NODE_CONTAINERD_SOCKET,
+# NODE_SERVING_CERT and NODE_NAME_OVERRIDE around these calls.
 write_containerd_config() { # socket
-  local n="$DIR/node"
+  local n="${NODE_DIR:-$DIR/node}"
   cat >"$n/containerd/config.toml" <<EOF
 # Written by launch.sh start-node.
 version = 3
@@ -70,7 +73,7 @@ EOF
 }
 
 write_cni_config() {
-  local n="$DIR/node"
+  local n="${NODE_DIR:-$DIR/node}" subnet="${POD_SUBNET:-$NODE_SUBNET}" gw="${POD_GW:-$NODE_HOST_IP}"
   cat >"$n/cni/net.d/10-ker.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -85,8 +88,8 @@ write_cni_config() {
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$NODE_SUBNET", "rangeStart": "${NODE_HOST_IP%.*}.10", "rangeEnd": "${NODE_HOST_IP%.*}.250", "gateway": "$NODE_HOST_IP"}]],
-        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$NODE_HOST_IP"}],
+        "ranges": [[{"subnet": "$subnet", "rangeStart": "${gw%.*}.10", "rangeEnd": "${gw%.*}.250", "gateway": "$gw"}]],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$gw"}],
         "dataDir": "$n/cni/ipam"
       }
     }
@@ -96,20 +99,21 @@ EOF
 }
 
 write_kubelet_config() { # port healthz-port
-  local n="$DIR/node"
+  local n="${NODE_DIR:-$DIR/node}" serving="${NODE_SERVING_CERT:-$DIR/pki/kubelet-serving}"
   cat >"$n/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$(env_get CONTAINERD_SOCKET)
-address: $NODE_HOST_IP
+containerRuntimeEndpoint: unix://${NODE_CONTAINERD_SOCKET:-$(env_get CONTAINERD_SOCKET)}
+${NODE_CGROUP_ROOT:+cgroupRoot: $NODE_CGROUP_ROOT}
+address: ${NODE_ADDR:-$NODE_HOST_IP}
 port: $1
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $2
-tlsCertFile: $DIR/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $DIR/pki/kubelet-serving.key
+tlsCertFile: $serving.crt
+tlsPrivateKeyFile: $serving.key
 rotateCertificates: false
 serverTLSBootstrap: false
 authentication:
@@ -148,18 +152,19 @@ EOF
 }
 
 write_kube_proxy_config() { # healthz-port metrics-port
-  cat >"$DIR/node/kube-proxy.yaml" <<EOF
+  local n="${NODE_DIR:-$DIR/node}"
+  cat >"$n/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
 clientConnection:
-  kubeconfig: $DIR/node/kube-proxy.kubeconfig
-hostnameOverride: $(env_get NODE_NAME)
-clusterCIDR: $NODE_SUBNET
+  kubeconfig: $n/kube-proxy.kubeconfig
+hostnameOverride: ${NODE_NAME_OVERRIDE:-$(env_get NODE_NAME)}
+clusterCIDR: ${POD_SUBNET:-$NODE_SUBNET}
 detectLocalMode: ClusterCIDR
 healthzBindAddress: 127.0.0.1:$1
 metricsBindAddress: 127.0.0.1:$2
-nodePortAddresses: ["$NODE_HOST_IP/32"]
+nodePortAddresses: ["${NODE_ADDR:-$NODE_HOST_IP}/32"]
 iptables:
   localhostNodePorts: false
   masqueradeAll: false

@@ -8,7 +8,7 @@ NODE_KEYS=(NODE_NAME CONTAINERD_SOCKET CONTAINERD_PID KUBELET_PID KUBE_PROXY_PID
   KUBE_PROXY_LOG CTR NRI_SOCKET KUBELET_PORT KUBELET_HEALTHZ_URL KUBE_PROXY_HEALTHZ_URL KUBE_PROXY_METRICS_URL
   KUBELET_ROOT_DIR DEVICE_PLUGIN_DIR PAUSE_IMAGE NODE_KUBECONFIG)
 
-ctr_node() { "$(env_get BIN_DIR)/ctr" --address "$(env_get CONTAINERD_SOCKET)" --timeout "${TIMEOUT:-$DEFAULT_TIMEOUT}s" -n k8s.io "$@"; }
+ctr_node() { "$(env_get BIN_DIR)/ctr" --address "${NODE_CONTAINERD_SOCKET:-$(env_get CONTAINERD_SOCKET)}" --timeout "${TIMEOUT:-$DEFAULT_TIMEOUT}s" -n k8s.io "$@"; }
 
 kubectl_admin() { "$(env_get BIN_DIR)/kubectl" --kubeconfig "$(env_get KUBECONFIG)" --request-timeout=10s "$@"; }
 
@@ -162,8 +162,11 @@ start_node() {
   env_set KUBELET_LOG "$DIR/kubelet.log" KUBELET_PORT "$port" KUBELET_HEALTHZ_URL "http://127.0.0.1:$hport/healthz" \
     KUBELET_ROOT_DIR "$n/kubelet" DEVICE_PLUGIN_DIR /var/lib/kubelet/device-plugins NODE_KUBECONFIG "$n/kubelet.kubeconfig"
   local t_kubelet=$SECONDS
+  local taint_args=()
+  [[ -z "$NODE_TAINTS" ]] || taint_args=(--register-with-taints="$NODE_TAINTS")
   launch kubelet "$BIN_DIR/kubelet" --config="$n/kubelet.yaml" --kubeconfig="$n/kubelet.kubeconfig" \
-    --root-dir="$n/kubelet" --cert-dir="$n/kubelet-pki" --node-ip="$NODE_HOST_IP" --hostname-override="$name" --v=2
+    --root-dir="$n/kubelet" --cert-dir="$n/kubelet-pki" --node-ip="$NODE_HOST_IP" --hostname-override="$name" \
+    "${taint_args[@]}" --v=2
   env_set KUBELET_PID "$LAUNCHED_PID"
   rc=0
   wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "http://127.0.0.1:$hport/healthz" || rc=$?
@@ -200,7 +203,8 @@ cmd_start_node() {
   shift
   TIMEOUT=$DEFAULT_TIMEOUT
   NODE_IMAGES=()
-  local name=ker-node f
+  NODE_TAINTS=''
+  local name=ker-node f binds=() b
   NODE_CDI_DIR=$DIR/node/cdi
   while (($#)); do
     case "$1" in
@@ -212,6 +216,10 @@ cmd_start_node() {
     --timeout=*) TIMEOUT=${1#*=} ;;
     --cdi-spec-dir) NODE_CDI_DIR=${2:?--cdi-spec-dir needs a value} && shift ;;
     --cdi-spec-dir=*) NODE_CDI_DIR=${1#*=} ;;
+    --bind-dir) binds+=("${2:?--bind-dir needs a value}") && shift ;;
+    --bind-dir=*) binds+=("${1#*=}") ;;
+    --taint) NODE_TAINTS+="${NODE_TAINTS:+,}${2:?--taint needs a value}" && shift ;;
+    --taint=*) NODE_TAINTS+="${NODE_TAINTS:+,}${1#*=}" ;;
     *) die "start-node: unknown option '$1' (try --help)" ;;
     esac
     shift
@@ -220,9 +228,23 @@ cmd_start_node() {
   [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$ ]] || die "--node-name '$name' must be a short DNS label"
   for f in "${NODE_IMAGES[@]}"; do [[ -r "$f" ]] || die "--image-tar '$f' is not readable"; done
   [[ "$NODE_CDI_DIR" == /* ]] || die "--cdi-spec-dir '$NODE_CDI_DIR' must be an absolute path"
-  mkdir -p "$NODE_CDI_DIR"
+  [[ -z "$NODE_TAINTS" || "$NODE_TAINTS" =~ ^([A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?:(NoSchedule|PreferNoSchedule|NoExecute),?)+$ ]] ||
+    die "--taint must be KEY[=VALUE]:EFFECT, got '$NODE_TAINTS'"
+  for b in "${binds[@]}"; do
+    [[ "$b" =~ ^/[A-Za-z0-9_./+-]*:/[A-Za-z0-9_./+-]*$ ]] || die "--bind-dir must be SOURCE:TARGET (absolute paths), got '$b'"
+    [[ -d "${b%%:*}" && -d "${b#*:}" ]] || die "--bind-dir '$b': both folders must exist"
+  done
   lock_dir
+  if [[ "$(env_get NODE_STATE)" == running ]] && owns_pid "$(env_get KUBELET_PID)"; then
+    mkdir -p "$NODE_CDI_DIR"
+    start_extra_node "$name" "${binds[@]}"
+    printf '%s\n' "$(extra_node_dir "$name")/env"
+    return 0
+  fi
+  ((${#binds[@]} == 0)) || die "--bind-dir is for further nodes (the first node uses the host's folders)"
+  mkdir -p "$NODE_CDI_DIR"
   start_node "$name"
+  env_set NODES "$name"
   printf '%s\n' "$ENV_FILE"
 }
 

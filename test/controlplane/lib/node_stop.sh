@@ -184,8 +184,26 @@ stop_node() {
 
 cmd_stop_node() {
   set_dir "${1:-}"
-  (($# == 1)) || die "stop-node takes only DIR"
+  shift
+  local name=''
+  while (($#)); do
+    case "$1" in
+    --node-name) name=${2:?--node-name needs a value} && shift ;;
+    --node-name=*) name=${1#*=} ;;
+    *) die "stop-node: unknown option '$1' (try --help)" ;;
+    esac
+    shift
+  done
   lock_dir
+  if [[ -n "$name" && "$name" != "$(env_get NODE_NAME)" ]]; then
+    [[ -f "$(extra_node_dir "$name")/env" ]] || die "no node $name in $DIR"
+    stop_extra_node "$name" || die "stop-node $name left something behind"
+    log "stopped node $name of $DIR"
+    return 0
+  fi
+  # The first node last: the further ones use host folders it made.
+  stop_extra_nodes || die "stop-node left something of a further node behind"
   stop_node || die "stop-node left something behind"
-  log "stopped the node of $DIR"
+  env_unset NODES
+  log "stopped the nodes of $DIR"
 }

@@ -1,0 +1,164 @@
+// Two real nodes, each with its own kubelet, containerd, kube-proxy and node agent (the second
+// in namespaces of its own, tainted so that only these tests' pods go there): pods placed
+// between them by their devices, a shared claim keeping its pods on its device's node, and a
+// device name both nodes' files list.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "e2e_fixture.h"
+#include "model/objects.h"
+
+namespace ker::e2e {
+namespace {
+
+class MultiNodeTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    E2eTest::SetUp();
+    if (IsSkipped()) {
+      return;
+    }
+    const std::vector<std::string> all = nodes();
+    ASSERT_GE(all.size(), 2u) << "test/run-e2e.sh starts two nodes for these tests";
+    second_ = all[1];
+  }
+
+  // A pod that may run on either node, printing the IDs it was given and its device nodes.
+  void startPod(const std::string& name, const std::string& claim) {
+    json pod = busyboxPod(name, {claim},
+                          "echo \"ids=$" + deviceEnvName() +
+                              "\"; echo \"nodes=$(ls /dev | grep ^ker- | tr '\\n' ' ')\"; "
+                              "exec sleep 3600");
+    pod["spec"]["tolerations"] = json::array({extraNodeToleration()});
+    createPod(pod);
+  }
+
+  std::string nodeOf(const std::string& pod) {
+    return getPod(pod)->value("/spec/nodeName"_json_pointer, std::string());
+  }
+
+  // The pod's output once it printed both lines.
+  std::string awaitOutput(const std::string& pod) {
+    std::string out;
+    eventually([&] { return (out = logs(pod)).find("nodes=") != std::string::npos; }, 30s);
+    return out;
+  }
+
+  static std::string deviceNodeOf(const json& device) {
+    return device["metadata"]["labels"].value(kNodeLabel, std::string());
+  }
+
+  std::string second_;
+};
+
+// Each node's agent publishes its own node's devices only, and each pod runs where the device
+// its claim got is, seeing that device and no other.
+TEST_F(MultiNodeTest, EachPodRunsOnItsDevicesNodeAndSeesOnlyThatDevice) {
+  const std::string a = uniqueName("first");
+  const std::string b = uniqueName("second");
+  createDevice(a);
+  createDevice(b, "k80", second_);
+  EXPECT_EQ(deviceNodeOf(getDevice(a)), node());
+  EXPECT_EQ(deviceNodeOf(getDevice(b)), second_);
+
+  // One device per node: the two pods must go to different nodes.
+  createClaim("ca");
+  createClaim("cb");
+  startPod("pa", "ca");
+  startPod("pb", "cb");
+  for (const std::string pod : {"pa", "pb"}) {
+    ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s))
+        << pod << " is " << podPhase(pod)
+        << "; FailedScheduling: " << testing::PrintToString(eventMessages(pod, "FailedScheduling"));
+  }
+  std::set<std::string> used;
+  for (const auto& [pod, claim] : {std::pair{"pa", "ca"}, std::pair{"pb", "cb"}}) {
+    const json c = getClaim(claim);
+    ASSERT_EQ(c.value("/status/phase"_json_pointer, std::string()), "Bound") << c.dump();
+    const std::string device = c["status"]["extendedResourceNames"][0];
+    used.insert(device);
+    const json d = getDevice(device);
+    EXPECT_EQ(nodeOf(pod), deviceNodeOf(d)) << pod << " runs away from " << device;
+    EXPECT_EQ(c.value("/status/nodeName"_json_pointer, std::string()), nodeOf(pod));
+    const std::string out = awaitOutput(pod);
+    EXPECT_NE(out.find("ids=" + d["spec"]["deviceID"].get<std::string>() + "\n"), std::string::npos)
+        << pod << ": " << out;
+    EXPECT_NE(out.find("nodes=ker-" + device + " \n"), std::string::npos) << pod << ": " << out;
+  }
+  EXPECT_EQ(used, (std::set<std::string>{a, b}));
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
+// A shareable claim's device is on one node: every pod joining the claim runs there, though
+// the other node has a free device of the same kind.
+TEST_F(MultiNodeTest, ASharedClaimsPodsAllRunOnItsDevicesNode) {
+  createDevice(uniqueName("first"));
+  createDevice(uniqueName("second"), "k80", second_);
+  json claim = itest::claimObject(ns_, "shared", resource_, 1, {{"type", "k80"}});
+  claim["spec"]["shareable"] = true;
+  api_->create(resources::kExtendedResourceClaims, ns_, claim);
+
+  startPod("p0", "shared");
+  ASSERT_TRUE(eventually([&] { return podRunning("p0"); }, 120s)) << podPhase("p0");
+  const std::string where = nodeOf("p0");
+  for (const std::string pod : {"p1", "p2"}) {
+    startPod(pod, "shared");
+  }
+  const std::string device = getClaim("shared")["status"]["extendedResourceNames"][0];
+  const std::string id = getDevice(device)["spec"]["deviceID"];
+  for (const std::string pod : {"p0", "p1", "p2"}) {
+    ASSERT_TRUE(eventually([&] { return podRunning(pod); }, 120s)) << pod << ": " << podPhase(pod);
+    EXPECT_EQ(nodeOf(pod), where) << pod;
+    const std::string out = awaitOutput(pod);
+    EXPECT_NE(out.find("ids=" + id + "\n"), std::string::npos) << pod << ": " << out;
+  }
+  const json holders = getClaim("shared").value("/status/holders"_json_pointer, json::array());
+  EXPECT_EQ(holders.size(), 3u) << holders.dump();
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
+// The second node's file lists a device name the first node's agent already published: the
+// second agent refuses it with an event, the object stays the first node's, and a pod claiming
+// it runs on the first node with it.
+TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFirst) {
+  const std::string name = uniqueName("both");
+  createDevice(name);
+  const json before = getDevice(name);
+  ASSERT_EQ(deviceNodeOf(before), node());
+  addDeviceToNodeFile(name, "k80", second_);
+
+  json events;
+  EXPECT_TRUE(eventually(
+      [&] {
+        events = kubectlJson("get events -n default --field-selector involvedObject.name=" + name +
+                             ",reason=DeviceNameTaken");
+        return !events.is_discarded() && !events.value("items", json::array()).empty();
+      },
+      60s))
+      << "no DeviceNameTaken event for " << name;
+  if (!events.is_discarded() && !events.value("items", json::array()).empty()) {
+    const json& e = events["items"][0];
+    EXPECT_EQ(e.value("reportingInstance", std::string()), second_) << e.dump();
+    const std::string message = e.value("message", "");
+    EXPECT_NE(message.find("node " + node() + "'s device"), std::string::npos) << message;
+  }
+  // Several of the agents' sync periods later, the object is still the first node's.
+  std::this_thread::sleep_for(3s);
+  const json now = getDevice(name);
+  EXPECT_EQ(now["metadata"]["labels"], before["metadata"]["labels"]) << now.dump();
+  EXPECT_EQ(now["spec"], before["spec"]) << now.dump();
+  EXPECT_EQ(now.value("/status/phase"_json_pointer, std::string()), "Available") << now.dump();
+
+  createClaim("c");
+  startPod("p", "c");
+  ASSERT_TRUE(eventually([&] { return podRunning("p"); }, 120s)) << podPhase("p");
+  EXPECT_EQ(nodeOf("p"), node());
+  const std::string out = awaitOutput("p");
+  EXPECT_NE(out.find("ids=" + name + "-id\n"), std::string::npos) << out;
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
+}  // namespace
+}  // namespace ker::e2e
