@@ -99,7 +99,11 @@ stand_in_vendor() { # HOST_ROOT [k]
 
 # node k's copy of node-1's file (its node file, its CDI spec): its own device names and IDs.
 for_node() { # k FILE
-  sed "s/node-1/node-$1/g; s/-0000-0000-0000-/-0000-0000-000$1-/g" "$2"
+  if (($1 == 1)); then
+    cat "$2"
+  else
+    sed "s/node-1/node-$1/g; s/-0000-0000-0000-/-0000-0000-000$1-/g" "$2"
+  fi
 }
 
 # node_key k KEY: a key of node k's env file (node-1's is the cluster's).
