@@ -111,6 +111,11 @@ SOAK_SECONDS ?= 300
 soak: build controlplane-binaries ## chaos soak on a real control plane: SOAK_SECONDS (default 300) of pod churn and faults, 300 nodes
 	test/soak/run.sh --build-dir $(BUILD_DIR) --seconds $(SOAK_SECONDS)
 
+REAL_NODE_SOAK_SECONDS ?= 1800
+.PHONY: soak-real-node
+soak-real-node: build controlplane-binaries ## chaos soak on two real nodes: REAL_NODE_SOAK_SECONDS (default 1800) of churn and faults, report in test/soak/realnode-report.md
+	test/soak/realnode.sh --build-dir $(BUILD_DIR) --seconds $(REAL_NODE_SOAK_SECONDS)
+
 BENCH_ARGS ?=
 PIPELINE_ARGS ?=
 .PHONY: bench bench-pipeline

@@ -80,9 +80,14 @@
 #                              with NODE, bound to that Node (the token then names the node, as
 #                              a node agent's must)
 #   launch.sh restart-apiserver DIR [--timeout SECONDS]   same etcd, same port, same flags
-#   launch.sh restart-kubelet DIR [--timeout SECONDS]     stops the node's kubelet (SIGTERM: its
-#                              pods' containers run on) and starts it again with the same command
-#                              line; waits for its healthz and the node Ready
+#   launch.sh restart-kubelet DIR [--node-name NAME] [--timeout SECONDS]   stops a node's kubelet
+#                              (SIGTERM: its pods' containers run on) and starts it again with the
+#                              same command; waits for its healthz and the node Ready (default: the
+#                              first node)
+#   launch.sh restart-containerd DIR [--node-name NAME] [--timeout SECONDS]   kills a node's
+#                              containerd (SIGKILL, a crash: the shims keep the containers) and
+#                              starts it again the same way; waits until it serves and the node
+#                              is Ready
 #   launch.sh stop DIR                       stops everything started in DIR (stop-node first,
 #                              the bridge and the machine lock last), waits for exit
 #   launch.sh status DIR                     prints which components run; exit 1 if any is down
@@ -202,6 +207,8 @@ launch() {
   setsid "$@" </dev/null >>"$DIR/$name.log" 2>&1 8>&- &
   LAUNCHED_PID=$!
   printf '%s\n' "$LAUNCHED_PID" >"$DIR/$name.pid"
+  # The command as launched (NUL-separated), for restart-containerd and restart-kubelet.
+  printf '%s\0' "$@" >"$DIR/$name.cmd"
 }
 
 # stop_pid PID WHAT: TERM, bounded wait, then KILL and a second bounded wait.
@@ -997,30 +1004,68 @@ cmd_restart_apiserver() {
   log "kube-apiserver restarted on port $port in $((SECONDS - t0))s"
 }
 
-cmd_restart_kubelet() {
-  set_dir "${1:-}"
-  shift
-  timeout_option_only restart-kubelet "$@"
-  lock_dir
-  [[ "$(env_get NODE_STATE)" == running ]] || die "no running node in $DIR"
-  local pid args hport port t0=$SECONDS rc=0
-  pid=$(env_get KUBELET_PID)
-  owns_pid "$pid" || die "the kubelet of $DIR is not running"
-  # The very same command line (its config file, ports and certificates are in DIR).
-  mapfile -d '' -t args <"/proc/$pid/cmdline"
-  ((${#args[@]} > 0)) || die "cannot read the kubelet's command line"
-  hport=$(env_get KUBELET_HEALTHZ_URL | sed 's/.*:\([0-9]*\)\/.*/\1/')
-  stop_component kubelet
-  for port in $(env_get KUBELET_PORT) $hport; do
-    wait_port_closed "$port" 30 || die "port $port still listening 30s after the kubelet stopped"
+# restart-kubelet and restart-containerd: the node's daemon stopped (the kubelet with SIGTERM,
+# containerd with SIGKILL, as a crash: the shims keep its containers running) and started again
+# with the command it was launched with; waits until it serves again and the node is Ready.
+cmd_restart_node_daemon() { # kubelet|containerd DIR [--node-name NAME] [--timeout SECONDS]
+  local daemon=$1 name='' t0=$SECONDS rc=0 comp key pid args i port
+  set_dir "${2:-}"
+  shift 2
+  TIMEOUT=$DEFAULT_TIMEOUT
+  while (($#)); do
+    case "$1" in
+    --node-name) name=${2:?--node-name needs a value} && shift ;;
+    --node-name=*) name=${1#*=} ;;
+    --timeout) TIMEOUT=${2:?--timeout needs a value} && shift ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
+    *) die "restart-$daemon: unknown option '$1'" ;;
+    esac
+    shift
   done
-  launch kubelet "${args[@]}"
-  env_set KUBELET_PID "$LAUNCHED_PID"
-  wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "$(env_get KUBELET_HEALTHZ_URL)" || rc=$?
-  ((rc == 0)) || { tail_log kubelet; die "the kubelet did not come back"; }
-  wait_ready "$LAUNCHED_PID" "node $(env_get NODE_NAME)" "$TIMEOUT" node_ready "$(env_get NODE_NAME)" || rc=$?
-  ((rc == 0)) || { tail_log kubelet; die "node $(env_get NODE_NAME) is not Ready after the kubelet restarted"; }
-  log "kubelet restarted in $((SECONDS - t0))s"
+  lock_dir
+  key=${daemon^^}_PID
+  [[ -n "$name" ]] || name=$(env_get NODE_NAME)
+  if [[ "$name" == "$(env_get NODE_NAME)" ]]; then
+    [[ "$(env_get NODE_STATE)" == running ]] || die "no running node in $DIR"
+    comp=$daemon
+    pid=$(env_get "$key")
+  else
+    [[ "$(extra_env_get "$name" NODE_STATE)" == running ]] || die "no running node $name in $DIR"
+    comp=nodes/$name/$daemon
+    pid=$(extra_env_get "$name" "$key")
+    local NODE_CONTAINERD_SOCKET
+    NODE_CONTAINERD_SOCKET=$(extra_env_get "$name" CONTAINERD_SOCKET)
+  fi
+  owns_pid "$pid" || die "the $daemon of node $name is not running"
+  [[ -s "$DIR/$comp.cmd" ]] || die "no $DIR/$comp.cmd (started by an older launch.sh?)"
+  mapfile -d '' -t args <"$DIR/$comp.cmd"
+  if [[ "$daemon" == containerd ]]; then
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do is_alive "$pid" || break; sleep 0.1; done
+    rm -f "$DIR/$comp.pid"
+  else
+    stop_component "$comp"
+    # The first node's kubelet listens on host ports: wait until they are free again.
+    if [[ "$comp" == kubelet ]]; then
+      for port in $(env_get KUBELET_PORT) $(env_get KUBELET_HEALTHZ_URL | sed 's/.*:\([0-9]*\)\/.*/\1/'); do
+        wait_port_closed "$port" 30 || die "port $port still listening 30s after the kubelet stopped"
+      done
+    fi
+  fi
+  launch "$comp" "${args[@]}"
+  if [[ "$comp" == */* ]]; then extra_env_set "$name" "$key" "$LAUNCHED_PID"; else env_set "$key" "$LAUNCHED_PID"; fi
+  if [[ "$daemon" == containerd ]]; then
+    wait_ready "$LAUNCHED_PID" containerd "$TIMEOUT" ctr_node version || rc=$?
+  elif [[ "$comp" == kubelet ]]; then
+    wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "$(env_get KUBELET_HEALTHZ_URL)" || rc=$?
+  else
+    wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" extra_kubelet_healthy "$name" || rc=$?
+  fi
+  ((rc == 0)) || { tail_log "$comp"; die "the $daemon of node $name did not come back"; }
+  BIN_DIR=$(env_get BIN_DIR)
+  wait_ready "$LAUNCHED_PID" "node $name" "$TIMEOUT" node_ready "$name" || rc=$?
+  ((rc == 0)) || { tail_log "$comp"; die "node $name is not Ready after its $daemon restarted"; }
+  log "the $daemon of node $name restarted in $((SECONDS - t0))s"
 }
 
 stop_all() {
@@ -1091,7 +1136,8 @@ main() {
   apply-deploy-rbac) cmd_apply_deploy_rbac "$@" ;;
   sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
   restart-apiserver) cmd_restart_apiserver "$@" ;;
-  restart-kubelet) cmd_restart_kubelet "$@" ;;
+  restart-kubelet) cmd_restart_node_daemon kubelet "$@" ;;
+  restart-containerd) cmd_restart_node_daemon containerd "$@" ;;
   stop) cmd_stop "$@" ;;
   status) cmd_status "$@" ;;
   -h | --help | help) usage ;;

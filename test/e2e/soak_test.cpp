@@ -1,0 +1,464 @@
+// The real-node chaos soak: pods with claims of every kind churn over two real nodes while
+// faults are injected in turn (agents killed and stalled, containerd killed, kubelets restarted,
+// the leaders killed, kube-apiserver restarted, a node drained, a device unhealthy, a node file
+// entry gone). Every container records from inside what it was given; the checker then proves
+// the promise per container. KER_SOAK_SECONDS sets the churn time (default: one round of the
+// faults, a few minutes); KER_SOAK_REPORT names a Markdown file for the report
+// (test/soak/run.sh --real-node writes test/soak/realnode-report.md that way).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/api_error.h"
+#include "e2e_fixture.h"
+#include "model/objects.h"
+#include "test/support/container_records.h"
+
+namespace ker::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct FaultResult {
+  std::string fault, node;
+  double recoverySeconds = -1;  // -1: not back within the bound
+  std::string violations;       // ker-check-invariants after the recovery
+};
+
+class RealNodeSoakTest : public E2eTest {
+ protected:
+  static constexpr int kDevicesPerNode = 3;
+  static constexpr const char* kAgent = "extended-resource-node-agent";
+
+  void SetUp() override {
+    E2eTest::SetUp();
+    if (IsSkipped()) {
+      return;
+    }
+    ASSERT_GE(nodes().size(), 2u) << "test/run-e2e.sh starts two nodes for the soak";
+    records_ = "/run/ker-soak-" + ns_;
+    std::filesystem::create_directories(records_);
+    ::chmod(records_.c_str(), 0777);
+    const char* seconds = std::getenv("KER_SOAK_SECONDS");
+    seconds_ = seconds != nullptr ? std::atoi(seconds) : 0;
+  }
+
+  void TearDown() override {
+    E2eTest::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(records_, ec);
+  }
+
+  // The container every soak pod runs: it records its pod, node, devices and allocation, then a
+  // beat a second until it is stopped (a stop line on SIGTERM) or, with LIFETIME beats, exits.
+  std::string script() const {
+    return "up() { read u _ < /proc/uptime; echo $u; }; f=/record/$POD_UID.$(up); "
+           "{ echo \"pod $POD_NAME\"; echo \"uid $POD_UID\"; echo \"node $NODE_NAME\"; "
+           "echo \"shared $SHARED\"; echo \"ids $" +
+           deviceEnvName() +
+           "\"; echo \"devs $(ls /dev | grep ^ker- | tr '\\n' ' ')\"; "
+           "echo \"alloc $ALLOCATION\"; echo \"start $(up)\"; } > $f.tmp && mv $f.tmp $f; "
+           "trap 'echo \"stop $(up)\" >> $f; exit 0' TERM; n=0; "
+           "while [ \"$LIFETIME\" = 0 ] || [ $n -lt \"$LIFETIME\" ]; do "
+           "echo \"beat $(up)\" >> $f; n=$((n+1)); sleep 1 & wait $!; done; "
+           "echo \"stop $(up)\" >> $f";
+  }
+
+  json soakPodSpec(const std::vector<std::string>& claims, bool shared, int lifetime) const {
+    json pod = busyboxPod("x", claims, script(), 1, lifetime == 0 ? "Always" : "Never");
+    json& c = pod["spec"]["containers"][0];
+    auto field = [](const char* name, const char* path) {
+      return json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+    };
+    c["env"].push_back(field("POD_NAME", "metadata.name"));
+    c["env"].push_back(field("POD_UID", "metadata.uid"));
+    c["env"].push_back(field("NODE_NAME", "spec.nodeName"));
+    c["env"].push_back({{"name", "SHARED"}, {"value", shared ? "true" : "false"}});
+    c["env"].push_back({{"name", "LIFETIME"}, {"value", std::to_string(lifetime)}});
+    c["volumeMounts"] = json::array({{{"name", "record"}, {"mountPath", "/record"}}});
+    pod["spec"]["volumes"] = json::array(
+        {{{"name", "record"}, {"hostPath", {{"path", records_}, {"type", "Directory"}}}}});
+    pod["spec"]["tolerations"] = json::array({extraNodeToleration()});
+    pod["metadata"]["labels"] = {{"soak", "true"}};
+    return pod;
+  }
+
+  void createSoloPod() {
+    const std::string n = std::to_string(++serial_);
+    createClaim("c" + n);
+    json pod = soakPodSpec({"c" + n}, false, 0);
+    pod["metadata"]["name"] = "solo-" + n;
+    createPod(pod);
+  }
+
+  void createSharedPod() {
+    json pod = soakPodSpec({"shared"}, true, 0);
+    pod["metadata"]["name"] = "shared-" + std::to_string(++serial_);
+    createPod(pod);
+  }
+
+  // A Deployment whose pods each get a claim from template "t", and a Job whose pods do.
+  void createWorkloads() {
+    api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+                 {{"apiVersion", kApiVersion},
+                  {"kind", "ExtendedResourceClaimTemplate"},
+                  {"metadata", {{"name", "t"}, {"namespace", ns_}}},
+                  {"spec",
+                   {{"spec",
+                     {{"rawResourceName", resource_},
+                      {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}}}});
+    auto templated = [&](int lifetime) {
+      json pod = soakPodSpec({}, false, lifetime);
+      pod["metadata"].erase("name");
+      pod["metadata"].erase("namespace");
+      pod["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=t"}};
+      return json{{"metadata", pod["metadata"]}, {"spec", pod["spec"]}};
+    };
+    json deployment = {{"apiVersion", "apps/v1"},
+                       {"kind", "Deployment"},
+                       {"metadata", {{"name", "web"}, {"namespace", ns_}}},
+                       {"spec",
+                        {{"replicas", 2},
+                         {"selector", {{"matchLabels", {{"soak", "true"}, {"app", "web"}}}}},
+                         {"template", templated(0)}}}};
+    deployment["spec"]["template"]["metadata"]["labels"]["app"] = "web";
+    ASSERT_EQ(apply(deployment), 0);
+    json job = {{"apiVersion", "batch/v1"},
+                {"kind", "Job"},
+                {"metadata", {{"name", "batch"}, {"namespace", ns_}}},
+                {"spec",
+                 {{"completions", 1000},
+                  {"parallelism", 1},
+                  {"backoffLimit", 1000},
+                  {"template", templated(8)}}}};
+    job["spec"]["template"]["metadata"]["labels"]["app"] = "batch";
+    ASSERT_EQ(apply(job), 0);
+  }
+
+  int apply(const json& object) {
+    const std::string file = records_ + "/.object.json";
+    std::ofstream(file) << object.dump();
+    std::string out;
+    const int rc = env_->kubectl("create -f " + file, &out);
+    if (rc != 0) {
+      ADD_FAILURE() << out;
+    }
+    std::filesystem::remove(file);
+    return rc;
+  }
+
+  std::vector<json> soakPods() {
+    json list = kubectlJson("get pods -n " + ns_ + " -l soak=true");
+    return list.is_discarded() ? std::vector<json>{} : list["items"].get<std::vector<json>>();
+  }
+
+  // One step of churn: a solo pod and its claim go and come, a web pod is deleted (its
+  // ReplicaSet makes another), a shared pod joins or leaves.
+  void churn() {
+    std::vector<std::string> solos, webs, shareds;
+    for (const auto& p : soakPods()) {
+      if (p.contains("/metadata/deletionTimestamp"_json_pointer)) {
+        continue;
+      }
+      const std::string name = p["metadata"]["name"];
+      if (name.starts_with("solo-")) {
+        solos.push_back(name);
+      } else if (name.starts_with("shared-")) {
+        shareds.push_back(name);
+      } else if (name.starts_with("web-")) {
+        webs.push_back(name);
+      }
+    }
+    std::uniform_int_distribution<int> coin(0, 2);
+    auto pick = [&](const std::vector<std::string>& from) {
+      return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
+    };
+    if (solos.size() < 4) {
+      createSoloPod();
+    } else if (coin(rng_) == 0) {
+      const std::string pod = pick(solos);
+      deletePod(pod);
+      try {
+        api_->remove(resources::kExtendedResourceClaims, ns_, "c" + pod.substr(5));
+      } catch (const ApiError&) {
+      }
+    }
+    if (!webs.empty() && coin(rng_) == 0) {
+      deletePod(pick(webs));
+    }
+    if (shareds.size() < 2) {
+      createSharedPod();
+    } else if (coin(rng_) == 0) {
+      deletePod(pick(shareds));
+    }
+  }
+
+  // Devices healthy and in service, the components ready, every scheduled pod running.
+  std::string notYetRecovered() {
+    for (const auto& d : devices_) {
+      json dev;
+      try {
+        dev = getDevice(d);
+      } catch (const ApiError&) {
+        return "device " + d + " is gone";
+      }
+      const std::string phase = dev.value("/status/phase"_json_pointer, std::string());
+      if (phase != "Available" && phase != "Bound") {
+        return "device " + d + " is " + phase;
+      }
+      bool healthy = false;
+      for (const auto& c : dev.value("/status/conditions"_json_pointer, json::array())) {
+        healthy |= c.value("type", "") == "Healthy" && c.value("status", "") == "True";
+      }
+      if (!healthy) {
+        return "device " + d + " is not Healthy";
+      }
+    }
+    for (const auto& n : nodes()) {
+      const auto agents = componentPods(kAgent, n);
+      if (agents.size() != 1 ||
+          !agents[0].value("/status/containerStatuses/0/ready"_json_pointer, false)) {
+        return "the node agent on " + n + " is not ready";
+      }
+    }
+    for (const char* d : {"extended-resource-scheduler", "extended-resource-controller"}) {
+      if (!deploymentReady(d)) {
+        return std::string(d) + " is not ready";
+      }
+    }
+    for (const auto& p : soakPods()) {
+      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
+      if (!p.contains("/metadata/deletionTimestamp"_json_pointer) &&
+          !p.value("/spec/nodeName"_json_pointer, std::string()).empty() && phase != "Running" &&
+          phase != "Succeeded" && phase != "Failed") {
+        return "pod " + p["metadata"]["name"].get<std::string>() + " is " + phase;
+      }
+    }
+    return "";
+  }
+
+  // Injects one fault on `node` and undoes it; throws nothing, records what failed.
+  void inject(const std::string& fault, const std::string& node) {
+    const std::string nodeArg = node == this->node() ? "" : "--node-name " + node;
+    if (fault == "agent-killed") {
+      for (const auto& p : componentPods(kAgent, node)) {
+        api_->remove(resources::kPods, "kube-system", p["metadata"]["name"],
+                     DeleteOptions{.gracePeriodSeconds = 0});
+      }
+    } else if (fault == "agent-stalled") {
+      const auto agents = componentPods(kAgent, node);
+      ASSERT_EQ(agents.size(), 1u);
+      const auto pids = processesOf(containerIdOf(agents[0]));
+      ASSERT_EQ(pids.size(), 1u);
+      ::kill(pids[0], SIGSTOP);
+      // A container created meanwhile (if it lands here) meets the stalled agent.
+      createSoloPod();
+      std::this_thread::sleep_for(10s);
+      ::kill(pids[0], SIGCONT);
+    } else if (fault == "containerd-killed") {
+      ASSERT_EQ(env_->launch("restart-containerd", nodeArg), 0);
+    } else if (fault == "kubelet-restarted") {
+      ASSERT_EQ(env_->launch("restart-kubelet", nodeArg), 0);
+    } else if (fault == "apiserver-restarted") {
+      ASSERT_EQ(env_->launch("restart-apiserver"), 0);
+    } else if (fault == "extender-leader-killed" || fault == "controller-leader-killed") {
+      const std::string component = fault == "extender-leader-killed"
+                                        ? "extended-resource-scheduler"
+                                        : "extended-resource-controller";
+      const std::string holder = api_->get(resources::kLeases, "kube-system", component)
+                                     .value("/spec/holderIdentity"_json_pointer, std::string());
+      for (const auto& p : componentPods(component)) {
+        const std::string name = p["metadata"]["name"];
+        if (holder.starts_with(name)) {
+          api_->remove(resources::kPods, "kube-system", name,
+                       DeleteOptions{.gracePeriodSeconds = 0});
+        }
+      }
+    } else if (fault == "node-drained") {
+      std::string out;
+      ASSERT_EQ(env_->kubectl("cordon " + node, &out), 0) << out;
+      env_->kubectl("delete pods -n " + ns_ + " -l soak=true --wait=false --field-selector " +
+                        "spec.nodeName=" + node,
+                    &out);
+      eventually(
+          [&] {
+            json left =
+                kubectlJson("get pods -n " + ns_ + " --field-selector spec.nodeName=" + node);
+            return !left.is_discarded() && left["items"].empty();
+          },
+          60s);
+      ASSERT_EQ(env_->kubectl("uncordon " + node, &out), 0) << out;
+    } else if (fault == "device-unhealthy") {
+      const std::string device = deviceOn(node);
+      const std::string path = hostDeviceNode(device);
+      ::unlink(path.c_str());
+      eventually([&] { return !notYetRecovered().empty(); }, 15s);
+      ASSERT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << path;
+      ::chmod(path.c_str(), 0666);
+    } else if (fault == "node-file-entry-removed") {
+      const std::string device = deviceOn(node);
+      json entry;
+      editNodeFile(
+          [&](json& devices) {
+            json kept = json::array();
+            for (auto& d : devices) {
+              if (d.value("name", "") == device) {
+                entry = d;
+              } else {
+                kept.push_back(d);
+              }
+            }
+            devices = std::move(kept);
+          },
+          node == this->node() ? "" : node);
+      std::this_thread::sleep_for(5s);
+      editNodeFile([&](json& devices) { devices.push_back(entry); },
+                   node == this->node() ? "" : node);
+    }
+  }
+
+  std::string deviceOn(const std::string& node) {
+    const auto& list = node == this->node() ? firstNodeDevices_ : secondNodeDevices_;
+    return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng_)];
+  }
+
+  std::string records_;
+  int seconds_ = 0;
+  int serial_ = 0;
+  std::mt19937 rng_{20261130};
+  std::vector<std::string> firstNodeDevices_, secondNodeDevices_;
+};
+
+TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFaults) {
+  const std::string second = nodes()[1];
+  for (int i = 0; i < kDevicesPerNode; ++i) {
+    firstNodeDevices_.push_back(uniqueName("a"));
+    createDevice(firstNodeDevices_.back());
+    secondNodeDevices_.push_back(uniqueName("b"));
+    createDevice(secondNodeDevices_.back(), "k80", second);
+  }
+  json shared = itest::claimObject(ns_, "shared", resource_, 1, {{"type", "k80"}});
+  shared["spec"]["shareable"] = true;
+  api_->create(resources::kExtendedResourceClaims, ns_, shared);
+  ASSERT_NO_FATAL_FAILURE(createWorkloads());
+
+  const std::vector<std::string> faults = {"agent-killed",           "agent-stalled",
+                                           "containerd-killed",      "kubelet-restarted",
+                                           "extender-leader-killed", "controller-leader-killed",
+                                           "apiserver-restarted",    "node-drained",
+                                           "device-unhealthy",       "node-file-entry-removed"};
+  std::vector<FaultResult> results;
+  const auto start = Clock::now();
+  const auto churnFor = std::chrono::seconds(seconds_);
+  size_t next = 0;
+  // Churn between faults; at least one round of every fault, on alternating nodes.
+  while (next < faults.size() || Clock::now() - start < churnFor) {
+    for (int i = 0; i < 5; ++i) {
+      churn();
+      std::this_thread::sleep_for(1s);
+    }
+    FaultResult r;
+    r.fault = faults[next % faults.size()];
+    r.node = (next / faults.size() + next) % 2 == 0 ? node() : second;
+    ++next;
+    inject(r.fault, r.node);
+    const auto injected = Clock::now();
+    std::string why;
+    if (eventually([&] { return (why = notYetRecovered()).empty(); }, 120s, 500ms)) {
+      r.recoverySeconds = std::chrono::duration<double>(Clock::now() - injected).count();
+      r.violations = env_->invariantViolations();
+    } else {
+      r.violations = "not recovered in 120 s: " + why;
+    }
+    std::cerr << "[soak] " << r.fault << " on " << r.node << ": "
+              << (r.recoverySeconds >= 0 ? std::to_string(r.recoverySeconds) + " s" : "-")
+              << (r.violations.empty() ? "" : "; " + r.violations) << "\n";
+    results.push_back(r);
+  }
+
+  // Everything goes; no device stays allocated to a pod that is gone for more than 60 s.
+  std::string out;
+  env_->kubectl("delete deployment,job -n " + ns_ + " --all --wait=false", &out);
+  env_->kubectl("delete pods -n " + ns_ + " --all --wait=false", &out);
+  EXPECT_TRUE(eventually([&] { return soakPods().empty(); }, 120s)) << "soak pods left";
+  const auto podsGone = Clock::now();
+  std::string held;
+  EXPECT_TRUE(eventually(
+      [&] {
+        held.clear();
+        for (const auto& d : devices_) {
+          const std::string phase = getDevice(d).value("/status/phase"_json_pointer, std::string());
+          if (phase != "Available") {
+            held += d + " is " + phase + "; ";
+          }
+        }
+        return held.empty();
+      },
+      60s))
+      << "60 s after the last pod was gone: " << held;
+  const double releasedAfter = std::chrono::duration<double>(Clock::now() - podsGone).count();
+
+  // The records: each container saw exactly its allocation, never nothing, and no two pods'
+  // containers held one device at overlapping times unless both joined the shareable claim.
+  std::vector<testsupport::ContainerRecord> records;
+  std::map<std::string, int> perNode;
+  for (const auto& entry : std::filesystem::directory_iterator(records_)) {
+    if (entry.path().extension() == ".tmp") {
+      continue;
+    }
+    std::ifstream in(entry.path());
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    records.push_back(testsupport::parseContainerRecord(entry.path().filename(), text));
+    ++perNode[records.back().node];
+  }
+  const std::vector<std::string> violations = testsupport::promiseViolations(records);
+
+  std::ostringstream report;
+  report << "# Real-node soak\n\n"
+         << "Two real nodes, " << kDevicesPerNode << " devices each; "
+         << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count()
+         << " s of churn and faults; " << records.size() << " containers recorded (";
+  for (auto it = perNode.begin(); it != perNode.end(); ++it) {
+    report << (it == perNode.begin() ? "" : ", ") << it->first << ": " << it->second;
+  }
+  report << ").\n\nRecovered after: seconds from the end of the fault (the stall lifted, the "
+            "daemon back, the entry restored) until every device is Healthy and in service, the "
+            "components are ready and every scheduled soak pod runs.\n\n| fault | node | recovered "
+            "after (s) | invariants |\n|---|---|---|---|\n";
+  for (const auto& r : results) {
+    report << "| " << r.fault << " | " << r.node << " | "
+           << (r.recoverySeconds >= 0 ? std::to_string(r.recoverySeconds).substr(0, 5) : "-")
+           << " | " << (r.violations.empty() ? "clean" : r.violations) << " |\n";
+  }
+  report << "\nDevices all Available " << std::to_string(releasedAfter).substr(0, 5)
+         << " s after the last pod was gone.\n\nViolations: " << violations.size() << "\n";
+  for (const auto& v : violations) {
+    report << "- " << v << "\n";
+  }
+  std::cerr << report.str();
+  if (const char* file = std::getenv("KER_SOAK_REPORT")) {
+    std::ofstream(file) << report.str();
+  }
+
+  EXPECT_GT(records.size(), 10u) << "too few containers recorded to judge";
+  EXPECT_TRUE(violations.empty()) << testing::PrintToString(violations);
+  for (const auto& r : results) {
+    EXPECT_GE(r.recoverySeconds, 0) << r.fault << " on " << r.node << ": " << r.violations;
+    EXPECT_EQ(r.violations, "") << r.fault << " on " << r.node;
+  }
+}
+
+}  // namespace
+}  // namespace ker::e2e
