@@ -275,6 +275,24 @@ std::string E2eTest::awaitEventMessage(const std::string& pod, const std::string
   return found;
 }
 
+json E2eTest::awaitDeviceEvent(const std::string& name, const std::string& reason,
+                               std::chrono::milliseconds bound) {
+  json found;
+  eventually(
+      [&] {
+        const json list =
+            kubectlJson("get events -n default --field-selector involvedObject.name=" + name +
+                        ",reason=" + reason);
+        if (list.is_discarded() || list.value("items", json::array()).empty()) {
+          return false;
+        }
+        found = list["items"][0];
+        return true;
+      },
+      bound);
+  return found;
+}
+
 void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds) {
   try {
     api_->remove(resources::kPods, ns_, name,

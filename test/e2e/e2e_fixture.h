@@ -85,6 +85,10 @@ class E2eTest : public ::testing::Test {
   // posted within `bound`; "" when none was.
   std::string awaitEventMessage(const std::string& pod, const std::string& reason,
                                 const std::string& part, std::chrono::milliseconds bound);
+  // The first event with this reason about device NAME (a cluster-scoped object: its events are
+  // in "default"), once one is posted within `bound`; null when none was.
+  json awaitDeviceEvent(const std::string& name, const std::string& reason,
+                        std::chrono::milliseconds bound);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
   // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
   json kubectlJson(const std::string& args);

@@ -129,19 +129,11 @@ TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFir
   ASSERT_EQ(deviceNodeOf(before), node());
   addDeviceToNodeFile(name, "k80", second_);
 
-  json events;
-  EXPECT_TRUE(eventually(
-      [&] {
-        events = kubectlJson("get events -n default --field-selector involvedObject.name=" + name +
-                             ",reason=DeviceNameTaken");
-        return !events.is_discarded() && !events.value("items", json::array()).empty();
-      },
-      60s))
-      << "no DeviceNameTaken event for " << name;
-  if (!events.is_discarded() && !events.value("items", json::array()).empty()) {
-    const json& e = events["items"][0];
-    EXPECT_EQ(e.value("reportingInstance", std::string()), second_) << e.dump();
-    const std::string message = e.value("message", "");
+  const json event = awaitDeviceEvent(name, "DeviceNameTaken", 60s);
+  EXPECT_FALSE(event.is_null()) << "no DeviceNameTaken event for " << name;
+  if (!event.is_null()) {
+    EXPECT_EQ(event.value("reportingInstance", std::string()), second_) << event.dump();
+    const std::string message = event.value("message", "");
     EXPECT_NE(message.find("node " + node() + "'s device"), std::string::npos) << message;
   }
   // Several of the agents' sync periods later, the object is still the first node's.

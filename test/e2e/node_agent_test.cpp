@@ -571,17 +571,10 @@ TEST_F(NodeAgentTest, ADeviceNameAnotherNodePublishedIsNeverTakenOver) {
   const json created = api_->create(resources::kExtendedResources, "", other);
   addDeviceToNodeFile(name, "p100");
 
-  json events;
-  EXPECT_TRUE(eventually(
-      [&] {
-        events = kubectlJson("get events -n default --field-selector involvedObject.name=" + name +
-                             ",reason=DeviceNameTaken");
-        return !events.is_discarded() && !events.value("items", json::array()).empty();
-      },
-      60s))
-      << "no DeviceNameTaken event for " << name;
-  if (!events.is_discarded() && !events.value("items", json::array()).empty()) {
-    const std::string message = events["items"][0].value("message", "");
+  const json event = awaitDeviceEvent(name, "DeviceNameTaken", 60s);
+  EXPECT_FALSE(event.is_null()) << "no DeviceNameTaken event for " << name;
+  if (!event.is_null()) {
+    const std::string message = event.value("message", "");
     EXPECT_NE(message.find("node another-node's device"), std::string::npos) << message;
   }
   // Several of the agent's sync periods later, the other node's object is as it was.

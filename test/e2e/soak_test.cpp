@@ -378,7 +378,9 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
     std::string why;
     if (eventually([&] { return (why = notYetRecovered()).empty(); }, 120s, 500ms)) {
       r.recoverySeconds = std::chrono::duration<double>(Clock::now() - injected).count();
-      r.violations = env_->invariantViolations();
+      // The Job's pods keep finishing meanwhile: a claim held by a pod that finished a moment
+      // ago is released within a second. Only what lasts 15 s is a violation.
+      eventually([&] { return (r.violations = env_->invariantViolations()).empty(); }, 15s, 1s);
     } else {
       r.violations = "not recovered in 120 s: " + why;
     }

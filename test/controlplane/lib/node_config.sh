@@ -125,7 +125,7 @@ authorization:
   webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 5s}
 clusterDomain: cluster.local
 resolvConf: $n/resolv.conf
-podLogsDirectory: $n/pod-logs
+podLogsDir: $n/pod-logs
 volumePluginDir: $n/volume-plugins
 makeIPTablesUtilChains: false
 hairpinMode: none

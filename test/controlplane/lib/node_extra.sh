@@ -12,14 +12,14 @@
 #   namespace's own iptables.
 #   mount namespace DIR/nodes/NAME/ns/mnt (a slave of the host's, so the host's unmounts reach
 #   it): the paths the kubelet, containerd and NRI fix whatever their configuration says
-#   (/var/lib/kubelet/device-plugins, /var/log/containers, /run/containerd, /run/nri,
+#   (/var/lib/kubelet/device-plugins, /var/log/containers, /var/log/pods, /run/containerd, /run/nri,
 #   /var/lib/cni) are the node's own folders there, as are the --bind-dir targets, so hostPath
 #   volumes (a node agent's node file, its NRI socket) resolve per node.
 #   cgroups under /ker-NAME (the kubelet's cgroupRoot).
 # Stopping it kills its processes and deletes both namespaces; the mounts its pods made die with
 # the mount namespace.
 
-EXTRA_NODE_PRIVATE_PATHS=(/var/lib/kubelet/device-plugins /var/log/containers /run/containerd /run/nri /var/lib/cni)
+EXTRA_NODE_PRIVATE_PATHS=(/var/lib/kubelet/device-plugins /var/log/containers /var/log/pods /run/containerd /run/nri /var/lib/cni)
 
 extra_node_dir() { printf '%s/nodes/%s' "$DIR" "$1"; }
 
@@ -226,32 +226,17 @@ start_extra_node() { # NAME bind-dir...
   log "node $name (10.213.0.$k, pods 10.213.$k.0/24) Ready; start-node took $((SECONDS - t0))s"
 }
 
-# Kills every process in node NAME's kubepods cgroups.
-extra_kill_pod_processes() { # NAME
-  local i pids
-  for ((i = 0; i < 50; i++)); do
-    pids=$(find /sys/fs/cgroup/*/"ker-$1" -name cgroup.procs 2>/dev/null | xargs -r cat 2>/dev/null | sort -u | paste -sd' ' -)
-    [[ -n "$pids" ]] || return 0
-    # shellcheck disable=SC2086 # a list of pids
-    kill -KILL $pids 2>/dev/null || true
-    sleep 0.2
-  done
-  log "processes still in the cgroups of $1: $pids"
-  return 1
-}
-
-# Processes whose command line names the node's folder (its daemons, containerd's shims).
-extra_node_processes() { # node dir
-  local p cmd
-  for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    [[ "$cmd" == *"$1/"* ]] && printf '%s\n' "${p#/proc/}"
+# Node NAME's cgroup directories, deepest first.
+extra_cgroups() { # NAME
+  local h
+  for h in /sys/fs/cgroup/*/"ker-$1"; do
+    [[ -d "$h" ]] && find "$h" -depth -type d
   done
   return 0
 }
 
 stop_extra_node() { # NAME
-  local name=$1 nd pids i left=0 ns route link p
+  local name=$1 nd i left=0 ns route link
   nd=$(extra_node_dir "$name")
   [[ -f "$nd/env" ]] || return 0
   [[ "$(extra_env_get "$name" NODE_STATE)" != stopped ]] || return 0
@@ -267,17 +252,10 @@ stop_extra_node() { # NAME
   fi
   stop_component "nodes/$name/kube-proxy"
   stop_component "nodes/$name/kubelet"
-  extra_kill_pod_processes "$name" || left=1
+  kill_cgroup_processes extra_cgroups "$name" || left=1
   stop_component "nodes/$name/containerd"
-  for ((i = 0; i < 100; i++)); do
-    pids=$(extra_node_processes "$nd" | grep -vx "$$" | paste -sd' ' -)
-    [[ -n "$pids" ]] || break
-    # shellcheck disable=SC2086
-    if ((i < 30)); then kill -TERM $pids 2>/dev/null || true; else kill -KILL $pids 2>/dev/null || true; fi
-    sleep 0.1
-  done
-  [[ -z "$pids" ]] || { log "processes of node $name still alive: $pids"; left=1; }
-  extra_kill_pod_processes "$name" || left=1
+  stop_processes_naming "$nd/" || left=1
+  kill_cgroup_processes extra_cgroups "$name" || left=1
   # The mount namespace goes with its last process and its file's mount.
   unmount_under "$nd" || left=1
   ns=$(extra_env_get "$name" NETNS)
@@ -287,9 +265,7 @@ stop_extra_node() { # NAME
   route=$(extra_env_get "$name" HOST_ROUTE)
   [[ -z "$route" || -z "$(ip -4 route show exact "$route" 2>/dev/null)" ]] || ip route del "$route" || left=1
   for ((i = 0; i < 50; i++)); do
-    for p in /sys/fs/cgroup/*/"ker-$name"; do
-      [[ -d "$p" ]] && find "$p" -depth -type d -exec rmdir {} + 2>/dev/null
-    done
+    extra_cgroups "$name" | xargs -r rmdir 2>/dev/null || true
     compgen -G "/sys/fs/cgroup/*/ker-$name" >/dev/null || break
     sleep 0.1
   done

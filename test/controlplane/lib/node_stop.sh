@@ -33,40 +33,45 @@ kubepods_cgroups() { # every kubepods cgroup directory, deepest first
   return 0
 }
 
-# Kills every process in the kubepods cgroups (container processes, whoever started them).
-kill_pod_processes() {
+# Kills every process in the cgroup directories LISTER prints (container processes, whoever
+# started them).
+kill_cgroup_processes() { # LISTER [ARG]
   local i pids
   for ((i = 0; i < 50; i++)); do
-    pids=$(kubepods_cgroups | sed 's|$|/cgroup.procs|' | xargs -r cat 2>/dev/null | sort -u | paste -sd' ' -)
+    pids=$("$@" | sed 's|$|/cgroup.procs|' | xargs -r cat 2>/dev/null | sort -u | paste -sd' ' -)
     [[ -n "$pids" ]] || return 0
     # shellcheck disable=SC2086 # a list of pids
     kill -KILL $pids 2>/dev/null || true
     sleep 0.2
   done
-  log "processes still in kubepods cgroups: $pids"
+  log "processes still in the cgroups of $*: $pids"
   return 1
 }
 
-# Processes whose command line names DIR/node/ (containerd shims: -address DIR/node/...).
-node_processes() {
+kill_pod_processes() { kill_cgroup_processes kubepods_cgroups; }
+
+# Processes whose command line names FOLDER (a node's folder: its daemons, containerd's shims
+# with -address FOLDER/...).
+processes_naming() { # FOLDER
   local p cmd
   for p in /proc/[0-9]*; do
     cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    [[ "$cmd" == *"$DIR/node/"* ]] && printf '%s\n' "${p#/proc/}"
+    [[ "$cmd" == *"$1"* ]] && printf '%s\n' "${p#/proc/}"
   done
   return 0
 }
 
-stop_node_processes() {
+# TERM, then KILL, every process naming FOLDER but this script.
+stop_processes_naming() { # FOLDER
   local i pids
   for ((i = 0; i < 100; i++)); do
-    pids=$(node_processes | grep -vx "$$" | paste -sd' ' -)
+    pids=$(processes_naming "$1" | grep -vx "$$" | paste -sd' ' -)
     [[ -n "$pids" ]] || return 0
     # shellcheck disable=SC2086
     if ((i < 30)); then kill -TERM $pids 2>/dev/null || true; else kill -KILL $pids 2>/dev/null || true; fi
     sleep 0.1
   done
-  log "node processes still alive: $pids"
+  log "processes of $1 still alive: $pids"
   return 1
 }
 
@@ -130,7 +135,7 @@ stop_node() {
   stop_component kubelet
   kill_pod_processes || left=1
   stop_component containerd
-  stop_node_processes || left=1
+  stop_processes_naming "$DIR/node/" || left=1
   kill_pod_processes || left=1
   # 3. Mounts: the kubelet's bind mount of its root dir and pod volumes, container rootfs
   #    overlays, sandbox shm, network-namespace files.
