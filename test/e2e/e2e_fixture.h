@@ -24,10 +24,10 @@ using nlohmann::json;
 // launch.sh start-node loads: pods never pull, so nothing is fetched from a registry.
 inline constexpr const char* kTestImage = "localhost/ker-busybox:1";
 
-// A test on the cluster test/run-e2e.sh brings up: a real node (kubelet, containerd,
-// kube-proxy) and deploy/ running as pods from the image just built. Each test works in a
-// namespace of its own with devices of a resource name of its own, so tests never compete
-// for devices.
+// A test on the cluster test/run-e2e.sh brings up: two real nodes (kubelet, containerd,
+// kube-proxy each; the second tainted with kExtraNodeTaint, so that only pods tolerating it go
+// there) and deploy/ running as pods from the image just built. Each test works in a namespace
+// of its own with devices of a resource name of its own, so tests never compete for devices.
 class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override;

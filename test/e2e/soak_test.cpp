@@ -262,11 +262,14 @@ class RealNodeSoakTest : public E2eTest {
       ASSERT_EQ(agents.size(), 1u);
       const auto pids = processesOf(containerIdOf(agents[0]));
       ASSERT_EQ(pids.size(), 1u);
+      testsupport::AgentOutage outage{node, uptime(), 0};
       ::kill(pids[0], SIGSTOP);
       // A container created meanwhile (if it lands here) meets the stalled agent.
       createSoloPod();
       std::this_thread::sleep_for(10s);
       ::kill(pids[0], SIGCONT);
+      outage.to = uptime();
+      outages_.push_back(outage);
     } else if (fault == "containerd-killed") {
       ASSERT_EQ(env_->launch("restart-containerd", nodeArg), 0);
     } else if (fault == "kubelet-restarted") {
@@ -329,6 +332,13 @@ class RealNodeSoakTest : public E2eTest {
     }
   }
 
+  // The host's uptime: the clock the containers' records use.
+  static double uptime() {
+    double seconds = 0;
+    std::ifstream("/proc/uptime") >> seconds;
+    return seconds;
+  }
+
   std::string deviceOn(const std::string& node) {
     const auto& list = node == this->node() ? firstNodeDevices_ : secondNodeDevices_;
     return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng_)];
@@ -339,6 +349,7 @@ class RealNodeSoakTest : public E2eTest {
   int serial_ = 0;
   std::mt19937 rng_{20261130};
   std::vector<std::string> firstNodeDevices_, secondNodeDevices_;
+  std::vector<testsupport::AgentOutage> outages_;  // the agents' stalls
 };
 
 TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFaults) {
@@ -425,7 +436,9 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
     records.push_back(testsupport::parseContainerRecord(entry.path().filename(), text));
     ++perNode[records.back().node];
   }
-  const std::vector<std::string> violations = testsupport::promiseViolations(records);
+  int letThrough = 0;
+  const std::vector<std::string> violations =
+      testsupport::promiseViolations(records, outages_, &letThrough);
 
   std::ostringstream report;
   report << "# Real-node soak\n\n"
@@ -444,6 +457,10 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
            << (r.recoverySeconds >= 0 ? std::to_string(r.recoverySeconds).substr(0, 5) : "-")
            << " | " << (r.violations.empty() ? "clean" : r.violations) << " |\n";
   }
+  report << "\nContainers the runtime let through without devices while their node's agent was "
+            "stalled, stopped within "
+         << testsupport::kLetThroughBoundSeconds << " s of it answering again: " << letThrough
+         << ".\n";
   report << "\nDevices all Available " << std::to_string(releasedAfter).substr(0, 5)
          << " s after the last pod was gone.\n\nViolations: " << violations.size() << "\n";
   for (const auto& v : violations) {

@@ -26,10 +26,25 @@ struct ContainerRecord {
 // beat lines and at most one stop line).
 ContainerRecord parseContainerRecord(const std::string& file, const std::string& text);
 
-// What breaks the promise: a container that ran without devices, one that saw other devices
-// (IDs or device nodes /dev/ker-NAME) than its pod's allocation, and two pods' containers
-// holding one device at overlapping times unless both joined the shareable claim. One message
-// per violation.
-std::vector<std::string> promiseViolations(const std::vector<ContainerRecord>& records);
+// A time a node's agent could not answer the runtime (stalled), in the records' clock.
+struct AgentOutage {
+  std::string node;
+  double from = 0;
+  double to = 0;
+};
+
+// How long after its node's agent answers again a container that the runtime let through
+// without its devices (its request to the stalled agent timed out) may still run: the agent
+// stops it at once, and the kubelet starts it again with its devices.
+inline constexpr double kLetThroughBoundSeconds = 5;
+
+// What breaks the promise: a container that ran without devices (unless it started during an
+// outage of its node's agent and ended within kLetThroughBoundSeconds of it), one that saw
+// other devices (IDs or device nodes /dev/ker-NAME) than its pod's allocation, and two pods'
+// containers holding one device at overlapping times unless both joined the shareable claim.
+// One message per violation; *letThrough counts the containers excused by an outage.
+std::vector<std::string> promiseViolations(const std::vector<ContainerRecord>& records,
+                                           const std::vector<AgentOutage>& outages = {},
+                                           int* letThrough = nullptr);
 
 }  // namespace ker::testsupport

@@ -87,5 +87,20 @@ TEST(ContainerRecordsTest, AContainerWithoutDevicesOrWithOthersThanItsAllocation
   EXPECT_NE(v[1].find("ker-c"), std::string::npos) << v[1];
 }
 
+TEST(ContainerRecordsTest, OnlyAContainerLetThroughByAStalledAgentAndStoppedInTimeIsExcused) {
+  ContainerRecord r = record("p", "u1", {"a"}, 100, 101);
+  r.ids.clear();
+  int excused = -1;
+  // Started while its node's agent was stalled, ended within the bound after.
+  EXPECT_TRUE(promiseViolations({r}, {{"n1", 95, 100.5}}, &excused).empty());
+  EXPECT_EQ(excused, 1);
+  // Another node's outage, one that ended before it started, or running on past the bound.
+  EXPECT_EQ(promiseViolations({r}, {{"n2", 95, 100.5}}).size(), 1u);
+  EXPECT_EQ(promiseViolations({r}, {{"n1", 90, 99}}).size(), 1u);
+  r.end = 100.5 + kLetThroughBoundSeconds + 1;
+  EXPECT_EQ(promiseViolations({r}, {{"n1", 95, 100.5}}, &excused).size(), 1u);
+  EXPECT_EQ(excused, 0);
+}
+
 }  // namespace
 }  // namespace ker::testsupport
