@@ -1,12 +1,13 @@
 // Two real nodes, each with its own kubelet, containerd, kube-proxy and node agent (the second
 // in namespaces of its own, tainted so that only these tests' pods go there): pods placed
-// between them by their devices, a shared claim keeping its pods on its device's node, and a
-// device name both nodes' files list.
+// between them by their devices, a shared claim keeping its pods on its device's node, a
+// device name both nodes' files list, and a Node deleted while a pod holds its device.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
+#include "common/api_error.h"
 #include "e2e_fixture.h"
 #include "model/objects.h"
 
@@ -149,6 +150,57 @@ TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFir
   EXPECT_EQ(nodeOf("p"), node());
   const std::string out = awaitOutput("p");
   EXPECT_NE(out.find("ids=" + name + "-id\n"), std::string::npos) << out;
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
+// The second node's Node object deleted while a pod holds its device, its kubelet still running
+// (v1.37.1 registers only when it starts): kube-controller-manager's pod GC deletes the pod,
+// the kubelet stops its container, and only then is the device free; no pod anywhere gets it
+// while the node is gone, and once the kubelet registers the node again the next pod does.
+TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceGivesItToNoOtherPodUntilItIsBack) {
+  const std::string device = uniqueName("gone");
+  createDevice(device, "k80", second_);
+  createClaim("c1");
+  startPod("holder", "c1");
+  ASSERT_TRUE(eventually([&] { return podRunning("holder"); }, 120s)) << podPhase("holder");
+  const std::string container = containerIdOf(*getPod("holder"));
+  ASSERT_FALSE(processesOf(container).empty());
+
+  const std::string oldUid = api_->get(resources::kNodes, "", second_)["metadata"]["uid"];
+  // Whatever happens below, the node is registered again for the tests after this one.
+  const OnScopeExit back([&] {
+    try {
+      api_->get(resources::kNodes, "", second_);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(env_->launch("restart-kubelet", "--node-name " + second_), 0);
+    }
+  });
+  api_->remove(resources::kNodes, "", second_);
+
+  // The pod goes (pod GC: its node no longer exists), its container with it, then the claim.
+  ASSERT_TRUE(eventually([&] { return !getPod("holder"); }, 180s, 1s))
+      << "the holder outlived its Node: " << podPhase("holder");
+  EXPECT_TRUE(eventually([&] { return processesOf(container).empty(); }, 30s))
+      << "the holder's container still runs";
+  EXPECT_TRUE(eventually(
+      [&] {
+        return getClaim("c1").value("/status/phase"_json_pointer, std::string()) == "Pending";
+      },
+      30s))
+      << getClaim("c1").dump();
+
+  // The device's node is gone: a pod claiming it is placed nowhere.
+  createClaim("c2");
+  startPod("next", "c2");
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(nodeOf("next"), "") << "placed while the device's node is gone";
+
+  ASSERT_EQ(env_->launch("restart-kubelet", "--node-name " + second_), 0);
+  EXPECT_NE(api_->get(resources::kNodes, "", second_)["metadata"]["uid"], oldUid);
+  ASSERT_TRUE(eventually([&] { return podRunning("next"); }, 120s)) << podPhase("next");
+  EXPECT_EQ(nodeOf("next"), second_);
+  const std::string out = awaitOutput("next");
+  EXPECT_NE(out.find("ids=" + device + "-id\n"), std::string::npos) << out;
   EXPECT_EQ(env_->invariantViolations(), "");
 }
 
