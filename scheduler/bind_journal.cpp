@@ -1,8 +1,10 @@
 #include "scheduler/bind_journal.h"
 
+#include <algorithm>
 #include <exception>
 #include <set>
 
+#include "common/api_error.h"
 #include "common/logging.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
@@ -109,6 +111,35 @@ void BindJournal::readBack(ApiClient& api) {
   entries_.pop_back();
 }
 
+// Another call binding the same pod writes the same claim onto the device: a write of this
+// attempt read back (or a reply lost) cannot tell the two apart. Whether the claim, as stored
+// now, holds the device for the pod decides: then the device is the pod's through that call, and
+// freeing it would give it to a second pod. Unreadable counts as held (the controller's repair
+// frees a device whose claim does not list it).
+bool BindJournal::heldThroughClaim(ApiClient& api, const ExtendedResource& device) const {
+  try {
+    const auto live = ExtendedResourceClaim::fromJson(
+        api.get(resources::kExtendedResourceClaims, device.claimRef->ns, device.claimRef->name));
+    const bool held = live.meta.uid == device.claimRef->uid && live.heldBy(podUid_) &&
+                      std::find(live.allocated.begin(), live.allocated.end(), device.meta.name) !=
+                          live.allocated.end();
+    if (held) {
+      log::info("bind undo: device kept, its claim holds it for the pod through another call",
+                {{"device", device.meta.name}});
+    }
+    return held;
+  } catch (const ApiError& e) {
+    if (e.isNotFound()) {
+      return false;
+    }
+    log::warn("bind undo: device left bound", {{"device", device.meta.name}, {"error", e.what()}});
+    return true;
+  } catch (const std::exception& e) {
+    log::warn("bind undo: device left bound", {{"device", device.meta.name}, {"error", e.what()}});
+    return true;
+  }
+}
+
 uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
   readBack(api);
   uint64_t writes = 0;
@@ -150,7 +181,7 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       continue;
     }
     const ExtendedResource& d = *it->device;
-    if (d.claimRef && kept.count(d.claimRef->uid) != 0) {
+    if (d.claimRef && (kept.count(d.claimRef->uid) != 0 || heldThroughClaim(api, d))) {
       continue;
     }
     ExtendedResource next = d;

@@ -58,6 +58,8 @@ class BindJournal {
   uint64_t undo(ApiClient& api, DeviceIndex& index, SystemTime now);
 
  private:
+  bool heldThroughClaim(ApiClient& api, const ExtendedResource& device) const;
+
   enum class Kind { kDevice, kClaim, kReuse, kJoin };
   struct Entry {
     Kind kind;

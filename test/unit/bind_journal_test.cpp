@@ -116,6 +116,18 @@ TEST_F(BindJournalTest, AnUnconfirmedWriteIsReadBackAndUndoneOnlyIfItLanded) {
   EXPECT_EQ(api_.calls(Verb::kGet), gets + 1);
 }
 
+// Two calls bind the same pod: the other one's device and claim writes land, this one's device
+// write gets no answer. Read back, the device names the same claim; the claim holds it for the
+// pod, so the undo leaves it (freeing it would give it to a second pod).
+TEST_F(BindJournalTest, ADeviceTheClaimHoldsForThePodThroughAnotherCallIsKept) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  bindDevice("d0", "c1");
+  bindClaim("c1", {"d0"});
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
+  EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
+}
+
 TEST_F(BindJournalTest, ARefusedWriteIsForgotten) {
   journal_.claimSent(claim("c1"), {"d0"});
   journal_.refused();
