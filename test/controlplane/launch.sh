@@ -1059,7 +1059,7 @@ cmd_restart_node_daemon() { # kubelet|containerd DIR [--node-name NAME] [--timeo
   elif [[ "$comp" == kubelet ]]; then
     wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy "$(env_get KUBELET_HEALTHZ_URL)" || rc=$?
   else
-    wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" extra_kubelet_healthy "$name" || rc=$?
+    wait_ready "$LAUNCHED_PID" kubelet "$TIMEOUT" kubelet_healthy http://127.0.0.1:10248/healthz in_node_net "$name" || rc=$?
   fi
   ((rc == 0)) || { tail_log "$comp"; die "the $daemon of node $name did not come back"; }
   BIN_DIR=$(env_get BIN_DIR)

@@ -79,14 +79,6 @@ nodes_refresh() { # main env NODES: the first node, then the running further nod
   env_set NODES "$list"
 }
 
-extra_kubelet_healthy() { # NAME
-  [[ "$(in_node_net "$1" curl -fsS --max-time 5 --connect-timeout 2 http://127.0.0.1:10248/healthz)" == ok ]]
-}
-
-extra_service_programmed() { # NAME
-  in_node_net "$1" iptables-save -t nat 2>/dev/null | grep -q -- "-d $KUBERNETES_SERVICE_IP/32 .*default/kubernetes:https"
-}
-
 # The namespaces and links of node NAME (index k).
 extra_network_up() { # NAME k
   local name=$1 k=$2 ns="ker-n$2"
@@ -169,14 +161,7 @@ start_extra_node() { # NAME bind-dir...
   local NODE_CONTAINERD_SOCKET=$nd/containerd/containerd.sock NODE_SERVING_CERT=$DIR/pki/kubelet-serving-$name
   local NODE_NAME_OVERRIDE=$name
   sock=$NODE_CONTAINERD_SOCKET
-  (
-    set -e
-    client=$(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=clientAuth')
-    sign "node-$name" "/O=system:nodes/CN=system:node:$name" "$client"
-    sign "kubelet-serving-$name" "/CN=$name" "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
-      'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' "subjectAltName=IP:$addr,DNS:$name")"
-  ) || die "signing the certificates of node $name failed (openssl)"
-  [[ -f "$DIR/pki/kube-proxy.crt" ]] || die "no kube-proxy certificate in $DIR/pki (the first node makes it)"
+  make_node_pki "$name" "$addr" "kubelet-serving-$name"
   write_kubeconfig "$nd/kubelet.kubeconfig" "system:node:$name" "$DIR/pki/node-$name.crt" "$DIR/pki/node-$name.key"
   write_kubeconfig "$nd/kube-proxy.kubeconfig" system:kube-proxy "$DIR/pki/kube-proxy.crt" "$DIR/pki/kube-proxy.key"
   printf 'nameserver %s\n' "$POD_GW" >"$nd/resolv.conf"
@@ -208,7 +193,7 @@ start_extra_node() { # NAME bind-dir...
     --node-ip="$addr" --hostname-override="$name" "${taint_args[@]}" --v=2
   extra_env_set "$name" KUBELET_PID "$LAUNCHED_PID"
   rc=0
-  wait_ready "$LAUNCHED_PID" "kubelet of $name" "$TIMEOUT" extra_kubelet_healthy "$name" || rc=$?
+  wait_ready "$LAUNCHED_PID" "kubelet of $name" "$TIMEOUT" kubelet_healthy http://127.0.0.1:10248/healthz in_node_net "$name" || rc=$?
   ((rc == 0)) || node_fail "nodes/$name/kubelet" "the kubelet of $name did not become healthy"
   launch "nodes/$name/kube-proxy" "${IN_NODE[@]}" "$BIN_DIR/kube-proxy" --config="$nd/kube-proxy.yaml" --v=2
   extra_env_set "$name" KUBE_PROXY_PID "$LAUNCHED_PID"
@@ -217,7 +202,7 @@ start_extra_node() { # NAME bind-dir...
   ((rc == 0)) || node_fail "nodes/$name/kubelet" "node $name did not become Ready"
   kubectl_admin uncordon "$name" >/dev/null || node_fail "nodes/$name/kubelet" "could not uncordon node $name"
   rc=0
-  wait_ready "$(extra_env_get "$name" KUBE_PROXY_PID)" "kube-proxy of $name" "$TIMEOUT" extra_service_programmed "$name" || rc=$?
+  wait_ready "$(extra_env_get "$name" KUBE_PROXY_PID)" "kube-proxy of $name" "$TIMEOUT" service_programmed in_node_net "$name" || rc=$?
   ((rc == 0)) || node_fail "nodes/$name/kube-proxy" "the kube-proxy of $name did not program the kubernetes Service"
   check_no_forwarding
   extra_env_set "$name" NODE_STATE running

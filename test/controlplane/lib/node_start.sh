@@ -41,28 +41,36 @@ import_image() { # FILE
   log "imported $f: $(printf '%s' "$out" | grep -Eo '^unpacking [^ ]+' | sed 's/^unpacking //' | paste -sd' ' -)"
 }
 
-make_node_pki() { # node name
+# The node's client certificate and its kubelet's serving one (DIR/pki/SERVING.crt, for the
+# node's address ADDR); kube-proxy's client certificate, which every node's kube-proxy uses.
+make_node_pki() { # NAME ADDR SERVING
   local client
   client=$(printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=clientAuth')
   (
     set -e
     sign "node-$1" "/O=system:nodes/CN=system:node:$1" "$client"
     sign kube-proxy '/CN=system:kube-proxy' "$client"
-    sign kubelet-serving "/CN=$1" "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
+    sign "$3" "/CN=$1" "$(printf '%s\n' 'basicConstraints=CA:FALSE' \
       'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' \
-      "subjectAltName=IP:$NODE_HOST_IP,DNS:$1")"
-  ) || die "signing the node's certificates failed (openssl)"
+      "subjectAltName=IP:$2,DNS:$1")"
+  ) || die "signing the certificates of node $1 failed (openssl)"
 }
 
-kubelet_healthy() { [[ "$(curl -fsS --max-time 5 --connect-timeout 2 "$1")" == ok ]]; }
+# CMD... runs a command where the node's daemons listen: nothing for the first node, a further
+# node's namespace prefix (in_node_net NAME) for the others.
+kubelet_healthy() { # URL [CMD...]
+  local url=$1
+  shift
+  [[ "$("$@" curl -fsS --max-time 5 --connect-timeout 2 "$url")" == ok ]]
+}
 
 node_ready() { # name
   [[ "$(kubectl_admin get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
 }
 
 # kube-proxy has programmed the kubernetes Service (ClusterIP -> the apiserver on the bridge).
-service_programmed() {
-  iptables-save -t nat 2>/dev/null | grep -q -- "-d $KUBERNETES_SERVICE_IP/32 .*default/kubernetes:https"
+service_programmed() { # [CMD...]
+  "$@" iptables-save -t nat 2>/dev/null | grep -q -- "-d $KUBERNETES_SERVICE_IP/32 .*default/kubernetes:https"
 }
 
 node_fail() { # NAME message: tail of the component's log, then die (the EXIT trap cleans up)
@@ -127,7 +135,7 @@ start_node() {
     start_controller_manager
   fi
 
-  make_node_pki "$name"
+  make_node_pki "$name" "$NODE_HOST_IP" kubelet-serving
   write_kubeconfig "$n/kubelet.kubeconfig" "system:node:$name" "$DIR/pki/node-$name.crt" "$DIR/pki/node-$name.key"
   write_kubeconfig "$n/kube-proxy.kubeconfig" system:kube-proxy "$DIR/pki/kube-proxy.crt" "$DIR/pki/kube-proxy.key"
   printf 'nameserver %s\n' "$NODE_HOST_IP" >"$n/resolv.conf"
