@@ -10,7 +10,7 @@
 # ctest's, or 1 when the cluster could not be brought up or a check after ctest failed.
 #
 # A full run (no extra arguments) then checks, from the API server's audit log, that the node
-# agent used every permission deploy/ grants it and was refused nothing (tools/ker-rbac-usage;
+# agent used every permission deploy/ grants it and asked for nothing more (tools/ker-rbac-usage;
 # test/e2e/rbac-not-requested.txt lists what is granted for other reasons), and then replaces
 # deploy/ with `helm install` of charts/kube-extended-resource, runs the sample workload with a
 # device and `helm upgrade`s under it (test/helm/install-test.sh, about 2 min). KER_E2E_HELM=1

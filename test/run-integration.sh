@@ -9,8 +9,8 @@
 # after a failure it is always kept. Exit status: ctest's.
 #
 # A full run (no extra arguments) then checks, from the API server's audit log, that the
-# extender and the controller used every permission deploy/ grants them and were refused
-# nothing (tools/ker-rbac-usage; test/integration/rbac-not-requested.txt lists what is granted
+# extender and the controller used every permission deploy/ grants them and asked for nothing
+# more (tools/ker-rbac-usage; test/integration/rbac-not-requested.txt lists what is granted
 # for other reasons).
 set -euo pipefail
 

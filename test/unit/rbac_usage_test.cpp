@@ -100,6 +100,8 @@ TEST(RbacUsage, ReportsUnusedGrantsAndRefusedRequestsButNotExemptOnes) {
                   "other", 403, "ResponseComplete", "forbid"),
         // Admission's refusal (an attack the policy stopped): RBAC allowed it, so it is a use.
         auditLine("get", "", "pods", "status", "a", "x", 403),
+        // Granted but refused: the authorizer had not synced the bindings yet.
+        auditLine("patch", "", "pods", "", "a", "x", 403, "ResponseComplete", "forbid"),
         auditLine("update", "coordination.k8s.io", "leases", "", "default", "l", 200)}) {
     requests.push_back(*parseAuditLine(line));
   }
@@ -107,6 +109,8 @@ TEST(RbacUsage, ReportsUnusedGrantsAndRefusedRequestsButNotExemptOnes) {
   EXPECT_EQ(report.refused, (std::vector<std::string>{
                                 "ctl get admissionregistration.k8s.io/validatingadmissionpolicies "
                                 "name=other"}));
+  EXPECT_EQ(report.refusedThoughGranted,
+            (std::vector<std::string>{"ctl patch core/pods ns=a name=x"}));
   // The lease update in another namespace is not the Role's; the policy read of another name
   // was refused, so the named grant stays unused.
   EXPECT_EQ(report.unused,

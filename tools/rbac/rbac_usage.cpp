@@ -1,5 +1,7 @@
 #include "tools/rbac/rbac_usage.h"
 
+#include <algorithm>
+
 namespace ker::rbac {
 
 namespace {
@@ -148,10 +150,12 @@ UsageReport compareUsage(const std::map<std::string, std::set<Grant>>& grants,
       continue;
     }
     if (r.forbidden) {
-      report.refused.push_back(shortUser(r.user) + " " + r.verb + " " +
-                               (r.group.empty() ? "core" : r.group) + "/" + r.resource +
-                               (r.ns.empty() ? "" : " ns=" + r.ns) +
-                               (r.name.empty() ? "" : " name=" + r.name));
+      const bool granted = std::any_of(u->second.begin(), u->second.end(),
+                                       [&](const auto& use) { return use.first.covers(r); });
+      (granted ? report.refusedThoughGranted : report.refused)
+          .push_back(shortUser(r.user) + " " + r.verb + " " + (r.group.empty() ? "core" : r.group) +
+                     "/" + r.resource + (r.ns.empty() ? "" : " ns=" + r.ns) +
+                     (r.name.empty() ? "" : " name=" + r.name));
       continue;
     }
     for (auto& [grant, n] : u->second) {

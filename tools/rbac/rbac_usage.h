@@ -49,11 +49,16 @@ std::optional<Request> parseAuditLine(const std::string& line);
 // How each grant was used.
 struct UsageReport {
   std::map<std::string, std::map<Grant, size_t>> uses;  // user -> grant -> requests it allowed
-  std::vector<std::string> refused;                     // requests of a checked user RBAC forbade
+  std::vector<std::string> refused;  // requests of a checked user RBAC forbade, not granted
+  // Requests RBAC forbade although the manifests grant them: the authorizer had not read the
+  // bindings yet (a kube-apiserver serves a moment before its RBAC informers sync), not a
+  // missing permission.
+  std::vector<std::string> refusedThoughGranted;
   std::vector<std::string> unused;  // grants no request used and no exemption names
 };
 
-// Compares the requests of `users` with their grants. An exemption is "USER GRANT" (the
+// Compares the requests of `users` with their grants. A refused request fails the check only
+// when no grant covers it. An exemption is "USER GRANT" (the
 // user's short ServiceAccount name and Grant::describe()): granted for something that is not
 // a request of the component (an admission plugin's check, another binary sharing the
 // ServiceAccount).
