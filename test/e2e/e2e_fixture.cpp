@@ -70,11 +70,9 @@ std::string E2eTest::nodeValue(const std::string& node, const std::string& key) 
   }
   // launch.sh start-node writes a further node's keys to DIR/nodes/NAME/env.
   const std::string file = env_->dir() + "/nodes/" + node + "/env";
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(key + "=")) {
-      return line.substr(key.size() + 1);
-    }
+  const auto values = itest::readEnvFile(file);
+  if (auto it = values.find(key); it != values.end()) {
+    return it->second;
   }
   throw std::runtime_error(file + " has no " + key);
 }

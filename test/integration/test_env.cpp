@@ -61,18 +61,22 @@ TestEnv* TestEnv::get() {
   return instance;
 }
 
-TestEnv::TestEnv(std::string envFile) {
-  std::ifstream in(envFile);
+std::map<std::string, std::string> readEnvFile(const std::string& file) {
+  std::ifstream in(file);
   if (!in) {
-    throw std::runtime_error("cannot read KER_TEST_ENV file " + envFile);
+    throw std::runtime_error("cannot read " + file);
   }
-  std::string line;
-  while (std::getline(in, line)) {
+  std::map<std::string, std::string> values;
+  for (std::string line; std::getline(in, line);) {
     auto eq = line.find('=');
     if (eq != std::string::npos && line[0] != '#') {
-      values_[line.substr(0, eq)] = line.substr(eq + 1);
+      values[line.substr(0, eq)] = line.substr(eq + 1);
     }
   }
+  return values;
+}
+
+TestEnv::TestEnv(std::string envFile) : values_(readEnvFile(envFile)) {
   dir_ = envFile.substr(0, envFile.rfind('/'));
   admin_ = std::make_unique<KubeClient>(KubeConfig::fromKubeconfigFile(kubeconfig()));
 }

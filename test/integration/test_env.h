@@ -20,6 +20,10 @@ using namespace std::chrono_literals;
 using testsupport::ChildProcess;
 using testsupport::freePort;
 
+// The KEY=VALUE lines of a file test/controlplane/launch.sh writes (DIR/env, and
+// DIR/nodes/NAME/env for a further node); a later line wins, as in the shell that sources it.
+std::map<std::string, std::string> readEnvFile(const std::string& file);
+
 // The control plane started by test/run-integration.sh, described by the KEY=VALUE file named
 // in $KER_TEST_ENV (written by test/controlplane/launch.sh).
 class TestEnv {
