@@ -1,4 +1,5 @@
-// The real-node chaos soak: pods with claims of every kind churn over two real nodes while
+// The real-node chaos soak: pods with claims of every kind churn over two real nodes (and
+// higher-priority pods preempt them for their devices) while
 // faults are injected in turn (agents killed and stalled, containerd killed, kubelets restarted,
 // the leaders killed, kube-apiserver restarted, a node drained, a device unhealthy, a node file
 // entry gone). Every container records from inside what it was given; the checker then proves
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -24,6 +26,7 @@
 #include "common/api_error.h"
 #include "e2e_fixture.h"
 #include "model/objects.h"
+#include "test/integration/priority_classes.h"
 #include "test/support/container_records.h"
 
 namespace ker::e2e {
@@ -53,10 +56,15 @@ class RealNodeSoakTest : public E2eTest {
     ::chmod(records_.c_str(), 0777);
     const char* seconds = std::getenv("KER_SOAK_SECONDS");
     seconds_ = seconds != nullptr ? std::atoi(seconds) : 0;
+    priorityClasses_.emplace(*api_);
+    urgentClass_ = priorityClasses_->create(1000);
   }
 
   void TearDown() override {
     E2eTest::TearDown();
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
+    }
     std::error_code ec;
     std::filesystem::remove_all(records_, ec);
   }
@@ -101,6 +109,18 @@ class RealNodeSoakTest : public E2eTest {
     json pod = soakPodSpec({"c" + n}, false, 0);
     pod["metadata"]["name"] = "solo-" + n;
     createPod(pod);
+  }
+
+  // A pod of a higher priority with a claim of its own, for a while: with every device held it
+  // gets one by preemption, its victim's container stopped before its own starts.
+  void createUrgentPod() {
+    const std::string n = std::to_string(++serial_);
+    createClaim("u" + n);
+    json pod = soakPodSpec({"u" + n}, false, 20);
+    pod["metadata"]["name"] = "urgent-" + n;
+    pod["spec"]["priorityClassName"] = urgentClass_;
+    ASSERT_TRUE(itest::createPodOnceAdmitted(*api_, ns_, pod, 30s, 200ms))
+        << "PriorityClass " << urgentClass_ << " never admitted";
   }
 
   void createSharedPod() {
@@ -165,15 +185,27 @@ class RealNodeSoakTest : public E2eTest {
   }
 
   // One step of churn: a solo pod and its claim go and come, a web pod is deleted (its
-  // ReplicaSet makes another), a shared pod joins or leaves.
+  // ReplicaSet makes another), a shared pod joins or leaves, and now and then an urgent pod
+  // preempts one (it goes with its claim once it has finished).
   void churn() {
-    std::vector<std::string> solos, webs, shareds;
+    std::vector<std::string> solos, webs, shareds, urgents;
     for (const auto& p : soakPods()) {
       if (p.contains("/metadata/deletionTimestamp"_json_pointer)) {
         continue;
       }
       const std::string name = p["metadata"]["name"];
-      if (name.starts_with("solo-")) {
+      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
+      if (name.starts_with("urgent-")) {
+        if (phase == "Succeeded" || phase == "Failed") {
+          deletePod(name);
+          try {
+            api_->remove(resources::kExtendedResourceClaims, ns_, "u" + name.substr(7));
+          } catch (const ApiError&) {
+          }
+        } else {
+          urgents.push_back(name);
+        }
+      } else if (name.starts_with("solo-")) {
         solos.push_back(name);
       } else if (name.starts_with("shared-")) {
         shareds.push_back(name);
@@ -202,6 +234,9 @@ class RealNodeSoakTest : public E2eTest {
       createSharedPod();
     } else if (coin(rng_) == 0) {
       deletePod(pick(shareds));
+    }
+    if (urgents.empty() && coin(rng_) == 0) {
+      createUrgentPod();
     }
   }
 
@@ -350,6 +385,8 @@ class RealNodeSoakTest : public E2eTest {
   std::mt19937 rng_{20261130};
   std::vector<std::string> firstNodeDevices_, secondNodeDevices_;
   std::vector<testsupport::AgentOutage> outages_;  // the agents' stalls
+  std::optional<itest::PriorityClasses> priorityClasses_;
+  std::string urgentClass_;  // the urgent pods' PriorityClass
 };
 
 TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFaults) {
@@ -436,6 +473,16 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
     records.push_back(testsupport::parseContainerRecord(entry.path().filename(), text));
     ++perNode[records.back().node];
   }
+  std::set<std::string> preempted;
+  const json events = kubectlJson("get events -n " + ns_);
+  for (const auto& e : events.is_object() ? events.value("items", json::array()) : json::array()) {
+    if (e.value("reason", "") == "Preempted") {
+      preempted.insert(e.value("/involvedObject/name"_json_pointer, std::string()));
+    }
+  }
+  const auto urgentContainers = std::count_if(
+      records.begin(), records.end(),
+      [](const testsupport::ContainerRecord& r) { return r.pod.starts_with("urgent-"); });
   int letThrough = 0;
   const std::vector<std::string> violations =
       testsupport::promiseViolations(records, outages_, &letThrough);
@@ -457,6 +504,8 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
            << (r.recoverySeconds >= 0 ? std::to_string(r.recoverySeconds).substr(0, 5) : "-")
            << " | " << (r.violations.empty() ? "clean" : r.violations) << " |\n";
   }
+  report << "\nPods preempted for an urgent pod: " << preempted.size()
+         << "; urgent pods' containers recorded: " << urgentContainers << ".\n";
   report << "\nContainers the runtime let through without devices while their node's agent was "
             "stalled, stopped within "
          << testsupport::kLetThroughBoundSeconds << " s of it answering again: " << letThrough
