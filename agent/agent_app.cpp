@@ -46,12 +46,7 @@ struct AgentApp::Impl {
         sync({.node = config.node,
               .nodeFile = config.nodeFile,
               .period = config.syncPeriod,
-              .healthChecked = [this] { capacity.wake(); },
-              .nodeUid =
-                  [this] {
-                    auto node = nodeObject.get(config.node);
-                    return node ? node->meta.uid : std::string();
-                  }},
+              .healthChecked = [this] { capacity.wake(); }},
              api, devices, claims, probe, events, metrics),
         capacity(
             {.node = config.node, .stateDir = config.stateDir}, api, classes, nodeObject,
@@ -77,20 +72,7 @@ struct AgentApp::Impl {
     devices.addHandlers({.onAdd = wake, .onUpdate = wake, .onDelete = wake});
     auto recount = [this](const auto&...) { capacity.wake(); };
     classes.addHandlers({.onAdd = recount, .onUpdate = recount, .onDelete = recount});
-    // The devices' owner is the Node's UID: a Node registered again gets them re-owned.
-    nodeObject.addHandlers({.onAdd =
-                                [this](const auto&) {
-                                  capacity.wake();
-                                  sync.wake();
-                                },
-                            .onUpdate =
-                                [this](const auto& before, const auto& after) {
-                                  capacity.wake();
-                                  if (before->meta.uid != after->meta.uid) {
-                                    sync.wake();
-                                  }
-                                },
-                            .onDelete = wake});
+    nodeObject.addHandlers({.onAdd = recount, .onUpdate = recount});
     registry.gaugeFunc("extended_resource_agent_node_file_current",
                        "1 when the node file in force is the one on disk (0 while it is "
                        "invalid or unreadable).",

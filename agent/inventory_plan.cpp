@@ -26,47 +26,10 @@ json desiredSpec(const DeviceSpec& device, const std::string& node) {
   };
 }
 
-json nodeOwner(const NodeIdentity& node) {
-  return {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node.name}, {"uid", node.uid}};
-}
-
-bool isNodeOwner(const json& ref) {
-  return ref.is_object() && ref.value("kind", "") == "Node" && ref.value("apiVersion", "") == "v1";
-}
-
-// The object's ownerReferences with every Node replaced by `node`: owners someone else added
-// stay.
-json withNodeOwner(const json& object, const NodeIdentity& node) {
-  json owners = json::array();
-  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
-    if (auto refs = meta->find("ownerReferences"); refs != meta->end() && refs->is_array()) {
-      for (const auto& ref : *refs) {
-        if (!isNodeOwner(ref)) {
-          owners.push_back(ref);
-        }
-      }
-    }
-  }
-  owners.push_back(nodeOwner(node));
-  return owners;
-}
-
-// Owned by the node's current Node object, and by no other Node.
-bool ownedByNode(const ExtendedResource& published, const NodeIdentity& node) {
-  size_t nodes = 0;
-  bool current = false;
-  for (const auto& ref : published.meta.ownerReferences) {
-    if (ref.kind == "Node" && ref.apiVersion == "v1") {
-      ++nodes;
-      current = current || (ref.name == node.name && ref.uid == node.uid);
-    }
-  }
-  return current && nodes == 1;
-}
-
 // Fields the API server defaults or the agent does not own (none today) are not compared:
 // the spec is compared as the agent writes it.
-bool specDiffers(const json& raw, const json& spec) {
+bool specDiffers(const ExtendedResource& published, const json& spec) {
+  const json raw = published.raw.parse();
   auto it = raw.find("spec");
   return it == raw.end() || *it != spec;
 }
@@ -84,20 +47,19 @@ bool publishedBy(const ExtendedResource& device, const std::string& node) {
          by->second == kManagedByValue;
 }
 
-json desiredObject(const DeviceSpec& device, const NodeIdentity& node) {
+json desiredObject(const DeviceSpec& device, const std::string& node) {
   return {
       {"apiVersion", kApiVersion},
       {"kind", "ExtendedResource"},
       {"metadata",
        {{"name", device.name},
-        {"labels", {{kNodeLabel, node.name}, {kManagedByLabel, kManagedByValue}}},
-        {"finalizers", json::array({kDeviceProtectionFinalizer})},
-        {"ownerReferences", json::array({nodeOwner(node)})}}},
-      {"spec", desiredSpec(device, node.name)},
+        {"labels", {{kNodeLabel, node}, {kManagedByLabel, kManagedByValue}}},
+        {"finalizers", json::array({kDeviceProtectionFinalizer})}}},
+      {"spec", desiredSpec(device, node)},
   };
 }
 
-InventoryPlan planInventory(const NodeFile& file, const NodeIdentity& node,
+InventoryPlan planInventory(const NodeFile& file, const std::string& node,
                             const std::vector<const ExtendedResource*>& published) {
   InventoryPlan plan;
   std::map<std::string, const ExtendedResource*> byName;
@@ -107,23 +69,17 @@ InventoryPlan planInventory(const NodeFile& file, const NodeIdentity& node,
   for (const auto& device : file.devices) {
     auto it = byName.find(device.name);
     if (it == byName.end()) {
-      if (!node.uid.empty()) {
-        plan.creates.push_back({desiredObject(device, node)});
-      }
+      plan.creates.push_back({desiredObject(device, node)});
       continue;
     }
     const ExtendedResource& er = *it->second;
-    byName.erase(it);
-    if (er.meta.deleting || node.uid.empty()) {
-      continue;
-    }
-    json obj = er.raw.parse();
-    json spec = desiredSpec(device, node.name);
-    if (specDiffers(obj, spec) || !ownedByNode(er, node)) {
+    json spec = desiredSpec(device, node);
+    if (!er.meta.deleting && specDiffers(er, spec)) {
+      json obj = er.raw.parse();
       obj["spec"] = std::move(spec);
-      obj["metadata"]["ownerReferences"] = withNodeOwner(obj, node);
       plan.updates.push_back({std::move(obj)});
     }
+    byName.erase(it);
   }
   for (const auto& [name, er] : byName) {
     if (!er->meta.deleting) {

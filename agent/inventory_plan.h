@@ -16,36 +16,25 @@ namespace ker::agent {
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "extended-resource-node-agent";
 
-// The node the agent publishes for: its name, and the UID of its Node object as the agent last
-// saw it ("" while it has seen none: not read yet, or deleted).
-struct NodeIdentity {
-  std::string name;
-  std::string uid;
-};
-
 // "extendedresource.io/node=<node>,app.kubernetes.io/managed-by=extended-resource-node-agent".
 std::string managedSelector(const std::string& node);
 // Whether the object carries those labels: the agent of `node` published it.
 bool publishedBy(const ExtendedResource& device, const std::string& node);
 
-// The ExtendedResource the agent publishes for device on node: metadata (name, labels, the
-// controller's protection finalizer, the Node as owner) and spec, with nodeAffinity pinned to the
-// node by name. No status: the controller initialises it. The finalizer is the one the
-// controller puts on every device at once (and takes off a deleting one it does not protect):
-// created with it, a device is protected from its first moment, and the controller writes it
-// once, not twice. The Node owns its devices as it owns its Lease and CSINode: deleting the Node
-// deletes them (a device in use once its pod lets it go), so a node that is gone leaves no
-// device to offer, and one that registers again (a new UID) gets its devices published anew.
-nlohmann::json desiredObject(const DeviceSpec& device, const NodeIdentity& node);
+// The ExtendedResource the agent publishes for device on node: metadata (name, labels and the
+// controller's protection finalizer) and spec, with nodeAffinity pinned to the node by name. No
+// status: the controller initialises it. The finalizer is the one the controller puts on every
+// device at once (and takes off a deleting one it does not protect): created with it, a device
+// is protected from its first moment, and the controller writes it once, not twice.
+nlohmann::json desiredObject(const DeviceSpec& device, const std::string& node);
 
 namespace inventory_op {
 struct Create {
   nlohmann::json object;
 };
-// The published spec differs from the file, or the Node it names as owner is not the node's
-// current one: replace the spec and that owner (metadata.resourceVersion of the object as seen
-// is the precondition).
-struct Update {
+// The published spec differs from the file: replace the spec (metadata.resourceVersion of
+// the object as seen is the precondition).
+struct UpdateSpec {
   nlohmann::json object;
 };
 // Published before, no longer in the file.
@@ -57,17 +46,16 @@ struct Delete {
 
 struct InventoryPlan {
   std::vector<inventory_op::Create> creates;
-  std::vector<inventory_op::Update> updates;
+  std::vector<inventory_op::UpdateSpec> updates;
   std::vector<inventory_op::Delete> deletes;
   bool empty() const { return creates.empty() && updates.empty() && deletes.empty(); }
 };
 
 // published: the ExtendedResources carrying this node's managed labels. Devices the file lists
-// that are not published are created, those that differ in spec or owner are updated (their
-// status is left alone), and published ones the file no longer lists are deleted. Objects being
-// deleted are waited for, never written. Without the Node's UID nothing is created or updated:
-// a device owned by no Node would be the garbage collector's at once.
-InventoryPlan planInventory(const NodeFile& file, const NodeIdentity& node,
+// that are not published are created, those that differ in spec are updated (their status is
+// left alone), and published ones the file no longer lists are deleted. Objects being deleted
+// are waited for, never written.
+InventoryPlan planInventory(const NodeFile& file, const std::string& node,
                             const std::vector<const ExtendedResource*>& published);
 
 }  // namespace ker::agent

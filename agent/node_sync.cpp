@@ -122,8 +122,7 @@ void NodeSync::syncOnce() {
   for (const auto& d : cached) {
     published.push_back(d.get());
   }
-  const NodeIdentity node{options_.node, options_.nodeUid ? options_.nodeUid() : std::string()};
-  applyInventory(planInventory(*file, node, published));
+  applyInventory(planInventory(*file, options_.node, published));
   if (claims_.hasSynced()) {
     checkHealth(*file);
     if (options_.healthChecked) {
@@ -265,7 +264,7 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
             callApi([&] { api_.update(resources::kExtendedResources, "", u.object); });
         sent.ok()) {
       count("update", "success");
-      log::info("updated device spec and owner", {{"device", name}});
+      log::info("updated device spec", {{"device", name}});
     } else {
       count("update", sent.isConflict() ? "conflict" : "error");
       log::warn("updating device failed", {{"device", name}, {"error", sent.message()}});

@@ -35,8 +35,6 @@ class NodeSync {
     size_t maxFileBytes = size_t{1} << 20;
     // Called on the sync thread after each sync that checked the devices' health.
     std::function<void()> healthChecked = {};
-    // The UID of this node's Node object as last seen, "" while none is (NodeIdentity).
-    std::function<std::string()> nodeUid = {};
   };
   // devices: the ExtendedResources with managedSelector(node); claims: those bound on this
   // node (for the holder of an unhealthy device).
@@ -51,7 +49,7 @@ class NodeSync {
   // syncs in the background.
   void start();
   void stop();
-  // Sync soon (a device or the Node changed in the API).
+  // Sync soon (a device changed in the API).
   void wake();
 
   // The devices in force: the last node file that parsed (an empty one before any did) with

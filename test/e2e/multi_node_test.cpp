@@ -4,7 +4,6 @@
 // device name both nodes' files list, and a Node deleted while a pod holds its device.
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <set>
 #include <thread>
 
@@ -158,7 +157,7 @@ TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFir
 // (v1.37.1 registers only when it starts): kube-controller-manager's pod GC deletes the pod,
 // the kubelet stops its container, and only then is the device free; no pod anywhere gets it
 // while the node is gone, and once the kubelet registers the node again the next pod does.
-TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceTakesTheDeviceWithItUntilItIsBack) {
+TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceGivesItToNoOtherPodUntilItIsBack) {
   const std::string device = uniqueName("gone");
   createDevice(device, "k80", second_);
   createClaim("c1");
@@ -190,20 +189,6 @@ TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceTakesTheDeviceWithItUnt
       30s))
       << getClaim("c1").dump();
 
-  // The Node owned the device: once its pod let it go, the garbage collector deleted it.
-  auto published = [&]() -> std::optional<json> {
-    try {
-      return getDevice(device);
-    } catch (const ApiError& e) {
-      if (e.isNotFound()) {
-        return std::nullopt;
-      }
-      throw;
-    }
-  };
-  EXPECT_TRUE(eventually([&] { return !published(); }, 60s))
-      << "the device of a deleted Node is still there: " << published()->dump();
-
   // The device's node is gone: a pod claiming it is placed nowhere.
   createClaim("c2");
   startPod("next", "c2");
@@ -211,17 +196,7 @@ TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceTakesTheDeviceWithItUnt
   EXPECT_EQ(nodeOf("next"), "") << "placed while the device's node is gone";
 
   ASSERT_EQ(env_->launch("restart-kubelet", "--node-name " + second_), 0);
-  const std::string newUid = api_->get(resources::kNodes, "", second_)["metadata"]["uid"];
-  EXPECT_NE(newUid, oldUid);
-  // Its agent publishes the device again, owned by the Node as it is now.
-  EXPECT_TRUE(eventually(
-      [&] {
-        const auto d = published();
-        return d &&
-               d->value("/metadata/ownerReferences/0/uid"_json_pointer, std::string()) == newUid;
-      },
-      60s))
-      << (published() ? published()->dump() : "no device");
+  EXPECT_NE(api_->get(resources::kNodes, "", second_)["metadata"]["uid"], oldUid);
   ASSERT_TRUE(eventually([&] { return podRunning("next"); }, 120s)) << podPhase("next");
   EXPECT_EQ(nodeOf("next"), second_);
   const std::string out = awaitOutput("next");

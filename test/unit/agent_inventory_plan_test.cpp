@@ -7,8 +7,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const NodeIdentity kNode{"node-1", "node-uid-1"};
-
 DeviceSpec spec(const std::string& name, const std::string& id = "id-0") {
   DeviceSpec d;
   d.name = name;
@@ -19,7 +17,7 @@ DeviceSpec spec(const std::string& name, const std::string& id = "id-0") {
 }
 
 // The object as the API server returns it after the agent created it, with a status.
-ExtendedResource published(const DeviceSpec& d, const NodeIdentity& node) {
+ExtendedResource published(const DeviceSpec& d, const std::string& node) {
   json obj = desiredObject(d, node);
   obj["metadata"]["uid"] = "uid-" + d.name;
   obj["metadata"]["resourceVersion"] = "7";
@@ -28,7 +26,7 @@ ExtendedResource published(const DeviceSpec& d, const NodeIdentity& node) {
 }
 
 TEST(InventoryPlanTest, DesiredObjectIsPinnedToTheNodeAndLabelledAsTheAgents) {
-  json obj = desiredObject(spec("d0"), kNode);
+  json obj = desiredObject(spec("d0"), "node-1");
   EXPECT_EQ(obj["metadata"]["labels"][kNodeLabel], "node-1");
   EXPECT_EQ(obj["metadata"]["labels"][kManagedByLabel], kManagedByValue);
   EXPECT_EQ(obj["metadata"]["finalizers"], json::array({kDeviceProtectionFinalizer}))
@@ -40,11 +38,6 @@ TEST(InventoryPlanTest, DesiredObjectIsPinnedToTheNodeAndLabelledAsTheAgents) {
   ASSERT_EQ(er.nodeAffinity.terms[0].matchFields.size(), 1u);
   EXPECT_EQ(er.nodeAffinity.terms[0].matchFields[0].values, std::vector<std::string>{"node-1"});
   EXPECT_FALSE(obj.contains("status"));
-  EXPECT_EQ(
-      obj["metadata"]["ownerReferences"],
-      json::array(
-          {{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "node-1"}, {"uid", "node-uid-1"}}}))
-      << "the Node owns it: deleting the Node deletes its devices";
   EXPECT_TRUE(publishedBy(er, "node-1"));
   EXPECT_FALSE(publishedBy(er, "node-2"));
   EXPECT_FALSE(publishedBy(ExtendedResource{}, "node-1"));
@@ -56,8 +49,8 @@ TEST(InventoryPlanTest, DesiredObjectIsPinnedToTheNodeAndLabelledAsTheAgents) {
 TEST(InventoryPlanTest, CreatesWhatIsMissingAndNothingElse) {
   NodeFile f;
   f.devices = {spec("d0"), spec("d1")};
-  ExtendedResource d0 = published(spec("d0"), kNode);
-  InventoryPlan plan = planInventory(f, kNode, {&d0});
+  ExtendedResource d0 = published(spec("d0"), "node-1");
+  InventoryPlan plan = planInventory(f, "node-1", {&d0});
   ASSERT_EQ(plan.creates.size(), 1u);
   EXPECT_EQ(plan.creates[0].object["metadata"]["name"], "d1");
   EXPECT_TRUE(plan.updates.empty());
@@ -67,13 +60,13 @@ TEST(InventoryPlanTest, CreatesWhatIsMissingAndNothingElse) {
 TEST(InventoryPlanTest, AChangedSpecIsUpdatedKeepingStatusAndResourceVersion) {
   NodeFile f;
   f.devices = {spec("d0", "id-new")};
-  json raw = desiredObject(spec("d0", "id-old"), kNode);
+  json raw = desiredObject(spec("d0", "id-old"), "node-1");
   raw["metadata"]["uid"] = "uid-d0";
   raw["metadata"]["resourceVersion"] = "7";
   raw["metadata"]["finalizers"] = {"other.example.com/keep"};
   raw["status"] = {{"phase", "Bound"}, {"claimRef", {{"namespace", "ns"}, {"name", "c"}}}};
   ExtendedResource d0 = ExtendedResource::fromJson(raw);
-  InventoryPlan plan = planInventory(f, kNode, {&d0});
+  InventoryPlan plan = planInventory(f, "node-1", {&d0});
   ASSERT_EQ(plan.updates.size(), 1u);
   const json& obj = plan.updates[0].object;
   EXPECT_EQ(obj["spec"]["deviceID"], "id-new");
@@ -87,63 +80,27 @@ TEST(InventoryPlanTest, AChangedSpecIsUpdatedKeepingStatusAndResourceVersion) {
 TEST(InventoryPlanTest, AnUnchangedInventoryPlansNothing) {
   NodeFile f;
   f.devices = {spec("d0")};
-  ExtendedResource d0 = published(spec("d0"), kNode);
-  EXPECT_TRUE(planInventory(f, kNode, {&d0}).empty());
+  ExtendedResource d0 = published(spec("d0"), "node-1");
+  EXPECT_TRUE(planInventory(f, "node-1", {&d0}).empty());
 }
 
 TEST(InventoryPlanTest, DevicesDroppedFromTheFileAreDeletedByUid) {
   NodeFile f;
-  ExtendedResource d0 = published(spec("d0"), kNode);
-  InventoryPlan plan = planInventory(f, kNode, {&d0});
+  ExtendedResource d0 = published(spec("d0"), "node-1");
+  InventoryPlan plan = planInventory(f, "node-1", {&d0});
   ASSERT_EQ(plan.deletes.size(), 1u);
   EXPECT_EQ(plan.deletes[0].name, "d0");
   EXPECT_EQ(plan.deletes[0].uid, "uid-d0");
 }
 
 TEST(InventoryPlanTest, ObjectsBeingDeletedAreWaitedFor) {
-  json obj = desiredObject(spec("d0", "old"), kNode);
+  json obj = desiredObject(spec("d0", "old"), "node-1");
   obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
   ExtendedResource d0 = ExtendedResource::fromJson(obj);
   NodeFile with;
   with.devices = {spec("d0", "new")};
-  EXPECT_TRUE(planInventory(with, kNode, {&d0}).empty());
-  EXPECT_TRUE(planInventory(NodeFile{}, kNode, {&d0}).empty());
-}
-
-TEST(InventoryPlanTest, WithoutTheNodesUidNothingIsCreatedOrUpdatedButDropsAreDeleted) {
-  const NodeIdentity unknown{"node-1", ""};
-  NodeFile f;
-  f.devices = {spec("d0", "id-new"), spec("d1")};
-  ExtendedResource d0 = published(spec("d0"), kNode);
-  ExtendedResource d2 = published(spec("d2"), kNode);
-  InventoryPlan plan = planInventory(f, unknown, {&d0, &d2});
-  EXPECT_TRUE(plan.creates.empty());
-  EXPECT_TRUE(plan.updates.empty());
-  ASSERT_EQ(plan.deletes.size(), 1u);
-  EXPECT_EQ(plan.deletes[0].name, "d2");
-}
-
-TEST(InventoryPlanTest, ADeviceOwnedByAnEarlierNodeOrNoneIsGivenTheCurrentOneKeepingOtherOwners) {
-  NodeFile f;
-  f.devices = {spec("d0"), spec("d1")};
-  json earlier = desiredObject(spec("d0"), {"node-1", "node-uid-0"});
-  earlier["metadata"]["uid"] = "uid-d0";
-  earlier["metadata"]["ownerReferences"].push_back(
-      {{"apiVersion", "example.com/v1"}, {"kind", "Rack"}, {"name", "r1"}, {"uid", "rack-uid"}});
-  json unowned = desiredObject(spec("d1"), kNode);  // as an agent before owners published it
-  unowned["metadata"]["uid"] = "uid-d1";
-  unowned["metadata"].erase("ownerReferences");
-  ExtendedResource d0 = ExtendedResource::fromJson(earlier);
-  ExtendedResource d1 = ExtendedResource::fromJson(unowned);
-  InventoryPlan plan = planInventory(f, kNode, {&d0, &d1});
-  EXPECT_TRUE(plan.creates.empty());
-  ASSERT_EQ(plan.updates.size(), 2u);
-  const json nodeOwner = {
-      {"apiVersion", "v1"}, {"kind", "Node"}, {"name", "node-1"}, {"uid", "node-uid-1"}};
-  EXPECT_EQ(plan.updates[0].object["metadata"]["ownerReferences"],
-            json::array({earlier["metadata"]["ownerReferences"][1], nodeOwner}));
-  EXPECT_EQ(plan.updates[1].object["metadata"]["ownerReferences"], json::array({nodeOwner}));
-  EXPECT_EQ(plan.updates[1].object["metadata"]["uid"], "uid-d1");
+  EXPECT_TRUE(planInventory(with, "node-1", {&d0}).empty());
+  EXPECT_TRUE(planInventory(NodeFile{}, "node-1", {&d0}).empty());
 }
 
 }  // namespace

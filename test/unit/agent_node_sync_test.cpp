@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "agent/node_sync.h"
@@ -66,11 +65,9 @@ class NodeSyncTest : public ::testing::Test {
     claims_.start();
     ASSERT_TRUE(devices_.waitForSync(5s) && claims_.waitForSync(5s));
     events_.start();
-    sync_ = std::make_unique<NodeSync>(NodeSync::Options{.node = "n1",
-                                                         .nodeFile = file_,
-                                                         .period = 20ms,
-                                                         .nodeUid = [this] { return nodeUid(); }},
-                                       api_, devices_, claims_, probe_, events_, metrics_);
+    sync_ = std::make_unique<NodeSync>(
+        NodeSync::Options{.node = "n1", .nodeFile = file_, .period = 20ms}, api_, devices_, claims_,
+        probe_, events_, metrics_);
     sync_->start();
   }
 
@@ -89,24 +86,8 @@ class NodeSyncTest : public ::testing::Test {
     return false;
   }
 
-  std::string nodeUid() {
-    std::lock_guard lock(nodeUidMu_);
-    return nodeUid_;
-  }
-  void setNodeUid(std::string uid) {
-    {
-      std::lock_guard lock(nodeUidMu_);
-      nodeUid_ = std::move(uid);
-    }
-    if (sync_) {
-      sync_->wake();
-    }
-  }
-
   std::filesystem::path dir_;
   std::string file_;
-  std::mutex nodeUidMu_;
-  std::string nodeUid_ = "n1-uid";  // guarded by nodeUidMu_
   FakeApiClient api_;
   Informer<ExtendedResource> devices_{
       api_,
@@ -136,26 +117,6 @@ TEST_F(NodeSyncTest, PublishesTheNodeFilesDevicesAsItsOwnAndProtected) {
       d.meta.finalizers.end());
   EXPECT_TRUE(sync_->fileCurrent());
   EXPECT_EQ(sync_->inventory()->devices.size(), 2u);
-}
-
-TEST_F(NodeSyncTest, PublishesNothingUntilItSeesItsNodeAndFollowsTheNodesUid) {
-  setNodeUid("");
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  std::this_thread::sleep_for(100ms);  // five sync periods
-  EXPECT_FALSE(device("n1-gpu0")) << "published with no Node to own it";
-
-  auto ownerUid = [&]() -> std::string {
-    auto d = device("n1-gpu0");
-    return d && d->meta.ownerReferences.size() == 1 && d->meta.ownerReferences[0].kind == "Node" &&
-                   d->meta.ownerReferences[0].name == "n1"
-               ? d->meta.ownerReferences[0].uid
-               : "";
-  };
-  setNodeUid("n1-uid");
-  ASSERT_TRUE(eventually([&] { return ownerUid() == "n1-uid"; })) << ownerUid();
-  setNodeUid("n1-uid-again");  // the Node registered again
-  EXPECT_TRUE(eventually([&] { return ownerUid() == "n1-uid-again"; })) << ownerUid();
 }
 
 TEST_F(NodeSyncTest, FollowsTheFileADeviceRemovedFromItIsWithdrawn) {
