@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/api_error.h"
@@ -184,6 +185,15 @@ class RealNodeSoakTest : public E2eTest {
     return list.is_discarded() ? std::vector<json>{} : list["items"].get<std::vector<json>>();
   }
 
+  // The pod, then its own claim (gone already, or refused: the churn goes on regardless).
+  void deletePodAndClaim(const std::string& pod, const std::string& claim) {
+    deletePod(pod);
+    try {
+      api_->remove(resources::kExtendedResourceClaims, ns_, claim);
+    } catch (const ApiError&) {
+    }
+  }
+
   // One step of churn: a solo pod and its claim go and come, a web pod is deleted (its
   // ReplicaSet makes another), a shared pod joins or leaves, and now and then an urgent pod
   // preempts one (it goes with its claim once it has finished).
@@ -197,11 +207,7 @@ class RealNodeSoakTest : public E2eTest {
       const std::string phase = p.value("/status/phase"_json_pointer, std::string());
       if (name.starts_with("urgent-")) {
         if (phase == "Succeeded" || phase == "Failed") {
-          deletePod(name);
-          try {
-            api_->remove(resources::kExtendedResourceClaims, ns_, "u" + name.substr(7));
-          } catch (const ApiError&) {
-          }
+          deletePodAndClaim(name, "u" + name.substr(std::string_view("urgent-").size()));
         } else {
           urgents.push_back(name);
         }
@@ -221,11 +227,7 @@ class RealNodeSoakTest : public E2eTest {
       createSoloPod();
     } else if (coin(rng_) == 0) {
       const std::string pod = pick(solos);
-      deletePod(pod);
-      try {
-        api_->remove(resources::kExtendedResourceClaims, ns_, "c" + pod.substr(5));
-      } catch (const ApiError&) {
-      }
+      deletePodAndClaim(pod, "c" + pod.substr(std::string_view("solo-").size()));
     }
     if (!webs.empty() && coin(rng_) == 0) {
       deletePod(pick(webs));

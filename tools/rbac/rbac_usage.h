@@ -58,10 +58,9 @@ struct UsageReport {
 };
 
 // Compares the requests of `users` with their grants. A refused request fails the check only
-// when no grant covers it. An exemption is "USER GRANT" (the
-// user's short ServiceAccount name and Grant::describe()): granted for something that is not
-// a request of the component (an admission plugin's check, another binary sharing the
-// ServiceAccount).
+// when no grant covers it. An exemption is "USER GRANT" (the user's short ServiceAccount name
+// and Grant::describe()): granted for something that is not a request of the component (an
+// admission plugin's check, another binary sharing the ServiceAccount).
 UsageReport compareUsage(const std::map<std::string, std::set<Grant>>& grants,
                          const std::vector<Request>& requests, const std::set<std::string>& users,
                          const std::set<std::string>& exemptions);
