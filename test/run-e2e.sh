@@ -9,7 +9,8 @@
 # always kept, with the cluster's pods, events and the components' logs in it. Exit status:
 # ctest's, or 1 when the cluster could not be brought up or a check after ctest failed.
 #
-# A full run (no extra arguments) then checks, from the API server's audit log, that the node
+# A full run (no extra arguments) first checks that a node network left by a killed run is
+# reclaimed (controlplane/node/reclaim-check.sh), and after ctest checks, from the API server's audit log, that the node
 # agent used every permission deploy/ grants it and asked for nothing more (tools/ker-rbac-usage;
 # test/e2e/rbac-not-requested.txt lists what is granted for other reasons), and then replaces
 # deploy/ with `helm install` of charts/kube-extended-resource, runs the sample workload with a
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log() { printf '[run-e2e] %s\n' "$*" >&2; }
 
 if (($# < 1)); then
-  sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
 # shellcheck source=lib/suite.sh
@@ -47,6 +48,11 @@ collect() {
 
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_E2E_DIR:-0} SUITE_COLLECT=collect
 suite_traps
+
+# First, on a full run: a node network left by a killed run must not block the next one.
+if (($# == 0)); then
+  "$here/controlplane/node/reclaim-check.sh" || { log "reclaim-check failed"; exit 1; }
+fi
 
 # Two nodes: the second is tainted, so only the multi-node tests' pods (and the node agent) run
 # there and every other test sees the one node it was written for.

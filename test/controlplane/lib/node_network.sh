@@ -79,6 +79,25 @@ node_lock_mine() {
   [[ -f "$DIR/node-lock.pid" ]] && owns_pid "$(<"$DIR/node-lock.pid")"
 }
 
+node_lock_free() { flock -n "$NODE_LOCK" true 2>/dev/null; }
+
+# The folder of the run that made the bridge: node_network_up writes it into the bridge's
+# alias, so it outlives that run's processes and the lock file's owner line.
+node_bridge_creator() { cat "/sys/class/net/$NODE_BRIDGE/ifalias" 2>/dev/null || true; }
+
+# With the lock held: a bridge still there was left by a run killed without a stop (a CI job
+# cancelled, a session ended), since every live run holds the lock. Stopping that run's folder
+# does what its own stop would have; without this every later run refuses to start.
+node_reclaim_stale() {
+  local stale
+  ip link show "$NODE_BRIDGE" >/dev/null 2>&1 || return 0
+  stale=$(node_bridge_creator)
+  [[ -n "$stale" && "$stale" != "$DIR" && -f "$stale/env" ]] || return 0
+  log "reclaiming the node network of $stale: that run ended without a stop"
+  "$LAUNCHER" stop "$stale" || log "could not stop all of $stale (see above)"
+  ip link del "$NODE_BRIDGE" 2>/dev/null || true
+}
+
 node_network_up() {
   local t
   for t in ip iptables iptables-save iptables-restore ip6tables-save ip6tables-restore; do
@@ -87,6 +106,7 @@ node_network_up() {
   [[ "$(id -u)" == 0 ]] || die "--node-network needs root"
   node_lock_acquire
   check_no_forwarding
+  node_reclaim_stale
   ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1 ||
     die "interface $NODE_BRIDGE already exists although no run holds $NODE_LOCK: left by a run that was not stopped? (ip link del $NODE_BRIDGE)"
   [[ -z "$(ip -4 -o addr show to "$NODE_SUBNET")" ]] || die "an interface already has an address in $NODE_SUBNET"
@@ -98,6 +118,7 @@ node_network_up() {
   env_set NODE_NETWORK true BRIDGE "$NODE_BRIDGE" BRIDGE_IP "$NODE_HOST_IP" NODE_IP "$NODE_HOST_IP" POD_CIDR "$NODE_SUBNET" \
     KUBERNETES_SERVICE_HOST "$KUBERNETES_SERVICE_IP" KUBERNETES_SERVICE_PORT 443
   ip link add "$NODE_BRIDGE" type bridge || die "could not create bridge $NODE_BRIDGE"
+  ip link set "$NODE_BRIDGE" alias "$DIR" || die "could not name $DIR in $NODE_BRIDGE's alias"
   env_set BRIDGE_CREATED true
   # Our interface only: no IPv6 on it, and it never forwards even if the default changes later.
   printf 1 >"/proc/sys/net/ipv6/conf/$NODE_BRIDGE/disable_ipv6" 2>/dev/null || true
@@ -112,7 +133,8 @@ node_network_up() {
 # Removes the bridge (its addresses and routes go with it) and releases the machine lock.
 node_network_down() {
   [[ "$(env_get BRIDGE_CREATED)" == true ]] || { stop_component node-lock; return 0; }
-  if node_lock_mine; then
+  # Also ours when our lock process died with the rest of a killed run and nobody took the lock.
+  if node_lock_mine || { [[ "$(node_bridge_creator)" == "$DIR" ]] && node_lock_free; }; then
     if ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
       ip link del "$NODE_BRIDGE" || log "could not delete bridge $NODE_BRIDGE"
     fi
