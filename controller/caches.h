@@ -4,12 +4,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "common/informer.h"
+#include "common/kube_objects.h"
 #include "controller/watched_pod.h"
 #include "model/objects.h"
 #include "model/resource_class.h"
@@ -34,6 +36,10 @@ class ControllerCaches {
   virtual CachedTemplate claimTemplate(const std::string& /*key*/) const { return nullptr; }
   // Every ExtendedResourceClass; none when classes are not watched.
   virtual std::vector<CachedClass> classes() const { return {}; }
+  // Whether a Node of this name exists; nullopt when Nodes are not watched.
+  virtual std::optional<bool> nodeRegistered(const std::string& /*name*/) const {
+    return std::nullopt;
+  }
   // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
   // pod's absence is as certain as a live read would make it.
   virtual bool podDeleted(const std::string& uid) const = 0;
@@ -64,6 +70,10 @@ class InformerCaches : public ControllerCaches {
     return classes_ ? classes_->list() : std::vector<CachedClass>{};
   }
   void watchClasses(const Informer<ExtendedResourceClass>& classes) { classes_ = &classes; }
+  std::optional<bool> nodeRegistered(const std::string& name) const override {
+    return nodes_ ? std::optional<bool>(nodes_->get(name) != nullptr) : std::nullopt;
+  }
+  void watchNodes(const Informer<Node>& nodes) { nodes_ = &nodes; }
   bool podDeleted(const std::string& uid) const override {
     std::lock_guard lock(mu_);
     return deletedPods_.count(uid) > 0;
@@ -175,6 +185,7 @@ class InformerCaches : public ControllerCaches {
   const Informer<ExtendedResource>& devices_;
   const Informer<ExtendedResourceClaimTemplate>* templates_ = nullptr;  // set before start
   const Informer<ExtendedResourceClass>* classes_ = nullptr;            // set before start
+  const Informer<Node>* nodes_ = nullptr;                               // set before start
   // The indexes the watch keeps, beside the informers' own caches.
   mutable std::mutex mu_;
   std::unordered_set<std::string> deletedPods_;                  // holder UIDs

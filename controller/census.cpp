@@ -23,9 +23,8 @@ std::vector<metrics::LabeledValue> deviceCensus(
     const std::vector<std::shared_ptr<const ExtendedResource>>& devices) {
   std::map<std::vector<std::string>, double> counts;
   for (const auto& d : devices) {
-    auto node = d->meta.labels.find(kNodeLabel);
-    counts[{node == d->meta.labels.end() ? "" : node->second, d->rawResourceName,
-            toString(d->phase), markedUnhealthy(*d) ? "unhealthy" : "healthy"}] += 1;
+    counts[{d->labelledNode(), d->rawResourceName, toString(d->phase),
+            markedUnhealthy(*d) ? "unhealthy" : "healthy"}] += 1;
   }
   return counted(counts);
 }

@@ -109,6 +109,18 @@ void Controller::watchClasses(Informer<ExtendedResourceClass>& classes) {
   });
 }
 
+void Controller::watchNodes(Informer<Node>& nodes) {
+  caches_.watchNodes(nodes);
+  // Each device is reconciled after the first list anyway, and a Node's updates never change
+  // whether it is registered.
+  auto changed = [this, &nodes](const auto& n) {
+    if (nodes.hasSynced()) {
+      apply(nodeRegistrationChanged(n->meta.name, devices_.list()));
+    }
+  };
+  nodes.addHandlers({.onAdd = changed, .onDelete = changed});
+}
+
 Controller::~Controller() {
   stop();
 }

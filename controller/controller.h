@@ -65,6 +65,9 @@ class Controller {
   // Makes claims for pods whose containers ask for a class's extended resource
   // (docs/classes.md); without it such requests are left to whatever else serves the name.
   void watchClasses(Informer<ExtendedResourceClass>& classes);
+  // Takes the free devices of a node without a Node object out of offer, and offers them again
+  // once it registers; without it no device is looked at for its node.
+  void watchNodes(Informer<Node>& nodes);
 
   size_t queueLength() const { return queue_.len() + deviceQueue_.len(); }
   Reconciler& reconciler() { return reconciler_; }

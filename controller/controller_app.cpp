@@ -55,7 +55,8 @@ struct ControllerApp::Impl {
         devices(api, resources::kExtendedResources, informerOptions(config.resyncPeriod)),
         templates(api, resources::kExtendedResourceClaimTemplates,
                   informerOptions(config.resyncPeriod)),
-        classes(api, resources::kExtendedResourceClasses, informerOptions(config.resyncPeriod)) {
+        classes(api, resources::kExtendedResourceClasses, informerOptions(config.resyncPeriod)),
+        nodes(api, resources::kNodes) {
     if (config.leaderElect) {
       elector = std::make_unique<LeaderElector>(
           api, electionConfig,
@@ -73,6 +74,7 @@ struct ControllerApp::Impl {
         [this] { return !elector || elector->isLeader(); }, config.controller);
     controller->watchTemplates(templates);
     controller->watchClasses(classes);
+    controller->watchNodes(nodes);
 
     exportCensus(
         registry, [this] { return devices.list(); }, [this] { return claims.list(); });
@@ -114,13 +116,13 @@ struct ControllerApp::Impl {
   std::vector<ReadyCheck> readyChecks() const {
     return {readyWhen(
                 "informers-synced", [this] { return synced(); },
-                "the pod, claim, device, template and class caches have not synced"),
+                "the pod, claim, device, template, class and node caches have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 
   bool synced() const {
     return pods.hasSynced() && claims.hasSynced() && devices.hasSynced() && templates.hasSynced() &&
-           classes.hasSynced();
+           classes.hasSynced() && nodes.hasSynced();
   }
   bool leading() const { return elector ? elector->isLeader() : started.load(); }
 
@@ -175,6 +177,7 @@ struct ControllerApp::Impl {
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaimTemplate> templates;
   Informer<ExtendedResourceClass> classes;
+  Informer<Node> nodes;
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<AdmissionPolicyCheck> policy;
@@ -210,6 +213,7 @@ void ControllerApp::start() {
   i.devices.start();
   i.templates.start();
   i.classes.start();
+  i.nodes.start();
   if (i.policy) {
     i.policy->start();
   }
@@ -250,6 +254,7 @@ void ControllerApp::stop() {
   i.devices.stop();
   i.templates.stop();
   i.classes.stop();
+  i.nodes.stop();
   if (!lost) {
     i.events.flush(std::chrono::seconds(2));
   }

@@ -45,7 +45,8 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
       deviceOrphanGrace_(flags.addDuration(
           "device-orphan-grace-period", d.controller.reconciler.deviceOrphanGrace,
           "the same for a device Bound to a claim that does not list it (the smaller of the two "
-          "applies); keep it above the extender's --bind-deadline")),
+          "applies); keep it above the extender's --bind-deadline. Also how long a free device's "
+          "node may lack a Node object before the device is taken out of offer")),
       protectInUse_(flags.addBool(
           "protect-in-use", d.controller.reconciler.protectInUse,
           "put the protection finalizers on claims and devices, so one deleted while a pod holds "

@@ -72,6 +72,19 @@ Plan planStatus(const DeviceInputs& in) {
       p.write = statusUpdate(std::move(next), in.now);
       p.change = Change::kDeviceInitialized;
     }
+  } else if (const auto* park = std::get_if<action::ParkDevice>(&decision.action)) {
+    ExtendedResource next = d;
+    if (p.refused = parkDeviceOffNode(next, park->message); p.refused.ok()) {
+      p.write = statusUpdate(std::move(next), in.now);
+      p.change = Change::kDeviceParked;
+      p.why = park->message;
+    }
+  } else if (std::holds_alternative<action::UnparkDevice>(decision.action)) {
+    ExtendedResource next = d;
+    if (p.refused = unparkDevice(next); p.refused.ok()) {
+      p.write = statusUpdate(std::move(next), in.now);
+      p.change = Change::kDeviceUnparked;
+    }
   }
   return p;
 }

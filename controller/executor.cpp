@@ -43,6 +43,13 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
     case Change::kDeviceFreed:
       log::warn("freed orphaned device", {{"device", object}, {"why", plan.why}});
       return;
+    case Change::kDeviceParked:
+      log::warn("device not offered: its node is not registered",
+                {{"device", object}, {"why", plan.why}});
+      return;
+    case Change::kDeviceUnparked:
+      log::info("device offered again: its node is registered", {{"device", object}});
+      return;
     case Change::kMarkedInvalid:
       log::warn("invalid object",
                 {{"kind", w.resource->plural}, {"object", object}, {"why", plan.why}});

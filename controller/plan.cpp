@@ -26,6 +26,10 @@ const char* toString(Change change) {
       return "device_freed";
     case Change::kDeviceInitialized:
       return "device_initialized";
+    case Change::kDeviceParked:
+      return "device_parked";
+    case Change::kDeviceUnparked:
+      return "device_unparked";
     case Change::kMarkedInvalid:
       return "marked_invalid";
     case Change::kValidAgain:

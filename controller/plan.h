@@ -27,6 +27,8 @@ enum class Change {
   kDeviceRebound,
   kDeviceFreed,
   kDeviceInitialized,
+  kDeviceParked,    // a free device whose node has no Node object: Pending until it has
+  kDeviceUnparked,  // its node registered again: Available
   kMarkedInvalid,
   kValidAgain,
   kProtected,        // the protection finalizer put on

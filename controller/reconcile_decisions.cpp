@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "common/flags.h"
+#include "model/device_transitions.h"
 #include "model/served_pods.h"
 #include "model/suitability.h"
 
@@ -295,6 +296,17 @@ Decision decideDevice(const DeviceView& v) {
     return {FreeDevice{"Available but still naming claim " +
                        objectKey(d.claimRef->ns, d.claimRef->name)},
             std::nullopt};
+  }
+  if (d.invalid.empty() && v.nodeRegistered) {
+    if (*v.nodeRegistered && parkedOffNode(d)) {
+      return {UnparkDevice{}, std::nullopt};
+    }
+    if (!*v.nodeRegistered && d.phase == DevicePhase::kAvailable && !d.claimRef) {
+      // The cache suffices after the grace: a Node's absence that long is no watch lag.
+      return afterGrace(v.now, v.suspectSince, v.grace, true, LiveRead::kDeviceClaim,
+                        ParkDevice{"node " + d.labelledNode() +
+                                   " has no Node object: not offered until it registers"});
+    }
   }
   if (!d.invalid.empty() || d.phase != DevicePhase::kBound) {
     return {Nothing{}, std::nullopt};

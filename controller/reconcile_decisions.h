@@ -96,15 +96,22 @@ struct RebindDevice {
 };
 // The device has no status yet: it becomes Available.
 struct InitDeviceStatus {};
+// The free device's node has had no Node object for the grace period: it becomes Pending
+// (NodeNotRegistered) so nobody counts on it.
+struct ParkDevice {
+  std::string message;
+};
+// The node of a device parked for it is registered again: it becomes Available.
+struct UnparkDevice {};
 // The claim has no status yet: it says Pending, as readers of the API expect.
 struct InitClaimStatus {};
 }  // namespace action
 
-using Action =
-    std::variant<action::Nothing, action::VerifyLive, action::WaitGrace, action::ReleaseClaim,
-                 action::DropHolders, action::MarkClaimLost, action::RecoverClaim,
-                 action::AwaitHolders, action::FreeDevice, action::RebindDevice,
-                 action::InitDeviceStatus, action::InitClaimStatus>;
+using Action = std::variant<action::Nothing, action::VerifyLive, action::WaitGrace,
+                            action::ReleaseClaim, action::DropHolders, action::MarkClaimLost,
+                            action::RecoverClaim, action::AwaitHolders, action::FreeDevice,
+                            action::RebindDevice, action::InitDeviceStatus, action::ParkDevice,
+                            action::UnparkDevice, action::InitClaimStatus>;
 
 struct Decision {
   Action action;
@@ -168,6 +175,9 @@ struct DeviceView {
   // counts as not found, not live.
   std::vector<HolderPod> holders;
   Millis holderRecheck{2000};  // how soon a device kept for its holders is looked at again
+  // Whether the node the device's kNodeLabel names has a Node object; nullopt when it names
+  // none, or Nodes are not watched.
+  std::optional<bool> nodeRegistered;
 };
 
 // A device without a status becomes Available, or Bound to the Bound or Lost claim that lists
@@ -178,7 +188,9 @@ struct DeviceView {
 // holder is gone or finished it is freed. A Bound device its claim does not list is freed only
 // after that has lasted the
 // grace period (unless releasedWithClaim), because the extender writes devices before the claim
-// and so passes through that state on every bind.
+// and so passes through that state on every bind. A free device whose node has no Node object
+// is parked (Pending) once that has lasted the grace period, so a node registered again at once
+// (a kubelet re-registering) never flaps it, and is offered again as soon as the node is back.
 Decision decideDevice(const DeviceView& v);
 
 // The device is Bound to this very claim (matched by UID when its claimRef carries one).

@@ -219,6 +219,9 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     }
     v.claim = claim.get();
     v.holderRecheck = opts_.holderRecheck;
+    if (const std::string node = device->labelledNode(); !node.empty()) {
+      v.nodeRegistered = caches_.nodeRegistered(node);
+    }
     const std::string holdersNs = device->claimRef ? device->claimRef->ns : std::string();
     Holders holders = cachedHolders(holdersNs, device->holders);
     v.holders = holders.view;

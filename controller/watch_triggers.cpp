@@ -113,6 +113,17 @@ Triggers deviceDeleted(const ExtendedResource& last) {
   return t;
 }
 
+Triggers nodeRegistrationChanged(const std::string& node,
+                                 const std::vector<CachedDevice>& devices) {
+  Triggers t;
+  for (const auto& d : devices) {
+    if (d->labelledNode() == node) {
+      t.keys.push_back(DeviceKey{d->meta.name});
+    }
+  }
+  return t;
+}
+
 Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool deleted) {
   Triggers t;
   for (const auto& key : held) {

@@ -41,6 +41,9 @@ Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
 // extended resource without a claim recorded for it are reconciled.
 Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods);
 
+// A Node of this name was created or deleted: the devices its kNodeLabel names are reconciled.
+Triggers nodeRegistrationChanged(const std::string& node, const std::vector<CachedDevice>& devices);
+
 // Available to the extender in a status the API holds (an absent status is not: the reconciler
 // writes it, and that write is the event that counts; nor is one still naming a claim, until
 // the reconciler clears it).

@@ -124,4 +124,28 @@ bool markedUnhealthy(const ExtendedResource& device) {
   return parseReason(device.reason) == Reason::kDeviceUnhealthy;
 }
 
+Status parkDeviceOffNode(ExtendedResource& device, const std::string& message) {
+  if (!isFree(device)) {
+    return notFrom(device, "taken out of offer for its node", "it is not free");
+  }
+  device.phase = DevicePhase::kPending;
+  device.releasedFrom.reset();
+  setReason(device, Reason::kNodeNotRegistered, message);
+  return {};
+}
+
+Status unparkDevice(ExtendedResource& device) {
+  if (!parkedOffNode(device)) {
+    return notFrom(device, "offered again", "it is not Pending for its node");
+  }
+  makeFree(device, std::nullopt);
+  setReason(device, Reason::kNone, "");
+  return {};
+}
+
+bool parkedOffNode(const ExtendedResource& device) {
+  return device.phase == DevicePhase::kPending && !device.claimRef &&
+         parseReason(device.reason) == Reason::kNodeNotRegistered;
+}
+
 }  // namespace ker

@@ -49,6 +49,18 @@ Status markDeviceHealthy(ExtendedResource& device);
 // Whether its node agent's unhealthy mark is on it (whatever its phase).
 bool markedUnhealthy(const ExtendedResource& device);
 
+// Free (Available) -> Pending, reason NodeNotRegistered: the node it is on (kNodeLabel) has no
+// Node object, so no pod can run there and the device is not offered. Only a free device: one
+// Bound stays with its pod, whose own end (the pod garbage collector deletes the pods of a
+// deleted Node) frees it.
+Status parkDeviceOffNode(ExtendedResource& device, const std::string& message);
+
+// Pending for NodeNotRegistered -> Available: its node is registered (again).
+Status unparkDevice(ExtendedResource& device);
+
+// Whether it is Pending because its node has no Node object.
+bool parkedOffNode(const ExtendedResource& device);
+
 // The Invalid mark: model/invalid_mark.h.
 
 }  // namespace ker

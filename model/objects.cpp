@@ -345,6 +345,11 @@ size_t forEachObject(const json& obj, const char* key, const std::string& path, 
 
 }  // namespace
 
+std::string ExtendedResource::labelledNode() const {
+  auto at = meta.labels.find(kNodeLabel);
+  return at == meta.labels.end() ? std::string() : at->second;
+}
+
 ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
   ExtendedResource r;
   r.raw = obj;

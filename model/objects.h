@@ -120,6 +120,8 @@ struct ExtendedResource {
   // typed fields, only status is), and the conditions deviceConditions derives from them at
   // `now`; suitable for updateStatus.
   nlohmann::json toJson(SystemTime now) const;
+  // The node its kNodeLabel names; empty when it has none.
+  std::string labelledNode() const;
 };
 
 // One of a claim's spec.constraints: a rule over the set of devices it gets, beyond each one

@@ -7,7 +7,7 @@ namespace ker {
 
 namespace {
 
-constexpr std::array<std::pair<Reason, const char*>, 15> kNames{{
+constexpr std::array<std::pair<Reason, const char*>, 16> kNames{{
     {Reason::kBound, "Bound"},
     {Reason::kReleased, "Released"},
     {Reason::kLost, "ExtendedResourceLost"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Reason, const char*>, 15> kNames{{
     {Reason::kOrphaned, "Orphaned"},
     {Reason::kInvalid, "Invalid"},
     {Reason::kDeviceUnhealthy, "DeviceUnhealthy"},
+    {Reason::kNodeNotRegistered, "NodeNotRegistered"},
     {Reason::kPending, "Pending"},
     {Reason::kDevicesLost, "DevicesLost"},
     {Reason::kNoDevicesLost, "NoDevicesLost"},

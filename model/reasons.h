@@ -12,14 +12,15 @@ namespace ker {
 enum class Reason {
   kNone,  // no reason written
   // status.reason (and the conditions and events that say the same)
-  kBound,            // a claim the extender allocated; a device allocated to a claim
-  kReleased,         // a claim released when its pod went, and the devices it freed
-  kLost,             // a claim whose devices vanished (status.lostExtendedResourceNames)
-  kRecovered,        // a Lost claim that got all its devices back
-  kRebound,          // a device bound back to the claim that lists it
-  kOrphaned,         // a device freed from a claim that no longer holds it
-  kInvalid,          // spec or status cannot be parsed; the message says why
-  kDeviceUnhealthy,  // a device its node agent found unhealthy; the message says why
+  kBound,              // a claim the extender allocated; a device allocated to a claim
+  kReleased,           // a claim released when its pod went, and the devices it freed
+  kLost,               // a claim whose devices vanished (status.lostExtendedResourceNames)
+  kRecovered,          // a Lost claim that got all its devices back
+  kRebound,            // a device bound back to the claim that lists it
+  kOrphaned,           // a device freed from a claim that no longer holds it
+  kInvalid,            // spec or status cannot be parsed; the message says why
+  kDeviceUnhealthy,    // a device its node agent found unhealthy; the message says why
+  kNodeNotRegistered,  // a free device whose node has no Node object: not offered until it has
   // conditions only
   kPending,            // claim: waiting for a pod to be scheduled with it
   kDevicesLost,        // claim: some devices of its allocation are gone

@@ -155,8 +155,9 @@ TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFir
 
 // The second node's Node object deleted while a pod holds its device, its kubelet still running
 // (v1.37.1 registers only when it starts): kube-controller-manager's pod GC deletes the pod,
-// the kubelet stops its container, and only then is the device free; no pod anywhere gets it
-// while the node is gone, and once the kubelet registers the node again the next pod does.
+// the kubelet stops its container, and only then is the device free; it then goes Pending
+// (NodeNotRegistered), no pod anywhere gets it while the node is gone, and once the kubelet
+// registers the node again the next pod does.
 TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceGivesItToNoOtherPodUntilItIsBack) {
   const std::string device = uniqueName("gone");
   createDevice(device, "k80", second_);
@@ -189,6 +190,17 @@ TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceGivesItToNoOtherPodUnti
       30s))
       << getClaim("c1").dump();
 
+  // Free on a node that is gone: once that has lasted the controller's grace, its status says
+  // it is not offered, and why.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto d = getDevice(device);
+        return d.value("/status/phase"_json_pointer, std::string()) == "Pending" &&
+               d.value("/status/reason"_json_pointer, std::string()) == "NodeNotRegistered";
+      },
+      120s, 1s))
+      << getDevice(device).dump();
+
   // The device's node is gone: a pod claiming it is placed nowhere.
   createClaim("c2");
   startPod("next", "c2");
@@ -201,6 +213,7 @@ TEST_F(MultiNodeTest, ANodeDeletedWhileAPodHoldsItsDeviceGivesItToNoOtherPodUnti
   EXPECT_EQ(nodeOf("next"), second_);
   const std::string out = awaitOutput("next");
   EXPECT_NE(out.find("ids=" + device + "-id\n"), std::string::npos) << out;
+  EXPECT_EQ(getDevice(device).value("/status/phase"_json_pointer, std::string()), "Bound");
   EXPECT_EQ(env_->invariantViolations(), "");
 }
 

@@ -611,6 +611,54 @@ TEST_F(ControllerTest, ANewDeviceWithoutStatusShowsAvailable) {
   EXPECT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
 }
 
+// A free device whose node has no Node object is taken out of offer after the grace period, and
+// offered again once the Node is registered; a device of a registered node is left alone.
+TEST_F(ControllerTest, AFreeDeviceOfANodeWithoutANodeObjectIsPendingUntilTheNodeRegisters) {
+  const std::string ghost = uniqueName("ghost");
+  auto labelled = [&](const std::string& node) {
+    devices_.push_back(uniqueName("dev"));
+    nlohmann::json d = deviceObject(devices_.back(), node, resource_, {{"type", "k80"}});
+    d["metadata"]["labels"] = {{kNodeLabel, node}};
+    api_->create(resources::kExtendedResources, "", d);
+    return devices_.back();
+  };
+  const std::string device = labelled(ghost);
+  const std::string registered = labelled(node_);
+  const auto created = Clock::now();
+  auto reason = [&](const std::string& name) {
+    return api_->get(resources::kExtendedResources, "", name)
+        .value("/status/reason"_json_pointer, "");
+  };
+  auto parked = [&] {
+    return devicePhase(device) == "Pending" && reason(device) == "NodeNotRegistered";
+  };
+
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
+  ASSERT_TRUE(eventually(parked, 15s)) << logs();
+  EXPECT_GE(millisSince(created), 2900) << "parked within the grace period";
+  EXPECT_EQ(devicePhase(registered), "Available");
+  EXPECT_EQ(reason(registered), "");
+
+  // Gone again whatever fails below, so that no other test's pod is placed on it.
+  struct NodeRemover {
+    std::string name;
+    ~NodeRemover() {
+      try {
+        removeIgnoringMissing(resources::kNodes, "", name);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "could not delete node " << name << ": " << e.what();
+      }
+    }
+  } remover{ghost};
+  api_->create(resources::kNodes, "", nodeObject(ghost));
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 10s)) << logs();
+  EXPECT_EQ(reason(device), "");
+
+  api_->remove(resources::kNodes, "", ghost);
+  EXPECT_TRUE(eventually(parked, 15s)) << logs();
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 // Objects the API accepts but the parser rejects: each gets a reason (or, for a pod, an event)
 // and none of them stops the others from being served.
 TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {

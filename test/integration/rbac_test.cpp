@@ -90,7 +90,10 @@ TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
           {"update extendedresources.extendedresource.io", false},
           {"delete extendedresourceclaims.extendedresource.io -A", false},
           {"get secrets -A", false},
-          {"list nodes", false},
+          // Nodes: only whether one is registered (a device's node without one is not offered).
+          {"watch nodes", true},
+          {"get nodes", false},
+          {"patch nodes", false},
           {"create leases -n default", false},
       });
 }

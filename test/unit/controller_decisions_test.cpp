@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/reconcile_decisions.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 namespace {
@@ -716,6 +717,53 @@ TEST_F(DeviceDecisionTest, DeviceOfAClaimThisControllerReleasedIsFreedAtOnce) {
 
 TEST_F(DeviceDecisionTest, ReleasedWithClaimDoesNotOverrideAListing) {
   view.releasedWithClaim = true;
+  as<action::Nothing>(decideDevice(view));
+}
+
+// A free device whose node has no Node object is parked once that has lasted the grace, a
+// quick re-registration flaps nothing, and the Node coming back offers it again.
+TEST_F(DeviceDecisionTest, AFreeDeviceOfAnUnregisteredNodeIsParkedAfterTheGrace) {
+  device = availableDevice("d0");
+  device.meta.labels[kNodeLabel] = "n1";
+  view.claim = nullptr;
+  view.nodeRegistered = false;
+  auto d = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(d).remaining, kGrace);
+  EXPECT_EQ(d.suspectSince, kT0);
+  view.suspectSince = kT0 - kGrace + 1s;
+  as<action::WaitGrace>(decideDevice(view));
+  view.suspectSince = kT0 - kGrace;
+  d = decideDevice(view);
+  EXPECT_NE(as<action::ParkDevice>(d).message.find("node n1 has no Node object"),
+            std::string::npos);
+  EXPECT_FALSE(d.suspectSince);
+
+  view.nodeRegistered = true;
+  d = decideDevice(view);
+  as<action::Nothing>(d);
+  EXPECT_FALSE(d.suspectSince) << "registered again within the grace: the clock is forgotten";
+  view.nodeRegistered.reset();  // Nodes not watched
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, AParkedDeviceIsOfferedAgainOnceItsNodeRegisters) {
+  device = availableDevice("d0");
+  device.meta.labels[kNodeLabel] = "n1";
+  view.claim = nullptr;
+  ASSERT_TRUE(parkDeviceOffNode(device, "node n1 has no Node object").ok());
+  view.nodeRegistered = false;
+  as<action::Nothing>(decideDevice(view));
+  view.nodeRegistered = true;
+  as<action::UnparkDevice>(decideDevice(view));
+
+  device.reason = toString(Reason::kDeviceUnhealthy);  // Pending for another reason: not ours
+  as<action::Nothing>(decideDevice(view));
+}
+
+TEST_F(DeviceDecisionTest, ABoundDeviceStaysWithItsPodWhenItsNodeIsGone) {
+  device.meta.labels[kNodeLabel] = "n1";
+  view.nodeRegistered = false;
+  view.suspectSince = kT0 - 1h;
   as<action::Nothing>(decideDevice(view));
 }
 

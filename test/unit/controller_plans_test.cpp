@@ -667,6 +667,30 @@ TEST_F(DevicePlanTest, EveryDeviceWriteCarriesTheConditionsItsBodyWrites) {
   expectWriteWithItsConditions(planDevice(in), Change::kDeletionWaiting);
 }
 
+TEST_F(DevicePlanTest, ADeviceOfAnUnregisteredNodeIsParkedThenOfferedAgain) {
+  device.meta.labels[kNodeLabel] = "n1";
+  in.view.nodeRegistered = false;
+  in.view.suspectSince = kT0 - 45s;
+  Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kDeviceParked);
+  nlohmann::json status = renderWrite(*p.write).body["status"];
+  EXPECT_EQ(status["phase"], "Pending");
+  EXPECT_EQ(status["reason"], "NodeNotRegistered");
+  EXPECT_EQ(status["conditions"][0]["reason"], "NotOffered");
+  expectWriteWithItsConditions(p, Change::kDeviceParked);
+
+  device.phase = DevicePhase::kPending;
+  device.reason = "NodeNotRegistered";
+  in.view.nodeRegistered = true;
+  p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  status = renderWrite(*p.write).body["status"];
+  EXPECT_EQ(status["phase"], "Available");
+  EXPECT_FALSE(status.contains("reason")) << status.dump();
+  expectWriteWithItsConditions(p, Change::kDeviceUnparked);
+}
+
 TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   in.protect = true;
   device.meta.finalizers = {kDeviceProtectionFinalizer};

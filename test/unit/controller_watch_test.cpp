@@ -170,6 +170,23 @@ TEST(WatchTriggers, ADeviceThatBecomesAvailableNudgesItsResource) {
       << "its first status write is the event that counts";
 }
 
+TEST(WatchTriggers, ANodeRegisteredOrDeletedWakesTheDevicesLabelledWithIt) {
+  auto mine = std::make_shared<ExtendedResource>(availableDevice("d0"));
+  mine->meta.labels[kNodeLabel] = "n1";
+  auto other = std::make_shared<ExtendedResource>(availableDevice("d1"));
+  other->meta.labels[kNodeLabel] = "n2";
+  auto unlabelled = std::make_shared<ExtendedResource>(availableDevice("d2"));
+  Triggers t = nodeRegistrationChanged("n1", {mine, other, unlabelled});
+  ASSERT_EQ(t.keys.size(), 1u);
+  EXPECT_TRUE(hasKey(t, DeviceKey{"d0"}));
+
+  ExtendedResource parked = *mine;
+  parked.phase = DevicePhase::kPending;
+  parked.reason = "NodeNotRegistered";
+  EXPECT_TRUE(hasNudge(deviceChanged(&parked, *mine), NudgeTarget::resource("nvidia.com/gpu")))
+      << "offered again: pods waiting for it are retried";
+}
+
 TEST(WatchTriggers, PodsWakeTheirClaimsAndOnlyAnnotatedOnesAreChecked) {
   Pod p;
   p.meta = {.name = "p", .ns = "default", .uid = "uid-p"};

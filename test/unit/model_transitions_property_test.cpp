@@ -131,7 +131,7 @@ class Steps {
 
   // One random step; true when it changed the world.
   bool step(std::string& what) {
-    switch (pick(7)) {
+    switch (pick(8)) {
       case 0:
         return bind(what);
       case 1:
@@ -144,6 +144,8 @@ class Steps {
         return recover(what);
       case 5:
         return health(what);
+      case 6:
+        return nodeRegistration(what);
       default:
         return undoBind(what);
     }
@@ -352,6 +354,26 @@ class Steps {
     if (!next) {
       return false;
     }
+    d = *next;
+    return true;
+  }
+
+  // The device's node loses or regains its Node object: a free device is parked or offered
+  // again; any other is refused, untouched.
+  bool nodeRegistration(std::string& what) {
+    if (w_.devices.empty()) {
+      return false;
+    }
+    ExtendedResource& d = any(w_.devices);
+    const bool gone = pick(2) == 0;
+    what = "device " + d.meta.name + (gone ? " parked off its node" : " offered again");
+    auto next = tryTransition(d, [&](ExtendedResource& d) {
+      return gone ? parkDeviceOffNode(d, "node gone") : unparkDevice(d);
+    });
+    if (!next) {
+      return false;
+    }
+    EXPECT_FALSE(next->claimRef) << "only a free device is parked or unparked";
     d = *next;
     return true;
   }
