@@ -10,12 +10,14 @@
 # ctest's, or 1 when the cluster could not be brought up or a check after ctest failed.
 #
 # A full run (no extra arguments) first checks that a node network left by a killed run is
-# reclaimed (controlplane/node/reclaim-check.sh), and after ctest checks, from the API server's audit log, that the node
-# agent used every permission deploy/ grants it and asked for nothing more (tools/ker-rbac-usage;
-# test/e2e/rbac-not-requested.txt lists what is granted for other reasons), and then replaces
-# deploy/ with `helm install` of charts/kube-extended-resource, runs the sample workload with a
-# device and `helm upgrade`s under it (test/helm/install-test.sh, about 2 min). KER_E2E_HELM=1
-# runs that Helm phase after a filtered run too (e.g. `-R TwoPodsEachSee`), when ctest passed.
+# reclaimed (controlplane/node/reclaim-check.sh). After ctest it checks, from the API server's
+# audit log, that the node agent used every permission deploy/ grants it and asked for nothing
+# more (tools/ker-rbac-usage; test/e2e/rbac-not-requested.txt lists what is granted for other
+# reasons), and then replaces deploy/ with `helm install` of charts/kube-extended-resource, runs
+# the sample workload with a device and `helm upgrade`s under it (test/helm/install-test.sh,
+# about 2 min). KER_E2E_HELM=1 runs that Helm phase after a filtered run too (e.g.
+# `-R TwoPodsEachSee`), when ctest passed. After the stop it checks that nothing of the run is
+# left or sends to its addresses for 10 s (controlplane/node/teardown-check.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +25,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log() { printf '[run-e2e] %s\n' "$*" >&2; }
 
 if (($# < 1)); then
-  sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 fi
 # shellcheck source=lib/suite.sh
@@ -47,6 +49,9 @@ collect() {
 }
 
 SUITE_DIR=$dir SUITE_KEEP=${KEEP_E2E_DIR:-0} SUITE_COLLECT=collect
+# After a full run's stop: nothing of it left, and nothing sent to its addresses any more.
+teardown_check() { "$here/controlplane/node/teardown-check.sh" "$dir" 10; }
+(($# > 0)) || SUITE_AFTER_STOP=teardown_check
 suite_traps
 
 # First, on a full run: a node network left by a killed run must not block the next one.

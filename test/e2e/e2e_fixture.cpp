@@ -182,6 +182,15 @@ void E2eTest::removeDeviceFromNodeFile(const std::string& name) {
   }
 }
 
+std::vector<std::string> E2eTest::allocated(const std::string& claim) {
+  std::vector<std::string> out;
+  for (const auto& d :
+       getClaim(claim).value("/status/extendedResourceNames"_json_pointer, json::array())) {
+    out.push_back(d.get<std::string>());
+  }
+  return out;
+}
+
 void E2eTest::createClaim(const std::string& name, int count) {
   api_->create(resources::kExtendedResourceClaims, ns_,
                itest::claimObject(ns_, name, resource_, count, {{"type", "k80"}}));

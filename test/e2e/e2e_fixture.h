@@ -75,6 +75,8 @@ class E2eTest : public ::testing::Test {
   std::optional<json> getPod(const std::string& name);
   std::string podPhase(const std::string& name);
   json getClaim(const std::string& name);
+  // The devices the claim's status allocates.
+  std::vector<std::string> allocated(const std::string& claim);
   json getDevice(const std::string& name);
   bool podRunning(const std::string& name) { return podPhase(name) == "Running"; }
   // `kubectl logs` of the pod's (only) container; empty when it fails.

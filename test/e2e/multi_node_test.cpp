@@ -1,15 +1,18 @@
 // Two real nodes, each with its own kubelet, containerd, kube-proxy and node agent (the second
 // in namespaces of its own, tainted so that only these tests' pods go there): pods placed
 // between them by their devices, a shared claim keeping its pods on its device's node, a
-// device name both nodes' files list, and a Node deleted while a pod holds its device.
+// device name both nodes' files list, preemption choosing between the nodes, and a Node deleted
+// while a pod holds its device.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "common/api_error.h"
 #include "e2e_fixture.h"
 #include "model/objects.h"
+#include "test/integration/priority_classes.h"
 
 namespace ker::e2e {
 namespace {
@@ -26,14 +29,36 @@ class MultiNodeTest : public E2eTest {
     second_ = all[1];
   }
 
-  // A pod that may run on either node, printing the IDs it was given and its device nodes.
-  void startPod(const std::string& name, const std::string& claim) {
+  void TearDown() override {
+    E2eTest::TearDown();
+    if (priorityClasses_) {
+      priorityClasses_->removeAll();
+    }
+  }
+
+  // A pod that may run on either node, printing the IDs it was given and its device nodes; of
+  // PriorityClass `priorityClass` when one is given.
+  void startPod(const std::string& name, const std::string& claim,
+                const std::string& priorityClass = "") {
     json pod = busyboxPod(name, {claim},
                           "echo \"ids=$" + deviceEnvName() +
                               "\"; echo \"nodes=$(ls /dev | grep ^ker- | tr '\\n' ' ')\"; "
                               "exec sleep 3600");
     pod["spec"]["tolerations"] = json::array({extraNodeToleration()});
-    createPod(pod);
+    if (priorityClass.empty()) {
+      createPod(pod);
+      return;
+    }
+    pod["spec"]["priorityClassName"] = priorityClass;
+    ASSERT_TRUE(itest::createPodOnceAdmitted(*api_, ns_, pod, 30s, 200ms))
+        << "PriorityClass " << priorityClass << " never admitted";
+  }
+
+  std::string priorityClass(int value) {
+    if (!priorityClasses_) {
+      priorityClasses_.emplace(*api_);
+    }
+    return priorityClasses_->create(value);
   }
 
   std::string nodeOf(const std::string& pod) {
@@ -52,6 +77,7 @@ class MultiNodeTest : public E2eTest {
   }
 
   std::string second_;
+  std::optional<itest::PriorityClasses> priorityClasses_;  // once a test asks for one
 };
 
 // Each node's agent publishes its own node's devices only, and each pod runs where the device
@@ -150,6 +176,46 @@ TEST_F(MultiNodeTest, ADeviceNameBothNodesListStaysWithTheNodeThatPublishedItFir
   EXPECT_EQ(nodeOf("p"), node());
   const std::string out = awaitOutput("p");
   EXPECT_NE(out.find("ids=" + name + "-id\n"), std::string::npos) << out;
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
+// Preemption choosing between the nodes: each node's one device is held by a pod of lower
+// priority than the preemptor, and the victim is the holder of the lowest priority, on
+// whichever node that is (the second here, so that the first node is not the answer by
+// default). The preemptor runs there with the device its victim held; the other holder runs on.
+TEST_F(MultiNodeTest, PreemptionTakesTheDeviceOfTheLowestPriorityHolderOnEitherNode) {
+  const std::string low = priorityClass(10);
+  const std::string mid = priorityClass(50);
+  const std::string high = priorityClass(1000);
+  const std::string lowDevice = uniqueName("low");
+  createDevice(lowDevice, "k80", second_);
+  createClaim("low");
+  startPod("low", "low", low);
+  ASSERT_TRUE(eventually([&] { return podRunning("low"); }, 120s)) << podPhase("low");
+  ASSERT_EQ(nodeOf("low"), second_);
+  const std::string midDevice = uniqueName("mid");
+  createDevice(midDevice, "k80", node());
+  createClaim("mid");
+  startPod("mid", "mid", mid);
+  ASSERT_TRUE(eventually([&] { return podRunning("mid"); }, 120s)) << podPhase("mid");
+  ASSERT_EQ(nodeOf("mid"), node());
+  const std::string midUid = getPod("mid")->value("/metadata/uid"_json_pointer, std::string());
+
+  createClaim("high");
+  startPod("high", "high", high);
+  ASSERT_TRUE(eventually([&] { return podRunning("high"); }, 180s))
+      << podPhase("high") << "; FailedScheduling: "
+      << testing::PrintToString(eventMessages("high", "FailedScheduling"));
+  EXPECT_EQ(nodeOf("high"), second_);
+  EXPECT_EQ(allocated("high"), std::vector<std::string>{lowDevice});
+  const std::string out = awaitOutput("high");
+  EXPECT_NE(out.find("ids=" + lowDevice + "-id\n"), std::string::npos) << out;
+  EXPECT_TRUE(eventually([&] { return !getPod("low"); }, 30s))
+      << "the victim outlived the preemption: " << podPhase("low");
+  ASSERT_TRUE(getPod("mid"));
+  EXPECT_EQ(getPod("mid")->value("/metadata/uid"_json_pointer, std::string()), midUid);
+  EXPECT_TRUE(podRunning("mid"));
+  EXPECT_EQ(allocated("mid"), std::vector<std::string>{midDevice});
   EXPECT_EQ(env_->invariantViolations(), "");
 }
 

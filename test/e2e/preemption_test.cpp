@@ -111,16 +111,6 @@ class PreemptionTest : public E2eTest {
     return text.str();
   }
 
-  // The devices a claim's status allocates.
-  std::vector<std::string> allocated(const std::string& claim) {
-    std::vector<std::string> out;
-    for (const auto& d :
-         getClaim(claim).value("/status/extendedResourceNames"_json_pointer, json::array())) {
-      out.push_back(d.get<std::string>());
-    }
-    return out;
-  }
-
   std::string markerDir_;
   std::optional<itest::PriorityClasses> priorityClasses_;  // from SetUp on, on a real node
   std::string watchError_;

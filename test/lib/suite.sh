@@ -6,6 +6,7 @@
 #   SUITE_DIR        the launcher's folder
 #   SUITE_KEEP       1 keeps the folder after a success (it is always kept after a failure)
 #   SUITE_COLLECT    optional: a function run after a failure, before the cluster stops
+#   SUITE_AFTER_STOP optional: a function run once the cluster stopped; its failure fails the run
 SUITE_LAUNCHER="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/controlplane/launch.sh"
 suite_child=''
 
@@ -31,6 +32,8 @@ suite_on_exit() {
   ((rc == 0)) || [[ -z "${SUITE_COLLECT:-}" ]] || "$SUITE_COLLECT" || true
   if ! "$SUITE_LAUNCHER" stop "$SUITE_DIR"; then
     log "stopping the cluster in $SUITE_DIR failed"
+    ((rc != 0)) || rc=1
+  elif [[ -n "${SUITE_AFTER_STOP:-}" ]] && ! "$SUITE_AFTER_STOP"; then
     ((rc != 0)) || rc=1
   fi
   if ((rc != 0)) || [[ "${SUITE_KEEP:-0}" == 1 ]]; then

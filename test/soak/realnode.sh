@@ -44,13 +44,12 @@ build_dir=$(cd "$build_dir" && pwd)
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ker-rsoak.XXXXXX")
 on_exit() {
-  local rc=$? left
+  local rc=$?
   trap - EXIT INT TERM
-  "$launcher" stop "$dir" >/dev/null 2>&1 || { log "stopping the cluster in $dir failed"; ((rc != 0)) || rc=1; }
-  left=$(pgrep -a -f -- "$dir/" || true)
-  if [[ -n "$left" ]]; then
-    log "processes left behind:"
-    printf '%s\n' "$left" | cut -c1-200 >&2
+  if ! "$launcher" stop "$dir" >/dev/null 2>&1; then
+    log "stopping the cluster in $dir failed"
+    ((rc != 0)) || rc=1
+  elif ! "$root/test/controlplane/node/teardown-check.sh" "$dir" 10; then
     ((rc != 0)) || rc=1
   fi
   if ((rc != 0)) || [[ "${SOAK_KEEP:-0}" == 1 ]]; then
