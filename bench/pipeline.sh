@@ -36,6 +36,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../test/lib/crds.sh
+source "$root/test/lib/crds.sh"
 build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${JOBS:-2}
 launcher=$root/test/controlplane/launch.sh
@@ -182,10 +184,11 @@ k8s_version=$(env_get KUBERNETES_VERSION)
   die "kube-apiserver $k8s_version does not serve resource.k8s.io/v1"
 
 "$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
-"$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
+admin_kubectl() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
+wait_crds_established admin_kubectl \
   crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
   crd/extendedresourceclaimtemplates.extendedresource.io \
-  crd/extendedresourceclasses.extendedresource.io >/dev/null
+  crd/extendedresourceclasses.extendedresource.io || die "the CRDs are not Established"
 "$launcher" apply-deploy-rbac "$cp_dir"
 # As deployed: the classes variant's pods get the scheduling gate the controller lifts with their
 # record (the ext instance is deploy/'s profile, extended-resource-scheduler).

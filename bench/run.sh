@@ -12,6 +12,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../test/lib/crds.sh
+source "$root/test/lib/crds.sh"
 build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${JOBS:-2}
 launcher=$root/test/controlplane/launch.sh
@@ -83,8 +85,9 @@ kubeconfig=$(env_get KUBECONFIG)
 kubectl=$(env_get KUBECTL)
 
 "$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/crds" >/dev/null
-"$kubectl" --kubeconfig "$kubeconfig" wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io >/dev/null
+admin_kubectl() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
+wait_crds_established admin_kubectl crd/extendedresources.extendedresource.io \
+  crd/extendedresourceclaims.extendedresource.io || { log "the CRDs are not Established"; exit 1; }
 
 log "applying the ServiceAccounts and RBAC of deploy/"
 "$launcher" apply-deploy-rbac "$cp_dir"

@@ -27,6 +27,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../test/lib/crds.sh
+source "$root/test/lib/crds.sh"
 in_cluster=false nodes=1
 while (($#)); do
   case "$1" in
@@ -173,10 +175,10 @@ kubectl() { "$bin_dir/kubectl" "$@"; }
 if ! $in_cluster; then
   log "applying crds/"
   kubectl apply -f "$root/crds" >/dev/null
-  kubectl wait --for=condition=Established --timeout=60s \
+  wait_crds_established kubectl \
     crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
     crd/extendedresourceclaimtemplates.extendedresource.io \
-    crd/extendedresourceclasses.extendedresource.io >/dev/null
+    crd/extendedresourceclasses.extendedresource.io || { log "the CRDs are not Established"; exit 1; }
 
   log "applying the ServiceAccounts and RBAC of deploy/"
   "$launcher" apply-deploy-rbac "$cp"

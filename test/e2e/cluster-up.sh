@@ -24,6 +24,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=../lib/crds.sh
+source "$root/test/lib/crds.sh"
 launcher="$root/test/controlplane/launch.sh"
 
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
@@ -110,9 +112,9 @@ done
 kubectl() { "$bin_dir/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 log "applying crds/ and deploy/"
 kubectl apply -f "$root/crds" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
-  crd/extendedresourceclasses.extendedresource.io >/dev/null
+wait_crds_established kubectl crd/extendedresources.extendedresource.io \
+  crd/extendedresourceclaims.extendedresource.io crd/extendedresourceclasses.extendedresource.io ||
+  die "the CRDs are not Established"
 kubectl kustomize --load-restrictor=LoadRestrictionsNone "$here/deploy" | kubectl create -f - >/dev/null
 for d in extended-resource-scheduler extended-resource-controller; do
   # (rollout status fails on a Deployment the controller has not yet given conditions.)

@@ -2,21 +2,24 @@
 // higher-priority pods preempt them for their devices) while
 // faults are injected in turn (agents killed and stalled, containerd killed, kubelets restarted,
 // the leaders killed, kube-apiserver restarted, a node drained, a device unhealthy, a node file
-// entry gone). Every container records from inside what it was given; the checker then proves
-// the promise per container. KER_SOAK_SECONDS sets the churn time (default: one round of the
-// faults, a few minutes); KER_SOAK_REPORT names a Markdown file for the report
-// (test/soak/run.sh --real-node writes test/soak/realnode-report.md that way).
+// entry gone), each alone and then in pairs at once. Every container records from inside what it
+// was given; the checker then proves the promise per container. KER_SOAK_SECONDS sets the churn
+// time (default: one round of the faults, a few minutes); KER_SOAK_REPORT names a Markdown file for
+// the report (test/soak/run.sh --real-node writes test/soak/realnode-report.md that way).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -377,13 +380,15 @@ class RealNodeSoakTest : public E2eTest {
   }
 
   std::string deviceOn(const std::string& node) {
+    std::lock_guard lock(rngMu_);
     const auto& list = node == this->node() ? firstNodeDevices_ : secondNodeDevices_;
     return list[std::uniform_int_distribution<size_t>(0, list.size() - 1)(rng_)];
   }
 
   std::string records_;
   int seconds_ = 0;
-  int serial_ = 0;
+  std::atomic<int> serial_{0};  // faults of a pair run on two threads
+  std::mutex rngMu_;
   std::mt19937 rng_{20261130};
   std::vector<std::string> firstNodeDevices_, secondNodeDevices_;
   std::vector<testsupport::AgentOutage> outages_;  // the agents' stalls
@@ -409,21 +414,58 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
                                            "extender-leader-killed", "controller-leader-killed",
                                            "apiserver-restarted",    "node-drained",
                                            "device-unhealthy",       "node-file-entry-removed"};
+  // Two faults at once, the first on one node and the second on the other (the nodes swap each
+  // round). No pair repeats a fault, or pairs two the launcher runs (it serialises its commands
+  // on the cluster's folder); the API server's restart is paired with a fault that needs no API.
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"kubelet-restarted", "agent-stalled"},
+      {"apiserver-restarted", "node-file-entry-removed"},
+      {"containerd-killed", "extender-leader-killed"},
+      {"node-drained", "device-unhealthy"},
+      {"agent-killed", "controller-leader-killed"}};
+  const size_t round = faults.size() + pairs.size();
   std::vector<FaultResult> results;
   const auto start = Clock::now();
   const auto churnFor = std::chrono::seconds(seconds_);
   size_t next = 0;
-  // Churn between faults; at least one round of every fault, on alternating nodes.
-  while (next < faults.size() || Clock::now() - start < churnFor) {
+  // Churn between faults; at least one round of every fault alone and of every pair, on
+  // alternating nodes.
+  while (next < round || Clock::now() - start < churnFor) {
     for (int i = 0; i < 5; ++i) {
       churn();
       std::this_thread::sleep_for(1s);
     }
     FaultResult r;
-    r.fault = faults[next % faults.size()];
-    r.node = (next / faults.size() + next) % 2 == 0 ? node() : second;
+    const size_t at = next % round;
+    const bool firstNode = (next / round + next) % 2 == 0;
+    r.node = firstNode ? node() : second;
     ++next;
-    inject(r.fault, r.node);
+    if (at < faults.size()) {
+      r.fault = faults[at];
+      inject(r.fault, r.node);
+    } else {
+      const auto& [a, b] = pairs[at - faults.size()];
+      const std::string other = firstNode ? second : node();
+      r.fault = a + " + " + b;
+      r.node += " + " + other;
+      std::thread alongside([&, b, other] {
+        try {
+          inject(b, other);
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << b << " on " << other << " alongside " << a << ": " << e.what();
+        }
+      });
+      std::exception_ptr failed;  // joined before it is thrown on
+      try {
+        inject(a, firstNode ? node() : second);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      alongside.join();
+      if (failed) {
+        std::rethrow_exception(failed);
+      }
+    }
     const auto injected = Clock::now();
     std::string why;
     if (eventually([&] { return (why = notYetRecovered()).empty(); }, 120s, 500ms)) {

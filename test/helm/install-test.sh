@@ -33,6 +33,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=../lib/crds.sh
+source "$root/test/lib/crds.sh"
 chart="$root/charts/kube-extended-resource"
 
 log() { printf '[helm-install-test] %s\n' "$*" >&2; }
@@ -308,7 +310,7 @@ helm install "$release" "$chart" -n "$sys" -f "$work/values.yaml" --wait --timeo
   fail "helm install failed"
 }
 check_components
-kubectl wait --for=condition=Established --timeout=60s "${crds[@]/#/crd/}" >/dev/null ||
+wait_crds_established kubectl "${crds[@]/#/crd/}" ||
   fail "the chart's CRDs are not Established" crd "${crds[@]}"
 log "  $(helm list -n "$sys" -f "^$release\$" | tail -n 1 | tr -s '\t ' ' ')"
 done_step

@@ -131,13 +131,19 @@ void TestEnv::ensureCrds() {
   if (kubectl("apply -f " + shellQuote(repoRoot() + "/crds"), &out) != 0) {
     throw std::runtime_error("applying crds/ failed: " + out);
   }
-  if (kubectl("wait --for=condition=Established --timeout=60s "
-              "crd/extendedresources.extendedresource.io "
-              "crd/extendedresourceclaims.extendedresource.io "
-              "crd/extendedresourceclaimtemplates.extendedresource.io "
-              "crd/extendedresourceclasses.extendedresource.io",
-              &out) != 0) {
-    throw std::runtime_error("CRDs not Established: " + out);
+  // kubectl wait fails at once, instead of waiting, while a new CRD's status.conditions is
+  // still null (test/lib/crds.sh), so it is asked again until 60 s have passed.
+  const auto crdsDeadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (kubectl("wait --for=condition=Established --timeout=10s "
+                 "crd/extendedresources.extendedresource.io "
+                 "crd/extendedresourceclaims.extendedresource.io "
+                 "crd/extendedresourceclaimtemplates.extendedresource.io "
+                 "crd/extendedresourceclasses.extendedresource.io",
+                 &out) != 0) {
+    if (std::chrono::steady_clock::now() > crdsDeadline) {
+      throw std::runtime_error("CRDs not Established: " + out);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   // Discovery of a new group can lag Established by a moment.
   eventually(

@@ -14,6 +14,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../lib/crds.sh
+source "$root/test/lib/crds.sh"
 launcher=$root/test/controlplane/launch.sh
 
 log() { printf '[soak/run.sh] %s\n' "$*" >&2; }
@@ -122,9 +124,10 @@ env_get() { sed -n "s/^$1=//p" "$env_file" | tail -n1; }
 kubectl=("$(env_get KUBECTL)" --kubeconfig "$(env_get KUBECONFIG)")
 
 "${kubectl[@]}" apply -f "$root/crds" >/dev/null
-"${kubectl[@]}" wait --for=condition=Established --timeout=60s \
-  crd/extendedresources.extendedresource.io crd/extendedresourceclaims.extendedresource.io \
-  crd/extendedresourceclaimtemplates.extendedresource.io >/dev/null
+run_kubectl() { "${kubectl[@]}" "$@"; }
+wait_crds_established run_kubectl crd/extendedresources.extendedresource.io \
+  crd/extendedresourceclaims.extendedresource.io crd/extendedresourceclaimtemplates.extendedresource.io ||
+  { log "the CRDs are not Established"; exit 1; }
 # The ServiceAccounts and RBAC of deploy/. No kube-controller-manager runs, so the
 # Deployments in the same files stay inert: the soak runs the binaries itself.
 "${kubectl[@]}" apply -f "$root/deploy/extender.yaml" -f "$root/deploy/deployment.yaml" >/dev/null
