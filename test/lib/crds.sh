@@ -7,11 +7,11 @@
 # instead of waiting while a new CRD's status.conditions is still null (k8s.io/kubectl's
 # checkCondition takes a null for a wrong type), so it is asked again until that has passed.
 wait_crds_established() {
-  local kubectl=$1 end=$((SECONDS + 60))
+  local crds_kubectl=$1 end=$((SECONDS + 60))
   shift
   while ((SECONDS < end)); do
-    "$kubectl" wait --for=condition=Established --timeout="$((end - SECONDS))s" "$@" >/dev/null 2>&1 && return 0
+    "$crds_kubectl" wait --for=condition=Established --timeout="$((end - SECONDS))s" "$@" >/dev/null 2>&1 && return 0
     sleep 0.5
   done
-  "$kubectl" wait --for=condition=Established --timeout=1s "$@" >/dev/null
+  "$crds_kubectl" wait --for=condition=Established --timeout=1s "$@" >/dev/null
 }
