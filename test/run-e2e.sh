@@ -10,7 +10,8 @@
 # ctest's, or 1 when the cluster could not be brought up or a check after ctest failed.
 #
 # A full run (no extra arguments) first checks that a node network left by a killed run is
-# reclaimed (controlplane/node/reclaim-check.sh). After ctest it checks, from the API server's
+# reclaimed (controlplane/node/reclaim-check.sh) and that the bridge keeps its address when pods
+# join it (controlplane/node/bridge-check.sh). After ctest it checks, from the API server's
 # audit log, that the node agent used every permission deploy/ grants it and asked for nothing
 # more (tools/ker-rbac-usage; test/e2e/rbac-not-requested.txt lists what is granted for other
 # reasons), and then replaces deploy/ with `helm install` of charts/kube-extended-resource, runs
@@ -54,9 +55,11 @@ teardown_check() { "$here/controlplane/node/teardown-check.sh" "$dir" 10; }
 (($# > 0)) || SUITE_AFTER_STOP=teardown_check
 suite_traps
 
-# First, on a full run: a node network left by a killed run must not block the next one.
+# First, on a full run: a node network left by a killed run must not block the next one, and
+# a pod joining the bridge must not change the address everything on it reaches the host by.
 if (($# == 0)); then
   "$here/controlplane/node/reclaim-check.sh" || { log "reclaim-check failed"; exit 1; }
+  "$here/controlplane/node/bridge-check.sh" || { log "bridge-check failed"; exit 1; }
 fi
 
 # Two nodes: the second is tainted, so only the multi-node tests' pods (and the node agent) run
