@@ -61,6 +61,7 @@ struct AgentApp::Impl {
                 .users = &users,
                 .guard = config.guard,
                 .pods = &podSource,
+                .readBudget = config.liveReadBudget,
                 .classes = [this]() -> std::optional<ClassTable> {
                   if (!classes.hasSynced()) {
                     return std::nullopt;

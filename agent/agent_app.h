@@ -27,6 +27,11 @@ struct AgentAppConfig {
   std::chrono::milliseconds syncPeriod{std::chrono::seconds(5)};
   // "host:port" or ":port" for /healthz, /readyz and /metrics; "" or "0" serves nothing.
   std::string metricsBindAddress = ":8082";
+  // What the live API reads behind one container's answer (its pod, each of its claims) may
+  // take together. Below the runtime's request timeout (containerd's 2 s), so the agent answers,
+  // refusing when it could not read, before the runtime gives up on it and starts the container
+  // without its devices.
+  std::chrono::milliseconds liveReadBudget{std::chrono::seconds(1)};
   // Containers refused for reaching a managed device without a claim, but in these namespaces.
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
   // The allocation policy whose absence /readyz reports; nullopt: not checked.

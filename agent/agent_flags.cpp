@@ -48,9 +48,10 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
       syncPeriod_(flags.addDuration("sync-period", d.app.syncPeriod,
                                     "how often the node file is re-read and device health "
                                     "checked")),
-      liveReadTimeout_(flags.addDuration(
-          "live-read-timeout", d.liveReadTimeout,
-          "limit of a claim read made while the runtime waits (below its request timeout, 2s)")),
+      liveReadBudget_(flags.addDuration(
+          "live-read-timeout", d.app.liveReadBudget,
+          "limit of the API reads behind one container's answer, together (below the "
+          "runtime's request timeout, 2s)")),
       metricsBindAddress_(flags.addString("metrics-bind-address", d.app.metricsBindAddress,
                                           "host:port for /healthz, /readyz, /metrics (0: off)")),
       refuseUnclaimed_(flags.addBool(
@@ -83,7 +84,7 @@ Status AgentFlags::settings(AgentSettings& out) const {
   }
   for (Status st : {checkFlagBindAddress("metrics-bind-address", *metricsBindAddress_),
                     checkFlagPositive("sync-period", *syncPeriod_),
-                    checkFlagPositive("live-read-timeout", *liveReadTimeout_)}) {
+                    checkFlagPositive("live-read-timeout", *liveReadBudget_)}) {
     if (!st.ok()) {
       return st;
     }
@@ -117,7 +118,7 @@ Status AgentFlags::settings(AgentSettings& out) const {
     }
     s.app.guard.exemptNamespaces.push_back(ns);
   }
-  s.liveReadTimeout = *liveReadTimeout_;
+  s.app.liveReadBudget = *liveReadBudget_;
   out = std::move(s);
   return {};
 }

@@ -16,9 +16,6 @@ struct AgentSettings {
   std::string kubeconfig;
   LogSettings log;
   AgentAppConfig app;
-  // Limit of a claim read made while the runtime waits: below the runtime's own request
-  // timeout (2s), so the agent answers, refusing, before the runtime gives up on it.
-  std::chrono::milliseconds liveReadTimeout{std::chrono::seconds(1)};
 };
 
 // The agent's flags: registered on construction with AgentSettings' defaults (and the node's
@@ -44,7 +41,7 @@ class AgentFlags {
   std::string* pluginName_;
   std::string* pluginIndex_;
   std::chrono::milliseconds* syncPeriod_;
-  std::chrono::milliseconds* liveReadTimeout_;
+  std::chrono::milliseconds* liveReadBudget_;
   std::string* metricsBindAddress_;
   bool* refuseUnclaimed_;
   std::string* exemptNamespaces_;

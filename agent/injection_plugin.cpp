@@ -5,6 +5,7 @@
 
 #include "common/comma_list.h"
 #include "common/logging.h"
+#include "common/request_deadline.h"
 
 namespace ker::agent {
 
@@ -227,7 +228,10 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
                                              nri::CreateContainerResponse* resp) {
   const auto start = std::chrono::steady_clock::now();
   const PodIdentity pod = identityOf(req.pod());
-  Injection inj = decide(pod, containerRequestOf(req.container()));
+  Injection inj = [&] {
+    RequestDeadline fence(start + deps_.readBudget);
+    return decide(pod, containerRequestOf(req.container()));
+  }();
   const char* result = resultOf(inj);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

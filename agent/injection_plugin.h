@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +39,9 @@ class InjectionPlugin : public nri::Plugin {
     DeviceUsers* users = nullptr;  // kept current from the runtime's reports
     DeviceGuard guard;
     PodSource* pods = nullptr;  // read only while `classes` gives a table that is not empty
+    // The time createContainer's reads (the pod, then each claim) share: a deadline on all of
+    // them, so that several slow ones cannot add up past the runtime's request timeout.
+    std::chrono::milliseconds readBudget{std::chrono::seconds(1)};
     // The ExtendedResourceClasses, nullopt while they have not been read; unset: none.
     std::function<std::optional<ClassTable>()> classes = {};
   };

@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
     ker::KubeConfig kc = ker::KubeConfig::load(settings.kubeconfig);
     ker::KubeClient api(kc, {.userAgent = "extended-resource-node-agent",
                              .fieldManager = "extended-resource-node-agent"});
-    ker::KubeClient live(kc, {.requestTimeout = settings.liveReadTimeout,
-                              .connectTimeout = settings.liveReadTimeout,
+    ker::KubeClient live(kc, {.requestTimeout = settings.app.liveReadBudget,
+                              .connectTimeout = settings.app.liveReadBudget,
                               .maxRetries = 0,
                               .userAgent = "extended-resource-node-agent",
                               .fieldManager = "extended-resource-node-agent"});

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -538,6 +539,75 @@ TEST_F(NodeAgentTest, ADevicePodCreatedAfterContainerdDroppedTheStalledAgentWait
   EXPECT_EQ(getPod("refused")->value("/status/containerStatuses/0/restartCount"_json_pointer, -1),
             0)
       << "it never ran before the agent was back";
+}
+
+// The agent cannot reach the API server (its packets to it dropped, so each read waits for its
+// timeout) when a pod naming two claims it has not seen bound is created on its node. Two reads
+// of a second each would add up past containerd's request timeout (2 s), and containerd would
+// start the container without its devices. The reads share one budget instead: the agent
+// refuses in time, and the container starts, with its devices, once the API is reachable.
+TEST_F(NodeAgentTest, AnAgentCutOffFromTheApiServerRefusesInTimeInsteadOfLettingAContainerThrough) {
+  const std::string first = uniqueName("gpu");
+  const std::string second = uniqueName("gpu");
+  createDevice(first);
+  createDevice(second);
+  createClaim("c1");
+  createClaim("c2");
+  ASSERT_TRUE(awaitNodeQuiet()) << "pods on the node kept starting or stopping";
+  const std::vector<json> agents = componentPods("extended-resource-node-agent", node());
+  ASSERT_EQ(agents.size(), 1u);
+  const std::string ip = agents[0].value("/status/podIP"_json_pointer, std::string());
+  ASSERT_FALSE(ip.empty());
+  // The first node is the host: the agent's packets to kube-apiserver (after kube-proxy's DNAT
+  // of the Service address) reach the host's INPUT chain. Its probes' replies are left alone.
+  const std::string rule = "INPUT -s " + ip + "/32 -p tcp --dport " +
+                           env_->value("APISERVER_PORT") +
+                           " -m comment --comment ker-e2e-agent-cut-off -j DROP";
+  ASSERT_EQ(std::system(("iptables -w -I " + rule).c_str()), 0);
+  bool cut = true;
+  auto reconnect = [&] {
+    if (cut) {
+      cut = std::system(("iptables -w -D " + rule).c_str()) != 0;
+    }
+  };
+  OnScopeExit restore(reconnect);
+
+  createPod(busyboxPod("cut-off", {"c1", "c2"}, stallScript(deviceEnvName())));
+  json p;
+  bool refused = false;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto got = getPod("cut-off");
+        if (!got) {
+          return false;
+        }
+        p = *got;
+        refused =
+            p.value("/status/containerStatuses/0/state/waiting/message"_json_pointer, std::string())
+                .find("extended-resource-node-agent: ") != std::string::npos;
+        return refused || p.contains("/status/containerStatuses/0/state/running"_json_pointer);
+      },
+      60s))
+      << "the container was neither refused nor started: " << p.dump();
+  ASSERT_TRUE(refused) << "it started while the agent could not read its claims:\n"
+                       << logs("cut-off") << p.dump();
+
+  reconnect();
+  ASSERT_FALSE(cut) << "could not remove the rule " << rule;
+  std::string out;
+  ASSERT_TRUE(eventually(
+      [&] {
+        out = logs("cut-off");
+        return podRunning("cut-off") && out.find(first + "-id") != std::string::npos &&
+               out.find(second + "-id") != std::string::npos;
+      },
+      120s))
+      << "it should run with both devices once the agent reads again: " << podPhase("cut-off")
+      << "\n"
+      << out;
+  EXPECT_EQ(getPod("cut-off")->value("/status/containerStatuses/0/restartCount"_json_pointer, -1),
+            0)
+      << "it never ran before the agent could read its claims";
 }
 
 TEST_F(NodeAgentTest, ChangingADevicesPropertiesInTheNodeFileUpdatesItsExtendedResource) {

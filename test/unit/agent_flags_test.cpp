@@ -32,7 +32,7 @@ TEST(AgentFlags, DefaultsAreAgentSettingsAndTheNodeFromTheEnvironment) {
   EXPECT_EQ(got.app.runtime.pluginIndex, want.app.runtime.pluginIndex);
   EXPECT_EQ(got.app.syncPeriod, want.app.syncPeriod);
   EXPECT_EQ(got.app.metricsBindAddress, want.app.metricsBindAddress);
-  EXPECT_EQ(got.liveReadTimeout, want.liveReadTimeout);
+  EXPECT_EQ(got.app.liveReadBudget, want.app.liveReadBudget);
   EXPECT_EQ(got.kubeconfig, "");
   EXPECT_EQ(got.log.format, LogSettings{}.format);
   EXPECT_EQ(got.log.verbosity, LogSettings{}.verbosity);
@@ -71,7 +71,7 @@ TEST(AgentFlags, ValidInputFillsTheConfig) {
   EXPECT_EQ(got.app.runtime.pluginName, "p");
   EXPECT_EQ(got.app.runtime.pluginIndex, "05");
   EXPECT_EQ(got.app.syncPeriod, seconds(2));
-  EXPECT_EQ(got.liveReadTimeout, milliseconds(500));
+  EXPECT_EQ(got.app.liveReadBudget, milliseconds(500));
   EXPECT_EQ(got.app.metricsBindAddress, "0");
   EXPECT_EQ(got.log.format, log::Format::kJson);
   EXPECT_EQ(got.log.verbosity, 1);

@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "agent/device_attribution.h"
 #include "agent/injection_plugin.h"
+#include "common/request_deadline.h"
 #include "nri_fake_runtime.h"
 
 namespace ker::agent {
@@ -14,6 +18,7 @@ class FakeClaims : public ClaimSource {
  public:
   Result get(const std::string& ns, const std::string& name, const std::string&) override {
     ++calls;
+    deadlines.push_back(RequestDeadline::remaining());
     auto it = claims.find(objectKey(ns, name));
     if (it == claims.end()) {
       return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
@@ -23,12 +28,16 @@ class FakeClaims : public ClaimSource {
   std::map<std::string, ExtendedResourceClaim> claims;
   std::string error;
   int calls = 0;
+  // The time left under the caller's deadline at each read (nullopt: none applied).
+  std::vector<std::optional<std::chrono::milliseconds>> deadlines;
 };
 
 class FakePods : public PodSource {
  public:
   Result get(const std::string& ns, const std::string& name, const std::string& uid) override {
     ++calls;
+    deadlines.push_back(RequestDeadline::remaining());
+    std::this_thread::sleep_for(takes);
     auto it = pods.find(objectKey(ns, name));
     if (it == pods.end() || it->second.meta.uid != uid) {
       return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
@@ -38,6 +47,8 @@ class FakePods : public PodSource {
   std::map<std::string, Pod> pods;
   std::string error;
   int calls = 0;
+  std::vector<std::optional<std::chrono::milliseconds>> deadlines;  // as FakeClaims'
+  std::chrono::milliseconds takes{0};                               // how long a read lasts
 };
 
 class FakeProbe : public DeviceProbe {
@@ -105,6 +116,7 @@ class InjectionPluginTest : public ::testing::Test {
                             .stopper = &stopper,
                             .users = &users,
                             .pods = &pods,
+                            .readBudget = readBudget,
                             .classes = [this] { return classes; }});
   }
 
@@ -147,6 +159,7 @@ class InjectionPluginTest : public ::testing::Test {
   FakeClaims claims;
   FakePods pods;
   std::optional<ClassTable> classes = ClassTable();
+  std::chrono::milliseconds readBudget{1000};
   FakeProbe probe;
   FakeStopper stopper;
   DeviceUsers users;
@@ -442,6 +455,29 @@ TEST_F(InjectionPluginTest, ARefusalFailsTheCreationWithItsMessage) {
   EXPECT_EQ(s.rpcCode(), nri::RpcCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("uid-other"), std::string::npos) << s.message();
   EXPECT_EQ(metrics.refusals.labels({"ClaimOfOtherPod"}).value(), 1);
+}
+
+// The pod read and the claim reads share one deadline: a slow pod read leaves the claim read
+// only what is left of the budget, so together they stay below the runtime's request timeout
+// (past which it starts the container without the agent).
+TEST_F(InjectionPluginTest, TheReadsOfOneAnswerShareOneDeadline) {
+  using std::chrono::milliseconds;
+  classes.reset();  // not read yet: the pod is read too
+  Pod p;
+  p.meta.uid = "uid-p";
+  pods.pods["ns/p"] = p;
+  pods.takes = milliseconds(300);
+  readBudget = milliseconds(400);
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(plugin().createContainer(request("c1"), &resp).isOk());
+  ASSERT_EQ(pods.deadlines.size(), 1u);
+  ASSERT_EQ(claims.deadlines.size(), 1u);
+  ASSERT_TRUE(pods.deadlines[0].has_value());
+  EXPECT_LE(*pods.deadlines[0], milliseconds(400));
+  ASSERT_TRUE(claims.deadlines[0].has_value());
+  EXPECT_LE(*claims.deadlines[0], milliseconds(100));
+  // Nothing outlives the answer: a read made afterwards on this thread has no deadline.
+  EXPECT_FALSE(RequestDeadline::remaining().has_value());
 }
 
 TEST_F(InjectionPluginTest, AnUnreadableClaimIsRefusedNotSkipped) {
