@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -75,6 +76,19 @@ std::string E2eTest::nodeValue(const std::string& node, const std::string& key) 
     return it->second;
   }
   throw std::runtime_error(file + " has no " + key);
+}
+
+ApiServerCutOff::ApiServerCutOff(const TestEnv& env, const std::string& podIp)
+    : rule_("INPUT -s " + podIp + "/32 -p tcp --dport " + env.value("APISERVER_PORT") +
+            " -m comment --comment ker-e2e-api-server-cut-off -j DROP") {
+  active_ = !podIp.empty() && std::system(("iptables -w -I " + rule_).c_str()) == 0;
+}
+
+bool ApiServerCutOff::restore() {
+  if (active_) {
+    active_ = std::system(("iptables -w -D " + rule_).c_str()) != 0;
+  }
+  return !active_;
 }
 
 json extraNodeToleration() {

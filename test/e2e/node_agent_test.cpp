@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -558,19 +557,8 @@ TEST_F(NodeAgentTest, AnAgentCutOffFromTheApiServerRefusesInTimeInsteadOfLetting
   ASSERT_EQ(agents.size(), 1u);
   const std::string ip = agents[0].value("/status/podIP"_json_pointer, std::string());
   ASSERT_FALSE(ip.empty());
-  // The first node is the host: the agent's packets to kube-apiserver (after kube-proxy's DNAT
-  // of the Service address) reach the host's INPUT chain. Its probes' replies are left alone.
-  const std::string rule = "INPUT -s " + ip + "/32 -p tcp --dport " +
-                           env_->value("APISERVER_PORT") +
-                           " -m comment --comment ker-e2e-agent-cut-off -j DROP";
-  ASSERT_EQ(std::system(("iptables -w -I " + rule).c_str()), 0);
-  bool cut = true;
-  auto reconnect = [&] {
-    if (cut) {
-      cut = std::system(("iptables -w -D " + rule).c_str()) != 0;
-    }
-  };
-  OnScopeExit restore(reconnect);
+  ApiServerCutOff cut(*env_, ip);
+  ASSERT_TRUE(cut.active()) << "could not drop the agent's packets to kube-apiserver";
 
   createPod(busyboxPod("cut-off", {"c1", "c2"}, stallScript(deviceEnvName())));
   json p;
@@ -592,8 +580,7 @@ TEST_F(NodeAgentTest, AnAgentCutOffFromTheApiServerRefusesInTimeInsteadOfLetting
   ASSERT_TRUE(refused) << "it started while the agent could not read its claims:\n"
                        << logs("cut-off") << p.dump();
 
-  reconnect();
-  ASSERT_FALSE(cut) << "could not remove the rule " << rule;
+  ASSERT_TRUE(cut.restore()) << "could not let the agent's packets through again";
   std::string out;
   ASSERT_TRUE(eventually(
       [&] {

@@ -311,6 +311,15 @@ class RealNodeSoakTest : public E2eTest {
       ::kill(pids[0], SIGCONT);
       outage.to = uptime();
       outages_.push_back(outage);
+    } else if (fault == "agent-cut-off") {
+      // Its network to the control plane failing: nothing it is asked meanwhile may be let
+      // through for want of an answer in time, so no outage is recorded.
+      const auto agents = componentPods(kAgent, node);
+      ASSERT_EQ(agents.size(), 1u);
+      ApiServerCutOff cut(*env_, agents[0].value("/status/podIP"_json_pointer, std::string()));
+      ASSERT_TRUE(cut.active()) << "could not drop the agent's packets to kube-apiserver";
+      createSoloPod();
+      std::this_thread::sleep_for(15s);
     } else if (fault == "containerd-killed") {
       ASSERT_EQ(env_->launch("restart-containerd", nodeArg), 0);
     } else if (fault == "kubelet-restarted") {
@@ -410,11 +419,17 @@ TEST_F(RealNodeSoakTest, EveryContainerGetsExactlyItsDevicesThroughChurnAndFault
   api_->create(resources::kExtendedResourceClaims, ns_, shared);
   ASSERT_NO_FATAL_FAILURE(createWorkloads());
 
-  const std::vector<std::string> faults = {"agent-killed",           "agent-stalled",
-                                           "containerd-killed",      "kubelet-restarted",
-                                           "extender-leader-killed", "controller-leader-killed",
-                                           "apiserver-restarted",    "node-drained",
-                                           "device-unhealthy",       "node-file-entry-removed"};
+  const std::vector<std::string> faults = {"agent-killed",
+                                           "agent-stalled",
+                                           "agent-cut-off",
+                                           "containerd-killed",
+                                           "kubelet-restarted",
+                                           "extender-leader-killed",
+                                           "controller-leader-killed",
+                                           "apiserver-restarted",
+                                           "node-drained",
+                                           "device-unhealthy",
+                                           "node-file-entry-removed"};
   // Two faults at once, the first on one node and the second on the other (the nodes swap each
   // round). No pair repeats a fault, or pairs two the launcher runs (it serialises its commands
   // on the cluster's folder); the API server's restart is paired with a fault that needs no API.
