@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,17 +79,31 @@ std::string E2eTest::nodeValue(const std::string& node, const std::string& key) 
   throw std::runtime_error(file + " has no " + key);
 }
 
-ApiServerCutOff::ApiServerCutOff(const TestEnv& env, const std::string& podIp)
-    : rule_("INPUT -s " + podIp + "/32 -p tcp --dport " + env.value("APISERVER_PORT") +
-            " -m comment --comment ker-e2e-api-server-cut-off -j DROP") {
-  active_ = !podIp.empty() && std::system(("iptables -w -I " + rule_).c_str()) == 0;
+ApiServerCutOff::ApiServerCutOff(const TestEnv& env, const std::string& podIp) {
+  if (podIp.empty()) {
+    return;
+  }
+  const std::string port = env.value("APISERVER_PORT");
+  const std::string mark = " -m comment --comment ker-e2e-api-server-cut-off -j DROP";
+  for (const std::string& rule : {"INPUT -s " + podIp + "/32 -p tcp --dport " + port + mark,
+                                  "OUTPUT -d " + podIp + "/32 -p tcp --sport " + port + mark}) {
+    if (std::system(("iptables -w -I " + rule).c_str()) != 0) {
+      restore();
+      return;
+    }
+    inserted_.push_back(rule);
+  }
 }
 
 bool ApiServerCutOff::restore() {
-  if (active_) {
-    active_ = std::system(("iptables -w -D " + rule_).c_str()) != 0;
+  std::vector<std::string> left;
+  for (const auto& rule : inserted_) {
+    if (std::system(("iptables -w -D " + rule).c_str()) != 0) {
+      left.push_back(rule);
+    }
   }
-  return !active_;
+  inserted_ = std::move(left);
+  return inserted_.empty();
 }
 
 json extraNodeToleration() {

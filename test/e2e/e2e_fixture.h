@@ -129,10 +129,11 @@ class OnScopeExit {
   std::function<void()> undo_;
 };
 
-// Drops, while it lives, the packets a pod (by its IP) sends to kube-apiserver: that pod's
-// network to the control plane failing, so its requests wait for their timeouts. The rule is in
-// the host's INPUT chain, where every node's pods reach kube-apiserver (after kube-proxy's DNAT
-// of the Service address); the pod's probes are left alone.
+// Drops, while it lives, what a pod (by its IP) and kube-apiserver send each other: that pod's
+// network to the control plane failing, so its requests wait for their timeouts and its watches
+// hear nothing. Both directions, since a watch only receives. The rules are in the host's INPUT
+// and OUTPUT chains, where every node's pods reach kube-apiserver (after kube-proxy's DNAT of
+// the Service address); the pod's probes are left alone.
 class ApiServerCutOff {
  public:
   ApiServerCutOff(const TestEnv& env, const std::string& podIp);
@@ -140,13 +141,12 @@ class ApiServerCutOff {
   ApiServerCutOff(const ApiServerCutOff&) = delete;
   ApiServerCutOff& operator=(const ApiServerCutOff&) = delete;
 
-  bool active() const { return active_; }
-  // Removes the rule; false when iptables would not.
+  bool active() const { return !inserted_.empty(); }
+  // Removes the rules; false when iptables would not.
   bool restore();
 
  private:
-  std::string rule_;
-  bool active_ = false;
+  std::vector<std::string> inserted_;
 };
 
 // The taint test/run-e2e.sh gives every node but the first, and a toleration of it.
