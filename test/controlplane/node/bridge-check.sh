@@ -6,17 +6,10 @@
 #   test/controlplane/node/bridge-check.sh
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-launcher="$here/launch.sh"
-step() { printf '[bridge-check %3ss] %s\n' "$SECONDS" "$*" >&2; }
-fail() {
-  step "FAILED: $*"
-  exit 1
-}
-[[ "$(id -u)" == 0 ]] || fail "needs root (bridge)"
-! ip link show ker0 >/dev/null 2>&1 || fail "ker0 exists before the check: another run is up"
+CHECK=bridge-check
+# shellcheck source=test/controlplane/node/network-check-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/network-check-lib.sh"
 
-bin_dir=$("$here/build-binaries.sh" | tail -n1)
 dir=$(mktemp -d /tmp/ker-bridge-check.XXXXXX)
 cleanup() {
   local rc=$?
