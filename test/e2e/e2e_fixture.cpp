@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <utility>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "agent/node_file.h"
 #include "common/api_error.h"

@@ -6,8 +6,8 @@
 # Node k (2..9), named NAME, lives in DIR/nodes/NAME (its env file, configs, logs, pid files):
 #   network namespace ker-nK: eth0 10.213.0.K/24 (a veth whose host side kervK is on the bridge
 #   ker0, so kube-apiserver on 10.213.0.1 and the kubelet's address are reached without any
-#   forwarding on the host), and a bridge ker0 10.213.K.1/24 for its pods (their gateway; a set
-#   address, for the reason NODE_BRIDGE_MAC gives). The
+#   forwarding on the host), and a bridge ker0 10.213.K.1/24 for its pods (their gateway; its
+#   address is bridge_mac k). The
 #   namespace forwards between those two only: it has no default route, and the host routes
 #   10.213.K.0/24 to 10.213.0.K so that replies reach the pods. Its kube-proxy programs the
 #   namespace's own iptables.
@@ -98,11 +98,11 @@ extra_network_up() { # NAME k
     ip link set "kerp$1" name eth0
     ip addr add "10.213.0.$1/24" dev eth0
     ip link set eth0 up
-    ip link add "$2" address "02:6b:65:72:0$1:01" type bridge
+    ip link add "$2" address "$4" type bridge
     ip addr add "10.213.$1.1/24" dev "$2"
     ip link set "$2" up
     ip route add "$3" dev eth0 src "10.213.0.$1"
-    echo 1 >/proc/sys/net/ipv4/ip_forward' sh "$k" "$NODE_BRIDGE" "$SERVICE_CIDR" ||
+    echo 1 >/proc/sys/net/ipv4/ip_forward' sh "$k" "$NODE_BRIDGE" "$SERVICE_CIDR" "$(bridge_mac "$k")" ||
     die "could not configure network namespace $ns"
   ip route add "10.213.$k.0/24" via "10.213.0.$k" dev "$NODE_BRIDGE" || die "could not route 10.213.$k.0/24 to $ns"
   extra_env_set "$name" HOST_ROUTE "10.213.$k.0/24"

@@ -20,10 +20,11 @@
 # port, so an image missing locally fails instead of being fetched. Only privileged or
 # hostNetwork pods could step around this, and no test needs them.
 NODE_BRIDGE=ker0
-# A bridge created without an address takes the lowest address of its ports, so a pod whose veth
-# happens to sort lower renames the gateway of every pod and node on it; their ARP entries then
-# point nowhere until they expire (tens of seconds without the API server). A set address stays.
-NODE_BRIDGE_MAC=02:6b:65:72:00:01
+# The address of node k's pod bridge (0: the host's NODE_BRIDGE). A bridge created without an
+# address takes the lowest address of its ports, so a pod whose veth happens to sort lower
+# renames the gateway of every pod and node on it; their ARP entries then point nowhere until
+# they expire (tens of seconds without the API server). A set address stays.
+bridge_mac() { printf '02:6b:65:72:%02x:01' "$1"; }
 NODE_SUBNET=10.213.0.0/24
 NODE_HOST_IP=10.213.0.1
 SERVICE_CIDR=10.0.0.0/24
@@ -121,7 +122,7 @@ node_network_up() {
   fi
   env_set NODE_NETWORK true BRIDGE "$NODE_BRIDGE" BRIDGE_IP "$NODE_HOST_IP" NODE_IP "$NODE_HOST_IP" POD_CIDR "$NODE_SUBNET" \
     KUBERNETES_SERVICE_HOST "$KUBERNETES_SERVICE_IP" KUBERNETES_SERVICE_PORT 443
-  ip link add "$NODE_BRIDGE" address "$NODE_BRIDGE_MAC" type bridge || die "could not create bridge $NODE_BRIDGE"
+  ip link add "$NODE_BRIDGE" address "$(bridge_mac 0)" type bridge || die "could not create bridge $NODE_BRIDGE"
   ip link set "$NODE_BRIDGE" alias "$DIR" || die "could not name $DIR in $NODE_BRIDGE's alias"
   env_set BRIDGE_CREATED true
   # Our interface only: no IPv6 on it, and it never forwards even if the default changes later.
