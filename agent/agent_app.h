@@ -43,8 +43,8 @@ struct AgentAppConfig {
 // runtime connection (injection), events, and the health and metrics endpoints.
 class AgentApp {
  public:
-  // api: for watches and writes; liveApi: for the live claim reads made while the runtime
-  // waits, so it should have a short request timeout and no retries.
+  // api: for watches and writes; liveApi: for the live pod and claim reads made while the
+  // runtime waits (no retries: each answer's reads share config.liveReadBudget as a deadline).
   AgentApp(ApiClient& api, ApiClient& liveApi, AgentAppConfig config);
   ~AgentApp();  // stop()
   AgentApp(const AgentApp&) = delete;

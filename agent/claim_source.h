@@ -30,8 +30,8 @@ class ClaimSource {
 // and a release waits for the pod to be gone.
 class CachedClaimSource : public ClaimSource {
  public:
-  // cache: claims with status.nodeName = this node. live: a client with a short timeout, so a
-  // live read fits in the runtime's request deadline.
+  // cache: claims with status.nodeName = this node. live: the client for reads made while the
+  // runtime waits; the caller's RequestDeadline bounds them.
   CachedClaimSource(const Informer<ExtendedResourceClaim>& cache, ApiClient& live)
       : cache_(cache), live_(live) {}
   Result get(const std::string& ns, const std::string& name, const std::string& podUid) override;

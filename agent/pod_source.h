@@ -29,8 +29,8 @@ class PodSource {
 // has another one of that name (the bind wrote it a moment ago, or it was created again).
 class CachedPodSource : public PodSource {
  public:
-  // cache: pods with spec.nodeName = this node. live: a client with a short timeout, so a live
-  // read fits in the runtime's request deadline.
+  // cache: pods with spec.nodeName = this node. live: the client for reads made while the
+  // runtime waits; the caller's RequestDeadline bounds them.
   CachedPodSource(const Informer<Pod>& cache, ApiClient& live) : cache_(cache), live_(live) {}
   Result get(const std::string& ns, const std::string& name, const std::string& podUid) override;
   uint64_t liveReads() const { return liveReads_.load(); }
