@@ -14,7 +14,8 @@
 #       --audit-components     log the requests of deploy/'s ServiceAccounts (Metadata level) to
 #                              DIR/audit.log (tools/ker-rbac-usage reads it)
 #       --node-network         (root) create bridge ker0 (10.213.0.1/24) and serve kube-apiserver on
-#                              10.213.0.1 instead of 127.0.0.1, with what a real node needs (Node
+#                              10.213.0.1 (host clients: 127.0.0.1, forwarded there by a nat
+#                              rule that goes before the bridge), with what a real node needs (Node
 #                              authorizer, ServiceAccount admission, kubernetes Service endpoints);
 #                              takes the machine-wide lock /run/ker-node.lock until stop
 #       --extender-url URL ... also start the scheduler named "default"; takes every
@@ -108,7 +109,9 @@
 # start-node adds NODE_NAME, NODE_IP, POD_CIDR, CONTAINERD_SOCKET, CONTAINERD_PID, KUBELET_PID,
 # KUBE_PROXY_PID, KUBELET_LOG, CONTAINERD_LOG, KUBE_PROXY_LOG, CTR, NRI_SOCKET, DEVICE_PLUGIN_DIR,
 # KUBELET_ROOT_DIR, PAUSE_IMAGE, NODE_STATE; --node-network adds NODE_NETWORK=true, BRIDGE,
-# BRIDGE_IP, IP_FORWARD (0), KUBERNETES_SERVICE_HOST/PORT (10.0.0.1/443).
+# BRIDGE_IP, IP_FORWARD (0), KUBERNETES_SERVICE_HOST/PORT (10.0.0.1/443), LOOPBACK_PORT.
+# APISERVER_URL is loopback, for host clients; APISERVER_NODE_URL is where nodes and pods reach
+# it (the bridge address in node mode).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -372,14 +375,14 @@ make_pki() {
 
 b64() { base64 -w0 <"$1"; }
 
-write_kubeconfig() { # FILE USER CERT KEY
+write_kubeconfig() { # FILE USER CERT KEY [SERVER (default: APISERVER_URL, loopback)]
   cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: kube-extended-resource
   cluster:
-    server: $(env_get APISERVER_URL)
+    server: ${5:-$(env_get APISERVER_URL)}
     certificate-authority-data: $(b64 "$DIR/pki/ca.crt")
 users:
 - name: $2
@@ -488,7 +491,14 @@ start_apiserver() {
   local attempt rc
   for attempt in 1 2 3; do
     pick_port
-    env_set APISERVER_PORT "$PORT" APISERVER_URL "https://$APISERVER_HOST:$PORT" APISERVER_LOG "$DIR/kube-apiserver.log"
+    # Where host clients reach it (loopback, also in node mode: node_loopback_rule) and where
+    # the nodes and pods do.
+    env_set APISERVER_PORT "$PORT" APISERVER_URL "https://127.0.0.1:$PORT" \
+      APISERVER_NODE_URL "https://$APISERVER_HOST:$PORT" APISERVER_LOG "$DIR/kube-apiserver.log"
+    if node_mode; then
+      node_loopback_down
+      node_loopback_up "$PORT"
+    fi
     apiserver_args "$PORT"
     write_kubeconfig "$DIR/admin.kubeconfig" kube-extended-resource-admin "$DIR/pki/admin.crt" "$DIR/pki/admin.key"
     write_kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler "$DIR/pki/scheduler.crt" "$DIR/pki/scheduler.key"

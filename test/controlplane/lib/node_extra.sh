@@ -163,8 +163,11 @@ start_extra_node() { # NAME bind-dir...
   local NODE_NAME_OVERRIDE=$name
   sock=$NODE_CONTAINERD_SOCKET
   make_node_pki "$name" "$addr" "kubelet-serving-$name"
-  write_kubeconfig "$nd/kubelet.kubeconfig" "system:node:$name" "$DIR/pki/node-$name.crt" "$DIR/pki/node-$name.key"
-  write_kubeconfig "$nd/kube-proxy.kubeconfig" system:kube-proxy "$DIR/pki/kube-proxy.crt" "$DIR/pki/kube-proxy.key"
+  # In its own namespace, loopback is the node's: it reaches kube-apiserver over its bridge.
+  write_kubeconfig "$nd/kubelet.kubeconfig" "system:node:$name" "$DIR/pki/node-$name.crt" "$DIR/pki/node-$name.key" \
+    "$(env_get APISERVER_NODE_URL)"
+  write_kubeconfig "$nd/kube-proxy.kubeconfig" system:kube-proxy "$DIR/pki/kube-proxy.crt" "$DIR/pki/kube-proxy.key" \
+    "$(env_get APISERVER_NODE_URL)"
   printf 'nameserver %s\n' "$POD_GW" >"$nd/resolv.conf"
   write_cni_config
   write_containerd_config "$sock"

@@ -6,7 +6,8 @@
 #
 # One Linux bridge per machine, created by start --node-network and removed by stop:
 #   NODE_BRIDGE (ker0) with NODE_HOST_IP/24 (10.213.0.1/24) on the host side; kube-apiserver
-#   listens on that address, so host clients and pods reach it without any forwarding;
+#   listens on that address, so pods reach it without any forwarding (host clients through
+#   loopback, node_loopback_rule);
 #   a route for the Service CIDR (10.0.0.0/24) onto the bridge, so host-originated packets to
 #   a ClusterIP are DNATed by kube-proxy and never follow the default route.
 # Pods get a veth on the bridge, an address in the /24 and exactly two routes (the /24 itself
@@ -112,6 +113,7 @@ node_network_up() {
   node_lock_acquire
   check_no_forwarding
   node_reclaim_stale
+  node_loopback_down
   ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1 ||
     die "interface $NODE_BRIDGE already exists although no run holds $NODE_LOCK: left by a run that was not stopped? (ip link del $NODE_BRIDGE)"
   [[ -z "$(ip -4 -o addr show to "$NODE_SUBNET")" ]] || die "an interface already has an address in $NODE_SUBNET"
@@ -135,11 +137,39 @@ node_network_up() {
   log "bridge $NODE_BRIDGE $NODE_HOST_IP/${NODE_SUBNET#*/} up (ip_forward=0; Service CIDR $SERVICE_CIDR routed onto it)"
 }
 
-# Removes the bridge (its addresses and routes go with it) and releases the machine lock.
+# Host clients (kubectl, host-run components, the first node's kubelet) reach kube-apiserver on
+# 127.0.0.1:PORT, which this nat OUTPUT rule sends on to NODE_HOST_IP:PORT while the bridge
+# exists. The rule goes before the bridge does, so a host process that outlives the run gets a
+# refused connection on loopback instead of sending to a private address that no longer leads
+# anywhere of the run (and would follow the default route off the machine).
+NODE_LOOPBACK_COMMENT=ker-node-loopback
+node_loopback_rule() { # PORT -> the rule's arguments after the chain
+  printf '%s\n' -d 127.0.0.1/32 -p tcp --dport "$1" -m comment --comment "$NODE_LOOPBACK_COMMENT" \
+    -j DNAT --to-destination "$NODE_HOST_IP:$1"
+}
+node_loopback_up() { # PORT
+  local rule
+  mapfile -t rule < <(node_loopback_rule "$1")
+  iptables -w -t nat -I OUTPUT "${rule[@]}" || die "could not add the loopback rule for kube-apiserver's port $1"
+  env_set LOOPBACK_PORT "$1"
+}
+# Every rule of ours in nat OUTPUT; with the machine lock held, ones of other runs are leftovers.
+node_loopback_down() {
+  local line rule
+  while IFS= read -r line; do
+    read -r -a rule <<<"${line/#-A OUTPUT /}"
+    iptables -w -t nat -D OUTPUT "${rule[@]}" || log "could not delete the nat rule: $line"
+  done < <(iptables -w -t nat -S OUTPUT 2>/dev/null | grep -F -- "--comment $NODE_LOOPBACK_COMMENT ")
+  env_unset LOOPBACK_PORT
+}
+
+# Removes the loopback rule and the bridge (its addresses and routes go with it) and releases
+# the machine lock.
 node_network_down() {
   [[ "$(env_get BRIDGE_CREATED)" == true ]] || { stop_component node-lock; return 0; }
   # Also ours when our lock process died with the rest of a killed run and nobody took the lock.
   if node_lock_mine || { [[ "$(node_bridge_creator)" == "$DIR" ]] && node_lock_free; }; then
+    node_loopback_down
     if ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
       ip link del "$NODE_BRIDGE" || log "could not delete bridge $NODE_BRIDGE"
     fi

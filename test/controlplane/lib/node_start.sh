@@ -203,7 +203,7 @@ start_node() {
   check_no_forwarding
   env_set NODE_STATE running
   NODE_START_OK=true
-  log "node $name Ready ${t_ready}s after the kubelet started; kube-proxy maps $KUBERNETES_SERVICE_IP:443 to $(env_get APISERVER_URL); start-node took $((SECONDS - t0))s"
+  log "node $name Ready ${t_ready}s after the kubelet started; kube-proxy maps $KUBERNETES_SERVICE_IP:443 to $(env_get APISERVER_NODE_URL); start-node took $((SECONDS - t0))s"
 }
 
 cmd_start_node() {

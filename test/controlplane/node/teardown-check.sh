@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# After `launch.sh stop DIR` of a real-node cluster: checks that no process of that run is left
-# and that for SECONDS (default 10) nothing on this machine sends a packet to the node network's
+# After `launch.sh stop DIR` of a real-node cluster: checks that no process of that run is left,
+# that host clients' loopback address of kube-apiserver is refused, and that for SECONDS (default 10) nothing on this machine sends a packet to the node network's
 # ranges (the nodes' 10.213.0.0/16 and the Service CIDR), which after the teardown no longer
 # lead to anything of the run. While it watches, the host rejects such packets with OUTPUT rules
 # of its own (removed afterwards), so none leaves the machine; one probe of its own first shows
@@ -28,6 +28,17 @@ tag="ker-teardown-check-$$"
 left=$(pgrep -a -f -- "$dir/" || true)
 [[ -z "$left" ]] || fail "processes of $dir left after its stop: $(printf '%s\n' "$left" | cut -c1-200)"
 ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1 || fail "$NODE_BRIDGE is still there"
+# Host clients used 127.0.0.1:APISERVER_PORT: with the loopback rule gone, a leftover one is
+# refused at once on this machine.
+! iptables -w -t nat -S OUTPUT 2>/dev/null | grep -qF -- "--comment $NODE_LOOPBACK_COMMENT " ||
+  fail "the loopback rule ($NODE_LOOPBACK_COMMENT) is still in nat OUTPUT"
+port=$(sed -n 's/^APISERVER_PORT=//p' "$dir/env" 2>/dev/null | tail -n1)
+if [[ -n "$port" ]]; then
+  rc=0
+  timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || rc=$?
+  ((rc != 0)) || fail "127.0.0.1:$port (kube-apiserver's) still answers after the teardown"
+  ((rc != 124)) || fail "a connection to 127.0.0.1:$port hung instead of being refused"
+fi
 
 if ! ip route get "$NODE_HOST_IP" >/dev/null 2>&1; then
   log "ok: no process of $dir left; this host has no route to $NODE_HOST_IP, so nothing can be sent there"
