@@ -64,7 +64,9 @@ fi
 
 # Two nodes: the second is tainted, so only the multi-node tests' pods (and the node agent) run
 # there and every other test sees the one node it was written for.
-"$here/e2e/cluster-up.sh" "$dir" --nodes 2 --extra-node-taint ker.test/extra-node=true:NoSchedule
+# The previous release is built too (minutes the first time, then cached) for the upgrade tests.
+"$here/e2e/cluster-up.sh" "$dir" --nodes 2 --extra-node-taint ker.test/extra-node=true:NoSchedule \
+  --previous-release
 
 export KER_TEST_ENV="$dir/env"
 log "cluster up ($KER_TEST_ENV); running $total e2e test(s)"

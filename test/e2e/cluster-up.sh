@@ -9,10 +9,14 @@
 # runs on every node. Stop it with `test/controlplane/launch.sh stop DIR`.
 #
 #   test/e2e/cluster-up.sh DIR [--node-name NAME] [--nodes N] [--extra-node-taint KEY=VALUE:EFFECT]
+#                          [--previous-release]
 #       --node-name NAME   the first node (default ker-node); node k is NAME-k (node-1: node-k)
 #       --nodes N          1 to 9 nodes (default 1)
 #       --extra-node-taint the further nodes register with this taint, so that only pods
 #                          tolerating it (a test's, the node agent's) run there
+#       --previous-release also build the previous release (test/e2e/previous-release.sh),
+#                          load its image on every node and render its manifests into
+#                          DIR/releases/previous, for the upgrade tests
 #   (root; DIR at most 60 characters minus the longest node name)
 #
 # Each node's agent sees /run/ker-e2e-node-agent (its node file, "host" and state); a further
@@ -35,12 +39,12 @@ die() {
 }
 
 (($# >= 1)) || {
-  sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 dir=$1
 shift
-first=ker-node nodes=1 taint=''
+first=ker-node nodes=1 taint='' previous=false
 while (($#)); do
   case "$1" in
   --node-name | --nodes | --extra-node-taint)
@@ -52,8 +56,9 @@ while (($#)); do
     esac
     shift
     ;;
+  --previous-release) previous=true ;;
   -h | --help)
-    sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+    sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
     exit 0
     ;;
   *) die "unknown argument '$1' (try --help)" ;;
@@ -75,6 +80,13 @@ bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
 images="$root/.cache/images/tarballs"
 mkdir -p "$images"
 "$root/test/images/build-images.sh" "$images" --bin-dir "$bin_dir" >/dev/null
+# deploy/ as this cluster runs it, and with --previous-release the release before (a build of
+# minutes the first time): what the upgrade tests roll between.
+mkdir -p "$dir/releases/current"
+"$bin_dir/kubectl" kustomize --load-restrictor=LoadRestrictionsNone "$here/deploy" >"$dir/releases/current/deploy.yaml"
+if $previous; then
+  previous_commit=$("$here/previous-release.sh" "$bin_dir" "$images" "$dir/releases/previous" | tail -n1)
+fi
 
 # A node agent's node file, "host" and state folder (see test/e2e/deploy/kustomization.yaml):
 # fresh, so no run inherits the names another advertised. The vendors' CDI specs live in that
@@ -97,6 +109,13 @@ agent_folder "$agent_dir"
 "$launcher" start-scheduler "$dir" --no-extender --name default --scheduler-name default-scheduler >/dev/null
 image_args=(--image-tar "$images/ker-busybox.tar" --image-tar "$images/kube-scheduler.tar"
   --image-tar "$images/kube-extended-resource.tar")
+$previous && image_args+=(--image-tar "$images/kube-extended-resource-previous.tar")
+# What the upgrade tests roll between (rendered above).
+printf 'CURRENT_DEPLOY=%s\nCURRENT_CRDS=%s\n' "$dir/releases/current/deploy.yaml" "$root/crds" >>"$dir/env"
+if $previous; then
+  printf 'PREVIOUS_RELEASE=%s\nPREVIOUS_DEPLOY=%s\nPREVIOUS_CRDS=%s\n' "$previous_commit" \
+    "$dir/releases/previous/deploy.yaml" "$dir/releases/previous/crds" >>"$dir/env"
+fi
 "$launcher" start-node "$dir" --node-name "$first" --cdi-spec-dir "$agent_dir/host/var/run/cdi" "${image_args[@]}" >/dev/null
 agent_env "$agent_dir" >>"$dir/env"
 for ((k = 2; k <= nodes; k++)); do
@@ -115,7 +134,7 @@ kubectl apply -f "$root/crds" >/dev/null
 wait_crds_established kubectl crd/extendedresources.extendedresource.io \
   crd/extendedresourceclaims.extendedresource.io crd/extendedresourceclasses.extendedresource.io ||
   die "the CRDs are not Established"
-kubectl kustomize --load-restrictor=LoadRestrictionsNone "$here/deploy" | kubectl create -f - >/dev/null
+kubectl create -f "$dir/releases/current/deploy.yaml" >/dev/null
 for d in extended-resource-scheduler extended-resource-controller; do
   # (rollout status fails on a Deployment the controller has not yet given conditions.)
   kubectl wait -n kube-system "deployment/$d" --for=condition=Available --timeout=180s >&2 ||

@@ -1,9 +1,9 @@
-// The components rolled out the way an upgrade rolls them, while pods hold devices: a new pod
-// template revision of each Deployment and of the node agent's DaemonSet, replaced under the
-// update strategy deploy/ ships, one at a time and then all at once; and a CRD replaced by one
-// with a new optional field. Running containers keep their devices and are never restarted, no
-// claim is released, no device is given twice, and pods created during and after each rollout
-// get devices of their own.
+// Upgrades while pods hold devices: from the previous release (test/e2e/previous-release.env:
+// its own image, manifests and CRDs) to this one, the way deploy/README.md says (CRDs, then the
+// rest of deploy/), one component at a time and then all at once (after a rollback to the
+// previous release, itself all at once); and a CRD replaced by one with a new optional field.
+// Running containers keep their devices and are never restarted, no claim is released, no device
+// is given twice, and pods created during and after each rollout get devices of their own.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,14 +24,14 @@ namespace ker::e2e {
 namespace {
 
 struct Workload {
-  std::string kind;  // "deployment" or "daemonset"
+  std::string kind;  // "Deployment" or "DaemonSet"
   std::string name;
 };
 
 const std::vector<Workload> kComponents = {
-    {"deployment", "extended-resource-controller"},
-    {"deployment", "extended-resource-scheduler"},
-    {"daemonset", "extended-resource-node-agent"},
+    {"Deployment", "extended-resource-controller"},
+    {"Deployment", "extended-resource-scheduler"},
+    {"DaemonSet", "extended-resource-node-agent"},
 };
 
 // What a running device pod must still show after every step.
@@ -41,13 +41,85 @@ struct Holder {
   std::vector<std::string> devices;
 };
 
+// A release as a user holds it: its CRDs and its rendered deploy/ (env keys PREFIX_CRDS and
+// PREFIX_DEPLOY, written by test/e2e/cluster-up.sh).
+struct Release {
+  std::string name;
+  std::string crds;
+  std::string deploy;
+  json objects;  // deploy's objects, in its order
+};
+
 class UpgradeTest : public E2eTest {
  protected:
-  // A new revision of the workload's pod template, as `kubectl rollout restart` (or a new image)
-  // makes one.
-  void roll(const Workload& w) {
-    ASSERT_EQ(env_->kubectl("rollout restart " + w.kind + "/" + w.name + " -n kube-system"), 0)
-        << w.name;
+  // `kubectl VERB -f FILE` with `object` written to a temporary FILE.
+  int kubectlWithObject(const std::string& verb, const json& object) {
+    char path[] = "/tmp/ker-upgrade-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) {
+      return -1;
+    }
+    ::close(fd);
+    std::ofstream(path) << object.dump();
+    const int rc = env_->kubectl(verb + " -f " + std::string(path));
+    std::remove(path);
+    return rc;
+  }
+
+  Release release(const std::string& prefix) {
+    Release r{prefix, env_->value(prefix + "_CRDS"), env_->value(prefix + "_DEPLOY"), json()};
+    if (!r.deploy.empty()) {
+      json list = kubectlJson("create --dry-run=client -f " + r.deploy);
+      r.objects = list.is_discarded() ? json() : list.value("items", json::array());
+    }
+    return r;
+  }
+
+  static bool isWorkload(const json& object, const Workload& w) {
+    return object.value("kind", "") == w.kind &&
+           object.value("/metadata/name"_json_pointer, std::string()) == w.name;
+  }
+  static bool isAnyWorkload(const json& object) {
+    for (const auto& w : kComponents) {
+      if (isWorkload(object, w)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  static const json& workloadOf(const Release& r, const Workload& w) {
+    for (const auto& o : r.objects) {
+      if (isWorkload(o, w)) {
+        return o;
+      }
+    }
+    static const json kNone;
+    return kNone;
+  }
+
+  // Step 1 of an upgrade: the release's CRDs, applied and Established again.
+  void applyCrds(const Release& r) {
+    ASSERT_EQ(env_->kubectl("apply -f " + r.crds), 0) << r.name;
+    ASSERT_EQ(env_->kubectl("wait --for condition=established --timeout=60s -f " + r.crds), 0)
+        << r.name;
+  }
+  // Step 2: deploy/'s objects other than the three workloads (RBAC, configuration, policies)
+  // and then those of `workloads`, in one `kubectl apply`.
+  void applyDeploy(const Release& r, const std::vector<Workload>& workloads, bool withConfig) {
+    json items = json::array();
+    for (const auto& o : r.objects) {
+      bool wanted = withConfig && !isAnyWorkload(o);
+      for (const auto& w : workloads) {
+        wanted = wanted || isWorkload(o, w);
+      }
+      if (wanted) {
+        items.push_back(o);
+      }
+    }
+    ASSERT_FALSE(items.empty()) << r.name;
+    ASSERT_EQ(kubectlWithObject("apply", {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}),
+              0)
+        << r.name;
   }
 
   // True once the workload's controller has seen its newest template and every replica runs
@@ -61,7 +133,7 @@ class UpgradeTest : public E2eTest {
     auto status = [&](const char* field) {
       return o.value(json::json_pointer(std::string("/status/") + field), int64_t{-1});
     };
-    if (w.kind == "deployment") {
+    if (w.kind == "Deployment") {
       const auto want = o.value("/spec/replicas"_json_pointer, int64_t{1});
       return status("replicas") == want && status("updatedReplicas") == want &&
              status("readyReplicas") == want && status("availableReplicas") == want;
@@ -71,11 +143,21 @@ class UpgradeTest : public E2eTest {
            status("numberAvailable") == want;
   }
 
-  // The names of the workload's pods that are not terminating.
-  std::set<std::string> podsOf(const Workload& w) {
-    std::set<std::string> out;
+  // The workload's pods that are not terminating, each with its containers' images.
+  std::map<std::string, std::vector<std::string>> podsOf(const Workload& w) {
+    std::map<std::string, std::vector<std::string>> out;
     for (const auto& p : componentPods(w.name)) {
-      out.insert(p["metadata"]["name"].get<std::string>());
+      auto& images = out[p["metadata"]["name"].get<std::string>()];
+      for (const auto& c : p["spec"]["containers"]) {
+        images.push_back(c.value("image", ""));
+      }
+    }
+    return out;
+  }
+  static std::vector<std::string> imagesOf(const json& workload) {
+    std::vector<std::string> out;
+    for (const auto& c : workload["spec"]["template"]["spec"]["containers"]) {
+      out.push_back(c.value("image", ""));
     }
     return out;
   }
@@ -136,27 +218,46 @@ class UpgradeTest : public E2eTest {
     }
   }
 
-  // Rolls `workloads` together, starts pod `name` while they roll, and checks the holders and
-  // the new pod once every one of them has rolled out.
-  void rollWhilePodsRun(const std::vector<Workload>& workloads, const std::string& name,
-                        std::map<std::string, Holder>& holders) {
+  // Waits until each workload runs only pods of `r`'s template (its images), none of `before`.
+  void awaitRolledOnto(const Release& r, const std::vector<Workload>& workloads,
+                       const std::map<std::string, std::set<std::string>>& before) {
+    for (const auto& w : workloads) {
+      const auto want = imagesOf(workloadOf(r, w));
+      std::map<std::string, std::vector<std::string>> pods;
+      const bool done = eventually(
+          [&] {
+            if (!rolledOut(w)) {
+              return false;
+            }
+            pods = podsOf(w);
+            for (const auto& [pod, images] : pods) {
+              if (images != want || (before.count(w.name) && before.at(w.name).count(pod))) {
+                return false;
+              }
+            }
+            return !pods.empty();
+          },
+          240s);
+      ASSERT_TRUE(done) << w.name << " did not roll out onto " << r.name << " (" << want[0]
+                        << "): " << kubectlJson("get " + w.kind + " -n kube-system " + w.name).dump();
+    }
+  }
+
+  // Applies `workloads` of `r` together (with the rest of its deploy/ first when withConfig),
+  // starts pod `name` while they roll, and checks the holders and the new pod once every one
+  // of them runs `r`.
+  void rollWhilePodsRun(const Release& r, const std::vector<Workload>& workloads, bool withConfig,
+                        const std::string& name, std::map<std::string, Holder>& holders) {
     std::map<std::string, std::set<std::string>> before;
     for (const auto& w : workloads) {
-      before[w.name] = podsOf(w);
-      ASSERT_FALSE(before[w.name].empty()) << w.name;
-      ASSERT_NO_FATAL_FAILURE(roll(w));
-    }
-    startDevicePod(name);
-    for (const auto& w : workloads) {
-      ASSERT_TRUE(eventually([&] { return rolledOut(w); }, 240s))
-          << w.name << " did not roll out: "
-          << kubectlJson("get " + w.kind + " -n kube-system " + w.name).dump();
-    }
-    for (const auto& w : workloads) {
-      for (const auto& old : before[w.name]) {
-        EXPECT_EQ(podsOf(w).count(old), 0u) << old << " of " << w.name << " was not replaced";
+      for (const auto& [pod, images] : podsOf(w)) {
+        before[w.name].insert(pod);
       }
+      ASSERT_FALSE(before[w.name].empty()) << w.name;
     }
+    ASSERT_NO_FATAL_FAILURE(applyDeploy(r, workloads, withConfig));
+    startDevicePod(name);
+    ASSERT_NO_FATAL_FAILURE(awaitRolledOnto(r, workloads, before));
     Holder started = awaitRunningWithItsDevice(name, 180s);
     ASSERT_FALSE(started.devices.empty());
     ASSERT_NO_FATAL_FAILURE(expectHoldersUntouched(holders, "rolling out " + name));
@@ -164,9 +265,32 @@ class UpgradeTest : public E2eTest {
   }
 };
 
-TEST_F(UpgradeTest, RollingOutEachComponentAndAllAtOnceLeavesRunningContainersAlone) {
-  // Two holders from before, one pod started during each of the four rollouts.
-  constexpr int kDevices = 6;
+TEST_F(UpgradeTest, FromThePreviousReleaseOneAtATimeAndAllAtOnceRunningContainersKeepTheirDevices) {
+  const Release previous = release("PREVIOUS");
+  const Release current = release("CURRENT");
+  ASSERT_FALSE(previous.objects.empty() || previous.crds.empty())
+      << "no previous release in " << env_->value("CURRENT_DEPLOY")
+      << "'s cluster: test/e2e/cluster-up.sh --previous-release builds it";
+  ASSERT_FALSE(current.objects.empty() || current.crds.empty());
+  for (const auto& w : kComponents) {
+    ASSERT_FALSE(workloadOf(previous, w).is_null()) << w.name << " of " << previous.name;
+    ASSERT_FALSE(workloadOf(current, w).is_null()) << w.name << " of " << current.name;
+    ASSERT_NE(imagesOf(workloadOf(previous, w)), imagesOf(workloadOf(current, w))) << w.name;
+  }
+  // Later tests run on this release, whatever happens below.
+  const OnScopeExit restore([&] {
+    applyCrds(current);
+    applyDeploy(current, kComponents, true);
+    awaitRolledOnto(current, kComponents, {});
+  });
+
+  // The previous release, installed over this one before any pod holds a device.
+  ASSERT_NO_FATAL_FAILURE(applyCrds(previous));
+  ASSERT_NO_FATAL_FAILURE(applyDeploy(previous, kComponents, true));
+  ASSERT_NO_FATAL_FAILURE(awaitRolledOnto(previous, kComponents, {}));
+
+  // Two holders from before; a pod started during each of the five rollouts.
+  constexpr int kDevices = 7;
   for (int i = 0; i < kDevices; ++i) {
     createDevice(uniqueName("gpu"));
   }
@@ -179,14 +303,22 @@ TEST_F(UpgradeTest, RollingOutEachComponentAndAllAtOnceLeavesRunningContainersAl
     ASSERT_FALSE(holders[name].devices.empty());
   }
 
+  // Upgrade, one component at a time: CRDs, the rest of deploy/, then each workload.
+  ASSERT_NO_FATAL_FAILURE(applyCrds(current));
+  ASSERT_NO_FATAL_FAILURE(applyDeploy(current, {}, true));
   for (const auto& w : kComponents) {
-    SCOPED_TRACE(w.name);
+    SCOPED_TRACE("upgrading " + w.name);
     ASSERT_NO_FATAL_FAILURE(
-        rollWhilePodsRun({w}, "during-" + w.kind + "-" + std::to_string(holders.size()), holders));
+        rollWhilePodsRun(current, {w}, false, "up-" + std::to_string(holders.size()), holders));
+  }
+  // Rolled back and upgraded again, all at once (the CRDs stay the newer ones).
+  {
+    SCOPED_TRACE("rolling back all at once");
+    ASSERT_NO_FATAL_FAILURE(rollWhilePodsRun(previous, kComponents, true, "back-all", holders));
   }
   {
-    SCOPED_TRACE("all at once");
-    ASSERT_NO_FATAL_FAILURE(rollWhilePodsRun(kComponents, "during-all", holders));
+    SCOPED_TRACE("upgrading all at once");
+    ASSERT_NO_FATAL_FAILURE(rollWhilePodsRun(current, kComponents, true, "up-all", holders));
   }
 
   std::map<std::string, std::string> holderOf;
@@ -226,18 +358,7 @@ TEST_F(UpgradeTest, ACrdGainingAFieldLeavesClaimsAndPodsServed) {
     version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["upgradeNote"] = {
         {"type", "string"}, {"description", "A field a later release added."}};
   }
-  auto replace = [&](const json& object) {
-    char path[] = "/tmp/ker-upgrade-crd-XXXXXX";
-    const int fd = ::mkstemp(path);
-    if (fd < 0) {
-      return false;
-    }
-    ::close(fd);
-    std::ofstream(path) << object.dump();
-    const bool ok = env_->kubectl("replace -f " + std::string(path)) == 0;
-    std::remove(path);
-    return ok;
-  };
+  auto replace = [&](const json& object) { return kubectlWithObject("replace", object) == 0; };
   ASSERT_TRUE(replace(newer));
   // Later tests see the CRD as crds/ ships it, whatever happens below.
   const OnScopeExit restore([&] { EXPECT_TRUE(replace(original)) << "could not restore " << crd; });

@@ -14,8 +14,14 @@
 #                                       against tools/image/debian-packages.lock
 #
 # Usage: build-images.sh OUT_DIR [--bin-dir DIR] [--rebuild] [--only NAME]...
+#                        [--project-tree DIR --project-tag TAG]
 #   --only NAME    build only this image (kube-extended-resource, kube-scheduler, ker-busybox;
 #                  repeatable): `make run` needs just ker-busybox
+#   --project-tree DIR, --project-tag TAG
+#                  build the project image from another source tree (an earlier release's,
+#                  from `git archive`) with its own Dockerfile and `make docker-build`, as
+#                  localhost/kube-extended-resource:TAG (and the docker.io/library/ alias);
+#                  OUT_DIR gets kube-extended-resource-TAG.tar and its .spdx.json. TAG is not dev.
 #   --bin-dir DIR  folder holding kube-scheduler (default: test/controlplane/build-binaries.sh
 #                  --print-dir; run `make controlplane-binaries` first)
 #   --rebuild      ignore the caches (the base image too) and build everything again
@@ -35,8 +41,6 @@ REPO_ROOT=$(cd "$here/../.." && pwd)
 # Bump when what a step produces changes, so caches made by the old recipe are rebuilt.
 BASE_RECIPE=1 PROJECT_RECIPE=1 SCHEDULER_RECIPE=1 BUSYBOX_RECIPE=1
 
-PROJECT_REF=localhost/kube-extended-resource:dev
-PROJECT_ALIAS=docker.io/library/kube-extended-resource:dev
 BUSYBOX_REF=localhost/ker-busybox:1
 LOCAL_BASE_REF=localhost/ker-debian:bookworm
 SUITE=bookworm
@@ -54,7 +58,7 @@ die() {
 }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
 
-out_dir='' bin_dir='' rebuild=false only=()
+out_dir='' bin_dir='' rebuild=false only=() project_tree='' project_tag=dev
 while (($#)); do
   case "$1" in
   -h | --help)
@@ -68,6 +72,14 @@ while (($#)); do
     ;;
   --bin-dir=*) bin_dir=${1#*=} ;;
   --rebuild) rebuild=true ;;
+  --project-tree | --project-tag)
+    (($# >= 2)) || die "$1 needs a value"
+    case "$1" in
+    --project-tree) project_tree=$2 ;;
+    --project-tag) project_tag=$2 ;;
+    esac
+    shift
+    ;;
   --only)
     (($# >= 2)) || die "--only needs an image name"
     case "$2" in
@@ -85,6 +97,19 @@ while (($#)); do
   shift
 done
 [[ -n "$out_dir" ]] || die "missing OUT_DIR (try --help)"
+if [[ -n "$project_tree" ]]; then
+  [[ "$project_tag" =~ ^[a-z0-9][a-z0-9._-]*$ && "$project_tag" != dev ]] ||
+    die "--project-tree needs --project-tag TAG (lower case, not dev), got '$project_tag'"
+  [[ -f "$project_tree/Dockerfile" && -f "$project_tree/Makefile" ]] ||
+    die "--project-tree $project_tree holds no Dockerfile and Makefile"
+  project_root=$(cd "$project_tree" && pwd)
+  project_name=kube-extended-resource-$project_tag
+else
+  [[ "$project_tag" == dev ]] || die "--project-tag needs --project-tree"
+  project_root=$REPO_ROOT project_name=kube-extended-resource
+fi
+PROJECT_REF=localhost/kube-extended-resource:$project_tag
+PROJECT_ALIAS=docker.io/library/kube-extended-resource:$project_tag
 
 [[ $(id -u) -eq 0 ]] || die "run as root (podman's root storage, debootstrap)"
 command -v podman >/dev/null || die "podman is not installed (apt-get install podman, or make deps)"
@@ -152,6 +177,15 @@ new_tmp_dir() {
 }
 
 # ------------------------------------------------------------------------- cached image helper
+# Deletes NAME's cached tarballs and ids of any fingerprint (not those of NAME-TAG, another
+# image whose name starts the same).
+remove_older_fingerprints() {
+  local f
+  for f in "$cache/$1"-*; do
+    [[ "${f##*/}" =~ ^"$1"-[0-9a-f]{16}\.(tar|id)$ ]] && rm -f "$f"
+  done
+  return 0
+}
 # ensure_image NAME REF FINGERPRINT BUILD_FUNCTION [EXTRA_REF...]
 # Makes REF (and the EXTRA_REFs, same image) present in podman and $cache/NAME-FINGERPRINT.tar
 # (docker-archive of all the refs), then links that to $out_dir/NAME.tar. Reuses, in order: the
@@ -178,7 +212,7 @@ ensure_image() {
   fi
   if [[ -z "$have" ]]; then
     log "$name: building $ref"
-    rm -f "$cache/$name"-*.tar "$cache/$name"-*.id # older fingerprints
+    remove_older_fingerprints "$name"
     "$build"
     id=$(image_id "$ref") || die "$name: the build left no image $ref"
     echo "$id" >"$idf"
@@ -330,7 +364,7 @@ copy_sources() {
       [[ "$w" == --* ]] && continue
       printf '%s\n' "${w#./}"
     done
-  done <"$REPO_ROOT/Dockerfile"
+  done <"$project_root/Dockerfile"
 }
 # A base image's identity: the local base's recipe fingerprint (a re-import of the cached rootfs
 # gets a new image id but has the same content), else its image id.
@@ -346,10 +380,10 @@ base_key() {
 project_fingerprint() {
   local -a srcs
   mapfile -t srcs < <(copy_sources)
-  ((${#srcs[@]})) || die "found no COPY line in $REPO_ROOT/Dockerfile"
+  ((${#srcs[@]})) || die "found no COPY line in $project_root/Dockerfile"
   {
     printf '%s\n' "recipe=$PROJECT_RECIPE" "$(base_key "$build_base")" "$(base_key "$runtime_base")"
-    cd "$REPO_ROOT"
+    cd "$project_root"
     sha256sum Dockerfile .dockerignore
     find "${srcs[@]}" \( -type f -o -type l \) -not -name '*.swp' -not -name '*.md' -print0 | LC_ALL=C sort -z |
       xargs -0 sha256sum
@@ -357,10 +391,10 @@ project_fingerprint() {
 }
 build_project() {
   local rc blog=$cache/docker-build.log
-  log "kube-extended-resource: make docker-build (several minutes on 2 cores; log: $blog)"
+  log "$project_name: make docker-build in $project_root (several minutes on 2 cores; log: $blog)"
   # The whole log to a file, the build steps and the result to stderr.
   set +e
-  timeout --kill-after=60 "$T_PROJECT_BUILD" make -C "$REPO_ROOT" --no-print-directory docker-build \
+  timeout --kill-after=60 "$T_PROJECT_BUILD" make -C "$project_root" --no-print-directory docker-build \
     CONTAINER_ENGINE=podman IMAGE="${PROJECT_REF%:*}" TAG="${PROJECT_REF##*:}" \
     BUILD_IMAGE="$build_base" RUNTIME_IMAGE="$runtime_base" 2>&1 |
     tee "$blog" | grep --line-buffered -E '^(\+ |\[[0-9]+/[0-9]+\] STEP|STEP|docker-build:|Error)' >&2
@@ -376,7 +410,7 @@ build_project() {
 # package lock: every runtime package of tools/image/debian-packages.lock at its locked version,
 # and every binary the Dockerfile ships. A missing or incomplete SBOM fails the run.
 SBOM_IN_IMAGE=/usr/share/doc/kube-extended-resource/sbom.spdx.json
-PACKAGE_LOCK=$REPO_ROOT/tools/image/debian-packages.lock
+PACKAGE_LOCK=$project_root/tools/image/debian-packages.lock
 export_sbom() { # out-file
   local out=$1 c
   c=$(pm "$T_PODMAN" create -q "$PROJECT_REF" true) || die "podman create $PROJECT_REF failed"
@@ -390,8 +424,8 @@ export_sbom() { # out-file
 }
 check_sbom() { # file
   local binaries
-  binaries=$(sed -n 's/^ARG BINARIES="\(.*\)"$/\1/p' "$REPO_ROOT/Dockerfile" | head -n 1)
-  [[ -n "$binaries" ]] || die "no ARG BINARIES=\"...\" in $REPO_ROOT/Dockerfile"
+  binaries=$(sed -n 's/^ARG BINARIES="\(.*\)"$/\1/p' "$project_root/Dockerfile" | head -n 1)
+  [[ -n "$binaries" ]] || die "no ARG BINARIES=\"...\" in $project_root/Dockerfile"
   if command -v python3 >/dev/null; then
     python3 - "$1" "$PACKAGE_LOCK" "$binaries" <<'EOF_PY'
 import json, sys, urllib.parse
@@ -542,11 +576,11 @@ fi
 if wanted kube-extended-resource; then
   resolve_bases
   project_fp=$(project_fingerprint)
-  ensure_image kube-extended-resource "$PROJECT_REF" "$project_fp" build_project "$PROJECT_ALIAS"
-  built+=("$out_dir/kube-extended-resource.tar")
-  export_sbom "$out_dir/kube-extended-resource.spdx.json"
-  log "kube-extended-resource: SBOM (SPDX 2.3, from $SBOM_IN_IMAGE) -> $out_dir/kube-extended-resource.spdx.json"
-  sbom_out=$out_dir/kube-extended-resource.spdx.json
+  ensure_image "$project_name" "$PROJECT_REF" "$project_fp" build_project "$PROJECT_ALIAS"
+  built+=("$out_dir/$project_name.tar")
+  export_sbom "$out_dir/$project_name.spdx.json"
+  log "$project_name: SBOM (SPDX 2.3, from $SBOM_IN_IMAGE) -> $out_dir/$project_name.spdx.json"
+  sbom_out=$out_dir/$project_name.spdx.json
 fi
 if wanted kube-scheduler; then
   resolve_scheduler
