@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -68,9 +69,24 @@ class UpgradeTest : public E2eTest {
 
   Release release(const std::string& prefix) {
     Release r{prefix, env_->value(prefix + "_CRDS"), env_->value(prefix + "_DEPLOY"), json()};
-    if (!r.deploy.empty()) {
-      json list = kubectlJson("create --dry-run=client -f " + r.deploy);
-      r.objects = list.is_discarded() ? json() : list.value("items", json::array());
+    std::string out;
+    if (r.deploy.empty() ||
+        env_->kubectl("create --dry-run=client -o json -f " + r.deploy, &out) != 0) {
+      return r;
+    }
+    // One JSON object after another, in the file's order.
+    std::istringstream in(out);
+    r.objects = json::array();
+    while ((in >> std::ws).peek() != std::char_traits<char>::eof()) {
+      json object;
+      try {
+        in >> object;
+      } catch (const json::exception& e) {
+        ADD_FAILURE() << "kubectl create --dry-run printed more than objects for " << r.deploy
+                      << ": " << e.what();
+        return r;
+      }
+      r.objects.push_back(std::move(object));
     }
     return r;
   }
@@ -117,8 +133,8 @@ class UpgradeTest : public E2eTest {
       }
     }
     ASSERT_FALSE(items.empty()) << r.name;
-    ASSERT_EQ(kubectlWithObject("apply", {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}),
-              0)
+    ASSERT_EQ(
+        kubectlWithObject("apply", {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}), 0)
         << r.name;
   }
 
@@ -238,8 +254,8 @@ class UpgradeTest : public E2eTest {
             return !pods.empty();
           },
           240s);
-      ASSERT_TRUE(done) << w.name << " did not roll out onto " << r.name << " (" << want[0]
-                        << "): " << kubectlJson("get " + w.kind + " -n kube-system " + w.name).dump();
+      ASSERT_TRUE(done) << w.name << " did not roll out onto " << r.name << " (" << want[0] << "): "
+                        << kubectlJson("get " + w.kind + " -n kube-system " + w.name).dump();
     }
   }
 
@@ -269,8 +285,8 @@ TEST_F(UpgradeTest, FromThePreviousReleaseOneAtATimeAndAllAtOnceRunningContainer
   const Release previous = release("PREVIOUS");
   const Release current = release("CURRENT");
   ASSERT_FALSE(previous.objects.empty() || previous.crds.empty())
-      << "no previous release in " << env_->value("CURRENT_DEPLOY")
-      << "'s cluster: test/e2e/cluster-up.sh --previous-release builds it";
+      << "no previous release (PREVIOUS_DEPLOY, PREVIOUS_CRDS) in this cluster's env file: "
+         "test/e2e/cluster-up.sh --previous-release builds it";
   ASSERT_FALSE(current.objects.empty() || current.crds.empty());
   for (const auto& w : kComponents) {
     ASSERT_FALSE(workloadOf(previous, w).is_null()) << w.name << " of " << previous.name;
