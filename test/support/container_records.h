@@ -26,7 +26,8 @@ struct ContainerRecord {
 // beat lines and at most one stop line).
 ContainerRecord parseContainerRecord(const std::string& file, const std::string& text);
 
-// A time a node's agent could not answer the runtime (stalled), in the records' clock.
+// A time a node's agent could not answer the runtime (stalled, or killed until its successor
+// runs), in the records' clock.
 struct AgentOutage {
   std::string node;
   double from = 0;
@@ -34,8 +35,9 @@ struct AgentOutage {
 };
 
 // How long after its node's agent answers again a container that the runtime let through
-// without its devices (its request to the stalled agent timed out) may still run: the agent
-// stops it at once, and the kubelet starts it again with its devices.
+// without its devices (its request to the stalled agent timed out, or the agent died answering
+// it) may still run: the agent stops it at once, and the kubelet starts it again with its
+// devices.
 inline constexpr double kLetThroughBoundSeconds = 5;
 
 // What breaks the promise: a container that ran without devices (unless it started during an
