@@ -115,9 +115,11 @@ class UpgradeTest : public E2eTest {
 
   // Step 1 of an upgrade: the release's CRDs, applied and Established again.
   void applyCrds(const Release& r) {
-    ASSERT_EQ(env_->kubectl("apply -f " + r.crds), 0) << r.name;
-    ASSERT_EQ(env_->kubectl("wait --for condition=established --timeout=60s -f " + r.crds), 0)
-        << r.name;
+    try {
+      env_->applyCrds(r.crds);
+    } catch (const std::exception& e) {
+      FAIL() << r.name << ": " << e.what();
+    }
   }
   // Step 2: deploy/'s objects other than the three workloads (RBAC, configuration, policies)
   // and then those of `workloads`, in one `kubectl apply`.

@@ -123,28 +123,28 @@ std::string TestEnv::invariantViolations() const {
   return rc == 0 ? std::string() : out.empty() ? "ker-check-invariants failed" : out;
 }
 
-void TestEnv::ensureCrds() {
-  if (crdsReady_) {
-    return;
-  }
+void TestEnv::applyCrds(const std::string& dir) const {
   std::string out;
-  if (kubectl("apply -f " + shellQuote(repoRoot() + "/crds"), &out) != 0) {
-    throw std::runtime_error("applying crds/ failed: " + out);
+  if (kubectl("apply -f " + shellQuote(dir), &out) != 0) {
+    throw std::runtime_error("applying " + dir + " failed: " + out);
   }
   // kubectl wait fails at once, instead of waiting, while a new CRD's status.conditions is
   // still null (test/lib/crds.sh), so it is asked again until 60 s have passed.
   const auto crdsDeadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (kubectl("wait --for=condition=Established --timeout=10s "
-                 "crd/extendedresources.extendedresource.io "
-                 "crd/extendedresourceclaims.extendedresource.io "
-                 "crd/extendedresourceclaimtemplates.extendedresource.io "
-                 "crd/extendedresourceclasses.extendedresource.io",
-                 &out) != 0) {
+  while (kubectl("wait --for=condition=Established --timeout=10s -f " + shellQuote(dir), &out) !=
+         0) {
     if (std::chrono::steady_clock::now() > crdsDeadline) {
-      throw std::runtime_error("CRDs not Established: " + out);
+      throw std::runtime_error("the CRDs of " + dir + " are not Established: " + out);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
+}
+
+void TestEnv::ensureCrds() {
+  if (crdsReady_) {
+    return;
+  }
+  applyCrds(repoRoot() + "/crds");
   // Discovery of a new group can lag Established by a moment.
   eventually(
       [&] {

@@ -47,7 +47,9 @@ class TestEnv {
   // Runs ker-check-invariants over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations() const;
 
-  // Applies crds/ once and waits for its CRDs to be Established.
+  // Applies the CRDs in DIR and waits until each is Established again; throws when not.
+  void applyCrds(const std::string& dir) const;
+  // Applies crds/ once and waits for its CRDs to be Established and served.
   void ensureCrds();
   // Applies the ServiceAccounts and RBAC of deploy/ (every document but the Deployments) once.
   void ensureDeployRbac();
