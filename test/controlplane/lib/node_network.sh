@@ -151,7 +151,6 @@ node_loopback_up() { # PORT
   local rule
   mapfile -t rule < <(node_loopback_rule "$1")
   iptables -w -t nat -I OUTPUT "${rule[@]}" || die "could not add the loopback rule for kube-apiserver's port $1"
-  env_set LOOPBACK_PORT "$1"
 }
 # Every rule of ours in nat OUTPUT; with the machine lock held, ones of other runs are leftovers.
 node_loopback_down() {
@@ -160,7 +159,6 @@ node_loopback_down() {
     read -r -a rule <<<"${line/#-A OUTPUT /}"
     iptables -w -t nat -D OUTPUT "${rule[@]}" || log "could not delete the nat rule: $line"
   done < <(iptables -w -t nat -S OUTPUT 2>/dev/null | grep -F -- "--comment $NODE_LOOPBACK_COMMENT ")
-  env_unset LOOPBACK_PORT
 }
 
 # Removes the loopback rule and the bridge (its addresses and routes go with it) and releases
