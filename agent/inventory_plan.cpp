@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "model/device_transitions.h"
+
 namespace ker::agent {
 
 namespace {
@@ -82,8 +84,13 @@ InventoryPlan planInventory(const NodeFile& file, const std::string& node,
     byName.erase(it);
   }
   for (const auto& [name, er] : byName) {
-    if (!er->meta.deleting) {
-      plan.deletes.push_back({name, er->meta.uid});
+    if (er->meta.deleting) {
+      continue;
+    }
+    if (heldForClaim(*er)) {
+      plan.unlistedHeld.push_back(name);
+    } else {
+      plan.deletes.push_back({name, er->meta.uid, er->meta.resourceVersion});
     }
   }
   return plan;

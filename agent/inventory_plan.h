@@ -37,10 +37,12 @@ struct Create {
 struct UpdateSpec {
   nlohmann::json object;
 };
-// Published before, no longer in the file.
+// Published before, no longer in the file, and free.
 struct Delete {
   std::string name;
   std::string uid;  // precondition: never delete a same-named object created since
+  // precondition: never delete a device bound (or otherwise written) since it was seen free
+  std::string resourceVersion;
 };
 }  // namespace inventory_op
 
@@ -48,13 +50,20 @@ struct InventoryPlan {
   std::vector<inventory_op::Create> creates;
   std::vector<inventory_op::UpdateSpec> updates;
   std::vector<inventory_op::Delete> deletes;
+  // Published before and no longer in the file, but held for a claim: not deleted, since a pod
+  // may be running with it or about to start with it (and the entry may come back). The health
+  // check reports them unhealthy; once their claim frees them they are deleted.
+  std::vector<std::string> unlistedHeld;
+  // Nothing to write.
   bool empty() const { return creates.empty() && updates.empty() && deletes.empty(); }
 };
 
 // published: the ExtendedResources carrying this node's managed labels. Devices the file lists
 // that are not published are created, those that differ in spec are updated (their status is
-// left alone), and published ones the file no longer lists are deleted. Objects being deleted
-// are waited for, never written.
+// left alone), and published ones the file no longer lists are deleted once free: one held for
+// a claim is kept (unlistedHeld) until its claim lets it go, so that an entry removed between
+// a pod's bind and its start, or while it runs, never turns the claim Lost. Objects being
+// deleted are waited for, never written.
 InventoryPlan planInventory(const NodeFile& file, const std::string& node,
                             const std::vector<const ExtendedResource*>& published);
 

@@ -122,9 +122,10 @@ void NodeSync::syncOnce() {
   for (const auto& d : cached) {
     published.push_back(d.get());
   }
-  applyInventory(planInventory(*file, options_.node, published));
+  const InventoryPlan plan = planInventory(*file, options_.node, published);
+  applyInventory(plan);
   if (claims_.hasSynced()) {
-    checkHealth(*file);
+    checkHealth(*file, plan.unlistedHeld);
     if (options_.healthChecked) {
       options_.healthChecked();
     }
@@ -272,7 +273,8 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
   }
   for (const auto& d : plan.deletes) {
     const Status sent = callApi([&] {
-      api_.remove(resources::kExtendedResources, "", d.name, {.preconditionUid = d.uid});
+      api_.remove(resources::kExtendedResources, "", d.name,
+                  {.preconditionUid = d.uid, .preconditionResourceVersion = d.resourceVersion});
     });
     if (sent.ok()) {
       count("delete", "success");
@@ -311,7 +313,7 @@ void NodeSync::reportNameTaken(const std::string& name,
                      ": not published (rename it in one of the node files)");
 }
 
-void NodeSync::checkHealth(const NodeFile& file) {
+void NodeSync::checkHealth(const NodeFile& file, const std::vector<std::string>& unlistedHeld) {
   // The specs are read once for all devices, and only when one names a CDI device.
   std::set<std::string> cdiDevices;
   if (std::any_of(file.devices.begin(), file.devices.end(),
@@ -320,56 +322,67 @@ void NodeSync::checkHealth(const NodeFile& file) {
   }
   auto observed = std::make_shared<std::map<std::string, bool>>();
   for (const auto& spec : file.devices) {
-    auto device = devices_.get(spec.name);
-    if (!device) {
-      continue;
+    if (auto device = devices_.get(spec.name)) {
+      HealthObservation seen = probe_.check(spec, cdiDevices);
+      (*observed)[spec.name] = seen.healthy;
+      reportHealth(*device, std::move(seen));
     }
-    HealthObservation seen = probe_.check(spec, cdiDevices);
-    (*observed)[spec.name] = seen.healthy;
-    auto last = lastHealthy_.find(spec.name);
-    seen.wasHealthy = last == lastHealthy_.end() || last->second;
-    HealthAction action = decideHealth(*device, seen);
-    lastHealthy_[spec.name] = seen.healthy;
-    if (std::holds_alternative<health_action::Nothing>(action)) {
-      continue;
-    }
-    if (auto* warn = std::get_if<health_action::WarnHolder>(&action)) {
-      warnHolder(*device, warn->message);
-      metrics_.healthChanges.labels({"holder_warned"}).inc();
-      continue;
-    }
-    const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
-    ExtendedResource next = *device;
-    if (const Status changed =
-            unhealthy ? markDeviceUnhealthy(next, unhealthy->message) : markDeviceHealthy(next);
-        !changed.ok()) {
-      // A decision at odds with the device it was made on: a fault of ours.
-      log::error("status transition refused: nothing written", {{"error", changed.message()}});
-      continue;
-    }
-    if (const Status sent = callApi([&] {
-          api_.updateStatus(resources::kExtendedResources, "",
-                            next.toJson(std::chrono::system_clock::now()));
-        });
-        sent.ok()) {
-      metrics_.healthChanges.labels({unhealthy ? "unhealthy" : "healthy"}).inc();
-      log::info(!unhealthy                          ? "device healthy again"
-                : next.phase == DevicePhase::kBound ? "allocated device unhealthy: kept by its pod"
-                                                    : "device unhealthy: not offered",
-                {{"device", spec.name}, {"message", next.message}});
-    } else {
-      // A conflict is a bind or another write in between: the next sync decides again.
-      lastHealthy_.erase(spec.name);
-      log::warn("writing device health failed", {{"device", spec.name}, {"error", sent.message()}});
-      continue;
-    }
-    if (unhealthy && unhealthy->warning) {
-      warnHolder(*device, *unhealthy->warning);
-      metrics_.healthChanges.labels({"holder_warned"}).inc();
+  }
+  for (const auto& name : unlistedHeld) {
+    if (auto device = devices_.get(name)) {
+      reportHealth(*device, {.healthy = false,
+                             .problem = "not listed in node " + options_.node +
+                                        "'s node file any more: kept while its claim holds it, " +
+                                        "withdrawn once freed"});
     }
   }
   std::lock_guard lock(inventoryMu_);
   health_ = std::move(observed);
+}
+
+void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation seen) {
+  const std::string& name = device.meta.name;
+  auto last = lastHealthy_.find(name);
+  seen.wasHealthy = last == lastHealthy_.end() || last->second;
+  HealthAction action = decideHealth(device, seen);
+  lastHealthy_[name] = seen.healthy;
+  if (std::holds_alternative<health_action::Nothing>(action)) {
+    return;
+  }
+  if (auto* warn = std::get_if<health_action::WarnHolder>(&action)) {
+    warnHolder(device, warn->message);
+    metrics_.healthChanges.labels({"holder_warned"}).inc();
+    return;
+  }
+  const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
+  ExtendedResource next = device;
+  if (const Status changed =
+          unhealthy ? markDeviceUnhealthy(next, unhealthy->message) : markDeviceHealthy(next);
+      !changed.ok()) {
+    // A decision at odds with the device it was made on: a fault of ours.
+    log::error("status transition refused: nothing written", {{"error", changed.message()}});
+    return;
+  }
+  if (const Status sent = callApi([&] {
+        api_.updateStatus(resources::kExtendedResources, "",
+                          next.toJson(std::chrono::system_clock::now()));
+      });
+      sent.ok()) {
+    metrics_.healthChanges.labels({unhealthy ? "unhealthy" : "healthy"}).inc();
+    log::info(!unhealthy                          ? "device healthy again"
+              : next.phase == DevicePhase::kBound ? "allocated device unhealthy: kept by its pod"
+                                                  : "device unhealthy: not offered",
+              {{"device", name}, {"message", next.message}});
+  } else {
+    // A conflict is a bind or another write in between: the next sync decides again.
+    lastHealthy_.erase(name);
+    log::warn("writing device health failed", {{"device", name}, {"error", sent.message()}});
+    return;
+  }
+  if (unhealthy && unhealthy->warning) {
+    warnHolder(device, *unhealthy->warning);
+    metrics_.healthChanges.labels({"holder_warned"}).inc();
+  }
 }
 
 void NodeSync::warnHolder(const ExtendedResource& device, const std::string& message) {

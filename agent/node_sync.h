@@ -14,6 +14,7 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/device_probe.h"
+#include "agent/health.h"
 #include "agent/inventory_plan.h"
 #include "agent/node_file.h"
 #include "common/api_client.h"
@@ -74,7 +75,11 @@ class NodeSync {
   // A name in the node file that another object (another node's device, one made by hand)
   // has: logged and posted as a DeviceNameTaken event on that object, once per name.
   void reportNameTaken(const std::string& name, const std::optional<ExtendedResource>& holder);
-  void checkHealth(const NodeFile& file);
+  // The health of the file's devices as probed, and of unlistedHeld (devices the file no longer
+  // lists that a claim holds) as unhealthy.
+  void checkHealth(const NodeFile& file, const std::vector<std::string>& unlistedHeld);
+  // Writes what decideHealth makes of one observation of a published device.
+  void reportHealth(const ExtendedResource& device, HealthObservation seen);
   void warnHolder(const ExtendedResource& device, const std::string& message);
 
   const Options options_;

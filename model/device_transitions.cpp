@@ -68,6 +68,13 @@ Status freeDevice(ExtendedResource& device, const std::string& message,
   if (!device.claimRef && device.phase != DevicePhase::kBound) {
     return notFrom(device, "freed", "it names no claim");
   }
+  if (markedUnhealthy(device)) {
+    // Free and not offered: the agent's mark stays until it finds the device healthy again
+    // (or withdraws it), so nobody is offered it in between.
+    makeFree(device, std::move(releasedFrom));
+    device.phase = DevicePhase::kPending;
+    return {};
+  }
   const Reason reason = releasedFrom ? Reason::kReleased : Reason::kOrphaned;
   makeFree(device, std::move(releasedFrom));
   setReason(device, reason, message);
@@ -118,6 +125,10 @@ Status markDeviceHealthy(ExtendedResource& device) {
   }
   setReason(device, Reason::kNone, "");
   return {};
+}
+
+bool heldForClaim(const ExtendedResource& device) {
+  return device.phase == DevicePhase::kBound || device.claimRef.has_value();
 }
 
 bool markedUnhealthy(const ExtendedResource& device) {

@@ -26,7 +26,9 @@ Status undoDeviceBind(ExtendedResource& device);
 
 // Naming a claim (Bound, or Available but still naming one) -> Available, naming none. Reason
 // Released with `releasedFrom`, the claim whose release freed it (what tells a freed device from
-// one coming back), or Orphaned without: the claim it named no longer holds it.
+// one coming back), or Orphaned without: the claim it named no longer holds it. A device its
+// agent marked unhealthy is freed Pending with the mark instead, not offered until the agent
+// finds it healthy.
 Status freeDevice(ExtendedResource& device, const std::string& message,
                   std::optional<ClaimRef> releasedFrom);
 
@@ -46,6 +48,9 @@ Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem)
 // Marked unhealthy -> healthy: the mark goes, and a Pending device is Available again.
 Status markDeviceHealthy(ExtendedResource& device);
 
+// Whether a claim may hold it: Bound, or naming a claim in any phase. A pod may be running with
+// it or about to start with it.
+bool heldForClaim(const ExtendedResource& device);
 // Whether its node agent's unhealthy mark is on it (whatever its phase).
 bool markedUnhealthy(const ExtendedResource& device);
 

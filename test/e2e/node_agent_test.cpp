@@ -155,10 +155,10 @@ TEST_F(NodeAgentTest, APodNamingAnotherPodsClaimNeverStartsAContainer) {
   EXPECT_TRUE(podRunning("owner"));
 }
 
-// The controller protects devices in use (on by default): the withdrawn device is deleted, but
-// stays, Bound and marked for deletion, while its pod runs; its claim is Lost and the pod warned.
-// Once the pod is gone the device disappears.
-TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned) {
+// An entry dropped while a pod runs with the device does not take the device from it: the
+// device stays Bound to the claim, marked unhealthy, and the pod is warned. Once the pod is
+// gone and the claim frees the device, the agent withdraws it.
+TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileStaysWithItsPodThenIsWithdrawn) {
   createDevice(uniqueName("gpu"));
   const std::string device = devices_[0];
   createClaim("gpu");
@@ -168,18 +168,20 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned
   removeDeviceFromNodeFile(device);
   json d;
   ASSERT_TRUE(eventually(
-      [&] { return (d = getDevice(device)).contains("/metadata/deletionTimestamp"_json_pointer); },
+      [&] {
+        return (d = getDevice(device)).value("/status/reason"_json_pointer, std::string()) ==
+               "DeviceUnhealthy";
+      },
       60s))
-      << device << " was not withdrawn: " << d.dump();
+      << device << " was not marked: " << d.dump();
   EXPECT_EQ(phaseOf(d), "Bound");
-  EXPECT_NE(d["metadata"].value("finalizers", json::array()).dump().find("device-protection"),
+  EXPECT_FALSE(d.contains("/metadata/deletionTimestamp"_json_pointer)) << d.dump();
+  EXPECT_NE(d.value("/status/message"_json_pointer, std::string()).find("node file"),
             std::string::npos)
       << d.dump();
-  json claim;
-  ASSERT_TRUE(eventually([&] { return phaseOf(claim = getClaim("gpu")) == "Lost"; }, 60s))
-      << claim.dump();
-  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "ClaimLost").empty(); }, 30s));
-  EXPECT_NO_THROW(getDevice(device)) << "deleted while its pod still runs";
+  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "DeviceUnhealthy").empty(); }, 30s));
+  EXPECT_EQ(phaseOf(getClaim("gpu")), "Bound");
+  EXPECT_TRUE(podRunning("app"));
 
   deletePod("app");
   ASSERT_TRUE(eventually(
@@ -194,6 +196,62 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileIsWithdrawnAndItsHolderWarned
       120s))
       << device << " stayed after its pod was gone";
   EXPECT_EQ(phaseOf(getClaim("gpu")), "Pending");
+}
+
+// The entry removed after the pod was bound to the device and before its container started:
+// the container is refused while the entry is away, the claim keeps the device (never Lost),
+// and the pod starts with it once the entry is back.
+TEST_F(NodeAgentTest, AnEntryRemovedBetweenBindAndStartHoldsThePodUntilItIsBack) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  createClaim("gpu");
+  json pod = busyboxPod("app", {"gpu"}, deviceScript(deviceEnvName()));
+  json init = pod["spec"]["containers"][0];
+  init["name"] = "wait";
+  init["command"] = {"/bin/sh", "-c", "sleep 12"};
+  init.erase("env");
+  pod["spec"]["initContainers"] = json::array({init});
+  createPod(pod);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto p = getPod("app");
+        return p && p->contains("/status/initContainerStatuses/0/state/running"_json_pointer);
+      },
+      120s))
+      << podPhase("app");
+
+  json entry;
+  editNodeFile([&](json& devices) {
+    json kept = json::array();
+    for (auto& d : devices) {
+      if (d.value("name", "") == device) {
+        entry = d;
+      } else {
+        kept.push_back(d);
+      }
+    }
+    devices = std::move(kept);
+  });
+  ASSERT_FALSE(entry.is_null());
+  ASSERT_FALSE(awaitEventMessage("app", "Failed", device, 90s).empty())
+      << "the container was not refused while its device's entry was away";
+  EXPECT_NE(podPhase("app"), "Running");
+  json d = getDevice(device);
+  EXPECT_EQ(phaseOf(d), "Bound") << d.dump();
+  EXPECT_FALSE(d.contains("/metadata/deletionTimestamp"_json_pointer)) << d.dump();
+  EXPECT_EQ(phaseOf(getClaim("gpu")), "Bound");
+
+  editNodeFile([&](json& devices) { devices.push_back(entry); });
+  ASSERT_TRUE(eventually([&] { return podRunning("app"); }, 120s)) << podPhase("app");
+  EXPECT_TRUE(
+      eventually([&] { return logs("app").find(device + "-id") != std::string::npos; }, 30s))
+      << logs("app");
+  EXPECT_TRUE(eventually(
+      [&] {
+        return getDevice(device).value("/status/reason"_json_pointer, std::string("x")).empty();
+      },
+      30s))
+      << getDevice(device).dump();
 }
 
 TEST_F(NodeAgentTest, ADeviceWhoseDeviceNodeVanishesGoesPendingAndComesBack) {

@@ -110,6 +110,26 @@ TEST(HealthTest, AFreeDeviceIsTakenOutOfOfferAndBack) {
   EXPECT_EQ(back.reason, "");
 }
 
+// Released while marked: free, but not offered until its agent finds it healthy again (or
+// withdraws it), rather than Available for anyone in between.
+TEST(HealthTest, AnUnhealthyDeviceFreedByItsClaimKeepsTheMarkAndIsNotOffered) {
+  const ExtendedResource marked = withHealth(device(DevicePhase::kBound, true), false, "gone");
+  ExtendedResource freed = marked;
+  ASSERT_TRUE(freeDevice(freed, "released", marked.claimRef).ok());
+  EXPECT_EQ(freed.phase, DevicePhase::kPending);
+  EXPECT_FALSE(freed.claimRef);
+  EXPECT_EQ(freed.reason, kUnhealthyReason);
+  EXPECT_EQ(freed.message, "gone");
+  EXPECT_EQ(freed.releasedFrom, marked.claimRef);
+  const ExtendedResource back = withHealth(freed, true, "");
+  EXPECT_EQ(back.phase, DevicePhase::kAvailable);
+
+  ExtendedResource healthy = device(DevicePhase::kBound, true);
+  ASSERT_TRUE(freeDevice(healthy, "released", healthy.claimRef).ok());
+  EXPECT_EQ(healthy.phase, DevicePhase::kAvailable);
+  EXPECT_EQ(healthy.reason, toString(Reason::kReleased));
+}
+
 TEST(HealthTest, InvalidOrDeletingDevicesAreLeftAlone) {
   auto invalid = device(DevicePhase::kAvailable);
   invalid.invalid = "spec.properties: expected an object";

@@ -84,13 +84,32 @@ TEST(InventoryPlanTest, AnUnchangedInventoryPlansNothing) {
   EXPECT_TRUE(planInventory(f, "node-1", {&d0}).empty());
 }
 
-TEST(InventoryPlanTest, DevicesDroppedFromTheFileAreDeletedByUid) {
-  NodeFile f;
-  ExtendedResource d0 = published(spec("d0"), "node-1");
-  InventoryPlan plan = planInventory(f, "node-1", {&d0});
+TEST(InventoryPlanTest, FreeDevicesDroppedFromTheFileAreDeletedAsSeen) {
+  json obj = desiredObject(spec("d0"), "node-1");
+  obj["metadata"]["uid"] = "uid-d0";
+  obj["metadata"]["resourceVersion"] = "9";
+  obj["status"] = {{"phase", "Pending"}, {"reason", "DeviceUnhealthy"}};
+  ExtendedResource d0 = ExtendedResource::fromJson(obj);
+  InventoryPlan plan = planInventory(NodeFile{}, "node-1", {&d0});
   ASSERT_EQ(plan.deletes.size(), 1u);
   EXPECT_EQ(plan.deletes[0].name, "d0");
   EXPECT_EQ(plan.deletes[0].uid, "uid-d0");
+  EXPECT_EQ(plan.deletes[0].resourceVersion, "9") << "a bind since it was seen free wins";
+  EXPECT_TRUE(plan.unlistedHeld.empty());
+}
+
+// Bound, or naming a claim at all: a pod may run with it or be about to start with it.
+TEST(InventoryPlanTest, HeldDevicesDroppedFromTheFileAreKeptUntilFreed) {
+  ExtendedResource bound = published(spec("d0"), "node-1");
+  json obj = desiredObject(spec("d1"), "node-1");
+  obj["status"] = {{"phase", "Available"}, {"claimRef", {{"namespace", "ns"}, {"name", "c"}}}};
+  ExtendedResource naming = ExtendedResource::fromJson(obj);
+  ExtendedResource listed = published(spec("d2"), "node-1");
+  NodeFile f;
+  f.devices = {spec("d2")};
+  InventoryPlan plan = planInventory(f, "node-1", {&bound, &naming, &listed});
+  EXPECT_TRUE(plan.empty()) << "nothing deleted";
+  EXPECT_EQ(plan.unlistedHeld, (std::vector<std::string>{"d0", "d1"}));
 }
 
 TEST(InventoryPlanTest, ObjectsBeingDeletedAreWaitedFor) {

@@ -11,6 +11,7 @@
 
 #include "agent/node_sync.h"
 #include "fake_api_client.h"
+#include "model/device_transitions.h"
 #include "model/objects.h"
 #include "model/reasons.h"
 #include "test/unit/eventually.h"
@@ -124,12 +125,73 @@ TEST_F(NodeSyncTest, FollowsTheFileADeviceRemovedFromItIsWithdrawn) {
   start();
   ASSERT_TRUE(eventually([&] { return device("n1-gpu1").has_value(); }));
   write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  // Deleted: its protection finalizer keeps it while a claim holds it (the controller's call).
   EXPECT_TRUE(eventually([&] {
     auto d = device("n1-gpu1");
     return !d || d->meta.deleting;
   }));
   EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
+}
+
+// An entry removed while a claim holds the device (its pod running, or bound and about to start)
+// must not take the device from the claim: it is kept, marked, and its holder warned; the entry
+// coming back clears the mark, and only a device its claim freed is withdrawn.
+TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  auto writeStatus = [&](const std::function<Status(ExtendedResource&)>& change) {
+    return eventually([&] {
+      ExtendedResource d = *device("n1-gpu0");
+      if (!change(d).ok()) {
+        return false;
+      }
+      try {
+        api_.updateStatus(resources::kExtendedResources, "",
+                          d.toJson(std::chrono::system_clock::now()));
+        return true;
+      } catch (const ApiError&) {
+        return false;  // a write of the agent's in between
+      }
+    });
+  };
+  const ClaimRef claim{"ns", "c", "uid-c"};
+  ASSERT_TRUE(writeStatus([&](ExtendedResource& d) {
+    if (d.phase != DevicePhase::kAvailable) {
+      return Status::failedPrecondition("not initialised yet");
+    }
+    d.reason.clear();
+    return bindDevice(d, claim, {{"p", "uid-p"}});
+  }));
+
+  write(nodeFile({}));
+  ASSERT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+  }));
+  ExtendedResource kept = *device("n1-gpu0");
+  EXPECT_FALSE(kept.meta.deleting);
+  EXPECT_EQ(kept.phase, DevicePhase::kBound);
+  EXPECT_NE(kept.message.find("node file"), std::string::npos) << kept.message;
+  EXPECT_TRUE(eventually([&] { return eventWithReason("DeviceUnhealthy"); }));
+  std::this_thread::sleep_for(100ms);  // five periods: still there
+  EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
+
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  ASSERT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d && d->reason.empty() && d->phase == DevicePhase::kBound;
+  }));
+
+  write(nodeFile({}));
+  ASSERT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+  }));
+  ASSERT_TRUE(writeStatus([&](ExtendedResource& d) { return freeDevice(d, "released", claim); }));
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return !d || d->meta.deleting;
+  }));
 }
 
 TEST_F(NodeSyncTest, AnInvalidFileKeepsTheLastGoodInventory) {
