@@ -197,18 +197,26 @@ void E2eTest::removeDeviceFromNodeFile(const std::string& name) {
     }
   }
   for (const auto& node : files) {
-    editNodeFile(
-        [&](json& devices) {
-          json kept = json::array();
-          for (auto& d : devices) {
-            if (d.value("name", "") != name) {
-              kept.push_back(std::move(d));
-            }
-          }
-          devices = std::move(kept);
-        },
-        node);
+    takeNodeFileEntry(name, node);
   }
+}
+
+json E2eTest::takeNodeFileEntry(const std::string& name, const std::string& node) {
+  json entry;
+  editNodeFile(
+      [&](json& devices) {
+        json kept = json::array();
+        for (auto& d : devices) {
+          if (d.value("name", "") == name) {
+            entry = std::move(d);
+          } else {
+            kept.push_back(std::move(d));
+          }
+        }
+        devices = std::move(kept);
+      },
+      node);
+  return entry;
 }
 
 std::vector<std::string> E2eTest::allocated(const std::string& claim) {

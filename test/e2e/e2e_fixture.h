@@ -53,6 +53,9 @@ class E2eTest : public ::testing::Test {
                            const std::string& node = "");
   // Drops the device from the node files it was added to (the agents withdraw it).
   void removeDeviceFromNodeFile(const std::string& name);
+  // Drops the device's entry from one node's file and returns it (null when it had none), to
+  // be put back as it was with editNodeFile.
+  json takeNodeFileEntry(const std::string& name, const std::string& node = "");
   // Reads a node's node file, lets edit change its device list, and writes it back atomically.
   void editNodeFile(const std::function<void(json& devices)>& edit, const std::string& node = "");
   // The same for the whole file (its discover sources, say).

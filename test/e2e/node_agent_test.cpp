@@ -220,18 +220,7 @@ TEST_F(NodeAgentTest, AnEntryRemovedBetweenBindAndStartHoldsThePodUntilItIsBack)
       120s))
       << podPhase("app");
 
-  json entry;
-  editNodeFile([&](json& devices) {
-    json kept = json::array();
-    for (auto& d : devices) {
-      if (d.value("name", "") == device) {
-        entry = d;
-      } else {
-        kept.push_back(d);
-      }
-    }
-    devices = std::move(kept);
-  });
+  const json entry = takeNodeFileEntry(device);
   ASSERT_FALSE(entry.is_null());
   ASSERT_FALSE(awaitEventMessage("app", "Failed", device, 90s).empty())
       << "the container was not refused while its device's entry was away";

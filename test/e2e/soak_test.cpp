@@ -367,20 +367,7 @@ class RealNodeSoakTest : public E2eTest {
       ::chmod(path.c_str(), 0666);
     } else if (fault == "node-file-entry-removed") {
       const std::string device = deviceOn(node);
-      json entry;
-      editNodeFile(
-          [&](json& devices) {
-            json kept = json::array();
-            for (auto& d : devices) {
-              if (d.value("name", "") == device) {
-                entry = d;
-              } else {
-                kept.push_back(d);
-              }
-            }
-            devices = std::move(kept);
-          },
-          node == this->node() ? "" : node);
+      const json entry = takeNodeFileEntry(device, node == this->node() ? "" : node);
       std::this_thread::sleep_for(5s);
       editNodeFile([&](json& devices) { devices.push_back(entry); },
                    node == this->node() ? "" : node);
