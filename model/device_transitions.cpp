@@ -11,7 +11,7 @@ Status notFrom(const ExtendedResource& device, const std::string& transition,
 }
 
 bool isFree(const ExtendedResource& device) {
-  return device.phase == DevicePhase::kAvailable && !device.claimRef;
+  return device.phase == DevicePhase::kAvailable && !heldForClaim(device);
 }
 
 void setReason(ExtendedResource& device, Reason reason, std::string message) {
@@ -68,16 +68,15 @@ Status freeDevice(ExtendedResource& device, const std::string& message,
   if (!device.claimRef && device.phase != DevicePhase::kBound) {
     return notFrom(device, "freed", "it names no claim");
   }
+  const Reason reason = releasedFrom ? Reason::kReleased : Reason::kOrphaned;
+  makeFree(device, std::move(releasedFrom));
   if (markedUnhealthy(device)) {
     // Free and not offered: the agent's mark stays until it finds the device healthy again
     // (or withdraws it), so nobody is offered it in between.
-    makeFree(device, std::move(releasedFrom));
     device.phase = DevicePhase::kPending;
-    return {};
+  } else {
+    setReason(device, reason, message);
   }
-  const Reason reason = releasedFrom ? Reason::kReleased : Reason::kOrphaned;
-  makeFree(device, std::move(releasedFrom));
-  setReason(device, reason, message);
   return {};
 }
 
