@@ -159,7 +159,6 @@ TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
     if (d.phase != DevicePhase::kAvailable) {
       return Status::failedPrecondition("not initialised yet");
     }
-    d.reason.clear();
     return bindDevice(d, claim, {{"p", "uid-p"}});
   }));
 
