@@ -41,7 +41,7 @@ source "$root/test/lib/crds.sh"
 build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${JOBS:-2}
 launcher=$root/test/controlplane/launch.sh
-extender_sa=extended-resource-scheduler
+extender_sa=extended-resource-scheduler-extender
 controller_sa=extended-resource-controller
 
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default scoring=''

@@ -19,7 +19,7 @@ jobs=${JOBS:-2}
 launcher=$root/test/controlplane/launch.sh
 # The ServiceAccounts of deploy/: the components run with the tokens and rights they have in a
 # cluster, and the audit log tells their requests apart by these names.
-extender_sa=extended-resource-scheduler
+extender_sa=extended-resource-scheduler-extender
 controller_sa=extended-resource-controller
 extender_user=system:serviceaccount:kube-system:$extender_sa
 controller_user=system:serviceaccount:kube-system:$controller_sa

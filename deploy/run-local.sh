@@ -186,7 +186,7 @@ if ! $in_cluster; then
   kubectl apply -f "$root/deploy/admission-policy.yaml" >/dev/null
   log "applying deploy/class-routing-policy.yaml (pods asking for a class's resource get the profile)"
   kubectl apply -f "$root/deploy/class-routing-policy.yaml" >/dev/null
-  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler "$run/extender.kubeconfig" >/dev/null
+  "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-scheduler-extender "$run/extender.kubeconfig" >/dev/null
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-controller "$run/controller.kubeconfig" >/dev/null
   # Bound to node-1: an agent's token must name its node (deploy/admission-policy.yaml).
   "$launcher" sa-kubeconfig "$cp" kube-system extended-resource-node-agent "$run/node-agent.kubeconfig" node-1 >/dev/null

@@ -42,7 +42,7 @@ rc=0
 suite_ctest "$build_dir" integration "$@" || rc=$?
 if ((rc == 0 && $# == 0)); then
   suite_rbac_check "$build_dir" "$here/../deploy/extender.yaml,$here/../deploy/deployment.yaml" \
-    kube-system:extended-resource-scheduler,kube-system:extended-resource-controller \
+    kube-system:extended-resource-scheduler-extender,kube-system:extended-resource-controller \
     "$here/integration/rbac-not-requested.txt" || rc=$?
 fi
 exit "$rc"

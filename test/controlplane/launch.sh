@@ -599,6 +599,7 @@ rules:
 - level: Metadata
   users:
   - system:serviceaccount:kube-system:extended-resource-scheduler
+  - system:serviceaccount:kube-system:extended-resource-scheduler-extender
   - system:serviceaccount:kube-system:extended-resource-controller
   - system:serviceaccount:kube-system:extended-resource-node-agent
 - level: None

@@ -320,6 +320,44 @@ TEST_F(TrustTest, NeitherABindingNorAPodStatusWriteCarriesAnAllocation) {
   EXPECT_FALSE(getPod("bystander")->contains("/spec/nodeName"_json_pointer));
 }
 
+// kube-scheduler and the extender share a pod but not an identity: a token of kube-scheduler's
+// ServiceAccount (a compromised kube-scheduler's) writes no claim or device status and binds
+// no pod with an allocation, while the extender, running as its own ServiceAccount, still
+// allocates.
+TEST_F(TrustTest, KubeSchedulersTokenCannotAllocate) {
+  auto scheduler = serviceAccountClient(*env_, *api_, "extended-resource-scheduler");
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  createClaim("c");
+
+  std::string why = refusalOfCurrent([&] {
+    json device = getDevice(gpu);
+    device["status"]["phase"] = "Bound";
+    device["status"]["claimRef"] = {{"namespace", ns_}, {"name", "c"}};
+    scheduler->updateStatus(resources::kExtendedResources, "", device);
+  });
+  EXPECT_NE(why.find("forbidden"), std::string::npos) << why;
+  why = refusalOfCurrent([&] {
+    json claim = getClaim("c");
+    claim["status"]["phase"] = "Bound";
+    scheduler->updateStatus(resources::kExtendedResourceClaims, ns_, claim);
+  });
+  EXPECT_NE(why.find("forbidden"), std::string::npos) << why;
+
+  json bystander = busyboxPod("bystander", {}, "sleep 3600");
+  bystander["spec"]["schedulerName"] = "nobody";
+  createPod(bystander);
+  const std::string uid = getPod("bystander")->value("/metadata/uid"_json_pointer, std::string());
+  why = refusal([&] {
+    scheduler->bindPod(ns_, "bystander", uid, node(), {{kAllocationAnnotation, R"({"c":[]})"}});
+  });
+  EXPECT_NE(why.find("only the extended-resource scheduler's Binding"), std::string::npos) << why;
+
+  createPod(busyboxPod("holder", {"c"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("holder"); }, 120s)) << podPhase("holder");
+  EXPECT_NE(logs("holder").find("ids=" + gpu + "-id"), std::string::npos) << logs("holder");
+}
+
 // A container-scoped required-plugins list written by the pod's author would take precedence
 // over the pod's in NRI: the bind adds the agent to it, and once the pod has devices nobody
 // changes it.

@@ -29,9 +29,12 @@ struct Workload {
   std::string name;
 };
 
+// In the order deploy/README.md gives for one at a time: the scheduler first, since the rest
+// of deploy/ moves the extender's rights to a ServiceAccount the previous release's pods do not
+// run as.
 const std::vector<Workload> kComponents = {
-    {"Deployment", "extended-resource-controller"},
     {"Deployment", "extended-resource-scheduler"},
+    {"Deployment", "extended-resource-controller"},
     {"DaemonSet", "extended-resource-node-agent"},
 };
 

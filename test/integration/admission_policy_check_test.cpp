@@ -87,7 +87,7 @@ class AdmissionPolicyCheckTest : public ApiTest {
   std::vector<std::pair<std::unique_ptr<ChildProcess>, int>> startAll() {
     const std::vector<Component> components = {
         {"scheduler/extended-resource-scheduler",
-         "extended-resource-scheduler",
+         "extended-resource-scheduler-extender",
          {"--bind-address=127.0.0.1", "--port=" + std::to_string(freePort()),
           "--health-bind-address=127.0.0.1"},
          "--health-port="},

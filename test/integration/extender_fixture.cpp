@@ -37,7 +37,7 @@ void ExtenderSuite::startStack(const Options& opts) {
   // The extender runs with the ServiceAccount and RBAC that deploy/extender.yaml defines, so
   // every test also shows those rights are enough.
   std::vector<std::string> args = {
-      "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-scheduler"),
+      "--kubeconfig=" + env_->serviceAccountKubeconfig("extended-resource-scheduler-extender"),
       "--bind-address=127.0.0.1", "--port=" + std::to_string(extenderPort_),
       "--health-port=" + std::to_string(healthPort_),
       // Tests set up states as admin that the allocation policy would refuse: it is not

@@ -35,7 +35,7 @@ class RbacTest : public ApiTest {
 
 TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
   expectRights(
-      "extended-resource-scheduler",
+      "extended-resource-scheduler-extender",
       {
           {"list extendedresources.extendedresource.io", true},
           {"watch extendedresourceclaims.extendedresource.io -A", true},
@@ -44,8 +44,9 @@ TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
           {"create pods --subresource=binding -A", true},
           {"watch nodes", true},
           {"create events -A", true},
-          {"get leases/extended-resource-scheduler -n kube-system", true},
-          {"update leases/extended-resource-scheduler -n kube-system", true},
+          // kube-scheduler's leader election is not the extender's.
+          {"get leases/extended-resource-scheduler -n kube-system", false},
+          {"update leases/extended-resource-scheduler -n kube-system", false},
           // Devices and claims are the users': the extender only writes status.
           {"update extendedresources.extendedresource.io", false},
           {"create extendedresources.extendedresource.io", false},
@@ -63,6 +64,20 @@ TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
           {"patch pods --subresource=status -A", true},
           {"delete pods -A", true},
       });
+}
+
+// kube-scheduler's ServiceAccount keeps the bootstrap scheduler's rights and its Lease; the
+// extender's are not among them.
+TEST_F(RbacTest, KubeSchedulersServiceAccountHasNoneOfTheExtendersRights) {
+  expectRights("extended-resource-scheduler",
+               {
+                   {"get leases/extended-resource-scheduler -n kube-system", true},
+                   {"update leases/extended-resource-scheduler -n kube-system", true},
+                   {"update extendedresources.extendedresource.io --subresource=status", false},
+                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
+                    false},
+                   {"list extendedresourceclaims.extendedresource.io -A", false},
+               });
 }
 
 TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {

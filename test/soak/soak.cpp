@@ -714,7 +714,7 @@ void Soak::startExtender(Extender& e, const std::map<std::string, std::string>& 
         o_.buildDir + "/scheduler/extended-resource-scheduler",
         // --v=4 logs why each bind attempt was retried: the story of a race, when one goes wrong.
         std::vector<std::string>{
-            "--kubeconfig=" + replicaKubeconfig("extended-resource-scheduler", e.name),
+            "--kubeconfig=" + replicaKubeconfig("extended-resource-scheduler-extender", e.name),
             "--bind-address=127.0.0.1", "--port=" + std::to_string(e.port),
             "--health-bind-address=127.0.0.1", "--health-port=" + std::to_string(e.healthPort),
             // The soak's control plane has no allocation policy.
