@@ -69,15 +69,15 @@ TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
 // kube-scheduler's ServiceAccount keeps the bootstrap scheduler's rights and its Lease; the
 // extender's are not among them.
 TEST_F(RbacTest, KubeSchedulersServiceAccountHasNoneOfTheExtendersRights) {
-  expectRights("extended-resource-scheduler",
-               {
-                   {"get leases/extended-resource-scheduler -n kube-system", true},
-                   {"update leases/extended-resource-scheduler -n kube-system", true},
-                   {"update extendedresources.extendedresource.io --subresource=status", false},
-                   {"update extendedresourceclaims.extendedresource.io --subresource=status -A",
-                    false},
-                   {"list extendedresourceclaims.extendedresource.io -A", false},
-               });
+  expectRights(
+      "extended-resource-scheduler",
+      {
+          {"get leases/extended-resource-scheduler -n kube-system", true},
+          {"update leases/extended-resource-scheduler -n kube-system", true},
+          {"update extendedresources.extendedresource.io --subresource=status", false},
+          {"update extendedresourceclaims.extendedresource.io --subresource=status -A", false},
+          {"list extendedresourceclaims.extendedresource.io -A", false},
+      });
 }
 
 TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
