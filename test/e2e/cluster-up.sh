@@ -136,7 +136,9 @@ kubectl apply -f "$root/crds" >/dev/null
 wait_crds_established kubectl crd/extendedresources.extendedresource.io \
   crd/extendedresourceclaims.extendedresource.io crd/extendedresourceclasses.extendedresource.io ||
   die "the CRDs are not Established"
-kubectl create -f "$dir/releases/current/deploy.yaml" >/dev/null
+# Applied, as a user would: a later `kubectl apply` of another release (the upgrade tests) then
+# removes what this one has and that one does not.
+kubectl apply -f "$dir/releases/current/deploy.yaml" >/dev/null
 for d in extended-resource-scheduler extended-resource-controller; do
   # (rollout status fails on a Deployment the controller has not yet given conditions.)
   kubectl wait -n kube-system "deployment/$d" --for=condition=Available --timeout=180s >&2 ||

@@ -262,7 +262,9 @@ crds=(extendedresources.extendedresource.io extendedresourceclaims.extendedresou
 no_crds() { ! kubectl get crd "${crds[@]}" --ignore-not-found -o name | grep -q .; }
 begin 1 "deleting what test/e2e/deploy applied, then the CRDs"
 kubectl kustomize --load-restrictor=LoadRestrictionsNone "$root/test/e2e/deploy" >"$work/deploy.yaml"
-kubectl delete --wait --timeout=120s -f "$work/deploy.yaml" >/dev/null ||
+# --ignore-not-found: the token controller deletes a ServiceAccount's token Secret with the
+# ServiceAccount, which may be before kubectl reaches the Secret.
+kubectl delete --ignore-not-found --wait --timeout=120s -f "$work/deploy.yaml" >/dev/null ||
   fail "kubectl delete of test/e2e/deploy's objects failed"
 eventually 120 no_component_pods || fail "component pods still there 120 s after deleting deploy/" pods -n "$sys" -l "$selector"
 # The protection finalizers of what the suite left would hold the CRDs' deletion forever now that
