@@ -598,7 +598,6 @@ omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
 - level: Metadata
   users:
-  - system:serviceaccount:kube-system:extended-resource-scheduler
   - system:serviceaccount:kube-system:extended-resource-scheduler-extender
   - system:serviceaccount:kube-system:extended-resource-controller
   - system:serviceaccount:kube-system:extended-resource-node-agent

@@ -33,6 +33,18 @@ std::string refusal(F&& write) {
   return "";
 }
 
+// The kind of the ApiError `write` throws; kOther (with a test failure) when it succeeds.
+template <class F>
+ApiErrorKind refusalKind(F&& write) {
+  try {
+    write();
+  } catch (const ApiError& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "the write was accepted";
+  return ApiErrorKind::kOther;
+}
+
 // refusal() of a read-modify-write that reads the object again while the API answers that it
 // changed in between (a component may write it meanwhile): what counts is the answer to a write
 // of the current object. Bounded; the last conflict is returned if they never stop.
@@ -330,25 +342,24 @@ TEST_F(TrustTest, KubeSchedulersTokenCannotAllocate) {
   createDevice(gpu);
   createClaim("c");
 
-  std::string why = refusalOfCurrent([&] {
-    json device = getDevice(gpu);
-    device["status"]["phase"] = "Bound";
-    device["status"]["claimRef"] = {{"namespace", ns_}, {"name", "c"}};
-    scheduler->updateStatus(resources::kExtendedResources, "", device);
-  });
-  EXPECT_NE(why.find("forbidden"), std::string::npos) << why;
-  why = refusalOfCurrent([&] {
-    json claim = getClaim("c");
-    claim["status"]["phase"] = "Bound";
-    scheduler->updateStatus(resources::kExtendedResourceClaims, ns_, claim);
-  });
-  EXPECT_NE(why.find("forbidden"), std::string::npos) << why;
+  // Authorization comes before storage, so these are refused before any conflict could be.
+  json device = getDevice(gpu);
+  device["status"]["phase"] = "Bound";
+  device["status"]["claimRef"] = {{"namespace", ns_}, {"name", "c"}};
+  EXPECT_EQ(
+      refusalKind([&] { scheduler->updateStatus(resources::kExtendedResources, "", device); }),
+      ApiErrorKind::kForbidden);
+  json claim = getClaim("c");
+  claim["status"]["phase"] = "Bound";
+  EXPECT_EQ(
+      refusalKind([&] { scheduler->updateStatus(resources::kExtendedResourceClaims, ns_, claim); }),
+      ApiErrorKind::kForbidden);
 
   json bystander = busyboxPod("bystander", {}, "sleep 3600");
   bystander["spec"]["schedulerName"] = "nobody";
   createPod(bystander);
   const std::string uid = getPod("bystander")->value("/metadata/uid"_json_pointer, std::string());
-  why = refusal([&] {
+  const std::string why = refusal([&] {
     scheduler->bindPod(ns_, "bystander", uid, node(), {{kAllocationAnnotation, R"({"c":[]})"}});
   });
   EXPECT_NE(why.find("only the extended-resource scheduler's Binding"), std::string::npos) << why;
