@@ -160,7 +160,12 @@ json device(size_t node, int d) {
           {"spec",
            {{"rawResourceName", kResource},
             {"deviceID", "GPU-" + hex(node * 8 + static_cast<size_t>(d), 8)},
-            {"properties", {{"type", k80 ? "k80" : "p100"}, {"memory", k80 ? "12Gi" : "16Gi"}}},
+            // Two NUMA nodes per node, each with half the k80s and half the p100s, for the
+            // claims constrained to one NUMA node.
+            {"properties",
+             {{"type", k80 ? "k80" : "p100"},
+              {"memory", k80 ? "12Gi" : "16Gi"},
+              {"numaNode", d % 4 < 2 ? "0" : "1"}}},
             {"nodeAffinity", {{"required", {{"nodeSelectorTerms", {term}}}}}}}}};
 }
 

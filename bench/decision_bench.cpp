@@ -191,10 +191,8 @@ int run(int argc, char** argv) {
     names.push_back(parsed->meta.name);
     nodeObjects.push_back(std::move(node));
     for (int d = 0; d < kDevicesPerNode; ++d) {
-      // Two NUMA nodes per node, each with two k80s and two p100s, for the constrained claims.
-      json dev = device(i, d);
-      dev["spec"]["properties"]["numaNode"] = d % 4 < 2 ? "0" : "1";
-      index.upsert(std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(dev)));
+      index.upsert(
+          std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(device(i, d))));
     }
   }
   std::map<std::string, ClaimPtr> claims;

@@ -204,7 +204,10 @@ std::string preemptBody(const json& pod, const std::vector<std::string>& names) 
 
 struct Probe {
   int claims;
+  bool constrained;  // every claim has a constraint over its devices together
   json pod;
+
+  std::string label() const { return std::to_string(claims) + (constrained ? "c" : ""); }
 };
 
 // Checks one reply the way kube-scheduler would decode it; returns the passing count.
@@ -305,6 +308,9 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
                  bool nodeList, bool preempt = false) {
   ojson rows = ojson::array();
   for (const auto& probe : probes) {
+    if (probe.constrained && (nodeList || preempt)) {
+      continue;  // constraints cost the matching, which is the same in every mode
+    }
     const std::string body = preempt    ? preemptBody(probe.pod, names)
                              : nodeList ? nodeListBody(probe.pod, nodes)
                                         : nodeNamesBody(probe.pod, names);
@@ -326,6 +332,7 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
       ojson row = {{"mode", mode},
                    {"verb", verb},
                    {"claims_per_pod", probe.claims},
+                   {"constrained", probe.constrained},
                    {"nodes", names.size()},
                    {"passing", passing},
                    {"request_bytes", body.size()},
@@ -357,9 +364,8 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
       row["ratio_p99_to_floor"] = row["c1"]["p99_ms"].get<double>() /
                                   std::max(row["floor_c1"]["p99_ms"].get<double>(), 1e-6);
       row["ratio_p50_to_dom_parse"] = row["c1"]["p50_ms"].get<double>() / std::max(dom, 1e-6);
-      say(mode + " " + verb + " " + std::to_string(names.size()) + " nodes, " +
-          std::to_string(probe.claims) + " claim(s): p50 " +
-          fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
+      say(mode + " " + verb + " " + std::to_string(names.size()) + " nodes, " + probe.label() +
+          " claim(s): p50 " + fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
           fmt(row["c1"]["p99_ms"].get<double>(), 3) + " ms, handler " +
           fmt(row["c1"]["handler_ms_mean"].get<double>(), 3) + " ms, CPU " +
           fmt(row["c1"]["extender_cpu_ms_per_call"].get<double>(), 3) + " ms/call, " +
@@ -743,24 +749,34 @@ int run(const Config& cfg) {
         api, resources::kNamespaces, "", 0, 1, [&](size_t) { return namespaceObject(ns); }, 1);
   }
   // Probe pods for filter and prioritize: one claim (a k80), and two claims whose selectors
-  // overlap (a k80, and two of k80-or-p100), which needs a real matching.
+  // overlap (a k80, and two of k80-or-p100), which needs a real matching. Then the same with a
+  // constraint on every claim: two k80s on one NUMA node, and that beside two of k80-or-p100
+  // on different NUMA nodes.
+  auto constrained = [](json c, const char* field) {
+    c["spec"]["constraints"] = {{{field, "numaNode"}}};
+    return c;
+  };
+  const std::vector<json> probeClaims = {
+      claim(kProbeNs, "probe1-a", 1, "k80"),
+      claim(kProbeNs, "probe2-a", 1, "k80"),
+      claim(kProbeNs, "probe2-b", 2, ""),
+      constrained(claim(kProbeNs, "probe1c-a", 2, "k80"), "matchProperty"),
+      constrained(claim(kProbeNs, "probe2c-a", 2, "k80"), "matchProperty"),
+      constrained(claim(kProbeNs, "probe2c-b", 2, ""), "distinctProperty")};
   createAll(
-      api, resources::kExtendedResourceClaims, kProbeNs, 0, 3,
-      [](size_t i) {
-        return i == 0   ? claim(kProbeNs, "probe1-a", 1, "k80")
-               : i == 1 ? claim(kProbeNs, "probe2-a", 1, "k80")
-                        : claim(kProbeNs, "probe2-b", 2, "");
-      },
-      1);
+      api, resources::kExtendedResourceClaims, kProbeNs, 0, probeClaims.size(),
+      [&](size_t i) { return probeClaims[i]; }, 1);
+  const std::vector<json> probePods = {pod(kProbeNs, "probe-1", {"probe1-a"}),
+                                       pod(kProbeNs, "probe-2", {"probe2-a", "probe2-b"}),
+                                       pod(kProbeNs, "probe-1c", {"probe1c-a"}),
+                                       pod(kProbeNs, "probe-2c", {"probe2c-a", "probe2c-b"})};
   createAll(
-      api, resources::kPods, kProbeNs, 0, 2,
-      [](size_t i) {
-        return i == 0 ? pod(kProbeNs, "probe-1", {"probe1-a"})
-                      : pod(kProbeNs, "probe-2", {"probe2-a", "probe2-b"});
-      },
+      api, resources::kPods, kProbeNs, 0, probePods.size(), [&](size_t i) { return probePods[i]; },
       1);
-  const std::vector<Probe> probes = {{1, schedulerPod(api, kProbeNs, "probe-1")},
-                                     {2, schedulerPod(api, kProbeNs, "probe-2")}};
+  const std::vector<Probe> probes = {{1, false, schedulerPod(api, kProbeNs, "probe-1")},
+                                     {2, false, schedulerPod(api, kProbeNs, "probe-2")},
+                                     {1, true, schedulerPod(api, kProbeNs, "probe-1c")},
+                                     {2, true, schedulerPod(api, kProbeNs, "probe-2c")}};
   FloorServer floor(FloorServer::Stack::kTransport);
   FloorServer stackFloor(FloorServer::Stack::kExtenderStack);
   size_t populated = 0;

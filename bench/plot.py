@@ -249,7 +249,7 @@ def extender_chart(results):
     """The extender microbench (latest.json): p99 per call at one connection, per cluster size
     and mode/verb, for the fewest claims per pod measured."""
     verbs = [v for c in results.get("clusters", []) for v in c.get("verbs", [])
-             if "p99_ms" in v.get("c1", {})]
+             if "p99_ms" in v.get("c1", {}) and not v.get("constrained", False)]
     if not verbs:
         return None
     claims = min(v["claims_per_pod"] for v in verbs)

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "bench/cluster.h"
@@ -57,6 +58,16 @@ TEST(BenchClusterTest, EveryTenthNodeHoldsNoK80) {
   EXPECT_EQ(k80s(8), 4);
   EXPECT_EQ(k80s(9), 0);
   EXPECT_EQ(k80s(19), 0);
+}
+
+TEST(BenchClusterTest, EachNumaNodeHoldsHalfTheK80sAndHalfTheP100s) {
+  std::map<std::string, std::multiset<std::string>> numa;
+  for (int d = 0; d < kDevicesPerNode; ++d) {
+    const auto dev = ExtendedResource::fromJson(device(0, d));
+    numa[dev.properties.at("numaNode")].insert(dev.properties.at("type"));
+  }
+  const std::multiset<std::string> half = {"k80", "k80", "p100", "p100"};
+  EXPECT_EQ(numa, (std::map<std::string, std::multiset<std::string>>{{"0", half}, {"1", half}}));
 }
 
 TEST(BenchClusterTest, ClaimSelectorsPickTheirTypes) {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -155,6 +156,31 @@ TEST_F(ReportTest, WritesTheJudgedResultsAndTheTableItReturns) {
   EXPECT_EQ(back["targets"].size(), 8u);
   // bench/plot.py draws it beside latest.md.
   EXPECT_NE(md.find("(extender-p99.svg)"), std::string::npos) << md;
+}
+
+TEST_F(ReportTest, ConstrainedClaimsAreJudgedAgainstTheSameRunsFilterAndKeptOutOfTheOthers) {
+  ojson r = results();
+  auto constrainedVerb = [](const std::string& name, int claims, double p99) {
+    ojson v = verb(5000, "NodeNames", name, claims, p99, 100);
+    v["constrained"] = true;
+    return v;
+  };
+  r["clusters"][1]["verbs"].push_back(constrainedVerb("filter", 1, 3.0));
+  r["clusters"][1]["verbs"].push_back(constrainedVerb("filter", 2, 5.5));
+  r["clusters"][1]["verbs"].push_back(constrainedVerb("prioritize", 2, 9.0));
+  const auto t = judged(r);
+  // The worst constrained filter against the worst unconstrained one (2.5 ms); prioritize and
+  // their rates are not part of it, and leave the unconstrained targets as they were.
+  EXPECT_EQ(t.at("NodeNames filter p99 with a constraint on every claim / without, 5000 nodes "
+                 "(p99 5.50 ms against 2.50 ms)"),
+            "MISS 2.20 x vs <= 2.00 x (1.10x the bound)");
+  EXPECT_EQ(t.at("NodeNames filter p99, 5000 nodes"),
+            "MISS 2.50 ms vs <= 2.00 ms (1.25x the bound)");
+  EXPECT_EQ(t.at("NodeNames prioritize p99, 5000 nodes"), "PASS 1.20 ms vs <= 2.00 ms (40% under)");
+  EXPECT_EQ(t.at("NodeNames filter req/s at concurrency 8, 5000 nodes"),
+            "MISS 1900.00 req/s vs >= 2000.00 req/s (95% of the bound)");
+  EXPECT_EQ(t.size(), 9u);
+  EXPECT_NE(md_.find("| 5000 | NodeNames | filter | 2c |"), std::string::npos) << md_;
 }
 
 TEST_F(ReportTest, StagesThatWereNotRunAreNotJudged) {
