@@ -14,8 +14,8 @@
 #     --repeats N        runs of each variant per size and QPS; medians reported (default 3)
 #     --qps LIST         kube-scheduler client QPS settings, the same for every variant; burst is
 #                        twice the QPS; "default" leaves kube-scheduler's 50/100 (default 1000,default)
-#     --variants LIST    any of extender,dra,no-claims,templates,classes,dra-classes (default
-#                        all six, in that order)
+#     --variants LIST    any of extender,dra,no-claims,templates,classes,classes-routed,
+#                        dra-classes (default all seven, in that order)
 #     --scoring POLICY   the extender's --scoring (default: its own default, binpack)
 #     --percentage P     the extender profile's percentageOfNodesToScore, 1-100 or "default"
 #                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
@@ -45,7 +45,7 @@ extender_sa=extended-resource-scheduler-extender
 controller_sa=extended-resource-controller
 
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default scoring=''
-variants=extender,dra,no-claims,templates,classes,dra-classes
+variants=extender,dra,no-claims,templates,classes,classes-routed,dra-classes
 timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=() writes=1000 write_cost=true
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
@@ -83,9 +83,9 @@ done
 [[ "$writes" =~ ^[1-9][0-9]*$ ]] || die "--writes must be a positive number"
 check_percentage_of_nodes_to_score --percentage "$percentage"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
-variant_re='(extender|dra|no-claims|templates|classes|dra-classes)'
+variant_re='(extender|dra|no-claims|templates|classes|classes-routed|dra-classes)'
 [[ "$variants" =~ ^$variant_re(,$variant_re)*$ ]] ||
-  die "--variants: extender, dra, no-claims, templates, classes, dra-classes"
+  die "--variants: extender, dra, no-claims, templates, classes, classes-routed, dra-classes"
 IFS=, read -r -a size_list <<<"$sizes"
 IFS=, read -r -a qps_values <<<"$qps_list"
 IFS=, read -r -a variant_list <<<"$variants"
@@ -190,8 +190,9 @@ wait_crds_established admin_kubectl \
   crd/extendedresourceclaimtemplates.extendedresource.io \
   crd/extendedresourceclasses.extendedresource.io || die "the CRDs are not Established"
 "$launcher" apply-deploy-rbac "$cp_dir"
-# As deployed: the classes variant's pods get the scheduling gate the controller lifts with their
-# record (the ext instance is deploy/'s profile, extended-resource-scheduler).
+# As deployed: the class variants' pods get the scheduling gate the controller lifts with their
+# record, and classes-routed's, which name no scheduler, deploy/'s profile (the ext instance's,
+# extended-resource-scheduler).
 "$kubectl" --kubeconfig "$kubeconfig" apply -f "$root/deploy/class-routing-policy.yaml" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$extender_sa" "$work/extender.kubeconfig" >/dev/null
 "$launcher" sa-kubeconfig "$cp_dir" kube-system "$controller_sa" "$work/controller.kubeconfig" >/dev/null
@@ -289,7 +290,7 @@ for n in "${size_list[@]}"; do
       for v in "${variant_list[@]}"; do
         seq_no=$((seq_no + 1))
         instance=plain extra=()
-        if [[ "$v" == extender || "$v" == templates || "$v" == classes ]]; then
+        if [[ "$v" == extender || "$v" == templates || "$v" == classes* ]]; then
           instance=ext
           extra=(--extender-metrics "$extender_metrics")
         fi

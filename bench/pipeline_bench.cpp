@@ -528,7 +528,7 @@ void cleanup(ApiClient& api, const Config& cfg, Variant v) {
   // The claims made for the pods (owned by them) would go with the pods through the garbage
   // collector; deleted here like the pre-created ones, so the cluster is quiet sooner.
   std::vector<std::string> names;
-  if (v == Variant::kClasses || v == Variant::kDraClasses) {
+  if (claimsMadePerPod(v)) {
     names = claimNames(api, res, cfg.ns);
   } else {
     for (size_t i = 0; i < cfg.pods; ++i) {
@@ -588,7 +588,7 @@ int run(const Config& cfg) {
     api->create(ker::resources::kExtendedResourceClaimTemplates, cfg.ns,
                 claimTemplate(cfg.ns, kTemplateName));
   }
-  // kClasses and kDraClasses create nothing here: their claims are made per pod, after it is
+  // The class variants create nothing here: their claims are made per pod, after it is
   // created (by the controller, by kube-scheduler), and so are part of what is timed.
   // The schedulers' and the extender's informers see the claims before the first pod.
   std::this_thread::sleep_for(cfg.settle);
@@ -691,7 +691,7 @@ int run(const Config& cfg) {
                {"max_ms", percentile(latencies, 100)},
                {"ever_unschedulable", everUnschedulable},
                {"load_average", {{"before", loadBefore}, {"after", loadAfter}}}};
-  if (variant == Variant::kTemplates || variant == Variant::kClasses) {
+  if (variant == Variant::kTemplates || (claimsMadePerPod(variant) && !usesDraClaims(variant))) {
     // Claims made by the controller and recorded on their pods, from the first pod's creation
     // (the ReplicaSet's).
     const double claimSeconds = std::chrono::duration<double>(lastRecorded - start).count();
@@ -1034,7 +1034,8 @@ int main(int argc, char** argv) {
   auto* pods = flags.addInt(
       "pods", 0, "pods of the run, each claiming one k80 (one device of a class's) (run)");
   auto* variant = flags.addString(
-      "variant", "", "extender, dra, no-claims, templates, classes or dra-classes (run)");
+      "variant", "",
+      "extender, dra, no-claims, templates, classes, classes-routed or dra-classes (run)");
   auto* ns = flags.addString("namespace", "",
                              "the run's namespace, created and deleted (run, write-cost)");
   auto* qps =
@@ -1042,9 +1043,9 @@ int main(int argc, char** argv) {
   auto* repeat = flags.addInt("repeat", 0, "repeat number, a label of the run");
   auto* sched = flags.addString("scheduler-instance", "",
                                 "the launcher's name of the kube-scheduler placing the pods (run)");
-  auto* extMetrics =
-      flags.addString("extender-metrics", "",
-                      "the extender's /metrics URL (run, variants extender, templates, classes)");
+  auto* extMetrics = flags.addString(
+      "extender-metrics", "",
+      "the extender's /metrics URL (run, the variants this project's profile places)");
   auto* extPid = flags.addInt("extender-pid", 0, "the extender's pid, for its CPU time");
   auto* ctlPid = flags.addInt("controller-pid", 0, "the controller's pid, for its CPU time");
   auto* out = flags.addString("out", "", "the run's JSON file (run, write-cost)");

@@ -36,6 +36,8 @@ const char* variantName(Variant v) {
       return "templates";
     case Variant::kClasses:
       return "classes";
+    case Variant::kClassesRouted:
+      return "classes-routed";
     case Variant::kDraClasses:
       return "dra-classes";
   }
@@ -55,6 +57,10 @@ Variant parseVariant(const std::string& name) {
 
 bool usesDraClaims(Variant v) {
   return v == Variant::kDra || v == Variant::kDraClasses;
+}
+
+bool claimsMadePerPod(Variant v) {
+  return v == Variant::kClasses || v == Variant::kClassesRouted || v == Variant::kDraClasses;
 }
 
 json extendedResource(size_t node, int d) {
@@ -176,6 +182,10 @@ json pod(Variant v, const std::string& ns, const std::string& name, const std::s
     case Variant::kClasses:
       // No annotation of ours: the controller finds the class by the name asked for.
       p["spec"]["schedulerName"] = "extended-resource-scheduler";
+      container["resources"]["limits"][kClassResourceName] = "1";
+      break;
+    case Variant::kClassesRouted:
+      p["spec"].erase("schedulerName");
       container["resources"]["limits"][kClassResourceName] = "1";
       break;
     case Variant::kDraClasses:

@@ -27,18 +27,30 @@ inline constexpr const char* kDraClassResourceName = "example.com/gpu-dra";
 // kTemplates: this project's profile, pods made by a ReplicaSet, each claim made from a
 // template by the controller. kClasses: this project's profile, pods asking for
 // kClassResourceName in their limits, each claim made from the class by the controller.
+// kClassesRouted: the same pods naming no scheduler, routed to this project's profile by
+// deploy/'s MutatingAdmissionPolicy as a Deployment's would be.
 // kDraClasses: the default profile, pods asking for kDraClassResourceName in their limits,
 // each claim made by kube-scheduler from the mapped DeviceClass.
-enum class Variant { kExtender, kDra, kNoClaims, kTemplates, kClasses, kDraClasses };
-inline constexpr Variant kVariants[] = {Variant::kExtender, Variant::kDra,
-                                        Variant::kNoClaims, Variant::kTemplates,
-                                        Variant::kClasses,  Variant::kDraClasses};
-// "extender", "dra", "no-claims", "templates", "classes", "dra-classes"
+enum class Variant {
+  kExtender,
+  kDra,
+  kNoClaims,
+  kTemplates,
+  kClasses,
+  kClassesRouted,
+  kDraClasses
+};
+inline constexpr Variant kVariants[] = {
+    Variant::kExtender, Variant::kDra,           Variant::kNoClaims,  Variant::kTemplates,
+    Variant::kClasses,  Variant::kClassesRouted, Variant::kDraClasses};
+// "extender", "dra", "no-claims", "templates", "classes", "classes-routed", "dra-classes"
 const char* variantName(Variant v);
 // Throws std::invalid_argument for an unknown name.
 Variant parseVariant(const std::string& name);
 // The variants whose claims are DRA ResourceClaims (the others': ExtendedResourceClaims).
 bool usesDraClaims(Variant v);
+// The variants whose pods ask in their limits, their claims made per pod while timed.
+bool claimsMadePerPod(Variant v);
 
 namespace resources {
 extern const Resource kResourceSlices;  // resource.k8s.io/v1, cluster-scoped

@@ -109,6 +109,16 @@ TEST(PipelineObjectsTest, ClassPodsAskInTheirLimitsWithoutClaimsOrAnnotations) {
   EXPECT_FALSE(mappedLimits.contains(kClassResourceName));
 }
 
+TEST(PipelineObjectsTest, RoutedClassPodsAreTheClassPodsNamingNoScheduler) {
+  auto routed = pod(Variant::kClassesRouted, "ns", "p-00001", "c-00001");
+  EXPECT_FALSE(routed["spec"].contains("schedulerName")) << routed.dump();
+  routed["spec"]["schedulerName"] = "extended-resource-scheduler";
+  EXPECT_EQ(routed, pod(Variant::kClasses, "ns", "p-00001", "c-00001"));
+  EXPECT_TRUE(claimsMadePerPod(Variant::kClassesRouted));
+  EXPECT_FALSE(usesDraClaims(Variant::kClassesRouted));
+  EXPECT_FALSE(claimsMadePerPod(Variant::kTemplates));
+}
+
 TEST(PipelineObjectsTest, TheClassesServeEveryDeviceUnderNamesOfTheirOwn) {
   const auto cls = extendedResourceClass();
   EXPECT_EQ(cls["kind"], "ExtendedResourceClass");
