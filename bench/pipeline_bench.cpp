@@ -75,6 +75,8 @@ struct Config {
   std::chrono::milliseconds quietTimeout{300s};
   bool protection = true;  // the controller puts protection finalizers (its default)
   size_t writes = 1000;    // status writes per kind (write-cost)
+  std::vector<writecost::Kind> writeKinds{std::begin(writecost::kKinds),
+                                          std::end(writecost::kKinds)};
   std::string writeCostDir;
   std::string note;
 };
@@ -934,7 +936,7 @@ int writeCost(const Config& cfg) {
     t.claimUid = created[writecost::Kind::kClaim]["metadata"].value("uid", "");
     t.podUid = created[writecost::Kind::kPod]["metadata"].value("uid", "");
     ojson kinds = ojson::array();
-    for (const auto kind : writecost::kKinds) {
+    for (const auto kind : cfg.writeKinds) {
       const auto m = measureWrites(*api, kind, t, created[kind], cfg.writes,
                                    std::stoi(apiserverPid), std::stoi(etcdPid));
       kinds.push_back(writecost::toJson(m));
@@ -1055,6 +1057,9 @@ int main(int argc, char** argv) {
   auto* writes = flags.addInt("writes", 1000,
                               "sequential status writes of each kind: device, claim, pod "
                               "(write-cost)");
+  auto* writeKinds = flags.addString(
+      "write-kinds", "ExtendedResource,ExtendedResourceClaim,Pod",
+      "the kinds whose status writes are measured, in this order whatever the list's (write-cost)");
   auto* writeCostDir = flags.addString("write-cost-dir", "",
                                        "folder of the write-cost stage's files, if any (report)");
   auto* workers = flags.addInt("workers", 16, "concurrent API clients creating objects");
@@ -1096,6 +1101,12 @@ int main(int argc, char** argv) {
   cfg.protection = *protection;
   cfg.writes = static_cast<size_t>(std::max<int64_t>(*writes, 0));
   cfg.writeCostDir = *writeCostDir;
+  try {
+    cfg.writeKinds = writecost::parseKinds(*writeKinds);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "--write-kinds: " << e.what() << "\n";
+    return 2;
+  }
   try {
     if (cfg.mode == "setup" && !cfg.envFile.empty() && cfg.nodes > 0) {
       return setup(cfg);

@@ -1,10 +1,13 @@
 #include "bench/write_cost.h"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "bench/cluster.h"
 #include "bench/pipeline_objects.h"
 #include "common/api_time.h"
+#include "common/comma_list.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
@@ -54,6 +57,27 @@ const char* kindName(Kind k) {
       return "Pod";
   }
   return "?";
+}
+
+std::vector<Kind> parseKinds(const std::string& list) {
+  const std::vector<std::string> names = splitCommaList(list);
+  std::vector<Kind> out;
+  for (const auto& name : names) {
+    if (std::none_of(std::begin(kKinds), std::end(kKinds),
+                     [&](Kind k) { return name == kindName(k); })) {
+      throw std::invalid_argument("unknown kind '" + name +
+                                  "' (ExtendedResource, ExtendedResourceClaim, Pod)");
+    }
+  }
+  for (Kind k : kKinds) {
+    if (std::find(names.begin(), names.end(), kindName(k)) != names.end()) {
+      out.push_back(k);
+    }
+  }
+  if (out.empty()) {
+    throw std::invalid_argument("no kind named");
+  }
+  return out;
 }
 
 Targets targets(const std::string& ns) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/clocks.h"
 
@@ -17,6 +18,9 @@ inline constexpr Kind kKinds[] = {Kind::kDevice, Kind::kClaim, Kind::kPod};
 
 // "ExtendedResource", "ExtendedResourceClaim", "Pod".
 const char* kindName(Kind k);
+// The kinds a comma-separated list of kindName()s names, in kKinds order; throws
+// std::invalid_argument naming an unknown one, or for an empty list.
+std::vector<Kind> parseKinds(const std::string& list);
 
 // What the stage makes in its namespace `ns` (the device is cluster-scoped, named after ns).
 struct Targets {

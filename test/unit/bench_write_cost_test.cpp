@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
+#include <vector>
 
 #include "bench/pipeline_summary.h"
 #include "bench/write_cost.h"
@@ -26,6 +28,14 @@ json stored(json obj, const std::string& rv) {
   obj["metadata"]["uid"] = "uid-" + rv;
   obj["metadata"]["resourceVersion"] = rv;
   return obj;
+}
+
+TEST(WriteCostTest, KindsAreChosenByNameAndMeasuredInTheirOwnOrder) {
+  EXPECT_EQ(parseKinds("Pod, ExtendedResource"), (std::vector<Kind>{Kind::kDevice, Kind::kPod}));
+  EXPECT_EQ(parseKinds("ExtendedResourceClaim"), (std::vector<Kind>{Kind::kClaim}));
+  EXPECT_EQ(parseKinds("ExtendedResource,ExtendedResourceClaim,Pod").size(), 3u);
+  EXPECT_THROW(parseKinds("device"), std::invalid_argument);
+  EXPECT_THROW(parseKinds(" , "), std::invalid_argument);
 }
 
 TEST(WriteCostTest, TheDeviceIsPinnedToANodeThatDoesNotExist) {
