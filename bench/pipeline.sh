@@ -36,11 +36,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../test/lib/crds.sh
-source "$root/test/lib/crds.sh"
-build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
-jobs=${JOBS:-2}
-launcher=$root/test/controlplane/launch.sh
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 extender_sa=extended-resource-scheduler-extender
 controller_sa=extended-resource-controller
 
@@ -90,8 +87,7 @@ IFS=, read -r -a size_list <<<"$sizes"
 IFS=, read -r -a qps_values <<<"$qps_list"
 IFS=, read -r -a variant_list <<<"$variants"
 
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j "$jobs" --target pipeline_bench extended-resource-scheduler \
+bench_build pipeline_bench extended-resource-scheduler \
   extended-resource-controller
 bench=$build_dir/bench/pipeline_bench
 

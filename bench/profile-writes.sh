@@ -19,11 +19,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../test/lib/crds.sh
-source "$root/test/lib/crds.sh"
-build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
-jobs=${JOBS:-2}
-launcher=$root/test/controlplane/launch.sh
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 writes=4000 seconds=15 out_dir='' from=''
 kinds=(ExtendedResource ExtendedResourceClaim Pod)
 
@@ -89,8 +86,7 @@ if [[ -n "$from" ]]; then
   exit 0
 fi
 
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j "$jobs" --target pipeline_bench
+bench_build pipeline_bench
 bin_dir=$("$root/test/controlplane/build-binaries.sh" | tail -n1)
 [[ -n "$out_dir" ]] || out_dir=$(mktemp -d "${TMPDIR:-/tmp}/write-profiles.XXXXXX")
 mkdir -p "$out_dir"

@@ -12,11 +12,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../test/lib/crds.sh
-source "$root/test/lib/crds.sh"
-build_dir=${BENCH_BUILD_DIR:-$root/build-bench}
-jobs=${JOBS:-2}
-launcher=$root/test/controlplane/launch.sh
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 # The ServiceAccounts of deploy/: the components run with the tokens and rights they have in a
 # cluster, and the audit log tells their requests apart by these names.
 extender_sa=extended-resource-scheduler-extender
@@ -26,11 +23,10 @@ controller_user=system:serviceaccount:kube-system:$controller_sa
 
 log() { printf '[bench/run.sh] %s\n' "$*" >&2; }
 
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j "$jobs" --target extender_bench extended-resource-scheduler
+bench_build extender_bench extended-resource-scheduler
 controller_bin=$build_dir/controller/extended-resource-controller
 # The controller is measured when it builds; the rest of the benchmark does not need it.
-if ! cmake --build "$build_dir" -j "$jobs" --target extended-resource-controller; then
+if ! bench_build extended-resource-controller; then
   log "extended-resource-controller does not build: its part is reported as not done"
   controller_bin=''
 fi
