@@ -611,13 +611,16 @@ void HttpServer::start() {
     std::condition_variable_any wake;  // woken by stop()'s request_stop()
     std::unique_lock lock(mu);
     std::map<ino_t, Watched> watched;
+    Clock::time_point previousLook{};
     while (!wake.wait_for(lock, stop, kWatchInterval, [&stop] { return stop.stop_requested(); })) {
-      cutOverdue(watched);
+      const auto look = Clock::now();
+      cutOverdue(watched, previousLook);
+      previousLook = look;
     }
   });
 }
 
-void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
+void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched, Clock::time_point previousLook) {
   const auto now = Clock::now();
   // Walked outside the lock, which handlers take on entry and exit.
   const std::vector<Connection> connections = acceptedConnections(port_);
@@ -653,10 +656,16 @@ void HttpServer::cutOverdue(std::map<ino_t, Watched>& watched) {
       auto it = watched.find(c.inode);
       const bool known = it != watched.end();
       Watched w = known ? it->second : Watched{now};
-      // A deadline set before the connection was first seen is an earlier connection's from
-      // the same addr:port, or this one's from before the first look: either way, start over.
+      // The deadline set when a response to this peer was written is this connection's if it
+      // was set since the connection was first seen or, for a connection seen now for the
+      // first time, since the previous look: it finished a request before the watchdog saw it
+      // (a large one takes milliseconds). One set earlier is an earlier connection's from the
+      // same addr:port: start over. Only a predecessor that closed within one look can pass
+      // its deadline on, and the new connection's header bytes then count from this look.
       auto d = peers_->deadlines.find(c.peer);
-      const bool current = d != peers_->deadlines.end() && d->second.set >= w.firstSeen;
+      const bool current =
+          d != peers_->deadlines.end() &&
+          (d->second.set >= w.firstSeen || (!known && d->second.set > previousLook));
       const Clock::time_point deadline =
           current ? d->second.at : w.firstSeen + opts_.keepAliveTimeout + opts_.requestTimeout;
       // Bytes httplib read while no request was past its headers, since the last request

@@ -147,8 +147,9 @@ class HttpServer {
   // The largest request body taken: opts_.maxBodyBytes where a route takes one (POST), else 0.
   size_t bodyLimit() const;
   void count(const std::string& method, const std::string& path, int status, double seconds);
-  // Shuts down the connections past their deadline; watched is the watchdog's memory.
-  void cutOverdue(std::map<ino_t, Watched>& watched);
+  // Shuts down the connections past their deadline; watched is the watchdog's memory and
+  // previousLook the time of its last call.
+  void cutOverdue(std::map<ino_t, Watched>& watched, Clock::time_point previousLook);
 
   HttpServerOptions opts_;
   std::vector<Route> routes_;

@@ -634,6 +634,40 @@ TEST(HttpServer, ABodyArrivingSlowlyIsNotCountedAsHeaders) {
   EXPECT_NE(reply.find(std::to_string(piece.size() * kPieces)), std::string::npos);
 }
 
+// A keep-alive connection whose first request, its body many times the header limit, is
+// answered before the watchdog first sees it (a look every 200 ms; the request takes a few)
+// is idle after it, not sending headers: it is kept, and its next request answered.
+TEST(HttpServer, ALargeRequestAnsweredBeforeTheFirstLookIsNotCountedAsHeaders) {
+  HttpServerOptions opts = loopback();
+  opts.maxHeaderBytes = 64 << 10;
+  HttpServer server(opts);
+  server.post("/echo", [](const HttpRequest& req) {
+    return HttpResponse{200, "text/plain", std::to_string(req.body.size())};
+  });
+  server.start();
+
+  const std::string body(1 << 20, 'b');
+  const std::string request =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  // Several connections, so that one whose request the watchdog happened to see in flight
+  // does not hide the case.
+  std::vector<std::unique_ptr<RawConn>> conns;
+  for (int i = 0; i < 5; ++i) {
+    conns.push_back(std::make_unique<RawConn>(server.port()));
+    conns.back()->send(request);
+    const std::string reply = conns.back()->readResponse(5s);
+    ASSERT_NE(reply.find("200 OK"), std::string::npos) << reply.substr(0, 200);
+  }
+  std::this_thread::sleep_for(600ms);  // the watchdog looks at each connection at least twice
+  for (size_t i = 0; i < conns.size(); ++i) {
+    ASSERT_TRUE(conns[i]->trySend(request)) << "connection " << i << " was cut";
+    const std::string reply = conns[i]->readResponse(5s);
+    EXPECT_NE(reply.find("200 OK"), std::string::npos)
+        << "connection " << i << ": " << reply.substr(0, 200);
+  }
+}
+
 TEST(HttpServer, HandlerSlowerThanTheRequestTimeoutIsNotCut) {
   metrics::Registry registry;
   std::atomic<int> calls{0};
