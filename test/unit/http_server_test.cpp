@@ -609,20 +609,27 @@ TEST(HttpServer, RequestHeadersOverTheLimitGetTheConnectionCut) {
   EXPECT_NE(fine.readResponse(5s).find("200 OK"), std::string::npos);
 }
 
+// A started server whose header limit is 64 KiB and whose POST /echo answers the size of the
+// body it got.
+std::unique_ptr<HttpServer> bodySizeServer() {
+  HttpServerOptions opts = loopback();
+  opts.maxHeaderBytes = 64 << 10;
+  auto server = std::make_unique<HttpServer>(opts);
+  server->post("/echo", [](const HttpRequest& req) {
+    return HttpResponse{200, "text/plain", std::to_string(req.body.size())};
+  });
+  server->start();
+  return server;
+}
+
 // A body many times the header limit, sent slowly enough for the watchdog to look several
 // times while it arrives, is a body: not counted against the headers.
 TEST(HttpServer, ABodyArrivingSlowlyIsNotCountedAsHeaders) {
-  HttpServerOptions opts = loopback();
-  opts.maxHeaderBytes = 64 << 10;
-  HttpServer server(opts);
-  server.post("/echo", [](const HttpRequest& req) {
-    return HttpResponse{200, "text/plain", std::to_string(req.body.size())};
-  });
-  server.start();
+  auto server = bodySizeServer();
 
   const std::string piece(64 << 10, 'b');
   constexpr int kPieces = 16;
-  RawConn conn(server.port());
+  RawConn conn(server->port());
   conn.send("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
             std::to_string(piece.size() * kPieces) + "\r\n\r\n");
   for (int i = 0; i < kPieces; ++i) {
@@ -638,13 +645,7 @@ TEST(HttpServer, ABodyArrivingSlowlyIsNotCountedAsHeaders) {
 // answered before the watchdog first sees it (a look every 200 ms; the request takes a few)
 // is idle after it, not sending headers: it is kept, and its next request answered.
 TEST(HttpServer, ALargeRequestAnsweredBeforeTheFirstLookIsNotCountedAsHeaders) {
-  HttpServerOptions opts = loopback();
-  opts.maxHeaderBytes = 64 << 10;
-  HttpServer server(opts);
-  server.post("/echo", [](const HttpRequest& req) {
-    return HttpResponse{200, "text/plain", std::to_string(req.body.size())};
-  });
-  server.start();
+  auto server = bodySizeServer();
 
   const std::string body(1 << 20, 'b');
   const std::string request =
@@ -654,7 +655,7 @@ TEST(HttpServer, ALargeRequestAnsweredBeforeTheFirstLookIsNotCountedAsHeaders) {
   // does not hide the case.
   std::vector<std::unique_ptr<RawConn>> conns;
   for (int i = 0; i < 5; ++i) {
-    conns.push_back(std::make_unique<RawConn>(server.port()));
+    conns.push_back(std::make_unique<RawConn>(server->port()));
     conns.back()->send(request);
     const std::string reply = conns.back()->readResponse(5s);
     ASSERT_NE(reply.find("200 OK"), std::string::npos) << reply.substr(0, 200);
