@@ -206,8 +206,6 @@ struct Probe {
   int claims;
   bool constrained;  // every claim has a constraint over its devices together
   json pod;
-
-  std::string label() const { return std::to_string(claims) + (constrained ? "c" : ""); }
 };
 
 // Checks one reply the way kube-scheduler would decode it; returns the passing count.
@@ -364,8 +362,9 @@ ojson benchVerbs(const Config& cfg, const Extender& ext, const FloorServer& floo
       row["ratio_p99_to_floor"] = row["c1"]["p99_ms"].get<double>() /
                                   std::max(row["floor_c1"]["p99_ms"].get<double>(), 1e-6);
       row["ratio_p50_to_dom_parse"] = row["c1"]["p50_ms"].get<double>() / std::max(dom, 1e-6);
-      say(mode + " " + verb + " " + std::to_string(names.size()) + " nodes, " + probe.label() +
-          " claim(s): p50 " + fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
+      say(mode + " " + verb + " " + std::to_string(names.size()) + " nodes, " +
+          probeLabel(probe.claims, probe.constrained) + " claim(s): p50 " +
+          fmt(row["c1"]["p50_ms"].get<double>(), 3) + " ms, p99 " +
           fmt(row["c1"]["p99_ms"].get<double>(), 3) + " ms, handler " +
           fmt(row["c1"]["handler_ms_mean"].get<double>(), 3) + " ms, CPU " +
           fmt(row["c1"]["extender_cpu_ms_per_call"].get<double>(), 3) + " ms/call, " +

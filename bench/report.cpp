@@ -8,6 +8,10 @@
 
 namespace ker::bench {
 
+std::string probeLabel(int claims, bool constrained) {
+  return std::to_string(claims) + (constrained ? "c" : "");
+}
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -42,8 +46,8 @@ bool constrained(const ojson& row) {
   return row.value("constrained", false);
 }
 
-std::string probeLabel(const ojson& row) {
-  return std::to_string(row["claims_per_pod"].get<int>()) + (constrained(row) ? "c" : "");
+std::string rowLabel(const ojson& row) {
+  return probeLabel(row["claims_per_pod"].get<int>(), constrained(row));
 }
 
 // `measured` against an upper bound (or a lower bound when !atMost).
@@ -196,7 +200,7 @@ std::string markdown(const ojson& r) {
     for (const auto& v : c["verbs"]) {
       const auto& c1 = sub(v, "c1");
       md << "| " << v["nodes"].get<size_t>() << " | " << v["mode"].get<std::string>() << " | "
-         << v["verb"].get<std::string>() << " | " << probeLabel(v) << " | "
+         << v["verb"].get<std::string>() << " | " << rowLabel(v) << " | "
          << kb(d(v, "request_bytes")) << " | " << kb(d(v, "reply_bytes")) << " ("
          << kb(d(v, "reply_wire_bytes")) << ") | " << ms(d(c1, "p50_ms")) << " ms | "
          << ms(d(c1, "p99_ms")) << " ms | " << ms(d(sub(v, "floor_c1"), "p99_ms")) << " ms | "
