@@ -21,6 +21,7 @@
 #                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
 #     --extender-flag F  one more flag for the extender, e.g. --extender-flag --http-threads=16
 #                        (repeatable)
+#     --creating-clients N  concurrent clients creating each run's pods and claims (default 16)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
 #     --writes N         status writes per kind in the write-cost stage (default 1000)
 #     --no-write-cost    skip the write-cost stage (kube-apiserver's CPU per status write of a
@@ -44,6 +45,7 @@ controller_sa=extended-resource-controller
 sizes=500,2000,5000 pods='' repeats=3 qps_list=1000,default scoring=''
 variants=extender,dra,no-claims,templates,classes,classes-routed,dra-classes
 timeout=600 out_dir=$root/bench/results percentage=100 extender_flags=() writes=1000 write_cost=true
+creating_clients=16
 
 log() { printf '[bench/pipeline.sh] %s\n' "$*" >&2; }
 die() {
@@ -64,6 +66,7 @@ while (($#)); do
   --scoring) scoring=${2:?} && shift ;;
   --percentage) percentage=${2:?} && shift ;;
   --extender-flag) extender_flags+=("${2:?}") && shift ;;
+  --creating-clients) creating_clients=${2:?} && shift ;;
   --timeout) timeout=${2:?} && shift ;;
   --writes) writes=${2:?} && shift ;;
   --no-write-cost) write_cost=false ;;
@@ -77,6 +80,7 @@ done
 [[ -z "$pods" || "$pods" =~ ^[1-9][0-9]*$ ]] || die "--pods must be a positive number"
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive number"
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a number of seconds"
+[[ "$creating_clients" =~ ^[1-9][0-9]*$ ]] || die "--creating-clients must be a positive number"
 [[ "$writes" =~ ^[1-9][0-9]*$ ]] || die "--writes must be a positive number"
 check_percentage_of_nodes_to_score --percentage "$percentage"
 [[ "$qps_list" =~ ^(default|[1-9][0-9]*)(,(default|[1-9][0-9]*))*$ ]] || die "--qps: numbers or default"
@@ -294,6 +298,7 @@ for n in "${size_list[@]}"; do
         rc=0
         run_bench --mode run --env-file "$env_file" --variant "$v" --nodes "$n" --pods "$p" \
           --namespace "pipe-$n-$q-$r-$v" --client-qps "$q" --repeat "$r" \
+          --workers "$creating_clients" \
           --scheduler-instance "$instance" "${extra[@]}" \
           --extender-pid "$extender_pid" --controller-pid "$controller_pid" \
           --timeout "${timeout}s" --quiet-timeout "$(quiet_timeout "$n")" --out "$(printf '%s/%04d-%s.json' "$runs_dir" "$seq_no" "$v")" || rc=$?

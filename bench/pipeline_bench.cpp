@@ -680,6 +680,7 @@ int run(const Config& cfg) {
                {"nodes", cfg.nodes},
                {"pods", cfg.pods},
                {"client_qps", cfg.clientQps},
+               {"creating_clients", cfg.workers},
                {"repeat", cfg.repeat},
                {"namespace", cfg.ns},
                {"quiet_before", quiet},

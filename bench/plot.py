@@ -3,8 +3,8 @@
 
     bench/plot.py [DIR]      (default: bench/results)
 
-Reads DIR/pipeline-latest.json (its "summary": one entry per nodes/pods/client QPS and
-variant, with the medians pods_per_second and p99_ms; when the JSON lacks them, the table of
+Reads DIR/pipeline-latest.json (its "summary": one entry per nodes/pods/client QPS/creating
+clients and variant, with the medians pods_per_second and p99_ms; when the JSON lacks them, the table of
 DIR/pipeline-latest.md) and writes
 
     DIR/pipeline-pods-per-second.svg   pods scheduled per second, per variant and size
@@ -54,16 +54,28 @@ def read_summary(directory):
 
 def read_markdown(path):
     rows = []
+    # Columns by their header, so tables written before "creating clients" read as well.
+    column = {}
     with open(path) as f:
         for line in f:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            m = re.match(r"^(\d+) / (\d+)$", cells[0]) if len(cells) >= 7 else None
-            if not m:
+            if cells[0] == "nodes / pods":
+                # The main table's header; the others' (claims generated) end its rows.
+                column = {name: i for i, name in enumerate(cells)}
+                if "pods/s (median; each run)" not in column:
+                    column = {}
                 continue
+            m = re.match(r"^(\d+) / (\d+)$", cells[0]) if len(cells) >= 7 else None
+            if not m or not column:
+                continue
+            clients = column.get("creating clients")
             rows.append({"nodes": int(m.group(1)), "pods": int(m.group(2)),
-                         "client_qps": cells[1], "variant": cells[2],
-                         "pods_per_second": float(cells[4].split()[0]),
-                         "p99_ms": float(cells[6])})
+                         "client_qps": cells[column["client QPS"]],
+                         "creating_clients": int(cells[clients]) if clients else 16,
+                         "variant": cells[column["variant"]],
+                         "pods_per_second":
+                             float(cells[column["pods/s (median; each run)"]].split()[0]),
+                         "p99_ms": float(cells[column["p99 ms"]])})
     if not rows:
         raise SystemExit("no results in %s" % path)
     return rows
@@ -200,19 +212,24 @@ def fmt_tick(v):
 
 
 def pipeline_charts(rows):
+    def key_of(r):
+        return (r["nodes"], r["pods"], str(r["client_qps"]), r.get("creating_clients", 16))
+
     keys = []
     for r in rows:
-        key = (r["nodes"], r["pods"], str(r["client_qps"]))
-        if key not in keys:
-            keys.append(key)
+        if key_of(r) not in keys:
+            keys.append(key_of(r))
     several_qps = len({k[2] for k in keys}) > 1
+    several_clients = len({k[3] for k in keys}) > 1
     groups = []
-    for nodes, pods, qps in keys:
+    for nodes, pods, qps, clients in keys:
         label = "{:,} nodes".format(nodes)
         if pods != nodes:
             label += " / {:,} pods".format(pods)
         if several_qps:
             label += "\nQPS " + qps
+        if several_clients:
+            label += "\n%d creating clients" % clients
         groups.append(label)
     names = []
     for r in rows:
@@ -221,7 +238,7 @@ def pipeline_charts(rows):
     names.sort(key=lambda n: list(VARIANTS).index(n) if n in VARIANTS else len(VARIANTS))
     spare = iter(SPARE_COLOURS)
     series = [(n,) + VARIANTS.get(n, (n, next(spare, "#333333"))) for n in names]
-    by_key = {(r["nodes"], r["pods"], str(r["client_qps"]), r["variant"]): r for r in rows}
+    by_key = {key_of(r) + (r["variant"],): r for r in rows}
 
     def table(field, scale):
         return [[by_key[k + (n,)][field] * scale if k + (n,) in by_key else None for n in names]

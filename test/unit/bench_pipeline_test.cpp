@@ -205,26 +205,56 @@ TEST(PipelineSummaryTest, TakesTheExtenderBindTimeFromItsCallsWhenThere) {
   EXPECT_NE(markdown(s, judge(s), {}).find("(200)"), std::string::npos);
 }
 
-TEST(PipelineSummaryTest, JudgesTheFourTargetsWithMargins) {
-  const ojson s = summarize(
-      {run("extender", 60, 250, 0.005), run("dra", 50, 300, 0), run("no-claims", 100, 50, 0)});
+ojson withApiserverMs(ojson run, double ms) {
+  run["cpu_ms_per_pod"]["kube-apiserver"] = ms;
+  return run;
+}
+
+TEST(PipelineSummaryTest, JudgesTheFiveTargetsWithMargins) {
+  const ojson s =
+      summarize({withApiserverMs(run("extender", 70, 140, 0.005), 4),
+                 withApiserverMs(run("dra", 50, 300, 0), 5), run("no-claims", 100, 50, 0)});
   const ojson v = judge(s);
   ASSERT_EQ(v.size(), 1u);
   const auto& verdicts = v[0]["verdicts"];
-  ASSERT_EQ(verdicts.size(), 4u);
+  ASSERT_EQ(verdicts.size(), 5u);
   for (const auto& x : verdicts) {
     EXPECT_TRUE(x["met"].get<bool>()) << x.dump();
   }
-  EXPECT_EQ(verdicts[0]["margin"], "+20% against 50.000 pods/s");
+  EXPECT_EQ(verdicts[0]["target"], "pods/s >= 1.3x DRA's");
+  EXPECT_EQ(verdicts[0]["margin"], "+8% against 65.000 pods/s");
+  EXPECT_EQ(verdicts[1]["margin"], "-7% against 150.000 ms");
+  EXPECT_EQ(verdicts[2]["target"], "kube-apiserver CPU / pod <= DRA's");
+  EXPECT_EQ(verdicts[2]["margin"], "-20% against 5.000 ms");
 
-  const ojson miss = judge(summarize(
-      {run("extender", 40, 350, 0.01), run("dra", 50, 300, 0), run("no-claims", 100, 50, 0)}));
+  const ojson miss =
+      judge(summarize({withApiserverMs(run("extender", 60, 160, 0.01), 6),
+                       withApiserverMs(run("dra", 50, 300, 0), 5), run("no-claims", 130, 50, 0)}));
   for (const auto& x : miss[0]["verdicts"]) {
     EXPECT_FALSE(x["met"].get<bool>()) << x.dump();
   }
   const std::string md = markdown(s, v, {{"note", "shared machine"}});
-  EXPECT_NE(md.find("PASS pods/s >= DRA's"), std::string::npos);
+  EXPECT_NE(md.find("PASS pods/s >= 1.3x DRA's"), std::string::npos);
   EXPECT_NE(md.find("shared machine"), std::string::npos);
+}
+
+TEST(PipelineSummaryTest, RunsOfOtherCreatingClientsAreGroupedAndJudgedApart) {
+  auto fiveClients = [](ojson r) {
+    r["creating_clients"] = 5;
+    return r;
+  };
+  const ojson s =
+      summarize({run("extender", 70, 140, 0), run("dra", 50, 300, 0),
+                 fiveClients(run("extender", 45, 500, 0)), fiveClients(run("dra", 45, 4000, 0))});
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0]["creating_clients"], 16);
+  EXPECT_EQ(s[2]["creating_clients"], 5);
+  const ojson v = judge(s);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[1]["creating_clients"], 5);
+  EXPECT_EQ(v[1]["verdicts"][0]["margin"], "-23% against 58.500 pods/s");
+  EXPECT_NE(markdown(s, v, {}).find("client QPS 1000, 5 creating clients, extender"),
+            std::string::npos);
 }
 
 TEST(PipelineSummaryTest, JudgesTheClassPathAgainstDrasMappingAndTheExtender) {
@@ -246,10 +276,11 @@ TEST(PipelineSummaryTest, JudgesTheClassPathAgainstDrasMappingAndTheExtender) {
   EXPECT_EQ(verdicts[1]["margin"], "-17% against 300.000 ms");
   EXPECT_EQ(verdicts[2]["margin"], "+4% against 85.000 pods/s");
   const std::string md = markdown(s, v, {});
-  EXPECT_NE(md.find("client QPS 1000, classes: PASS pods/s >= dra-classes' (88.000"),
+  EXPECT_NE(md.find("16 creating clients, classes: PASS pods/s >= dra-classes' (88.000"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("client QPS 1000, extender: PASS pods/s >= DRA's"), std::string::npos) << md;
+  EXPECT_NE(md.find("16 creating clients, extender: PASS pods/s >= 1.3x DRA's"), std::string::npos)
+      << md;
 
   // Slower than DRA's mapping, a later p99, and below 0.85x the extender (exactly 85 passes).
   const ojson miss = judge(summarize(
