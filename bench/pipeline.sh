@@ -21,7 +21,8 @@
 #                        (kube-scheduler's adaptive one); default 100, as deploy/ sets it
 #     --extender-flag F  one more flag for the extender, e.g. --extender-flag --http-threads=16
 #                        (repeatable)
-#     --creating-clients N  concurrent clients creating each run's pods and claims (default 16)
+#     --creating-clients N
+#                        concurrent clients creating each run's pods and claims (default 16)
 #     --timeout SECONDS  bound for every pod of a run to be scheduled (default 600)
 #     --writes N         status writes per kind in the write-cost stage (default 1000)
 #     --no-write-cost    skip the write-cost stage (kube-apiserver's CPU per status write of a
