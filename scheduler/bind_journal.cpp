@@ -94,8 +94,12 @@ void BindJournal::readBack(ApiClient& api) {
         return;
       }
     } else {
+      // Only a write naming this pod among the holders can be this call's: another pod's bind
+      // through the same claim (two pods naming it) writes the same claimRef.
       auto live = ExtendedResource::fromJson(api.get(resources::kExtendedResources, "", e.name));
-      if (live.claimRef && live.claimRef->uid == e.claimUid) {
+      if (live.claimRef && live.claimRef->uid == e.claimUid &&
+          std::any_of(live.holders.begin(), live.holders.end(),
+                      [&](const PodRef& h) { return h.uid == podUid_; })) {
         applied(std::move(live));
         return;
       }

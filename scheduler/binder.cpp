@@ -130,19 +130,22 @@ Status Binder::bind(const BindingArgs& args) {
   // Read once: the first attempt's reservation ends the hold, and later attempts are the
   // same call.
   const std::string filterChoice = index_.heldNode(args.podUid, options_.clock());
+  // What the index keeps for the UID (the filter's hold, a preemption's nomination, this call's
+  // reservations) is let go only by a call that showed the pod it names has that UID: a call
+  // naming another pod, or none, must not take them from the pod that has it.
+  bool podConfirmed = false;
   Status last = Status::internal("no attempt was made");
   for (int i = 0; i < options_.maxAttempts; ++i) {
-    Verdict v = attempt(args, deadline, i == 0, filterChoice);
+    Verdict v = attempt(args, deadline, i == 0, filterChoice, podConfirmed);
     switch (v.outcome) {
       case Outcome::kDone:
         stats_.binds++;
         return {};
       case Outcome::kFail:
         stats_.failures++;
-        index_.unreserve(args.podUid);
-        return v.status;
-      case Outcome::kRefused:
-        stats_.failures++;
+        if (podConfirmed) {
+          index_.unreserve(args.podUid);
+        }
         return v.status;
       case Outcome::kRetry:
         if (log::v(4)) {
@@ -156,7 +159,9 @@ Status Binder::bind(const BindingArgs& args) {
     }
   }
   stats_.failures++;
-  index_.unreserve(args.podUid);
+  if (podConfirmed) {
+    index_.unreserve(args.podUid);
+  }
   return last.within("gave up after " + std::to_string(options_.maxAttempts) + " attempts");
 }
 
@@ -187,11 +192,12 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
 }
 
 Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches,
-                                const std::string& filterChoice) {
+                                const std::string& filterChoice, bool& podConfirmed) {
   Attempt a(args, deadline, fromCaches);
   if (auto ended = readPod(args, filterChoice, a)) {
     return *ended;
   }
+  podConfirmed = true;
   if (auto ended = plan(a)) {
     return *ended;
   }
@@ -223,7 +229,7 @@ std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args,
     if (st.ok()) {
       return std::nullopt;
     }
-    return Verdict{Outcome::kRefused, std::move(st)};
+    return Verdict{Outcome::kFail, std::move(st)};
   };
   // The cached copy is taken only as the pod to bind; anything else about it (recreated,
   // bound, deleting, or not yet seen) is decided on the live pod below.

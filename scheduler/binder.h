@@ -97,9 +97,7 @@ class Binder {
   const BinderStats& stats() const { return stats_; }
 
  private:
-  // kRefused: the call may not write for this pod at all (checkBindTrust); unlike kFail it
-  // leaves what the filter holds for the pod, which a forged call must not take away.
-  enum class Outcome { kDone, kRetry, kFail, kRefused };
+  enum class Outcome { kDone, kRetry, kFail };
   // What an attempt, or a step before its writes, came to: the outcome, and why when it is
   // not kDone.
   struct Verdict {
@@ -138,8 +136,10 @@ class Binder {
   // from the caches where they have the objects; its writes' preconditions catch what they
   // missed.
   // filterChoice: the node the filter held for the pod when the call came (checkBindTrust).
+  // podConfirmed is set once the pod the call names is known to have its UID and to be one
+  // this extender may bind.
   Verdict attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches,
-                  const std::string& filterChoice);
+                  const std::string& filterChoice, bool& podConfirmed);
   // The steps before any write; a verdict when the attempt ends there, nothing to undo.
   std::optional<Verdict> readPod(const BindingArgs& args, const std::string& filterChoice,
                                  Attempt& a);

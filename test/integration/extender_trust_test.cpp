@@ -141,6 +141,35 @@ TEST_F(ExtenderTrustTest, AForgedBindToANodeTheFilterDidNotChooseIsRefused) {
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// Binds naming a pod that does not exist, or another pod, with the UID of a pod the filter
+// chose: each is refused without taking the chosen pod's hold, so that pod's own bind still
+// goes through.
+TEST_F(ExtenderTrustTest, AForgedBindWithAnotherPodsUidLeavesThatPodsHold) {
+  auto nodes = makeNodes(1);
+  makeDevice(nodes[0]);
+  createClaims(1);
+  const json pod = unplaceablePod("p", {"claim-0"});
+  const json other = unplaceablePod("other", {});
+  const json filtered = filter(pod, nodes[0]);
+  ASSERT_EQ(filtered["NodeNames"], json::array({nodes[0]})) << filtered.dump();
+
+  for (const std::string& name :
+       {std::string("ghost"), other["metadata"]["name"].get<std::string>()}) {
+    const json reply = post("bind", {{"PodName", name},
+                                     {"PodNamespace", ns_},
+                                     {"PodUID", pod["metadata"]["uid"]},
+                                     {"Node", nodes[0]}});
+    EXPECT_NE(reply.value("Error", ""), "") << name << ": " << reply.dump();
+  }
+  expectStillUnbound("p");
+  expectStillUnbound("other");
+
+  const json reply = bind(pod, nodes[0]);
+  EXPECT_EQ(reply.value("Error", ""), "") << reply.dump();
+  EXPECT_EQ(nodeOf("p"), nodes[0]) << extender_->logTail();
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 // A filter request names a high-priority pod whose devices a bound low-priority pod holds:
 // the extender plans a preemption from the request alone, and its worker, reading the
 // preemptor live, deletes nobody.

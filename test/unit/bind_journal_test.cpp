@@ -52,11 +52,13 @@ class BindJournalTest : public ::testing::Test {
     return ExtendedResourceClaim::fromJson(
         *api_.peek(resources::kExtendedResourceClaims, "default", name));
   }
-  // The device given to the claim, as the API stored it.
-  ExtendedResource bindDevice(const std::string& name, const std::string& claimName) {
+  // The device given to the claim for pod p (or for `holders`), as the API stored it.
+  ExtendedResource bindDevice(const std::string& name, const std::string& claimName,
+                              std::vector<PodRef> holders = {{"p", "uid-p"}}) {
     const auto c = claim(claimName);
     ExtendedResource d = device(name);
-    EXPECT_TRUE(ker::bindDevice(d, ClaimRef{"default", claimName, c.meta.uid}, {}).ok());
+    EXPECT_TRUE(
+        ker::bindDevice(d, ClaimRef{"default", claimName, c.meta.uid}, std::move(holders)).ok());
     return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
         resources::kExtendedResources, "", d.toJson(SystemTime{})));
   }
@@ -114,6 +116,17 @@ TEST_F(BindJournalTest, AnUnconfirmedWriteIsReadBackAndUndoneOnlyIfItLanded) {
   const int gets = api_.calls(Verb::kGet);
   EXPECT_EQ(notLanded.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(api_.calls(Verb::kGet), gets + 1);
+}
+
+// Pods p and q name claim c1, and two extender replicas bind them at once. q's bind takes d0;
+// p's write of d0, unanswered, never landed (it would have conflicted). Read back, d0 names c1,
+// but for q: it is not this call's write, and undoing it would free q's device.
+TEST_F(BindJournalTest, AnotherPodsWriteThroughTheSameClaimIsNotTakenForThisCalls) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  bindDevice("d0", "c1", {{"q", "uid-q"}});
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
+  EXPECT_EQ(device("d0").holders, (std::vector<PodRef>{{"q", "uid-q"}}));
 }
 
 // Two calls bind the same pod: the other one's device and claim writes land, this one's device

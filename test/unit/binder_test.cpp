@@ -178,6 +178,29 @@ TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) 
   EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
 }
 
+// A call that names another pod, or one that does not exist, with the UID of a pod the filter
+// chose, cannot confirm it is about that pod: it leaves the pod's hold (and whatever else the
+// index keeps for the UID), so the pod's own bind still goes through.
+TEST_F(BinderTest, ACallNamingAnotherPodWithAPodsUidLeavesThatPodsHold) {
+  json q = podJson("q", "c");
+  q["spec"]["schedulerName"] = kDefaultSchedulerName;
+  api_.seed(resources::kPods, q);
+  Binder guarded{api_, index_,
+                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  const std::string victim = args("q").podUid;
+  index_.hold("n1", {}, victim, std::chrono::steady_clock::now(), DeviceIndex::kHoldTtl);
+
+  std::string error = guarded.bind({"p", "default", victim, "n1"}).message();
+  EXPECT_NE(error.find("recreated"), std::string::npos) << error;
+  error = guarded.bind({"no-such-pod", "default", victim, "n1"}).message();
+  EXPECT_NE(error.find("not found"), std::string::npos) << error;
+  EXPECT_EQ(index_.heldNode(victim, std::chrono::steady_clock::now()), "n1");
+  EXPECT_EQ(writes(), 0);
+
+  EXPECT_EQ(guarded.bind(args("q")).message(), "");
+  EXPECT_EQ(claim("c").podRef, (PodRef{"q", victim}));
+}
+
 // Claim s, shareable, allocated by pod sp's bind; pods sq and sr name it too.
 class SharedClaimBinderTest : public BinderTest {
  protected:
