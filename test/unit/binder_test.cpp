@@ -109,11 +109,21 @@ class BinderTest : public ::testing::Test {
            api_.calls(Verb::kBind) + api_.calls(Verb::kCreate);
   }
 
+  // Pod `name` of the extender's scheduler, naming claim c.
+  void seedSchedulersPod(const std::string& name) {
+    json pod = podJson(name, "c");
+    pod["spec"]["schedulerName"] = kDefaultSchedulerName;
+    api_.seed(resources::kPods, pod);
+  }
+
   FakeApiClient api_;
   DeviceIndex index_;
   Binder binder_{api_, index_,
                  [](const std::string&) { return std::map<std::string, std::string>{}; },
                  writesOnly()};
+  // With the check of who may ask for a bind (checkBindTrust) on, as the extender runs it.
+  Binder guarded_{api_, index_,
+                  [](const std::string&) { return std::map<std::string, std::string>{}; }};
 };
 
 TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
@@ -149,32 +159,28 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
 // A bind call is only kube-scheduler's word: it writes for a pod of the extender's scheduler,
 // on the node the extender's own filter chose, and for nothing else.
 TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) {
-  json q = podJson("q", "c");
-  q["spec"]["schedulerName"] = kDefaultSchedulerName;
-  api_.seed(resources::kPods, q);
-  Binder guarded{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  seedSchedulersPod("q");
   auto filterChose = [&](const std::string& pod, const std::string& node) {
     index_.hold(node, {}, args(pod).podUid, std::chrono::steady_clock::now(),
                 DeviceIndex::kHoldTtl);
   };
   // No filter came (a restart, or a forged call).
-  EXPECT_EQ(guarded.bind(args("q")).message(),
+  EXPECT_EQ(guarded_.bind(args("q")).message(),
             "the extender's filter holds no node for pod default/q (none came, it expired, or "
             "the extender restarted)");
   filterChose("q", "n1");
-  EXPECT_EQ(guarded.bind(args("q", "n2")).message(),
+  EXPECT_EQ(guarded_.bind(args("q", "n2")).message(),
             "the extender's filter chose node n1 for pod default/q, not n2");
   // Pod p is of another scheduler (none named).
   filterChose("p", "n1");
-  EXPECT_EQ(guarded.bind(args("p")).message(),
+  EXPECT_EQ(guarded_.bind(args("p")).message(),
             "pod default/p has schedulerName \"\": this extender binds only pods of "
             "\"extended-resource-scheduler\"");
   EXPECT_EQ(writes(), 0);
   EXPECT_FALSE(claim("c").podRef);
 
   // A refused call leaves the filter's hold, which kube-scheduler's own bind then uses.
-  EXPECT_EQ(guarded.bind(args("q")).message(), "");
+  EXPECT_EQ(guarded_.bind(args("q")).message(), "");
   EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
 }
 
@@ -182,22 +188,18 @@ TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) 
 // chose, cannot confirm it is about that pod: it leaves the pod's hold (and whatever else the
 // index keeps for the UID), so the pod's own bind still goes through.
 TEST_F(BinderTest, ACallNamingAnotherPodWithAPodsUidLeavesThatPodsHold) {
-  json q = podJson("q", "c");
-  q["spec"]["schedulerName"] = kDefaultSchedulerName;
-  api_.seed(resources::kPods, q);
-  Binder guarded{api_, index_,
-                 [](const std::string&) { return std::map<std::string, std::string>{}; }};
+  seedSchedulersPod("q");
   const std::string victim = args("q").podUid;
   index_.hold("n1", {}, victim, std::chrono::steady_clock::now(), DeviceIndex::kHoldTtl);
 
-  std::string error = guarded.bind({"p", "default", victim, "n1"}).message();
+  std::string error = guarded_.bind({"p", "default", victim, "n1"}).message();
   EXPECT_NE(error.find("recreated"), std::string::npos) << error;
-  error = guarded.bind({"no-such-pod", "default", victim, "n1"}).message();
+  error = guarded_.bind({"no-such-pod", "default", victim, "n1"}).message();
   EXPECT_NE(error.find("not found"), std::string::npos) << error;
   EXPECT_EQ(index_.heldNode(victim, std::chrono::steady_clock::now()), "n1");
   EXPECT_EQ(writes(), 0);
 
-  EXPECT_EQ(guarded.bind(args("q")).message(), "");
+  EXPECT_EQ(guarded_.bind(args("q")).message(), "");
   EXPECT_EQ(claim("c").podRef, (PodRef{"q", victim}));
 }
 
