@@ -1,6 +1,65 @@
 // extender_bench: measures the extender (filter, prioritize, preempt, bind) and the controller
 // against a real control plane, next to the floors of the same work: the HTTP transport alone and a
 // plain DOM parse. bench/run.sh starts the control plane and runs this; see bench/README.md.
+//
+// What it does:
+// 1. Applies the CRDs and deploy/'s ServiceAccounts and RBAC (`launch.sh apply-deploy-rbac`); the
+//    extender and the controller run with tokens of their ServiceAccounts, as in a cluster. The API
+//    server's audit policy logs those two users only, so their requests can be counted without
+//    slowing anyone else.
+// 2. For 100, 1,000 and 5,000 nodes (grown in place): creates the missing Nodes and 8
+//    ExtendedResources per node (pinned by `matchFields` `metadata.name`) from 32 concurrent
+//    clients and times it. Nodes look like a kubelet's: labels, annotations, capacity and
+//    allocatable, conditions, addresses, nodeInfo, 50 images, managedFields (about 8 KB as the API
+//    server returns them). Every tenth node holds p100s only, the others four k80s and four p100s.
+// 3. Starts the extender, times it to `/readyz`, and sends filter and prioritize requests as kube-
+//    scheduler does: `POST` over HTTP/1.1 keep-alive with Go's headers (including `Accept-Encoding:
+//    gzip`), bodies as Go's `json.Marshal` writes `ExtenderArgs`, the pod as the scheduler caches
+//    it (no managedFields). Two pods: one claim (a k80), and two claims with overlapping selectors
+//    (a k80, and two of k80-or-p100); in `NodeNames` mode two more with a constraint on every claim
+//    (rows `1c`, `2c`; each node's devices are in two NUMA nodes of two k80s and two p100s): two
+//    k80s on one NUMA node, and that beside two of k80-or-p100 on different NUMA nodes. Their
+//    filter p99 is judged against the same run's unconstrained one. Both modes: `NodeNames`
+//    (`nodeCacheCapable: true`) and `NodeList` (the Node objects as the API server serves them).
+//    Every reply is checked once the way kube-scheduler reads it (NodeList items must come back
+//    unchanged). Then latency (p50, p99) and requests per second at concurrency 1 and 8, medians of
+//    `--repeats` runs; a run at concurrency 1 is at least 20 requests, so a p99 of the tens-of-MB
+//    NodeList bodies is not just the largest of a handful. After those, with the `NodeNames` mode,
+//    the preempt verb (row mode `MetaVictims, 100 candidates`): `ExtenderPreemptionArgs` as
+//    kube-scheduler sends them with `nodeCacheCapable`, each probe pod with the first 100 nodes as
+//    candidates (kube-scheduler's dry run offers at least 100, `minCandidateNodesAbsolute`), each
+//    with two victims by UID that hold no device (as its victims for CPU would). The candidates'
+//    devices are free, so the verb gathers each node's devices and holders and plans it, keeps the
+//    nodes with k80s, drops the p100-only ones and nominates one node's devices; it adds no holder,
+//    so the planner's search among many holders is not what is timed (`decision_bench` times that
+//    for the filter's own preemption).
+// 4. Next to each measurement, on the same body: the transport floor (a bare cpp-httplib server
+//    with `TCP_NODELAY` that answers `{}`), the stack floor (the extender's own HTTP server stack,
+//    `ker::HttpServer`, with a handler that answers `{}`), and a plain `nlohmann::json::parse` of
+//    the body (the naive decoder). The table gives the ratios. The extender's own time per call
+//    (its request-duration histogram) and its CPU time per call (`/proc/PID/stat`) separate its
+//    work from the transport and from other load.
+// 5. Memory: the extender's VmRSS after its caches synced, and VmHWM (peak) after the NodeNames
+//    runs and after the NodeList runs.
+// 6. On the 1,000-node cluster: 1,000 pods (half with one claim of one device, half with two
+//    claims holding three devices) bound through `/bind`, at concurrency 1 and 8; API writes per
+//    bind from the extender's `extended_resource_scheduler_api_writes_total`, reads and writes from
+//    the audit log.
+// 7. The controller (`--leader-elect=false`), once its work queue has drained (its first pass
+//    gives every new device its status): those 1,000 bound pods are deleted at once; the time until
+//    every claim is `Pending` again and every device `Available` (watched by the bench's own
+//    informers), the controller's API requests per released pod (audit log), and the CPU time kube-
+//    apiserver, etcd, the controller and the bench used meanwhile, with the average number of busy
+//    cores (whether the machine was the limit). When the controller binary is missing or never
+//    becomes ready, this part is reported as not done.
+//
+// Steps 6 and 7 run `--repeats` times, each run binding the pods anew and deleting them again: the
+//    bind figures are medians over the runs, and the controller's are those of the run with the
+//    median release time (all release times are listed). A run that does not finish is reported
+//    instead, and ends the repeats. The first run binds devices and claims the controller has not
+//    yet given a status (it starts after those binds); the later runs bind ones it has released.
+//
+// The targets from the issue are judged at the end (PASS/MISS with the margin).
 #include <unistd.h>
 
 #include <algorithm>

@@ -13,6 +13,73 @@
 //                  extender nor the controller is up; writes one JSON file
 //   --mode report  medians over the runs' files, the targets, pipeline-latest.{json,md}
 // See bench/README.md.
+//
+// What a run measures:
+// `pipeline_bench --mode setup` creates the nodes (kubelet-shaped Node objects, Ready, 110 pods,
+// see bench/extender_bench.cpp, step 2), 8 ExtendedResources and one ResourceSlice per node, the
+// DeviceClasses and the class, growing the cluster in place; the ExtendedResources carry the
+// protection finalizer, as the node agent creates its devices. `--mode run` then, for one variant:
+// waits until every device is `Available` and carries the controller's protection finalizer and no
+// claim of either kind is left (earlier runs released; a grown cluster's new devices protected);
+// creates P claims, waits until the controller has protected each (that write belongs to making the
+// claim, which no variant times; `--protection=false` skips both waits for a controller run without
+// protection) and then
+// `--settle` (2 s) so every informer has them; snapshots metrics and CPU; watches the namespace's
+// pods and creates the P pods from `--workers` clients (default 16; pipeline.sh's
+// `--creating-clients`); stops when every pod has a node (the Binding writes `spec.nodeName` and
+// `PodScheduled=True` together) or after `--timeout`; snapshots again; deletes pods (grace 0),
+// claims and the namespace and waits for them to go (the DRA claims' delete-protection finalizer is
+// lifted by the bench: kube-controller-manager's resourceclaim controller does it too, but at its
+// client's default 20 QPS that takes minutes at 5,000 claims). Reported per run and as medians over
+// `--repeats` runs:
+//
+//   - pods/s: pods scheduled / (last pod seen scheduled − first create sent).
+//   - p50 / p99 ms: per pod, create request sent → pod seen with a node (bench clock).
+//   - failed binds / pod:
+//     `extended_resource_scheduler_decisions_total{verb="bind",result="failed"}` growth (extender);
+//     for the others kube-scheduler's `scheduler_schedule_attempts_total{result="error"}` (a failed
+//     default bind is an error attempt). Scheduler errors / pod are reported for all.
+//   - pods ever unschedulable: pods the watch saw with `PodScheduled=False`, reason
+//     `Unschedulable` (tried and parked; `SchedulingGated` does not count).
+//   - API requests / pod: growth of kube-apiserver's `apiserver_request_total`, all clients,
+//     less the bench's own P pod creations and non-resource requests (the metric scrapes); the run
+//     file breaks it down by verb, resource and subresource.
+//   - CPU ms / pod: CPU time (`/proc/PID/stat`) of kube-apiserver, etcd, kube-controller-
+//     manager, both kube-schedulers, the extender, the controller and the bench during the timed
+//     window.
+//
+// The `templates` variant creates the template instead of P claims, and one ReplicaSet of P
+// replicas instead of P pods; the clock starts as the ReplicaSet is created. Its pods have
+// generated names, so a pod's creation is the moment the bench's watch first sees it (the API
+// server's `creationTimestamp` has a resolution of a second). It reports besides, in a table of its
+// own (with the same figures for `classes`, whose clock is the pods' creation as usual):
+//
+//   - claims generated/s: pods whose record of their generated claim
+//     (`extendedresource.io/generated-claims`) the watch has seen / (last such record seen −
+//     ReplicaSet created).
+//   - pod seen → claim recorded p50 / p99 ms: per pod, until the controller has made its claim
+//     and recorded it.
+//   - pod seen → PodScheduled p50 / p99 ms: the p50 / p99 of the main table, for these pods.
+//
+// The ReplicaSet controller creates the pods at kube-controller-manager's client rate (its default
+// 20 QPS, burst 30, as `launch.sh` starts it), so pods/s and claims generated/s are bounded by that
+// rate, as they would be in a cluster with those defaults; the per-pod latencies are not. API
+// requests / pod include kube-controller-manager's pod creations.
+//
+// kube-apiserver CPU per status write (`pipeline_bench --mode write-cost`, once per size before
+// the runs; `--no-write-cost` skips it): what it writes and how is in `bench/write_cost.h`; where
+// that CPU goes, `bench/profile-writes.sh` ([`results/apiserver-write-
+// profile.md`](results/apiserver-write-profile.md)).
+//
+// `pipeline.sh` writes `pipeline-latest.json` (the summary, the targets and every run), `pipeline-
+// latest.md` and, through `plot.py`, the plots it links (`pipeline-pods-per-second.svg`,
+// `pipeline-p99.svg`; `run.sh` draws `extender-p99.svg` the same way); the runs' own files stay in
+// the work folder with `KEEP_BENCH_DIR=1`. `--mode report --runs-dir DIR` summarizes any set of
+// run files; the targets are judge()'s (bench/pipeline_summary.h). Unlike `extender` and `dra`,
+// `classes` and `dra-classes` make their claims inside the timed window (a claim create and a pod
+// patch per pod before scheduling for `classes`; a claim create, its status and the pod's status at
+// binding for `dra-classes`), so their API requests / pod and CPU include them; their pods may take
+// any of a node's 8 devices, not only its 4 k80s.
 #include <sys/types.h>
 #include <unistd.h>
 

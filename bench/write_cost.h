@@ -11,6 +11,15 @@
 // The pure part of the whole-pipeline benchmark's write-cost stage (pipeline_bench --mode
 // write-cost): the objects it makes and the two statuses each is written with in turn, shaped
 // like what a bind writes, and the figures per write. The stage's loop is in pipeline_bench.
+//
+// The stage (once per cluster size, before the runs; --writes N, default 1,000) makes, in a
+// namespace of its own, a device pinned to a node that does not exist, a claim and a pod of a
+// scheduler nobody serves; then, kind after kind, N sequential status PUTs, each carrying the
+// previous reply's resourceVersion and alternating between two bind-shaped statuses. Around each
+// kind's loop it reads kube-apiserver's and etcd's CPU time (/proc/PID/stat) and the wall time.
+// The controller would undo these writes, so pipeline.sh runs the stage while neither it nor the
+// extender is up: the figures are the writes alone, without the watch fan-out to this project's
+// informers that a run's writes also cost.
 namespace ker::bench::pipeline::writecost {
 
 enum class Kind { kDevice, kClaim, kPod };
