@@ -29,7 +29,8 @@ struct ClusterSnapshot {
 //   kMaxClaimHolders of them; a claim that is not shareable has at most one holder;
 // - every scheduled, running pod with claims holds all of them on its own node;
 // - written conditions agree with the typed status they were derived from.
-// Transient states of a bind in flight are violations too: check a quiet cluster.
+// Transient states of a bind or release in flight are violations too: check a quiet cluster,
+// or check again until a check is clean (ker-check-invariants --settle).
 std::vector<std::string> checkInvariants(const ClusterSnapshot& snapshot);
 
 }  // namespace ker

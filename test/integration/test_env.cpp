@@ -117,8 +117,10 @@ int TestEnv::launch(const std::string& subcommand, const std::string& args) cons
 
 std::string TestEnv::invariantViolations() const {
   std::string out;
-  int rc = runShell(shellQuote(binary("tools/ker-check-invariants")) + " --kubeconfig " +
-                        shellQuote(kubeconfig()),
+  // The previous test's namespace may still be going away, its pods finishing as the check
+  // lists them: what counts is a violation that outlasts the controllers' reaction to that.
+  int rc = runShell(shellQuote(binary("tools/ker-check-invariants")) + " --settle=15s" +
+                        " --kubeconfig " + shellQuote(kubeconfig()),
                     &out);
   return rc == 0 ? std::string() : out.empty() ? "ker-check-invariants failed" : out;
 }
