@@ -6,33 +6,39 @@
 #include <vector>
 
 #include "agent/injection.h"
+#include "agent/node_file.h"
 
 namespace ker::agent {
 
-// A container that has devices and the names of those devices.
+// A container that has devices: their names, and the keys that identify them (deviceKeys) as
+// they were when it got them.
 struct ContainerDevices {
   DeviceUse use;
   std::vector<std::string> devices;
+  std::vector<std::string> keys;
 };
 
 // Which containers on this node were given which devices and have not stopped: what the agent
 // consults (decideInjection's users) before it gives a device to a container of another pod.
 // Built from the runtime's own reports: every container it lists on (re)connecting, each
-// creation the agent answered with devices, and each container's stop and removal.
+// creation the agent answered with devices, and each container's stop and removal. A device is
+// looked up by what it is (its keys), so a container keeps it under whatever name it is
+// listed by now.
 class DeviceUsers {
  public:
   // The runtime's full list (NRI Synchronize): every container not stopped whose
-  // kInjectedAnnotation names devices. Replaces what was known.
+  // kInjectedAnnotation names devices, identified by its kInjectedKeysAnnotation. One given its
+  // devices by an agent that wrote no keys is identified by their names and, through
+  // `inventory`, by the keys of those it still lists. Replaces what was known.
   void reset(const std::map<std::string, PodIdentity>& podsBySandbox,
-             const std::vector<RuntimeContainer>& containers);
-  // The agent gave `devices` to this container (its answer to the container's creation).
-  void add(const std::string& containerId, const DeviceUse& use,
-           const std::vector<std::string>& devices);
+             const std::vector<RuntimeContainer>& containers, const NodeFile& inventory);
+  // The agent gave this container the devices of `given` (its answer to the container's creation).
+  void add(const std::string& containerId, const DeviceUse& use, const Adjustment& given);
   // The container stopped, or was removed (or its creation undone).
   void remove(const std::string& containerId);
 
-  // The containers that have each of these devices now, by device.
-  std::map<std::string, std::vector<DeviceUse>> of(const std::vector<std::string>& devices) const;
+  // The containers that have a device of one of these keys now, by key.
+  std::map<std::string, std::vector<DeviceUse>> of(const std::vector<std::string>& keys) const;
   // Every container that has devices now, in container ID order.
   std::vector<ContainerDevices> all() const;
 

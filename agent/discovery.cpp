@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "agent/cdi_names.h"
+#include "agent/device_identity.h"
 #include "common/kube_objects.h"
 
 namespace ker::agent {
@@ -133,11 +134,22 @@ NodeFile withDiscovered(const NodeFile& file, const std::vector<DeviceSpec>& fou
   for (const auto& d : found) {
     if (d.name.empty()) {
       problems.push_back("device ID \"" + d.deviceID + "\" makes no valid object name");
-    } else if (!names.insert(d.name).second) {
-      problems.push_back("device " + d.name + " (ID " + d.deviceID + ") is already listed");
-    } else {
-      out.devices.push_back(d);
+      continue;
     }
+    if (names.count(d.name)) {
+      problems.push_back("device " + d.name + " (ID " + d.deviceID + ") is already listed");
+      continue;
+    }
+    auto same = std::find_if(out.devices.begin(), out.devices.end(), [&](const DeviceSpec& listed) {
+      return !sharedKey(d, listed).empty();
+    });
+    if (same != out.devices.end()) {
+      problems.push_back("device " + d.name + " is already listed as " + same->name +
+                         ", both being " + sharedKey(d, *same));
+      continue;
+    }
+    names.insert(d.name);
+    out.devices.push_back(d);
   }
   return out;
 }

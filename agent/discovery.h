@@ -31,8 +31,9 @@ std::vector<DeviceSpec> devicesFromCdi(const DiscoverySource& source,
 std::vector<DeviceSpec> devicesFromCommand(const DiscoverySource& source, const std::string& output,
                                            const std::string& node);
 
-// The node file's own devices, then the found ones whose names are not taken yet (the file's
-// entries win; among found devices, the first). Each one left out adds a line to `problems`.
+// The node file's own devices, then the found ones whose names are not taken yet and that are
+// not a device already listed under another name (deviceKeys; the file's entries win, among
+// found devices the first). Each one left out adds a line to `problems`.
 NodeFile withDiscovered(const NodeFile& file, const std::vector<DeviceSpec>& found,
                         std::vector<std::string>& problems);
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "agent/device_identity.h"
 #include "common/comma_list.h"
 
 namespace ker::agent {
@@ -301,15 +302,27 @@ Injection decideInjection(const InjectionInput& in) {
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
                           " is not a " + c->rawResourceName + " device of node " + in.node);
       }
-      if (auto users = in.users.find(deviceName); users != in.users.end()) {
+      const std::vector<std::string> keys = deviceKeys(*d);
+      for (const auto& key : keys) {
+        auto users = in.users.find(key);
+        if (users == in.users.end()) {
+          continue;
+        }
         for (const DeviceUse& use : users->second) {
           if (use.podUid != pod.uid && !c->heldBy(use.podUid)) {
-            return refuse(RefusalReason::kDeviceInUse,
-                          "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
-                              " is still in use by container " + use.container + " of pod " +
-                              use.podKey() + " (uid " + use.podUid + ") on node " + in.node +
-                              ", which has not stopped yet");
+            return refuse(
+                RefusalReason::kDeviceInUse,
+                "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
+                    " is still in use by container " + use.container + " of pod " + use.podKey() +
+                    " (uid " + use.podUid + ") on node " + in.node + ", which has not stopped yet" +
+                    (key == deviceNameKey(deviceName) ? std::string()
+                                                      : " (it has the same device, " + key + ")"));
           }
+        }
+      }
+      for (const auto& key : keys) {
+        if (std::find(adj.deviceKeys.begin(), adj.deviceKeys.end(), key) == adj.deviceKeys.end()) {
+          adj.deviceKeys.push_back(key);
         }
       }
       idsByResource[d->rawResourceName].push_back(d->deviceID);

@@ -72,6 +72,7 @@ struct Adjustment {
   std::vector<ContainerMount> mounts;
   std::vector<std::string> cdiDevices;   // fully qualified; the runtime applies their specs
   std::vector<std::string> deviceNames;  // the ExtendedResources injected, for logs
+  std::vector<std::string> deviceKeys;   // what identifies them (deviceKeys), each once
 };
 
 enum class RefusalReason {
@@ -145,8 +146,8 @@ struct InjectionInput {
   const NodeFile* inventory = nullptr;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
-  // The containers on this node, not yet stopped, that were given each allocated device
-  // (DeviceUsers::of); absent devices have none.
+  // The containers on this node, not yet stopped, that were given a device of each key of the
+  // allocated devices (DeviceUsers::of), by key; absent keys have none.
   std::map<std::string, std::vector<DeviceUse>> users;
   ContainerRequest container;
   DeviceGuard guard;
@@ -168,7 +169,9 @@ struct InjectionInput {
 // Bound to this pod (its UID) on this node and lists devices this node has, and no container of
 // another pod (one that is not a holder of the same shared claim) still has one of them on this
 // node, as the runtime reports it: a pod whose claim was released while its containers still run
-// (deleted with --force, say) keeps the device until the runtime says they stopped. Otherwise its
+// (deleted with --force, say) keeps the device until the runtime says they stopped. A device is
+// known by what it is (deviceKeys), not by its name alone: one listed under a new name while a
+// container still has it stays that container's. Otherwise its
 // creation is refused (the kubelet retries it), so it never starts without its devices or with
 // another pod's. A pod naming claims must come from the API server (not a static pod, which can
 // carry any UID), and no container reaches a managed device it was not given (DeviceGuard). The
@@ -188,6 +191,9 @@ Injection decideInjection(const InjectionInput& in);
 // Container annotation the agent sets on every container it gave devices (their names,
 // comma-separated): how it recognises, on reconnecting, a container that started without it.
 inline constexpr const char* kInjectedAnnotation = "extendedresource.io/injected-devices";
+// Container annotation beside it: the devices' keys (Adjustment::deviceKeys) as a JSON list, so
+// that on reconnecting the agent knows them by what they are even if renamed since.
+inline constexpr const char* kInjectedKeysAnnotation = "extendedresource.io/injected-device-keys";
 
 // A container the runtime created without asking the agent although its pod required it: the
 // pod names claims and lists `plugin` in its required-plugins annotation (the bind put it

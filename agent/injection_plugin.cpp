@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
+#include "agent/device_identity.h"
 #include "common/comma_list.h"
 #include "common/logging.h"
 #include "common/request_deadline.h"
@@ -58,6 +60,7 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
 
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
   (*out->mutable_annotations())[kInjectedAnnotation] = joinCommaList(adj.deviceNames);
+  (*out->mutable_annotations())[kInjectedKeysAnnotation] = nlohmann::json(adj.deviceKeys).dump();
   for (const auto& [k, v] : adj.env) {
     auto* kv = out->add_env();
     kv->set_key(k);
@@ -112,7 +115,7 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   for (const auto& c : req.containers()) {
     containers.push_back(runtimeContainerOf(c));
   }
-  deps_.users->reset(pods, containers);
+  deps_.users->reset(pods, containers, *deps_.inventory());
   evict(planEvictions(pods, containers, deps_.pluginName));
   return nri::Status::ok();
 }
@@ -209,7 +212,14 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   for (const auto* c : found) {
     allocated.insert(allocated.end(), c->allocated.begin(), c->allocated.end());
   }
-  in.users = deps_.users->of(allocated);
+  std::vector<std::string> keys;
+  for (const auto& name : allocated) {
+    if (const DeviceSpec* d = inventory->find(name)) {
+      const auto more = deviceKeys(*d);
+      keys.insert(keys.end(), more.begin(), more.end());
+    }
+  }
+  in.users = deps_.users->of(keys);
   for (const auto& path : deviceNodePaths(found, *inventory)) {
     in.deviceNodes[path] = deps_.probe->deviceNode(path);
   }
@@ -252,8 +262,7 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
     toAdjustment(*adj, resp->mutable_adjust());
     deps_.users->add(
         req.container().id(),
-        DeviceUse{req.container().id(), req.container().name(), pod.uid, pod.ns, pod.name},
-        adj->deviceNames);
+        DeviceUse{req.container().id(), req.container().name(), pod.uid, pod.ns, pod.name}, *adj);
     log::info("injected devices", {{"pod", podKey},
                                    {"podUID", pod.uid},
                                    {"container", req.container().name()},

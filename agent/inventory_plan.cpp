@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "agent/device_identity.h"
 #include "model/device_transitions.h"
 
 namespace ker::agent {
@@ -68,10 +69,21 @@ InventoryPlan planInventory(const NodeFile& file, const std::string& node,
   for (const auto* er : published) {
     byName[er->meta.name] = er;
   }
+  std::map<std::string, std::string> unlistedByKey;  // deviceIdKey -> published name
+  for (const auto* er : published) {
+    if (file.find(er->meta.name) == nullptr) {
+      unlistedByKey.emplace(deviceIdKey(er->rawResourceName, er->deviceID), er->meta.name);
+    }
+  }
   for (const auto& device : file.devices) {
     auto it = byName.find(device.name);
     if (it == byName.end()) {
-      plan.creates.push_back({desiredObject(device, node)});
+      auto old = unlistedByKey.find(deviceIdKey(device.rawResourceName, device.deviceID));
+      if (old != unlistedByKey.end()) {
+        plan.waiting.emplace(device.name, old->second);
+      } else {
+        plan.creates.push_back({desiredObject(device, node)});
+      }
       continue;
     }
     const ExtendedResource& er = *it->second;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ struct InventoryPlan {
   // may be running with it or about to start with it (and the entry may come back). The health
   // check reports them unhealthy; once their claim frees them they are deleted.
   std::vector<std::string> unlistedHeld;
+  // In the file, not published, and the same device (deviceID of its resource) as a published
+  // object the file no longer lists: created once that object is gone, so that no scheduler
+  // sees one device twice (name -> the old object's name).
+  std::map<std::string, std::string> waiting;
   // Nothing to write.
   bool empty() const { return creates.empty() && updates.empty() && deletes.empty(); }
 };
@@ -62,8 +67,9 @@ struct InventoryPlan {
 // that are not published are created, those that differ in spec are updated (their status is
 // left alone), and published ones the file no longer lists are deleted once free: one held for
 // a claim is kept (unlistedHeld) until its claim lets it go, so that an entry removed between
-// a pod's bind and its start, or while it runs, never turns the claim Lost. Objects being
-// deleted are waited for, never written.
+// a pod's bind and its start, or while it runs, never turns the claim Lost. A device the file
+// lists under a new name waits for its old object to go (waiting). Objects being deleted are
+// waited for, never written.
 InventoryPlan planInventory(const NodeFile& file, const std::string& node,
                             const std::vector<const ExtendedResource*>& published);
 

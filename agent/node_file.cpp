@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "agent/cdi_names.h"
+#include "agent/device_identity.h"
 #include "common/field_path.h"
 #include "model/objects.h"
 
@@ -368,6 +369,13 @@ NodeFile parseNodeFile(const std::string& yamlText) {
       DeviceSpec d = parseDevice(devices[i], path);
       if (!names.insert(d.name).second) {
         failAt(childPath(path, "name"), "\"" + d.name + "\" is listed twice");
+      }
+      for (size_t j = 0; j < out.devices.size(); ++j) {
+        if (const std::string key = sharedKey(d, out.devices[j]); !key.empty()) {
+          failAt(path, "is the same device as " + indexPath("devices", j) + " (" +
+                           out.devices[j].name + "), both being " + key +
+                           ": one device is listed once, under one name");
+        }
       }
       out.devices.push_back(std::move(d));
     }

@@ -234,6 +234,13 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
   auto count = [this](const char* op, const char* result) {
     metrics_.inventoryWrites.labels({op, result}).inc();
   };
+  for (const auto& [name, old] : plan.waiting) {
+    if (auto last = waiting_.find(name); last == waiting_.end() || last->second != old) {
+      log::info("device waits for its object under its old name to go before it is published",
+                {{"device", name}, {"oldName", old}});
+    }
+  }
+  waiting_ = plan.waiting;
   for (const auto& c : plan.creates) {
     const std::string name = c.object["metadata"]["name"];
     const Status sent = callApi([&] { api_.create(resources::kExtendedResources, "", c.object); });

@@ -108,8 +108,9 @@ class NodeSync {
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
   std::string discoveryProblems_;                       // last logged, to log changes only
   std::string readError_;  // why the file could not be read last time, if it could not
-  std::map<std::string, bool> lastHealthy_;  // device name -> last observation
-  std::set<std::string> conflicts_;          // names taken by objects the agent does not own
+  std::map<std::string, bool> lastHealthy_;     // device name -> last observation
+  std::set<std::string> conflicts_;             // names taken by objects the agent does not own
+  std::map<std::string, std::string> waiting_;  // InventoryPlan::waiting last logged
   std::thread thread_;
 };
 

@@ -198,6 +198,53 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileStaysWithItsPodThenIsWithdraw
   EXPECT_EQ(phaseOf(getClaim("gpu")), "Pending");
 }
 
+// An entry renamed in the node file while a pod runs with its device is the same device (its
+// deviceID): no second pod gets it under the new name while the first runs. The new name is
+// published once the old object is gone, and a pod claiming the device then runs with it.
+TEST_F(NodeAgentTest, ADeviceRenamedInTheNodeFileReachesNoSecondPodWhileItsPodRuns) {
+  createDevice(uniqueName("gpu"));
+  const std::string device = devices_[0];
+  createClaim("first");
+  createPod(busyboxPod("first", {"first"}, deviceScript(deviceEnvName())));
+  ASSERT_TRUE(eventually([&] { return podRunning("first"); }, 120s)) << podPhase("first");
+
+  const std::string renamed = device + "-new";
+  devices_.push_back(renamed);  // its entry is removed at TearDown
+  editNodeFile([&](json& devices) {
+    for (auto& d : devices) {
+      if (d.value("name", "") == device) {
+        d["name"] = renamed;
+      }
+    }
+  });
+  createClaim("second");
+  createPod(busyboxPod("second", {"second"}, deviceScript(deviceEnvName())));
+  auto published = [&] {
+    try {
+      getDevice(renamed);
+      return true;
+    } catch (const ApiError& e) {
+      if (!e.isNotFound()) {
+        throw;
+      }
+      return false;
+    }
+  };
+  // Many agent sync periods: the device is not offered twice, and the second pod never runs.
+  std::this_thread::sleep_for(15s);
+  EXPECT_FALSE(published()) << renamed << " was published while " << device << " is held";
+  EXPECT_NE(podPhase("second"), "Running") << logs("second");
+  EXPECT_TRUE(podRunning("first"));
+
+  deletePod("first");
+  ASSERT_TRUE(eventually([&] { return podRunning("second"); }, 180s)) << podPhase("second");
+  EXPECT_EQ(allocated("second"), std::vector<std::string>{renamed});
+  EXPECT_TRUE(eventually(
+      [&] { return logs("second").find("ids=" + device + "-id\n") != std::string::npos; }, 30s))
+      << logs("second");
+  EXPECT_EQ(env_->invariantViolations(), "");
+}
+
 // The entry removed after the pod was bound to the device and before its container started:
 // the container is refused while the entry is away, the claim keeps the device (never Lost),
 // and the pod starts with it once the entry is back.

@@ -116,5 +116,34 @@ TEST(Discovery, TheFilesOwnDevicesWinAndNamesStayUnique) {
                                       "device ID \"???\" makes no valid object name"}));
 }
 
+// A found device the file lists under another name (its ID within its resource, or its CDI
+// name) is that entry, not a second device.
+TEST(Discovery, AFoundDeviceTheFileListsUnderAnotherNameIsLeftOut) {
+  NodeFile file;
+  DeviceSpec byHand;
+  byHand.name = "my-fpga";
+  byHand.rawResourceName = "example.com/fpga";
+  byHand.deviceID = "fpga-0";
+  DeviceSpec viaCdi;
+  viaCdi.name = "my-gpu";
+  viaCdi.rawResourceName = "nvidia.com/gpu";
+  viaCdi.deviceID = "GPU-0";
+  viaCdi.cdiDevice = "nvidia.com/gpu=0";
+  file.devices = {byHand, viaCdi};
+  auto found = devicesFromCommand(
+      commandSource(),
+      R"({"devices": [{"id": "fpga-0"}, {"id": "fpga-1"}, {"id": "x", "cdiDevice": "nvidia.com/gpu=0"}]})",
+      "node-1");
+  std::vector<std::string> problems;
+  NodeFile out = withDiscovered(file, found, problems);
+  ASSERT_EQ(out.devices.size(), 3u);
+  EXPECT_EQ(out.devices[2].name, "node-1-fpga-1");
+  EXPECT_EQ(problems, (std::vector<std::string>{
+                          "device node-1-fpga-0 is already listed as my-fpga, both being "
+                          "id:example.com/fpga=fpga-0",
+                          "device node-1-x is already listed as my-gpu, both being "
+                          "cdi:nvidia.com/gpu=0"}));
+}
+
 }  // namespace
 }  // namespace ker::agent

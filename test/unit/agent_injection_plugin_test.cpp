@@ -278,6 +278,44 @@ TEST_F(InjectionPluginTest, TheInjectedContainerIsMarked) {
   EXPECT_EQ(resp.adjust().annotations().at(kInjectedAnnotation), "gpu0");
 }
 
+// A device whose node file entry is renamed while a container of one pod has it is not given to
+// another pod under its new name: neither when the agent gave it the device itself nor when it
+// learns of that container from the runtime's list on reconnecting (the keys it wrote on it).
+TEST_F(InjectionPluginTest, ARenamedDeviceStaysWithTheContainerThatHasIt) {
+  nri::CreateContainerRequest first = request("c1");
+  first.mutable_container()->set_id("ctr-p");
+  first.mutable_pod()->set_id("sandbox-1");
+  nri::CreateContainerResponse given;
+  ASSERT_TRUE(plugin().createContainer(first, &given).isOk());
+  EXPECT_EQ(given.adjust().annotations().at(kInjectedKeysAnnotation),
+            R"(["name:gpu0","id:example.com/gpu=GPU-0"])");
+
+  auto renamed = std::make_shared<NodeFile>(*inventory);
+  renamed->devices[0].name = "gpu0-renamed";
+  inventory = renamed;
+  ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
+  c2.meta.name = "c2";
+  c2.allocated = {"gpu0-renamed"};
+  c2.podRef = PodRef{"q", "uid-q"};
+  claims.claims["ns/c2"] = c2;
+  nri::CreateContainerRequest second = request("c2");
+  second.mutable_pod()->set_uid("uid-q");
+  second.mutable_pod()->set_name("q");
+  nri::CreateContainerResponse refused;
+  EXPECT_FALSE(plugin().createContainer(second, &refused).isOk());
+  EXPECT_EQ(metrics.refusals.labels({"DeviceInUse"}).value(), 1);
+
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  nri::Container* listed = sync.add_containers();
+  container(listed, "ctr-p", nri::CONTAINER_RUNNING, 4242, true);
+  *listed->mutable_annotations() = given.adjust().annotations();
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
+  EXPECT_FALSE(plugin().createContainer(second, &refused).isOk());
+  EXPECT_EQ(metrics.refusals.labels({"DeviceInUse"}).value(), 2);
+}
+
 // A container the runtime started while the agent was away is stopped as soon as the agent
 // hears of it, without waiting for anything else to happen on the node.
 TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsStoppedAtSynchronize) {

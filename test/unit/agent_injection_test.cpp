@@ -157,20 +157,54 @@ TEST_F(InjectionTest, APodNotFromTheApiServerHoldsNoClaim) {
 }
 
 TEST_F(InjectionTest, ADeviceAnotherPodsContainerStillHasIsRefused) {
-  users["gpu0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  users["name:gpu0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
   const Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kDeviceInUse);
   EXPECT_EQ(r.message,
             "device gpu0 of claim ns/c1 is still in use by container main of pod ns/old (uid "
             "uid-old) on node node-1, which has not stopped yet");
   // The pod's own other container is no obstacle, nor is a co-holder of a shared claim.
-  users["gpu0"] = {{"ctr-side", "side", "uid-p", "ns", "p"}};
+  users["name:gpu0"] = {{"ctr-side", "side", "uid-p", "ns", "p"}};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
   claims["c1"].shareable = true;
   claims["c1"].podRef.reset();
   claims["c1"].sharedHolders = {{"p", "uid-p"}, {"r", "uid-r"}};
-  users["gpu0"] = {{"ctr-r", "main", "uid-r", "ns", "r"}};
+  users["name:gpu0"] = {{"ctr-r", "main", "uid-r", "ns", "r"}};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+}
+
+// The device another pod's container got under an older name (the node file's entry renamed
+// since, or the device found by discovery as well) is that container's still: it is known by
+// its ID within its resource, or by its CDI name.
+TEST_F(InjectionTest, ADeviceAnotherPodsContainerHasUnderAnotherNameIsRefused) {
+  users["id:example.com/gpu=GPU-0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kDeviceInUse);
+  EXPECT_EQ(r.message,
+            "device gpu0 of claim ns/c1 is still in use by container main of pod ns/old (uid "
+            "uid-old) on node node-1, which has not stopped yet (it has the same device, "
+            "id:example.com/gpu=GPU-0)");
+  users.clear();
+  inventory.devices[0].cdiDevice = "example.com/gpu=GPU-0";
+  cdiDevices = {"example.com/gpu=GPU-0"};
+  users["cdi:example.com/gpu=GPU-0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceInUse);
+  // Another resource's device of the same ID is another device.
+  users.clear();
+  users["id:example.com/fpga=GPU-0"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+}
+
+// What the container is given is recorded by what it is, each key once.
+TEST_F(InjectionTest, TheAdjustmentNamesTheKeysOfTheDevicesGiven) {
+  claims["c1"] = claim("c1", {"gpu0", "gpu1"});
+  claims["c1"].extendedResourceNum = 2;
+  inventory.devices[1].cdiDevice = "example.com/gpu=GPU-1";
+  cdiDevices = {"example.com/gpu=GPU-1"};
+  const Adjustment adj = std::get<Adjustment>(decide());
+  EXPECT_EQ(adj.deviceKeys,
+            (std::vector<std::string>{"name:gpu0", "id:example.com/gpu=GPU-0", "name:gpu1",
+                                      "id:example.com/gpu=GPU-1", "cdi:example.com/gpu=GPU-1"}));
 }
 
 TEST_F(InjectionTest, APodWithoutClaimsIsUntouched) {
@@ -378,18 +412,53 @@ TEST(RequiredPluginsTest, TheAgentIsAddedToThePodsOwnList) {
 TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
   DeviceUsers users;
   PodIdentity p{"uid-p", "ns", "p", {}};
-  RuntimeContainer running{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "d0,d1"}}};
+  RuntimeContainer running{"c1",
+                           "main",
+                           "sb-p",
+                           true,
+                           false,
+                           10,
+                           {{kInjectedAnnotation, "d0,d1"},
+                            {kInjectedKeysAnnotation, R"(["name:d0","name:d1","id:r=1"])"}}};
   RuntimeContainer stopped{"c2", "old", "sb-p", false, true, 0, {{kInjectedAnnotation, "d2"}}};
   RuntimeContainer plain{"c3", "side", "sb-p", true, false, 11, {}};
-  users.reset({{"sb-p", p}}, {running, stopped, plain});
-  const auto found = users.of({"d1", "d2"});
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found.at("d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
-  users.add("c4", {"c4", "x", "uid-q", "ns", "q"}, {"d2"});
-  EXPECT_EQ(users.of({"d2"}).at("d2").size(), 1u);
+  users.reset({{"sb-p", p}}, {running, stopped, plain}, NodeFile{});
+  const auto found = users.of({"name:d1", "name:d2", "id:r=1"});
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found.at("name:d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
+  EXPECT_EQ(found.at("id:r=1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
+  Adjustment given;
+  given.deviceNames = {"d2"};
+  given.deviceKeys = {"name:d2", "id:r=2"};
+  users.add("c4", {"c4", "x", "uid-q", "ns", "q"}, given);
+  EXPECT_EQ(users.of({"id:r=2"}).at("id:r=2").size(), 1u);
   users.remove("c1");
-  EXPECT_TRUE(users.of({"d0", "d1"}).empty());
+  EXPECT_TRUE(users.of({"name:d0", "name:d1", "id:r=1"}).empty());
   EXPECT_EQ(injectedDevices({{kInjectedAnnotation, "a,,b"}}), (std::vector<std::string>{"a", "b"}));
+}
+
+// A container given its devices by an agent that wrote no keys (or keys that do not read) is
+// known by their names, and by the keys of those the inventory still lists.
+TEST(DeviceUsersTest, AContainerWithoutKeysIsKnownByItsDevicesNamesAndWhatTheyAreNow) {
+  DeviceUsers users;
+  NodeFile inventory;
+  DeviceSpec d0;
+  d0.name = "d0";
+  d0.rawResourceName = "r";
+  d0.deviceID = "0";
+  inventory.devices = {d0};
+  RuntimeContainer older{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "d0,gone"}}};
+  RuntimeContainer garbled{"c2",
+                           "side",
+                           "sb-p",
+                           true,
+                           false,
+                           11,
+                           {{kInjectedAnnotation, "d0"}, {kInjectedKeysAnnotation, "[1]"}}};
+  users.reset({{"sb-p", PodIdentity{"uid-p", "ns", "p", {}}}}, {older, garbled}, inventory);
+  const auto found = users.of({"id:r=0", "name:gone"});
+  EXPECT_EQ(found.at("id:r=0").size(), 2u);
+  EXPECT_EQ(found.at("name:gone").size(), 1u);
 }
 
 // A device with a CDI name is passed to the runtime by that name, once however many of the
@@ -460,7 +529,7 @@ TEST_F(InjectionTest, OnlyTheDevicesOfTheContainersShareAreChecked) {
   c.extendedResourceNum = 2;
   c.containers = {{"main", 1, ContainerKind::kApp}, {"aux", 1, ContainerKind::kApp}};
   claims["c1"] = c;
-  users["gpu1"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
+  users["name:gpu1"] = {{"ctr-old", "main", "uid-old", "ns", "old"}};
   missing = {"/dev/gpu1"};
   nodes.erase("/dev/gpu1");
   container.name = "main";

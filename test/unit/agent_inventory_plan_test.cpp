@@ -112,6 +112,29 @@ TEST(InventoryPlanTest, HeldDevicesDroppedFromTheFileAreKeptUntilFreed) {
   EXPECT_EQ(plan.unlistedHeld, (std::vector<std::string>{"d0", "d1"}));
 }
 
+// An entry renamed in the file is the same device as the object under its old name: it is
+// published once that object is gone (held for a claim until freed, or deleted now if free), so
+// no scheduler sees it twice. A device new to the file is published at once.
+TEST(InventoryPlanTest, ADeviceListedUnderANewNameWaitsForItsOldObject) {
+  ExtendedResource held = published(spec("d0", "id-0"), "node-1");
+  NodeFile f;
+  f.devices = {spec("d0-new", "id-0"), spec("d1", "id-1")};
+  InventoryPlan plan = planInventory(f, "node-1", {&held});
+  ASSERT_EQ(plan.creates.size(), 1u);
+  EXPECT_EQ(plan.creates[0].object["metadata"]["name"], "d1");
+  EXPECT_EQ(plan.waiting, (std::map<std::string, std::string>{{"d0-new", "d0"}}));
+  EXPECT_EQ(plan.unlistedHeld, std::vector<std::string>{"d0"});
+
+  json obj = desiredObject(spec("d0", "id-0"), "node-1");
+  obj["metadata"]["uid"] = "uid-d0";
+  ExtendedResource free = ExtendedResource::fromJson(obj);
+  plan = planInventory(f, "node-1", {&free});
+  ASSERT_EQ(plan.deletes.size(), 1u);
+  EXPECT_EQ(plan.deletes[0].name, "d0");
+  EXPECT_EQ(plan.waiting, (std::map<std::string, std::string>{{"d0-new", "d0"}}));
+  EXPECT_TRUE(planInventory(f, "node-1", {}).waiting.empty()) << "once it is gone";
+}
+
 TEST(InventoryPlanTest, ObjectsBeingDeletedAreWaitedFor) {
   json obj = desiredObject(spec("d0", "old"), "node-1");
   obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";

@@ -125,6 +125,12 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
        "devices[0].deviceID: must not be empty"},
       {device("  - name: d0\n    rawResourceName: r\n    deviceID: y\n"),
        "devices[1].name: \"d0\" is listed twice"},
+      // One device under two names could reach two pods at once.
+      {device("  - name: d1\n    rawResourceName: r\n    deviceID: x\n"),
+       "devices[1]: is the same device as devices[0] (d0), both being id:r=x"},
+      {device("    cdiDevice: v.io/c=0\n  - name: d1\n    rawResourceName: s\n    deviceID: y\n"
+              "    cdiDevice: v.io/c=0\n"),
+       "devices[1]: is the same device as devices[0] (d0), both being cdi:v.io/c=0"},
       {device("    deviceNodes:\n      - path: /tmp/x\n"),
        "devices[0].deviceNodes[0].path: must be an absolute path under /dev/"},
       {device("    deviceNodes:\n      - path: /dev/../etc/shadow\n"),
@@ -181,6 +187,12 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
         << "input:\n"
         << c.text << "\nerror: " << (err.empty() ? "(none)" : err);
   }
+}
+
+// A deviceID identifies a device within its resource: another resource may use the same one.
+TEST(NodeFileTest, DeviceIdsAreUniqueWithinAResource) {
+  NodeFile f = parseNodeFile(device("  - name: d1\n    rawResourceName: s\n    deviceID: x\n"));
+  EXPECT_EQ(f.devices.size(), 2u);
 }
 
 TEST(NodeFileTest, DiscoverSourcesAreRead) {
