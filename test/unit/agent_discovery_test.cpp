@@ -120,16 +120,12 @@ TEST(Discovery, TheFilesOwnDevicesWinAndNamesStayUnique) {
 // name) is that entry, not a second device.
 TEST(Discovery, AFoundDeviceTheFileListsUnderAnotherNameIsLeftOut) {
   NodeFile file;
-  DeviceSpec byHand;
-  byHand.name = "my-fpga";
-  byHand.rawResourceName = "example.com/fpga";
-  byHand.deviceID = "fpga-0";
-  DeviceSpec viaCdi;
-  viaCdi.name = "my-gpu";
-  viaCdi.rawResourceName = "nvidia.com/gpu";
-  viaCdi.deviceID = "GPU-0";
-  viaCdi.cdiDevice = "nvidia.com/gpu=0";
-  file.devices = {byHand, viaCdi};
+  file.devices = {
+      DeviceSpec{.name = "my-fpga", .rawResourceName = "example.com/fpga", .deviceID = "fpga-0"},
+      DeviceSpec{.name = "my-gpu",
+                 .rawResourceName = "nvidia.com/gpu",
+                 .deviceID = "GPU-0",
+                 .cdiDevice = "nvidia.com/gpu=0"}};
   auto found = devicesFromCommand(
       commandSource(),
       R"({"devices": [{"id": "fpga-0"}, {"id": "fpga-1"}, {"id": "x", "cdiDevice": "nvidia.com/gpu=0"}]})",

@@ -442,11 +442,7 @@ TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
 TEST(DeviceUsersTest, AContainerWithoutKeysIsKnownByItsDevicesNamesAndWhatTheyAreNow) {
   DeviceUsers users;
   NodeFile inventory;
-  DeviceSpec d0;
-  d0.name = "d0";
-  d0.rawResourceName = "r";
-  d0.deviceID = "0";
-  inventory.devices = {d0};
+  inventory.devices = {DeviceSpec{.name = "d0", .rawResourceName = "r", .deviceID = "0"}};
   RuntimeContainer older{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "d0,gone"}}};
   RuntimeContainer garbled{"c2",
                            "side",
