@@ -116,6 +116,10 @@ void NodeSync::syncOnce() {
   if (!devices_.hasSynced()) {
     return;  // planning against a partial cache would create what exists
   }
+  if (!fileLoaded_) {
+    return;  // planning against no file (unreadable or invalid since the start) would withdraw
+             // every free device an earlier run published
+  }
   auto file = inventory();
   std::vector<const ExtendedResource*> published;
   auto cached = devices_.list();
@@ -156,6 +160,7 @@ void NodeSync::reloadFile() {
     file_ = std::make_shared<const NodeFile>(parseNodeFile(text));
     fileChanged_ = true;
     fileCurrent_ = true;
+    fileLoaded_ = true;
     log::info("node file loaded", {{"file", options_.nodeFile},
                                    {"devices", file_->devices.size()},
                                    {"discoverSources", file_->discover.size()}});

@@ -104,6 +104,7 @@ class NodeSync {
   std::optional<std::string> fileText_;   // the text last read, valid or not
   std::shared_ptr<const NodeFile> file_;  // the file last parsed, before discovery
   bool fileChanged_ = false;              // since discovery last ran
+  bool fileLoaded_ = false;               // a file parsed since the agent started
   std::chrono::steady_clock::time_point lastDiscovery_;
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
   std::string discoveryProblems_;                       // last logged, to log changes only

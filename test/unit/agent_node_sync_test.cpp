@@ -203,6 +203,24 @@ TEST_F(NodeSyncTest, AnInvalidFileKeepsTheLastGoodInventory) {
   EXPECT_EQ(sync_->inventory()->devices.size(), 1u);
 }
 
+// An agent restarted with a file that does not parse (one device under two names, say) has
+// read no list of devices: it withdraws none of those an earlier run published.
+TEST_F(NodeSyncTest, AnAgentStartedWithAnInvalidFileWithdrawsNothing) {
+  DeviceSpec gpu{.name = "n1-gpu0", .rawResourceName = "example.com/gpu", .deviceID = "GPU-0"};
+  api_.create(resources::kExtendedResources, "", desiredObject(gpu, "n1"));
+  write("devices: [this is not a device list");
+  start();
+  std::this_thread::sleep_for(300ms);  // fifteen sync periods
+  EXPECT_FALSE(sync_->fileCurrent());
+  auto withdrawn = [&] {
+    auto d = device("n1-gpu0");
+    return !d || d->meta.deleting;  // its protection finalizer keeps it until the controller
+  };
+  EXPECT_FALSE(withdrawn()) << "withdrawn for a file that never parsed";
+  write("devices: []\n");
+  EXPECT_TRUE(eventually(withdrawn)) << "a file that parses is followed";
+}
+
 TEST_F(NodeSyncTest, AFreeDeviceWhoseNodeIsMissingIsTakenOutOfOfferAndBack) {
   const std::string missing = "/dev/ker-unit-test-device-that-is-not-there";
   write(nodeFile({{"n1-gpu0", missing}}));
