@@ -1,5 +1,7 @@
 #include "model/device_transitions.h"
 
+#include <algorithm>
+
 namespace ker {
 
 namespace {
@@ -45,12 +47,40 @@ Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<P
   return {};
 }
 
-Status setDeviceHolders(ExtendedResource& device, const std::string& claimUid,
-                        std::vector<PodRef> holders) {
+Status joinDevice(ExtendedResource& device, const std::string& claimUid,
+                  const std::vector<PodRef>& claimHolders, const PodRef& pod) {
   if (device.phase != DevicePhase::kBound || !device.claimRef || device.claimRef->uid != claimUid) {
     return notFrom(device, "given holders", "it is not Bound to claim uid " + claimUid);
   }
-  device.holders = std::move(holders);
+  auto names = [](const std::vector<PodRef>& refs, const PodRef& ref) {
+    return std::any_of(refs.begin(), refs.end(), [&](const PodRef& r) { return r.uid == ref.uid; });
+  };
+  std::vector<PodRef> wanted = claimHolders;
+  if (!names(wanted, pod)) {
+    wanted.push_back(pod);
+  }
+  std::vector<PodRef> onlyHere;
+  for (const auto& ref : device.holders) {
+    if (!names(wanted, ref)) {
+      onlyHere.push_back(ref);
+    }
+  }
+  const size_t room = wanted.size() < kMaxClaimHolders ? kMaxClaimHolders - wanted.size() : 0;
+  if (onlyHere.size() > room) {
+    onlyHere.erase(onlyHere.begin(), onlyHere.end() - static_cast<std::ptrdiff_t>(room));
+  }
+  std::vector<PodRef> next;
+  for (const auto& ref : device.holders) {
+    if (names(wanted, ref) || names(onlyHere, ref)) {
+      next.push_back(ref);
+    }
+  }
+  for (const auto& ref : wanted) {
+    if (!names(next, ref)) {
+      next.push_back(ref);
+    }
+  }
+  device.holders = std::move(next);
   return {};
 }
 

@@ -503,7 +503,7 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
 // carries the claim's resourceVersion as read for the plan, so a release, Lost or another
 // holder's change in between fails it with a Conflict and the attempt is decided again. A
 // device left naming a pod whose join then failed only waits for that pod too, should the
-// claim be deleted: never the other way round.
+// claim be deleted: never the other way round (joinDevice keeps whom the device names).
 Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   for (const auto& name : claim.allocated) {
     ExtendedResource live;
@@ -513,7 +513,8 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
         !read.ok()) {
       return Step::of(read);
     }
-    if (Status held = setDeviceHolders(live, claim.meta.uid, holdersWith(claim, a.pod));
+    if (Status held = joinDevice(live, claim.meta.uid, claim.holders(),
+                                 PodRef{a.pod.meta.name, a.pod.meta.uid});
         !held.ok()) {
       return {Step::kConflict, Status::conflict("device " + name + " of shared claim " +
                                                 objectKey(claim.meta.ns, claim.meta.name) +

@@ -270,6 +270,35 @@ TEST_F(SharedClaimBinderTest, AJoinThatLosesARaceIsDecidedAgainOnTheClaimAsItIsN
   EXPECT_GE(binder_.stats().conflicts.load(), 1u);
 }
 
+// sr joins (its devices, then the claim) between sq's read of the claim and sq's writes. sq's
+// device write, decided on the claim without sr, must not drop sr from the devices: they name
+// every pod the claim names at every moment, so that they would outlive the claim object while
+// sr runs, even should sq's attempt never be decided again.
+TEST_F(SharedClaimBinderTest, AJoinDecidedOnAnOlderClaimLeavesTheDevicesNamingEveryHolder) {
+  const PodRef sr{"sr", args("sr").podUid};
+  int plans = 0;
+  std::vector<PodRef> afterFirstAttempt;
+  binder_.onPlannedForTesting([&] {
+    auto s = claim("s");
+    if (++plans == 1) {
+      for (const auto& name : s.allocated) {
+        auto d = device(name);
+        d.holders.push_back(sr);
+        api_.updateStatus(resources::kExtendedResources, "", d.toJson(SystemTime{}));
+      }
+      s.sharedHolders.push_back(sr);
+      api_.updateStatus(resources::kExtendedResourceClaims, "default", s.toJson(SystemTime{}));
+    } else if (plans == 2) {
+      afterFirstAttempt = device(s.allocated[0]).holders;
+    }
+  });
+  ASSERT_EQ(binder_.bind(args("sq")).message(), "");
+  ASSERT_EQ(plans, 2) << "the first attempt's claim write was to conflict";
+  EXPECT_EQ(afterFirstAttempt,
+            (std::vector<PodRef>{{"sp", args("sp").podUid}, sr, {"sq", args("sq").podUid}}));
+  EXPECT_EQ(device(claim("s").allocated[0]).holders, claim("s").holders());
+}
+
 TEST_F(SharedClaimBinderTest, AFailedJoinTakesOnlyThatPodOutOfTheHolders) {
   api_.failNext(Verb::kBind, ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "no"), -1);
   EXPECT_NE(binder_.bind(args("sq")).message(), "");

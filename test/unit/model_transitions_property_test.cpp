@@ -178,10 +178,8 @@ class Steps {
     if (c.phase == ClaimPhase::kBound && c.shareable) {
       what += " (join)";
       for (const auto& name : c.allocated) {
-        auto holders = c.holders();
-        holders.push_back(refOf(p));
         auto d = tryTransition(w_.devices.at(name), [&](ExtendedResource& d) {
-          return setDeviceHolders(d, c.meta.uid, holders);
+          return joinDevice(d, c.meta.uid, c.holders(), refOf(p));
         });
         if (!d) {
           return false;
@@ -467,8 +465,27 @@ TEST(ModelTransitions, ARefusedTransitionLeavesItsObjectAsItWas) {
     return bindDevice(d, {"default", "other", "uid-o"}, {});
   })) << "a Bound device is never taken by a second claim";
   EXPECT_FALSE(tryTransition(d, [](ExtendedResource& d) {
-    return setDeviceHolders(d, "uid-o", {{"q", "v"}});
+    return joinDevice(d, "uid-o", {}, {"q", "v"});
   })) << "nor given holders through another claim";
+}
+
+// A joining pod is added after the claim's holders; pods only the device names stay, in their
+// order, the earliest dropped first when the device would name more than kMaxClaimHolders.
+TEST(DeviceTransitions, AJoinKeepsWhomTheDeviceNamesWithinTheBound) {
+  auto d = testing::device("d0", "n0", {});
+  ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, {{"p", "u"}, {"early", "e"}}).ok());
+  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}}, {"q", "v"}).ok());
+  EXPECT_EQ(d.holders, (std::vector<PodRef>{{"p", "u"}, {"early", "e"}, {"q", "v"}}));
+  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}, {"q", "v"}).ok());
+  EXPECT_EQ(d.holders.size(), 3u) << "a pod already named is named once";
+
+  std::vector<PodRef> full;
+  for (size_t i = 0; i + 1 < kMaxClaimHolders; ++i) {
+    full.push_back({"h" + std::to_string(i), "uid-h" + std::to_string(i)});
+  }
+  ASSERT_TRUE(joinDevice(d, "uid-c", full, {"last", "uid-last"}).ok());
+  EXPECT_EQ(d.holders.size(), kMaxClaimHolders);
+  EXPECT_EQ(d.holders.back(), (PodRef{"last", "uid-last"}));
 }
 
 }  // namespace
