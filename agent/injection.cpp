@@ -82,7 +82,10 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
           "the container sets " + name + " itself; the node agent sets it from the pod's claims");
     }
   }
-  for (std::string source : in.container.mountSources) {
+  std::vector<std::string> sources = in.container.mountSources;
+  sources.insert(sources.end(), in.container.subPathSources.begin(),
+                 in.container.subPathSources.end());
+  for (std::string source : sources) {
     while (source.size() > 1 && source.back() == '/') {
       source.pop_back();
     }
@@ -127,8 +130,9 @@ std::optional<Refusal> classRequestUnserved(const InjectionInput& in) {
   const std::string podKey = objectKey(in.pod->ns, in.pod->name);
   if (!in.podUnreadable.empty()) {
     return refuse(RefusalReason::kPodUnreadable,
-                  "pod " + podKey + " cannot be read to tell which extended resources it asks " +
-                      "for: " + in.podUnreadable);
+                  "pod " + podKey + " cannot be read to tell what it asks for (the extended " +
+                      "resources of its containers, the host paths of their subPath mounts): " +
+                      in.podUnreadable);
   }
   if (in.requests.empty()) {
     return std::nullopt;

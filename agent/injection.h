@@ -110,7 +110,14 @@ struct ContainerRequest {
   std::vector<std::string> mountSources;
   std::vector<std::string> devicePaths;  // the device nodes it is given (a privileged one: all)
   std::string name;                      // the container's name in the pod spec
+  // Whether a mount's source is the kubelet's bind mount of a subPath (kSubPathMountFolder), whose
+  // host path only the pod's spec tells: then subPathSources, resolved as mountSources are.
+  bool mountsSubPath = false;
+  std::vector<std::string> subPathSources;  // Pod::hostSubPaths of this container
 };
+
+// The folder of a pod's kubelet directory holding its subPath bind mounts.
+inline constexpr const char* kSubPathMountFolder = "/volume-subpaths/";
 
 // Whether the agent refuses containers that reach this node's managed devices without a claim:
 // by setting a resource's device variable (which a runtime such as NVIDIA's may honour), by

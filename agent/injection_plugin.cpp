@@ -50,6 +50,7 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
   }
   for (const auto& m : c.mounts()) {
     out.mountSources.push_back(m.source());
+    out.mountsSubPath |= m.source().find(kSubPathMountFolder) != std::string::npos;
   }
   for (const auto& d : c.linux().devices()) {
     out.devicePaths.push_back(d.path());
@@ -177,8 +178,11 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.inventory = inventory.get();
   const std::optional<ClassTable> classes = deps_.classes ? deps_.classes() : ClassTable();
   in.classes = classes ? &*classes : nullptr;
-  // Without classes no request needs a claim, and a pod naming none is answered without lookups.
-  if (in.named.invalid.empty() && fromApiServer(pod) && (!classes || !classes->empty())) {
+  // Without classes no request needs a claim, and a pod naming none is answered without lookups
+  // unless a subPath mount's host path is to be checked.
+  const bool checkSubPaths = deps_.guard.checks(pod.ns) && in.container.mountsSubPath;
+  if (in.named.invalid.empty() && fromApiServer(pod) &&
+      (!classes || !classes->empty() || checkSubPaths)) {
     PodSource::Result r = deps_.pods->get(pod.ns, pod.name, pod.uid);
     if (!r.status.ok()) {
       in.podUnreadable = r.status.message();
@@ -189,6 +193,12 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
     } else {
       in.requests = r.pod->extendedRequests;
       in.schedulerName = r.pod->schedulerName;
+      if (auto paths = r.pod->hostSubPaths.find(container.name);
+          checkSubPaths && paths != r.pod->hostSubPaths.end()) {
+        for (const auto& path : paths->second) {
+          in.container.subPathSources.push_back(deps_.probe->resolve(path));
+        }
+      }
     }
   }
   if (!in.named.invalid.empty() || in.named.names.empty()) {

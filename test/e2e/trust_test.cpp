@@ -466,9 +466,9 @@ TEST_F(TrustTest, AForceDeletedPodsDeviceReachesTheNextPodOnlyOnceItsContainerSt
 }
 
 // Paths around the agent: a container that names no claim but sets the resource's device
-// variable itself (which a runtime like NVIDIA's may honour), or mounts the host's /dev, the
-// host's root, or a symlink to a device node (as udev's /dev/char/<major>:<minor> are), is
-// refused by the node agent; a plain pod still runs.
+// variable itself (which a runtime like NVIDIA's may honour), or mounts the host's /dev (whole
+// or as a subPath of the host's root), the host's root, or a symlink to a device node (as
+// udev's /dev/char/<major>:<minor> are), is refused by the node agent; a plain pod still runs.
 TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
   const std::string gpu = uniqueName("gpu");
   createDevice(gpu);
@@ -501,12 +501,19 @@ TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
   byLink["spec"]["volumes"] = {{{"name", "gpu"}, {"hostPath", {{"path", link}}}}};
   byLink["spec"]["containers"][0]["volumeMounts"] = {{{"name", "gpu"}, {"mountPath", "/gpu"}}};
   createPod(byLink);
+  // The runtime is handed the kubelet's bind mount of a subPath, not the path it reaches.
+  json bySubPath = busyboxPod("by-sub-path", {}, "sleep 3600");
+  bySubPath["spec"]["volumes"] = {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}};
+  bySubPath["spec"]["containers"][0]["volumeMounts"] = {
+      {{"name", "root"}, {"mountPath", "/host-dev"}, {"subPath", "dev"}}};
+  createPod(bySubPath);
   createPod(busyboxPod("plain", {}, "sleep 3600"));
   const std::string viaLink = "the container mounts " + containerDeviceNode(gpu) + ", which holds";
   for (const auto& [pod, says] :
        {std::pair<std::string, std::string>{"by-variable", "itself; the node agent sets it"},
         {"by-mount", "the container mounts /dev, which holds device node"},
         {"by-root", "the container mounts /, which holds device node"},
+        {"by-sub-path", "the container mounts /dev, which holds device node"},
         {"by-link", viaLink}}) {
     EXPECT_FALSE(awaitEventMessage(pod, "Failed", says, 60s).empty()) << pod << " was not refused";
     EXPECT_FALSE(podRunning(pod)) << pod;

@@ -423,6 +423,40 @@ TEST_F(InjectionPluginTest, AMountOfASymlinkToAManagedDeviceNodeIsRefused) {
   EXPECT_NE(s.message().find("mounts /dev/gpu0"), std::string::npos) << s.message();
 }
 
+// A subPath mount reaches its host path through the kubelet's bind mount, which names no device:
+// the pod's spec tells the path, and a container without a claim whose subPath of a hostPath
+// volume reaches a managed device node is refused; one whose pod cannot be read is refused too.
+TEST_F(InjectionPluginTest, ASubPathMountIsJudgedByTheHostPathItReaches) {
+  const nlohmann::json spec = {
+      {"volumes", {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}}},
+      {"containers",
+       {{{"name", "main"}, {"volumeMounts", {{{"name", "root"}, {"subPath", "dev"}}}}}}}};
+  Pod p = Pod::fromJson(
+      {{"metadata", {{"namespace", "ns"}, {"name", "p"}, {"uid", "uid-p"}}}, {"spec", spec}});
+  pods.pods["ns/p"] = p;
+  nri::CreateContainerRequest req = request("");
+  req.mutable_container()->add_mounts()->set_source(
+      "/var/lib/kubelet/pods/uid-p/volume-subpaths/root/main/0");
+  nri::CreateContainerResponse resp;
+  nri::Status s = plugin().createContainer(req, &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("mounts /dev, which holds device node /dev/gpu0"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(pods.calls, 1);
+
+  pods.pods.clear();
+  pods.error = "connection refused";
+  s = plugin().createContainer(req, &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(metrics.refusals.labels({"PodUnreadable"}).value(), 1);
+
+  // A mount that is not a subPath needs no read of the pod.
+  nri::CreateContainerRequest plain = request("");
+  plain.mutable_container()->add_mounts()->set_source("/var/lib/kubelet/pods/uid-p/volumes/x");
+  EXPECT_TRUE(plugin().createContainer(plain, &resp).isOk());
+  EXPECT_EQ(pods.calls, 2);
+}
+
 // While a class exists, a container's pod is read for what its containers ask; its record of
 // claims comes from the runtime, and the container's name picks its share of a class's claim.
 TEST_F(InjectionPluginTest, WhileAClassExistsThePodIsReadForItsRequests) {

@@ -207,6 +207,18 @@ TEST_F(InjectionTest, TheAdjustmentNamesTheKeysOfTheDevicesGiven) {
                                       "id:example.com/gpu=GPU-1", "cdi:example.com/gpu=GPU-1"}));
 }
 
+// What a subPath mount reaches (read from the pod's spec) is guarded as a mount's source is.
+TEST_F(InjectionTest, ASubPathMountReachingADeviceNodeIsRefused) {
+  pod.annotations.clear();
+  container.subPathSources = {"/dev"};
+  const Refusal r = refusal();
+  EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
+  EXPECT_NE(r.message.find("mounts /dev, which holds device node /dev/gpu"), std::string::npos)
+      << r.message;
+  container.subPathSources = {"/opt/lib"};
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+}
+
 TEST_F(InjectionTest, APodWithoutClaimsIsUntouched) {
   pod.annotations.clear();
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
@@ -574,7 +586,8 @@ TEST_F(InjectionTest, APodWhoseRequestsCannotBeKnownIsRefused) {
   Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kPodUnreadable);
   EXPECT_EQ(r.message,
-            "pod ns/p cannot be read to tell which extended resources it asks for: connection "
+            "pod ns/p cannot be read to tell what it asks for (the extended resources of its "
+            "containers, the host paths of their subPath mounts): connection "
             "refused");
   podUnreadable.clear();
   requests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
