@@ -163,10 +163,12 @@ struct Connection {
   std::string peer;
 };
 
-// httplib 0.11 offers no handle on its connections, hence the walk over the open descriptors.
+enum class SocketRole { kListening, kAccepted };
+
+// httplib 0.11 offers no handle on its sockets, hence the walk over the open descriptors.
 // Every non-listening socket here on the server's port is one it accepted: connect() never
-// picks a port a listener is bound to.
-std::vector<Connection> acceptedConnections(int port) {
+// picks a port a listener is bound to. A listening socket has no peer.
+std::vector<Connection> socketsOnPort(int port, SocketRole role) {
   std::vector<Connection> out;
   // The listing may show the duplicates made along the way, under their own numbers.
   std::set<ino_t> seen;
@@ -187,11 +189,16 @@ std::vector<Connection> acceptedConnections(int port) {
     if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !seen.insert(st.st_ino).second ||
         getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
         (local.ss_family != AF_INET && local.ss_family != AF_INET6) ||
-        getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 || listening) {
+        getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 ||
+        (listening != 0) != (role == SocketRole::kListening)) {
       continue;
     }
     // sin_port and sin6_port sit at the same offset.
     if (ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port) != port) {
+      continue;
+    }
+    if (role == SocketRole::kListening) {
+      out.push_back(Connection{std::move(fd), st.st_ino, ""});
       continue;
     }
     sockaddr_storage peer{};
@@ -206,6 +213,27 @@ std::vector<Connection> acceptedConnections(int port) {
     out.push_back(Connection{std::move(fd), st.st_ino, peerKey(host, std::atoi(serv))});
   }
   return out;
+}
+
+std::vector<Connection> acceptedConnections(int port) {
+  return socketsOnPort(port, SocketRole::kAccepted);
+}
+
+// httplib 0.11 listens with a backlog of 5. A burst of connections (a crowd the watchdog will
+// cut, kube-scheduler's parallel calls) overflows it whenever the accept thread waits for a
+// CPU, and every handshake dropped costs its client a 1 s SYN retransmission: a kubelet probe
+// with its 1 s timeout fails. listen() again on the bound socket sets the kernel's maximum.
+void raiseListenBacklog(int port) {
+  const std::vector<Connection> listeners = socketsOnPort(port, SocketRole::kListening);
+  if (listeners.empty()) {
+    throw std::runtime_error("cannot find the listening socket of port " + std::to_string(port));
+  }
+  for (const Connection& l : listeners) {
+    if (::listen(l.fd.get(), SOMAXCONN) != 0) {
+      throw std::runtime_error("cannot raise the listen backlog of port " + std::to_string(port) +
+                               ": " + std::strerror(errno));
+    }
+  }
 }
 
 // Shuts down this process's accepted connections on port, except those serving a request in
@@ -583,6 +611,7 @@ void HttpServer::start() {
     throw std::runtime_error("cannot listen on " + opts_.bindAddress + ":" +
                              std::to_string(opts_.port) + ": " + std::strerror(errno));
   }
+  raiseListenBacklog(port_);
 
   exited_ = std::make_shared<std::atomic<bool>>(false);
   server_ = std::move(svr);

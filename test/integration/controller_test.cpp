@@ -305,7 +305,8 @@ TEST_F(ControllerTest, ItsMetricsPortWithstandsLargeAndSlowRequests) {
   std::cout << "large and slow requests: peak memory " << before << " -> " << after
             << " KiB, body bytes taken before the refusal " << bodyBytesSent.load()
             << ", probes answered " << answered << "/10, slowest " << slowestMs << " ms\n";
-  EXPECT_EQ(answered, 10) << "a probe went unanswered within its 1 s timeout";
+  EXPECT_EQ(answered, 10) << "a probe went unanswered within its 1 s timeout\n"
+                          << controller_->logTail();
   EXPECT_LT(after - before, 16 * 1024) << "the bodies were read into memory";
   EXPECT_LT(bodyBytesSent.load(), kBody) << "a body was taken whole";
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -422,6 +423,39 @@ TEST(HttpServer, ProbesAreServedWhileOnePeerHoldsSlowConnections) {
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_EQ(served, 10);
+}
+
+// The most connections the kernel queues for accept() on this process's listener on port
+// (TCP_INFO names it tcpi_sacked for a listening socket); -1 when there is no such listener.
+int listenBacklog(int port) {
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    int listening = 0;
+    socklen_t optLen = sizeof listening;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+        local.sin_family != AF_INET || ntohs(local.sin_port) != port ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0 || listening == 0) {
+      continue;
+    }
+    tcp_info info{};
+    len = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0) {
+      return static_cast<int>(info.tcpi_sacked);
+    }
+  }
+  return -1;
+}
+
+// A burst of connections (a crowd from one peer, then a probe) must wait in the kernel's queue
+// while the accept thread waits for a CPU: a handshake dropped from a full queue costs the
+// client a 1 s retransmission, a kubelet probe's whole timeout.
+TEST(HttpServer, ItsListenQueueHoldsABurstOfConnections) {
+  HttpServer server(probeServerOptions("127.0.0.1", 0));
+  server.mountHealth();
+  server.start();
+  EXPECT_GE(listenBacklog(server.port()), 128);
 }
 
 TEST(HttpServer, HealthReadinessAndMetrics) {
