@@ -45,6 +45,7 @@ struct AgentApp::Impl {
         podSource(pods, liveApi),
         sync({.node = config.node,
               .nodeFile = config.nodeFile,
+              .stateDir = config.stateDir,
               .period = config.syncPeriod,
               .healthChecked = [this] { capacity.wake(); }},
              api, devices, claims, probe, events, metrics),

@@ -34,7 +34,8 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
                                 "and mount source paths (\"\" on the host, /host in a pod)")),
       stateDir_(flags.addString("state-dir", d.app.stateDir,
                                 "the agent's folder on the node, kept across restarts: the "
-                                "extended resource names it advertised in the node's capacity")),
+                                "extended resource names it advertised in the node's capacity, "
+                                "the last node file that parsed")),
       cdiSpecDirs_(flags.addString("cdi-spec-dirs", joinCommaList(d.app.cdiSpecDirs),
                                    "comma-separated: the container runtime's CDI spec "
                                    "directories (its cdi_spec_dirs), read under --host-root")),

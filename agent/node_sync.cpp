@@ -7,6 +7,7 @@
 
 #include "agent/discovery.h"
 #include "agent/health.h"
+#include "agent/state_file.h"
 #include "common/comma_list.h"
 #include "common/logging.h"
 #include "common/resource.h"
@@ -18,6 +19,8 @@
 namespace ker::agent {
 
 namespace {
+
+constexpr const char* kKeptFileName = "last-node-file.yaml";
 
 // The file's text; throws std::runtime_error when it cannot be read or is too large.
 std::string readFile(const std::string& path, size_t maxBytes) {
@@ -117,8 +120,8 @@ void NodeSync::syncOnce() {
     return;  // planning against a partial cache would create what exists
   }
   if (!fileLoaded_) {
-    return;  // planning against no file (unreadable or invalid since the start) would withdraw
-             // every free device an earlier run published
+    return;  // planning against no file (unreadable or invalid since the start, and no kept
+             // copy) would withdraw every free device an earlier run published
   }
   auto file = inventory();
   std::vector<const ExtendedResource*> published;
@@ -149,6 +152,7 @@ void NodeSync::reloadFile() {
     }
     fileCurrent_ = false;
     fileText_.reset();  // parse it again once it is back, even unchanged
+    useKeptFile();
     return;
   }
   readError_.clear();
@@ -169,7 +173,49 @@ void NodeSync::reloadFile() {
     metrics_.nodeFileErrors.inc();
     log::error("node file invalid; keeping the devices last read",
                {{"file", options_.nodeFile}, {"error", e.what()}});
+    useKeptFile();
+    return;
   }
+  if (options_.stateDir.empty()) {
+    return;
+  }
+  // A copy that failed to be kept costs only the next start with a broken file.
+  if (Status st = writeStateFile(options_.stateDir, kKeptFileName, text); !st.ok()) {
+    log::error("cannot keep a copy of the node file", {{"error", st.message()}});
+  }
+}
+
+void NodeSync::useKeptFile() {
+  if (fileLoaded_ || keptFileTried_ || options_.stateDir.empty()) {
+    return;
+  }
+  keptFileTried_ = true;
+  const std::string path = options_.stateDir + "/" + kKeptFileName;
+  std::optional<std::string> text;
+  if (Status st = readStateFile(path, text); !st.ok()) {
+    log::error("cannot read the kept copy of the last node file that parsed",
+               {{"error", st.message()}});
+    return;
+  }
+  if (!text) {
+    return;  // no file ever parsed here
+  }
+  try {
+    file_ = std::make_shared<const NodeFile>(parseNodeFile(*text));
+  } catch (const std::invalid_argument& e) {
+    log::error("the kept copy of the last node file that parsed is invalid; not used",
+               {{"file", path}, {"error", e.what()}});
+    return;
+  }
+  fileChanged_ = true;
+  fileLoaded_ = true;
+  log::warn(
+      "node file not usable since the start; the devices in force are those of the last "
+      "one that parsed, as kept",
+      {{"file", options_.nodeFile},
+       {"kept", path},
+       {"devices", file_->devices.size()},
+       {"discoverSources", file_->discover.size()}});
 }
 
 void NodeSync::refreshDiscovery() {

@@ -32,6 +32,10 @@ class NodeSync {
   struct Options {
     std::string node;
     std::string nodeFile;
+    // The agent's folder on the node: the last node file that parsed is kept there, so an agent
+    // that starts while the file is invalid or unreadable still knows the devices it published
+    // (and the DeviceGuard their device nodes). "" keeps nothing.
+    std::string stateDir;
     std::chrono::milliseconds period{std::chrono::seconds(5)};
     size_t maxFileBytes = size_t{1} << 20;
     // Called on the sync thread after each sync that checked the devices' health.
@@ -53,8 +57,8 @@ class NodeSync {
   // Sync soon (a device changed in the API).
   void wake();
 
-  // The devices in force: the last node file that parsed (an empty one before any did) with
-  // the devices its sources found.
+  // The devices in force: the last node file that parsed (its kept copy before one did since
+  // the start, an empty one without either) with the devices its sources found.
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid).
   bool fileCurrent() const { return fileCurrent_.load(); }
@@ -66,6 +70,9 @@ class NodeSync {
   void run();
   void syncOnce();
   void reloadFile();
+  // Before any node file parsed since the start: puts the kept copy of the last one that did in
+  // force, once.
+  void useKeptFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it
   // found last, so a command's hiccup withdraws nothing.
@@ -104,7 +111,8 @@ class NodeSync {
   std::optional<std::string> fileText_;   // the text last read, valid or not
   std::shared_ptr<const NodeFile> file_;  // the file last parsed, before discovery
   bool fileChanged_ = false;              // since discovery last ran
-  bool fileLoaded_ = false;               // a file parsed since the agent started
+  bool fileLoaded_ = false;     // a file parsed since the agent started (or its kept copy)
+  bool keptFileTried_ = false;  // useKeptFile has looked
   std::chrono::steady_clock::time_point lastDiscovery_;
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
   std::string discoveryProblems_;                       // last logged, to log changes only

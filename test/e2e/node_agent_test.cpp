@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -385,6 +386,65 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
                ds.value("/status/numberReady"_json_pointer, size_t{0}) == nodes().size();
       },
       60s));
+}
+
+// An agent that starts while its node file is broken puts in force the last file that parsed,
+// as it kept it: a container without a claim still cannot mount the devices' nodes, and a pod
+// allocated one of them still gets it. (With nothing in force it would know no device: the one
+// container mounts /dev, the other is refused DeviceNotOnNode.)
+TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsAndServesItsDevices) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  const std::string path = env_->value("NODE_AGENT_FILE");
+  auto replace = [](const std::string& file, const std::string& text) {
+    const std::string tmp = file + ".tmp";
+    std::ofstream(tmp) << text;
+    return std::rename(tmp.c_str(), file.c_str()) == 0;
+  };
+  std::stringstream good;
+  good << std::ifstream(path).rdbuf();
+  struct Restore {
+    std::function<bool(const std::string&, const std::string&)> replace;
+    std::string path, text;
+    ~Restore() { replace(path, text); }
+  } restore{replace, path, good.str()};
+  ASSERT_TRUE(replace(path, "devices: [this is not a device list"));
+
+  const std::vector<json> before = componentPods("extended-resource-node-agent", node());
+  ASSERT_EQ(before.size(), 1u);
+  const std::string old = before[0]["metadata"]["name"];
+  std::string out;
+  ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + old, &out), 0) << out;
+  auto readyCondition = [](const json& pod) {
+    for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Ready") {
+        return c.value("status", "") == "True";
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto agents = componentPods("extended-resource-node-agent", node());
+        return agents.size() == 1 && agents[0]["metadata"]["name"] != old &&
+               readyCondition(agents[0]);
+      },
+      120s))
+      << "no new node agent became ready";
+
+  json byMount = busyboxPod("by-mount", {}, "sleep 3600");
+  byMount["spec"]["volumes"] = {{{"name", "dev"}, {"hostPath", {{"path", "/dev"}}}}};
+  byMount["spec"]["containers"][0]["volumeMounts"] = {
+      {{"name", "dev"}, {"mountPath", "/host-dev"}}};
+  createPod(byMount);
+  createClaim("c");
+  createPod(busyboxPod("holder", {"c"}, deviceScript(deviceEnvName())));
+  EXPECT_FALSE(awaitEventMessage("by-mount", "Failed",
+                                 "the container mounts /dev, which holds device node", 60s)
+                   .empty())
+      << "a container without a claim mounted /dev";
+  EXPECT_FALSE(podRunning("by-mount"));
+  awaitRunningWithDevice("holder", gpu, 120s);
 }
 
 // The node agent's one process, SIGSTOPped from construction until resume() or the end of the

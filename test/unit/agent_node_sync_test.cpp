@@ -66,9 +66,18 @@ class NodeSyncTest : public ::testing::Test {
     claims_.start();
     ASSERT_TRUE(devices_.waitForSync(5s) && claims_.waitForSync(5s));
     events_.start();
+    startSync();
+  }
+
+  // A new NodeSync, as an agent that starts again, on the informers already synced.
+  void startSync() {
+    if (sync_) {
+      sync_->stop();
+    }
     sync_ = std::make_unique<NodeSync>(
-        NodeSync::Options{.node = "n1", .nodeFile = file_, .period = 20ms}, api_, devices_, claims_,
-        probe_, events_, metrics_);
+        NodeSync::Options{
+            .node = "n1", .nodeFile = file_, .stateDir = (dir_ / "state").string(), .period = 20ms},
+        api_, devices_, claims_, probe_, events_, metrics_);
     sync_->start();
   }
 
@@ -219,6 +228,40 @@ TEST_F(NodeSyncTest, AnAgentStartedWithAnInvalidFileWithdrawsNothing) {
   EXPECT_FALSE(withdrawn()) << "withdrawn for a file that never parsed";
   write("devices: []\n");
   EXPECT_TRUE(eventually(withdrawn)) << "a file that parses is followed";
+}
+
+// The devices an agent published stay in force across a restart with a broken file, so the
+// DeviceGuard still knows their device nodes and their pods still get them.
+TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFileThatParsed) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  write("devices: [this is not a device list");
+  startSync();
+  ASSERT_EQ(sync_->inventory()->devices.size(), 1u) << "in force from the start";
+  EXPECT_EQ(sync_->inventory()->devices[0].deviceNodes.at(0).path, "/dev/null");
+  EXPECT_FALSE(sync_->fileCurrent());
+  std::this_thread::sleep_for(300ms);  // fifteen sync periods
+  EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
+  write("devices: []\n");
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return !d || d->meta.deleting;
+  })) << "a file that parses is followed";
+  EXPECT_TRUE(sync_->fileCurrent());
+}
+
+TEST_F(NodeSyncTest, AGarbledKeptCopyIsNotUsed) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  sync_->stop();
+  std::ofstream(dir_ / "state" / "last-node-file.yaml") << "devices: [garbled";
+  write("devices: [this is not a device list");
+  startSync();
+  EXPECT_TRUE(sync_->inventory()->devices.empty());
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(device("n1-gpu0")->meta.deleting) << "withdrawn for a file that never parsed";
 }
 
 TEST_F(NodeSyncTest, AFreeDeviceWhoseNodeIsMissingIsTakenOutOfOfferAndBack) {
