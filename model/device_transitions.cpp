@@ -48,17 +48,14 @@ Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<P
 }
 
 Status joinDevice(ExtendedResource& device, const std::string& claimUid,
-                  const std::vector<PodRef>& claimHolders, const PodRef& pod) {
+                  const std::vector<PodRef>& holders) {
   if (device.phase != DevicePhase::kBound || !device.claimRef || device.claimRef->uid != claimUid) {
     return notFrom(device, "given holders", "it is not Bound to claim uid " + claimUid);
   }
   auto names = [](const std::vector<PodRef>& refs, const PodRef& ref) {
     return std::any_of(refs.begin(), refs.end(), [&](const PodRef& r) { return r.uid == ref.uid; });
   };
-  std::vector<PodRef> wanted = claimHolders;
-  if (!names(wanted, pod)) {
-    wanted.push_back(pod);
-  }
+  const std::vector<PodRef>& wanted = holders;
   std::vector<PodRef> onlyHere;
   for (const auto& ref : device.holders) {
     if (!names(wanted, ref)) {

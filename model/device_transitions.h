@@ -16,14 +16,14 @@ namespace ker {
 // Free (Available, naming no claim) -> Bound to `claim` for `holders`.
 Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders);
 
-// Bound to the claim with `claimUid` -> the same, held also by `pod` (joining its shared claim)
-// and by every pod `claimHolders` (that claim as read) names. The pods the device names already
-// stay, though the claim as read may not name them (one whose join went through after that
-// read): a device names every holder of its claim, so that it outlives the claim object while
-// any of them may use it. Over kMaxClaimHolders, the earliest of the pods only the device names
-// are dropped first.
+// Bound to the claim with `claimUid` -> the same, held also by every pod of `holders`: the
+// claim's holders as read, with the pod joining it (ExtendedResourceClaim::holdersWith). The pods
+// the device names already stay, though the claim as read may not name them (one whose join went
+// through after that read): a device names every holder of its claim, so that it outlives the
+// claim object while any of them may use it. Over kMaxClaimHolders, the earliest of the pods only
+// the device names are dropped first.
 Status joinDevice(ExtendedResource& device, const std::string& claimUid,
-                  const std::vector<PodRef>& claimHolders, const PodRef& pod);
+                  const std::vector<PodRef>& holders);
 
 // Bound -> Available without a reason: a bind undone before its pod was bound.
 Status undoDeviceBind(ExtendedResource& device);

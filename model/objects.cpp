@@ -698,6 +698,14 @@ std::vector<PodRef> ExtendedResourceClaim::holders() const {
   return out;
 }
 
+std::vector<PodRef> ExtendedResourceClaim::holdersWith(const PodRef& pod) const {
+  std::vector<PodRef> out = holders();
+  if (std::none_of(out.begin(), out.end(), [&](const PodRef& h) { return h.uid == pod.uid; })) {
+    out.push_back(pod);
+  }
+  return out;
+}
+
 const ClaimAlternative* ExtendedResourceClaim::alternativeNamed(const std::string& name) const {
   for (const auto& a : firstAvailable) {
     if (a.name == name) {

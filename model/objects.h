@@ -202,6 +202,9 @@ struct ExtendedResourceClaim {
   std::vector<std::string> heldDevices() const;
   // Who holds the claim: podRef, then the holders list; the one way every component asks.
   std::vector<PodRef> holders() const;
+  // Whom its devices are held for once `pod` has them too: holders(), then `pod` when it is not
+  // among them (by UID).
+  std::vector<PodRef> holdersWith(const PodRef& pod) const;
   // The pod with this UID is among holders() (by name when uid is empty, as for a pod that
   // has none yet).
   bool heldBy(const std::string& podUid, const std::string& podName = "") const;

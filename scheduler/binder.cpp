@@ -22,17 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// The pods a device of the claim is held for once the pod has it: the claim's holders, and the
-// pod when it is not among them yet.
-std::vector<PodRef> holdersWith(const ExtendedResourceClaim& claim, const Pod& pod) {
-  std::vector<PodRef> out = claim.holders();
-  if (std::none_of(out.begin(), out.end(),
-                   [&](const PodRef& h) { return h.uid == pod.meta.uid; })) {
-    out.push_back(PodRef{pod.meta.name, pod.meta.uid});
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string allocationAnnotation(
@@ -450,7 +439,7 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
                                               " is no longer bound to it")};
   }
   if (Status bound = bindDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                                holdersWith(claim, a.pod));
+                                claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}));
       !bound.ok()) {
     return Step::refused(bound);
   }
@@ -513,8 +502,8 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
         !read.ok()) {
       return Step::of(read);
     }
-    if (Status held = joinDevice(live, claim.meta.uid, claim.holders(),
-                                 PodRef{a.pod.meta.name, a.pod.meta.uid});
+    if (Status held = joinDevice(live, claim.meta.uid,
+                                 claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}));
         !held.ok()) {
       return {Step::kConflict, Status::conflict("device " + name + " of shared claim " +
                                                 objectKey(claim.meta.ns, claim.meta.name) +

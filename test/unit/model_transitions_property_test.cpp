@@ -179,7 +179,7 @@ class Steps {
       what += " (join)";
       for (const auto& name : c.allocated) {
         auto d = tryTransition(w_.devices.at(name), [&](ExtendedResource& d) {
-          return joinDevice(d, c.meta.uid, c.holders(), refOf(p));
+          return joinDevice(d, c.meta.uid, c.holdersWith(refOf(p)));
         });
         if (!d) {
           return false;
@@ -465,7 +465,7 @@ TEST(ModelTransitions, ARefusedTransitionLeavesItsObjectAsItWas) {
     return bindDevice(d, {"default", "other", "uid-o"}, {});
   })) << "a Bound device is never taken by a second claim";
   EXPECT_FALSE(tryTransition(d, [](ExtendedResource& d) {
-    return joinDevice(d, "uid-o", {}, {"q", "v"});
+    return joinDevice(d, "uid-o", {{"q", "v"}});
   })) << "nor given holders through another claim";
 }
 
@@ -474,16 +474,17 @@ TEST(ModelTransitions, ARefusedTransitionLeavesItsObjectAsItWas) {
 TEST(DeviceTransitions, AJoinKeepsWhomTheDeviceNamesWithinTheBound) {
   auto d = testing::device("d0", "n0", {});
   ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, {{"p", "u"}, {"early", "e"}}).ok());
-  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}}, {"q", "v"}).ok());
+  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}).ok());
   EXPECT_EQ(d.holders, (std::vector<PodRef>{{"p", "u"}, {"early", "e"}, {"q", "v"}}));
-  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}, {"q", "v"}).ok());
+  ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}).ok());
   EXPECT_EQ(d.holders.size(), 3u) << "a pod already named is named once";
 
   std::vector<PodRef> full;
   for (size_t i = 0; i + 1 < kMaxClaimHolders; ++i) {
     full.push_back({"h" + std::to_string(i), "uid-h" + std::to_string(i)});
   }
-  ASSERT_TRUE(joinDevice(d, "uid-c", full, {"last", "uid-last"}).ok());
+  full.push_back({"last", "uid-last"});
+  ASSERT_TRUE(joinDevice(d, "uid-c", full).ok());
   EXPECT_EQ(d.holders.size(), kMaxClaimHolders);
   EXPECT_EQ(d.holders.back(), (PodRef{"last", "uid-last"}));
 }
