@@ -1,6 +1,7 @@
 #include "agent/node_sync.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -62,6 +63,7 @@ NodeSync::~NodeSync() {
 
 void NodeSync::start() {
   reloadFile();
+  useKeptFile();
   refreshDiscovery();
   thread_ = std::thread([this] { run(); });
 }
@@ -115,6 +117,7 @@ void NodeSync::run() {
 
 void NodeSync::syncOnce() {
   reloadFile();
+  useKeptFile();
   refreshDiscovery();
   if (!devices_.hasSynced()) {
     return;  // planning against a partial cache would create what exists
@@ -152,7 +155,6 @@ void NodeSync::reloadFile() {
     }
     fileCurrent_ = false;
     fileText_.reset();  // parse it again once it is back, even unchanged
-    useKeptFile();
     return;
   }
   readError_.clear();
@@ -173,15 +175,18 @@ void NodeSync::reloadFile() {
     metrics_.nodeFileErrors.inc();
     log::error("node file invalid; keeping the devices last read",
                {{"file", options_.nodeFile}, {"error", e.what()}});
-    useKeptFile();
     return;
   }
   if (options_.stateDir.empty()) {
     return;
   }
-  // A copy that failed to be kept costs only the next start with a broken file.
   if (Status st = writeStateFile(options_.stateDir, kKeptFileName, text); !st.ok()) {
-    log::error("cannot keep a copy of the node file", {{"error", st.message()}});
+    // An older copy must not outlive it: the next start with a broken file would put older
+    // devices in force and withdraw those added since.
+    std::error_code ec;
+    std::filesystem::remove(options_.stateDir + "/" + kKeptFileName, ec);
+    log::error("cannot keep a copy of the node file; the older copy is removed",
+               {{"error", st.message()}, {"removeError", ec ? ec.message() : ""}});
   }
 }
 
@@ -189,16 +194,24 @@ void NodeSync::useKeptFile() {
   if (fileLoaded_ || keptFileTried_ || options_.stateDir.empty()) {
     return;
   }
-  keptFileTried_ = true;
   const std::string path = options_.stateDir + "/" + kKeptFileName;
   std::optional<std::string> text;
   if (Status st = readStateFile(path, text); !st.ok()) {
-    log::error("cannot read the kept copy of the last node file that parsed",
-               {{"error", st.message()}});
+    if (keptReadError_ != st.message()) {  // tried again at the next sync
+      keptReadError_ = st.message();
+      log::error("cannot read the kept copy of the last node file that parsed",
+                 {{"error", st.message()}});
+    }
     return;
   }
+  keptFileTried_ = true;
   if (!text) {
     return;  // no file ever parsed here
+  }
+  if (text->size() > options_.maxFileBytes) {
+    log::error("the kept copy of the last node file that parsed is too large; not used",
+               {{"file", path}, {"limit", options_.maxFileBytes}});
+    return;
   }
   try {
     file_ = std::make_shared<const NodeFile>(parseNodeFile(*text));

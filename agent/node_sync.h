@@ -71,7 +71,7 @@ class NodeSync {
   void syncOnce();
   void reloadFile();
   // Before any node file parsed since the start: puts the kept copy of the last one that did in
-  // force, once.
+  // force. Looks once, or again at each sync while the copy cannot be read.
   void useKeptFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it
@@ -113,6 +113,7 @@ class NodeSync {
   bool fileChanged_ = false;              // since discovery last ran
   bool fileLoaded_ = false;     // a file parsed since the agent started (or its kept copy)
   bool keptFileTried_ = false;  // useKeptFile has looked
+  std::string keptReadError_;   // why the kept copy could not be read, last logged
   std::chrono::steady_clock::time_point lastDiscovery_;
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
   std::string discoveryProblems_;                       // last logged, to log changes only

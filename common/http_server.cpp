@@ -223,16 +223,19 @@ std::vector<Connection> acceptedConnections(int port) {
 // cut, kube-scheduler's parallel calls) overflows it whenever the accept thread waits for a
 // CPU, and every handshake dropped costs its client a 1 s SYN retransmission: a kubelet probe
 // with its 1 s timeout fails. listen() again on the bound socket sets the kernel's maximum.
+// Failing that only costs latency, and failing start() here would leak httplib's listening
+// socket (only its stop() or accept loop closes it), so it is logged instead.
 void raiseListenBacklog(int port) {
   const std::vector<Connection> listeners = socketsOnPort(port, SocketRole::kListening);
-  if (listeners.empty()) {
-    throw std::runtime_error("cannot find the listening socket of port " + std::to_string(port));
-  }
+  std::string problem = listeners.empty() ? "its listening socket was not found" : "";
   for (const Connection& l : listeners) {
     if (::listen(l.fd.get(), SOMAXCONN) != 0) {
-      throw std::runtime_error("cannot raise the listen backlog of port " + std::to_string(port) +
-                               ": " + std::strerror(errno));
+      problem = std::strerror(errno);
     }
+  }
+  if (!problem.empty()) {
+    log::warn("cannot raise the listen backlog; a burst of connections may wait 1 s",
+              {{"port", port}, {"error", problem}});
   }
 }
 

@@ -242,6 +242,7 @@ TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFile
   EXPECT_EQ(sync_->inventory()->devices[0].deviceNodes.at(0).path, "/dev/null");
   EXPECT_FALSE(sync_->fileCurrent());
   std::this_thread::sleep_for(300ms);  // fifteen sync periods
+  ASSERT_TRUE(device("n1-gpu0").has_value());
   EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
   write("devices: []\n");
   EXPECT_TRUE(eventually([&] {
@@ -261,7 +262,44 @@ TEST_F(NodeSyncTest, AGarbledKeptCopyIsNotUsed) {
   startSync();
   EXPECT_TRUE(sync_->inventory()->devices.empty());
   std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(device("n1-gpu0").has_value());
   EXPECT_FALSE(device("n1-gpu0")->meta.deleting) << "withdrawn for a file that never parsed";
+}
+
+// A file that parsed but could not be kept leaves no older copy behind: that copy would put
+// older devices in force at the next start and withdraw those added since.
+TEST_F(NodeSyncTest, AFileThatCannotBeKeptLeavesNoOlderCopy) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "state" / "last-node-file.yaml"));
+  std::filesystem::create_directory(dir_ / "state" / "last-node-file.yaml.tmp");  // no write
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu1").has_value(); }));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "state" / "last-node-file.yaml"));
+  write("devices: [this is not a device list");
+  startSync();
+  EXPECT_TRUE(sync_->inventory()->devices.empty());
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(device("n1-gpu1").has_value());
+  EXPECT_FALSE(device("n1-gpu1")->meta.deleting) << "withdrawn by an older copy";
+}
+
+// A kept copy that cannot be read is looked at again at each sync until it can.
+TEST_F(NodeSyncTest, AKeptCopyThatCannotBeReadIsTriedAgain) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  start();
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  sync_->stop();
+  const auto kept = dir_ / "state" / "last-node-file.yaml";
+  std::filesystem::remove(kept);
+  std::filesystem::create_directory(kept);  // read() fails: EISDIR
+  write("devices: [this is not a device list");
+  startSync();
+  EXPECT_TRUE(sync_->inventory()->devices.empty());
+  std::filesystem::remove(kept);
+  std::ofstream(kept) << nodeFile({{"n1-gpu0", "/dev/null"}});
+  EXPECT_TRUE(eventually([&] { return sync_->inventory()->devices.size() == 1; }));
 }
 
 TEST_F(NodeSyncTest, AFreeDeviceWhoseNodeIsMissingIsTakenOutOfOfferAndBack) {
