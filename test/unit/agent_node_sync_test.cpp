@@ -69,6 +69,16 @@ class NodeSyncTest : public ::testing::Test {
     startSync();
   }
 
+  // The node file lists n1-gpu0; the agent starts and publishes it.
+  void startWithGpu0() {
+    write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+    start();
+    ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  }
+
+  // Where the agent keeps its copy of the last node file that parsed.
+  std::filesystem::path keptCopy() const { return dir_ / "state" / "last-node-file.yaml"; }
+
   // A new NodeSync, as an agent that starts again, on the informers already synced.
   void startSync() {
     if (sync_) {
@@ -145,9 +155,7 @@ TEST_F(NodeSyncTest, FollowsTheFileADeviceRemovedFromItIsWithdrawn) {
 // must not take the device from the claim: it is kept, marked, and its holder warned; the entry
 // coming back clears the mark, and only a device its claim freed is withdrawn.
 TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   auto writeStatus = [&](const std::function<Status(ExtendedResource&)>& change) {
     return eventually([&] {
       ExtendedResource d = *device("n1-gpu0");
@@ -203,9 +211,7 @@ TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
 }
 
 TEST_F(NodeSyncTest, AnInvalidFileKeepsTheLastGoodInventory) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   write("devices: [this is not a device list");
   EXPECT_TRUE(eventually([&] { return !sync_->fileCurrent(); }));
   EXPECT_TRUE(device("n1-gpu0")) << "nothing is unpublished for a file that does not parse";
@@ -233,9 +239,7 @@ TEST_F(NodeSyncTest, AnAgentStartedWithAnInvalidFileWithdrawsNothing) {
 // The devices an agent published stay in force across a restart with a broken file, so the
 // DeviceGuard still knows their device nodes and their pods still get them.
 TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFileThatParsed) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   write("devices: [this is not a device list");
   startSync();
   ASSERT_EQ(sync_->inventory()->devices.size(), 1u) << "in force from the start";
@@ -253,11 +257,9 @@ TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFile
 }
 
 TEST_F(NodeSyncTest, AGarbledKeptCopyIsNotUsed) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   sync_->stop();
-  std::ofstream(dir_ / "state" / "last-node-file.yaml") << "devices: [garbled";
+  std::ofstream(keptCopy()) << "devices: [garbled";
   write("devices: [this is not a device list");
   startSync();
   EXPECT_TRUE(sync_->inventory()->devices.empty());
@@ -269,14 +271,12 @@ TEST_F(NodeSyncTest, AGarbledKeptCopyIsNotUsed) {
 // A file that parsed but could not be kept leaves no older copy behind: that copy would put
 // older devices in force at the next start and withdraw those added since.
 TEST_F(NodeSyncTest, AFileThatCannotBeKeptLeavesNoOlderCopy) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
-  ASSERT_TRUE(std::filesystem::exists(dir_ / "state" / "last-node-file.yaml"));
-  std::filesystem::create_directory(dir_ / "state" / "last-node-file.yaml.tmp");  // no write
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
+  ASSERT_TRUE(std::filesystem::exists(keptCopy()));
+  std::filesystem::create_directory(keptCopy().string() + ".tmp");  // no write
   write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
   ASSERT_TRUE(eventually([&] { return device("n1-gpu1").has_value(); }));
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "state" / "last-node-file.yaml"));
+  EXPECT_FALSE(std::filesystem::exists(keptCopy()));
   write("devices: [this is not a device list");
   startSync();
   EXPECT_TRUE(sync_->inventory()->devices.empty());
@@ -287,11 +287,9 @@ TEST_F(NodeSyncTest, AFileThatCannotBeKeptLeavesNoOlderCopy) {
 
 // A kept copy that cannot be read is looked at again at each sync until it can.
 TEST_F(NodeSyncTest, AKeptCopyThatCannotBeReadIsTriedAgain) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
-  start();
-  ASSERT_TRUE(eventually([&] { return device("n1-gpu0").has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   sync_->stop();
-  const auto kept = dir_ / "state" / "last-node-file.yaml";
+  const auto kept = keptCopy();
   std::filesystem::remove(kept);
   std::filesystem::create_directory(kept);  // read() fails: EISDIR
   write("devices: [this is not a device list");
