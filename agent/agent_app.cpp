@@ -56,6 +56,14 @@ struct AgentApp::Impl {
                 .pluginName = config.runtime.pluginName,
                 .claims = &claimSource,
                 .inventory = [this] { return sync.inventory(); },
+                .published =
+                    [this] {
+                      std::vector<ExtendedResource> out;
+                      for (const auto& d : devices.list()) {
+                        out.push_back(*d);
+                      }
+                      return out;
+                    },
                 .probe = &probe,
                 .metrics = &metrics,
                 .stopper = &stopper,
@@ -166,16 +174,17 @@ void AgentApp::start() {
   }
   // The claim and pod caches first, so the first containers are answered from them; a live
   // read covers anything they do not show yet, so the wait is bounded. Until the classes are
-  // read, a pod asking for an extended resource is refused (the kubelet retries).
+  // read, a pod asking for an extended resource is refused (the kubelet retries). The devices
+  // too: the runtime's first list is matched against them (DeviceUsers::reset).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto left = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                  std::chrono::steady_clock::now());
   };
   if (!m.claims.waitForSync(left()) || !m.pods.waitForSync(left()) ||
-      !m.classes.waitForSync(left())) {
+      !m.classes.waitForSync(left()) || !m.devices.waitForSync(left())) {
     log::warn(
-        "claim, pod or class cache not synced after 10s; serving the runtime with live "
+        "claim, pod, class or device cache not synced after 10s; serving the runtime with live "
         "reads");
   }
   m.runtimeThread = std::thread([&m] { m.runtime.run(m.stopRuntime); });

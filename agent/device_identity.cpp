@@ -22,6 +22,28 @@ std::vector<std::string> deviceKeys(const DeviceSpec& device) {
   return keys;
 }
 
+KeysByName knownKeys(const NodeFile& inventory, const std::vector<ExtendedResource>& published) {
+  KeysByName out;
+  auto add = [&out](const std::string& name, const std::string& key) {
+    auto& keys = out[name];
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      keys.push_back(key);
+    }
+  };
+  for (const auto& d : inventory.devices) {
+    for (const auto& key : deviceKeys(d)) {
+      add(d.name, key);
+    }
+  }
+  for (const auto& er : published) {
+    add(er.meta.name, deviceNameKey(er.meta.name));
+    if (er.invalid.empty() && !er.rawResourceName.empty() && !er.deviceID.empty()) {
+      add(er.meta.name, deviceIdKey(er.rawResourceName, er.deviceID));
+    }
+  }
+  return out;
+}
+
 std::string sharedKey(const DeviceSpec& a, const DeviceSpec& b) {
   const auto theirs = deviceKeys(b);
   for (const auto& key : deviceKeys(a)) {

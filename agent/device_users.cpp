@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "agent/device_identity.h"
 #include "common/comma_list.h"
 
 namespace ker::agent {
@@ -52,8 +51,8 @@ std::vector<std::string> injectedDevices(const std::map<std::string, std::string
 }
 
 void DeviceUsers::reset(const std::map<std::string, PodIdentity>& podsBySandbox,
-                        const std::vector<RuntimeContainer>& containers,
-                        const NodeFile& inventory) {
+                        const std::vector<RuntimeContainer>& containers, const KeysByName& known) {
+  std::lock_guard lock(mu_);
   std::map<std::string, ContainerDevices> next;
   for (const auto& c : containers) {
     std::vector<std::string> devices = injectedDevices(c.annotations);
@@ -72,14 +71,16 @@ void DeviceUsers::reset(const std::map<std::string, PodIdentity>& podsBySandbox,
     } else {
       for (const auto& name : devices) {
         addUnique(keys, {deviceNameKey(name)});
-        if (const DeviceSpec* d = inventory.find(name)) {
-          addUnique(keys, deviceKeys(*d));
+        if (auto k = known.find(name); k != known.end()) {
+          addUnique(keys, k->second);
         }
       }
     }
+    if (auto before = byContainer_.find(c.id); before != byContainer_.end()) {
+      addUnique(keys, before->second.keys);
+    }
     next[c.id] = ContainerDevices{std::move(use), std::move(devices), std::move(keys)};
   }
-  std::lock_guard lock(mu_);
   byContainer_ = std::move(next);
 }
 

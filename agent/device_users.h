@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/device_identity.h"
 #include "agent/injection.h"
 #include "agent/node_file.h"
 
@@ -28,10 +29,12 @@ class DeviceUsers {
  public:
   // The runtime's full list (NRI Synchronize): every container not stopped whose
   // kInjectedAnnotation names devices, identified by its kInjectedKeysAnnotation. One given its
-  // devices by an agent that wrote no keys is identified by their names and, through
-  // `inventory`, by the keys of those it still lists. Replaces what was known.
+  // devices by an agent that wrote no keys is identified by their names and by every key
+  // `known` lists for them. A container listed again keeps the keys it was known by before,
+  // so a name that has since left the inventory never makes its device look free. Replaces
+  // what was known of the others.
   void reset(const std::map<std::string, PodIdentity>& podsBySandbox,
-             const std::vector<RuntimeContainer>& containers, const NodeFile& inventory);
+             const std::vector<RuntimeContainer>& containers, const KeysByName& known);
   // The agent gave this container the devices of `given` (its answer to the container's creation).
   void add(const std::string& containerId, const DeviceUse& use, const Adjustment& given);
   // The container stopped, or was removed (or its creation undone).

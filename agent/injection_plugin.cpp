@@ -116,7 +116,10 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   for (const auto& c : req.containers()) {
     containers.push_back(runtimeContainerOf(c));
   }
-  deps_.users->reset(pods, containers, *deps_.inventory());
+  deps_.users->reset(
+      pods, containers,
+      knownKeys(*deps_.inventory(),
+                deps_.published ? deps_.published() : std::vector<ExtendedResource>{}));
   evict(planEvictions(pods, containers, deps_.pluginName));
   return nri::Status::ok();
 }

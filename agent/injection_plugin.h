@@ -33,6 +33,9 @@ class InjectionPlugin : public nri::Plugin {
     std::string pluginName;  // as registered, and as the pods' required-plugins lists name it
     ClaimSource* claims = nullptr;
     std::function<std::shared_ptr<const NodeFile>()> inventory;
+    // This node's published ExtendedResources (unset: none): what tells the devices of a
+    // container that has no keys annotation when its names have left the inventory.
+    std::function<std::vector<ExtendedResource>()> published = {};
     const DeviceProbe* probe = nullptr;
     AgentMetrics* metrics = nullptr;
     const ContainerStopper* stopper = nullptr;

@@ -111,6 +111,7 @@ class InjectionPluginTest : public ::testing::Test {
                             .pluginName = "extended-resource-node-agent",
                             .claims = &claims,
                             .inventory = [this] { return inventory; },
+                            .published = [this] { return published; },
                             .probe = &probe,
                             .metrics = &metrics,
                             .stopper = &stopper,
@@ -164,6 +165,7 @@ class InjectionPluginTest : public ::testing::Test {
   FakeStopper stopper;
   DeviceUsers users;
   std::shared_ptr<const NodeFile> inventory;
+  std::vector<ExtendedResource> published;  // this node's ExtendedResources in the API
 };
 
 TEST_F(InjectionPluginTest, ConfigureSubscribesToContainerCreationStartStopAndRemoval) {
@@ -314,6 +316,41 @@ TEST_F(InjectionPluginTest, ARenamedDeviceStaysWithTheContainerThatHasIt) {
   ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
   EXPECT_FALSE(plugin().createContainer(second, &refused).isOk());
   EXPECT_EQ(metrics.refusals.labels({"DeviceInUse"}).value(), 2);
+}
+
+// A container of the previous release's agent (no keys annotation) has the device under a
+// name the node file has since renamed; the runtime lists it to an agent that started after
+// the rename. The published object of the old name says what the device is, so the device is
+// not given to another pod under its new name.
+TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
+  auto renamed = std::make_shared<NodeFile>(*inventory);
+  renamed->devices[0].name = "gpu0-renamed";
+  inventory = renamed;
+  ExtendedResource old;
+  old.meta.name = "gpu0";
+  old.rawResourceName = "example.com/gpu";
+  old.deviceID = "GPU-0";
+  published = {old};
+
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-p", nri::CONTAINER_RUNNING, 4242, true);
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
+
+  ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
+  c2.meta.name = "c2";
+  c2.allocated = {"gpu0-renamed"};
+  c2.podRef = PodRef{"q", "uid-q"};
+  claims.claims["ns/c2"] = c2;
+  nri::CreateContainerRequest second = request("c2");
+  second.mutable_pod()->set_uid("uid-q");
+  second.mutable_pod()->set_name("q");
+  nri::CreateContainerResponse refused;
+  nri::Status s = plugin().createContainer(second, &refused);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("still in use by container main of pod ns/p"), std::string::npos)
+      << s.message();
 }
 
 // A container the runtime started while the agent was away is stopped as soon as the agent

@@ -434,7 +434,7 @@ TEST(DeviceUsersTest, TheRuntimesContainersThatHaveADevice) {
                             {kInjectedKeysAnnotation, R"(["name:d0","name:d1","id:r=1"])"}}};
   RuntimeContainer stopped{"c2", "old", "sb-p", false, true, 0, {{kInjectedAnnotation, "d2"}}};
   RuntimeContainer plain{"c3", "side", "sb-p", true, false, 11, {}};
-  users.reset({{"sb-p", p}}, {running, stopped, plain}, NodeFile{});
+  users.reset({{"sb-p", p}}, {running, stopped, plain}, {});
   const auto found = users.of({"name:d1", "name:d2", "id:r=1"});
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found.at("name:d1"), (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
@@ -463,10 +463,55 @@ TEST(DeviceUsersTest, AContainerWithoutKeysIsKnownByItsDevicesNamesAndWhatTheyAr
                            false,
                            11,
                            {{kInjectedAnnotation, "d0"}, {kInjectedKeysAnnotation, "[1]"}}};
-  users.reset({{"sb-p", PodIdentity{"uid-p", "ns", "p", {}}}}, {older, garbled}, inventory);
+  users.reset({{"sb-p", PodIdentity{"uid-p", "ns", "p", {}}}}, {older, garbled},
+              knownKeys(inventory, {}));
   const auto found = users.of({"id:r=0", "name:gone"});
   EXPECT_EQ(found.at("id:r=0").size(), 2u);
   EXPECT_EQ(found.at("name:gone").size(), 1u);
+}
+
+// A name the inventory no longer lists is still known by what the device is while this node's
+// published ExtendedResource of that name says it; an invalid object adds nothing but its name.
+TEST(DeviceUsersTest, APublishedDeviceTellsWhatANameTheInventoryDroppedWas) {
+  NodeFile inventory;
+  inventory.devices = {DeviceSpec{.name = "new", .rawResourceName = "r", .deviceID = "0"}};
+  ExtendedResource old;
+  old.meta.name = "old";
+  old.rawResourceName = "r";
+  old.deviceID = "0";
+  ExtendedResource broken = old;
+  broken.meta.name = "broken";
+  broken.deviceID = "1";
+  broken.invalid = "spec.deviceID: not a string";
+  const KeysByName known = knownKeys(inventory, {old, broken});
+  EXPECT_EQ(known.at("new"), (std::vector<std::string>{"name:new", "id:r=0"}));
+  EXPECT_EQ(known.at("old"), (std::vector<std::string>{"name:old", "id:r=0"}));
+  EXPECT_EQ(known.at("broken"), (std::vector<std::string>{"name:broken"}));
+
+  DeviceUsers users;
+  RuntimeContainer older{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "old"}}};
+  users.reset({{"sb-p", PodIdentity{"uid-p", "ns", "p", {}}}}, {older}, known);
+  EXPECT_EQ(users.of({"id:r=0"}).at("id:r=0").size(), 1u);
+}
+
+// The runtime's list comes again (the runtime restarted) after the device's old name left both
+// the inventory and the API: the container keeps the keys it was known by, so the device is
+// not free under its new name.
+TEST(DeviceUsersTest, AContainerListedAgainKeepsTheKeysItWasKnownBy) {
+  DeviceUsers users;
+  NodeFile inventory;
+  inventory.devices = {DeviceSpec{.name = "old", .rawResourceName = "r", .deviceID = "0"}};
+  RuntimeContainer older{"c1", "main", "sb-p", true, false, 10, {{kInjectedAnnotation, "old"}}};
+  RuntimeContainer other{"c2", "main", "sb-q", true, false, 11, {{kInjectedAnnotation, "x"}}};
+  const std::map<std::string, PodIdentity> pods{{"sb-p", PodIdentity{"uid-p", "ns", "p", {}}},
+                                                {"sb-q", PodIdentity{"uid-q", "ns", "q", {}}}};
+  users.reset(pods, {older, other}, knownKeys(inventory, {}));
+  ASSERT_EQ(users.of({"id:r=0"}).size(), 1u);
+
+  users.reset(pods, {older}, {});
+  EXPECT_EQ(users.of({"id:r=0"}).at("id:r=0"),
+            (std::vector<DeviceUse>{{"c1", "main", "uid-p", "ns", "p"}}));
+  EXPECT_TRUE(users.of({"name:x"}).empty()) << "a container no longer listed is forgotten";
 }
 
 // A device with a CDI name is passed to the runtime by that name, once however many of the
