@@ -96,14 +96,15 @@ bool CapacitySync::syncOnce() {
   const Health health = health_();
   // Before the first health check every device would count as unhealthy, and a restarting
   // agent would zero what the node rightly shows.
-  if (!classes_.hasSynced() || !nodes_.hasSynced() || !health) {
+  const auto inventory = inventory_();
+  if (!classes_.hasSynced() || !nodes_.hasSynced() || !health || !inventory) {
     return true;
   }
   auto node = nodes_.get(options_.node);
   if (!node) {
     return true;
   }
-  const Capacity desired = planCapacity(ClassTable(classes_.list()), *inventory_(), *health);
+  const Capacity desired = planCapacity(ClassTable(classes_.list()), *inventory, *health);
   std::set<std::string> names;
   for (const auto& [name, count] : desired) {
     names.insert(name);

@@ -40,7 +40,8 @@ class CapacitySync {
     int attempts = 5;  // writes tried per turn; then the next change or health check tries again
   };
   using Health = std::shared_ptr<const std::map<std::string, bool>>;
-  // nodes: this node only (field selector metadata.name). health: NodeSync::health.
+  // nodes: this node only (field selector metadata.name). inventory: NodeSync::inventory (nothing
+  // is written while it is nullptr). health: NodeSync::health.
   CapacitySync(Options options, ApiClient& api, const Informer<ExtendedResourceClass>& classes,
                const Informer<NodeResources>& nodes,
                std::function<std::shared_ptr<const NodeFile>()> inventory,

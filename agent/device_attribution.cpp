@@ -31,7 +31,8 @@ void exportAttribution(metrics::Registry& registry, const std::string& node,
       "1 for each device of each running container the node agent gave devices to: joins a "
       "vendor exporter's series (labelled with the device ID) to the pod and container.",
       attributionLabels(), [node, &users, inventory = std::move(inventory)] {
-        return attributionSeries(node, users.all(), *inventory());
+        const auto inForce = inventory();
+        return attributionSeries(node, users.all(), inForce ? *inForce : NodeFile{});
       });
 }
 

@@ -60,12 +60,72 @@ bool DeviceGuard::checks(const std::string& ns) const {
 
 namespace {
 
+// Where a mount of `source` (no trailing '/') reaches device node `node`.
+bool reaches(const std::string& source, const std::string& node) {
+  return source == "/" || node == source || node.rfind(source + "/", 0) == 0;
+}
+
+std::string withoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+  }
+  return path;
+}
+
+// The device nodes every container has (the runtime's defaults), which no node file lists.
+bool everyContainersDevice(const std::string& path) {
+  static const std::set<std::string> kDefaults{"/dev/null",    "/dev/zero",    "/dev/full",
+                                               "/dev/random",  "/dev/urandom", "/dev/tty",
+                                               "/dev/console", "/dev/ptmx"};
+  return kDefaults.count(path) != 0;
+}
+
+// Paths under /dev that hold no device node and that daemons commonly mount (the syslog socket,
+// shared memory).
+bool holdsNoDeviceNode(const std::string& path) {
+  return path == "/dev/log" || reaches("/dev/shm", path);
+}
+
+// Why the container may reach a device node while the agent knows none of the node's devices,
+// or nothing: it fails closed, since any of them may be managed. A mount of /dev, of a folder
+// holding it, or of anything in it but the runtime's default devices, the syslog socket and
+// shared memory is refused, as is any device node given beyond the defaults (a privileged
+// container's, or one another device plugin serves).
+std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
+                                                 const std::vector<std::string>& sources) {
+  constexpr const char* kWhy =
+      "; the node agent has no node file in force (the file is invalid or unreadable, and no "
+      "copy of one that parsed was kept), so any device node may be one it manages";
+  for (const auto& raw : sources) {
+    const std::string source = withoutTrailingSlashes(raw);
+    const bool intoDev =
+        reaches(source, "/dev") ||
+        (reaches("/dev", source) && !everyContainersDevice(source) && !holdsNoDeviceNode(source));
+    if (intoDev) {
+      return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source + kWhy);
+    }
+  }
+  for (const auto& path : in.container.devicePaths) {
+    if (!everyContainersDevice(path)) {
+      return refuse(RefusalReason::kUnclaimedDevice,
+                    "the container is given device node " + path + kWhy);
+    }
+  }
+  return std::nullopt;
+}
+
 // Why the container reaches a managed device of this node it was not given (`given`: the device
-// node paths of its allocation), or nothing. No inventory, nothing managed.
+// node paths of its allocation), or nothing.
 std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
                                           const std::set<std::string>& given) {
-  if (!in.guard.checks(in.pod->ns) || !in.inventory) {
+  if (!in.guard.checks(in.pod->ns)) {
     return std::nullopt;
+  }
+  std::vector<std::string> sources = in.container.mountSources;
+  sources.insert(sources.end(), in.container.subPathSources.begin(),
+                 in.container.subPathSources.end());
+  if (!in.inventory) {
+    return deviceUseWithoutInventory(in, sources);
   }
   std::set<std::string> variables;
   std::set<std::string> nodes;
@@ -82,16 +142,10 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
           "the container sets " + name + " itself; the node agent sets it from the pod's claims");
     }
   }
-  std::vector<std::string> sources = in.container.mountSources;
-  sources.insert(sources.end(), in.container.subPathSources.begin(),
-                 in.container.subPathSources.end());
-  for (std::string source : sources) {
-    while (source.size() > 1 && source.back() == '/') {
-      source.pop_back();
-    }
+  for (const auto& raw : sources) {
+    const std::string source = withoutTrailingSlashes(raw);
     for (const auto& node : nodes) {
-      const bool holds = source == "/" || node == source || node.rfind(source + "/", 0) == 0;
-      if (holds && given.count(node) == 0) {
+      if (reaches(source, node) && given.count(node) == 0) {
         return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source +
                                                            ", which holds device node " + node +
                                                            " of a device it was not allocated");
@@ -300,6 +354,13 @@ Injection decideInjection(const InjectionInput& in) {
       return *why;
     }
     for (const auto& deviceName : devicesOf(*c, in.container.name)) {
+      if (!in.inventory) {
+        return refuse(RefusalReason::kDeviceNotOnNode,
+                      "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
+                          " cannot be given: the node agent of node " + in.node +
+                          " has no node file in force (invalid or unreadable, and no copy of " +
+                          "one that parsed was kept)");
+      }
       const DeviceSpec* d = in.inventory->find(deviceName);
       if (!d || d->rawResourceName != c->rawResourceName) {
         return refuse(RefusalReason::kDeviceNotOnNode,

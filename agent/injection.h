@@ -122,7 +122,8 @@ inline constexpr const char* kSubPathMountFolder = "/volume-subpaths/";
 // Whether the agent refuses containers that reach this node's managed devices without a claim:
 // by setting a resource's device variable (which a runtime such as NVIDIA's may honour), by
 // mounting a device node or a folder holding one (/dev), or by being given one (privileged). Pods
-// of the exempt namespaces (system daemons, e.g. a vendor's monitoring) are not checked.
+// of the exempt namespaces (system daemons, e.g. a vendor's monitoring) are not checked. While
+// the agent knows no managed device (no node file in force), every device node may be one.
 struct DeviceGuard {
   bool enabled = true;
   std::vector<std::string> exemptNamespaces;
@@ -150,6 +151,9 @@ struct InjectionInput {
   std::map<std::string, const ExtendedResourceClaim*> claims;
   // Named claims that could not be read, with the error.
   std::map<std::string, std::string> unreadable;
+  // The devices in force; nullptr while none are (no node file has parsed since the agent
+  // started and none was kept): then no device is given, and the guard takes every device
+  // node under /dev as managed.
   const NodeFile* inventory = nullptr;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;

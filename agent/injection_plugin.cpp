@@ -116,9 +116,10 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   for (const auto& c : req.containers()) {
     containers.push_back(runtimeContainerOf(c));
   }
+  const auto inventory = deps_.inventory();
   deps_.users->reset(
       pods, containers,
-      knownKeys(*deps_.inventory(),
+      knownKeys(inventory ? *inventory : NodeFile{},
                 deps_.published ? deps_.published() : std::vector<ExtendedResource>{}));
   evict(planEvictions(pods, containers, deps_.pluginName));
   return nri::Status::ok();
@@ -220,6 +221,9 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
       found.push_back(r.claim.get());
       keep.push_back(std::move(r.claim));
     }
+  }
+  if (!inventory) {
+    return decideInjection(in);  // no device of the node is known, none is given
   }
   std::vector<std::string> allocated;
   for (const auto* c : found) {

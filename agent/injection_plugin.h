@@ -32,6 +32,7 @@ class InjectionPlugin : public nri::Plugin {
     std::string node;
     std::string pluginName;  // as registered, and as the pods' required-plugins lists name it
     ClaimSource* claims = nullptr;
+    // The devices in force (NodeSync::inventory); nullptr while none are.
     std::function<std::shared_ptr<const NodeFile>()> inventory;
     // This node's published ExtendedResources (unset: none): what tells the devices of a
     // container that has no keys annotation when its names have left the inventory.

@@ -54,8 +54,7 @@ NodeSync::NodeSync(Options options, ApiClient& api, const Informer<ExtendedResou
       probe_(probe),
       events_(events),
       metrics_(metrics),
-      inventory_(std::make_shared<const NodeFile>()),
-      file_(inventory_) {}
+      file_(std::make_shared<const NodeFile>()) {}
 
 NodeSync::~NodeSync() {
   stop();
@@ -282,7 +281,7 @@ void NodeSync::refreshDiscovery() {
                 {{"problems", problems}});
     }
   }
-  if (*next == *inventory()) {
+  if (const auto current = inventory(); current && *next == *current) {
     return;
   }
   metrics_.devices.set(static_cast<double>(next->devices.size()));

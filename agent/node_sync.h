@@ -58,7 +58,8 @@ class NodeSync {
   void wake();
 
   // The devices in force: the last node file that parsed (its kept copy before one did since
-  // the start, an empty one without either) with the devices its sources found.
+  // the start) with the devices its sources found; nullptr without either, when the agent
+  // knows none of the node's devices (and gives none, and fails closed: decideInjection).
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid).
   bool fileCurrent() const { return fileCurrent_.load(); }

@@ -390,9 +390,10 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
 
 // An agent that starts while its node file is broken puts in force the last file that parsed,
 // as it kept it: a container without a claim still cannot mount the devices' nodes, and a pod
-// allocated one of them still gets it. (With nothing in force it would know no device: the one
-// container mounts /dev, the other is refused DeviceNotOnNode.)
-TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsAndServesItsDevices) {
+// allocated one of them still gets it. Started again with no kept copy either, it knows no
+// device and fails closed: /dev is not mounted, and the device, still Available in the API, is
+// not given.
+TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevices) {
   const std::string gpu = uniqueName("gpu");
   createDevice(gpu);
   const std::string path = env_->value("NODE_AGENT_FILE");
@@ -410,33 +411,38 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsAndServesItsDe
   } restore{replace, path, good.str()};
   ASSERT_TRUE(replace(path, "devices: [this is not a device list"));
 
-  const std::vector<json> before = componentPods("extended-resource-node-agent", node());
-  ASSERT_EQ(before.size(), 1u);
-  const std::string old = before[0]["metadata"]["name"];
-  std::string out;
-  ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + old, &out), 0) << out;
-  auto readyCondition = [](const json& pod) {
-    for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "Ready") {
-        return c.value("status", "") == "True";
+  auto restartAgent = [&] {
+    const std::vector<json> before = componentPods("extended-resource-node-agent", node());
+    ASSERT_EQ(before.size(), 1u);
+    const std::string old = before[0]["metadata"]["name"];
+    std::string out;
+    ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + old, &out), 0) << out;
+    auto readyCondition = [](const json& pod) {
+      for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+        if (c.value("type", "") == "Ready") {
+          return c.value("status", "") == "True";
+        }
       }
-    }
-    return false;
+      return false;
+    };
+    ASSERT_TRUE(eventually(
+        [&] {
+          const auto agents = componentPods("extended-resource-node-agent", node());
+          return agents.size() == 1 && agents[0]["metadata"]["name"] != old &&
+                 readyCondition(agents[0]);
+        },
+        120s))
+        << "no new node agent became ready";
   };
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto agents = componentPods("extended-resource-node-agent", node());
-        return agents.size() == 1 && agents[0]["metadata"]["name"] != old &&
-               readyCondition(agents[0]);
-      },
-      120s))
-      << "no new node agent became ready";
+  auto mountingDev = [&](const std::string& name) {
+    json pod = busyboxPod(name, {}, "sleep 3600");
+    pod["spec"]["volumes"] = {{{"name", "dev"}, {"hostPath", {{"path", "/dev"}}}}};
+    pod["spec"]["containers"][0]["volumeMounts"] = {{{"name", "dev"}, {"mountPath", "/host-dev"}}};
+    createPod(pod);
+  };
 
-  json byMount = busyboxPod("by-mount", {}, "sleep 3600");
-  byMount["spec"]["volumes"] = {{{"name", "dev"}, {"hostPath", {{"path", "/dev"}}}}};
-  byMount["spec"]["containers"][0]["volumeMounts"] = {
-      {{"name", "dev"}, {"mountPath", "/host-dev"}}};
-  createPod(byMount);
+  ASSERT_NO_FATAL_FAILURE(restartAgent());
+  mountingDev("by-mount");
   createClaim("c");
   createPod(busyboxPod("holder", {"c"}, deviceScript(deviceEnvName())));
   EXPECT_FALSE(awaitEventMessage("by-mount", "Failed",
@@ -445,6 +451,30 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsAndServesItsDe
       << "a container without a claim mounted /dev";
   EXPECT_FALSE(podRunning("by-mount"));
   awaitRunningWithDevice("holder", gpu, 120s);
+  deletePod("holder");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json d = getDevice(gpu);
+        return d.value("/status/phase"_json_pointer, "") == "Available" &&
+               d.value("/status/claimRef"_json_pointer, json()).is_null();
+      },
+      90s))
+      << gpu << " was not freed once its holder was gone";
+
+  const std::string kept = env_->value("NODE_AGENT_STATE_DIR") + "/last-node-file.yaml";
+  ASSERT_TRUE(std::filesystem::remove(kept)) << kept;
+  ASSERT_NO_FATAL_FAILURE(restartAgent());
+  mountingDev("by-mount-2");
+  createClaim("c2");
+  createPod(busyboxPod("holder-2", {"c2"}, deviceScript(deviceEnvName())));
+  EXPECT_FALSE(
+      awaitEventMessage("by-mount-2", "Failed", "the node agent has no node file in force", 60s)
+          .empty())
+      << "a container without a claim mounted /dev while the agent knew no device";
+  EXPECT_FALSE(podRunning("by-mount-2"));
+  EXPECT_FALSE(awaitEventMessage("holder-2", "Failed", "has no node file in force", 90s).empty())
+      << "a device was given while the agent knew none";
+  EXPECT_FALSE(podRunning("holder-2"));
 }
 
 // The node agent's one process, SIGSTOPped from construction until resume() or the end of the

@@ -353,6 +353,31 @@ TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
       << s.message();
 }
 
+// An agent with no node file in force gives no device and lets no container mount /dev, and the
+// runtime's list is still taken in.
+TEST_F(InjectionPluginTest, WithoutANodeFileInForceNothingIsGivenAndDevIsNotMounted) {
+  inventory = nullptr;
+  nri::SynchronizeRequest sync;
+  requiringPod(sync.add_pods());
+  container(sync.add_containers(), "ctr-p", nri::CONTAINER_RUNNING, 4242, true);
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
+  EXPECT_EQ(users.all().size(), 1u);
+
+  nri::CreateContainerResponse resp;
+  nri::Status s = plugin().createContainer(request("c1"), &resp);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("has no node file in force"), std::string::npos) << s.message();
+  EXPECT_EQ(metrics.refusals.labels({"DeviceNotOnNode"}).value(), 1);
+
+  nri::CreateContainerRequest unclaimed = request("");
+  nri::Mount* dev = unclaimed.mutable_container()->add_mounts();
+  dev->set_source("/dev");
+  dev->set_destination("/host-dev");
+  EXPECT_FALSE(plugin().createContainer(unclaimed, &resp).isOk());
+  EXPECT_EQ(metrics.refusals.labels({"UnclaimedDevice"}).value(), 1);
+}
+
 // A container the runtime started while the agent was away is stopped as soon as the agent
 // hears of it, without waiting for anything else to happen on the node.
 TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsStoppedAtSynchronize) {

@@ -57,7 +57,7 @@ class InjectionTest : public ::testing::Test {
       in.claims[name] = it == claims.end() ? nullptr : &it->second;
     }
     in.unreadable = unreadable;
-    in.inventory = &inventory;
+    in.inventory = inventoryInForce ? &inventory : nullptr;
     for (const auto& [path, info] : nodes) {
       in.deviceNodes[path] = info;
     }
@@ -84,6 +84,7 @@ class InjectionTest : public ::testing::Test {
 
   PodIdentity pod;
   NodeFile inventory;
+  bool inventoryInForce = true;  // false: the agent has no node file in force
   std::map<std::string, ExtendedResourceClaim> claims;
   std::map<std::string, std::string> unreadable;
   std::map<std::string, DeviceNodeInfo> nodes;
@@ -133,6 +134,39 @@ TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
   pod.ns = "ns";
   guard.enabled = false;
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+}
+
+// While the agent has no node file in force it knows no managed device, so it fails closed: a
+// container without a claim may not mount /dev, a folder holding it or a device node in it, nor
+// be given a device node, beyond the runtime's default devices, the syslog socket and shared
+// memory; a container with a claim gets no device.
+TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) {
+  inventoryInForce = false;
+  const Refusal claimed = refusal();
+  EXPECT_EQ(claimed.reason, RefusalReason::kDeviceNotOnNode);
+  EXPECT_EQ(claimed.message,
+            "device gpu0 of claim ns/c1 cannot be given: the node agent of node node-1 has no "
+            "node file in force (invalid or unreadable, and no copy of one that parsed was kept)");
+
+  pod.annotations.erase(kClaimsAnnotation);
+  for (const char* source : {"/", "/dev/", "/dev/nvidia0", "/dev/dri", "/dev/char/195:0"}) {
+    container = {{}, {source}, {}};
+    const Refusal r = refusal();
+    EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice) << source;
+    EXPECT_NE(r.message.find("has no node file in force"), std::string::npos) << r.message;
+  }
+  container = {{}, {}, {"/dev/null", "/dev/nvidia0"}};
+  EXPECT_EQ(refusal().message,
+            "the container is given device node /dev/nvidia0; the node agent has no node file in "
+            "force (the file is invalid or unreadable, and no copy of one that parsed was kept), "
+            "so any device node may be one it manages");
+  container = {{"EXTENDED_RESOURCE_EXAMPLE_COM_GPU"},
+               {"/var/lib/data", "/dev/log", "/dev/shm/x", "/dev/null", "/devices"},
+               {"/dev/null", "/dev/urandom", "/dev/tty"}};
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  container = {{}, {"/dev"}, {"/dev/nvidia0"}};
+  pod.ns = "kube-system";
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
 }
 
