@@ -11,17 +11,18 @@ namespace ker::agent {
 namespace {
 
 constexpr const char* kFileName = "advertised-names.json";
+constexpr size_t kMaxBytes = size_t{1} << 20;  // far above any record the agent writes
 constexpr const char* kKey = "extendedResourceNames";
 
 }  // namespace
 
 AdvertisedNames::AdvertisedNames(std::string dir)
-    : dir_(std::move(dir)), path_(dir_ + "/" + kFileName) {}
+    : dir_(std::move(dir)), path_(stateFilePath(dir_, kFileName)) {}
 
 Status AdvertisedNames::load(std::set<std::string>& out) const {
   out.clear();
   std::optional<std::string> text;
-  if (Status st = readStateFile(path_, text); !st.ok() || !text) {
+  if (Status st = readWholeFile(path_, kMaxBytes, text); !st.ok() || !text) {
     return st;
   }
   const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "agent/discovery.h"
@@ -22,25 +20,6 @@ namespace ker::agent {
 namespace {
 
 constexpr const char* kKeptFileName = "last-node-file.yaml";
-
-// The file's text; throws std::runtime_error when it cannot be read or is too large.
-std::string readFile(const std::string& path, size_t maxBytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error("cannot open " + path);
-  }
-  std::string text;
-  text.resize(maxBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (in.bad()) {
-    throw std::runtime_error("cannot read " + path);
-  }
-  if (text.size() > maxBytes) {
-    throw std::runtime_error(path + " is larger than " + std::to_string(maxBytes) + " bytes");
-  }
-  return text;
-}
 
 }  // namespace
 
@@ -142,20 +121,23 @@ void NodeSync::syncOnce() {
 }
 
 void NodeSync::reloadFile() {
-  std::string text;
-  try {
-    text = readFile(options_.nodeFile, options_.maxFileBytes);
-  } catch (const std::exception& e) {
-    if (readError_ != e.what()) {
-      readError_ = e.what();
+  std::optional<std::string> read;
+  Status st = readWholeFile(options_.nodeFile, options_.maxFileBytes, read);
+  if (st.ok() && !read) {
+    st = Status::notFound("no file " + options_.nodeFile);
+  }
+  if (!st.ok()) {
+    if (readError_ != st.message()) {
+      readError_ = st.message();
       metrics_.nodeFileErrors.inc();
       log::error("node file unreadable; keeping the devices last read",
-                 {{"file", options_.nodeFile}, {"error", e.what()}});
+                 {{"file", options_.nodeFile}, {"error", st.message()}});
     }
     fileCurrent_ = false;
     fileText_.reset();  // parse it again once it is back, even unchanged
     return;
   }
+  const std::string text = std::move(*read);
   readError_.clear();
   if (text == fileText_) {
     return;
@@ -179,13 +161,18 @@ void NodeSync::reloadFile() {
   if (options_.stateDir.empty()) {
     return;
   }
-  if (Status st = writeStateFile(options_.stateDir, kKeptFileName, text); !st.ok()) {
+  const std::string kept = stateFilePath(options_.stateDir, kKeptFileName);
+  std::optional<std::string> keptText;
+  if (readWholeFile(kept, options_.maxFileBytes, keptText).ok() && keptText == text) {
+    return;  // kept already (the same file at a restart)
+  }
+  if (Status written = writeStateFile(options_.stateDir, kKeptFileName, text); !written.ok()) {
     // An older copy must not outlive it: the next start with a broken file would put older
     // devices in force and withdraw those added since.
     std::error_code ec;
-    std::filesystem::remove(options_.stateDir + "/" + kKeptFileName, ec);
+    std::filesystem::remove(kept, ec);
     log::error("cannot keep a copy of the node file; the older copy is removed",
-               {{"error", st.message()}, {"removeError", ec ? ec.message() : ""}});
+               {{"error", written.message()}, {"removeError", ec ? ec.message() : ""}});
   }
 }
 
@@ -193,9 +180,9 @@ void NodeSync::useKeptFile() {
   if (fileLoaded_ || keptFileTried_ || options_.stateDir.empty()) {
     return;
   }
-  const std::string path = options_.stateDir + "/" + kKeptFileName;
+  const std::string path = stateFilePath(options_.stateDir, kKeptFileName);
   std::optional<std::string> text;
-  if (Status st = readStateFile(path, text); !st.ok()) {
+  if (Status st = readWholeFile(path, options_.maxFileBytes, text); !st.ok()) {
     if (keptReadError_ != st.message()) {  // tried again at the next sync
       keptReadError_ = st.message();
       log::error("cannot read the kept copy of the last node file that parsed",
@@ -206,11 +193,6 @@ void NodeSync::useKeptFile() {
   keptFileTried_ = true;
   if (!text) {
     return;  // no file ever parsed here
-  }
-  if (text->size() > options_.maxFileBytes) {
-    log::error("the kept copy of the last node file that parsed is too large; not used",
-               {{"file", path}, {"limit", options_.maxFileBytes}});
-    return;
   }
   try {
     file_ = std::make_shared<const NodeFile>(parseNodeFile(*text));

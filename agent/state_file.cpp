@@ -37,7 +37,7 @@ std::string writeSyncClose(int fd, const std::string& text, const std::string& p
 
 }  // namespace
 
-Status readStateFile(const std::string& path, std::optional<std::string>& out) {
+Status readWholeFile(const std::string& path, size_t maxBytes, std::optional<std::string>& out) {
   out.reset();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -55,10 +55,18 @@ Status readStateFile(const std::string& path, std::optional<std::string>& out) {
     if (n > 0) {
       text.append(buf, static_cast<size_t>(n));
     }
+    if (text.size() > maxBytes) {
+      ::close(fd);
+      return Status::invalid(path + " is larger than " + std::to_string(maxBytes) + " bytes");
+    }
   }
   ::close(fd);
   out = std::move(text);
   return {};
+}
+
+std::string stateFilePath(const std::string& dir, const std::string& name) {
+  return dir + "/" + name;
 }
 
 Status writeStateFile(const std::string& dir, const std::string& name, const std::string& text) {
@@ -67,7 +75,7 @@ Status writeStateFile(const std::string& dir, const std::string& name, const std
   if (ec) {
     return Status::internal("cannot create " + dir + ": " + ec.message());
   }
-  const std::string path = dir + "/" + name;
+  const std::string path = stateFilePath(dir, name);
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {

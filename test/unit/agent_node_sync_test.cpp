@@ -2,11 +2,13 @@
 // file's devices, follows edits of the file, reports health through the model's transitions,
 // and never takes over a name another object holds.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #include "agent/node_sync.h"
@@ -266,6 +268,23 @@ TEST_F(NodeSyncTest, AGarbledKeptCopyIsNotUsed) {
   std::this_thread::sleep_for(300ms);
   ASSERT_TRUE(device("n1-gpu0").has_value());
   EXPECT_FALSE(device("n1-gpu0")->meta.deleting) << "withdrawn for a file that never parsed";
+}
+
+// An agent that starts again with the same file leaves the kept copy as it is: no write, no
+// sync of the state folder at every start.
+TEST_F(NodeSyncTest, TheSameFileIsNotKeptAgainAtARestart) {
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
+  struct stat before {};
+  ASSERT_EQ(::stat(keptCopy().c_str(), &before), 0);
+  startSync();
+  struct stat after {};
+  ASSERT_EQ(::stat(keptCopy().c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the kept copy was replaced";
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  ASSERT_TRUE(eventually([&] { return device("n1-gpu1").has_value(); }));
+  std::stringstream kept;
+  kept << std::ifstream(keptCopy()).rdbuf();
+  EXPECT_EQ(kept.str(), nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
 }
 
 // A file that parsed but could not be kept leaves no older copy behind: that copy would put
