@@ -128,7 +128,7 @@ struct AgentApp::Impl {
   AgentMetrics metrics;
   Informer<ExtendedResource> devices;
   Informer<ExtendedResourceClaim> claims;
-  Informer<Pod> pods;  // bound to this node: their containers' requests
+  Informer<NodePod> pods;  // bound to this node: their containers' requests
   Informer<ExtendedResourceClass> classes;
   Informer<NodeResources> nodeObject;  // this node: what its status shows
   EventRecorder events;

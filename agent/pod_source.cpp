@@ -2,10 +2,20 @@
 
 #include <utility>
 
+#include "agent/host_sub_paths.h"
 #include "agent/live_read.h"
 #include "common/resource.h"
 
 namespace ker::agent {
+
+NodePod NodePod::fromJson(const nlohmann::json& obj) {
+  NodePod out;
+  static_cast<Pod&>(out) = Pod::fromJson(obj);
+  if (auto spec = obj.find("spec"); obj.is_object() && spec != obj.end() && spec->is_object()) {
+    out.hostSubPaths = readHostSubPaths(*spec);
+  }
+  return out;
+}
 
 PodSource::Result CachedPodSource::get(const std::string& ns, const std::string& name,
                                        const std::string& podUid) {
@@ -14,7 +24,7 @@ PodSource::Result CachedPodSource::get(const std::string& ns, const std::string&
   }
   liveReads_.fetch_add(1);
   auto [pod, status] =
-      readLive<Pod>([&] { return Pod::fromJson(live_.get(resources::kPods, ns, name)); });
+      readLive<NodePod>([&] { return NodePod::fromJson(live_.get(resources::kPods, ns, name)); });
   if (pod && pod->meta.uid != podUid) {
     return {nullptr, {}};  // deleted and created again: this container's pod is gone
   }

@@ -2,8 +2,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/api_client.h"
 #include "common/informer.h"
@@ -12,13 +15,22 @@
 
 namespace ker::agent {
 
+// A pod as the node agent reads it: the model's Pod, and what only the agent's guard needs.
+struct NodePod : Pod {
+  // The host paths its containers reach through subPath mounts of hostPath volumes
+  // (readHostSubPaths), by container name.
+  std::map<std::string, std::vector<std::string>> hostSubPaths;
+
+  static NodePod fromJson(const nlohmann::json& obj);
+};
+
 // Where the agent reads a pod's spec when one of its containers is created: the runtime passes
 // on the pod's identity and annotations, not the resources its containers ask for.
 class PodSource {
  public:
   struct Result {
-    std::shared_ptr<const Pod> pod;  // nullptr: no pod of that UID exists
-    Status status;                   // not OK when it could not be read
+    std::shared_ptr<const NodePod> pod;  // nullptr: no pod of that UID exists
+    Status status;                       // not OK when it could not be read
   };
   virtual ~PodSource() = default;
   // The pod ns/name whose UID is podUid.
@@ -31,12 +43,12 @@ class CachedPodSource : public PodSource {
  public:
   // cache: pods with spec.nodeName = this node. live: the client for reads made while the
   // runtime waits; the caller's RequestDeadline bounds them.
-  CachedPodSource(const Informer<Pod>& cache, ApiClient& live) : cache_(cache), live_(live) {}
+  CachedPodSource(const Informer<NodePod>& cache, ApiClient& live) : cache_(cache), live_(live) {}
   Result get(const std::string& ns, const std::string& name, const std::string& podUid) override;
   uint64_t liveReads() const { return liveReads_.load(); }
 
  private:
-  const Informer<Pod>& cache_;
+  const Informer<NodePod>& cache_;
   ApiClient& live_;
   std::atomic<uint64_t> liveReads_{0};
 };

@@ -11,7 +11,6 @@
 #include "common/label_selector.h"
 #include "common/node_selector.h"
 #include "model/conditions.h"
-#include "model/host_sub_paths.h"
 
 namespace ker {
 
@@ -788,7 +787,6 @@ Pod Pod::fromJson(const nlohmann::json& obj) {
         pod.gracePeriodSeconds = std::max<int64_t>(0, v->get<int64_t>());
       }
       pod.extendedRequests = readExtendedRequests(*spec);
-      pod.hostSubPaths = readHostSubPaths(*spec);
       if (const json* gates = member(*spec, "schedulingGates"); gates && gates->is_array()) {
         for (const auto& g : *gates) {
           const json* name = g.is_object() ? member(g, "name") : nullptr;

@@ -265,9 +265,6 @@ struct Pod {
   std::map<std::string, std::string> resourceClaims;   // PodClaimNames::resourceClaims
   // The extended resources its containers ask for in their resources (readExtendedRequests).
   ExtendedRequests extendedRequests;
-  // The host paths its containers reach through subPath mounts of hostPath volumes
-  // (readHostSubPaths), by container name.
-  std::map<std::string, std::vector<std::string>> hostSubPaths;
   std::vector<std::string> schedulingGates;  // spec.schedulingGates[].name, in order
   std::string invalid;                       // e.g. a garbled claims annotation
 

@@ -42,9 +42,9 @@ class FakePods : public PodSource {
     if (it == pods.end() || it->second.meta.uid != uid) {
       return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
     }
-    return {std::make_shared<const Pod>(it->second), {}};
+    return {std::make_shared<const NodePod>(it->second), {}};
   }
-  std::map<std::string, Pod> pods;
+  std::map<std::string, NodePod> pods;
   std::string error;
   int calls = 0;
   std::vector<std::optional<std::chrono::milliseconds>> deadlines;  // as FakeClaims'
@@ -493,7 +493,7 @@ TEST_F(InjectionPluginTest, ASubPathMountIsJudgedByTheHostPathItReaches) {
       {"volumes", {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}}},
       {"containers",
        {{{"name", "main"}, {"volumeMounts", {{{"name", "root"}, {"subPath", "dev"}}}}}}}};
-  Pod p = Pod::fromJson(
+  NodePod p = NodePod::fromJson(
       {{"metadata", {{"namespace", "ns"}, {"name", "p"}, {"uid", "uid-p"}}}, {"spec", spec}});
   pods.pods["ns/p"] = p;
   nri::CreateContainerRequest req = request("");
@@ -527,7 +527,7 @@ TEST_F(InjectionPluginTest, WhileAClassExistsThePodIsReadForItsRequests) {
                                        {"spec",
                                         {{"extendedResourceName", "example.com/gpu"},
                                          {"rawResourceName", "example.com/gpu"}}}}))});
-  Pod p;
+  NodePod p;
   p.meta.ns = "ns";
   p.meta.name = "p";
   p.meta.uid = "uid-p";
@@ -571,7 +571,7 @@ TEST_F(InjectionPluginTest, WithoutClassesNoPodIsRead) {
   EXPECT_EQ(pods.calls, 0);
   // Classes not read yet: the pod is read, and refused only if it asks for a resource.
   classes.reset();
-  Pod p;
+  NodePod p;
   p.meta.uid = "uid-p";
   pods.pods["ns/p"] = p;
   ASSERT_TRUE(plugin().createContainer(request(""), &resp).isOk());
@@ -597,7 +597,7 @@ TEST_F(InjectionPluginTest, ARefusalFailsTheCreationWithItsMessage) {
 TEST_F(InjectionPluginTest, TheReadsOfOneAnswerShareOneDeadline) {
   using std::chrono::milliseconds;
   classes.reset();  // not read yet: the pod is read too
-  Pod p;
+  NodePod p;
   p.meta.uid = "uid-p";
   pods.pods["ns/p"] = p;
   pods.takes = milliseconds(300);

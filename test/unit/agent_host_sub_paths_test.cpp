@@ -1,8 +1,8 @@
-#include "model/host_sub_paths.h"
-
 #include <gtest/gtest.h>
 
-namespace ker {
+#include "agent/host_sub_paths.h"
+
+namespace ker::agent {
 namespace {
 
 using json = nlohmann::json;
@@ -36,4 +36,4 @@ TEST(HostSubPathsTest, EachSubPathOfAHostPathVolumeIsJoinedToItsPath) {
 }
 
 }  // namespace
-}  // namespace ker
+}  // namespace ker::agent

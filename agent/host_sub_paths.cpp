@@ -1,6 +1,6 @@
-#include "model/host_sub_paths.h"
+#include "agent/host_sub_paths.h"
 
-namespace ker {
+namespace ker::agent {
 
 namespace {
 
@@ -64,4 +64,4 @@ std::map<std::string, std::vector<std::string>> readHostSubPaths(const json& pod
   return out;
 }
 
-}  // namespace ker
+}  // namespace ker::agent

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace ker {
+namespace ker::agent {
 
 // The host paths a pod's containers reach through subPath mounts of hostPath volumes, by
 // container name (init, app and ephemeral containers alike). The runtime is handed the kubelet's
@@ -15,4 +15,4 @@ namespace ker {
 // Read leniently: what is of the wrong shape is skipped (the API server validated the pod).
 std::map<std::string, std::vector<std::string>> readHostSubPaths(const nlohmann::json& podSpec);
 
-}  // namespace ker
+}  // namespace ker::agent
