@@ -87,6 +87,11 @@ struct AgentApp::Impl {
                        "1 when the node file in force is the one on disk (0 while it is "
                        "invalid or unreadable).",
                        [this] { return sync.fileCurrent() ? 1.0 : 0.0; });
+    registry.gaugeFunc("extended_resource_agent_devices_known",
+                       "0 while no node file is in force (its file cannot be used and no copy "
+                       "of one that parsed was kept): the agent gives no device and refuses "
+                       "containers reaching /dev; 1 otherwise.",
+                       [this] { return sync.inventory() ? 1.0 : 0.0; });
     registry.counterFunc("extended_resource_agent_claim_live_reads_total",
                          "Claims read from the API because the cache did not show them bound to "
                          "the pod.",
@@ -181,8 +186,12 @@ void AgentApp::start() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                  std::chrono::steady_clock::now());
   };
-  if (!m.claims.waitForSync(left()) || !m.pods.waitForSync(left()) ||
-      !m.classes.waitForSync(left()) || !m.devices.waitForSync(left())) {
+  // Each one waited for (within what is left), even after another timed out.
+  bool synced = m.claims.waitForSync(left());
+  synced = m.pods.waitForSync(left()) && synced;
+  synced = m.classes.waitForSync(left()) && synced;
+  synced = m.devices.waitForSync(left()) && synced;
+  if (!synced) {
     log::warn(
         "claim, pod, class or device cache not synced after 10s; serving the runtime with live "
         "reads");

@@ -1,6 +1,7 @@
 #include "agent/injection.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -65,12 +66,19 @@ bool reaches(const std::string& source, const std::string& node) {
   return source == "/" || node == source || node.rfind(source + "/", 0) == 0;
 }
 
-std::string withoutTrailingSlashes(std::string path) {
+// The path with "." and ".." resolved as written and no trailing '/', as compared.
+std::string normalPath(const std::string& raw) {
+  std::string path = std::filesystem::path(raw).lexically_normal().string();
   while (path.size() > 1 && path.back() == '/') {
     path.pop_back();
   }
   return path;
 }
+
+// Why a refusal made while no node file is in force is made.
+constexpr const char* kNoFileInForce =
+    "the node agent has no node file in force (its file cannot be used, and no usable copy of "
+    "one that parsed was kept)";
 
 // The device nodes every container has (the runtime's defaults), which no node file lists.
 bool everyContainersDevice(const std::string& path) {
@@ -86,29 +94,35 @@ bool holdsNoDeviceNode(const std::string& path) {
   return path == "/dev/log" || reaches("/dev/shm", path);
 }
 
-// Why the container may reach a device node while the agent knows none of the node's devices,
-// or nothing: it fails closed, since any of them may be managed. A mount of /dev, of a folder
+// Why the container may reach a device while the agent knows none of the node's devices, or
+// nothing: it fails closed, since any of them may be managed. A mount of /dev, of a folder
 // holding it, or of anything in it but the runtime's default devices, the syslog socket and
 // shared memory is refused, as is any device node given beyond the defaults (a privileged
-// container's, or one another device plugin serves).
+// container's, or one another device plugin serves), and a variable named as the agent names
+// a resource's by default (a node file's own envName cannot be known without it).
 std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
                                                  const std::vector<std::string>& sources) {
-  constexpr const char* kWhy =
-      "; the node agent has no node file in force (the file is invalid or unreadable, and no "
-      "copy of one that parsed was kept), so any device node may be one it manages";
+  const std::string why =
+      std::string("; ") + kNoFileInForce + ", so any device may be one it manages";
+  for (const auto& name : in.container.envNames) {
+    if (name.starts_with(kDefaultEnvPrefix)) {
+      return refuse(RefusalReason::kUnclaimedDevice,
+                    "the container sets " + name + " itself" + why);
+    }
+  }
   for (const auto& raw : sources) {
-    const std::string source = withoutTrailingSlashes(raw);
+    const std::string source = normalPath(raw);
     const bool intoDev =
         reaches(source, "/dev") ||
         (reaches("/dev", source) && !everyContainersDevice(source) && !holdsNoDeviceNode(source));
     if (intoDev) {
-      return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source + kWhy);
+      return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source + why);
     }
   }
   for (const auto& path : in.container.devicePaths) {
     if (!everyContainersDevice(path)) {
       return refuse(RefusalReason::kUnclaimedDevice,
-                    "the container is given device node " + path + kWhy);
+                    "the container is given device node " + path + why);
     }
   }
   return std::nullopt;
@@ -143,7 +157,7 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
     }
   }
   for (const auto& raw : sources) {
-    const std::string source = withoutTrailingSlashes(raw);
+    const std::string source = normalPath(raw);
     for (const auto& node : nodes) {
       if (reaches(source, node) && given.count(node) == 0) {
         return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source +
@@ -357,9 +371,7 @@ Injection decideInjection(const InjectionInput& in) {
       if (!in.inventory) {
         return refuse(RefusalReason::kDeviceNotOnNode,
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
-                          " cannot be given: the node agent of node " + in.node +
-                          " has no node file in force (invalid or unreadable, and no copy of " +
-                          "one that parsed was kept)");
+                          " cannot be given on node " + in.node + ": " + kNoFileInForce);
       }
       const DeviceSpec* d = in.inventory->find(deviceName);
       if (!d || d->rawResourceName != c->rawResourceName) {

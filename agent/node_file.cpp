@@ -316,7 +316,7 @@ std::string NodeFile::envNameFor(const std::string& rawResourceName) const {
 }
 
 std::string defaultEnvName(std::string_view rawResourceName) {
-  std::string out = "EXTENDED_RESOURCE_";
+  std::string out(kDefaultEnvPrefix);
   for (char c : rawResourceName) {
     out += std::isalnum(static_cast<unsigned char>(c))
                ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))

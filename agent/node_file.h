@@ -85,6 +85,8 @@ bool isDeviceNodePath(std::string_view path);
 // "EXTENDED_RESOURCE_" and the resource name upper-cased with every character that is not a
 // letter or digit as '_': nvidia.com/gpu -> EXTENDED_RESOURCE_NVIDIA_COM_GPU.
 std::string defaultEnvName(std::string_view rawResourceName);
+// What every defaultEnvName starts with.
+inline constexpr std::string_view kDefaultEnvPrefix = "EXTENDED_RESOURCE_";
 
 // Parses and validates the file's text. Throws std::invalid_argument naming the offending
 // field (devices[2].deviceNodes[0].path: ...); nothing of a file that fails is used.

@@ -42,6 +42,7 @@ NodeSync::~NodeSync() {
 void NodeSync::start() {
   reloadFile();
   useKeptFile();
+  useNoFile();
   refreshDiscovery();
   thread_ = std::thread([this] { run(); });
 }
@@ -96,6 +97,7 @@ void NodeSync::run() {
 void NodeSync::syncOnce() {
   reloadFile();
   useKeptFile();
+  useNoFile();
   refreshDiscovery();
   if (!devices_.hasSynced()) {
     return;  // planning against a partial cache would create what exists
@@ -105,6 +107,9 @@ void NodeSync::syncOnce() {
              // copy) would withdraw every free device an earlier run published
   }
   auto file = inventory();
+  if (!file) {
+    return;  // the file parsed, but discovery failed before putting it in force
+  }
   std::vector<const ExtendedResource*> published;
   auto cached = devices_.list();
   for (const auto& d : cached) {
@@ -123,7 +128,8 @@ void NodeSync::syncOnce() {
 void NodeSync::reloadFile() {
   std::optional<std::string> read;
   Status st = readWholeFile(options_.nodeFile, options_.maxFileBytes, read);
-  if (st.ok() && !read) {
+  fileMissing_ = st.ok() && !read;
+  if (fileMissing_) {
     st = Status::notFound("no file " + options_.nodeFile);
   }
   if (!st.ok()) {
@@ -183,7 +189,8 @@ void NodeSync::useKeptFile() {
   const std::string path = stateFilePath(options_.stateDir, kKeptFileName);
   std::optional<std::string> text;
   if (Status st = readWholeFile(path, options_.maxFileBytes, text); !st.ok()) {
-    if (keptReadError_ != st.message()) {  // tried again at the next sync
+    keptFileTried_ = st.code() == StatusCode::kInvalid;  // too large: it cannot change
+    if (keptReadError_ != st.message()) {                // otherwise tried again at the next sync
       keptReadError_ = st.message();
       log::error("cannot read the kept copy of the last node file that parsed",
                  {{"error", st.message()}});
@@ -192,6 +199,7 @@ void NodeSync::useKeptFile() {
   }
   keptFileTried_ = true;
   if (!text) {
+    keptAbsent_ = true;
     return;  // no file ever parsed here
   }
   try {
@@ -212,6 +220,21 @@ void NodeSync::useKeptFile() {
        {"discoverSources", file_->discover.size()}});
 }
 
+void NodeSync::useNoFile() {
+  if (fileLoaded_) {
+    return;
+  }
+  const bool noKeptCopy = options_.stateDir.empty() || keptAbsent_;
+  std::shared_ptr<const NodeFile> next;
+  if (fileMissing_ && noKeptCopy) {
+    next = std::make_shared<const NodeFile>();
+  }
+  std::lock_guard lock(inventoryMu_);
+  if (static_cast<bool>(inventory_) != static_cast<bool>(next)) {
+    inventory_ = std::move(next);
+  }
+}
+
 void NodeSync::refreshDiscovery() {
   const auto now = std::chrono::steady_clock::now();
   if (!fileChanged_ && (file_->discover.empty() || now - lastDiscovery_ < options_.period)) {
@@ -220,7 +243,6 @@ void NodeSync::refreshDiscovery() {
   if (fileChanged_) {
     foundBySource_.assign(file_->discover.size(), {});
   }
-  fileChanged_ = false;
   lastDiscovery_ = now;
   std::vector<std::string> problems;
   std::optional<CdiDevices> cdi;
@@ -255,6 +277,7 @@ void NodeSync::refreshDiscovery() {
     found.insert(found.end(), devices.begin(), devices.end());
   }
   auto next = std::make_shared<const NodeFile>(withDiscovered(*file_, found, problems));
+  fileChanged_ = false;  // only now: until the file is in force, the next sync tries again
   const std::string problemText = joinCommaList(problems);
   if (problemText != discoveryProblems_) {
     discoveryProblems_ = problemText;

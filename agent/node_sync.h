@@ -74,6 +74,10 @@ class NodeSync {
   // Before any node file parsed since the start: puts the kept copy of the last one that did in
   // force. Looks once, or again at each sync while the copy cannot be read.
   void useKeptFile();
+  // Before any node file parsed since the start, and without a kept copy: a node that has no
+  // node file has no devices (an empty inventory in force); one whose file is invalid or
+  // unreadable may have any, so nothing is in force (and the guard fails closed).
+  void useNoFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it
   // found last, so a command's hiccup withdraws nothing.
@@ -114,6 +118,8 @@ class NodeSync {
   bool fileChanged_ = false;              // since discovery last ran
   bool fileLoaded_ = false;     // a file parsed since the agent started (or its kept copy)
   bool keptFileTried_ = false;  // useKeptFile has looked
+  bool keptAbsent_ = false;     // and found no kept copy
+  bool fileMissing_ = false;    // the node file does not exist (at the last read)
   std::string keptReadError_;   // why the kept copy could not be read, last logged
   std::chrono::steady_clock::time_point lastDiscovery_;
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source

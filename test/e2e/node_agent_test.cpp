@@ -392,7 +392,7 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
 // as it kept it: a container without a claim still cannot mount the devices' nodes, and a pod
 // allocated one of them still gets it. Started again with no kept copy either, it knows no
 // device and fails closed: /dev is not mounted, and the device, still Available in the API, is
-// not given.
+// not given until the file parses again.
 TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevices) {
   const std::string gpu = uniqueName("gpu");
   createDevice(gpu);
@@ -475,6 +475,9 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
   EXPECT_FALSE(awaitEventMessage("holder-2", "Failed", "has no node file in force", 90s).empty())
       << "a device was given while the agent knew none";
   EXPECT_FALSE(podRunning("holder-2"));
+
+  ASSERT_TRUE(replace(path, good.str()));
+  awaitRunningWithDevice("holder-2", gpu, 180s);
 }
 
 // The node agent's one process, SIGSTOPped from construction until resume() or the end of the

@@ -146,11 +146,13 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
   const Refusal claimed = refusal();
   EXPECT_EQ(claimed.reason, RefusalReason::kDeviceNotOnNode);
   EXPECT_EQ(claimed.message,
-            "device gpu0 of claim ns/c1 cannot be given: the node agent of node node-1 has no "
-            "node file in force (invalid or unreadable, and no copy of one that parsed was kept)");
+            "device gpu0 of claim ns/c1 cannot be given on node node-1: the node agent has no "
+            "node file in force (its file cannot be used, and no usable copy of one that parsed "
+            "was kept)");
 
   pod.annotations.erase(kClaimsAnnotation);
-  for (const char* source : {"/", "/dev/", "/dev/nvidia0", "/dev/dri", "/dev/char/195:0"}) {
+  for (const char* source :
+       {"/", "/dev/", "/dev/nvidia0", "/dev/dri", "/dev/char/195:0", "/dev/shm/../nvidia0"}) {
     container = {{}, {source}, {}};
     const Refusal r = refusal();
     EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice) << source;
@@ -159,9 +161,11 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
   container = {{}, {}, {"/dev/null", "/dev/nvidia0"}};
   EXPECT_EQ(refusal().message,
             "the container is given device node /dev/nvidia0; the node agent has no node file in "
-            "force (the file is invalid or unreadable, and no copy of one that parsed was kept), "
-            "so any device node may be one it manages");
-  container = {{"EXTENDED_RESOURCE_EXAMPLE_COM_GPU"},
+            "force (its file cannot be used, and no usable copy of one that parsed was kept), so "
+            "any device may be one it manages");
+  container = {{"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}, {}, {}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+  container = {{"PATH", "NVIDIA_VISIBLE_DEVICES"},
                {"/var/lib/data", "/dev/log", "/dev/shm/x", "/dev/null", "/devices"},
                {"/dev/null", "/dev/urandom", "/dev/tty"}};
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));

@@ -238,6 +238,22 @@ TEST_F(NodeSyncTest, AnAgentStartedWithAnInvalidFileWithdrawsNothing) {
   EXPECT_TRUE(eventually(withdrawn)) << "a file that parses is followed";
 }
 
+// A node without a node file, and without a kept copy, has no devices: an empty inventory is in
+// force (the guard has nothing to check), not none (it would refuse every /dev mount). Its file
+// turning up broken puts nothing in force; a file that parses, its devices.
+TEST_F(NodeSyncTest, ANodeWithoutANodeFileHasNoDevices) {
+  start();
+  ASSERT_NE(sync_->inventory(), nullptr);
+  EXPECT_TRUE(sync_->inventory()->devices.empty());
+  write("devices: [this is not a device list");
+  EXPECT_TRUE(eventually([&] { return sync_->inventory() == nullptr; }));
+  write(nodeFile({{"n1-gpu0", "/dev/null"}}));
+  EXPECT_TRUE(eventually([&] {
+    const auto inForce = sync_->inventory();
+    return inForce && inForce->devices.size() == 1;
+  }));
+}
+
 // The devices an agent published stay in force across a restart with a broken file, so the
 // DeviceGuard still knows their device nodes and their pods still get them.
 TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFileThatParsed) {
