@@ -143,6 +143,19 @@ class InjectionPluginTest : public ::testing::Test {
     }
   }
 
+  // Pod q's container, whose claim c2 is allocated gpu0 under its new name, gpu0-renamed.
+  nri::CreateContainerRequest podQWithTheRenamedDevice() {
+    ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
+    c2.meta.name = "c2";
+    c2.allocated = {"gpu0-renamed"};
+    c2.podRef = PodRef{"q", "uid-q"};
+    claims.claims["ns/c2"] = c2;
+    nri::CreateContainerRequest req = request("c2");
+    req.mutable_pod()->set_uid("uid-q");
+    req.mutable_pod()->set_name("q");
+    return req;
+  }
+
   nri::CreateContainerRequest request(const std::string& claimsAnnotation) {
     nri::CreateContainerRequest req;
     req.mutable_pod()->set_uid("uid-p");
@@ -295,14 +308,7 @@ TEST_F(InjectionPluginTest, ARenamedDeviceStaysWithTheContainerThatHasIt) {
   auto renamed = std::make_shared<NodeFile>(*inventory);
   renamed->devices[0].name = "gpu0-renamed";
   inventory = renamed;
-  ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
-  c2.meta.name = "c2";
-  c2.allocated = {"gpu0-renamed"};
-  c2.podRef = PodRef{"q", "uid-q"};
-  claims.claims["ns/c2"] = c2;
-  nri::CreateContainerRequest second = request("c2");
-  second.mutable_pod()->set_uid("uid-q");
-  second.mutable_pod()->set_name("q");
+  const nri::CreateContainerRequest second = podQWithTheRenamedDevice();
   nri::CreateContainerResponse refused;
   EXPECT_FALSE(plugin().createContainer(second, &refused).isOk());
   EXPECT_EQ(metrics.refusals.labels({"DeviceInUse"}).value(), 1);
@@ -338,14 +344,7 @@ TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
   nri::SynchronizeResponse synced;
   ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
 
-  ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
-  c2.meta.name = "c2";
-  c2.allocated = {"gpu0-renamed"};
-  c2.podRef = PodRef{"q", "uid-q"};
-  claims.claims["ns/c2"] = c2;
-  nri::CreateContainerRequest second = request("c2");
-  second.mutable_pod()->set_uid("uid-q");
-  second.mutable_pod()->set_name("q");
+  const nri::CreateContainerRequest second = podQWithTheRenamedDevice();
   nri::CreateContainerResponse refused;
   nri::Status s = plugin().createContainer(second, &refused);
   ASSERT_FALSE(s.isOk());
