@@ -84,8 +84,8 @@ struct AgentApp::Impl {
     classes.addHandlers({.onAdd = recount, .onUpdate = recount, .onDelete = recount});
     nodeObject.addHandlers({.onAdd = recount, .onUpdate = recount});
     registry.gaugeFunc("extended_resource_agent_node_file_current",
-                       "1 when the node file in force is the one on disk (0 while it is "
-                       "invalid or unreadable).",
+                       "1 when the node file in force is the one on disk, or there is none and "
+                       "no device is in force (0 while it is invalid or unreadable).",
                        [this] { return sync.fileCurrent() ? 1.0 : 0.0; });
     registry.gaugeFunc("extended_resource_agent_devices_known",
                        "0 while no node file is in force (its file cannot be used and no copy "

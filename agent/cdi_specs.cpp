@@ -27,15 +27,7 @@ std::string scalar(const YAML::Node& parent, const char* key, const std::string&
   return n.Scalar();
 }
 
-}  // namespace
-
-CdiSpec parseCdiSpec(const std::string& text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(std::string("not YAML or JSON: ") + e.what());
-  }
+CdiSpec readCdiSpec(const YAML::Node& root) {
   if (!root.IsMap()) {
     fail("expected a mapping");
   }
@@ -58,7 +50,8 @@ CdiSpec parseCdiSpec(const std::string& text) {
     if (auto p = cdiDeviceNameProblem(name); !p.empty()) {
       fail(path + "name: " + p);
     }
-    YAML::Node nodes = devices[i]["containerEdits"]["deviceNodes"];
+    const YAML::Node edits = devices[i]["containerEdits"];
+    const YAML::Node nodes = edits && edits.IsMap() ? edits["deviceNodes"] : YAML::Node();
     for (size_t k = 0; nodes && nodes.IsSequence() && k < nodes.size(); ++k) {
       const YAML::Node& n = nodes[k];
       if (!n.IsMap() || !n["path"] || !n["path"].IsScalar()) {
@@ -74,6 +67,22 @@ CdiSpec parseCdiSpec(const std::string& text) {
     spec.devices.push_back(std::move(name));
   }
   return spec;
+}
+
+}  // namespace
+
+CdiSpec parseCdiSpec(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(std::string("not YAML or JSON: ") + e.what());
+  }
+  try {
+    return readCdiSpec(root);
+  } catch (const YAML::Exception& e) {  // a shape the reads above did not expect
+    fail(std::string("unexpected shape: ") + e.what());
+  }
 }
 
 CdiDevices readCdiSpecDirs(const std::string& hostRoot, const std::vector<std::string>& dirs) {

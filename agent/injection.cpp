@@ -128,10 +128,11 @@ std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
   return std::nullopt;
 }
 
-// Why the container reaches a managed device of this node it was not given (`given`: the device
-// node paths of its allocation), or nothing.
+// Why the container reaches a managed device of this node it was not given (`allocated`: the
+// device node paths of its allocation), or nothing. Every path is compared normalised, as a
+// file may write /dev//x for /dev/x.
 std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
-                                          const std::set<std::string>& given) {
+                                          const std::set<std::string>& allocated) {
   if (!in.guard.checks(in.pod->ns)) {
     return std::nullopt;
   }
@@ -146,8 +147,12 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
   for (const auto& d : in.inventory->devices) {
     variables.insert(in.inventory->envNameFor(d.rawResourceName));
     for (const auto& n : d.deviceNodes) {
-      nodes.insert(n.path);
+      nodes.insert(normalPath(n.path));
     }
+  }
+  std::set<std::string> given;
+  for (const auto& path : allocated) {
+    given.insert(normalPath(path));
   }
   for (const auto& name : in.container.envNames) {
     if (variables.count(name) != 0) {
@@ -166,7 +171,8 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
       }
     }
   }
-  for (const auto& path : in.container.devicePaths) {
+  for (const auto& raw : in.container.devicePaths) {
+    const std::string path = normalPath(raw);
     if (nodes.count(path) != 0 && given.count(path) == 0) {
       return refuse(RefusalReason::kUnclaimedDevice,
                     "the container is given device node " + path +

@@ -113,7 +113,7 @@ struct ContainerRequest {
   // Whether a mount's source is the kubelet's bind mount of a subPath (kSubPathMountFolder), whose
   // host path only the pod's spec tells: then subPathSources, resolved as mountSources are.
   bool mountsSubPath = false;
-  std::vector<std::string> subPathSources;  // Pod::hostSubPaths of this container
+  std::vector<std::string> subPathSources;  // NodePod::hostSubPaths of this container
 };
 
 // The folder of a pod's kubelet directory holding its subPath bind mounts.

@@ -129,6 +129,10 @@ void NodeSync::reloadFile() {
   std::optional<std::string> read;
   Status st = readWholeFile(options_.nodeFile, options_.maxFileBytes, read);
   fileMissing_ = st.ok() && !read;
+  if (fileMissing_ && !fileLoaded_) {
+    fileText_.reset();
+    return;  // what no file means before any parsed is useNoFile's to say
+  }
   if (fileMissing_) {
     st = Status::notFound("no file " + options_.nodeFile);
   }
@@ -228,6 +232,24 @@ void NodeSync::useNoFile() {
   std::shared_ptr<const NodeFile> next;
   if (fileMissing_ && noKeptCopy) {
     next = std::make_shared<const NodeFile>();
+  }
+  if (fileMissing_) {
+    fileCurrent_ = next != nullptr;  // no file, and no devices in force: as the node says
+    const std::string said = next ? "no file " + options_.nodeFile
+                                  : "no file " + options_.nodeFile + ", and no usable kept copy";
+    if (readError_ != said) {
+      readError_ = said;
+      if (next) {
+        log::info("no node file; this node has no devices until one is written",
+                  {{"file", options_.nodeFile}});
+      } else {
+        metrics_.nodeFileErrors.inc();
+        log::error(
+            "no node file, and the kept copy of the last one that parsed cannot be used; "
+            "no device is in force",
+            {{"file", options_.nodeFile}});
+      }
+    }
   }
   std::lock_guard lock(inventoryMu_);
   if (static_cast<bool>(inventory_) != static_cast<bool>(next)) {

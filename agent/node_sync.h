@@ -58,10 +58,12 @@ class NodeSync {
   void wake();
 
   // The devices in force: the last node file that parsed (its kept copy before one did since
-  // the start) with the devices its sources found; nullptr without either, when the agent
-  // knows none of the node's devices (and gives none, and fails closed: decideInjection).
+  // the start) with the devices its sources found; an empty one when the node has no node file
+  // and none was kept; nullptr otherwise, when the agent knows none of the node's devices (and
+  // gives none, and fails closed: decideInjection). See useNoFile.
   std::shared_ptr<const NodeFile> inventory() const;
-  // Whether the file in force is the one on disk (false while the file on disk is invalid).
+  // Whether the file in force is the one on disk (false while the file on disk is invalid or
+  // unreadable); true for a node with no file and no devices in force.
   bool fileCurrent() const { return fileCurrent_.load(); }
   // The last health check: device name -> healthy, for the devices of the inventory this agent
   // has published; nullptr before the first check.
@@ -72,7 +74,8 @@ class NodeSync {
   void syncOnce();
   void reloadFile();
   // Before any node file parsed since the start: puts the kept copy of the last one that did in
-  // force. Looks once, or again at each sync while the copy cannot be read.
+  // force. Looks once, or again at each sync while the copy cannot be read (not when it is too
+  // large, which cannot change).
   void useKeptFile();
   // Before any node file parsed since the start, and without a kept copy: a node that has no
   // node file has no devices (an empty inventory in force); one whose file is invalid or

@@ -92,6 +92,25 @@ TEST(CdiSpecs, WhatIsNotASpecIsRefusedNamingTheField) {
   }
 }
 
+// Edits of a shape the runtime will refuse (not a mapping, not a list) are the runtime's to
+// refuse: the device is defined, with no device node for the agent to guard, and nothing throws
+// but std::invalid_argument.
+TEST(CdiSpecs, EditsOfAnotherShapeDefineTheDeviceWithoutNodes) {
+  for (const char* edits :
+       {"containerEdits: 7", "containerEdits: [a]", "containerEdits: {deviceNodes: 5}",
+        "containerEdits: {deviceNodes: [7]}"}) {
+    const std::string text =
+        std::string("cdiVersion: 0.5.0\nkind: a.com/b\ndevices:\n  - name: x\n    ") + edits + "\n";
+    try {
+      const CdiSpec spec = parseCdiSpec(text);
+      EXPECT_EQ(spec.devices, std::vector<std::string>{"x"}) << edits;
+      EXPECT_TRUE(spec.deviceNodes.empty()) << edits;
+    } catch (const std::invalid_argument& e) {
+      ADD_FAILURE() << edits << ": " << e.what();
+    }
+  }
+}
+
 TEST(CdiSpecs, TheDirectoriesJsonAndYamlFilesDefineTheDevices) {
   char tmpl[] = "/tmp/ker-cdi-test.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

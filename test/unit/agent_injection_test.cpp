@@ -184,6 +184,19 @@ TEST_F(InjectionTest, AClaimingContainerReachesOnlyItsOwnDevices) {
   EXPECT_NE(r.message.find("/dev/gpu1"), std::string::npos) << r.message;
 }
 
+// Paths are compared as the paths they name: a node file's /dev//gpu1 is /dev/gpu1, mounted or
+// given, and a container's own /dev/./gpu0 is its allocated /dev/gpu0.
+TEST_F(InjectionTest, DeviceNodePathsAreComparedNormalised) {
+  inventory.devices[1].deviceNodes[0].path = "/dev//gpu1";
+  container = {{}, {}, {"/dev/./gpu0", "/dev/gpuctl"}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
+  pod.annotations.erase(kClaimsAnnotation);
+  container = {{}, {"/dev/gpu1"}, {}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+  container = {{}, {}, {"/dev/gpu1"}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+}
+
 // The kubelet says where it got the pod: a static pod (its file source) can carry any UID, so it
 // holds no claim.
 TEST_F(InjectionTest, APodNotFromTheApiServerHoldsNoClaim) {

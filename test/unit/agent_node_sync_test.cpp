@@ -245,8 +245,10 @@ TEST_F(NodeSyncTest, ANodeWithoutANodeFileHasNoDevices) {
   start();
   ASSERT_NE(sync_->inventory(), nullptr);
   EXPECT_TRUE(sync_->inventory()->devices.empty());
+  EXPECT_TRUE(sync_->fileCurrent()) << "no file and no devices is what the node says";
   write("devices: [this is not a device list");
   EXPECT_TRUE(eventually([&] { return sync_->inventory() == nullptr; }));
+  EXPECT_FALSE(sync_->fileCurrent());
   write(nodeFile({{"n1-gpu0", "/dev/null"}}));
   EXPECT_TRUE(eventually([&] {
     const auto inForce = sync_->inventory();
