@@ -87,11 +87,12 @@ struct AgentApp::Impl {
                        "1 when the node file in force is the one on disk, or there is none and "
                        "no device is in force (0 while it is invalid or unreadable).",
                        [this] { return sync.fileCurrent() ? 1.0 : 0.0; });
-    registry.gaugeFunc("extended_resource_agent_devices_known",
-                       "0 while no node file is in force (its file cannot be used and no copy "
-                       "of one that parsed was kept): the agent gives no device and refuses "
-                       "containers reaching /dev; 1 otherwise.",
-                       [this] { return sync.inventory() ? 1.0 : 0.0; });
+    registry.gaugeFunc(
+        "extended_resource_agent_devices_known",
+        "0 while no node file is in force (its file is missing or cannot be used, and no copy "
+        "of one that parsed was kept): the agent gives no device and refuses containers "
+        "reaching /dev; 1 otherwise.",
+        [this] { return sync.inventory() ? 1.0 : 0.0; });
     registry.counterFunc("extended_resource_agent_claim_live_reads_total",
                          "Claims read from the API because the cache did not show them bound to "
                          "the pod.",
@@ -172,7 +173,6 @@ void AgentApp::start() {
   m.pods.start();
   m.classes.start();
   m.nodeObject.start();
-  m.sync.start();
   m.capacity.start();
   if (m.policy) {
     m.policy->start();
@@ -196,6 +196,7 @@ void AgentApp::start() {
         "claim, pod, class or device cache not synced after 10s; serving the runtime with live "
         "reads");
   }
+  m.sync.start();  // after the device cache: a node without a file may have published devices
   m.runtimeThread = std::thread([&m] { m.runtime.run(m.stopRuntime); });
   m.started = true;
   log::info("node agent started", {{"node", m.config.node},

@@ -77,8 +77,8 @@ std::string normalPath(const std::string& raw) {
 
 // Why a refusal made while no node file is in force is made.
 constexpr const char* kNoFileInForce =
-    "the node agent has no node file in force (its file cannot be used, and no usable copy of "
-    "one that parsed was kept)";
+    "the node agent has no node file in force (its file is missing or cannot be used, and no "
+    "usable copy of one that parsed was kept)";
 
 // The device nodes every container has (the runtime's defaults), which no node file lists.
 bool everyContainersDevice(const std::string& path) {

@@ -229,25 +229,40 @@ void NodeSync::useNoFile() {
     return;
   }
   const bool noKeptCopy = options_.stateDir.empty() || keptAbsent_;
+  // Devices published for this node show it had a file once (this agent publishes them only
+  // from one): without it their device nodes are unknown. Before the cache syncs nothing is
+  // known either way, and failing closed then would refuse /dev on every node without devices
+  // whose agent starts while the API is out of reach; AgentApp starts this after that wait.
+  const size_t published = devices_.hasSynced() ? devices_.size() : 0;
   std::shared_ptr<const NodeFile> next;
-  if (fileMissing_ && noKeptCopy) {
+  if (fileMissing_ && noKeptCopy && published == 0) {
     next = std::make_shared<const NodeFile>();
   }
   if (fileMissing_) {
     fileCurrent_ = next != nullptr;  // no file, and no devices in force: as the node says
-    const std::string said = next ? "no file " + options_.nodeFile
-                                  : "no file " + options_.nodeFile + ", and no usable kept copy";
+    std::string said = "no file " + options_.nodeFile;
+    if (!noKeptCopy) {
+      said += ", and no usable kept copy";
+    } else if (published != 0) {
+      said += ", and " + std::to_string(published) + " devices of this node published";
+    }
     if (readError_ != said) {
       readError_ = said;
       if (next) {
         log::info("no node file; this node has no devices until one is written",
                   {{"file", options_.nodeFile}});
-      } else {
+      } else if (!noKeptCopy) {
         metrics_.nodeFileErrors.inc();
         log::error(
             "no node file, and the kept copy of the last one that parsed cannot be used; "
             "no device is in force",
             {{"file", options_.nodeFile}});
+      } else {
+        metrics_.nodeFileErrors.inc();
+        log::error(
+            "no node file and no kept copy, but devices of this node are published; no device "
+            "is in force until a node file is written",
+            {{"file", options_.nodeFile}, {"published", published}});
       }
     }
   }

@@ -51,16 +51,17 @@ class NodeSync {
   NodeSync& operator=(const NodeSync&) = delete;
 
   // Reads the file once before returning (so injection has an inventory from the start), then
-  // syncs in the background.
+  // syncs in the background. Call it once the device cache has synced, or waited for in vain:
+  // whether a node without a file has devices depends on what it shows (useNoFile).
   void start();
   void stop();
   // Sync soon (a device changed in the API).
   void wake();
 
   // The devices in force: the last node file that parsed (its kept copy before one did since
-  // the start) with the devices its sources found; an empty one when the node has no node file
-  // and none was kept; nullptr otherwise, when the agent knows none of the node's devices (and
-  // gives none, and fails closed: decideInjection). See useNoFile.
+  // the start) with the devices its sources found; an empty one when the node has no node file,
+  // none was kept and none of its devices is published; nullptr otherwise, when the agent knows
+  // none of the node's devices (and gives none, and fails closed: decideInjection). See useNoFile.
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid or
   // unreadable); true for a node with no file and no devices in force.
@@ -78,8 +79,9 @@ class NodeSync {
   // large, which cannot change).
   void useKeptFile();
   // Before any node file parsed since the start, and without a kept copy: a node that has no
-  // node file has no devices (an empty inventory in force); one whose file is invalid or
-  // unreadable may have any, so nothing is in force (and the guard fails closed).
+  // node file and no published device has no devices (an empty inventory in force); one whose
+  // file is invalid or unreadable, or whose devices are published (a file was deleted), may
+  // have any, so nothing is in force (and the guard fails closed).
   void useNoFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it

@@ -1,7 +1,8 @@
 // libFuzzer target: one request body through each of the extender's verbs (filter,
 // prioritize, bind, preempt), as anyone who can reach its port could POST it, over a small
 // in-memory cluster so that bind runs its real logic against the fake API server. Beyond what the
-// sanitizers catch, it aborts when a reply breaks what kube-scheduler relies on.
+// sanitizers catch, it aborts when a reply breaks what kube-scheduler relies on. The body's pod
+// spec is also read as the node agent reads one, for its subPath host paths.
 
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/host_sub_paths.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/resource.h"
@@ -233,6 +235,24 @@ void checkPreempt(const HttpResponse& reply, const std::optional<PreemptionArgs>
   }
 }
 
+// The node agent reads the same pod's spec for the host paths its subPath mounts reach
+// (NodePod), leniently: whatever the shape, it never throws.
+void readAsTheNodeAgentWould(std::string_view input) {
+  const json body = json::parse(input, nullptr, false);
+  if (!body.is_object()) {
+    return;
+  }
+  for (const char* key : {"Pod", "pod"}) {
+    const auto pod = body.find(key);
+    if (pod == body.end() || !pod->is_object()) {
+      continue;
+    }
+    if (const auto spec = pod->find("spec"); spec != pod->end() && spec->is_object()) {
+      (void)agent::readHostSubPaths(*spec);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ker
 
@@ -257,6 +277,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     args = ker::parseExtenderArgs(input);
   } catch (const ker::WireError&) {
   }
+  ker::readAsTheNodeAgentWould(input);
   const ker::HttpResponse filtered = world->handlers.filter(input);
   if (args.has_value() != (filtered.status == 200)) {
     ker::violated("filter", "answer disagrees with parseExtenderArgs", filtered);

@@ -478,6 +478,21 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
 
   ASSERT_TRUE(replace(path, good.str()));
   awaitRunningWithDevice("holder-2", gpu, 180s);
+
+  // The file deleted where no copy was kept (an agent upgraded from a release that kept none):
+  // the published device shows the node had a file, so the agent fails closed, and no
+  // container without a claim reaches the device holder-2 runs with.
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(kept); }, 30s)) << kept;
+  ASSERT_TRUE(std::filesystem::remove(path)) << path;
+  ASSERT_TRUE(std::filesystem::remove(kept)) << kept;
+  ASSERT_NO_FATAL_FAILURE(restartAgent());
+  mountingDev("by-mount-3");
+  EXPECT_FALSE(
+      awaitEventMessage("by-mount-3", "Failed", "the node agent has no node file in force", 60s)
+          .empty())
+      << "a container without a claim mounted /dev while the node file was gone";
+  EXPECT_FALSE(podRunning("by-mount-3"));
+  EXPECT_TRUE(podRunning("holder-2"));
 }
 
 // The node agent's one process, SIGSTOPped from construction until resume() or the end of the

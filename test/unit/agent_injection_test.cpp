@@ -147,8 +147,8 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
   EXPECT_EQ(claimed.reason, RefusalReason::kDeviceNotOnNode);
   EXPECT_EQ(claimed.message,
             "device gpu0 of claim ns/c1 cannot be given on node node-1: the node agent has no "
-            "node file in force (its file cannot be used, and no usable copy of one that parsed "
-            "was kept)");
+            "node file in force (its file is missing or cannot be used, and no usable copy of one "
+            "that parsed was kept)");
 
   pod.annotations.erase(kClaimsAnnotation);
   for (const char* source :
@@ -161,8 +161,8 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
   container = {{}, {}, {"/dev/null", "/dev/nvidia0"}};
   EXPECT_EQ(refusal().message,
             "the container is given device node /dev/nvidia0; the node agent has no node file in "
-            "force (its file cannot be used, and no usable copy of one that parsed was kept), so "
-            "any device may be one it manages");
+            "force (its file is missing or cannot be used, and no usable copy of one that parsed "
+            "was kept), so any device may be one it manages");
   container = {{"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}, {}, {}};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
   container = {{"PATH", "NVIDIA_VISIBLE_DEVICES"},

@@ -256,6 +256,30 @@ TEST_F(NodeSyncTest, ANodeWithoutANodeFileHasNoDevices) {
   }));
 }
 
+// A node file deleted where no copy was kept (an agent upgraded from a release that kept none):
+// the published devices show the node had one, so their device nodes are unknown and the agent
+// fails closed rather than guard nothing. The devices are not withdrawn meanwhile.
+TEST_F(NodeSyncTest, ANodeWhoseFileIsGoneButWhoseDevicesArePublishedKnowsNoDevice) {
+  ASSERT_NO_FATAL_FAILURE(startWithGpu0());
+  sync_->stop();
+  std::filesystem::remove(file_);
+  std::filesystem::remove(keptCopy());
+  startSync();
+  EXPECT_EQ(sync_->inventory(), nullptr) << "in force from the start: nothing";
+  EXPECT_FALSE(sync_->fileCurrent());
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(device("n1-gpu0").has_value());
+  EXPECT_FALSE(device("n1-gpu0")->meta.deleting) << "withdrawn for a file that is gone";
+  api_.patch(resources::kExtendedResources, "", "n1-gpu0", PatchType::kMerge,
+             {{"metadata", {{"finalizers", nullptr}}}});
+  api_.remove(resources::kExtendedResources, "", "n1-gpu0");
+  EXPECT_TRUE(eventually([&] {
+    const auto inForce = sync_->inventory();
+    return inForce && inForce->devices.empty();
+  })) << "once no device of the node is published, the node has none";
+  EXPECT_TRUE(sync_->fileCurrent());
+}
+
 // The devices an agent published stay in force across a restart with a broken file, so the
 // DeviceGuard still knows their device nodes and their pods still get them.
 TEST_F(NodeSyncTest, AnAgentRestartedWithAnInvalidFileHasTheDevicesOfTheLastFileThatParsed) {
