@@ -22,7 +22,7 @@
 #include "bench/cluster.h"
 #include "common/flags.h"
 #include "common/metrics.h"
-#include "scheduler/binder.h"
+#include "scheduler/bind/binder.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
 #include "test/unit/fake_api_client.h"

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "common/flags.h"
-#include "scheduler/allocator.h"
-#include "scheduler/device_index.h"
-#include "scheduler/planner.h"
+#include "scheduler/cache/device_index.h"
+#include "scheduler/fit/allocator.h"
+#include "scheduler/fit/planner.h"
 
 namespace ker::bench {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "scheduler/extender_wire.h"
-#include "scheduler/json_text.h"
+#include "scheduler/wire/extender_wire.h"
+#include "scheduler/wire/json_text.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "common/quantity.h"
 #include "model/objects.h"
 #include "model/suitability.h"
-#include "scheduler/allocator.h"
+#include "scheduler/fit/allocator.h"
 
 namespace {
 

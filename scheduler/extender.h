@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/allocator.h"
-#include "scheduler/binder.h"
-#include "scheduler/device_index.h"
-#include "scheduler/extender_wire.h"
-#include "scheduler/planner.h"
-#include "scheduler/preemption.h"
-#include "scheduler/preemption_verb.h"
+#include "scheduler/bind/binder.h"
+#include "scheduler/cache/device_index.h"
+#include "scheduler/fit/allocator.h"
+#include "scheduler/fit/planner.h"
+#include "scheduler/preemption/preemption.h"
+#include "scheduler/preemption/preemption_verb.h"
+#include "scheduler/wire/extender_wire.h"
 
 namespace ker {
 

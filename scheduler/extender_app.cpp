@@ -9,11 +9,11 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "model/objects.h"
-#include "scheduler/binder.h"
-#include "scheduler/claim_lookup.h"
+#include "scheduler/bind/binder.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
-#include "scheduler/preemption_worker.h"
+#include "scheduler/fit/claim_lookup.h"
+#include "scheduler/preemption/preemption_worker.h"
 
 namespace ker {
 

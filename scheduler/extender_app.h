@@ -10,7 +10,7 @@
 #include "common/admission_policy_check.h"
 #include "common/api_client.h"
 #include "model/objects.h"
-#include "scheduler/allocator.h"
+#include "scheduler/fit/allocator.h"
 
 namespace ker {
 

@@ -1,4 +1,4 @@
-#include "scheduler/allocator.h"
+#include "scheduler/fit/allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include "model/invariants.h"
 #include "model/objects.h"
 #include "model/suitability.h"
-#include "scheduler/planner.h"
+#include "scheduler/fit/planner.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {

@@ -1,4 +1,4 @@
-#include "scheduler/bind_journal.h"
+#include "scheduler/bind/bind_journal.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/binder.h"
+#include "scheduler/bind/binder.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/claim_lookup.h"
+#include "scheduler/fit/claim_lookup.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "controller/template_claims_plan.h"
 #include "controller/watch_triggers.h"
 #include "model/objects.h"
-#include "scheduler/planner.h"
+#include "scheduler/fit/planner.h"
 
 namespace ker {
 namespace {

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "scheduler/device_index.h"
+#include "scheduler/cache/device_index.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {

@@ -1,4 +1,4 @@
-#include "scheduler/device_index.h"
+#include "scheduler/cache/device_index.h"
 
 #include <gtest/gtest.h>
 

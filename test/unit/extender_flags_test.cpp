@@ -7,7 +7,7 @@
 
 #include "common/flag_checks.h"
 #include "flag_args.h"
-#include "scheduler/binder.h"
+#include "scheduler/bind/binder.h"
 
 namespace ker {
 namespace {

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "model/objects.h"
-#include "scheduler/allocator.h"
-#include "scheduler/binder.h"
-#include "scheduler/device_index.h"
+#include "scheduler/bind/binder.h"
+#include "scheduler/cache/device_index.h"
 #include "scheduler/extender.h"
+#include "scheduler/fit/allocator.h"
 #include "test/unit/fake_api_client.h"
 
 namespace ker::testing {

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "scheduler/extender_wire.h"
+#include "scheduler/wire/extender_wire.h"
 #include "testdata.h"
 
 namespace ker {

@@ -1,4 +1,4 @@
-#include "scheduler/extender_wire.h"
+#include "scheduler/wire/extender_wire.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "scheduler/json_text.h"
+#include "scheduler/wire/json_text.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/extender_wire.h"
+#include "scheduler/wire/extender_wire.h"
 
 namespace ker {
 namespace {

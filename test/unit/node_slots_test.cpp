@@ -1,4 +1,4 @@
-#include "scheduler/node_slots.h"
+#include "scheduler/cache/node_slots.h"
 
 #include <gtest/gtest.h>
 

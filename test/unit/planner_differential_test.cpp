@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/label_selector.h"
-#include "scheduler/planner.h"
+#include "scheduler/fit/planner.h"
 #include "scheduler_fixtures.h"
 
 namespace ker {

@@ -1,4 +1,4 @@
-#include "scheduler/planner.h"
+#include "scheduler/fit/planner.h"
 
 #include <gtest/gtest.h>
 

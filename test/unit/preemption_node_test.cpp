@@ -1,4 +1,4 @@
-#include "scheduler/preemption_node.h"
+#include "scheduler/preemption/preemption_node.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/preemption_pdb.h"
+#include "scheduler/preemption/preemption_pdb.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/preemption_plan.h"
+#include "scheduler/preemption/preemption_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // kube-scheduler's preempt verb: the request and reply on the wire, the decision
 // (decideVerbPreemption) through the extender's state, the nomination it leaves and the
 // handler's answers to bad requests.
-#include "scheduler/preemption_verb.h"
+#include "scheduler/preemption/preemption_verb.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/objects.h"
-#include "scheduler/allocator.h"
+#include "scheduler/fit/allocator.h"
 
 namespace ker::testing {
 

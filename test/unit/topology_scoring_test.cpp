@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/allocator.h"
 #include "scheduler/extender.h"
-#include "scheduler/extender_wire.h"
+#include "scheduler/fit/allocator.h"
+#include "scheduler/wire/extender_wire.h"
 #include "scheduler_fixtures.h"
 #include "test/unit/extender_parts.h"
 

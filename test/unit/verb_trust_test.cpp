@@ -1,10 +1,10 @@
-#include "scheduler/verb_trust.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "model/served_pods.h"
+#include "scheduler/bind/bind_trust.h"
+#include "scheduler/preemption/preemptor_trust.h"
 
 namespace ker {
 namespace {

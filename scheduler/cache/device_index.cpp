@@ -1,0 +1,614 @@
+#include "scheduler/cache/device_index.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "common/node_selector.h"
+#include "model/suitability.h"
+
+namespace ker {
+
+namespace {
+
+// Whether every term is exactly one valid `metadata.name In [node]` requirement: then the
+// selector matches precisely the nodes pinnedNodes() lists, and evaluating it per node and
+// request would only repeat what upsert already knows.
+bool onlyPinned(const NodeSelector& selector) {
+  if (selector.terms.empty()) {
+    return false;
+  }
+  for (const auto& term : selector.terms) {
+    if (!term.matchExpressions.empty() || term.matchFields.size() != 1) {
+      return false;
+    }
+    const auto& req = term.matchFields.front();
+    if (req.key != "metadata.name" || req.op != SelectorOperator::kIn || req.values.size() != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool byName(const auto& entry, const std::string& name) {
+  return entry.device->meta.name < name;
+}
+
+// Length-prefixed, so no key or value can make two different maps read the same.
+std::string canonicalText(const std::map<std::string, std::string>& properties) {
+  std::string out;
+  for (const auto& [k, v] : properties) {
+    out += std::to_string(k.size()) + ':' + k + std::to_string(v.size()) + ':' + v;
+  }
+  return out;
+}
+
+// Whether some term also tests node labels: a device pinned by name with such a term is
+// still on a node only when that node's labels say so.
+bool testsLabels(const NodeSelector& selector) {
+  return std::any_of(selector.terms.begin(), selector.terms.end(),
+                     [](const NodeSelectorTerm& t) { return !t.matchExpressions.empty(); });
+}
+
+}  // namespace
+
+std::set<std::string> pinnedNodes(const NodeSelector& selector) {
+  std::set<std::string> nodes;
+  for (const auto& term : selector.terms) {
+    bool pinned = false;
+    for (const auto& req : term.matchFields) {
+      if (req.key == "metadata.name" && req.op == SelectorOperator::kIn) {
+        nodes.insert(req.values.begin(), req.values.end());
+        pinned = true;
+        break;
+      }
+    }
+    if (!pinned) {
+      return {};
+    }
+  }
+  return nodes;
+}
+
+const DeviceIndex::PropertySet& DeviceIndex::internProperties(const ExtendedResource& device) {
+  auto [it, added] = propertySets_.try_emplace(canonicalText(device.properties));
+  PropertySet& set = it->second;
+  if (added) {
+    if (freeSlots_.empty()) {
+      set.slot = static_cast<uint32_t>(propertySlots_.size());
+      propertySlots_.push_back(&set);
+    } else {
+      set.slot = freeSlots_.back();
+      freeSlots_.pop_back();
+      propertySlots_[set.slot] = &set;
+    }
+    set.id = nextPropertiesId_++;
+    set.properties = device.properties;
+  }
+  ++set.devices;
+  return set;
+}
+
+void DeviceIndex::releaseProperties(const ExtendedResource& device) {
+  auto it = propertySets_.find(canonicalText(device.properties));
+  if (it != propertySets_.end() && --it->second.devices == 0) {
+    freeSlots_.push_back(it->second.slot);
+    propertySlots_[it->second.slot] = nullptr;
+    propertySets_.erase(it);
+  }
+}
+
+void DeviceIndex::visitPropertySets(
+    const std::function<void(const std::map<std::string, std::string>&)>& fn) const {
+  std::shared_lock lock(mu_);
+  for (const PropertySet* set : propertySlots_) {
+    if (set != nullptr) {
+      fn(set->properties);
+    }
+  }
+}
+
+DeviceIndex::NodeSummary DeviceIndex::summarise(const std::vector<Entry>& entries) {
+  NodeSummary summary;
+  for (const auto& e : entries) {
+    if (!e.eligible) {
+      continue;
+    }
+    if (!e.pinnedOnly) {
+      summary.exact = false;
+      break;
+    }
+    auto* end = summary.group + summary.groups;
+    auto* group = std::find_if(summary.group, end,
+                               [&](const auto& g) { return g.propertiesSlot == e.propertiesSlot; });
+    if (group == end) {
+      if (summary.groups == NodeSummary::kMaxGroups) {
+        summary.exact = false;
+        break;
+      }
+      ++summary.groups;
+      *group = {e.propertiesSlot, 0};
+    }
+    ++group->count;
+  }
+  return summary;
+}
+
+void DeviceIndex::unindex(const ExtendedResource& device) {
+  releaseProperties(device);
+  const auto& name = device.meta.name;
+  auto res = resources_.find(device.rawResourceName);
+  if (res == resources_.end()) {
+    return;
+  }
+  auto& pinned = res->second.pinned;
+  const std::set<std::string> nodes = pinnedNodes(device.nodeAffinity);
+  if (!nodes.empty() && testsLabels(device.nodeAffinity)) {
+    --res->second.pinnedTestingLabels;
+  }
+  for (const auto& node : nodes) {
+    const uint32_t slot = nodes_.find(node);
+    if (slot >= pinned.size()) {
+      continue;
+    }
+    auto& entries = pinned[slot];
+    auto pos = std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>);
+    if (pos != entries.end() && pos->device->meta.name == name) {
+      entries.erase(pos);
+      res->second.summaries[slot] = summarise(entries);
+      nodes_.release(slot);
+    }
+  }
+  res->second.floating.erase(name);
+}
+
+std::string DeviceIndex::holdKey(const std::string& rawResourceName, const std::string& name) {
+  return rawResourceName + '\n' + name;
+}
+
+void DeviceIndex::upsert(DevicePtr device) {
+  {
+    std::unique_lock lock(mu_);
+    auto it = devices_.find(device->meta.name);
+    if (it != devices_.end()) {
+      unindex(*it->second);
+    }
+    index(device, offerable(*device));
+  }
+  if (device->phase != DevicePhase::kAvailable) {
+    // The write a reservation stood in for is now visible.
+    std::lock_guard lock(reservationsMu_);
+    if (auto it = reservations_.find(device->meta.name);
+        it != reservations_.end() && !it->second.nominated) {
+      dropReservation(it);
+    }
+  }
+}
+
+void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
+                                std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  auto unchanged = [&] {
+    auto it = claimHolds_.find(claimKey);
+    return it == claimHolds_.end()
+               ? names.empty()
+               : it->second.rawResourceName == rawResourceName && it->second.names == names;
+  };
+  {
+    // Most claim events change no hold (a Pending claim, a Bound one's own updates): the
+    // filter's readers are not held up for them.
+    std::shared_lock lock(mu_);
+    if (unchanged()) {
+      return;
+    }
+  }
+  std::unique_lock lock(mu_);
+  if (unchanged()) {
+    return;
+  }
+  auto it = claimHolds_.find(claimKey);
+  std::vector<std::string> changed;  // hold keys that became or stopped being held
+  if (it != claimHolds_.end()) {
+    for (const auto& name : it->second.names) {
+      const std::string key = holdKey(it->second.rawResourceName, name);
+      auto h = held_.find(key);
+      if (h == held_.end()) {
+        continue;
+      }
+      std::erase(h->second, claimKey);
+      if (h->second.empty()) {
+        held_.erase(h);
+        changed.push_back(key);
+      }
+    }
+    claimHolds_.erase(it);
+  }
+  for (const auto& name : names) {
+    const std::string key = holdKey(rawResourceName, name);
+    auto& claims = held_[key];
+    claims.push_back(claimKey);
+    if (claims.size() == 1) {
+      changed.push_back(key);
+    }
+  }
+  if (!names.empty()) {
+    claimHolds_[claimKey] = {rawResourceName, std::move(names)};
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  for (const auto& key : changed) {
+    const std::string name = key.substr(key.find('\n') + 1);
+    auto d = devices_.find(name);
+    // Only a device that is free by itself reads differently: re-index it.
+    if (d != devices_.end() && holdKey(d->second->rawResourceName, name) == key &&
+        offerable(*d->second)) {
+      const DevicePtr device = d->second;
+      unindex(*device);
+      index(device, true);
+    }
+  }
+}
+
+size_t DeviceIndex::heldCount() const {
+  std::shared_lock lock(mu_);
+  return held_.size();
+}
+
+void DeviceIndex::index(const DevicePtr& device, bool free) {
+  const std::string& name = device->meta.name;
+  const bool held = !held_.empty() && held_.count(holdKey(device->rawResourceName, name)) > 0;
+  Entry entry{device, free && !held, onlyPinned(device->nodeAffinity)};
+  const PropertySet& props = internProperties(*device);
+  entry.propertiesSlot = props.slot;
+  entry.propertiesId = props.id;
+  auto nodes = pinnedNodes(device->nodeAffinity);
+  Resource& res = resources_[device->rawResourceName];
+  if (nodes.empty()) {
+    res.floating[name] = entry;
+  } else if (testsLabels(device->nodeAffinity)) {
+    ++res.pinnedTestingLabels;
+  }
+  for (const auto& node : nodes) {
+    const uint32_t slot = nodes_.acquire(node);
+    if (slot >= res.pinned.size()) {
+      res.pinned.resize(slot + 1);
+      res.summaries.resize(slot + 1);
+    }
+    auto& entries = res.pinned[slot];
+    entries.insert(std::lower_bound(entries.begin(), entries.end(), name, byName<Entry>), entry);
+    res.summaries[slot] = summarise(entries);
+  }
+  devices_[name] = device;
+}
+
+void DeviceIndex::remove(const std::string& name) {
+  {
+    std::unique_lock lock(mu_);
+    auto it = devices_.find(name);
+    if (it == devices_.end()) {
+      return;
+    }
+    unindex(*it->second);
+    devices_.erase(it);
+  }
+  std::lock_guard lock(reservationsMu_);
+  if (auto it = reservations_.find(name); it != reservations_.end()) {
+    dropReservation(it);
+  }
+}
+
+DevicePtr DeviceIndex::get(const std::string& name) const {
+  std::shared_lock lock(mu_);
+  auto it = devices_.find(name);
+  return it == devices_.end() ? nullptr : it->second;
+}
+
+DeviceIndex::ResourceHandle DeviceIndex::resource(const std::string& rawResourceName) const {
+  std::shared_lock lock(mu_);
+  ResourceHandle handle;
+  if (auto it = resources_.find(rawResourceName); it != resources_.end()) {
+    handle.resource_ = &it->second;
+  }
+  return handle;
+}
+
+bool DeviceIndex::hasLabelPlacedDevices(const std::string& rawResourceName) const {
+  std::shared_lock lock(mu_);
+  auto it = resources_.find(rawResourceName);
+  return it != resources_.end() &&
+         (!it->second.floating.empty() || it->second.pinnedTestingLabels != 0);
+}
+
+size_t DeviceIndex::size() const {
+  std::shared_lock lock(mu_);
+  return devices_.size();
+}
+
+bool DeviceIndex::reservedByOther(const std::string& name, const std::string& podUid,
+                                  Clock::time_point now) const {
+  auto it = reservations_.find(name);
+  return it != reservations_.end() && it->second.podUid != podUid && it->second.expires > now;
+}
+
+std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceName,
+                                               const std::string& nodeName,
+                                               const std::map<std::string, std::string>& nodeLabels,
+                                               const std::string& exceptPodUid) const {
+  std::vector<DevicePtr> out;
+  visitFree(rawResourceName, nodeName, nodeLabels, exceptPodUid,
+            [&](const FreeDevice& d) { out.push_back(d.device); });
+  return out;
+}
+
+void DeviceIndex::dropReservation(std::unordered_map<std::string, Reservation>::iterator it) {
+  for (const auto& node : it->second.nodes) {
+    auto n = reservedNodes_.find(node);
+    if (n != reservedNodes_.end() && --n->second == 0) {
+      reservedNodes_.erase(n);
+    }
+  }
+  reservations_.erase(it);
+  reservationCount_ = reservations_.size();
+}
+
+void DeviceIndex::addReservation(const std::string& name, const std::string& podUid,
+                                 Clock::time_point expires, bool held) {
+  Reservation r{podUid, expires, {}, held};
+  if (auto d = devices_.find(name); d != devices_.end()) {
+    for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
+      ++reservedNodes_[node];
+      r.nodes.push_back(node);
+    }
+  }
+  reservations_.emplace(name, std::move(r));
+}
+
+void DeviceIndex::dropHoldLocked(const std::string& podUid) {
+  auto h = holds_.find(podUid);
+  if (h == holds_.end()) {
+    return;
+  }
+  for (const auto& name : h->second.names) {
+    if (auto it = reservations_.find(name);
+        it != reservations_.end() && it->second.held && it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+  }
+  holds_.erase(h);
+  reservationCount_ = reservations_.size();
+}
+
+bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,
+                          Clock::duration ttl) {
+  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
+  std::lock_guard lock(reservationsMu_);
+  const auto now = Clock::now();
+  for (const auto& name : names) {
+    if (reservedByOther(name, podUid, now)) {
+      return false;
+    }
+  }
+  // The bind decides now: whatever the filter held or a preemption nominated for the pod,
+  // here or on another node, gives way to what the bind takes.
+  dropHoldLocked(podUid);
+  dropNominationLocked(podUid);
+  for (const auto& name : names) {
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      dropReservation(it);
+    }
+    addReservation(name, podUid, now + ttl, false);
+  }
+  reservationCount_ = reservations_.size();
+  return true;
+}
+
+void DeviceIndex::unreserve(const std::string& podUid) {
+  std::lock_guard lock(reservationsMu_);
+  holds_.erase(podUid);
+  nominations_.erase(podUid);
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    auto next = std::next(it);
+    if (it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+    it = next;
+  }
+}
+
+bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::string>& names,
+                       const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
+  std::shared_lock devices(mu_);
+  std::lock_guard lock(reservationsMu_);
+  // Holds of pods whose bind never came (a later plugin rejected the node, the scheduler
+  // lost its lease) end here rather than pile up.
+  for (auto h = holds_.begin(); h != holds_.end();) {
+    auto next = std::next(h);
+    if (h->second.expires <= now) {
+      dropHoldLocked(h->first);
+    }
+    h = next;
+  }
+  for (const auto& name : names) {
+    if (reservedByOther(name, podUid, now)) {
+      return false;
+    }
+  }
+  dropHoldLocked(podUid);
+  const auto expires = now + ttl;
+  for (const auto& name : names) {
+    auto it = reservations_.find(name);
+    if (it != reservations_.end() && !it->second.held && it->second.expires > now) {
+      continue;  // the pod's own bind reservation or nomination: stronger than a hold
+    }
+    if (it != reservations_.end()) {
+      dropReservation(it);  // expired
+    }
+    addReservation(name, podUid, expires, true);
+  }
+  holds_[podUid] = Hold{nodeName, names, expires};
+  reservationCount_ = reservations_.size();
+  return true;
+}
+
+std::string DeviceIndex::heldNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(reservationsMu_);
+  auto h = holds_.find(podUid);
+  return h == holds_.end() || h->second.expires <= now ? std::string() : h->second.node;
+}
+
+void DeviceIndex::dropHolds(const std::string& podUid) {
+  std::lock_guard lock(reservationsMu_);
+  dropHoldLocked(podUid);
+}
+
+void DeviceIndex::holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
+                               const std::string& podUid, Clock::time_point now,
+                               Clock::duration ttl) {
+  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
+  std::lock_guard lock(reservationsMu_);
+  dropHoldLocked(podUid);
+  Hold hold{nodeName, {}, now + ttl};
+  for (auto& [name, r] : reservations_) {
+    if (r.podUid == podUid) {
+      r.held = true;
+      r.expires = hold.expires;
+      hold.names.push_back(name);
+    }
+  }
+  for (const auto& name : names) {
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      if (it->second.podUid == podUid || it->second.expires > now) {
+        continue;  // converted above, or another pod's
+      }
+      dropReservation(it);  // another pod's, expired
+    }
+    addReservation(name, podUid, hold.expires, true);
+    hold.names.push_back(name);
+  }
+  if (!hold.names.empty()) {
+    holds_[podUid] = std::move(hold);
+  }
+  reservationCount_ = reservations_.size();
+}
+
+void DeviceIndex::dropNominationLocked(const std::string& podUid) {
+  auto n = nominations_.find(podUid);
+  if (n == nominations_.end()) {
+    return;
+  }
+  for (const auto& name : n->second.names) {
+    if (auto it = reservations_.find(name);
+        it != reservations_.end() && it->second.nominated && it->second.podUid == podUid) {
+      dropReservation(it);
+    }
+  }
+  nominations_.erase(n);
+  reservationCount_ = reservations_.size();
+}
+
+bool DeviceIndex::nominate(const std::string& nodeName, const std::vector<std::string>& names,
+                           const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
+  std::shared_lock devices(mu_);
+  std::lock_guard lock(reservationsMu_);
+  for (auto n = nominations_.begin(); n != nominations_.end();) {
+    auto next = std::next(n);
+    if (n->second.expires <= now) {
+      dropNominationLocked(n->first);
+    }
+    n = next;
+  }
+  for (const auto& name : names) {
+    if (reservedByOther(name, podUid, now)) {
+      return false;
+    }
+  }
+  dropNominationLocked(podUid);
+  const auto expires = now + ttl;
+  for (const auto& name : names) {
+    if (auto it = reservations_.find(name); it != reservations_.end()) {
+      // The pod's own hold or an expired entry: the nomination takes the device over.
+      if (it->second.held) {
+        if (auto h = holds_.find(podUid); h != holds_.end()) {
+          std::erase(h->second.names, name);
+        }
+      }
+      dropReservation(it);
+    }
+    addReservation(name, podUid, expires, false);
+    reservations_.find(name)->second.nominated = true;
+  }
+  nominations_[podUid] = Hold{nodeName, names, expires};
+  reservationCount_ = reservations_.size();
+  return true;
+}
+
+std::string DeviceIndex::nominatedNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(reservationsMu_);
+  auto n = nominations_.find(podUid);
+  return n == nominations_.end() || n->second.expires <= now ? std::string() : n->second.node;
+}
+
+void DeviceIndex::dropNomination(const std::string& podUid) {
+  std::lock_guard lock(reservationsMu_);
+  dropNominationLocked(podUid);
+}
+
+size_t DeviceIndex::nominationCount() const {
+  std::lock_guard lock(reservationsMu_);
+  return nominations_.size();
+}
+
+std::vector<DevicePtr> DeviceIndex::reachable(
+    const std::string& rawResourceName, const std::string& nodeName,
+    const std::map<std::string, std::string>& nodeLabels) const {
+  std::vector<DevicePtr> out;
+  std::shared_lock lock(mu_);
+  auto res = resources_.find(rawResourceName);
+  if (res == resources_.end()) {
+    return out;
+  }
+  auto consider = [&](const Entry& e) {
+    if (e.pinnedOnly || ker::reachable(*e.device, nodeName, nodeLabels)) {
+      out.push_back(e.device);
+    }
+  };
+  if (uint32_t slot = nodes_.find(nodeName); slot < res->second.pinned.size()) {
+    for (const auto& e : res->second.pinned[slot]) {
+      consider(e);
+    }
+  }
+  for (const auto& [name, e] : res->second.floating) {
+    consider(e);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> DeviceIndex::claimsHolding(
+    const std::string& rawResourceName, const std::set<std::string>& names) const {
+  std::map<std::string, std::vector<std::string>> out;
+  std::shared_lock lock(mu_);
+  for (const auto& name : names) {
+    auto h = held_.find(holdKey(rawResourceName, name));
+    if (h == held_.end()) {
+      continue;
+    }
+    for (const auto& claim : h->second) {
+      if (auto c = claimHolds_.find(claim); c != claimHolds_.end()) {
+        out.emplace(claim, c->second.names);
+      }
+    }
+  }
+  return out;
+}
+
+size_t DeviceIndex::holdCount() const {
+  std::lock_guard lock(reservationsMu_);
+  return holds_.size();
+}
+
+size_t DeviceIndex::reservedCount() const {
+  std::lock_guard lock(reservationsMu_);
+  return reservations_.size();
+}
+
+}  // namespace ker

@@ -1,0 +1,402 @@
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/node_selector.h"
+#include "model/objects.h"
+#include "scheduler/cache/node_slots.h"
+
+namespace ker {
+
+using DevicePtr = std::shared_ptr<const ExtendedResource>;
+
+// The extender's view of every device, indexed for the filter's hot path, plus the devices
+// that binds in flight have taken but the watch has not yet shown as Bound. Fed by the device
+// informer's handlers; thread-safe; no I/O.
+class DeviceIndex {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void upsert(DevicePtr device);
+  void remove(const std::string& name);
+
+  // The device names a Bound or Lost claim's status lists (allocated or lost), fed by the
+  // claim informer: such a device of that resource is never free, even when Available or
+  // without a status, because the pod holding the claim may still be using it (recreated
+  // under its name, or freed by hand); the controller binds it back to the claim. Replaces
+  // what the claim held before; no names (a Pending or deleted claim) drops its holds.
+  void setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
+                     std::vector<std::string> names);
+  size_t heldCount() const;
+  DevicePtr get(const std::string& name) const;
+  size_t size() const;
+
+  // Devices of rawResourceName that are valid, Available, reachable from the node, and not
+  // reserved by a bind of a pod other than exceptPodUid.
+  std::vector<DevicePtr> freeOnNode(const std::string& rawResourceName, const std::string& nodeName,
+                                    const std::map<std::string, std::string>& nodeLabels,
+                                    const std::string& exceptPodUid = {}) const;
+
+  // Whether some device of the resource is placed by node labels, alone or beside its name.
+  bool hasLabelPlacedDevices(const std::string& rawResourceName) const;
+
+  // A free device as visitFree shows it. Devices with equal properties share propertiesId
+  // (unique for as long as the index lives) and propertiesSlot (dense, reused once no device
+  // has those properties any more), so a caller can decide a selector once per distinct set
+  // of properties instead of once per device.
+  struct FreeDevice {
+    const DevicePtr& device;
+    uint32_t propertiesSlot;
+    uint64_t propertiesId;
+  };
+
+  // fn(properties) for each distinct set of properties some device has, of any resource,
+  // under the index's read lock.
+  void visitPropertySets(
+      const std::function<void(const std::map<std::string, std::string>&)>& fn) const;
+
+  // freeOnNode without copies: calls fn(const FreeDevice&) for each such device, in name
+  // order for devices placed by name, under the index's read lock (fn must not call back
+  // into the index).
+  template <class Fn>
+  void visitFree(const std::string& rawResourceName, const std::string& nodeName,
+                 const std::map<std::string, std::string>& nodeLabels,
+                 const std::string& exceptPodUid, Fn&& fn) const;
+
+  // Free devices of equal properties on a node, as visitFreeGroups shows them.
+  struct FreeGroup {
+    uint32_t propertiesSlot;
+    uint64_t propertiesId;
+    const std::map<std::string, std::string>& properties;
+    uint32_t count;
+  };
+
+ private:
+  struct Resource;
+
+ public:
+  // A resource looked up once for many nodes. The index never drops a resource, so a handle
+  // stays valid as long as the index; a resource the index did not have yet reads as one
+  // without devices.
+  class ResourceHandle {
+    friend class DeviceIndex;
+    const Resource* resource_ = nullptr;
+  };
+  ResourceHandle resource(const std::string& rawResourceName) const;
+
+  // visitFree counted by property set: fn(const FreeGroup&) once per set, when the answer is
+  // known without looking at devices one by one: no bind in flight holds a device pinned to
+  // the node, and every device of the resource that could be on the node is pinned to it by
+  // name alone. Otherwise returns false without calling fn. Same lock rules as visitFree.
+  template <class Fn>
+  bool visitFreeGroups(ResourceHandle resource, std::string_view nodeName, Fn&& fn) const;
+
+  // visitFreeGroups for a run of at most kRun nodes under one read lock, their lookups
+  // overlapped: fn(k, const FreeGroup&) for nodes[k], and counted[k] set to what
+  // visitFreeGroups would have returned for it.
+  static constexpr size_t kRun = 64;
+  template <class Fn>
+  void visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
+                       uint8_t* counted, Fn&& fn) const;
+
+  // Takes the devices for a pod's bind, all or none: false when any is already reserved by
+  // another pod. Reservations end with unreserve(), when the device is seen in any phase but
+  // Available, or after `ttl` as a safety net against a bind that never finished.
+  bool reserve(const std::vector<std::string>& names, const std::string& podUid,
+               Clock::duration ttl = std::chrono::seconds(60));
+  // Ends all of the pod's reservations and holds (its bind was undone).
+  void unreserve(const std::string& podUid);
+  size_t reservedCount() const;
+
+  // Holds: the devices the filter chose for a pod on the one node it let through, taken
+  // tentatively from the filter until that pod's bind arrives, so that pods filtered in the
+  // meantime do not count on them (kube-scheduler picks the next pods' nodes before the
+  // earlier pods' binds are called). A held device is never free to another pod until the
+  // hold ends: when the pod's bind reserves (any bind of the pod: its reservations replace
+  // its holds, wherever it binds), on unreserve() or dropHolds(), when the device is seen in
+  // any phase but Available, or at `now + ttl`. All or none: false when any device is
+  // reserved or held by another pod. A pod holds on one node at a time: a new hold replaces
+  // the pod's earlier one. Times are the caller's (steady clock), so tests may move them.
+  bool hold(const std::string& nodeName, const std::vector<std::string>& names,
+            const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  // The node of the pod's unexpired hold, "" when it holds nothing.
+  std::string heldNode(const std::string& podUid, Clock::time_point now) const;
+  // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
+  void dropHolds(const std::string& podUid);
+  // Holds `names`, the devices an undone bind attempt of the pod took, on `nodeName` until
+  // `now + ttl` (with any reservation of the pod's left), so that the filters keep them from
+  // other pods until its next attempt, which may take them again. By name, not by what is
+  // still reserved: the device watch ends a reservation as soon as it shows the attempt's
+  // write, and the undo makes the device Available again. A device another pod has reserved
+  // or held meanwhile stays theirs.
+  void holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
+                    const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  // How long a hold lasts when nothing ends it sooner.
+  static constexpr std::chrono::seconds kHoldTtl{15};
+  size_t holdCount() const;
+
+  // Nominations: the devices a preemption frees, kept for the preemptor while its victims
+  // terminate and their claims are released. Unlike a hold, a nomination outlives the
+  // device being seen Bound (to the victim's claim) and then Available again: only the
+  // preemptor's own filter and bind may count on the device until the preemptor's bind
+  // reserves (any bind of it), dropNomination(), unreserve(), or `now + ttl`. All or none:
+  // false when any device is reserved, held or nominated for another pod. A pod is nominated
+  // on one node at a time; a new nomination replaces its earlier one.
+  bool nominate(const std::string& nodeName, const std::vector<std::string>& names,
+                const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  // The node of the pod's unexpired nomination, "" when it has none.
+  std::string nominatedNode(const std::string& podUid, Clock::time_point now) const;
+  void dropNomination(const std::string& podUid);
+  size_t nominationCount() const;
+
+  // Every device of rawResourceName that the node reaches, whatever its state (valid or not,
+  // free or not), in name order for devices placed by name.
+  std::vector<DevicePtr> reachable(const std::string& rawResourceName, const std::string& nodeName,
+                                   const std::map<std::string, std::string>& nodeLabels) const;
+  // The Bound or Lost claims (setClaimHolds) holding any of `names` of rawResourceName: claim
+  // key -> every device name it holds, in key order.
+  std::map<std::string, std::vector<std::string>> claimsHolding(
+      const std::string& rawResourceName, const std::set<std::string>& names) const;
+
+ private:
+  struct Reservation {
+    std::string podUid;
+    Clock::time_point expires;
+    std::vector<std::string> nodes;  // the device's pinned nodes when it was reserved
+    bool held = false;               // a filter's hold rather than a bind's reservation
+    bool nominated = false;          // a preemption's nomination: survives the device's phase
+  };
+  struct Hold {
+    std::string node;
+    std::vector<std::string> names;
+    Clock::time_point expires;
+  };
+  // A device as the filter's hot path needs it, with what never changes for one version of
+  // the object worked out once at upsert instead of once per node and request.
+  struct Entry {
+    DevicePtr device;
+    // Valid, Available with no claimRef, and not being deleted: what a bind may take.
+    bool eligible = false;
+    // Its affinity is single-value metadata.name In terms only, so every node it is indexed
+    // under matches without evaluating the selector.
+    bool pinnedOnly = false;
+    uint32_t propertiesSlot = 0;
+    uint64_t propertiesId = 0;
+  };
+  struct PropertySet {
+    uint32_t slot = 0;
+    uint64_t id = 0;
+    size_t devices = 0;
+    std::map<std::string, std::string> properties;
+  };
+  // A node's eligible pinned devices of one resource counted by property set, rebuilt
+  // whenever the node's entries change: what visitFreeGroups reads instead of the entries,
+  // in one cache line.
+  struct alignas(64) NodeSummary {
+    static constexpr size_t kMaxGroups = 7;
+    // False when some eligible entry must be checked against the node (not pinnedOnly) or
+    // there are more property sets than fit.
+    bool exact = true;
+    uint8_t groups = 0;
+    struct Group {
+      uint32_t propertiesSlot;
+      uint32_t count;
+    } group[kMaxGroups];
+  };
+  static NodeSummary summarise(const std::vector<Entry>& entries);
+  // Adds the device under mu_, as eligible as its state and the holds allow.
+  void index(const DevicePtr& device, bool free);
+  static std::string holdKey(const std::string& rawResourceName, const std::string& name);
+  bool reservedByOther(const std::string& name, const std::string& podUid,
+                       Clock::time_point now) const;
+  // Erases a reservation and its counts in reservedNodes_; reservationsMu_ held.
+  void dropReservation(std::unordered_map<std::string, Reservation>::iterator it);
+  // Ends the pod's hold and the reservations it still has; reservationsMu_ held.
+  void dropHoldLocked(const std::string& podUid);
+  // Ends the pod's nomination; reservationsMu_ held.
+  void dropNominationLocked(const std::string& podUid);
+  // Adds a reservation of the device for the pod; mu_ (shared) and reservationsMu_ held.
+  void addReservation(const std::string& name, const std::string& podUid, Clock::time_point expires,
+                      bool held);
+  void unindex(const ExtendedResource& device);
+  const PropertySet& internProperties(const ExtendedResource& device);
+  void releaseProperties(const ExtendedResource& device);
+
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, DevicePtr> devices_;
+  // Distinct property sets by their canonical text; see FreeDevice.
+  std::unordered_map<std::string, PropertySet> propertySets_;
+  std::vector<const PropertySet*> propertySlots_;  // by slot, into propertySets_
+  std::vector<uint32_t> freeSlots_;
+  uint64_t nextPropertiesId_ = 1;
+  struct Resource {
+    // Devices whose affinity names its nodes through matchFields metadata.name In, by node
+    // slot, sorted by name: the common case, answered without looking at other nodes'
+    // devices.
+    std::vector<std::vector<Entry>> pinned;
+    std::vector<NodeSummary> summaries;  // parallel to pinned
+    // Every other device (label-based affinity), by name; evaluated per node.
+    std::map<std::string, Entry> floating;
+    // Pinned devices some term of which also tests labels (matchExpressions beside the
+    // name): like floating ones, they need each node's labels.
+    size_t pinnedTestingLabels = 0;
+  };
+  NodeSlots nodes_;  // the nodes some device is pinned to
+  struct ClaimHolds {
+    std::string rawResourceName;
+    std::vector<std::string> names;
+  };
+  std::unordered_map<std::string, ClaimHolds> claimHolds_;  // by claim key
+  // holdKey -> the keys of the claims holding it (nearly always one), so the holders of a
+  // node's devices are found without scanning every claim.
+  std::unordered_map<std::string, std::vector<std::string>> held_;
+  std::unordered_map<std::string, Resource> resources_;
+
+  mutable std::mutex reservationsMu_;
+  std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
+  std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
+  std::unordered_map<std::string, Hold> nominations_;          // pod UID -> its nomination
+  // Reservations per pinned node: a bind in flight sends only its own nodes down the
+  // device-by-device path, where reservations are checked; the other nodes keep using their
+  // summaries. (A device whose affinity changes while reserved is counted on its old nodes
+  // until the reservation ends; the bind's own checks still keep it from being shared.)
+  // Looked up by the request's name views without making strings of them.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> reservedNodes_;
+  // reservations_.size(), readable without the lock: the filter skips the lock when no bind
+  // is in flight, which is nearly always.
+  std::atomic<size_t> reservationCount_{0};
+};
+
+template <class Fn>
+void DeviceIndex::visitFree(const std::string& rawResourceName, const std::string& nodeName,
+                            const std::map<std::string, std::string>& nodeLabels,
+                            const std::string& exceptPodUid, Fn&& fn) const {
+  std::shared_lock lock(mu_);
+  // Reservations are rare; their lock is taken only while some exist. Lock order: mu_ first.
+  std::unique_lock<std::mutex> reservations;
+  Clock::time_point now;
+  if (reservationCount_.load(std::memory_order_acquire) != 0) {
+    reservations = std::unique_lock(reservationsMu_);
+    now = Clock::now();
+  }
+  auto consider = [&](const Entry& e) {
+    if (!e.eligible || (!e.pinnedOnly && !matches(e.device->nodeAffinity, nodeName, nodeLabels))) {
+      return;
+    }
+    if (reservations.owns_lock() && reservedByOther(e.device->meta.name, exceptPodUid, now)) {
+      return;
+    }
+    fn(FreeDevice{e.device, e.propertiesSlot, e.propertiesId});
+  };
+  auto res = resources_.find(rawResourceName);
+  if (res == resources_.end()) {
+    return;
+  }
+  if (uint32_t slot = nodes_.find(nodeName); slot < res->second.pinned.size()) {
+    for (const auto& e : res->second.pinned[slot]) {
+      consider(e);
+    }
+  }
+  for (const auto& [name, e] : res->second.floating) {
+    consider(e);
+  }
+}
+
+template <class Fn>
+bool DeviceIndex::visitFreeGroups(ResourceHandle resource, std::string_view nodeName,
+                                  Fn&& fn) const {
+  uint8_t counted = 0;
+  visitFreeGroups(resource, std::span(&nodeName, 1), &counted,
+                  [&](size_t, const FreeGroup& group) { fn(group); });
+  return counted != 0;
+}
+
+template <class Fn>
+void DeviceIndex::visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
+                                  uint8_t* counted, Fn&& fn) const {
+  std::shared_lock lock(mu_);
+  std::unique_lock<std::mutex> reservations;
+  if (reservationCount_.load(std::memory_order_acquire) != 0) {
+    reservations = std::unique_lock(reservationsMu_);
+  }
+  const Resource* res = resource.resource_;
+  if (res == nullptr || !res->floating.empty()) {
+    std::fill(counted, counted + nodes.size(), res == nullptr ? 1 : 0);
+    return;
+  }
+  uint32_t slots[kRun];
+  nodes_.findMany(nodes.first(std::min(nodes.size(), kRun)), slots);
+  for (size_t k = 0; k < nodes.size() && k < kRun; ++k) {
+    if (slots[k] < res->summaries.size()) {
+      __builtin_prefetch(&res->summaries[slots[k]]);
+    }
+  }
+  // A few binds in flight (the usual case under load) are compared by slot, which costs less
+  // than hashing every candidate's name again; a reserved node without a slot has no pinned
+  // devices, so counting it finds none either way.
+  constexpr size_t kFewReserved = 16;
+  uint32_t reservedSlots[kFewReserved];
+  size_t fewReserved = 0;
+  const bool bySlot = reservations.owns_lock() && reservedNodes_.size() <= kFewReserved;
+  if (bySlot) {
+    for (const auto& [name, holds] : reservedNodes_) {
+      if (const uint32_t slot = nodes_.find(name); slot != NodeSlots::kNone) {
+        reservedSlots[fewReserved++] = slot;
+      }
+    }
+  }
+  auto reserved = [&](size_t k) {
+    if (!reservations.owns_lock()) {
+      return false;
+    }
+    if (bySlot) {
+      return std::find(reservedSlots, reservedSlots + fewReserved, slots[k]) !=
+             reservedSlots + fewReserved;
+    }
+    return reservedNodes_.contains(nodes[k]);
+  };
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    counted[k] = 0;
+    if (k >= kRun || reserved(k)) {
+      continue;
+    }
+    counted[k] = 1;
+    if (slots[k] >= res->summaries.size()) {
+      continue;
+    }
+    const NodeSummary& summary = res->summaries[slots[k]];
+    if (!summary.exact) {
+      counted[k] = 0;
+      continue;
+    }
+    for (size_t g = 0; g < summary.groups; ++g) {
+      const auto& group = summary.group[g];
+      const PropertySet& set = *propertySlots_[group.propertiesSlot];
+      fn(k, FreeGroup{group.propertiesSlot, set.id, set.properties, group.count});
+    }
+  }
+}
+
+// The node names a selector can only match, when every term pins metadata.name with In;
+// empty when the selector may match nodes by labels.
+std::set<std::string> pinnedNodes(const NodeSelector& selector);
+
+}  // namespace ker
