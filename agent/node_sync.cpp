@@ -244,7 +244,7 @@ void NodeSync::useNoFile() {
     if (!noKeptCopy) {
       said += ", and no usable kept copy";
     } else if (published != 0) {
-      said += ", and " + std::to_string(published) + " devices of this node published";
+      said += ", and devices of this node published";
     }
     if (readError_ != said) {
       readError_ = said;

@@ -64,7 +64,8 @@ class NodeSync {
   // none of the node's devices (and gives none, and fails closed: decideInjection). See useNoFile.
   std::shared_ptr<const NodeFile> inventory() const;
   // Whether the file in force is the one on disk (false while the file on disk is invalid or
-  // unreadable); true for a node with no file and no devices in force.
+  // unreadable, or missing while devices of the node are published); true for a node with no
+  // file and no devices.
   bool fileCurrent() const { return fileCurrent_.load(); }
   // The last health check: device name -> healthy, for the devices of the inventory this agent
   // has published; nullptr before the first check.

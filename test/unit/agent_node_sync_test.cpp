@@ -261,6 +261,7 @@ TEST_F(NodeSyncTest, ANodeWithoutANodeFileHasNoDevices) {
 // fails closed rather than guard nothing. The devices are not withdrawn meanwhile.
 TEST_F(NodeSyncTest, ANodeWhoseFileIsGoneButWhoseDevicesArePublishedKnowsNoDevice) {
   ASSERT_NO_FATAL_FAILURE(startWithGpu0());
+  ASSERT_TRUE(eventually([&] { return devices_.get("n1-gpu0") != nullptr; }));
   sync_->stop();
   std::filesystem::remove(file_);
   std::filesystem::remove(keptCopy());

@@ -1,5 +1,5 @@
 // Claims made from templates: the annotations' syntax (common/objects), the controller's plan
-// (controller/template_claims_plan), the extender's wait (scheduler/planner) and the node
+// (controller/template_claims_plan), the extender's wait (scheduler/fit/planner) and the node
 // agent's view (agent/injection), each through the one function that reads a pod's claims.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Pods that ask in their containers' resources, served through an ExtendedResourceClass: the
 // requests and their split (model/container_shares), the class table and the claim a request
 // must have (model/resource_class), the controller's plan (controller/template_claims_plan) and
-// the extender's resolution (scheduler/planner).
+// the extender's resolution (scheduler/fit/planner).
 #include "model/resource_class.h"
 
 #include <gtest/gtest.h>
