@@ -103,8 +103,12 @@ void NodeSync::syncOnce() {
     return;  // planning against a partial cache would create what exists
   }
   if (!fileLoaded_) {
-    return;  // planning against no file (unreadable or invalid since the start, and no kept
-             // copy) would withdraw every free device an earlier run published
+    // Planning against no file (unreadable or invalid since the start, and no kept copy)
+    // would withdraw every free device an earlier run published.
+    if (!inventory()) {
+      withholdFreeDevices();
+    }
+    return;
   }
   auto file = inventory();
   if (!file) {
@@ -450,6 +454,16 @@ void NodeSync::checkHealth(const NodeFile& file, const std::vector<std::string>&
   }
   std::lock_guard lock(inventoryMu_);
   health_ = std::move(observed);
+}
+
+void NodeSync::withholdFreeDevices() {
+  for (const auto& device : devices_.list()) {
+    if (!device->meta.deleting && !heldForClaim(*device)) {
+      reportHealth(*device, {.healthy = false,
+                             .problem = "not offered: the node agent of " + options_.node +
+                                        " has no node file in force, and gives no device"});
+    }
+  }
 }
 
 void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation seen) {

@@ -96,6 +96,11 @@ class NodeSync {
   // The health of the file's devices as probed, and of unlistedHeld (devices the file no longer
   // lists that a claim holds) as unhealthy.
   void checkHealth(const NodeFile& file, const std::vector<std::string>& unlistedHeld);
+  // While no node file is in force (inventory() is nullptr) the agent gives no device, so the
+  // free ones are marked unhealthy, which takes them out of offer: pods go to other nodes or
+  // wait, rather than being placed here and refused. Held ones stay as they are, with their
+  // pods. The first health check of a file that parses marks them healthy again.
+  void withholdFreeDevices();
   // Writes what decideHealth makes of one observation of a published device.
   void reportHealth(const ExtendedResource& device, HealthObservation seen);
   void warnHolder(const ExtendedResource& device, const std::string& message);

@@ -391,8 +391,9 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
 // An agent that starts while its node file is broken puts in force the last file that parsed,
 // as it kept it: a container without a claim still cannot mount the devices' nodes, and a pod
 // allocated one of them still gets it. Started again with no kept copy either, it knows no
-// device and fails closed: /dev is not mounted, and the device, still Available in the API, is
-// not given until the file parses again.
+// device and fails closed: /dev is not mounted, and the free device is out of offer until the
+// file parses again. With the file deleted where no copy was kept, the same, while the device
+// a pod runs with stays with it.
 TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevices) {
   const std::string gpu = uniqueName("gpu");
   createDevice(gpu);
@@ -464,6 +465,15 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
   const std::string kept = env_->value("NODE_AGENT_STATE_DIR") + "/last-node-file.yaml";
   ASSERT_TRUE(std::filesystem::remove(kept)) << kept;
   ASSERT_NO_FATAL_FAILURE(restartAgent());
+  // The free device is taken out of offer, since the agent would refuse it.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json d = getDevice(gpu);
+        return d.value("/status/phase"_json_pointer, "") == "Pending" &&
+               d.value("/status/reason"_json_pointer, "") == "DeviceUnhealthy";
+      },
+      60s))
+      << gpu << " stayed offered while the agent knew no device: " << getDevice(gpu).dump();
   mountingDev("by-mount-2");
   createClaim("c2");
   createPod(busyboxPod("holder-2", {"c2"}, deviceScript(deviceEnvName())));
@@ -472,16 +482,17 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
           .empty())
       << "a container without a claim mounted /dev while the agent knew no device";
   EXPECT_FALSE(podRunning("by-mount-2"));
-  EXPECT_FALSE(awaitEventMessage("holder-2", "Failed", "has no node file in force", 90s).empty())
-      << "a device was given while the agent knew none";
-  EXPECT_FALSE(podRunning("holder-2"));
+  const auto waiting = getPod("holder-2");
+  ASSERT_TRUE(waiting.has_value());
+  EXPECT_EQ(waiting->value("/spec/nodeName"_json_pointer, ""), "")
+      << "holder-2 was placed on a device the agent would not give";
 
   ASSERT_TRUE(replace(path, good.str()));
   awaitRunningWithDevice("holder-2", gpu, 180s);
 
   // The file deleted where no copy was kept (an agent upgraded from a release that kept none):
   // the published device shows the node had a file, so the agent fails closed, and no
-  // container without a claim reaches the device holder-2 runs with.
+  // container without a claim reaches the device holder-2 runs with (held, so still Bound).
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(kept); }, 30s)) << kept;
   ASSERT_TRUE(std::filesystem::remove(path)) << path;
   ASSERT_TRUE(std::filesystem::remove(kept)) << kept;

@@ -98,6 +98,35 @@ class NodeSyncTest : public ::testing::Test {
     return obj ? std::optional(ExtendedResource::fromJson(*obj)) : std::nullopt;
   }
 
+  // Applies `change` to the device's status as another component would, until a write of it
+  // goes through (the agent's own writes race with it).
+  bool changeStatus(const std::string& name,
+                    const std::function<Status(ExtendedResource&)>& change) {
+    return eventually([&] {
+      auto d = device(name);
+      if (!d || !change(*d).ok()) {
+        return false;
+      }
+      try {
+        api_.updateStatus(resources::kExtendedResources, "",
+                          d->toJson(std::chrono::system_clock::now()));
+        return true;
+      } catch (const ApiError&) {
+        return false;
+      }
+    });
+  }
+
+  // Binds the device to `claim` for pod p, once it is Available.
+  bool bind(const std::string& name, const ClaimRef& claim) {
+    return changeStatus(name, [&](ExtendedResource& d) {
+      if (d.phase != DevicePhase::kAvailable) {
+        return Status::failedPrecondition("not initialised yet");
+      }
+      return bindDevice(d, claim, {{"p", "uid-p"}});
+    });
+  }
+
   bool eventWithReason(const std::string& reason) {
     const auto events = api_.list(resources::kEvents, "", {});
     for (const auto& e : events["items"]) {
@@ -159,27 +188,10 @@ TEST_F(NodeSyncTest, FollowsTheFileADeviceRemovedFromItIsWithdrawn) {
 TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
   ASSERT_NO_FATAL_FAILURE(startWithGpu0());
   auto writeStatus = [&](const std::function<Status(ExtendedResource&)>& change) {
-    return eventually([&] {
-      ExtendedResource d = *device("n1-gpu0");
-      if (!change(d).ok()) {
-        return false;
-      }
-      try {
-        api_.updateStatus(resources::kExtendedResources, "",
-                          d.toJson(std::chrono::system_clock::now()));
-        return true;
-      } catch (const ApiError&) {
-        return false;  // a write of the agent's in between
-      }
-    });
+    return changeStatus("n1-gpu0", change);
   };
   const ClaimRef claim{"ns", "c", "uid-c"};
-  ASSERT_TRUE(writeStatus([&](ExtendedResource& d) {
-    if (d.phase != DevicePhase::kAvailable) {
-      return Status::failedPrecondition("not initialised yet");
-    }
-    return bindDevice(d, claim, {{"p", "uid-p"}});
-  }));
+  ASSERT_TRUE(bind("n1-gpu0", claim));
 
   write(nodeFile({}));
   ASSERT_TRUE(eventually([&] {
@@ -279,6 +291,40 @@ TEST_F(NodeSyncTest, ANodeWhoseFileIsGoneButWhoseDevicesArePublishedKnowsNoDevic
     return inForce && inForce->devices.empty();
   })) << "once no device of the node is published, the node has none";
   EXPECT_TRUE(sync_->fileCurrent());
+}
+
+// While no node file is in force the agent gives no device, so its free devices are taken out
+// of offer (pods go elsewhere rather than be placed here and refused); a held one stays with its
+// pod. A file that parses puts the free ones back.
+TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay) {
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  ASSERT_NO_FATAL_FAILURE(start());
+  ASSERT_TRUE(bind("n1-gpu1", {"ns", "c", "uid-c"}));
+  ASSERT_TRUE(eventually([&] {
+    auto free = devices_.get("n1-gpu0");
+    auto held = devices_.get("n1-gpu1");
+    return free && free->phase == DevicePhase::kAvailable && held &&
+           held->phase == DevicePhase::kBound;
+  }));
+  sync_->stop();
+  std::filesystem::remove(keptCopy());
+  write("devices: [this is not a device list");
+  startSync();
+  ASSERT_EQ(sync_->inventory(), nullptr);
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d->phase == DevicePhase::kPending && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+  })) << "a free device is offered while the agent would refuse it";
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(device("n1-gpu1")->phase, DevicePhase::kBound);
+  EXPECT_TRUE(device("n1-gpu1")->reason.empty()) << device("n1-gpu1")->message;
+  EXPECT_FALSE(eventWithReason("DeviceUnhealthy")) << "the pod holding n1-gpu1 was warned";
+
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  EXPECT_TRUE(eventually([&] {
+    auto d = device("n1-gpu0");
+    return d->phase == DevicePhase::kAvailable && d->reason.empty();
+  }));
 }
 
 // The devices an agent published stay in force across a restart with a broken file, so the
