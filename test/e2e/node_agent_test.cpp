@@ -482,9 +482,20 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
           .empty())
       << "a container without a claim mounted /dev while the agent knew no device";
   EXPECT_FALSE(podRunning("by-mount-2"));
-  const auto waiting = getPod("holder-2");
-  ASSERT_TRUE(waiting.has_value());
-  EXPECT_EQ(waiting->value("/spec/nodeName"_json_pointer, ""), "")
+  // Tried and found no device, rather than not tried yet.
+  auto unschedulable = [&] {
+    const auto pod = getPod("holder-2");
+    for (const auto& c :
+         pod ? pod->value("/status/conditions"_json_pointer, json::array()) : json::array()) {
+      if (c.value("type", "") == "PodScheduled") {
+        return c.value("status", "") == "False" && c.value("reason", "") == "Unschedulable";
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(eventually(unschedulable, 60s)) << getPod("holder-2").value_or(json()).dump();
+  EXPECT_EQ(getPod("holder-2").value_or(json::object()).value("/spec/nodeName"_json_pointer, ""),
+            "")
       << "holder-2 was placed on a device the agent would not give";
 
   ASSERT_TRUE(replace(path, good.str()));

@@ -311,11 +311,14 @@ TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay
   write("devices: [this is not a device list");
   startSync();
   ASSERT_EQ(sync_->inventory(), nullptr);
-  EXPECT_TRUE(eventually([&] {
+  ASSERT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
-    return d->phase == DevicePhase::kPending && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+    return d && d->phase == DevicePhase::kPending &&
+           parseReason(d->reason) == Reason::kDeviceUnhealthy;
   })) << "a free device is offered while the agent would refuse it";
+  const std::string written = device("n1-gpu0")->meta.resourceVersion;
   std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(device("n1-gpu0")->meta.resourceVersion, written) << "written again at each sync";
   EXPECT_EQ(device("n1-gpu1")->phase, DevicePhase::kBound);
   EXPECT_TRUE(device("n1-gpu1")->reason.empty()) << device("n1-gpu1")->message;
   EXPECT_FALSE(eventWithReason("DeviceUnhealthy")) << "the pod holding n1-gpu1 was warned";
@@ -323,7 +326,7 @@ TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay
   write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
   EXPECT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
-    return d->phase == DevicePhase::kAvailable && d->reason.empty();
+    return d && d->phase == DevicePhase::kAvailable && d->reason.empty();
   }));
 }
 
