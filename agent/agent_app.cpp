@@ -85,8 +85,8 @@ struct AgentApp::Impl {
     nodeObject.addHandlers({.onAdd = recount, .onUpdate = recount});
     registry.gaugeFunc("extended_resource_agent_node_file_current",
                        "1 when the node file in force is the one on disk, or there is none and "
-                       "the node has no devices (0 while it is invalid or unreadable, or "
-                       "missing while devices of the node are published).",
+                       "the node has no devices (0 while it is invalid, unreadable, or "
+                       "missing after one parsed or while devices of the node are published).",
                        [this] { return sync.fileCurrent() ? 1.0 : 0.0; });
     registry.gaugeFunc(
         "extended_resource_agent_devices_known",

@@ -63,9 +63,9 @@ class NodeSync {
   // none was kept and none of its devices is published; nullptr otherwise, when the agent knows
   // none of the node's devices (and gives none, and fails closed: decideInjection). See useNoFile.
   std::shared_ptr<const NodeFile> inventory() const;
-  // Whether the file in force is the one on disk (false while the file on disk is invalid or
-  // unreadable, or missing while devices of the node are published); true for a node with no
-  // file and no devices.
+  // Whether the file in force is the one on disk (false while the file on disk is invalid,
+  // unreadable, or missing after one parsed or while devices of the node are published); true
+  // for a node with no file and no devices.
   bool fileCurrent() const { return fileCurrent_.load(); }
   // The last health check: device name -> healthy, for the devices of the inventory this agent
   // has published; nullptr before the first check.
