@@ -457,8 +457,17 @@ void NodeSync::checkHealth(const NodeFile& file, const std::vector<std::string>&
 }
 
 void NodeSync::withholdFreeDevices() {
+  if (!claims_.hasSynced()) {
+    return;  // which devices a claim lists is not known yet
+  }
+  std::set<std::string> listed;
+  for (const auto& claim : claims_.list()) {
+    for (auto& name : claim->heldDevices()) {
+      listed.insert(std::move(name));
+    }
+  }
   for (const auto& device : devices_.list()) {
-    if (!device->meta.deleting && !heldForClaim(*device)) {
+    if (!device->meta.deleting && !heldForClaim(*device) && listed.count(device->meta.name) == 0) {
       reportHealth(*device, {.healthy = false,
                              .problem = "not offered: the node agent of " + options_.node +
                                         " has no node file in force, and gives no device"});

@@ -99,7 +99,9 @@ class NodeSync {
   // While no node file is in force (inventory() is nullptr) the agent gives no device, so the
   // free ones are marked unhealthy, which takes them out of offer: pods go to other nodes or
   // wait, rather than being placed here and refused. Held ones stay as they are, with their
-  // pods. The first health check of a file that parses marks them healthy again.
+  // pods, and so do those a Bound or Lost claim lists (the controller binds such a device back
+  // only while it is Available). The first health check of a file that parses marks them
+  // healthy again.
   void withholdFreeDevices();
   // Writes what decideHealth makes of one observation of a published device.
   void reportHealth(const ExtendedResource& device, HealthObservation seen);

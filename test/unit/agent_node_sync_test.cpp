@@ -297,7 +297,19 @@ TEST_F(NodeSyncTest, ANodeWhoseFileIsGoneButWhoseDevicesArePublishedKnowsNoDevic
 // of offer (pods go elsewhere rather than be placed here and refused); a held one stays with its
 // pod. A file that parses puts the free ones back.
 TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay) {
-  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}, {"n1-gpu2", "/dev/null"}}));
+  // A Bound claim listing n1-gpu2, which is Available (restored without its status, say): the
+  // controller binds it back, which it does only while the device is Available.
+  api_.seed(resources::kExtendedResourceClaims,
+            {{"apiVersion", "extendedresource.io/v1alpha1"},
+             {"kind", "ExtendedResourceClaim"},
+             {"metadata", {{"namespace", "ns"}, {"name", "restored"}, {"uid", "uid-r"}}},
+             {"spec", {{"rawResourceName", "example.com/gpu"}, {"extendedResourceNum", 1}}},
+             {"status",
+              {{"phase", "Bound"},
+               {"nodeName", "n1"},
+               {"podRef", {{"name", "q"}, {"uid", "uid-q"}}},
+               {"extendedResourceNames", {"n1-gpu2"}}}}});
   ASSERT_NO_FATAL_FAILURE(start());
   ASSERT_TRUE(bind("n1-gpu1", {"ns", "c", "uid-c"}));
   ASSERT_TRUE(eventually([&] {
@@ -322,8 +334,10 @@ TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay
   EXPECT_EQ(device("n1-gpu1")->phase, DevicePhase::kBound);
   EXPECT_TRUE(device("n1-gpu1")->reason.empty()) << device("n1-gpu1")->message;
   EXPECT_FALSE(eventWithReason("DeviceUnhealthy")) << "the pod holding n1-gpu1 was warned";
+  EXPECT_EQ(device("n1-gpu2")->phase, DevicePhase::kAvailable)
+      << "a device a claim lists was withheld before it could be bound back";
 
-  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}}));
+  write(nodeFile({{"n1-gpu0", "/dev/null"}, {"n1-gpu1", "/dev/null"}, {"n1-gpu2", "/dev/null"}}));
   EXPECT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
     return d && d->phase == DevicePhase::kAvailable && d->reason.empty();
