@@ -14,6 +14,7 @@
 #include "model/device_transitions.h"
 #include "model/event_reasons.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 
 namespace ker::agent {
 
@@ -238,36 +239,42 @@ void NodeSync::useNoFile() {
   // known either way, and failing closed then would refuse /dev on every node without devices
   // whose agent starts while the API is out of reach; AgentApp starts this after that wait.
   const size_t published = devices_.hasSynced() ? devices_.size() : 0;
+  NoFile state = NoFile::kNotMissing;
+  if (fileMissing_) {
+    state = !noKeptCopy      ? NoFile::kKeptCopyUnusable
+            : published != 0 ? NoFile::kDevicesPublished
+                             : NoFile::kNoDevices;
+  }
   std::shared_ptr<const NodeFile> next;
-  if (fileMissing_ && noKeptCopy && published == 0) {
+  if (state == NoFile::kNoDevices) {
     next = std::make_shared<const NodeFile>();
   }
   if (fileMissing_) {
     fileCurrent_ = next != nullptr;  // no file, and no devices in force: as the node says
-    std::string said = "no file " + options_.nodeFile;
-    if (!noKeptCopy) {
-      said += ", and no usable kept copy";
-    } else if (published != 0) {
-      said += ", and devices of this node published";
-    }
-    if (readError_ != said) {
-      readError_ = said;
-      if (next) {
+  }
+  if (state != noFileLogged_) {
+    noFileLogged_ = state;
+    switch (state) {
+      case NoFile::kNotMissing:
+        break;
+      case NoFile::kNoDevices:
         log::info("no node file; this node has no devices until one is written",
                   {{"file", options_.nodeFile}});
-      } else if (!noKeptCopy) {
+        break;
+      case NoFile::kKeptCopyUnusable:
         metrics_.nodeFileErrors.inc();
         log::error(
             "no node file, and the kept copy of the last one that parsed cannot be used; "
             "no device is in force",
             {{"file", options_.nodeFile}});
-      } else {
+        break;
+      case NoFile::kDevicesPublished:
         metrics_.nodeFileErrors.inc();
         log::error(
             "no node file and no kept copy, but devices of this node are published; no device "
             "is in force until a node file is written",
             {{"file", options_.nodeFile}, {"published", published}});
-      }
+        break;
     }
   }
   std::lock_guard lock(inventoryMu_);
@@ -467,7 +474,7 @@ void NodeSync::withholdFreeDevices() {
     }
   }
   for (const auto& device : devices_.list()) {
-    if (!device->meta.deleting && !heldForClaim(*device) && listed.count(device->meta.name) == 0) {
+    if (offerable(*device) && listed.count(device->meta.name) == 0) {
       reportHealth(*device, {.healthy = false,
                              .problem = "not offered: the node agent of " + options_.node +
                                         " has no node file in force, and gives no device"});

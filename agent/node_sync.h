@@ -96,12 +96,12 @@ class NodeSync {
   // The health of the file's devices as probed, and of unlistedHeld (devices the file no longer
   // lists that a claim holds) as unhealthy.
   void checkHealth(const NodeFile& file, const std::vector<std::string>& unlistedHeld);
-  // While no node file is in force (inventory() is nullptr) the agent gives no device, so the
-  // free ones are marked unhealthy, which takes them out of offer: pods go to other nodes or
-  // wait, rather than being placed here and refused. Held ones stay as they are, with their
-  // pods, and so do those a Bound or Lost claim lists (the controller binds such a device back
-  // only while it is Available). The first health check of a file that parses marks them
-  // healthy again.
+  // While no node file is in force (inventory() is nullptr) the agent gives no device, so what
+  // the extender would offer (offerable, and listed by no Bound or Lost claim of the node) is
+  // marked unhealthy, which takes it out of offer: pods go to other nodes or wait, rather than
+  // being placed here and refused. Held devices stay with their pods, and a device a claim
+  // lists stays Available for the controller to bind back. The first health check of a file
+  // that parses marks them healthy again.
   void withholdFreeDevices();
   // Writes what decideHealth makes of one observation of a published device.
   void reportHealth(const ExtendedResource& device, HealthObservation seen);
@@ -138,6 +138,10 @@ class NodeSync {
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
   std::string discoveryProblems_;                       // last logged, to log changes only
   std::string readError_;  // why the file could not be read last time, if it could not
+  // What useNoFile last logged: the file exists, or it is missing and the node has no devices,
+  // its kept copy cannot be used, or devices of the node are published.
+  enum class NoFile { kNotMissing, kNoDevices, kKeptCopyUnusable, kDevicesPublished };
+  NoFile noFileLogged_ = NoFile::kNotMissing;
   std::map<std::string, bool> lastHealthy_;     // device name -> last observation
   std::set<std::string> conflicts_;             // names taken by objects the agent does not own
   std::map<std::string, std::string> waiting_;  // InventoryPlan::waiting last logged
