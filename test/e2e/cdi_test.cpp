@@ -176,16 +176,7 @@ TEST_F(CdiTest, ADeviceWhoseSpecIsGoneIsRefusedAndUnhealthyUntilItReturns) {
       120s))
       << failures;
   EXPECT_TRUE(eventually(
-      [&] {
-        json dev = getDevice(d);
-        for (const auto& c : dev.value("/status/conditions"_json_pointer, json::array())) {
-          if (c.value("type", "") == "Healthy") {
-            return c.value("status", "") == "False";
-          }
-        }
-        return false;
-      },
-      30s))
+      [&] { return conditionOf(getDevice(d), "Healthy").value("status", "") == "False"; }, 30s))
       << getDevice(d).dump();
 
   ASSERT_EQ(std::rename(saved.c_str(), spec.c_str()), 0);

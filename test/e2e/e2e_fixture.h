@@ -24,6 +24,16 @@ using nlohmann::json;
 // launch.sh start-node loads: pods never pull, so nothing is fetched from a registry.
 inline constexpr const char* kTestImage = "localhost/ker-busybox:1";
 
+// The condition of `type` among an object's status.conditions; an empty object when it has none.
+inline json conditionOf(const json& object, const std::string& type) {
+  for (const auto& c : object.value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == type) {
+      return c;
+    }
+  }
+  return json::object();
+}
+
 // A test on the cluster test/run-e2e.sh brings up: two real nodes (kubelet, containerd,
 // kube-proxy each; the second tainted with kExtraNodeTaint, so that only pods tolerating it go
 // there) and deploy/ running as pods from the image just built. Each test works in a namespace

@@ -419,12 +419,7 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
     std::string out;
     ASSERT_EQ(env_->kubectl("delete pod -n kube-system --wait=false " + old, &out), 0) << out;
     auto readyCondition = [](const json& pod) {
-      for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
-        if (c.value("type", "") == "Ready") {
-          return c.value("status", "") == "True";
-        }
-      }
-      return false;
+      return conditionOf(pod, "Ready").value("status", "") == "True";
     };
     ASSERT_TRUE(eventually(
         [&] {
@@ -484,14 +479,9 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
   EXPECT_FALSE(podRunning("by-mount-2"));
   // Tried and found no device, rather than not tried yet.
   auto unschedulable = [&] {
-    const auto pod = getPod("holder-2");
-    for (const auto& c :
-         pod ? pod->value("/status/conditions"_json_pointer, json::array()) : json::array()) {
-      if (c.value("type", "") == "PodScheduled") {
-        return c.value("status", "") == "False" && c.value("reason", "") == "Unschedulable";
-      }
-    }
-    return false;
+    const json scheduled = conditionOf(getPod("holder-2").value_or(json::object()), "PodScheduled");
+    return scheduled.value("status", "") == "False" &&
+           scheduled.value("reason", "") == "Unschedulable";
   };
   EXPECT_TRUE(eventually(unschedulable, 60s)) << getPod("holder-2").value_or(json()).dump();
   EXPECT_EQ(getPod("holder-2").value_or(json::object()).value("/spec/nodeName"_json_pointer, ""),
