@@ -5,6 +5,7 @@
 #include "agent/live_read.h"
 #include "common/resource.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker::agent {
 
@@ -15,9 +16,8 @@ ClaimSource::Result CachedClaimSource::get(const std::string& ns, const std::str
     return {cached, {}};
   }
   liveReads_.fetch_add(1);
-  auto [claim, status] = readLive<ExtendedResourceClaim>([&] {
-    return ExtendedResourceClaim::fromJson(live_.get(resources::kExtendedResourceClaims, ns, name));
-  });
+  auto [claim, status] = readLive<ExtendedResourceClaim>(
+      [&] { return readObject<ExtendedResourceClaim>(live_, ns, name); });
   return {std::move(claim), std::move(status)};
 }
 

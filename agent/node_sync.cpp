@@ -15,6 +15,7 @@
 #include "model/event_reasons.h"
 #include "model/objects.h"
 #include "model/suitability.h"
+#include "model/typed_client.h"
 
 namespace ker::agent {
 
@@ -412,9 +413,7 @@ void NodeSync::applyInventory(const InventoryPlan& plan) {
 
 std::optional<ExtendedResource> NodeSync::readLive(const std::string& name) {
   ExtendedResource live;
-  if (!callApi([&] {
-         live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-       }).ok()) {
+  if (!getObject(api_, name, live).ok()) {
     return std::nullopt;
   }
   return live;
@@ -505,11 +504,7 @@ void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation se
     log::error("status transition refused: nothing written", {{"error", changed.message()}});
     return;
   }
-  if (const Status sent = callApi([&] {
-        api_.updateStatus(resources::kExtendedResources, "",
-                          next.toJson(std::chrono::system_clock::now()));
-      });
-      sent.ok()) {
+  if (const Status sent = writeStatus(api_, next, std::chrono::system_clock::now()); sent.ok()) {
     metrics_.healthChanges.labels({unhealthy ? "unhealthy" : "healthy"}).inc();
     log::info(!unhealthy                          ? "device healthy again"
               : next.phase == DevicePhase::kBound ? "allocated device unhealthy: kept by its pod"

@@ -23,8 +23,7 @@ PodSource::Result CachedPodSource::get(const std::string& ns, const std::string&
     return {cached, {}};
   }
   liveReads_.fetch_add(1);
-  auto [pod, status] =
-      readLive<NodePod>([&] { return NodePod::fromJson(live_.get(resources::kPods, ns, name)); });
+  auto [pod, status] = readLive<NodePod>([&] { return readObject<NodePod>(live_, ns, name); });
   if (pod && pod->meta.uid != podUid) {
     return {nullptr, {}};  // deleted and created again: this container's pod is gone
   }

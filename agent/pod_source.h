@@ -12,6 +12,7 @@
 #include "common/informer.h"
 #include "common/status.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker::agent {
 
@@ -23,6 +24,17 @@ struct NodePod : Pod {
 
   static NodePod fromJson(const nlohmann::json& obj);
 };
+
+}  // namespace ker::agent
+
+namespace ker {
+template <>
+inline const Resource& resourceOf<agent::NodePod>() {
+  return resources::kPods;
+}
+}  // namespace ker
+
+namespace ker::agent {
 
 // Where the agent reads a pod's spec when one of its containers is created: the runtime passes
 // on the pod's identity and annotations, not the resources its containers ask for.

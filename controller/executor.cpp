@@ -7,6 +7,7 @@
 #include "model/device_transitions.h"
 #include "model/objects.h"
 #include "model/resource_class.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -186,10 +187,8 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
       if (metrics_) {
         metrics_->liveReads.inc();
       }
-      if (Status read = callApi([&] {
-            device = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-          });
-          !read.ok()) {
+      ExtendedResource live;
+      if (Status read = getObject(api_, name, live); !read.ok()) {
         if (classify(read) == Failure::kGone) {
           return FreeResult::kNothingToDo;
         }
@@ -198,6 +197,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
         triedVersion.clear();
         return FreeResult::kFailed;
       }
+      device = std::move(live);
       if (!isBoundTo(*device, claim)) {
         return FreeResult::kNothingToDo;
       }
@@ -208,8 +208,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     }
     gate();
     triedVersion = device->meta.resourceVersion;
-    const Status sent = callApi(
-        [&] { api_.updateStatus(resources::kExtendedResources, "", next.toJson(clock_())); });
+    const Status sent = writeStatus(api_, next, clock_());
     switch (classify(sent)) {
       case Failure::kNone:
         return FreeResult::kFreed;

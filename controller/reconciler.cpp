@@ -58,16 +58,6 @@ ReconcileResult Reconciler::guarded(F&& body) {
   return r;
 }
 
-std::optional<nlohmann::json> Reconciler::liveGet(const Resource& res, const std::string& ns,
-                                                  const std::string& name) {
-  if (metrics_) {
-    metrics_->liveReads.inc();
-  }
-  std::optional<nlohmann::json> live;
-  unlessNotFound([&] { live = api_.get(res, ns, name); });
-  return live;
-}
-
 Reconciler::Holders Reconciler::cachedHolders(const std::string& ns,
                                               const std::vector<PodRef>& refs) {
   Holders h;
@@ -87,9 +77,7 @@ void Reconciler::readHoldersLive(const std::string& ns, const std::vector<PodRef
         std::find(names.begin(), names.end(), refs[i].name) == names.end()) {
       continue;
     }
-    auto live = liveGet(resources::kPods, ns, refs[i].name);
-    holders.pods[i] =
-        live ? std::make_shared<const WatchedPod>(WatchedPod::fromJson(*live)) : nullptr;
+    holders.pods[i] = liveGet<WatchedPod>(ns, refs[i].name);
     holders.view[i] = {holders.pods[i].get(), true};
   }
 }
@@ -141,10 +129,7 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
       v.holders = holders.view;
     } else {
       for (const auto& name : plan.verify->devices) {
-        auto live = liveGet(resources::kExtendedResources, "", name);
-        keep.push_back(
-            live ? std::make_shared<const ExtendedResource>(ExtendedResource::fromJson(*live))
-                 : nullptr);
+        keep.push_back(liveGet<ExtendedResource>("", name));
         v.devices[name] = keep.back().get();
       }
       v.devicesLive = true;
@@ -244,23 +229,15 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
       if (plan.verify->what == LiveRead::kRebindClaim) {
         const size_t slash = plan.verify->claimKey.find('/');
-        auto live =
-            liveGet(resources::kExtendedResourceClaims, plan.verify->claimKey.substr(0, slash),
-                    plan.verify->claimKey.substr(slash + 1));
-        rebindClaim = live ? std::make_shared<const ExtendedResourceClaim>(
-                                 ExtendedResourceClaim::fromJson(*live))
-                           : nullptr;
+        rebindClaim = liveGet<ExtendedResourceClaim>(plan.verify->claimKey.substr(0, slash),
+                                                     plan.verify->claimKey.substr(slash + 1));
         in.rebindClaimRead = true;
         in.rebindClaimLive = rebindClaim.get();
       } else if (plan.verify->what == LiveRead::kHolderPod && device->claimRef) {
         readHoldersLive(holdersNs, device->holders, plan.verify->holders, holders);
         v.holders = holders.view;
       } else if (device->claimRef) {
-        auto live = liveGet(resources::kExtendedResourceClaims, device->claimRef->ns,
-                            device->claimRef->name);
-        claim = live ? std::make_shared<const ExtendedResourceClaim>(
-                           ExtendedResourceClaim::fromJson(*live))
-                     : nullptr;
+        claim = liveGet<ExtendedResourceClaim>(device->claimRef->ns, device->claimRef->name);
         v.claim = claim.get();
         v.claimLive = true;
       } else {
@@ -339,10 +316,7 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
                                  ExtendedResourceClaim::fromJson(created)));
           continue;
         }
-        const auto live = liveGet(resources::kExtendedResourceClaims, pod.meta.ns, create.name);
-        learn(create.name, live ? std::make_shared<const ExtendedResourceClaim>(
-                                      ExtendedResourceClaim::fromJson(*live))
-                                : nullptr);
+        learn(create.name, liveGet<ExtendedResourceClaim>(pod.meta.ns, create.name));
       }
     } else {
       break;

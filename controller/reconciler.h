@@ -14,6 +14,7 @@
 #include "controller/plan.h"
 #include "controller/work_keys.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -85,8 +86,16 @@ class Reconciler {
   ReconcileResult syncClaim(const std::string& key, const CachedClaim& claim);
   // Creates the claims the pod's template entries call for and records them on the pod.
   void reconcileTemplateClaims(const Pod& pod);
-  std::optional<nlohmann::json> liveGet(const Resource& res, const std::string& ns,
-                                        const std::string& name);
+  // A GET past the caches, counted as a live read; nullptr when the object does not exist.
+  template <class T>
+  std::shared_ptr<const T> liveGet(const std::string& ns, const std::string& name) {
+    if (metrics_) {
+      metrics_->liveReads.inc();
+    }
+    std::shared_ptr<const T> live;
+    unlessNotFound([&] { live = std::make_shared<const T>(readObject<T>(api_, ns, name)); });
+    return live;
+  }
 
   // The pods `refs` names in namespace ns, for a decision's holders (HolderPod): each from the
   // cache, counted as read live when the watch delivered that UID's deletion. `pods` owns what

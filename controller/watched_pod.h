@@ -5,6 +5,7 @@
 
 #include "common/clocks.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -20,5 +21,10 @@ struct WatchedPod : Pod {
 
   static WatchedPod fromJson(const nlohmann::json& obj);
 };
+
+template <>
+inline const Resource& resourceOf<WatchedPod>() {
+  return resources::kPods;
+}
 
 }  // namespace ker

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 #include "scheduler/bind/binder.h"
 #include "scheduler/extender.h"
 #include "scheduler/extender_handlers.h"
@@ -78,7 +79,7 @@ struct ExtenderApp::Impl {
                  if (auto cached = nodes.get(node)) {
                    return cached->meta.labels;
                  }
-                 return Node::fromJson(api.get(resources::kNodes, "", node)).meta.labels;
+                 return readObject<Node>(api, "", node).meta.labels;
                },
                {.deadline = config.bindDeadline,
                 .requiredPlugin = config.requiredPlugin,

@@ -9,6 +9,7 @@
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -87,8 +88,7 @@ void BindJournal::readBack(ApiClient& api) {
   try {
     if (e.kind == Kind::kClaim || e.kind == Kind::kJoin) {
       // Another replica binding the same pod may have bound the claim too, with other devices.
-      auto live = ExtendedResourceClaim::fromJson(
-          api.get(resources::kExtendedResourceClaims, e.ns, e.name));
+      auto live = readObject<ExtendedResourceClaim>(api, e.ns, e.name);
       if (live.heldBy(podUid_) && (e.kind == Kind::kJoin || live.allocated == e.devices)) {
         applied(std::move(live));
         return;
@@ -96,7 +96,7 @@ void BindJournal::readBack(ApiClient& api) {
     } else {
       // Only a write naming this pod among the holders can be this call's: another pod's bind
       // through the same claim (two pods naming it) writes the same claimRef.
-      auto live = ExtendedResource::fromJson(api.get(resources::kExtendedResources, "", e.name));
+      auto live = readObject<ExtendedResource>(api, "", e.name);
       if (live.claimRef && live.claimRef->uid == e.claimUid &&
           std::any_of(live.holders.begin(), live.holders.end(),
                       [&](const PodRef& h) { return h.uid == podUid_; })) {
@@ -122,8 +122,8 @@ void BindJournal::readBack(ApiClient& api) {
 // frees a device whose claim does not list it).
 bool BindJournal::heldThroughClaim(ApiClient& api, const ExtendedResource& device) const {
   try {
-    const auto live = ExtendedResourceClaim::fromJson(
-        api.get(resources::kExtendedResourceClaims, device.claimRef->ns, device.claimRef->name));
+    const auto live =
+        readObject<ExtendedResourceClaim>(api, device.claimRef->ns, device.claimRef->name);
     const bool held = live.meta.uid == device.claimRef->uid && live.heldBy(podUid_) &&
                       std::find(live.allocated.begin(), live.allocated.end(), device.meta.name) !=
                           live.allocated.end();
@@ -171,13 +171,12 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       log::warn("bind undo: claim left as it is", {{"error", undone.message()}});
       continue;
     }
-    try {
-      api.updateStatus(resources::kExtendedResourceClaims, c.meta.ns, next.toJson(now));
+    if (const Status sent = writeStatus(api, next, now); sent.ok()) {
       ++writes;
-    } catch (const std::exception& ex) {
+    } else {
       kept.insert(c.meta.uid);
       log::warn("bind undo: claim left bound with its devices",
-                {{"claim", objectKey(c.meta.ns, c.meta.name)}, {"error", ex.what()}});
+                {{"claim", objectKey(c.meta.ns, c.meta.name)}, {"error", sent.message()}});
     }
   }
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
@@ -193,13 +192,13 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       log::warn("bind undo: device left as it is", {{"error", undone.message()}});
       continue;
     }
-    try {
-      auto restored = ExtendedResource::fromJson(
-          api.updateStatus(resources::kExtendedResources, "", next.toJson(now)));
+    ExtendedResource restored;
+    if (const Status sent = writeStatus(api, next, now, &restored); sent.ok()) {
       ++writes;
       index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
-    } catch (const std::exception& ex) {
-      log::warn("bind undo: device left bound", {{"device", d.meta.name}, {"error", ex.what()}});
+    } else {
+      log::warn("bind undo: device left bound",
+                {{"device", d.meta.name}, {"error", sent.message()}});
     }
   }
   return writes;

@@ -11,6 +11,7 @@
 #include "model/device_transitions.h"
 #include "model/objects.h"
 #include "model/suitability.h"
+#include "model/typed_client.h"
 #include "scheduler/bind/bind_journal.h"
 #include "scheduler/bind/bind_trust.h"
 #include "scheduler/fit/claim_lookup.h"
@@ -157,8 +158,7 @@ Status Binder::bind(const BindingArgs& args) {
 void Binder::refreshDevice(const std::string& name) {
   DevicePtr fresh;
   const Status read = callApi([&] {
-    fresh = std::make_shared<const ExtendedResource>(
-        ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name)));
+    fresh = std::make_shared<const ExtendedResource>(readObject<ExtendedResource>(api_, "", name));
   });
   if (read.ok()) {
     index_.upsert(std::move(fresh));
@@ -171,10 +171,7 @@ std::optional<Pod> Binder::livePod(const Pod& pod) {
   // Whether a cut-off Binding landed decides between done and undo: asked whatever the time.
   RequestDeadline unfenced(std::nullopt);
   Pod live;
-  if (!callApi([&] {
-         live = Pod::fromJson(api_.get(resources::kPods, pod.meta.ns, pod.meta.name));
-       }).ok() ||
-      live.meta.uid != pod.meta.uid) {
+  if (!getObject(api_, pod.meta.ns, pod.meta.name, live).ok() || live.meta.uid != pod.meta.uid) {
     return std::nullopt;  // not readable is as good as not seen: the caller decides on neither
   }
   return live;
@@ -229,10 +226,7 @@ std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args,
       return trusted();
     }
   }
-  if (Status read = callApi([&] {
-        a.pod = Pod::fromJson(api_.get(resources::kPods, args.podNamespace, args.podName));
-      });
-      !read.ok()) {
+  if (Status read = getObject(api_, args.podNamespace, args.podName, a.pod); !read.ok()) {
     return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
                    read.within("pod " + pod)};
   }
@@ -361,10 +355,9 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
       !bound.ok()) {
     return Step::refused(bound);
   }
-  json body = next.toJson(options_.wallClock());
 #ifdef KER_FAILPOINTS
   if (staleWrites_.load() > 0 && staleWrites_.fetch_sub(1) > 0) {
-    body["metadata"]["resourceVersion"] = "1";
+    next.meta.resourceVersion = "1";
   }
 #endif
   if (Step s = beforeWrite(a); !s.ok()) {
@@ -372,11 +365,7 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   }
   a.journal.deviceSent(name, claim.meta.uid);
   ExtendedResource written;
-  if (Status sent = callApi([&] {
-        written =
-            ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "", body));
-      });
-      !sent.ok()) {
+  if (Status sent = writeStatus(api_, next, options_.wallClock(), &written); !sent.ok()) {
     return writeFailed(sent, a);
   }
   stats_.apiWrites++;
@@ -404,11 +393,7 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
 // The claim's status write of a step already entered in the journal, and its answer recorded.
 Binder::Step Binder::sendClaimStatus(const ExtendedResourceClaim& next, Attempt& a) {
   ExtendedResourceClaim written;
-  if (Status sent = callApi([&] {
-        written = ExtendedResourceClaim::fromJson(api_.updateStatus(
-            resources::kExtendedResourceClaims, next.meta.ns, next.toJson(options_.wallClock())));
-      });
-      !sent.ok()) {
+  if (Status sent = writeStatus(api_, next, options_.wallClock(), &written); !sent.ok()) {
     return writeFailed(sent, a);
   }
   stats_.apiWrites++;
@@ -423,10 +408,7 @@ Binder::Step Binder::sendClaimStatus(const ExtendedResourceClaim& next, Attempt&
 Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name,
                                    Attempt& a) {
   ExtendedResource live;
-  if (Status read = callApi([&] {
-        live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-      });
-      !read.ok()) {
+  if (Status read = getObject(api_, name, live); !read.ok()) {
     return Step::of(read);
   }
   if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
@@ -447,11 +429,7 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
     return s;
   }
   ExtendedResource written;
-  if (Status sent = callApi([&] {
-        written = ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "",
-                                                               live.toJson(options_.wallClock())));
-      });
-      !sent.ok()) {
+  if (Status sent = writeStatus(api_, live, options_.wallClock(), &written); !sent.ok()) {
     return Step::of(sent);
   }
   stats_.apiWrites++;
@@ -474,11 +452,7 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
     return s;
   }
   a.journal.reuseSent(claim.meta.uid);
-  if (Status sent = callApi([&] {
-        api_.updateStatus(resources::kExtendedResourceClaims, claim.meta.ns,
-                          next.toJson(options_.wallClock()));
-      });
-      !sent.ok()) {
+  if (Status sent = writeStatus(api_, next, options_.wallClock()); !sent.ok()) {
     return writeFailed(sent, a);
   }
   stats_.apiWrites++;
@@ -496,10 +470,7 @@ Binder::Step Binder::reuseClaim(const ExtendedResourceClaim& claim, Attempt& a) 
 Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   for (const auto& name : claim.allocated) {
     ExtendedResource live;
-    if (Status read = callApi([&] {
-          live = ExtendedResource::fromJson(api_.get(resources::kExtendedResources, "", name));
-        });
-        !read.ok()) {
+    if (Status read = getObject(api_, name, live); !read.ok()) {
       return Step::of(read);
     }
     if (Status held = joinDevice(live, claim.meta.uid,
@@ -512,11 +483,7 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
     if (Step s = beforeWrite(a); !s.ok()) {
       return s;
     }
-    if (Status sent = callApi([&] {
-          live = ExtendedResource::fromJson(api_.updateStatus(resources::kExtendedResources, "",
-                                                              live.toJson(options_.wallClock())));
-        });
-        !sent.ok()) {
+    if (Status sent = writeStatus(api_, live, options_.wallClock(), &live); !sent.ok()) {
       return Step::of(sent);
     }
     stats_.apiWrites++;

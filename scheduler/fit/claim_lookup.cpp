@@ -6,6 +6,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -16,8 +17,8 @@ ClaimPtr liveClaim(ApiClient& api, const std::string& key) {
   }
   ClaimPtr claim;
   unlessNotFound([&] {
-    claim = std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(
-        api.get(resources::kExtendedResourceClaims, key.substr(0, slash), key.substr(slash + 1))));
+    claim = std::make_shared<const ExtendedResourceClaim>(
+        readObject<ExtendedResourceClaim>(api, key.substr(0, slash), key.substr(slash + 1)));
   });
   return claim;
 }

@@ -6,6 +6,7 @@
 #include "common/resource.h"
 #include "common/status.h"
 #include "model/event_reasons.h"
+#include "model/typed_client.h"
 #include "scheduler/preemption/preemptor_trust.h"
 
 namespace ker {
@@ -153,9 +154,7 @@ Status PreemptionWorker::checkPreemptor(const PreemptionOrder& order) {
   try {
     withRetries([&] {
       live.reset();  // a 404 leaves it empty: no such pod
-      unlessNotFound([&] {
-        live = Pod::fromJson(api_.get(resources::kPods, order.preemptorNs, order.preemptorName));
-      });
+      unlessNotFound([&] { live = readObject<Pod>(api_, order.preemptorNs, order.preemptorName); });
     });
   } catch (const std::exception& e) {
     return statusFrom(e).within("reading the preemptor");
@@ -229,7 +228,7 @@ EvictionResult PreemptionWorker::evict(const PreemptionOrder& order,
     withRetries([&] {
       // A status patch carries no UID precondition: the UID is checked first, and the
       // delete's precondition covers a pod recreated under the name in between.
-      const Pod current = Pod::fromJson(api_.get(resources::kPods, victim.ns, victim.name));
+      const Pod current = readObject<Pod>(api_, victim.ns, victim.name);
       if (current.meta.uid != victim.uid) {
         result = EvictionResult::kGone;
         return;
