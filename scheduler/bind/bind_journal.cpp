@@ -23,21 +23,23 @@ void BindJournal::deviceSent(const std::string& name, const std::string& claimUi
   e.claimUid = claimUid;
 }
 
-void BindJournal::claimSent(const ExtendedResourceClaim& claim, std::vector<std::string> devices) {
+void BindJournal::claimSent(const ExtendedResourceClaim& sent, std::vector<std::string> devices) {
   Entry& e = add(Kind::kClaim);
-  e.ns = claim.meta.ns;
-  e.name = claim.meta.name;
+  e.ns = sent.meta.ns;
+  e.name = sent.meta.name;
   e.devices = std::move(devices);
+  e.bindRewrites = sent.bindRewrites;
 }
 
 void BindJournal::reuseSent(const std::string& claimUid) {
   add(Kind::kReuse).claimUid = claimUid;
 }
 
-void BindJournal::joinSent(const ExtendedResourceClaim& claim) {
+void BindJournal::joinSent(const ExtendedResourceClaim& sent) {
   Entry& e = add(Kind::kJoin);
-  e.ns = claim.meta.ns;
-  e.name = claim.meta.name;
+  e.ns = sent.meta.ns;
+  e.name = sent.meta.name;
+  e.bindRewrites = sent.bindRewrites;
 }
 
 void BindJournal::applied(ExtendedResource written) {
@@ -87,9 +89,13 @@ void BindJournal::readBack(ApiClient& api) {
   }
   try {
     if (e.kind == Kind::kClaim || e.kind == Kind::kJoin) {
-      // Another replica binding the same pod may have bound the claim too, with other devices.
+      // Another replica binding the same pod may have bound the claim too, with other devices,
+      // or rewritten this call's write to bind the pod with it (its bindRewrites then differs):
+      // either way the claim is that call's, and putting it back would free what its pod runs
+      // with.
       auto live = readObject<ExtendedResourceClaim>(api, e.ns, e.name);
-      if (live.heldBy(podUid_) && (e.kind == Kind::kJoin || live.allocated == e.devices)) {
+      if (live.heldBy(podUid_) && live.bindRewrites == e.bindRewrites &&
+          (e.kind == Kind::kJoin || live.allocated == e.devices)) {
         applied(std::move(live));
         return;
       }

@@ -24,15 +24,17 @@ class BindJournal {
 
   // A device write giving the device to the claim with UID claimUid, about to be sent.
   void deviceSent(const std::string& name, const std::string& claimUid);
-  // A claim write binding the claim to the pod with these devices, about to be sent.
-  void claimSent(const ExtendedResourceClaim& claim, std::vector<std::string> devices);
+  // A claim write binding the claim to the pod with these devices, about to be sent: `sent` is
+  // the claim as written.
+  void claimSent(const ExtendedResourceClaim& sent, std::vector<std::string> devices);
   // A rewrite of a claim an earlier call bound to the pod, about to be sent so that call's
   // undo conflicts. Unless refused, it counts as done (a lost reply may have landed): the undo
   // then leaves the claim bound, with all its devices, even those this attempt bound again.
   void reuseSent(const std::string& claimUid);
   // A write adding the pod to the holders of a shareable claim allocated to other pods, about
-  // to be sent. Its undo takes the pod out of the holders again, and leaves the devices.
-  void joinSent(const ExtendedResourceClaim& claim);
+  // to be sent (`sent`, the claim as written). Its undo takes the pod out of the holders again,
+  // and leaves the devices.
+  void joinSent(const ExtendedResourceClaim& sent);
 
   // The write sent last was applied; `written` is the object as the API stored it.
   void applied(ExtendedResource written);
@@ -70,6 +72,10 @@ class BindJournal {
     // kDevice: the claim the device was given to. kReuse: the claim reused.
     std::string claimUid;
     std::vector<std::string> devices;  // kClaim: the devices it was bound with
+    // kClaim, kJoin: the claim's status.bindRewrites as written. Another call that rewrote the
+    // claim to bind the same pod (reuseClaim) counted it up, so a claim read back with another
+    // count is that call's, not this one's.
+    int64_t bindRewrites = 0;
     // Once confirmed, the object as the API stored it.
     std::optional<ExtendedResource> device;
     std::optional<ExtendedResourceClaim> claim;

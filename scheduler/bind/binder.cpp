@@ -386,7 +386,7 @@ Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
       !bound.ok()) {
     return Step::refused(bound);
   }
-  a.journal.claimSent(claim, names);
+  a.journal.claimSent(next, names);
   return sendClaimStatus(next, a);
 }
 
@@ -496,7 +496,7 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
   if (Status joined = ker::joinClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}); !joined.ok()) {
     return Step::refused(joined);
   }
-  a.journal.joinSent(claim);
+  a.journal.joinSent(next);
   return sendClaimStatus(next, a);
 }
 

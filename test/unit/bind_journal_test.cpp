@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fake_api_client.h"
+#include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
 
@@ -139,6 +140,34 @@ TEST_F(BindJournalTest, ADeviceTheClaimHoldsForThePodThroughAnotherCallIsKept) {
   EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
   EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
   EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
+}
+
+// Replica A binds p: its write of d0 is applied, its claim write lands without an answer.
+// Replica B, leading now, finds c1 bound to p and rewrites it to bind p itself (reuseClaim),
+// then binds p. Read back, c1 is bound to p with d0 as A wrote it, but B counted its rewrite:
+// A's undo leaves c1 and d0 with p, where putting them back would free what p runs with.
+TEST_F(BindJournalTest, AClaimAnotherCallRewroteForThePodIsNotTakenForThisCalls) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  journal_.applied(bindDevice("d0", "c1"));
+  journal_.claimSent(claim("c1"), {"d0"});
+  ExtendedResourceClaim landed = bindClaim("c1", {"d0"});
+  ASSERT_TRUE(rewriteClaimBind(landed, "uid-p").ok());
+  api_.FakeApiClient::updateStatus(resources::kExtendedResourceClaims, "default",
+                                   landed.toJson(SystemTime{}));
+
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 0u);
+  EXPECT_EQ(claim("c1").phase, ClaimPhase::kBound);
+  EXPECT_EQ(device("d0").phase, DevicePhase::kBound);
+
+  // Without the rewrite the claim read back is this call's, and goes back with its device.
+  BindJournal alone("uid-p");
+  alone.deviceSent("d1", claim("c2").meta.uid);
+  alone.applied(bindDevice("d1", "c2"));
+  alone.claimSent(claim("c2"), {"d1"});
+  bindClaim("c2", {"d1"});
+  EXPECT_EQ(alone.undo(api_, index_, SystemTime{}), 2u);
+  EXPECT_EQ(claim("c2").phase, ClaimPhase::kPending);
+  EXPECT_EQ(device("d1").phase, DevicePhase::kAvailable);
 }
 
 TEST_F(BindJournalTest, ARefusedWriteIsForgotten) {
