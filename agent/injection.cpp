@@ -94,21 +94,51 @@ bool holdsNoDeviceNode(const std::string& path) {
   return path == "/dev/log" || reaches("/dev/shm", path);
 }
 
+// The first device variable (deviceVariable) the container's pod spec sets itself. One its image
+// sets is no one's choice to refuse: clearedVariables empties it instead.
+std::optional<std::string> variableSetInSpec(const InjectionInput& in) {
+  if (!in.container.specEnvNames) {
+    return std::nullopt;
+  }
+  for (const auto& name : *in.container.specEnvNames) {
+    if (deviceVariable(in.inventory, name)) {
+      return name;
+    }
+  }
+  return std::nullopt;
+}
+
+// The device variables the container carries (from its image: its spec's are refused) that the
+// agent does not set from its devices (`set`), each emptied: a runtime that hands devices by such
+// a variable (NVIDIA's, with NVIDIA_VISIBLE_DEVICES=all in every CUDA image) then gives none.
+// Nothing for a container the guard does not check.
+std::vector<std::pair<std::string, std::string>> clearedVariables(
+    const InjectionInput& in, const std::map<std::string, std::string>& set) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!in.guard.checks(in.pod->ns)) {
+    return out;
+  }
+  for (const auto& name : in.container.envNames) {
+    if (set.count(name) == 0 && deviceVariable(in.inventory, name) &&
+        std::none_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; })) {
+      out.emplace_back(name, "");
+    }
+  }
+  return out;
+}
+
 // Why the container may reach a device while the agent knows none of the node's devices, or
 // nothing: it fails closed, since any of them may be managed. A mount of /dev, of a folder
 // holding it, or of anything in it but the runtime's default devices, the syslog socket and
 // shared memory is refused, as is any device node given beyond the defaults (a privileged
-// container's, or one another device plugin serves), and a variable named as the agent names
-// a resource's by default (a node file's own envName cannot be known without it).
+// container's, or one another device plugin serves), and a variable the pod spec sets named as
+// the agent names a resource's by default (a node file's own envName cannot be known without it).
 std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
                                                  const std::vector<std::string>& sources) {
   const std::string why =
       std::string("; ") + kNoFileInForce + ", so any device may be one it manages";
-  for (const auto& name : in.container.envNames) {
-    if (name.starts_with(kDefaultEnvPrefix)) {
-      return refuse(RefusalReason::kUnclaimedDevice,
-                    "the container sets " + name + " itself" + why);
-    }
+  if (auto name = variableSetInSpec(in)) {
+    return refuse(RefusalReason::kUnclaimedDevice, "the container sets " + *name + " itself" + why);
   }
   for (const auto& raw : sources) {
     const std::string source = normalPath(raw);
@@ -142,10 +172,8 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
   if (!in.inventory) {
     return deviceUseWithoutInventory(in, sources);
   }
-  std::set<std::string> variables;
   std::set<std::string> nodes;
   for (const auto& d : in.inventory->devices) {
-    variables.insert(in.inventory->envNameFor(d.rawResourceName));
     for (const auto& n : d.deviceNodes) {
       nodes.insert(normalPath(n.path));
     }
@@ -154,12 +182,10 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
   for (const auto& path : allocated) {
     given.insert(normalPath(path));
   }
-  for (const auto& name : in.container.envNames) {
-    if (variables.count(name) != 0) {
-      return refuse(
-          RefusalReason::kUnclaimedDevice,
-          "the container sets " + name + " itself; the node agent sets it from the pod's claims");
-    }
+  if (auto name = variableSetInSpec(in)) {
+    return refuse(
+        RefusalReason::kUnclaimedDevice,
+        "the container sets " + *name + " itself; the node agent sets it from the pod's claims");
   }
   for (const auto& raw : sources) {
     const std::string source = normalPath(raw);
@@ -205,8 +231,8 @@ std::optional<Refusal> classRequestUnserved(const InjectionInput& in) {
   if (!in.podUnreadable.empty()) {
     return refuse(RefusalReason::kPodUnreadable,
                   "pod " + podKey + " cannot be read to tell what it asks for (the extended " +
-                      "resources of its containers, the host paths of their subPath mounts): " +
-                      in.podUnreadable);
+                      "resources of its containers, the host paths of their subPath mounts, " +
+                      "the variables their spec sets): " + in.podUnreadable);
   }
   if (in.requests.empty()) {
     return std::nullopt;
@@ -273,6 +299,15 @@ NamedClaims namedClaims(const PodIdentity& pod) {
   out.awaiting = std::move(names.awaiting);
   out.resourceClaims = std::move(names.resourceClaims);
   return out;
+}
+
+bool deviceVariable(const NodeFile* inventory, const std::string& name) {
+  if (!inventory) {
+    return name.starts_with(kDefaultEnvPrefix);
+  }
+  return std::any_of(inventory->devices.begin(), inventory->devices.end(), [&](const auto& d) {
+    return inventory->envNameFor(d.rawResourceName) == name;
+  });
 }
 
 bool fromApiServer(const PodIdentity& pod) {
@@ -347,6 +382,12 @@ Injection decideInjection(const InjectionInput& in) {
   if (in.named.names.empty()) {
     if (auto why = unclaimedDeviceUse(in, {})) {
       return *why;
+    }
+    Adjustment cleared;
+    cleared.env = clearedVariables(in, {});
+    if (!cleared.env.empty()) {
+      std::sort(cleared.env.begin(), cleared.env.end());
+      return cleared;
     }
     return Untouched{};
   }
@@ -457,6 +498,9 @@ Injection decideInjection(const InjectionInput& in) {
   }
   for (const auto& [k, values] : deviceEnv) {
     env.emplace(k, join(values));
+  }
+  for (auto& [k, v] : clearedVariables(in, env)) {
+    env.emplace(std::move(k), std::move(v));
   }
   adj.env.assign(env.begin(), env.end());
   return adj;

@@ -97,14 +97,16 @@ struct Refusal {
   std::string message;
 };
 
-// The pod names no claims: the container is left as it is.
+// The pod names no claims, and the container carries no device variable to empty: it is left as
+// it is.
 struct Untouched {};
 
 using Injection = std::variant<Untouched, Refusal, Adjustment>;
 
 // What the container's own spec asks of the runtime, before any adjustment.
 struct ContainerRequest {
-  std::vector<std::string> envNames;  // the variables it sets
+  // The variables of its process as the runtime built it: its image's and its spec's.
+  std::vector<std::string> envNames;
   // The host paths it mounts, with symlinks resolved where the agent sees the host
   // (DeviceProbe::resolve): /dev/char/195:0 is /dev/nvidia0.
   std::vector<std::string> mountSources;
@@ -114,13 +116,23 @@ struct ContainerRequest {
   // host path only the pod's spec tells: then subPathSources, resolved as mountSources are.
   bool mountsSubPath = false;
   std::vector<std::string> subPathSources;  // NodePod::hostSubPaths of this container
+  // The variables its pod spec's env sets (NodePod::specEnvNames), when the pod was read (for a
+  // container that carries a device variable): what tells one the user set from one its image
+  // set.
+  std::optional<std::vector<std::string>> specEnvNames;
 };
+
+// Whether `name` is a resource's device variable, which the agent alone sets: the envName of a
+// resource of the devices in force (NodeFile::envNameFor); while none are in force
+// (`inventory` nullptr), any variable named as the agent names a resource's by default.
+bool deviceVariable(const NodeFile* inventory, const std::string& name);
 
 // The folder of a pod's kubelet directory holding its subPath bind mounts.
 inline constexpr const char* kSubPathMountFolder = "/volume-subpaths/";
 
 // Whether the agent refuses containers that reach this node's managed devices without a claim:
-// by setting a resource's device variable (which a runtime such as NVIDIA's may honour), by
+// by setting a resource's device variable in their pod spec (which a runtime such as NVIDIA's may
+// honour; one their image sets is emptied instead), by
 // mounting a device node or a folder holding one (/dev), or by being given one (privileged). Pods
 // of the exempt namespaces (system daemons, e.g. a vendor's monitoring) are not checked. While
 // the agent knows no managed device (no node file in force), every device node may be one.
@@ -168,7 +180,8 @@ struct InjectionInput {
   std::vector<std::string> cdiSpecDirs;
   // The pod as the API has it, for what the runtime does not pass on: the extended resources its
   // containers ask for (Pod::extendedRequests) and its scheduler. Read only when some class
-  // exists (or the classes are not known yet); podUnreadable says why it could not be.
+  // exists (or the classes are not known yet), or the guard needs the spec (a subPath mount, a
+  // device variable); podUnreadable says why it could not be.
   ExtendedRequests requests;
   std::string schedulerName;
   std::string podUnreadable;
@@ -185,7 +198,8 @@ struct InjectionInput {
 // container still has it stays that container's. Otherwise its
 // creation is refused (the kubelet retries it), so it never starts without its devices or with
 // another pod's. A pod naming claims must come from the API server (not a static pod, which can
-// carry any UID), and no container reaches a managed device it was not given (DeviceGuard). The
+// carry any UID), and no container reaches a managed device it was not given (DeviceGuard): each
+// device variable it carries is the agent's, set to its devices' IDs or emptied. The
 // claims' status is the only source of the allocation: the pod's own annotations say which
 // claims it wants, never which devices it has. A device with a CDI name is passed to the runtime
 // by that name (its spec's edits are the vendor's), and only when a spec defines it: a runtime

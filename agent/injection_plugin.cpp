@@ -183,10 +183,15 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   const std::optional<ClassTable> classes = deps_.classes ? deps_.classes() : ClassTable();
   in.classes = classes ? &*classes : nullptr;
   // Without classes no request needs a claim, and a pod naming none is answered without lookups
-  // unless a subPath mount's host path is to be checked.
+  // unless a subPath mount's host path is to be checked, or a device variable it carries may be
+  // one its spec sets.
   const bool checkSubPaths = deps_.guard.checks(pod.ns) && in.container.mountsSubPath;
+  const bool checkVariables =
+      deps_.guard.checks(pod.ns) &&
+      std::any_of(in.container.envNames.begin(), in.container.envNames.end(),
+                  [&](const std::string& name) { return deviceVariable(in.inventory, name); });
   if (in.named.invalid.empty() && fromApiServer(pod) &&
-      (!classes || !classes->empty() || checkSubPaths)) {
+      (!classes || !classes->empty() || checkSubPaths || checkVariables)) {
     PodSource::Result r = deps_.pods->get(pod.ns, pod.name, pod.uid);
     if (!r.status.ok()) {
       in.podUnreadable = r.status.message();
@@ -197,6 +202,9 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
     } else {
       in.requests = r.pod->extendedRequests;
       in.schedulerName = r.pod->schedulerName;
+      auto specEnv = r.pod->specEnvNames.find(container.name);
+      in.container.specEnvNames =
+          specEnv == r.pod->specEnvNames.end() ? std::vector<std::string>{} : specEnv->second;
       if (auto paths = r.pod->hostSubPaths.find(container.name);
           checkSubPaths && paths != r.pod->hostSubPaths.end()) {
         for (const auto& path : paths->second) {
@@ -280,10 +288,15 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
     deps_.users->add(
         req.container().id(),
         DeviceUse{req.container().id(), req.container().name(), pod.uid, pod.ns, pod.name}, *adj);
-    log::info("injected devices", {{"pod", podKey},
-                                   {"podUID", pod.uid},
-                                   {"container", req.container().name()},
-                                   {"devices", adj->deviceNames}});
+    if (adj->deviceNames.empty()) {
+      log::info("emptied device variables the image sets",
+                {{"pod", podKey}, {"podUID", pod.uid}, {"container", req.container().name()}});
+    } else {
+      log::info("injected devices", {{"pod", podKey},
+                                     {"podUID", pod.uid},
+                                     {"container", req.container().name()},
+                                     {"devices", adj->deviceNames}});
+    }
   }
   return nri::Status::ok();
 }

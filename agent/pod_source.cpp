@@ -4,6 +4,7 @@
 
 #include "agent/host_sub_paths.h"
 #include "agent/live_read.h"
+#include "agent/spec_env_names.h"
 #include "common/resource.h"
 
 namespace ker::agent {
@@ -13,6 +14,7 @@ NodePod NodePod::fromJson(const nlohmann::json& obj) {
   static_cast<Pod&>(out) = Pod::fromJson(obj);
   if (auto spec = obj.find("spec"); obj.is_object() && spec != obj.end() && spec->is_object()) {
     out.hostSubPaths = readHostSubPaths(*spec);
+    out.specEnvNames = readSpecEnvNames(*spec);
   }
   return out;
 }

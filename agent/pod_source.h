@@ -21,6 +21,8 @@ struct NodePod : Pod {
   // The host paths its containers reach through subPath mounts of hostPath volumes
   // (readHostSubPaths), by container name.
   std::map<std::string, std::vector<std::string>> hostSubPaths;
+  // The variables each container's spec sets (readSpecEnvNames), by container name.
+  std::map<std::string, std::vector<std::string>> specEnvNames;
 
   static NodePod fromJson(const nlohmann::json& obj);
 };

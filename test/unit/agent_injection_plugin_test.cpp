@@ -518,6 +518,40 @@ TEST_F(InjectionPluginTest, ASubPathMountIsJudgedByTheHostPathItReaches) {
   EXPECT_EQ(pods.calls, 2);
 }
 
+// The runtime passes a container's variables mixed, its image's with its spec's. One carrying a
+// device variable has its pod read: set by the image (as CUDA images set NVIDIA_VISIBLE_DEVICES),
+// the variable is emptied and the container runs; set by the spec, it is refused.
+TEST_F(InjectionPluginTest, ADeviceVariableIsEmptiedWhenTheImageSetsItAndRefusedWhenTheSpecDoes) {
+  const auto podWithEnv = [](nlohmann::json env) {
+    return NodePod::fromJson(
+        {{"metadata", {{"namespace", "ns"}, {"name", "p"}, {"uid", "uid-p"}}},
+         {"spec", {{"containers", {{{"name", "main"}, {"env", std::move(env)}}}}}}});
+  };
+  pods.pods["ns/p"] = podWithEnv({{{"name", "OTHER"}, {"value", "1"}}});
+  nri::CreateContainerRequest req = request("");
+  req.mutable_container()->add_env("PATH=/bin");
+  req.mutable_container()->add_env("EXTENDED_RESOURCE_EXAMPLE_COM_GPU=all");
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(plugin().createContainer(req, &resp).isOk());
+  ASSERT_EQ(resp.adjust().env_size(), 1);
+  EXPECT_EQ(resp.adjust().env(0).key(), "EXTENDED_RESOURCE_EXAMPLE_COM_GPU");
+  EXPECT_EQ(resp.adjust().env(0).value(), "");
+  EXPECT_EQ(resp.adjust().linux().devices_size(), 0);
+  EXPECT_EQ(pods.calls, 1);
+
+  pods.pods["ns/p"] =
+      podWithEnv({{{"name", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}, {"value", "all"}}});
+  nri::CreateContainerResponse refused;
+  const nri::Status s = plugin().createContainer(req, &refused);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("sets EXTENDED_RESOURCE_EXAMPLE_COM_GPU itself"), std::string::npos)
+      << s.message();
+
+  // A container carrying no device variable needs no read of its pod.
+  EXPECT_TRUE(plugin().createContainer(request(""), &resp).isOk());
+  EXPECT_EQ(pods.calls, 2);
+}
+
 // While a class exists, a container's pod is read for what its containers ask; its record of
 // claims comes from the runtime, and the container's name picks its share of a class's claim.
 TEST_F(InjectionPluginTest, WhileAClassExistsThePodIsReadForItsRequests) {

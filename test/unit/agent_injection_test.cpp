@@ -76,6 +76,12 @@ class InjectionTest : public ::testing::Test {
     return decideInjection(in);
   }
 
+  Adjustment adjustment() {
+    Injection inj = decide();
+    EXPECT_TRUE(std::holds_alternative<Adjustment>(inj));
+    return std::holds_alternative<Adjustment>(inj) ? std::get<Adjustment>(inj) : Adjustment{};
+  }
+
   Refusal refusal() {
     Injection inj = decide();
     EXPECT_TRUE(std::holds_alternative<Refusal>(inj));
@@ -112,6 +118,7 @@ ClassTable gpuClass() {
 TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   pod.annotations.erase(kClaimsAnnotation);
   container.envNames = {"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"};
+  container.specEnvNames = {{"EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}};
   Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
   EXPECT_EQ(r.message,
@@ -135,6 +142,48 @@ TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   pod.ns = "ns";
   guard.enabled = false;
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+}
+
+// A device variable the container's image sets (NVIDIA_VISIBLE_DEVICES=all in every CUDA image)
+// is nobody's choice to refuse: the agent sets it, to the IDs of the container's devices of that
+// resource or to nothing, so a runtime that honours it hands out no other device. One its pod spec
+// sets is refused, as a request for devices without a claim.
+TEST_F(InjectionTest, ADeviceVariableTheImageSetsIsTheAgentsToSet) {
+  container.envNames = {"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU", "OTHER"};
+  container.specEnvNames = {{"OTHER"}};
+  const Adjustment claimed = adjustment();
+  EXPECT_EQ(claimed.env, (std::vector<std::pair<std::string, std::string>>{
+                             {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU", "GPU-0"}, {"SLOT", "0"}}));
+  EXPECT_EQ(claimed.deviceNames, (std::vector<std::string>{"gpu0"}));
+
+  pod.annotations.erase(kClaimsAnnotation);
+  const Adjustment unclaimed = adjustment();
+  EXPECT_EQ(unclaimed.env, (std::vector<std::pair<std::string, std::string>>{
+                               {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU", ""}}));
+  EXPECT_TRUE(unclaimed.deviceNames.empty());
+  EXPECT_TRUE(unclaimed.devices.empty());
+
+  container.specEnvNames.reset();  // a static pod's spec is not read: emptied all the same
+  EXPECT_EQ(adjustment().env, unclaimed.env);
+
+  container.specEnvNames = {{"EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}};
+  EXPECT_EQ(refusal().message,
+            "the container sets EXTENDED_RESOURCE_EXAMPLE_COM_GPU itself; the node agent sets it "
+            "from the pod's claims");
+
+  container.specEnvNames = std::vector<std::string>{};
+  container.envNames = {"PATH"};
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  container.envNames = {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU"};
+  pod.ns = "kube-system";
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  pod.ns = "ns";
+
+  inventoryInForce = false;  // no file: any variable named as the agent's default is emptied
+  container.envNames = {"EXTENDED_RESOURCE_ANY_THING", "NVIDIA_VISIBLE_DEVICES"};
+  EXPECT_EQ(
+      adjustment().env,
+      (std::vector<std::pair<std::string, std::string>>{{"EXTENDED_RESOURCE_ANY_THING", ""}}));
 }
 
 // While the agent has no node file in force it knows no managed device, so it fails closed: a
@@ -164,6 +213,7 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
             "force (its file is missing or cannot be used, and no usable copy of one that parsed "
             "was kept), so any device may be one it manages");
   container = {{"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}, {}, {}};
+  container.specEnvNames = {{"PATH", "EXTENDED_RESOURCE_EXAMPLE_COM_GPU"}};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
   container = {{"PATH", "NVIDIA_VISIBLE_DEVICES"},
                {"/var/lib/data", "/dev/log", "/dev/shm/x", "/dev/null", "/devices"},
@@ -683,8 +733,8 @@ TEST_F(InjectionTest, APodWhoseRequestsCannotBeKnownIsRefused) {
   EXPECT_EQ(r.reason, RefusalReason::kPodUnreadable);
   EXPECT_EQ(r.message,
             "pod ns/p cannot be read to tell what it asks for (the extended resources of its "
-            "containers, the host paths of their subPath mounts): connection "
-            "refused");
+            "containers, the host paths of their subPath mounts, the variables their spec sets): "
+            "connection refused");
   podUnreadable.clear();
   requests["example.com/gpu"] = {{"main", 1, ContainerKind::kApp}};
   classes.reset();
