@@ -1,14 +1,17 @@
 #include "agent/health_check.h"
 
 #include "agent/command_runner.h"
+#include "common/utf8.h"
 
 namespace ker::agent {
 
 namespace {
 
+// The output's first line, of at most 200 bytes and UTF-8 (it goes into the device's status).
 std::string firstLine(const std::string& out) {
-  std::string line = out.substr(0, out.find('\n'));
-  return line.size() > 200 ? line.substr(0, 200) + "…" : line;
+  const std::string line = out.substr(0, out.find('\n'));
+  std::string clipped = clippedUtf8(line, 200);
+  return clippedUtf8(line, line.size() * 3).size() > clipped.size() ? clipped + "…" : clipped;
 }
 
 }  // namespace

@@ -284,6 +284,8 @@ const char* toString(RefusalReason reason) {
       return "ClassClaimMissing";
     case RefusalReason::kPodUnreadable:
       return "PodUnreadable";
+    case RefusalReason::kAgentFault:
+      return "AgentFault";
   }
   return "Unknown";
 }

@@ -89,6 +89,7 @@ enum class RefusalReason {
   kCdiDeviceUnknown,   // an allocated device's CDI name is in none of the runtime's specs
   kClassClaimMissing,  // the pod asks for a resource a class serves, and no claim was made for it
   kPodUnreadable,      // the pod's spec (its requests) or the classes could not be read
+  kAgentFault,         // the agent failed to decide (a fault of its own); the kubelet retries
 };
 const char* toString(RefusalReason reason);
 

@@ -61,7 +61,8 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
 
 void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
   (*out->mutable_annotations())[kInjectedAnnotation] = joinCommaList(adj.deviceNames);
-  (*out->mutable_annotations())[kInjectedKeysAnnotation] = nlohmann::json(adj.deviceKeys).dump();
+  (*out->mutable_annotations())[kInjectedKeysAnnotation] =
+      nlohmann::json(adj.deviceKeys).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (const auto& [k, v] : adj.env) {
     auto* kv = out->add_env();
     kv->set_key(k);
@@ -263,9 +264,17 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
                                              nri::CreateContainerResponse* resp) {
   const auto start = std::chrono::steady_clock::now();
   const PodIdentity pod = identityOf(req.pod());
-  Injection inj = [&] {
+  Injection inj = [&]() -> Injection {
     RequestDeadline fence(start + deps_.readBudget);
-    return decide(pod, containerRequestOf(req.container()));
+    try {
+      return decide(pod, containerRequestOf(req.container()));
+    } catch (const std::exception& e) {
+      // A fault of ours, not an answer (decide turns those into values): the container waits as
+      // for any refusal, where an escaping exception would end the agent and let containerd
+      // start it without its devices.
+      return Refusal{RefusalReason::kAgentFault,
+                     std::string("the node agent failed to decide: ") + e.what()};
+    }
   }();
   const char* result = resultOf(inj);
   const double seconds =

@@ -9,6 +9,7 @@
 #include "agent/cdi_names.h"
 #include "agent/device_identity.h"
 #include "common/field_path.h"
+#include "common/utf8.h"
 #include "model/objects.h"
 
 namespace ker::agent {
@@ -326,6 +327,10 @@ std::string defaultEnvName(std::string_view rawResourceName) {
 }
 
 NodeFile parseNodeFile(const std::string& yamlText) {
+  // Every name and property goes to the API server, which takes only UTF-8 (as YAML requires).
+  if (auto bad = firstInvalidUtf8(yamlText)) {
+    failAt("node file", "not valid UTF-8 at byte " + std::to_string(*bad));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yamlText);

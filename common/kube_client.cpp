@@ -21,6 +21,13 @@ namespace ker {
 
 namespace {
 
+// A request body as JSON text. A string that is not UTF-8 (a device property or a command's
+// output carried into a status) has each invalid byte replaced by U+FFFD rather than failing the
+// encoding with an exception its caller does not expect; the API server accepts only UTF-8.
+std::string encodeBody(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Idle easy handles kept for reuse; each holds its own keep-alive connection(s).
 constexpr size_t kMaxIdleHandles = 16;
 // How often a watch looks at its stop flag while no bytes arrive.
@@ -477,7 +484,7 @@ nlohmann::json KubeClient::create(const Resource& res, const std::string& ns,
                                   const nlohmann::json& obj) {
   std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
   return impl_->call(
-      {.method = "POST", .path = impl_->writePath(res.path(target)), .body = obj.dump()});
+      {.method = "POST", .path = impl_->writePath(res.path(target)), .body = encodeBody(obj)});
 }
 
 nlohmann::json KubeClient::update(const Resource& res, const std::string& ns,
@@ -486,7 +493,7 @@ nlohmann::json KubeClient::update(const Resource& res, const std::string& ns,
   requireName(name, "update");
   std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
   return impl_->call(
-      {.method = "PUT", .path = impl_->writePath(res.path(target, name)), .body = obj.dump()});
+      {.method = "PUT", .path = impl_->writePath(res.path(target, name)), .body = encodeBody(obj)});
 }
 
 nlohmann::json KubeClient::updateStatus(const Resource& res, const std::string& ns,
@@ -496,7 +503,7 @@ nlohmann::json KubeClient::updateStatus(const Resource& res, const std::string& 
   std::string target = ns.empty() ? metadataField(obj, "namespace") : ns;
   return impl_->call({.method = "PUT",
                       .path = impl_->writePath(res.path(target, name, "status")),
-                      .body = obj.dump()});
+                      .body = encodeBody(obj)});
 }
 
 nlohmann::json KubeClient::patch(const Resource& res, const std::string& ns,
@@ -505,7 +512,7 @@ nlohmann::json KubeClient::patch(const Resource& res, const std::string& ns,
   requireName(name, "patch");
   return impl_->call({.method = "PATCH",
                       .path = impl_->writePath(res.path(ns, name, subresource)),
-                      .body = patch.dump(),
+                      .body = encodeBody(patch),
                       .contentType = contentType(type)});
 }
 
@@ -524,7 +531,7 @@ void KubeClient::remove(const Resource& res, const std::string& ns, const std::s
   if (opts.gracePeriodSeconds) {
     body["gracePeriodSeconds"] = *opts.gracePeriodSeconds;
   }
-  impl_->call({.method = "DELETE", .path = res.path(ns, name), .body = body.dump()});
+  impl_->call({.method = "DELETE", .path = res.path(ns, name), .body = encodeBody(body)});
 }
 
 void KubeClient::bindPod(const std::string& ns, const std::string& podName,
@@ -546,7 +553,7 @@ void KubeClient::bindPod(const std::string& ns, const std::string& podName,
   };
   impl_->call({.method = "POST",
                .path = impl_->writePath(resources::kPods.path(ns, podName, "binding")),
-               .body = binding.dump()});
+               .body = encodeBody(binding)});
 }
 
 void KubeClient::watch(const Resource& res, const std::string& ns, const WatchOptions& opts,

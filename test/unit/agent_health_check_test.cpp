@@ -22,6 +22,16 @@ TEST(HealthCheckTest, AFailureReportsItsStatusAndFirstLine) {
   EXPECT_EQ(r.problem, "health check exited with 3: ECC errors: 12");
 }
 
+// The first line goes into the device's status, which the API server takes only as UTF-8: a
+// byte that is not is replaced, and a long line is cut between characters.
+TEST(HealthCheckTest, ItsOutputIsMadeUtf8AndCutBetweenCharacters) {
+  CheckResult r = runHealthCheck({"/bin/sh", "-c", "printf 'bad \\377 byte'; exit 1"}, {}, 5s);
+  EXPECT_EQ(r.problem, "health check exited with 1: bad \xEF\xBF\xBD byte");
+  // 199 ASCII bytes, then a two-byte character the 200-byte limit would split.
+  r = runHealthCheck({"/bin/sh", "-c", "printf '%0199d\\303\\251tail' 0; exit 1"}, {}, 5s);
+  EXPECT_EQ(r.problem, "health check exited with 1: " + std::string(199, '0') + "…");
+}
+
 TEST(HealthCheckTest, TheDeviceIsNamedInTheEnvironment) {
   CheckResult r = runHealthCheck({"sh", "-c", "[ \"$EXTENDED_RESOURCE_DEVICE_ID\" = GPU-0 ]"},
                                  {{"EXTENDED_RESOURCE_DEVICE_ID", "GPU-0"}}, 5s);

@@ -38,6 +38,9 @@ class FakePods : public PodSource {
     ++calls;
     deadlines.push_back(RequestDeadline::remaining());
     std::this_thread::sleep_for(takes);
+    if (!fault.empty()) {
+      throw std::runtime_error(fault);
+    }
     auto it = pods.find(objectKey(ns, name));
     if (it == pods.end() || it->second.meta.uid != uid) {
       return {nullptr, error.empty() ? Status() : Status::unavailable(error)};
@@ -49,6 +52,7 @@ class FakePods : public PodSource {
   int calls = 0;
   std::vector<std::optional<std::chrono::milliseconds>> deadlines;  // as FakeClaims'
   std::chrono::milliseconds takes{0};                               // how long a read lasts
+  std::string fault;  // set: a read throws this (a fault, not an answer)
 };
 
 class FakeProbe : public DeviceProbe {
@@ -550,6 +554,19 @@ TEST_F(InjectionPluginTest, ADeviceVariableIsEmptiedWhenTheImageSetsItAndRefused
   // A container carrying no device variable needs no read of its pod.
   EXPECT_TRUE(plugin().createContainer(request(""), &resp).isOk());
   EXPECT_EQ(pods.calls, 2);
+}
+
+// A fault of the agent's own while deciding refuses the container (the kubelet retries it) where
+// an escaping exception would end the agent and let containerd start the container without it.
+TEST_F(InjectionPluginTest, AFaultWhileDecidingRefusesTheContainer) {
+  classes.reset();  // the classes unread: the pod is read
+  pods.fault = "bad state";
+  nri::CreateContainerResponse resp;
+  const nri::Status s = plugin().createContainer(request("c1"), &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("the node agent failed to decide: bad state"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(metrics.refusals.labels({"AgentFault"}).value(), 1);
 }
 
 // While a class exists, a container's pod is read for what its containers ask; its record of

@@ -151,6 +151,10 @@ TEST(NodeFileTest, RejectsWhatItCannotUseNamingTheField) {
        "devices[0].env.EXTENDED_RESOURCE_R: is the variable that lists the r device IDs"},
       {device("    properties: {a: [1, 2]}\n"), "devices[0].properties.a: expected a string"},
       {device("    colour: red\n"), "devices[0].colour: unknown field"},
+      // A Latin-1 byte: every name and property goes to the API server, which takes only UTF-8.
+      {device("    properties: {model: \"K80 \xe9"
+              "dition\"}\n"),
+       "node file: not valid UTF-8 at byte 90"},
       {"discover:\n  - rawResourceName: r\n", "discover[0]: needs exactly one of cdi and command"},
       {"discover:\n  - rawResourceName: r\n    cdi: {kind: a.com/b}\n    command: [x]\n",
        "discover[0]: needs exactly one of cdi and command"},

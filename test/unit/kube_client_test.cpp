@@ -332,6 +332,21 @@ TEST_F(KubeClientTest, WriteIsRetriedOn429) {
   EXPECT_EQ(calls, 2);
 }
 
+// A string that is not UTF-8 is sent with U+FFFD in place of each bad byte, rather than the
+// encoding throwing at a caller that expects only the API's errors.
+TEST_F(KubeClientTest, AStringThatIsNotUtf8IsSentWithItsBadBytesReplaced) {
+  std::string body;
+  server_->Post("/api/v1/namespaces/ns/pods",
+                [&](const httplib::Request& req, httplib::Response& res) {
+                  body = req.body;
+                  res.status = 201;
+                  res.set_content(R"({"metadata":{"name":"p"}})", "application/json");
+                });
+  client().create(resources::kPods, "ns",
+                  {{"metadata", {{"name", "p"}, {"annotations", {{"a", "x\xffy"}}}}}});
+  EXPECT_NE(body.find("\"x\xEF\xBF\xBDy\""), std::string::npos) << body;
+}
+
 TEST_F(KubeClientTest, WritesAreNotRetriedOnServerErrors) {
   auto fail = reply(503, statusJson(503, "ServiceUnavailable", "down"));
   server_->Post("/api/v1/namespaces/ns/pods", fail);
