@@ -57,7 +57,8 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   p.frees = DeviceFrees{ClaimRef{c.meta.ns, c.meta.name, c.meta.uid},
                         c.listedDevices(),
                         {releasedMessage(keyOf(c)), ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
-                        {"claim " + keyOf(c) + " was deleted", std::nullopt}};
+                        {"claim " + keyOf(c) + " was deleted", std::nullopt},
+                        c.holders()};
   p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased),
                       releasedWhat(c) + a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`

@@ -155,10 +155,9 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
   if (!plan.frees) {
     return out;
   }
-  const FreedStatus& freedAs = claimGone ? plan.frees->statusIfClaimGone : plan.frees->status;
   for (const auto& name : plan.frees->names) {
     std::string triedVersion;
-    switch (freeReleasedDevice(name, plan.frees->from, cached(name), freedAs, triedVersion)) {
+    switch (freeReleasedDevice(name, *plan.frees, claimGone, cached(name), triedVersion)) {
       case FreeResult::kFreed:
         out.freed.push_back(name);
         break;
@@ -172,10 +171,11 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
   return out;
 }
 
-Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const ClaimRef& claim,
-                                                  const CachedDevice& cached,
-                                                  const FreedStatus& status,
+Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const DeviceFrees& frees,
+                                                  bool claimGone, const CachedDevice& cached,
                                                   std::string& triedVersion) {
+  const ClaimRef& claim = frees.from;
+  const FreedStatus& status = claimGone ? frees.statusIfClaimGone : frees.status;
   std::optional<ExtendedResource> device;
   if (cached && isBoundTo(*cached, claim)) {
     device = *cached;
@@ -201,6 +201,11 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
       if (!isBoundTo(*device, claim)) {
         return FreeResult::kNothingToDo;
       }
+    }
+    if (claimGone && !frees.mayFreeWithoutClaim(*device)) {
+      log::info("device of a deleted claim names another holder: left to its own reconcile",
+                {{"device", name}});
+      return FreeResult::kNothingToDo;
     }
     ExtendedResource next = *device;
     if (!freeDevice(next, status.message, status.releasedFrom).ok()) {

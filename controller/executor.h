@@ -66,9 +66,10 @@ class Executor {
  private:
   enum class FreeResult { kFreed, kNothingToDo, kFailed };
   // triedVersion: the resourceVersion of the last write tried, "" when none was.
-  FreeResult freeReleasedDevice(const std::string& name, const ClaimRef& claim,
-                                const CachedDevice& cached, const FreedStatus& status,
-                                std::string& triedVersion);
+  // `claimGone`: the claim was deleted before the release's write, so `frees` decides which
+  // devices may still be freed (DeviceFrees::mayFreeWithoutClaim).
+  FreeResult freeReleasedDevice(const std::string& name, const DeviceFrees& frees, bool claimGone,
+                                const CachedDevice& cached, std::string& triedVersion);
   // Returns the resourceVersion of the object written.
   std::string write(const StatusWrite& w);
   void count(const Plan& plan);

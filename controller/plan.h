@@ -115,6 +115,16 @@ struct DeviceFrees {
   // Instead, when the claim was deleted before its write landed: nothing was released, but
   // its devices still point at it.
   FreedStatus statusIfClaimGone;
+  // The holders the release judged gone. The claim write, guarded by the version decided on,
+  // keeps the frees from passing a pod that joined since (its join changed the claim); a
+  // deleted claim fails that write as NotFound either way, so then only a device naming none
+  // but these may be freed (mayFreeWithoutClaim).
+  std::vector<PodRef> released;
+
+  // Whether the device, its claim deleted before the release's write, names no holder but the
+  // released ones: one naming another (a pod that joined meanwhile, whose device write came
+  // first) is left to the device's own reconcile, which waits for every pod it names.
+  bool mayFreeWithoutClaim(const ExtendedResource& device) const;
 };
 
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans

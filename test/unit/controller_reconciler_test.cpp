@@ -310,6 +310,37 @@ TEST_F(ReconcilerTest, ASharedClaimLosesOnlyTheHolderThatWentUntilTheLastGoes) {
   EXPECT_FALSE(claim()["status"].contains("holders"));
 }
 
+// A shared claim released as the cache shows it (p, its one holder, gone) while q joined: q's
+// device write came first, and the claim was deleted before the release's write. Nothing but
+// the devices' own holders guards the frees then: d0, naming q, stays Bound for q (its own
+// reconcile waits for q); d1, naming only p, is freed.
+TEST_F(ReconcilerTest, ADeviceOfADeletedClaimNamingAPodThatJoinedIsNotFreed) {
+  seedBoundCluster();
+  auto c = claim();
+  c["spec"]["shareable"] = true;
+  c = api.update(resources::kExtendedResourceClaims, "default", c);
+  c["status"].erase("podRef");
+  c["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  const std::string qUid =
+      api.seed(resources::kPods, podJson("q", "n1", "Running"))["metadata"]["uid"];
+  for (const auto& [name, holders] :
+       {std::pair<std::string, json>{
+            "d0", {{{"name", "p"}, {"uid", podUid}}, {{"name", "q"}, {"uid", qUid}}}},
+        {"d1", {{{"name", "p"}, {"uid", podUid}}}}}) {
+    auto d = device(name);
+    d["status"]["holders"] = holders;
+    api.updateStatus(resources::kExtendedResources, "", d);
+  }
+  deletePodSeenByTheWatch();
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << "freed under q, which still runs";
+  EXPECT_EQ(device("d1")["status"]["phase"], "Available");
+}
+
 TEST_F(ReconcilerTest, PodDeletionSeenByTheWatchNeedsNoLiveRead) {
   seedBoundCluster();
   deletePodSeenByTheWatch();
