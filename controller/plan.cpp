@@ -91,8 +91,9 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
   if (!o.invalid.empty() && !saidAlready) {
     p.events.push_back({referenceTo(o), EventType::kWarning, next.reason, o.invalid});
   }
+  const bool phaseChanged = next.phase != o.phase;
   p.write = StatusWrite{&resourceOf(o), o.meta.ns, o.meta.name,
-                        InvalidMarkPatch<Object>{std::move(next)}, now};
+                        InvalidMarkPatch<Object>{std::move(next), phaseChanged}, now};
   return p;
 }
 

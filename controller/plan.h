@@ -50,6 +50,7 @@ struct WholeStatus {
 template <typename Object>
 struct InvalidMarkPatch {
   Object next;
+  bool phaseChanged = false;  // the mark's transition moved the phase (markInvalid)
 };
 // The finalizers the object is to have: a merge patch of the object itself, with the same
 // precondition inside.

@@ -11,14 +11,15 @@ WriteRequest render(const WholeStatus<Object>& whole, const StatusWrite& w) {
   return {false, "status", whole.next.toJson(w.now)};
 }
 
-// The mark, or both fields cleared; the initial phase when the object has no phase yet.
+// The mark, or both fields cleared with the phase the clearing leaves (markInvalid); the initial
+// phase when the object has no phase yet.
 template <typename Object>
 WriteRequest render(const InvalidMarkPatch<Object>& mark, const StatusWrite& w) {
   const Object& next = mark.next;
   nlohmann::json status = next.invalid.empty()
                               ? nlohmann::json{{"reason", nullptr}, {"message", nullptr}}
                               : nlohmann::json{{"reason", next.reason}, {"message", next.message}};
-  if (!next.invalid.empty() && !next.phaseWritten) {
+  if (mark.phaseChanged || (!next.invalid.empty() && !next.phaseWritten)) {
     status["phase"] = toString(next.phase);
   }
   // A merge patch replaces the whole list: the conditions of others are written back as read.

@@ -25,7 +25,13 @@ Status markInvalid(ExtendedResourceClaim& claim) {
 }
 
 Status markInvalid(ExtendedResource& device) {
-  return mark(device, "device");
+  if (Status marked = mark(device, "device"); !marked.ok()) {
+    return marked;
+  }
+  if (device.invalid.empty() && device.phase == DevicePhase::kPending && !device.claimRef) {
+    device.phase = DevicePhase::kAvailable;
+  }
+  return {};
 }
 
 }  // namespace ker

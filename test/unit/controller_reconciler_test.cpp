@@ -1019,6 +1019,31 @@ TEST_F(ReconcilerTest, VanishedObjectsAreForgotten) {
 // Passes the CRD's schema but not the parser: In needs values.
 const json kValuelessIn = {{"key", "type"}, {"operator", "In"}};
 
+// A device Pending for a reason of its agent's (unhealthy) whose spec was invalid for a while:
+// the mark replaced that reason, so clearing it leaves the device Available, not Pending with no
+// reason nobody would undo; the agent marks it again at its next check if it is still unhealthy.
+TEST_F(ReconcilerTest, AFreeDeviceValidAgainIsAvailableNotPendingForNoReason) {
+  json d = deviceJson("sick");
+  d["status"] = {{"phase", "Pending"}, {"reason", "DeviceUnhealthy"}, {"message", "ECC errors"}};
+  d = api.seed(resources::kExtendedResources, d);
+  d["spec"]["nodeAffinity"] = {
+      {"required", {{"nodeSelectorTerms", {{{"matchExpressions", {kValuelessIn}}}}}}}};
+  d = api.update(resources::kExtendedResources, "", d);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("sick").status, Status::kDone);
+  EXPECT_EQ(device("sick")["status"]["reason"], "Invalid");
+  EXPECT_EQ(device("sick")["status"]["phase"], "Pending");
+
+  d = device("sick");
+  d["spec"] = deviceJson("sick")["spec"];
+  api.update(resources::kExtendedResources, "", d);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("sick").status, Status::kDone);
+  const json s = device("sick")["status"];
+  EXPECT_EQ(s["phase"], "Available");
+  EXPECT_FALSE(s.contains("reason"));
+}
+
 TEST_F(ReconcilerTest, InvalidBoundDeviceGetsAReasonAndKeepsItsClaimRef) {
   seedBoundCluster();
   auto d = device("d0");
