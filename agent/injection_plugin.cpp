@@ -102,21 +102,29 @@ nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
   log::info("registered with the container runtime", {{"runtime", req.runtime_name()},
                                                       {"version", req.runtime_version()},
                                                       {"requestTimeoutMs", req.request_timeout()}});
+  syncPods_.clear();  // a new connection: a split Synchronize of an earlier one is void
+  syncContainers_.clear();
   resp->set_events(nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER) |
                    nri::eventBit(nri::STOP_CONTAINER) | nri::eventBit(nri::REMOVE_CONTAINER));
   return nri::Status::ok();
 }
 
 nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
-                                         nri::SynchronizeResponse*) {
-  std::map<std::string, PodIdentity> pods;
+                                         nri::SynchronizeResponse* resp) {
   for (const auto& p : req.pods()) {
-    pods[p.id()] = identityOf(p);
+    syncPods_[p.id()] = identityOf(p);
   }
-  std::vector<RuntimeContainer> containers;
   for (const auto& c : req.containers()) {
-    containers.push_back(runtimeContainerOf(c));
+    syncContainers_.push_back(runtimeContainerOf(c));
   }
+  if (req.more()) {
+    resp->set_more(true);
+    return nri::Status::ok();
+  }
+  const std::map<std::string, PodIdentity> pods = std::move(syncPods_);
+  const std::vector<RuntimeContainer> containers = std::move(syncContainers_);
+  syncPods_.clear();
+  syncContainers_.clear();
   const auto inventory = deps_.inventory();
   deps_.users->reset(
       pods, containers,

@@ -54,7 +54,9 @@ class InjectionPlugin : public nri::Plugin {
   nri::Status configure(const nri::ConfigureRequest& req, nri::ConfigureResponse* resp) override;
   // Stops, at once, the running containers that started without the agent: the runtime
   // lists every container to a plugin that (re)connects, so this is where the agent learns of
-  // those created while it was stalled, dead or dropped.
+  // those created while it was stalled, dead or dropped. A list too large for one message comes
+  // in parts (`more` set on all but the last, and echoed, as the runtime requires): the parts
+  // are gathered, and the whole list taken in at the last.
   nri::Status synchronize(const nri::SynchronizeRequest& req,
                           nri::SynchronizeResponse* resp) override;
   nri::Status createContainer(const nri::CreateContainerRequest& req,
@@ -78,6 +80,11 @@ class InjectionPlugin : public nri::Plugin {
   void evict(const std::vector<Eviction>& plan);
 
   Deps deps_;
+
+  // The parts of a split Synchronize so far. Touched only on the thread that drives the
+  // session, which calls configure before a new connection's Synchronize.
+  std::map<std::string, PodIdentity> syncPods_;
+  std::vector<RuntimeContainer> syncContainers_;
 };
 
 // What an NRI container's own spec asks for (its variables, mounts and device nodes).

@@ -402,6 +402,49 @@ TEST_F(InjectionPluginTest, AContainerStartedWithoutTheAgentIsStoppedAtSynchroni
   EXPECT_EQ(stopper.stopped.size(), 1u);
 }
 
+// A runtime with more pods and containers than one message holds sends them in parts, `more` set
+// on all but the last, and drops a plugin whose reply does not echo it. The parts are taken as
+// one list at the last: a container of the first part whose pod comes in the second is judged
+// with it (stopped, having started without the agent), and one holding a device keeps it from
+// another pod. A reconnection voids the parts of a list left unfinished.
+TEST_F(InjectionPluginTest, ASynchronizeSplitIntoPartsIsTakenAsOneList) {
+  InjectionPlugin p = plugin();
+  nri::ConfigureResponse configured;
+  nri::SynchronizeRequest stale;
+  stale.set_more(true);
+  container(stale.add_containers(), "ctr-of-an-old-connection", nri::CONTAINER_RUNNING, 99, false);
+  nri::SynchronizeResponse staleResp;
+  ASSERT_TRUE(p.synchronize(stale, &staleResp).isOk());
+  ASSERT_TRUE(p.configure({}, &configured).isOk());
+
+  nri::SynchronizeRequest first;
+  first.set_more(true);
+  container(first.add_containers(), "ctr-slipped", nri::CONTAINER_RUNNING, 4242, false);
+  container(first.add_containers(), "ctr-fine", nri::CONTAINER_RUNNING, 4343, true);
+  nri::SynchronizeResponse firstResp;
+  ASSERT_TRUE(p.synchronize(first, &firstResp).isOk());
+  EXPECT_TRUE(firstResp.more()) << "the runtime drops a plugin that does not echo it";
+  EXPECT_EQ(firstResp.update_size(), 0);
+  EXPECT_TRUE(stopper.stopped.empty()) << "judged before its pod was seen";
+
+  nri::SynchronizeRequest last;
+  requiringPod(last.add_pods());
+  nri::SynchronizeResponse lastResp;
+  ASSERT_TRUE(p.synchronize(last, &lastResp).isOk());
+  EXPECT_FALSE(lastResp.more());
+  ASSERT_EQ(stopper.stopped.size(), 1u);
+  EXPECT_EQ(stopper.stopped[0], std::make_pair(uint32_t{4242}, std::string("ctr-slipped")));
+
+  claims.claims["ns/c1"].podRef = PodRef{"q", "uid-q"};
+  nri::CreateContainerRequest other = request("c1");
+  other.mutable_pod()->set_uid("uid-q");
+  other.mutable_pod()->set_name("q");
+  nri::CreateContainerResponse refused;
+  const nri::Status s = p.createContainer(other, &refused);
+  EXPECT_FALSE(s.isOk()) << "ctr-fine, listed in the first part, still has gpu0";
+  EXPECT_NE(s.message().find("still in use"), std::string::npos) << s.message();
+}
+
 // Found created but not started (no process yet): stopped when it starts.
 TEST_F(InjectionPluginTest, AContainerStartingWithoutTheAgentIsStoppedWhenItStarts) {
   InjectionPlugin p = plugin();
