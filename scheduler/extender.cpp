@@ -419,8 +419,9 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
   std::vector<std::pair<std::string_view, int>> out;
   out.reserve(args.nodeNames.size());
   std::vector<int> scores(args.nodeNames.size(), 0);
-  if (!args.pod.claims.empty()) {
-    const PodClaims claims = resolveClaims(args.pod, claims_, classRequestsOf(args.pod, classes_));
+  if (const ClassRequests classes = classRequestsOf(args.pod, classes_);
+      !withoutClaims(args.pod, classes)) {
+    const PodClaims claims = resolveClaims(args.pod, claims_, classes);
     NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
     std::vector<std::optional<NodeCost>> costs(args.nodeNames.size());
     planEach(args, fitter, false, [&](size_t i, NodePlan* plan) {

@@ -5,15 +5,15 @@
 
 namespace ker {
 
-Status checkBindTrust(const Pod& pod, const std::string& node, const std::string& schedulerName,
-                      const std::string& filterChoice) {
+Status checkBindTrust(const Pod& pod, const ClassRequests& classes, const std::string& node,
+                      const std::string& schedulerName, const std::string& filterChoice) {
   const std::string key = objectKey(pod.meta.ns, pod.meta.name);
   if (!servedPod(pod, schedulerName)) {
     return Status::failedPrecondition("pod " + key + " has schedulerName \"" + pod.schedulerName +
                                       "\": this extender binds only pods of \"" + schedulerName +
                                       "\"");
   }
-  if (withoutClaims(pod)) {
+  if (withoutClaims(pod, classes)) {
     return {};
   }
   if (filterChoice.empty()) {

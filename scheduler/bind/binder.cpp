@@ -210,7 +210,8 @@ std::optional<Binder::Verdict> Binder::readPod(const BindingArgs& args,
   // Whether the call may write for the pod at all: refused once, for every attempt (neither
   // the pod's schedulerName nor the filter's choice changes with fresher reads).
   auto trusted = [&]() -> std::optional<Verdict> {
-    Status st = checkBindTrust(a.pod, args.node, options_.schedulerName,
+    Status st = checkBindTrust(a.pod, classRequestsOf(a.pod, caches_.classes), args.node,
+                               options_.schedulerName,
                                options_.requireFilterChoice ? filterChoice : args.node);
     if (st.ok()) {
       return std::nullopt;
