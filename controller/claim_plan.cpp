@@ -54,11 +54,13 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   p.change = Change::kReleased;
   p.cause = a.cause;
   p.why = a.message;
-  p.frees = DeviceFrees{ClaimRef{c.meta.ns, c.meta.name, c.meta.uid},
-                        c.listedDevices(),
-                        {releasedMessage(keyOf(c)), ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}},
-                        {"claim " + keyOf(c) + " was deleted", std::nullopt},
-                        c.holders()};
+  DeviceFrees frees;
+  frees.from = ClaimRef{c.meta.ns, c.meta.name, c.meta.uid};
+  frees.names = c.listedDevices();
+  frees.status = {releasedMessage(keyOf(c)), frees.from};
+  frees.statusIfClaimGone.message = "claim " + keyOf(c) + " was deleted";
+  frees.released = c.holders();
+  p.frees = std::move(frees);
   p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased),
                       releasedWhat(c) + a.message});
   // On the holder too, gone or not: an event outlives its object, and `kubectl get events`
