@@ -41,7 +41,9 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
                                       "how often every claim and device is reconciled again")),
       orphanGrace_(
           flags.addDuration("orphan-grace-period", d.controller.reconciler.orphanGrace,
-                            "how long a half-written bind may stay so before it is repaired")),
+                            "how long a half-written bind may stay so before it is repaired; "
+                            "keep it above the extender's --bind-deadline, as it also bounds "
+                            "--device-orphan-grace-period")),
       deviceOrphanGrace_(flags.addDuration(
           "device-orphan-grace-period", d.controller.reconciler.deviceOrphanGrace,
           "the same for a device Bound to a claim that does not list it (the smaller of the two "
@@ -93,6 +95,9 @@ Status ControllerFlags::settings(ControllerSettings& out) const {
   for (Status st : {checkFlagRange("workers", *workers_, 1, kMaxWorkers),
                     checkFlagRange("device-workers", *deviceWorkers_, 1, kMaxWorkers),
                     checkFlagBindAddress("metrics-bind-address", *metricsBindAddress_),
+                    // 0 would repair every bind in flight between its claim write and its Binding.
+                    checkFlagPositive("orphan-grace-period", *orphanGrace_),
+                    checkFlagPositive("device-orphan-grace-period", *deviceOrphanGrace_),
                     checkFlagPositive("leader-elect-retry-period", *retryPeriod_),
                     checkBelow("leader-elect-retry-period", *retryPeriod_,
                                "leader-elect-renew-deadline", *renewDeadline_),

@@ -111,6 +111,9 @@ TEST(ControllerFlags, EachBadValueNamesItsFlag) {
       {{"--leader-elect-resource-lock=configmaps"},
        "--leader-elect-resource-lock must be leases, got \"configmaps\""},
       {{"--leader-elect-retry-period=0s"}, "--leader-elect-retry-period must be positive, got 0s"},
+      {{"--orphan-grace-period=0s"}, "--orphan-grace-period must be positive, got 0s"},
+      {{"--device-orphan-grace-period=0s"},
+       "--device-orphan-grace-period must be positive, got 0s"},
       {{"--leader-elect-retry-period=10s"},
        "--leader-elect-retry-period must be below --leader-elect-renew-deadline, got 10s and "
        "10s"},
