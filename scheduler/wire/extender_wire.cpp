@@ -65,6 +65,18 @@ const char* typeName(Kind kind) {
 // cannot make the extender hold gigabytes.
 constexpr size_t kMaxPodBytes = size_t{3} << 20;
 
+// The most nodes one request may name, twenty times Kubernetes' largest supported cluster
+// (5,000 nodes): the filter answers each node with its own entry, so a body of millions of
+// one-letter names would otherwise cost a reply of gigabytes.
+constexpr size_t kMaxNodes = 100'000;
+
+void checkNodeCount(size_t count) {
+  if (count > kMaxNodes) {
+    throw WireError("the request names " + std::to_string(count) + " nodes; at most " +
+                    std::to_string(kMaxNodes) + " are served");
+  }
+}
+
 json parseValidated(std::string_view text) {
   try {
     return json::parse(text.begin(), text.end());
@@ -300,6 +312,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
     if (!names->allStrings) {
       throw WireError("NodeNames must hold strings");
     }
+    checkNodeCount(names->names.size());
     args.nodeNames = std::move(names->names);
   } else if (nodes != nullptr && nodes->kind != Kind::kNull) {
     if (nodes->kind != Kind::kObject) {
@@ -311,6 +324,7 @@ ExtenderArgs parseExtenderArgs(std::string_view body) {
       if (items->kind != Kind::kArray) {
         throw WireError("Nodes.items must be an array");
       }
+      checkNodeCount(items->elements.size());
       args.nodeObjects.reserve(items->elements.size());
       args.nodeNames.reserve(items->elements.size());
       args.nodeLabelsText.reserve(items->elements.size());
@@ -533,6 +547,7 @@ PreemptionArgs parsePreemptionArgs(std::string_view body) {
     throw WireError(std::string(whole ? "NodeNameToVictims" : "NodeNameToMetaVictims") +
                     " must be an object, got " + victims->type_name());
   }
+  checkNodeCount(victims->size());
   for (auto it = victims->begin(); it != victims->end(); ++it) {
     if (it.key().empty()) {
       throw WireError("a node name must not be empty");

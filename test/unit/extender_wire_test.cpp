@@ -117,6 +117,47 @@ TEST(ParseExtenderArgs, BadBodiesGetClearErrors) {
   }
 }
 
+// A request names at most 100,000 nodes (the filter answers each with an entry of its own), in
+// either form, and so does a preemption's map of victims.
+TEST(ParseExtenderArgs, AtMostAHundredThousandNodesAreServed) {
+  const auto names = [](size_t n) {
+    std::string list;
+    for (size_t i = 0; i < n; ++i) {
+      list += (i ? ",\"" : "\"") + std::to_string(i) + "\"";
+    }
+    return list;
+  };
+  const std::string pod = R"({"Pod":{"metadata":{"name":"p","uid":"u"}},)";
+  EXPECT_EQ(parseExtenderArgs(pod + "\"NodeNames\":[" + names(100000) + "]}").nodeNames.size(),
+            100000u);
+  for (const std::string& body :
+       {pod + "\"NodeNames\":[" + names(100001) + "]}", pod + "\"Nodes\":{\"items\":[" + [] {
+          std::string items;
+          for (size_t i = 0; i <= 100000; ++i) {
+            items += (i ? ",{" : "{") + std::string(R"("metadata":{"name":"n)") +
+                     std::to_string(i) + "\"}}";
+          }
+          return items;
+        }() + "]}}"}) {
+    try {
+      parseExtenderArgs(body);
+      ADD_FAILURE() << "accepted 100,001 nodes";
+    } catch (const WireError& e) {
+      EXPECT_STREQ(e.what(), "the request names 100001 nodes; at most 100000 are served");
+    }
+  }
+  std::string victims;
+  for (size_t i = 0; i <= 100000; ++i) {
+    victims += (i ? ",\"n" : "\"n") + std::to_string(i) + "\":{\"Pods\":[]}";
+  }
+  try {
+    parsePreemptionArgs(pod + "\"NodeNameToMetaVictims\":{" + victims + "}}");
+    ADD_FAILURE() << "accepted 100,001 nodes";
+  } catch (const WireError& e) {
+    EXPECT_STREQ(e.what(), "the request names 100001 nodes; at most 100000 are served");
+  }
+}
+
 TEST(ParseBindingArgs, FieldsAndErrors) {
   auto b = parseBindingArgs(readTestdata("bind.json"));
   EXPECT_EQ(b.podName, "web-0");
