@@ -5,6 +5,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "model/device_transitions.h"
+
 namespace ker {
 
 namespace {
@@ -73,13 +75,14 @@ class Simulation {
             index_.upsert(it->second);
             continue;
           }
-          // What the controller makes of a device once its claim is released. A device that
-          // is invalid or being deleted stays out, as it would.
+          // What the controller makes of a device once its claim is released (freeDevice): one
+          // its agent marked unhealthy stays out of offer, and so does one that is invalid or
+          // being deleted, as they would.
           auto freed = std::make_shared<ExtendedResource>(*it->second);
-          freed->phase = DevicePhase::kAvailable;
-          freed->phaseWritten = true;
-          freed->claimRef.reset();
-          index_.upsert(std::move(freed));
+          if (freeDevice(*freed, {}, ClaimRef{}).ok()) {
+            freed->phaseWritten = true;
+            index_.upsert(std::move(freed));
+          }
         }
       }
     }

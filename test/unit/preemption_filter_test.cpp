@@ -11,6 +11,7 @@
 #include "common/api_error.h"
 #include "common/event_recorder.h"
 #include "common/resource.h"
+#include "model/device_transitions.h"
 #include "scheduler/extender.h"
 #include "scheduler/preemption/preemption.h"
 #include "scheduler/preemption/preemption_worker.h"
@@ -205,6 +206,23 @@ PodClaims wantsOneK80() {
   claims.pending.push_back(
       std::make_shared<const ExtendedResourceClaim>(claim("want", 1, {{"type", "k80"}})));
   return claims;
+}
+
+// Evicting a pod whose device its agent marked unhealthy frees nothing the preemptor could get:
+// released, the device stays Pending with the mark (freeDevice), so no victim is chosen there.
+TEST(PreemptionDecision, ADeviceMarkedUnhealthyIsNotCountedAsFreedByItsVictim) {
+  const PodClaims claims = wantsOneK80();
+  Pod preemptor;
+  preemptor.meta = {.name = "high", .ns = "default", .uid = "uid-high"};
+  preemptor.priority = 100;
+  PreemptionCandidate sick = heldCandidate("n1", 10, "a");
+  ExtendedResource marked = *sick.devices[0];
+  ASSERT_TRUE(markDeviceUnhealthy(marked, "ECC errors").ok());
+  sick.devices[0] = ptr(marked);
+  const auto decision = decidePreemption(claims, preemptor, {sick, heldCandidate("n2", 50, "a")});
+  ASSERT_TRUE(decision.order);
+  EXPECT_EQ(decision.order->node, "n2") << "n1's victim would free a device nobody is offered";
+  EXPECT_NE(decision.unresolvable[0], "");
 }
 
 TEST(PreemptionDecision, ResumesOnTheNominatedNodeWhoseVictimsAreTerminating) {
