@@ -5,6 +5,7 @@
 #include "model/conditions.h"
 #include "model/invalid_mark.h"
 #include "model/objects.h"
+#include "model/typed_client.h"
 
 namespace ker {
 
@@ -46,12 +47,6 @@ const char* toString(Change change) {
 
 namespace {
 
-const Resource& resourceOf(const ExtendedResourceClaim&) {
-  return resources::kExtendedResourceClaims;
-}
-const Resource& resourceOf(const ExtendedResource&) {
-  return resources::kExtendedResources;
-}
 std::vector<Condition> conditionsOf(const ExtendedResourceClaim& c, SystemTime now) {
   return claimConditions(c, c.conditions, now);
 }
@@ -92,7 +87,7 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
     p.events.push_back({referenceTo(o), EventType::kWarning, next.reason, o.invalid});
   }
   const bool phaseChanged = next.phase != o.phase;
-  p.write = StatusWrite{&resourceOf(o), o.meta.ns, o.meta.name,
+  p.write = StatusWrite{&resourceOf<Object>(), o.meta.ns, o.meta.name,
                         InvalidMarkPatch<Object>{std::move(next), phaseChanged}, now};
   return p;
 }
@@ -102,13 +97,13 @@ std::optional<Plan> invalidMark(const Object& o, SystemTime now) {
 StatusWrite statusUpdate(ExtendedResourceClaim next, SystemTime now) {
   std::string ns = next.meta.ns;
   std::string name = next.meta.name;
-  return {&resources::kExtendedResourceClaims, std::move(ns), std::move(name),
+  return {&resourceOf<ExtendedResourceClaim>(), std::move(ns), std::move(name),
           WholeStatus<ExtendedResourceClaim>{std::move(next)}, now};
 }
 
 StatusWrite statusUpdate(ExtendedResource next, SystemTime now) {
   std::string name = next.meta.name;
-  return {&resources::kExtendedResources, "", std::move(name),
+  return {&resourceOf<ExtendedResource>(), "", std::move(name),
           WholeStatus<ExtendedResource>{std::move(next)}, now};
 }
 
