@@ -3,10 +3,13 @@
 namespace ker::agent {
 
 AgentMetrics::AgentMetrics(metrics::Registry& r)
-    : containers(r.counter("extended_resource_agent_containers_total",
-                           "Container creations the runtime asked about, by result (injected: "
-                           "given its devices; untouched: its pod names no claims; refused).",
-                           {"result"})),
+    : containers(r.counter(
+          "extended_resource_agent_containers_total",
+          "Container creations the runtime asked about, by result (injected: "
+          "given its devices; emptied: its pod names no claims, and the device variables its "
+          "image sets were emptied; untouched: its pod names no claims; "
+          "refused).",
+          {"result"})),
       refusals(r.counter("extended_resource_agent_refusals_total",
                          "Container creations refused, by reason.", {"reason"})),
       createLatency(r.histogram("extended_resource_agent_create_container_duration_seconds",

@@ -10,6 +10,7 @@
 
 #include "agent/cdi_names.h"
 #include "agent/node_file.h"
+#include "common/utf8.h"
 
 namespace ker::agent {
 
@@ -72,6 +73,10 @@ CdiSpec readCdiSpec(const YAML::Node& root) {
 }  // namespace
 
 CdiSpec parseCdiSpec(const std::string& text) {
+  // Its device names become device IDs the API server stores, and it takes only UTF-8.
+  if (auto bad = firstInvalidUtf8(text)) {
+    fail("not valid UTF-8 at byte " + std::to_string(*bad));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);

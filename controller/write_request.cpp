@@ -11,14 +11,16 @@ WriteRequest render(const WholeStatus<Object>& whole, const StatusWrite& w) {
   return {false, "status", whole.next.toJson(w.now)};
 }
 
-// The mark, or both fields cleared with the phase the clearing leaves (markInvalid); the initial
-// phase when the object has no phase yet.
+// The mark, or both fields as the clearing leaves them, with its phase (markInvalid); the
+// initial phase when the object has no phase yet.
 template <typename Object>
 WriteRequest render(const InvalidMarkPatch<Object>& mark, const StatusWrite& w) {
   const Object& next = mark.next;
-  nlohmann::json status = next.invalid.empty()
-                              ? nlohmann::json{{"reason", nullptr}, {"message", nullptr}}
-                              : nlohmann::json{{"reason", next.reason}, {"message", next.message}};
+  // Cleared, both go (null), unless the clearing left a reason of its own (markInvalid).
+  const auto orNull = [](const std::string& v) {
+    return v.empty() ? nlohmann::json() : nlohmann::json(v);
+  };
+  nlohmann::json status = {{"reason", orNull(next.reason)}, {"message", orNull(next.message)}};
   if (mark.phaseChanged || (!next.invalid.empty() && !next.phaseWritten)) {
     status["phase"] = toString(next.phase);
   }

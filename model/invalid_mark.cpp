@@ -29,7 +29,13 @@ Status markInvalid(ExtendedResource& device) {
     return marked;
   }
   if (device.invalid.empty() && device.phase == DevicePhase::kPending && !device.claimRef) {
-    device.phase = DevicePhase::kAvailable;
+    if (device.labelledNode().empty()) {
+      device.phase = DevicePhase::kAvailable;
+    } else {
+      device.reason = toString(Reason::kDeviceUnhealthy);
+      device.message = "not offered until the node agent of " + device.labelledNode() +
+                       " checks it again: it was Pending when its spec became invalid";
+    }
   }
   return {};
 }

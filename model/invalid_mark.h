@@ -7,10 +7,12 @@
 // set or cleared to match the object's `invalid` (the parse error), with reason Invalid and the
 // error as message, or, once it parses again, both cleared. Whatever else the status holds
 // stays, but for a device left Pending and naming no claim: the mark overwrote the reason it was
-// Pending for (DeviceUnhealthy, NodeNotRegistered), which nobody else would then undo, so it
-// becomes Available, and its agent or the controller takes it out of offer again if it still
-// must be. From an object that is invalid, or marked and valid again (FailedPrecondition, the
-// object untouched, otherwise).
+// Pending for (DeviceUnhealthy, NodeNotRegistered), and Pending with none is nobody's to undo.
+// One its node agent published (kNodeLabel) keeps out of offer, marked as the agent marks an
+// unhealthy device, until the agent's next check finds it healthy (markDeviceHealthy); any
+// other becomes Available, and the controller parks it again if its node is not registered. From an
+// object that is invalid, or marked and valid again (FailedPrecondition, the object untouched,
+// otherwise).
 namespace ker {
 
 Status markInvalid(ExtendedResourceClaim& claim);

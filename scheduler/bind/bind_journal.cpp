@@ -177,7 +177,15 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       log::warn("bind undo: claim left as it is", {{"error", undone.message()}});
       continue;
     }
-    if (const Status sent = writeStatus(api, next, now); sent.ok()) {
+    // Any failure, a fault as much as an answer, leaves the claim (and so its devices) as it
+    // is: the undo goes on with the rest.
+    Status sent;
+    try {
+      sent = writeStatus(api, next, now);
+    } catch (const std::exception& ex) {
+      sent = statusFrom(ex);
+    }
+    if (sent.ok()) {
       ++writes;
     } else {
       kept.insert(c.meta.uid);
@@ -199,7 +207,13 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       continue;
     }
     ExtendedResource restored;
-    if (const Status sent = writeStatus(api, next, now, &restored); sent.ok()) {
+    Status sent;
+    try {
+      sent = writeStatus(api, next, now, &restored);
+    } catch (const std::exception& ex) {
+      sent = statusFrom(ex);
+    }
+    if (sent.ok()) {
       ++writes;
       index.upsert(std::make_shared<const ExtendedResource>(std::move(restored)));
     } else {

@@ -71,7 +71,7 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup,
 
 // A pod that names no claim, generated or awaited, asks for no class's resource, and whose
 // annotations all parse: the filter passes it everywhere and holds nothing for it.
-bool withoutClaims(const Pod& pod, const ClassRequests& classes = {});
+bool withoutClaims(const Pod& pod, const ClassRequests& classes);
 
 struct NodePlan {
   bool fits = false;

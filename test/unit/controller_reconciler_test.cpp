@@ -7,6 +7,7 @@
 #include "common/api_error.h"
 #include "controller/reconciler.h"
 #include "fake_api_client.h"
+#include "model/device_transitions.h"
 #include "model/objects.h"
 
 namespace ker {
@@ -1042,6 +1043,29 @@ TEST_F(ReconcilerTest, AFreeDeviceValidAgainIsAvailableNotPendingForNoReason) {
   const json s = device("sick")["status"];
   EXPECT_EQ(s["phase"], "Available");
   EXPECT_FALSE(s.contains("reason"));
+
+  // One its node agent published stays out of offer, marked as the agent marks an unhealthy
+  // device, until the agent's next check finds it healthy.
+  d = device("sick");
+  d["metadata"]["labels"][kNodeLabel] = "n1";
+  d["spec"]["nodeAffinity"] = {
+      {"required", {{"nodeSelectorTerms", {{{"matchExpressions", {kValuelessIn}}}}}}}};
+  d = api.update(resources::kExtendedResources, "", d);
+  d["status"] = {{"phase", "Pending"}, {"reason", "DeviceUnhealthy"}, {"message", "ECC errors"}};
+  d = api.updateStatus(resources::kExtendedResources, "", d);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("sick").status, Status::kDone);
+  d = device("sick");
+  d["spec"] = deviceJson("sick")["spec"];
+  api.update(resources::kExtendedResources, "", d);
+  caches.load(api);
+  EXPECT_EQ(reconciler->reconcileDevice("sick").status, Status::kDone);
+  const auto agents = ExtendedResource::fromJson(device("sick"));
+  EXPECT_EQ(agents.phase, DevicePhase::kPending);
+  EXPECT_TRUE(markedUnhealthy(agents)) << agents.reason;
+  ExtendedResource checked = agents;
+  EXPECT_TRUE(markDeviceHealthy(checked).ok());
+  EXPECT_EQ(checked.phase, DevicePhase::kAvailable);
 }
 
 TEST_F(ReconcilerTest, InvalidBoundDeviceGetsAReasonAndKeepsItsClaimRef) {
