@@ -260,8 +260,11 @@ PodClaimNames podClaimNames(const std::map<std::string, std::string>& annotation
     });
   }
   out.invalid = p.text();
+  // De-duplicated through a set: any pod author writes these annotations, and a scan of the list
+  // per name would make a large one cost every informer its square.
+  std::unordered_set<std::string> used(out.claims.begin(), out.claims.end());
   auto use = [&](const std::string& claim) {
-    if (std::find(out.claims.begin(), out.claims.end(), claim) == out.claims.end()) {
+    if (used.insert(claim).second) {
       out.claims.push_back(claim);
     }
   };

@@ -68,6 +68,12 @@ TEST(PodClaimNames, NamedClaimsThenRecordedGeneratedOnesAndTheEntriesStillAwaite
       << "a recorded entry no longer named is not used";
   EXPECT_EQ(n.generated, (std::map<std::string, std::string>{{"gpu", "w-gpu-1"}}));
   EXPECT_EQ(n.awaiting, (std::vector<std::string>{"fpga", "nic"}));
+
+  // A generated claim the claims annotation names too, or two entries recorded with one claim,
+  // is used once, where it first appears.
+  const PodClaimNames twice = podClaimNames(
+      annotations("w-gpu-1, a", "gpu=t1, fpga=t2", R"({"gpu":"w-gpu-1","fpga":"a"})"));
+  EXPECT_EQ(twice.claims, (std::vector<std::string>{"w-gpu-1", "a"}));
 }
 
 TEST(PodClaimNames, AGarbledAnnotationIsNamedInTheProblem) {
