@@ -9,9 +9,9 @@ namespace {
 
 // The output's first line, of at most 200 bytes and UTF-8 (it goes into the device's status).
 std::string firstLine(const std::string& out) {
-  const std::string line = out.substr(0, out.find('\n'));
-  std::string clipped = clippedUtf8(line, 200);
-  return clippedUtf8(line, line.size() * 3).size() > clipped.size() ? clipped + "…" : clipped;
+  const std::string line = clippedUtf8(out.substr(0, out.find('\n')), std::string::npos);
+  const std::string clipped = clippedUtf8(line, 200);
+  return clipped.size() < line.size() ? clipped + "…" : clipped;
 }
 
 }  // namespace

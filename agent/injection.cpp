@@ -112,16 +112,15 @@ std::optional<std::string> variableSetInSpec(const InjectionInput& in) {
 // agent does not set from its devices (`set`), each emptied: a runtime that hands devices by such
 // a variable (NVIDIA's, with NVIDIA_VISIBLE_DEVICES=all in every CUDA image) then gives none.
 // Nothing for a container the guard does not check.
-std::vector<std::pair<std::string, std::string>> clearedVariables(
-    const InjectionInput& in, const std::map<std::string, std::string>& set) {
-  std::vector<std::pair<std::string, std::string>> out;
+std::map<std::string, std::string> clearedVariables(const InjectionInput& in,
+                                                    const std::map<std::string, std::string>& set) {
+  std::map<std::string, std::string> out;
   if (!in.guard.checks(in.pod->ns)) {
     return out;
   }
   for (const auto& name : in.container.envNames) {
-    if (set.count(name) == 0 && deviceVariable(in.inventory, name) &&
-        std::none_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; })) {
-      out.emplace_back(name, "");
+    if (set.count(name) == 0 && deviceVariable(in.inventory, name)) {
+      out.emplace(name, "");
     }
   }
   return out;
@@ -304,12 +303,23 @@ NamedClaims namedClaims(const PodIdentity& pod) {
 }
 
 bool deviceVariable(const NodeFile* inventory, const std::string& name) {
+  const bool defaultForm = name.starts_with(kDefaultEnvPrefix);
   if (!inventory) {
-    return name.starts_with(kDefaultEnvPrefix);
+    return defaultForm;
+  }
+  // Asked of every variable a container carries (hundreds with service links): one of neither
+  // form is answered without building each device's variable name.
+  if (!defaultForm && std::none_of(inventory->envNames.begin(), inventory->envNames.end(),
+                                   [&](const auto& kv) { return kv.second == name; })) {
+    return false;
   }
   return std::any_of(inventory->devices.begin(), inventory->devices.end(), [&](const auto& d) {
     return inventory->envNameFor(d.rawResourceName) == name;
   });
+}
+
+bool onlyEmptiesVariables(const Adjustment& adj) {
+  return adj.deviceNames.empty() && !adj.env.empty();
 }
 
 bool fromApiServer(const PodIdentity& pod) {
@@ -385,13 +395,13 @@ Injection decideInjection(const InjectionInput& in) {
     if (auto why = unclaimedDeviceUse(in, {})) {
       return *why;
     }
-    Adjustment cleared;
-    cleared.env = clearedVariables(in, {});
-    if (!cleared.env.empty()) {
-      std::sort(cleared.env.begin(), cleared.env.end());
-      return cleared;
+    const auto cleared = clearedVariables(in, {});
+    if (cleared.empty()) {
+      return Untouched{};
     }
-    return Untouched{};
+    Adjustment adj;
+    adj.env.assign(cleared.begin(), cleared.end());
+    return adj;
   }
   if (!apiPod) {
     return refuse(RefusalReason::kNotFromApiServer,
@@ -501,9 +511,7 @@ Injection decideInjection(const InjectionInput& in) {
   for (const auto& [k, values] : deviceEnv) {
     env.emplace(k, join(values));
   }
-  for (auto& [k, v] : clearedVariables(in, env)) {
-    env.emplace(std::move(k), std::move(v));
-  }
+  env.merge(clearedVariables(in, env));
   adj.env.assign(env.begin(), env.end());
   return adj;
 }

@@ -128,6 +128,11 @@ struct ContainerRequest {
 // (`inventory` nullptr), any variable named as the agent names a resource's by default.
 bool deviceVariable(const NodeFile* inventory, const std::string& name);
 
+// Whether the adjustment gives no device and only empties device variables its image set (a
+// container of a pod without claims, or without a share of its pod's): what it is counted and
+// logged as.
+bool onlyEmptiesVariables(const Adjustment& adj);
+
 // The folder of a pod's kubelet directory holding its subPath bind mounts.
 inline constexpr const char* kSubPathMountFolder = "/volume-subpaths/";
 

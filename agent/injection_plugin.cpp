@@ -36,11 +36,7 @@ RuntimeContainer runtimeContainerOf(const nri::Container& c) {
 
 const char* resultOf(const Injection& inj) {
   if (const auto* adj = std::get_if<Adjustment>(&inj)) {
-    // A container of a pod without claims whose image's device variables were emptied.
-    return adj->deviceNames.empty() && adj->deviceKeys.empty() && !adj->env.empty() &&
-                   adj->devices.empty() && adj->mounts.empty() && adj->cdiDevices.empty()
-               ? "emptied"
-               : "injected";
+    return onlyEmptiesVariables(*adj) ? "emptied" : "injected";
   }
   return std::holds_alternative<Refusal>(inj) ? "refused" : "untouched";
 }
@@ -309,7 +305,7 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
     deps_.users->add(
         req.container().id(),
         DeviceUse{req.container().id(), req.container().name(), pod.uid, pod.ns, pod.name}, *adj);
-    if (std::string_view(result) == "emptied") {
+    if (onlyEmptiesVariables(*adj)) {
       log::info("emptied device variables the image sets",
                 {{"pod", podKey}, {"podUID", pod.uid}, {"container", req.container().name()}});
     } else {
