@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -209,13 +210,19 @@ void InformerCore::run() {
       if (fromFreshList && !sawEvents) {
         sleep(backoff());
       }
-    } else if (end == WatchEnd::kError ||
-               (!sawEvents && std::chrono::steady_clock::now() - started < kMinHealthyWatch)) {
+    } else if (sawEvents || (end == WatchEnd::kClean &&
+                             std::chrono::steady_clock::now() - started >= kMinHealthyWatch)) {
+      // Healthy, however it ended: a reset after minutes of events is how a server restart or
+      // a proxy's cut looks, not a failing server. Only a healthy watch proves the server well
+      // again.
+      failures = 0;
+      watchFailures = 0;
+      if (end == WatchEnd::kError) {
+        sleep(backoff());
+      }
+    } else {
       needList = ++watchFailures >= kRelistAfterWatchFailures;
       sleep(backoff());
-    } else {
-      failures = 0;  // only a healthy watch proves the server well again
-      watchFailures = 0;
     }
   }
 }
@@ -240,15 +247,21 @@ void InformerCore::relist() {
   lo.fieldSelector = opts_.fieldSelector;
   // Decoded page by page: the typed objects are a fraction of the documents' size.
   std::map<std::string, Item> fresh;
+  std::set<std::string> undecodable;
   const std::string listRv = client_.listEach(
       res_, opts_.ns, lo, opts_.pageSize,
       [&](nlohmann::json& obj) {
         if (Object decoded = decode(obj)) {
           fresh[keyOf(obj)] =
               Item{std::move(decoded), metaString(obj, "resourceVersion"), metaString(obj, "uid")};
+        } else {
+          undecodable.insert(keyOf(obj));
         }
       },
-      [&] { fresh.clear(); });
+      [&] {
+        fresh.clear();
+        undecodable.clear();
+      });
 
   std::lock_guard dispatch(dispatchMu_);
   std::map<std::string, Item> old;
@@ -259,6 +272,14 @@ void InformerCore::relist() {
       auto it = store_.find(key);
       if (it != store_.end() && it->second.resourceVersion == item.resourceVersion) {
         item.obj = it->second.obj;
+      }
+    }
+    // An object that exists but cannot be decoded keeps the version cached before, as a watch
+    // event it cannot decode does: "not understood" must never read as "deleted" (a holder pod
+    // taken for gone has its devices freed).
+    for (const auto& key : undecodable) {
+      if (auto it = store_.find(key); it != store_.end()) {
+        fresh.insert(*it);
       }
     }
     old.swap(store_);
@@ -309,7 +330,8 @@ InformerCore::WatchEnd InformerCore::watchOnce(bool& sawEvents, int timeoutSecon
 }
 
 bool InformerCore::onEvent(const WatchEvent& ev, WatchEnd& end, bool& sawEvents) {
-  sawEvents = true;
+  // An ERROR event is not a sign of health: a watch answered with one at once failed.
+  sawEvents = sawEvents || ev.type != WatchEventType::kError;
   switch (ev.type) {
     case WatchEventType::kBookmark:
       setLastResourceVersion(metaString(ev.object, "resourceVersion"));

@@ -388,6 +388,51 @@ TEST(Informer, ErrorEventsRetryOrRelist) {
   EXPECT_TRUE(eventually([&] { return inf.relists() == 1; }));
 }
 
+// A watch that delivered events and then broke (a server restart, a proxy's cut) is not a
+// failing server: however often that happens, the informer neither backs off further nor
+// lists everything again.
+TEST(Informer, WatchesThatBreakAfterEventsAreNotFailures) {
+  FakeApiClient api;
+  Informer<Widget> inf(api, kWidgets, fastOptions());
+  Recorder rec;
+  ASSERT_TRUE(startWatching(inf, rec, api));
+  for (int i = 0; i < 8; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    api.create(kWidgets, "ns", widget("ns", name, "1"));
+    ASSERT_TRUE(rec.waitFor(static_cast<size_t>(i + 1))) << name;
+    api.sendWatchEvent(kWidgets, {WatchEventType::kError, {{"code", 500}, {"message", "reset"}}});
+    ASSERT_TRUE(eventually([&] {
+      return inf.watchRestarts() == static_cast<uint64_t>(i + 1) && api.activeWatches() == 1;
+    }));
+  }
+  EXPECT_EQ(inf.relists(), 0u);
+  EXPECT_EQ(api.calls(Verb::kList), 1);
+}
+
+// An object the relist cannot decode still exists: it keeps its cached version rather than
+// being reported deleted (a holder pod taken for deleted has its devices freed).
+TEST(Informer, ARelistKeepsTheCachedVersionOfAnObjectItCannotDecode) {
+  FakeApiClient api;
+  api.seed(kWidgets, widget("ns", "a", "1"));
+  Informer<Widget> inf(api, kWidgets, fastOptions());
+  Recorder rec;
+  ASSERT_TRUE(startWatching(inf, rec, api));
+  rec.clear();
+  api.failNext(Verb::kWatch, transportError(), -1);
+  api.dropWatches();
+  ASSERT_TRUE(eventually([&] { return api.activeWatches() == 0; }));
+  auto a = api.get(kWidgets, "ns", "a");
+  a["data"] = "poison";
+  api.update(kWidgets, "ns", a);
+  api.compact();
+  api.clearFailures();
+  ASSERT_TRUE(eventually([&] { return inf.relists() == 1; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(rec.events().empty()) << rec.events().front();
+  ASSERT_TRUE(inf.get("ns/a"));
+  EXPECT_EQ(inf.get("ns/a")->data, "1");
+}
+
 TEST(Informer, ResyncFiresUpdateForEveryCachedObject) {
   FakeApiClient api;
   api.seed(kWidgets, widget("ns", "a", "1"));
