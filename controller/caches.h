@@ -122,10 +122,14 @@ class InformerCaches : public ControllerCaches {
       deletedClaims_.erase(objectKey(cur->meta.ns, cur->meta.name));
     }
   }
-  void claimDeleted(const CachedClaim& last) {
+  // `remember`: kept for takeDeletedClaim, which only a running controller's workers call (a
+  // standby's copies would pile up).
+  void claimDeleted(const CachedClaim& last, bool remember) {
     claimChanged(last.get(), nullptr);
-    std::lock_guard lock(mu_);
-    deletedClaims_[objectKey(last->meta.ns, last->meta.name)] = last;
+    if (remember) {
+      std::lock_guard lock(mu_);
+      deletedClaims_[objectKey(last->meta.ns, last->meta.name)] = last;
+    }
   }
   // Kept only for pods that hold claims, and forgotten once no claim names them.
   void podDeleted(const std::string& uid) {

@@ -32,6 +32,7 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
                        EventRecorder* events, metrics::Registry& registry, WriteGate mayWrite,
                        ControllerOptions opts)
     : pods_(pods),
+      claims_(claims),
       devices_(devices),
       opts_(std::move(opts)),
       metrics_(registry),
@@ -71,7 +72,7 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
           },
       .onDelete =
           [this, device](const auto& c) {
-            caches_.claimDeleted(c);
+            caches_.claimDeleted(c, running_);
             std::vector<std::string> naming;
             for (const auto& d : devices_.list()) {
               if (d->claimRef && d->claimRef->ns == c->meta.ns &&
@@ -140,6 +141,8 @@ void Controller::start() {
     workers_.emplace_back([this] { worker(deviceQueue_); });
   }
   log::info("controller started", {{"workers", claimWorkers}, {"deviceWorkers", deviceWorkers}});
+  running_ = true;
+  apply(startedLeading(pods_.list(), claims_.list(), devices_.list()));
 }
 
 void Controller::stop() {
@@ -153,6 +156,9 @@ void Controller::stop() {
 }
 
 void Controller::apply(const Triggers& triggers) {
+  if (!running_) {
+    return;
+  }
   for (const auto& key : triggers.keys) {
     (std::holds_alternative<DeviceKey>(key) ? deviceQueue_ : queue_).add(key);
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -43,8 +44,10 @@ struct ControllerOptions {
 // grace periods when they end. Devices have a queue and workers of their own (as
 // controller-runtime runs one controller per kind), so a backlog of device work, e.g. thousands
 // of new devices to initialize, never delays releases. Handlers are registered on construction,
-// so build the controller before starting the informers; keys queue up until start(). Writes
-// happen only while the gate is open.
+// so build the controller before starting the informers. Until start() (a standby replica's whole
+// life) events queue nothing and keep nothing but the caches' indexes: the queue would otherwise
+// grow with every pod the cluster deletes. start() queues every object the caches hold instead.
+// Writes happen only while the gate is open.
 class Controller {
  public:
   Controller(ApiClient& api, Informer<WatchedPod>& pods, Informer<ExtendedResourceClaim>& claims,
@@ -54,7 +57,8 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Starts the workers; call once the informers have synced. Idempotent.
+  // Starts the workers and queues every cached claim, device and pod that may need work; call
+  // once the informers have synced. Idempotent.
   void start();
   // Shuts the queue down and joins the workers (each finishes its current key). Idempotent.
   void stop();
@@ -81,6 +85,7 @@ class Controller {
   void apply(const Triggers& triggers);
 
   Informer<WatchedPod>& pods_;
+  Informer<ExtendedResourceClaim>& claims_;
   Informer<ExtendedResource>& devices_;
   const ControllerOptions opts_;
   ControllerMetrics metrics_;
@@ -90,7 +95,10 @@ class Controller {
   KeyQueue queue_;  // claims, pods and nudges
   KeyQueue deviceQueue_;
 
-  std::mutex runMu_;
+  // Set by start(), after the workers: events before it queue nothing (apply drops them).
+  std::atomic<bool> running_{false};
+
+  std::mutex runMu_;  // guards the members below
   bool started_ = false;
   std::vector<std::thread> workers_;
 };

@@ -1,5 +1,7 @@
 #include "controller/watch_triggers.h"
 
+#include <algorithm>
+
 #include "controller/reconcile_decisions.h"
 
 namespace ker {
@@ -136,6 +138,28 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
       pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty() ||
       pod.classClaimsGate()) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
+  }
+  return t;
+}
+
+Triggers startedLeading(const std::vector<CachedPod>& pods, const std::vector<CachedClaim>& claims,
+                        const std::vector<CachedDevice>& devices) {
+  Triggers t;
+  for (const auto& c : claims) {
+    t.keys.push_back(ClaimKey{objectKey(c->meta.ns, c->meta.name)});
+  }
+  for (const auto& d : devices) {
+    Triggers forDevice = deviceChanged(nullptr, *d);
+    t.keys.insert(t.keys.end(), forDevice.keys.begin(), forDevice.keys.end());
+    for (auto& n : forDevice.nudges) {
+      if (std::find(t.nudges.begin(), t.nudges.end(), n) == t.nudges.end()) {
+        t.nudges.push_back(std::move(n));  // one per resource, however many devices it has
+      }
+    }
+  }
+  for (const auto& p : pods) {
+    Triggers forPod = podChanged(*p, {}, false);
+    t.keys.insert(t.keys.end(), forPod.keys.begin(), forPod.keys.end());
   }
   return t;
 }

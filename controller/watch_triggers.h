@@ -41,6 +41,12 @@ Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
 // extended resource without a claim recorded for it are reconciled.
 Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods);
 
+// The controller starts leading, with the caches listed while it stood by (whose events it did
+// not queue): every claim, device and pod that may need work is reconciled once, and pods parked
+// for a resource with a device Available are nudged, as a fresh start's first list would have it.
+Triggers startedLeading(const std::vector<CachedPod>& pods, const std::vector<CachedClaim>& claims,
+                        const std::vector<CachedDevice>& devices);
+
 // A Node of this name was created or deleted: the devices its kNodeLabel names are reconciled.
 Triggers nodeRegistrationChanged(const std::string& node, const std::vector<CachedDevice>& devices);
 

@@ -77,6 +77,12 @@ class ControllerLoopTest : public ::testing::Test {
   }
 
   void start(Millis grace = 2min) {
+    startStandingBy(grace);
+    controller->start();
+  }
+
+  // The informers run and the controller is built, as on a replica that does not lead.
+  void startStandingBy(Millis grace = 2min) {
     ControllerOptions o;
     o.workers = 2;
     o.nudgeDelay = 20ms;
@@ -92,7 +98,6 @@ class ControllerLoopTest : public ::testing::Test {
     templates.start();
     ASSERT_TRUE(pods.waitForSync(5s) && claims.waitForSync(5s) && devices.waitForSync(5s) &&
                 templates.waitForSync(5s));
-    controller->start();
   }
 
   // Pod p on n1 holds claim c with devices d0 and d1.
@@ -332,6 +337,29 @@ TEST_F(ControllerLoopTest, ClaimsOfPodsGoneWhileDownAreReleasedAtStart) {
   api.remove(resources::kPods, "default", "p");
   start();
   EXPECT_TRUE(eventually([&] { return released(); }));
+}
+
+// A replica that does not lead sees every pod the cluster deletes: were their keys queued, its
+// queue would grow with the cluster's churn for as long as it stands by.
+TEST_F(ControllerLoopTest, AStandbyQueuesNothingAndCatchesUpWhenItLeads) {
+  seedBoundCluster();
+  startStandingBy();
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "churn-" + std::to_string(i);
+    api.create(resources::kPods, "default", podJson(name, "n1", "c", "Running"));
+    api.remove(resources::kPods, "default", name);
+  }
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  api.create(resources::kExtendedResourceClaims, "default", claimJson("c"));
+  api.remove(resources::kPods, "default", "p");
+  ASSERT_TRUE(eventually([&] { return pods.list().empty(); }));
+  EXPECT_EQ(controller->queueLength(), 0u);
+
+  controller->start();
+  EXPECT_TRUE(eventually([&] {
+    return devicePhase("d0") == "Available" && devicePhase("d1") == "Available" &&
+           claimPhase() == "Pending";
+  }));
 }
 
 TEST_F(ControllerLoopTest, FinishedPodReleasesItsClaim) {

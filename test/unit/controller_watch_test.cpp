@@ -198,6 +198,24 @@ TEST(WatchTriggers, PodsWakeTheirClaimsAndOnlyAnnotatedOnesAreChecked) {
   EXPECT_TRUE(hasKey(podChanged(p, {}, false), PodKey{"default/p"}));
 }
 
+TEST(WatchTriggers, ALeaderStartingReconcilesWhatTheCachesHoldAndNudgesEachResourceOnce) {
+  auto c = std::make_shared<ExtendedResourceClaim>(pendingClaim());
+  auto d0 = std::make_shared<ExtendedResource>(availableDevice("d0"));
+  auto d1 = std::make_shared<ExtendedResource>(availableDevice("d1"));
+  auto named = std::make_shared<WatchedPod>();
+  named->meta = {.name = "p", .ns = "default", .uid = "uid-p"};
+  named->meta.annotations[kClaimsAnnotation] = "c";
+  auto plain = std::make_shared<WatchedPod>();
+  plain->meta = {.name = "q", .ns = "default", .uid = "uid-q"};
+  const Triggers t = startedLeading({named, plain}, {c}, {d0, d1});
+  EXPECT_TRUE(hasKey(t, ClaimKey{"default/c"}));
+  EXPECT_TRUE(hasKey(t, DeviceKey{"d0"}));
+  EXPECT_TRUE(hasKey(t, DeviceKey{"d1"}));
+  EXPECT_TRUE(hasKey(t, PodKey{"default/p"}));
+  EXPECT_FALSE(hasKey(t, PodKey{"default/q"})) << "names no claim, asks for nothing";
+  EXPECT_EQ(t.nudges, std::vector<NudgeTarget>{NudgeTarget::resource("nvidia.com/gpu")});
+}
+
 TEST(ControllerMemory, AStatusChangeRestartsTheGraceClock) {
   ControllerMemory m;
   m.setClaimSuspect("default/c", kT0, "Bound\nn1");
