@@ -624,13 +624,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
                                 "status.lostExtendedResourceNames");
     });
     ps.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
-    ps.check([&] {
-      c.alternative = stringMember(*status, "alternative", "status.alternative");
-      if (!c.alternative.empty() && c.chosen() == nullptr) {
-        failAt("status.alternative",
-               "\"" + c.alternative + "\" is no alternative of spec.firstAvailable");
-      }
-    });
+    ps.check([&] { c.alternative = stringMember(*status, "alternative", "status.alternative"); });
     ps.check([&] {
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
         c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
@@ -644,6 +638,12 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     c.conditions = readConditions(*status);
   }
   c.statusReadable = metaReadable && ps.empty();
+  // A spec problem, not the status's: the spec may be edited while Bound (a renamed or dropped
+  // alternative), and the status still says what the claim holds, so its pod's end releases it.
+  if (!c.alternative.empty() && c.chosen() == nullptr) {
+    p.add("status.alternative: \"" + c.alternative +
+          "\" is no alternative of spec.firstAvailable (edited since the bind?)");
+  }
   if (!ps.empty()) {
     p.add(ps.text());
   }

@@ -1370,5 +1370,35 @@ TEST_F(ControllerTest, FirstAvailableTakesTheFirstAlternativeThatFitsAndSaysWhic
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// A claim's owner edits firstAvailable while its pod runs (the spec may change while Bound): the
+// alternative the status names is gone. When the pod finishes, the claim is still released and
+// its device freed, and deleting the claim is not held up by its protection.
+TEST_F(ControllerTest, AClaimWhoseAlternativeWasEditedAwayIsStillReleasedAndDeleted) {
+  const std::string node = makeNodes(1)[0];
+  const std::string h100 = uniqueName("h100");
+  api_->create(resources::kExtendedResources, "",
+               deviceObject(h100, node, resource_, {{"model", "h100"}}));
+  json c = claimObject(ns_, "edited", resource_, 1);
+  c["spec"].erase("extendedResourceNum");
+  c["spec"].erase("metadataRequirements");
+  c["spec"]["firstAvailable"] = {
+      {{"name", "h100"}, {"metadataRequirements", {{"matchLabels", {{"model", "h100"}}}}}}};
+  api_->create(resources::kExtendedResourceClaims, ns_, c);
+  api_->create(resources::kPods, ns_, podObject(ns_, "edited", {"edited"}, schedulerName_));
+  ASSERT_TRUE(waitBound("edited")) << extender_->logTail();
+
+  json edited = api_->get(resources::kExtendedResourceClaims, ns_, "edited");
+  edited["spec"]["firstAvailable"][0]["name"] = "any-h100";
+  api_->update(resources::kExtendedResourceClaims, ns_, edited);
+  json pod = getPod("edited");
+  pod["status"]["phase"] = "Succeeded";
+  api_->updateStatus(resources::kPods, ns_, pod);
+  ASSERT_TRUE(eventually([&] { return released("edited", {h100}); }, 10s)) << logs();
+  api_->remove(resources::kExtendedResourceClaims, ns_, "edited");
+  EXPECT_TRUE(
+      eventually([&] { return gone(resources::kExtendedResourceClaims, ns_, "edited"); }, 10s))
+      << logs();
+}
+
 }  // namespace
 }  // namespace ker::itest

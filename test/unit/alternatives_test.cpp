@@ -59,12 +59,35 @@ TEST(ClaimAlternatives, AreReadInOrderAndChecked) {
       {[](json& j) {
          j["status"] = {{"phase", "Bound"}, {"alternative", "v100"}};
        },
-       "status.alternative: \"v100\" is no alternative of spec.firstAvailable"},
+       "status.alternative: \"v100\" is no alternative of spec.firstAvailable (edited since "
+       "the bind?)"},
   };
   for (const auto& [change, want] : bad) {
     json j = h100ElseTwoA100();
     change(j);
     EXPECT_EQ(ExtendedResourceClaim::fromJson(j).invalid, want);
+  }
+}
+
+// The spec may be edited while Bound: the status still says what the claim holds, so the
+// claim is released (and its devices freed) when its pod goes, rather than kept for good.
+TEST(ClaimAlternatives, AnAlternativeEditedAwayWhileBoundLeavesTheStatusReadable) {
+  for (const auto& edit : std::vector<std::function<void(json&)>>{
+           [](json& j) { j["spec"].erase("firstAvailable"); },
+           [](json& j) { j["spec"]["firstAvailable"][1]["name"] = "a100-pair"; },
+           [](json& j) { j["spec"]["firstAvailable"][0]["name"] = "H100"; }}) {
+    json j = h100ElseTwoA100();
+    j["status"] = {{"phase", "Bound"},
+                   {"alternative", "two-a100"},
+                   {"extendedResourceNames", {"d0", "d1"}},
+                   {"nodeName", "n1"},
+                   {"podRef", {{"name", "p"}, {"uid", "u"}}}};
+    edit(j);
+    const auto c = ExtendedResourceClaim::fromJson(j);
+    EXPECT_TRUE(c.statusReadable) << c.invalid;
+    EXPECT_NE(c.invalid, "");
+    EXPECT_EQ(c.alternative, "two-a100");
+    EXPECT_EQ(c.heldDevices(), (std::vector<std::string>{"d0", "d1"}));
   }
 }
 
