@@ -243,7 +243,7 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
   for (auto& c : candidates) {
     each.push_back(&c);
   }
-  gatherHolders(resources, uid, each);
+  gatherHolders(resources, uid, false, now, each);
   const bool lower = std::any_of(candidates.begin(), candidates.end(), [&](const auto& c) {
     return anyLowerPriority(c.holders, args.pod.priority);
   });
@@ -316,14 +316,15 @@ void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool n
 }
 
 void Extender::gatherHolders(const std::set<std::string>& resources,
-                             const std::string& preemptorUid,
+                             const std::string& preemptorUid, bool victimsOnTheNode,
+                             Clock::time_point now,
                              std::span<PreemptionCandidate* const> candidates) const {
   std::map<std::string, std::set<std::string>> namesByResource;
   std::vector<std::map<std::string, std::vector<std::string>>> deviceNames(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
     PreemptionCandidate& c = *candidates[k];
     for (const auto& res : resources) {
-      for (auto& d : index_.reachable(res, c.node, c.labels)) {
+      for (auto& d : index_.reachable(res, c.node, c.labels, preemptorUid, now)) {
         deviceNames[k][res].push_back(d->meta.name);
         namesByResource[res].insert(d->meta.name);
         c.devices.push_back(std::move(d));
@@ -353,7 +354,9 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
           }
         }
       }
-      addHolders(res, heldHere, claims_, pods, preemptorUid, candidates[k]->holders);
+      addHolders(res, heldHere, claims_, pods, preemptorUid,
+                 victimsOnTheNode ? std::optional<std::string>(candidates[k]->node) : std::nullopt,
+                 candidates[k]->holders);
     }
   }
 }
@@ -392,7 +395,7 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
     }
     known.push_back(&c.at);
   }
-  gatherHolders(resources, uid, known);
+  gatherHolders(resources, uid, true, now, known);
   const std::vector<PdbPtr> budgets =
       preemption_ && preemption_->budgets ? preemption_->budgets() : std::vector<PdbPtr>{};
   VerbDecision decision =
@@ -408,8 +411,11 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
       log::info("preempt verb: devices nominated",
                 {{"pod", pod}, {"node", n.node}, {"ttlSeconds", n.ttl.count()}});
     } else {
-      log::info("preempt verb: the devices it would free are taken",
+      // Promised to another pod since the candidates were gathered: the victims there would
+      // be deleted for nothing.
+      log::info("preempt verb: node dropped, the devices it would free are taken",
                 {{"pod", pod}, {"node", n.node}});
+      std::erase_if(decision.kept, [&](const NodeVictims& v) { return v.node == n.node; });
     }
   }
   return std::move(decision.kept);

@@ -128,9 +128,12 @@ class Extender {
   void preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
                const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now, FilterReply& reply);
 
-  // Fills in each candidate's devices of `resources` (the candidate's node and labels set)
-  // and the holders of those devices, one claim scan per resource.
+  // Fills in each candidate's devices of `resources` (the candidate's node and labels set), but
+  // those promised to other pods (DeviceIndex::reachable), and the holders of those devices,
+  // one claim scan per resource. `victimsOnTheNode`: only holders on each candidate's own node
+  // may be victims (addHolders' victimsOn).
   void gatherHolders(const std::set<std::string>& resources, const std::string& preemptorUid,
+                     bool victimsOnTheNode, Clock::time_point now,
                      std::span<PreemptionCandidate* const> candidates) const;
 
   DeviceIndex& index_;

@@ -558,17 +558,21 @@ size_t DeviceIndex::nominationCount() const {
   return nominations_.size();
 }
 
-std::vector<DevicePtr> DeviceIndex::reachable(
-    const std::string& rawResourceName, const std::string& nodeName,
-    const std::map<std::string, std::string>& nodeLabels) const {
+std::vector<DevicePtr> DeviceIndex::reachable(const std::string& rawResourceName,
+                                              const std::string& nodeName,
+                                              const std::map<std::string, std::string>& nodeLabels,
+                                              const std::string& podUid,
+                                              Clock::time_point now) const {
   std::vector<DevicePtr> out;
   std::shared_lock lock(mu_);
   auto res = resources_.find(rawResourceName);
   if (res == resources_.end()) {
     return out;
   }
+  std::lock_guard reservations(reservationsMu_);
   auto consider = [&](const Entry& e) {
-    if (e.pinnedOnly || ker::reachable(*e.device, nodeName, nodeLabels)) {
+    if ((e.pinnedOnly || ker::reachable(*e.device, nodeName, nodeLabels)) &&
+        !reservedByOther(e.device->meta.name, podUid, now)) {
       out.push_back(e.device);
     }
   };

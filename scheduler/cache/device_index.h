@@ -164,9 +164,12 @@ class DeviceIndex {
   size_t nominationCount() const;
 
   // Every device of rawResourceName that the node reaches, whatever its state (valid or not,
-  // free or not), in name order for devices placed by name.
+  // free or not), in name order for devices placed by name; but none reserved, held or
+  // nominated for a pod other than podUid at `now`: what preemption may count on for that pod
+  // (a victim's deletion would not make such a device the pod's).
   std::vector<DevicePtr> reachable(const std::string& rawResourceName, const std::string& nodeName,
-                                   const std::map<std::string, std::string>& nodeLabels) const;
+                                   const std::map<std::string, std::string>& nodeLabels,
+                                   const std::string& podUid, Clock::time_point now) const;
   // The Bound or Lost claims (setClaimHolds) holding any of `names` of rawResourceName: claim
   // key -> every device name it holds, in key order.
   std::map<std::string, std::vector<std::string>> claimsHolding(

@@ -11,7 +11,8 @@ namespace ker {
 void addHolders(const std::string& rawResourceName,
                 const std::map<std::string, std::vector<std::string>>& held,
                 const ClaimLookup& claims, const HolderPodLookup& pods,
-                const std::string& preemptorUid, Holders& out) {
+                const std::string& preemptorUid, const std::optional<std::string>& victimsOn,
+                Holders& out) {
   std::unordered_map<std::string, size_t> byUid;
   for (size_t i = 0; i < out.pods.size(); ++i) {
     byUid.emplace(out.pods[i].uid, i);
@@ -20,11 +21,12 @@ void addHolders(const std::string& rawResourceName,
     PreemptionVictim who;
     who.priority = std::numeric_limits<int32_t>::max();
     const ClaimPtr claim = claims ? claims(key) : nullptr;
-    // A claim without one known pod stands alone, as does a shared one: preempting one of
-    // its pods frees nothing.
+    // A claim without one known pod stands alone, as does a shared one (preempting one of its
+    // pods frees nothing) and one on a node whose pods may not be victims.
     std::string holderKey = key;
     const auto holders = claim ? claim->holders() : std::vector<PodRef>{};
-    if (holders.size() == 1 && !claim->shareable && !holders.front().uid.empty()) {
+    if (holders.size() == 1 && !claim->shareable && !holders.front().uid.empty() &&
+        (!victimsOn || claim->nodeName == *victimsOn)) {
       who.ns = claim->meta.ns;
       who.name = holders.front().name;
       who.uid = holders.front().uid;

@@ -60,10 +60,15 @@ struct Holders {
   std::vector<PreemptionHolder> holders;
   std::vector<PreemptionVictim> pods;  // parallel: who each holder is
 };
+// `victimsOn`: when set, only a holder whose claim is on that node (status.nodeName) may be a
+// victim. kube-scheduler's preempt verb takes victims of the candidate node only (a UID it does
+// not find there fails the whole preemption), while a device placed by label may be reachable
+// from several nodes and held by a pod on another.
 void addHolders(const std::string& rawResourceName,
                 const std::map<std::string, std::vector<std::string>>& held,
                 const ClaimLookup& claims, const HolderPodLookup& pods,
-                const std::string& preemptorUid, Holders& out);
+                const std::string& preemptorUid, const std::optional<std::string>& victimsOn,
+                Holders& out);
 
 // Whether some holder has a priority below the preemptor's: only then is preemption planned
 // (and only then are nodes without a victim set answered as unresolvable).

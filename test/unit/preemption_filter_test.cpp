@@ -127,7 +127,7 @@ TEST(PreemptionHolders, UnknownOrReplacedPodsAreNeverVictimsAndClaimsGroupByPod)
         auto it = pods.find(k);
         return it == pods.end() ? nullptr : it->second;
       },
-      "uid-high", holders);
+      "uid-high", std::nullopt, holders);
   ASSERT_EQ(holders.holders.size(), 4u);
   EXPECT_EQ(holders.holders[0].uid, "uid-low");
   EXPECT_EQ(holders.holders[0].priority, 10);

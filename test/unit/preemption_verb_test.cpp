@@ -211,6 +211,41 @@ TEST_F(PreemptionVerbTest, NeverAddsTheHoldersOfSharedClaimsOrPodsItDoesNotKnow)
   EXPECT_TRUE(preempt({{"n0", {"cpu-hog"}}}).empty());
 }
 
+// A device placed by label is reachable from several nodes, and may be held by a pod on
+// another one: kube-scheduler takes victims of the candidate node only (an unknown UID fails
+// the whole preemption), so that holder is never added.
+TEST_F(PreemptionVerbTest, NeverAddsAHolderRunningOnAnotherNode) {
+  pod("cpu-hog", 10);
+  pod("far", 5, "n1");
+  holds("far", "lic0", "n1");
+  auto everywhere = device("lic0", "n0", {{"type", "k80"}});
+  everywhere.nodeAffinity.terms.push_back(
+      NodeSelectorTerm{{}, {{"metadata.name", SelectorOperator::kIn, {"n1"}}}});
+  everywhere.phase = DevicePhase::kBound;
+  everywhere.phaseWritten = true;
+  everywhere.claimRef = ClaimRef{"default", "far-erc", "uid-far-erc"};
+  index_.upsert(ptr(everywhere));
+  EXPECT_TRUE(preempt({{"n0", {"cpu-hog"}}}).empty());
+  const auto onItsNode = preempt({{"n1", {"cpu-hog"}}});
+  ASSERT_EQ(onItsNode.size(), 1u);
+  EXPECT_EQ(uids(onItsNode[0]), (std::vector<std::string>{"uid-cpu-hog", "uid-far"}));
+}
+
+// The node's one free device is held for another pod (its filter chose it, its bind is on the
+// way): kube-scheduler's victim frees CPU, but the pod still would not fit, so the node is not
+// kept and nobody is deleted for nothing.
+TEST_F(PreemptionVerbTest, ADeviceHeldForAnotherPodIsNotCountedFree) {
+  pod("cpu-hog", 10);
+  index_.upsert(ptr(device("gpu0", "n0", {{"type", "k80"}})));
+  ASSERT_TRUE(
+      index_.hold("n0", {"gpu0"}, "uid-other", DeviceIndex::Clock::now(), DeviceIndex::kHoldTtl));
+  EXPECT_TRUE(preempt({{"n0", {"cpu-hog"}}}).empty());
+  index_.dropHolds("uid-other");
+  const auto kept = preempt({{"n0", {"cpu-hog"}}});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(uids(kept[0]), std::vector<std::string>{"uid-cpu-hog"});
+}
+
 TEST_F(PreemptionVerbTest, CountsTheBudgetAnAddedVictimViolates) {
   pod("cpu-hog", 10);
   pod("guarded", 10, "n0", {{"app", "guarded"}});
