@@ -117,9 +117,8 @@ Status Binder::bind(const BindingArgs& args) {
     }
   } release{*this, args.podUid};
   const auto deadline = options_.clock() + options_.deadline;
-  // Read once: the first attempt's reservation ends the hold, and later attempts are the
-  // same call.
-  const std::string filterChoice = index_.heldNode(args.podUid, options_.clock());
+  // Read once: later attempts are the same call.
+  const std::string filterChoice = index_.filterChoice(args.podUid, options_.clock());
   // What the index keeps for the UID (the filter's hold, a preemption's nomination, this call's
   // reservations) is let go only by a call that showed the pod it names has that UID: a call
   // naming another pod, or none, must not take them from the pod that has it.

@@ -405,6 +405,7 @@ bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::stri
 void DeviceIndex::unreserve(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
   holds_.erase(podUid);
+  choices_.erase(podUid);
   nominations_.erase(podUid);
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     auto next = std::next(it);
@@ -428,6 +429,7 @@ bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::strin
     }
     h = next;
   }
+  std::erase_if(choices_, [&](const auto& c) { return c.second.expires <= now; });
   for (const auto& name : names) {
     if (reservedByOther(name, podUid, now)) {
       return false;
@@ -435,6 +437,7 @@ bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::strin
   }
   dropHoldLocked(podUid);
   const auto expires = now + ttl;
+  choices_[podUid] = Hold{nodeName, {}, now + std::max<Clock::duration>(ttl, kChoiceTtl)};
   for (const auto& name : names) {
     auto it = reservations_.find(name);
     if (it != reservations_.end() && !it->second.held && it->second.expires > now) {
@@ -456,9 +459,19 @@ std::string DeviceIndex::heldNode(const std::string& podUid, Clock::time_point n
   return h == holds_.end() || h->second.expires <= now ? std::string() : h->second.node;
 }
 
+std::string DeviceIndex::filterChoice(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(reservationsMu_);
+  if (auto h = holds_.find(podUid); h != holds_.end() && h->second.expires > now) {
+    return h->second.node;  // a bind's undo holds again (holdReserved)
+  }
+  auto c = choices_.find(podUid);
+  return c == choices_.end() || c->second.expires <= now ? std::string() : c->second.node;
+}
+
 void DeviceIndex::dropHolds(const std::string& podUid) {
   std::lock_guard lock(reservationsMu_);
   dropHoldLocked(podUid);
+  choices_.erase(podUid);
 }
 
 void DeviceIndex::holdReserved(const std::string& nodeName, const std::vector<std::string>& names,

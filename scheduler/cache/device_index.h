@@ -135,6 +135,15 @@ class DeviceIndex {
             const std::string& podUid, Clock::time_point now, Clock::duration ttl);
   // The node of the pod's unexpired hold, "" when it holds nothing.
   std::string heldNode(const std::string& podUid, Clock::time_point now) const;
+  // The node the filter last held on for the pod, kept kChoiceTtl after the hold was made
+  // however the hold ends, but for the pod's deletion or binding (dropHolds) or unreserve():
+  // what a bind is checked against (checkBindTrust). The devices' hold is short, so that a
+  // bind that never comes frees them soon; kube-scheduler's binding cycle (its PreBind plugins:
+  // a volume provisioned for the node) may take far longer, and its bind is still the one the
+  // filter chose. "" when there is none.
+  std::string filterChoice(const std::string& podUid, Clock::time_point now) const;
+  // As long as kube-scheduler's volume binding waits in PreBind by default (bindTimeoutSeconds).
+  static constexpr std::chrono::seconds kChoiceTtl{600};
   // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
   void dropHolds(const std::string& podUid);
   // Holds `names`, the devices an undone bind attempt of the pod took, on `nodeName` until
@@ -273,6 +282,7 @@ class DeviceIndex {
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
   std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
   std::unordered_map<std::string, Hold> nominations_;          // pod UID -> its nomination
+  std::unordered_map<std::string, Hold> choices_;  // pod UID -> filterChoice (names unused)
   // Reservations per pinned node: a bind in flight sends only its own nodes down the
   // device-by-device path, where reservations are checked; the other nodes keep using their
   // summaries. (A device whose affinity changes while reserved is counted on its old nodes

@@ -184,6 +184,27 @@ TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) 
   EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
 }
 
+// kube-scheduler's binding cycle may wait long after the filter (a volume provisioned for the
+// node in PreBind): the devices' hold has expired by then, but the bind is still the one the
+// filter chose, and goes through; one the filter chose over kChoiceTtl ago does not.
+TEST_F(BinderTest, ABindLongAfterItsFilterIsStillTheFiltersChoice) {
+  seedSchedulersPod("q");
+  const auto now = std::chrono::steady_clock::now();
+  index_.hold("n1", {"d0"}, args("q").podUid, now - DeviceIndex::kHoldTtl - std::chrono::minutes(1),
+              DeviceIndex::kHoldTtl);
+  EXPECT_EQ(index_.heldNode(args("q").podUid, now), "") << "the devices' hold is over";
+  EXPECT_EQ(guarded_.bind(args("q", "n2")).message(),
+            "the extender's filter chose node n1 for pod default/q, not n2");
+  EXPECT_EQ(guarded_.bind(args("q")).message(), "");
+  EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
+  index_.dropHolds(args("q").podUid);  // as when the watch shows the pod bound
+  EXPECT_EQ(index_.filterChoice(args("q").podUid, now), "");
+
+  seedSchedulersPod("r");
+  index_.hold("n1", {}, args("r").podUid, now - DeviceIndex::kChoiceTtl, DeviceIndex::kHoldTtl);
+  EXPECT_EQ(index_.filterChoice(args("r").podUid, now), "");
+}
+
 // A call that names another pod, or one that does not exist, with the UID of a pod the filter
 // chose, cannot confirm it is about that pod: it leaves the pod's hold (and whatever else the
 // index keeps for the UID), so the pod's own bind still goes through.
