@@ -200,12 +200,16 @@ struct ExtenderApp::Impl {
   std::vector<ReadyCheck> readyChecks() const {
     return {readyWhen(
                 "informers-synced", [this] { return synced(); },
-                "the device, claim and node caches have not synced"),
+                "the device, claim, node and class caches (with --preemption, the bound pod and "
+                "PodDisruptionBudget caches too) have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 
+  // With preemption, victims are chosen from the bound pods and counted against the budgets:
+  // an empty budget cache would read as no budget violated.
   bool synced() const {
-    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced() && classes.hasSynced();
+    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced() && classes.hasSynced() &&
+           (!config.preemption || (boundPods.hasSynced() && budgets.hasSynced()));
   }
   // A request that comes while the caches are still listing (just after start) is answered
   // once they have, rather than refused.
@@ -220,7 +224,8 @@ struct ExtenderApp::Impl {
                           deadline - std::chrono::steady_clock::now()));
     };
     return devices.waitForSync(left()) && claims.waitForSync(left()) && nodes.waitForSync(left()) &&
-           classes.waitForSync(left());
+           classes.waitForSync(left()) &&
+           (!config.preemption || (boundPods.waitForSync(left()) && budgets.waitForSync(left())));
   }
   static constexpr std::chrono::milliseconds kSyncWait{std::chrono::seconds(5)};
 

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,8 +20,10 @@
 #include <string_view>
 #include <thread>
 
+#include "common/api_error.h"
 #include "common/http_server.h"
 #include "scheduler/extender_app.h"
+#include "test/unit/eventually.h"
 #include "test/unit/extender_cluster.h"
 #include "test/unit/fake_api_client.h"
 #include "test/unit/testdata.h"
@@ -180,6 +183,40 @@ TEST(ExtenderStartup, ARequestBeforeTheCachesHaveSyncedWaitsForThem) {
   ASSERT_EQ(r.status, 200) << r.head << "\n" << r.body;
   EXPECT_EQ(json::parse(r.body)["NodeNames"], json::array({"node-a"}));
   EXPECT_TRUE(app.ready());
+}
+
+// Lists of one resource fail while `failing` is set.
+class FailingListApi : public testing::FakeApiClient {
+ public:
+  explicit FailingListApi(Resource res) : res_(std::move(res)) {}
+  nlohmann::json list(const Resource& res, const std::string& ns,
+                      const ListOptions& opts) override {
+    if (failing && res.plural == res_.plural) {
+      throw ApiError(ApiErrorKind::kForbidden, 403, "Forbidden", "not yet");
+    }
+    return FakeApiClient::list(res, ns, opts);
+  }
+  std::atomic<bool> failing{true};
+
+ private:
+  Resource res_;
+};
+
+// With preemption, victims are counted against the PodDisruptionBudgets: until those are listed
+// every budget would read as unviolated, so the extender is not ready.
+TEST(ExtenderStartup, WithPreemptionItIsReadyOnlyOnceTheBudgetsAreListed) {
+  FailingListApi api(resources::kPodDisruptionBudgets);
+  testing::seedExtenderCluster(api);
+  ExtenderConfig config;
+  config.bindAddress = "127.0.0.1";
+  config.port = 0;
+  config.preemption = true;
+  ExtenderApp app(api, config);
+  app.start();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(app.ready());
+  api.failing = false;
+  EXPECT_TRUE(testing::eventually([&] { return app.ready(); }, 10s));
 }
 
 // A valid body with one field replaced by raw JSON text (which may be anything at all).
