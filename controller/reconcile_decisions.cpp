@@ -333,7 +333,16 @@ Decision decideDevice(const DeviceView& v) {
           unsure.push_back(d.holders[i].name);
           break;
         case HolderState::kHolds:
-          holding.push_back(objectKey(ref.ns, d.holders[i].name));
+          // A pod with no node has no containers (the kubelet runs only pods bound to it), and
+          // with its claim gone none will get this device (the node agent gives a claim's
+          // devices only while it is Bound to the pod): it holds nothing. A join whose claim
+          // write failed leaves such a pod on the device. The cache may lag a Binding, so only
+          // a live copy says so.
+          if (!found.pod->nodeName.empty()) {
+            holding.push_back(objectKey(ref.ns, d.holders[i].name));
+          } else if (!found.live) {
+            unsure.push_back(d.holders[i].name);
+          }
           break;
         default:
           break;

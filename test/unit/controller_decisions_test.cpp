@@ -633,6 +633,23 @@ TEST_F(DeviceDecisionTest, ClaimGoneKeepsTheDeviceWhileAHolderRuns) {
   as<action::AwaitHolders>(decideDevice(view));
 }
 
+// A pod left on the device by a join that failed never got a node: with the claim gone it can
+// never use the device, which is freed once a live read shows it still has no node.
+TEST_F(DeviceDecisionTest, ClaimGoneFreesTheDeviceOfAHolderThatNeverGotANode) {
+  device.holders = {{"p", "uid-p"}};
+  const Pod unscheduled = pod("uid-p", "");
+  view.claim = nullptr;
+  view.claimLive = true;
+  view.holders = {{&unscheduled, false}};
+  const auto& verify = as<action::VerifyLive>(decideDevice(view));
+  EXPECT_EQ(verify.holders, std::vector<std::string>{"p"}) << "the cache may lag its Binding";
+  view.holders = {{&unscheduled, true}};
+  as<action::FreeDevice>(decideDevice(view));
+  const Pod bound = pod("uid-p", "n1");
+  view.holders = {{&bound, true}};
+  as<action::AwaitHolders>(decideDevice(view));
+}
+
 TEST_F(DeviceDecisionTest, ClaimGoneFreesTheDeviceOnceEveryHolderIsGoneOrFinished) {
   device.holders = {{"p", "uid-p"}, {"q", "uid-q"}, {"r", "uid-r"}};
   const Pod finished = pod("uid-p", "n1", "Succeeded");
