@@ -247,7 +247,7 @@ void InformerCore::relist() {
   lo.fieldSelector = opts_.fieldSelector;
   // Decoded page by page: the typed objects are a fraction of the documents' size.
   std::map<std::string, Item> fresh;
-  std::set<std::string> undecodable;
+  std::map<std::string, std::string> undecodable;  // key -> uid
   const std::string listRv = client_.listEach(
       res_, opts_.ns, lo, opts_.pageSize,
       [&](nlohmann::json& obj) {
@@ -255,7 +255,7 @@ void InformerCore::relist() {
           fresh[keyOf(obj)] =
               Item{std::move(decoded), metaString(obj, "resourceVersion"), metaString(obj, "uid")};
         } else {
-          undecodable.insert(keyOf(obj));
+          undecodable[keyOf(obj)] = metaString(obj, "uid");
         }
       },
       [&] {
@@ -276,9 +276,9 @@ void InformerCore::relist() {
     }
     // An object that exists but cannot be decoded keeps the version cached before, as a watch
     // event it cannot decode does: "not understood" must never read as "deleted" (a holder pod
-    // taken for gone has its devices freed).
-    for (const auto& key : undecodable) {
-      if (auto it = store_.find(key); it != store_.end()) {
+    // taken for gone has its devices freed). Not under another UID: that one was deleted.
+    for (const auto& [key, uid] : undecodable) {
+      if (auto it = store_.find(key); it != store_.end() && it->second.uid == uid) {
         fresh.insert(*it);
       }
     }

@@ -146,7 +146,13 @@ Triggers startedLeading(const std::vector<CachedPod>& pods, const std::vector<Ca
                         const std::vector<CachedDevice>& devices) {
   Triggers t;
   for (const auto& c : claims) {
-    t.keys.push_back(ClaimKey{objectKey(c->meta.ns, c->meta.name)});
+    const std::string key = objectKey(c->meta.ns, c->meta.name);
+    t.keys.push_back(ClaimKey{key});
+    // Pods parked to join a shared claim with room: the leader before may have gone before
+    // its nudge did, and no device event wakes them (every device of the claim is Bound).
+    if (joinable(*c)) {
+      t.nudges.push_back(NudgeTarget::claim(key));
+    }
   }
   for (const auto& d : devices) {
     Triggers forDevice = deviceChanged(nullptr, *d);

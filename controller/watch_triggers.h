@@ -43,7 +43,7 @@ Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<Cached
 
 // The controller starts leading, with the caches listed while it stood by (whose events it did
 // not queue): every claim, device and pod that may need work is reconciled once, and pods parked
-// for a resource with a device Available are nudged, as a fresh start's first list would have it.
+// for a resource with a device Available, or to join a shared claim with room, are nudged.
 Triggers startedLeading(const std::vector<CachedPod>& pods, const std::vector<CachedClaim>& claims,
                         const std::vector<CachedDevice>& devices);
 

@@ -181,8 +181,9 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
       return;
     }
   }
-  // Nothing could be held: the nodes go back as they are, and the bind, finding no choice
-  // of the filter's, is refused; kube-scheduler schedules the pod again.
+  // Nothing could be held: the nodes go back as they are. A bind on a node no filter chose
+  // for the pod in the last DeviceIndex::kChoiceTtl is refused (checkBindTrust), and one on an
+  // earlier choice plans again: either way a device taken meanwhile stays with its pod.
 }
 
 // kube-scheduler's own preemption never helps a node only the extender rejects (see

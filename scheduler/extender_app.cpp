@@ -119,7 +119,11 @@ struct ExtenderApp::Impl {
     });
     if (config.preemption) {
       extender.enablePreemption({
-          .pods = [this](const std::string& key) { return boundPods.get(key); },
+          // Until the budgets are listed every budget would read as unviolated: no pod is
+          // known then, so none is a victim.
+          .pods = [this](const std::string& key) -> PodPtr {
+            return budgets.hasSynced() ? boundPods.get(key) : nullptr;
+          },
           .submit =
               [this](PreemptionOrder order) { return preemptionWorker.submit(std::move(order)); },
           .lowestPriority = [this] { return priorityFloor.lowest(); },
@@ -199,17 +203,21 @@ struct ExtenderApp::Impl {
 
   std::vector<ReadyCheck> readyChecks() const {
     return {readyWhen(
-                "informers-synced", [this] { return synced(); },
+                "informers-synced", [this] { return synced() && preemptionSynced(); },
                 "the device, claim, node and class caches (with --preemption, the bound pod and "
                 "PodDisruptionBudget caches too) have not synced"),
             admissionPolicyReadyCheck(policy.get())};
   }
 
-  // With preemption, victims are chosen from the bound pods and counted against the budgets:
-  // an empty budget cache would read as no budget violated.
+  // What requests wait for.
   bool synced() const {
-    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced() && classes.hasSynced() &&
-           (!config.preemption || (boundPods.hasSynced() && budgets.hasSynced()));
+    return devices.hasSynced() && claims.hasSynced() && nodes.hasSynced() && classes.hasSynced();
+  }
+  // With preemption, victims come from the bound pods and are counted against the budgets. Until
+  // both are listed, requests are still served but no victim is added (the `pods` hook knows no
+  // pod), and readiness says so.
+  bool preemptionSynced() const {
+    return !config.preemption || (boundPods.hasSynced() && budgets.hasSynced());
   }
   // A request that comes while the caches are still listing (just after start) is answered
   // once they have, rather than refused.
@@ -224,8 +232,7 @@ struct ExtenderApp::Impl {
                           deadline - std::chrono::steady_clock::now()));
     };
     return devices.waitForSync(left()) && claims.waitForSync(left()) && nodes.waitForSync(left()) &&
-           classes.waitForSync(left()) &&
-           (!config.preemption || (boundPods.waitForSync(left()) && budgets.waitForSync(left())));
+           classes.waitForSync(left());
   }
   static constexpr std::chrono::milliseconds kSyncWait{std::chrono::seconds(5)};
 

@@ -15,9 +15,9 @@ namespace ker {
 
 // OK when a bind of `pod` to `node` may write, else why not (kFailedPrecondition, nothing
 // written; kube-scheduler schedules the pod again, and its new filter makes a new choice).
-// `filterChoice` is the node this extender's filter chose and holds for the pod ("" none:
-// the extender restarted, the hold expired, or no filter came). A pod with claims (or asking
-// for a class's resource, `classes`) binds only on its filter's node. A pod without claims
+// `filterChoice` is the node this extender's filter chose for the pod (DeviceIndex::filterChoice;
+// "" none: the extender restarted, the choice expired, or no filter came). A pod with claims (or
+// asking for a class's resource, `classes`) binds only on its filter's node. A pod without claims
 // (withoutClaims, as the filter decides it) binds wherever asked: the filter passes it on
 // every node and holds nothing, so no choice of the extender's exists to check (the node is
 // kube-scheduler's), and its bind writes only the Binding, no device or claim; what vouches

@@ -56,7 +56,7 @@ struct BinderOptions {
   SteadyClock clock = std::chrono::steady_clock::now;
   SystemClock wallClock = std::chrono::system_clock::now;  // stamps the conditions' transitions
   // Whom a bind call is trusted for (checkBindTrust): pods of this schedulerName ("" every
-  // pod), with claims only on the node the filter holds for them. requireFilterChoice is false
+  // pod), with claims only on the node the filter chose for them. requireFilterChoice is false
   // only in tests of the writes alone.
   std::string schedulerName = kDefaultSchedulerName;
   bool requireFilterChoice = true;

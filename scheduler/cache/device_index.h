@@ -142,8 +142,9 @@ class DeviceIndex {
   // a volume provisioned for the node) may take far longer, and its bind is still the one the
   // filter chose. "" when there is none.
   std::string filterChoice(const std::string& podUid, Clock::time_point now) const;
-  // As long as kube-scheduler's volume binding waits in PreBind by default (bindTimeoutSeconds).
-  static constexpr std::chrono::seconds kChoiceTtl{600};
+  // Longer than kube-scheduler's volume binding waits in PreBind by default (bindTimeoutSeconds,
+  // 600 s), counted from after the filter, Reserve and Permit.
+  static constexpr std::chrono::seconds kChoiceTtl{900};
   // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
   void dropHolds(const std::string& podUid);
   // Holds `names`, the devices an undone bind attempt of the pod took, on `nodeName` until

@@ -214,6 +214,16 @@ TEST(WatchTriggers, ALeaderStartingReconcilesWhatTheCachesHoldAndNudgesEachResou
   EXPECT_TRUE(hasKey(t, PodKey{"default/p"}));
   EXPECT_FALSE(hasKey(t, PodKey{"default/q"})) << "names no claim, asks for nothing";
   EXPECT_EQ(t.nudges, std::vector<NudgeTarget>{NudgeTarget::resource("nvidia.com/gpu")});
+
+  auto shared = std::make_shared<ExtendedResourceClaim>(pendingClaim());
+  shared->meta.name = "s";
+  shared->shareable = true;
+  shared->phase = ClaimPhase::kBound;
+  shared->allocated = {"d9"};
+  shared->nodeName = "n1";
+  shared->sharedHolders = {PodRef{"p", "uid-p"}};
+  EXPECT_TRUE(hasNudge(startedLeading({}, {shared}, {}), NudgeTarget::claim("default/s")))
+      << "pods parked to join it";
 }
 
 TEST(ControllerMemory, AStatusChangeRestartsTheGraceClock) {

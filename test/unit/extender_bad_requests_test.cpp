@@ -203,7 +203,8 @@ class FailingListApi : public testing::FakeApiClient {
 };
 
 // With preemption, victims are counted against the PodDisruptionBudgets: until those are listed
-// every budget would read as unviolated, so the extender is not ready.
+// every budget would read as unviolated, so the extender says it is not ready (and adds no
+// victim); requests are served meanwhile.
 TEST(ExtenderStartup, WithPreemptionItIsReadyOnlyOnceTheBudgetsAreListed) {
   FailingListApi api(resources::kPodDisruptionBudgets);
   testing::seedExtenderCluster(api);
@@ -215,6 +216,12 @@ TEST(ExtenderStartup, WithPreemptionItIsReadyOnlyOnceTheBudgetsAreListed) {
   app.start();
   std::this_thread::sleep_for(500ms);
   EXPECT_FALSE(app.ready());
+  Socket s(app.port());
+  s.send(request("POST", "/filter", testing::readTestdata("filter_nodenames.json")),
+         Clock::now() + 5s);
+  const Reply r = s.read(5s);
+  ASSERT_EQ(r.status, 200) << r.head << "\n" << r.body;
+  EXPECT_EQ(json::parse(r.body)["NodeNames"], json::array({"node-a"}));
   api.failing = false;
   EXPECT_TRUE(testing::eventually([&] { return app.ready(); }, 10s));
 }

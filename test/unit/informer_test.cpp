@@ -431,6 +431,19 @@ TEST(Informer, ARelistKeepsTheCachedVersionOfAnObjectItCannotDecode) {
   EXPECT_TRUE(rec.events().empty()) << rec.events().front();
   ASSERT_TRUE(inf.get("ns/a"));
   EXPECT_EQ(inf.get("ns/a")->data, "1");
+
+  // Deleted and created again under its name, undecodable: the one cached was deleted.
+  api.failNext(Verb::kWatch, transportError(), -1);
+  api.dropWatches();
+  ASSERT_TRUE(eventually([&] { return api.activeWatches() == 0; }));
+  api.remove(kWidgets, "ns", "a");
+  api.create(kWidgets, "ns", widget("ns", "a", "poison"));
+  api.compact();
+  api.clearFailures();
+  ASSERT_TRUE(eventually([&] { return inf.relists() == 2; }));
+  EXPECT_TRUE(rec.waitFor(1));
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"delete ns/a"});
+  EXPECT_FALSE(inf.get("ns/a"));
 }
 
 TEST(Informer, ResyncFiresUpdateForEveryCachedObject) {
