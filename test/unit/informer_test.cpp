@@ -119,6 +119,21 @@ ApiError transportError() {
   return ApiError(ApiErrorKind::kTransport, 0, "", "connection reset");
 }
 
+// Makes `change` while the informer is disconnected, then forgets the history, so that the
+// informer must list again to see it.
+::testing::AssertionResult changeUnwatched(FakeApiClient& api,
+                                           const std::function<void()>& change) {
+  api.failNext(Verb::kWatch, transportError(), -1);
+  api.dropWatches();
+  if (!eventually([&] { return api.activeWatches() == 0; })) {
+    return ::testing::AssertionFailure() << "the informer kept watching";
+  }
+  change();
+  api.compact();
+  api.clearFailures();
+  return ::testing::AssertionSuccess();
+}
+
 std::vector<std::string> sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -418,14 +433,11 @@ TEST(Informer, ARelistKeepsTheCachedVersionOfAnObjectItCannotDecode) {
   Recorder rec;
   ASSERT_TRUE(startWatching(inf, rec, api));
   rec.clear();
-  api.failNext(Verb::kWatch, transportError(), -1);
-  api.dropWatches();
-  ASSERT_TRUE(eventually([&] { return api.activeWatches() == 0; }));
-  auto a = api.get(kWidgets, "ns", "a");
-  a["data"] = "poison";
-  api.update(kWidgets, "ns", a);
-  api.compact();
-  api.clearFailures();
+  ASSERT_TRUE(changeUnwatched(api, [&] {
+    auto a = api.get(kWidgets, "ns", "a");
+    a["data"] = "poison";
+    api.update(kWidgets, "ns", a);
+  }));
   ASSERT_TRUE(eventually([&] { return inf.relists() == 1; }));
   std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(rec.events().empty()) << rec.events().front();
@@ -433,13 +445,10 @@ TEST(Informer, ARelistKeepsTheCachedVersionOfAnObjectItCannotDecode) {
   EXPECT_EQ(inf.get("ns/a")->data, "1");
 
   // Deleted and created again under its name, undecodable: the one cached was deleted.
-  api.failNext(Verb::kWatch, transportError(), -1);
-  api.dropWatches();
-  ASSERT_TRUE(eventually([&] { return api.activeWatches() == 0; }));
-  api.remove(kWidgets, "ns", "a");
-  api.create(kWidgets, "ns", widget("ns", "a", "poison"));
-  api.compact();
-  api.clearFailures();
+  ASSERT_TRUE(changeUnwatched(api, [&] {
+    api.remove(kWidgets, "ns", "a");
+    api.create(kWidgets, "ns", widget("ns", "a", "poison"));
+  }));
   ASSERT_TRUE(eventually([&] { return inf.relists() == 2; }));
   EXPECT_TRUE(rec.waitFor(1));
   EXPECT_EQ(rec.events(), std::vector<std::string>{"delete ns/a"});
