@@ -182,7 +182,9 @@ TEST(ExtenderStartup, ARequestBeforeTheCachesHaveSyncedWaitsForThem) {
   const Reply r = s.read(10s);
   ASSERT_EQ(r.status, 200) << r.head << "\n" << r.body;
   EXPECT_EQ(json::parse(r.body)["NodeNames"], json::array({"node-a"}));
-  EXPECT_TRUE(app.ready());
+  // Readiness also waits for the preemption caches (on by default), which list on their own
+  // backoff.
+  EXPECT_TRUE(testing::eventually([&] { return app.ready(); }, 10s));
 }
 
 // Lists of one resource fail while `failing` is set.
