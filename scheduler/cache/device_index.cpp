@@ -437,7 +437,7 @@ bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::strin
   }
   dropHoldLocked(podUid);
   const auto expires = now + ttl;
-  choices_[podUid] = Hold{nodeName, {}, now + std::max<Clock::duration>(ttl, kChoiceTtl)};
+  choices_[podUid] = Choice{nodeName, now + std::max<Clock::duration>(ttl, kChoiceTtl)};
   for (const auto& name : names) {
     auto it = reservations_.find(name);
     if (it != reservations_.end() && !it->second.held && it->second.expires > now) {

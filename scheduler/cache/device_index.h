@@ -283,7 +283,11 @@ class DeviceIndex {
   std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
   std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
   std::unordered_map<std::string, Hold> nominations_;          // pod UID -> its nomination
-  std::unordered_map<std::string, Hold> choices_;  // pod UID -> filterChoice (names unused)
+  struct Choice {
+    std::string node;
+    Clock::time_point expires;
+  };
+  std::unordered_map<std::string, Choice> choices_;  // pod UID -> filterChoice
   // Reservations per pinned node: a bind in flight sends only its own nodes down the
   // device-by-device path, where reservations are checked; the other nodes keep using their
   // summaries. (A device whose affinity changes while reserved is counted on its old nodes
