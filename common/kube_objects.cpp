@@ -1,5 +1,6 @@
 #include "common/kube_objects.h"
 
+#include <charconv>
 #include <stdexcept>
 
 #include "common/field_path.h"
@@ -259,6 +260,23 @@ std::string ObjectMeta::controllerUid() const {
     }
   }
   return {};
+}
+
+bool ObjectMeta::olderThan(const ObjectMeta& known) const {
+  auto parse = [](const std::string& v) -> std::optional<uint64_t> {
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+      return std::nullopt;
+    }
+    return n;
+  };
+  if (uid != known.uid) {
+    return false;
+  }
+  const auto mine = parse(resourceVersion);
+  const auto theirs = parse(known.resourceVersion);
+  return mine && theirs && *mine < *theirs;
 }
 
 std::string objectKey(const std::string& ns, const std::string& name) {

@@ -37,6 +37,12 @@ struct ObjectMeta {
   std::vector<OwnerReference> ownerReferences;
   // The uid of the ownerReference with controller: true, "" when there is none.
   std::string controllerUid() const;
+  // Whether this is an older version of the object `known` is: the same UID, and both
+  // resourceVersions parse as integers (etcd's revisions, as kube-apiserver serves them) with
+  // this one smaller. Clients are told not to compare them; kube-scheduler's assume cache does,
+  // to keep a write of its own over a watch event that predates it, and so does this, with the
+  // same fallback: a version that does not parse is never older.
+  bool olderThan(const ObjectMeta& known) const;
 };
 
 // "namespace/name", or "name" for cluster-scoped objects: the work-queue and cache key.

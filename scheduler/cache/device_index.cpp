@@ -170,6 +170,9 @@ void DeviceIndex::upsert(DevicePtr device) {
     std::unique_lock lock(mu_);
     auto it = devices_.find(device->meta.name);
     if (it != devices_.end()) {
+      if (device->meta.olderThan(it->second->meta)) {
+        return;  // a watch event behind a write the binder already put here
+      }
       unindex(*it->second);
     }
     index(device, offerable(*device));

@@ -92,6 +92,35 @@ TEST(DeviceIndex, ReservationEndsWhenTheWatchShowsTheDeviceBound) {
   EXPECT_EQ(idx.reservedCount(), 0u);
 }
 
+// The binder puts the device it wrote into the index at once; the watch may still deliver the
+// version before that write. The older version must not offer the device again.
+TEST(DeviceIndex, AWatchEventOlderThanTheWriteInTheIndexIsIgnored) {
+  DeviceIndex idx;
+  auto available = device("a", "n1", {});
+  available.meta.resourceVersion = "10";
+  idx.upsert(ptr(available));
+  auto bound = available;
+  bound.phase = DevicePhase::kBound;
+  bound.meta.resourceVersion = "11";
+  idx.upsert(ptr(bound));
+  idx.upsert(ptr(available));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}).empty());
+  EXPECT_EQ(idx.get("a")->meta.resourceVersion, "11");
+
+  // A device deleted and made again under its name is another object: its version counts.
+  auto remade = device("a", "n1", {});
+  remade.meta.uid = "uid-a-2";
+  remade.meta.resourceVersion = "9";
+  idx.upsert(ptr(remade));
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a"}));
+  // A version that is not a number is never taken for an older one.
+  auto opaque = remade;
+  opaque.phase = DevicePhase::kBound;
+  opaque.meta.resourceVersion = "x1";
+  idx.upsert(ptr(opaque));
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}).empty());
+}
+
 TEST(DeviceIndex, ExpiredReservationsDoNotHideDevices) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
