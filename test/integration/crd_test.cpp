@@ -158,6 +158,45 @@ TEST_F(CrdTest, ShareableIsFixedAtCreationAndHoldersAreCapped) {
   api_->remove(resources::kExtendedResourceClaims, "default", plain["metadata"]["name"]);
 }
 
+// A claim made from a class lists the containers that asked (the agent gives each its share):
+// the list can be neither changed nor removed, which would give every container every device,
+// nor added to a claim made without one.
+TEST_F(CrdTest, AClaimsContainersCanNeitherBeChangedNorRemovedNorAdded) {
+  json split = claimObject("default", uniqueName("split"), "x.io/gpu", 2);
+  split["spec"]["containers"] =
+      json::array({{{"name", "app"}, {"count", 1}}, {{"name", "app2"}, {"count", 1}}});
+  split = api_->create(resources::kExtendedResourceClaims, "default", split);
+  json plain = api_->create(resources::kExtendedResourceClaims, "default",
+                            claimObject("default", uniqueName("plain"), "x.io/gpu", 1));
+  auto refused = [&](const json& patch, const std::string& name, const std::string& why) {
+    try {
+      api_->patch(resources::kExtendedResourceClaims, "default", name, PatchType::kJson, patch);
+      ADD_FAILURE() << why << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.kind(), ApiErrorKind::kInvalid) << why << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("containers cannot be"), std::string::npos)
+          << why << ": " << e.what();
+    }
+  };
+  const std::string splitName = split["metadata"]["name"];
+  const std::string plainName = plain["metadata"]["name"];
+  refused(json::array({{{"op", "remove"}, {"path", "/spec/containers"}}}), splitName, "removal");
+  refused(json::array({{{"op", "replace"}, {"path", "/spec/containers/0/name"}, {"value", "x"}}}),
+          splitName, "a change");
+  refused(json::array({{{"op", "add"},
+                        {"path", "/spec/containers"},
+                        {"value", json::array({{{"name", "app"}, {"count", 1}}})}}}),
+          plainName, "an addition");
+  // Other edits of the spec stay allowed (they take effect while the claim is Pending).
+  EXPECT_NO_THROW(api_->patch(resources::kExtendedResourceClaims, "default", splitName,
+                              PatchType::kJson,
+                              json::array({{{"op", "add"},
+                                            {"path", "/spec/metadataRequirements"},
+                                            {"value", {{"matchLabels", {{"model", "k80"}}}}}}})));
+  api_->remove(resources::kExtendedResourceClaims, "default", splitName);
+  api_->remove(resources::kExtendedResourceClaims, "default", plainName);
+}
+
 // A claim made from a template belongs to one pod: a template asking for shareable claims is
 // refused with a message that says what to do instead.
 TEST_F(CrdTest, ATemplateCannotMakeShareableClaims) {
