@@ -307,10 +307,15 @@ bool deviceVariable(const NodeFile* inventory, const std::string& name) {
   if (!inventory) {
     return defaultForm;
   }
-  // Asked of every variable a container carries (hundreds with service links): one of neither
-  // form is answered without building each device's variable name.
-  if (!defaultForm && std::none_of(inventory->envNames.begin(), inventory->envNames.end(),
-                                   [&](const auto& kv) { return kv.second == name; })) {
+  // One the file names is the agent's whether or not a device of its resource is in force now:
+  // the file may have dropped the last entry of a device the runtime still honours it for.
+  if (std::any_of(inventory->envNames.begin(), inventory->envNames.end(),
+                  [&](const auto& kv) { return kv.second == name; })) {
+    return true;
+  }
+  // Asked of every variable a container carries (hundreds with service links): one that is not
+  // of the default form is answered without building each device's variable name.
+  if (!defaultForm) {
     return false;
   }
   return std::any_of(inventory->devices.begin(), inventory->devices.end(), [&](const auto& d) {

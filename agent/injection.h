@@ -123,9 +123,10 @@ struct ContainerRequest {
   std::optional<std::vector<std::string>> specEnvNames;
 };
 
-// Whether `name` is a resource's device variable, which the agent alone sets: the envName of a
-// resource of the devices in force (NodeFile::envNameFor); while none are in force
-// (`inventory` nullptr), any variable named as the agent names a resource's by default.
+// Whether `name` is a resource's device variable, which the agent alone sets: one the node file
+// names for a resource (NodeFile::envNames), whether or not a device of it is listed, or the
+// default name of a resource of the devices in force (NodeFile::envNameFor); while none are in
+// force (`inventory` nullptr), any variable named as the agent names a resource's by default.
 bool deviceVariable(const NodeFile* inventory, const std::string& name);
 
 // Whether the adjustment gives no device and only empties device variables its image set (a

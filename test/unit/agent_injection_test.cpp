@@ -186,6 +186,20 @@ TEST_F(InjectionTest, ADeviceVariableTheImageSetsIsTheAgentsToSet) {
       (std::vector<std::pair<std::string, std::string>>{{"EXTENDED_RESOURCE_ANY_THING", ""}}));
 }
 
+// The file names the variable a runtime honours for a resource; once its last device leaves the
+// file (still held, or about to come back), a runtime still hands out whatever the variable says,
+// so the variable stays the agent's.
+TEST_F(InjectionTest, AVariableTheFileNamesIsTheAgentsWhileNoDeviceOfItsResourceIsListed) {
+  inventory.envNames["nvidia.com/gpu"] = "NVIDIA_VISIBLE_DEVICES";
+  pod.annotations.erase(kClaimsAnnotation);
+  container.envNames = {"PATH", "NVIDIA_VISIBLE_DEVICES"};
+  container.specEnvNames = std::vector<std::string>{};
+  EXPECT_EQ(adjustment().env,
+            (std::vector<std::pair<std::string, std::string>>{{"NVIDIA_VISIBLE_DEVICES", ""}}));
+  container.specEnvNames = {{"NVIDIA_VISIBLE_DEVICES"}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+}
+
 // While the agent has no node file in force it knows no managed device, so it fails closed: a
 // container without a claim may not mount /dev, a folder holding it or a device node in it, nor
 // be given a device node, beyond the runtime's default devices, the syslog socket and shared
