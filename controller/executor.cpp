@@ -202,9 +202,9 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
         return FreeResult::kNothingToDo;
       }
     }
-    if (claimGone && !frees.mayFreeWithoutClaim(*device)) {
-      log::info("device of a deleted claim names another holder: left to its own reconcile",
-                {{"device", name}});
+    if (!frees.namesOnlyReleased(*device)) {
+      log::info("released device names another holder: left to it",
+                {{"device", name}, {"claim", objectKey(claim.ns, claim.name)}});
       return FreeResult::kNothingToDo;
     }
     ExtendedResource next = *device;

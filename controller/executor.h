@@ -66,8 +66,9 @@ class Executor {
  private:
   enum class FreeResult { kFreed, kNothingToDo, kFailed };
   // triedVersion: the resourceVersion of the last write tried, "" when none was.
-  // `claimGone`: the claim was deleted before the release's write, so `frees` decides which
-  // devices may still be freed (DeviceFrees::mayFreeWithoutClaim).
+  // `claimGone`: the claim was deleted before the release's write (the device gets
+  // frees.statusIfClaimGone). Either way only a device naming no holder but the released ones
+  // is freed (DeviceFrees::namesOnlyReleased).
   FreeResult freeReleasedDevice(const std::string& name, const DeviceFrees& frees, bool claimGone,
                                 const CachedDevice& cached, std::string& triedVersion);
   // Returns the resourceVersion of the object written.

@@ -170,7 +170,7 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
   return true;
 }
 
-bool DeviceFrees::mayFreeWithoutClaim(const ExtendedResource& device) const {
+bool DeviceFrees::namesOnlyReleased(const ExtendedResource& device) const {
   return std::all_of(device.holders.begin(), device.holders.end(), [&](const PodRef& holder) {
     return std::any_of(released.begin(), released.end(), [&](const PodRef& gone) {
       return gone.uid.empty() || holder.uid.empty() ? gone.name == holder.name

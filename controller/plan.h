@@ -117,15 +117,16 @@ struct DeviceFrees {
   // its devices still point at it.
   FreedStatus statusIfClaimGone;
   // The holders the release judged gone. The claim write, guarded by the version decided on,
-  // keeps the frees from passing a pod that joined since (its join changed the claim); a
-  // deleted claim fails that write as NotFound either way, so then only a device naming none
-  // but these may be freed (mayFreeWithoutClaim).
+  // keeps the frees from passing a pod that joined before it (its join changed the claim), but
+  // not a bind that takes the claim again once it is Pending (same claim, a new holder), and a
+  // deleted claim fails that write as NotFound either way: so only a device naming none but
+  // these is freed (namesOnlyReleased).
   std::vector<PodRef> released;
 
-  // Whether the device, its claim deleted before the release's write, names no holder but the
-  // released ones: one naming another (a pod that joined meanwhile, whose device write came
-  // first) is left to the device's own reconcile, which waits for every pod it names.
-  bool mayFreeWithoutClaim(const ExtendedResource& device) const;
+  // Whether the device names no holder but the released ones: one naming another (a pod that
+  // joined meanwhile, or bound the claim again since the release) is left to it, and to the
+  // device's own reconcile, which waits for every pod it names.
+  bool namesOnlyReleased(const ExtendedResource& device) const;
 };
 
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "common/api_error.h"
 #include "controller/reconciler.h"
@@ -29,9 +31,14 @@ class FlakyApi : public FakeApiClient {
       --failDeviceWrites;
       throw ApiError(ApiErrorKind::kServerError, 500, "InternalError", "etcd hiccup");
     }
-    return FakeApiClient::updateStatus(res, ns, obj);
+    json written = FakeApiClient::updateStatus(res, ns, obj);
+    if (res.plural == "extendedresourceclaims" && afterClaimWrite) {
+      std::exchange(afterClaimWrite, nullptr)();
+    }
+    return written;
   }
   std::atomic<int> failDeviceWrites{0};
+  std::function<void()> afterClaimWrite;  // once, after the next claim status write
 };
 
 // The caches as plain maps, loaded from the fake API on demand so tests control the lag.
@@ -339,6 +346,32 @@ TEST_F(ReconcilerTest, ADeviceOfADeletedClaimNamingAPodThatJoinedIsNotFreed) {
   auto r = reconciler->reconcileClaim("default/c");
   EXPECT_EQ(r.status, Status::kDone) << r.error;
   EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << "freed under q, which still runs";
+  EXPECT_EQ(device("d1")["status"]["phase"], "Available");
+}
+
+// The claim is written Pending, and before its devices are freed a new pod's bind takes the
+// claim again with d0 (same claim UID, the new pod its holder): the free of d0 leaves it to the
+// new holder, and d1, naming no one but the released pod, is freed.
+TEST_F(ReconcilerTest, ADeviceBoundAgainBetweenTheReleaseAndItsFreeIsNotFreed) {
+  seedBoundCluster();
+  for (const char* name : {"d0", "d1"}) {
+    auto d = device(name);
+    d["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
+    api.updateStatus(resources::kExtendedResources, "", d);
+  }
+  const std::string p2Uid =
+      api.seed(resources::kPods, podJson("p2", "n1", "Pending"))["metadata"]["uid"];
+  deletePodSeenByTheWatch();
+  api.afterClaimWrite = [&] {
+    auto d = device("d0");
+    d["status"]["holders"] = {{{"name", "p2"}, {"uid", p2Uid}}};
+    api.updateStatus(resources::kExtendedResources, "", d);
+  };
+
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  EXPECT_EQ(device("d0")["status"]["phase"], "Bound") << "p2's now";
   EXPECT_EQ(device("d1")["status"]["phase"], "Available");
 }
 
