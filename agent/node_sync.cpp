@@ -305,7 +305,18 @@ void NodeSync::refreshDiscovery() {
           problems.push_back(at + ": CDI spec " + p);
         }
       }
-      foundBySource_[i] = devicesFromCdi(source, cdi->specs, options_.node);
+      std::vector<DeviceSpec> now = devicesFromCdi(source, cdi->specs, options_.node);
+      if (!cdi->problems.empty()) {
+        // A spec that does not read (a vendor rewriting it, say) may define any of the
+        // source's devices: those found last stay beside the ones found now.
+        for (const auto& last : foundBySource_[i]) {
+          if (std::none_of(now.begin(), now.end(),
+                           [&](const DeviceSpec& d) { return d.name == last.name; })) {
+            now.push_back(last);
+          }
+        }
+      }
+      foundBySource_[i] = std::move(now);
       continue;
     }
     const CommandResult r = probe_.runDiscoveryCommand(source);

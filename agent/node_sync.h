@@ -86,7 +86,8 @@ class NodeSync {
   void useNoFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it
-  // found last, so a command's hiccup withdraws nothing.
+  // found last, so a command's hiccup withdraws nothing; a CDI source, while some spec file does
+  // not read, keeps what it found last beside what the readable specs give.
   void refreshDiscovery();
   void applyInventory(const InventoryPlan& plan);
   std::optional<ExtendedResource> readLive(const std::string& name);  // nullopt when unreadable

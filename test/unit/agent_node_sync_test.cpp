@@ -513,6 +513,12 @@ TEST_F(NodeSyncTest, DevicesFoundByTheSourcesArePublishedAndFollowThem) {
   ASSERT_TRUE(eventually([&] { return withdrawn("n1-fpga-7"); }));
   EXPECT_FALSE(withdrawn("n1-fpga-8"));
 
+  // A spec cut short while its vendor rewrites it withdraws nothing either.
+  std::ofstream(spec) << "cdiVersion: 0.6.0\nkind: example.com/gpu\ndevices: [{name: GP";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(withdrawn("n1-gpu-a"));
+  EXPECT_TRUE(sync_->inventory()->find("n1-gpu-a"));
+
   std::filesystem::remove(spec);
   ASSERT_TRUE(eventually([&] { return withdrawn("n1-gpu-a"); }));
   EXPECT_FALSE(withdrawn("n1-gpu0"));
