@@ -332,12 +332,44 @@ bool fromApiServer(const PodIdentity& pod) {
   return source == pod.annotations.end() || source->second == "api";
 }
 
+RenamedDevices renamedEntries(const NodeFile& file, const std::vector<std::string>& names,
+                              const std::vector<ExtendedResource>& published) {
+  RenamedDevices out;
+  for (const auto& name : names) {
+    if (file.find(name) != nullptr) {
+      continue;
+    }
+    auto object = std::find_if(published.begin(), published.end(),
+                               [&](const ExtendedResource& d) { return d.meta.name == name; });
+    if (object == published.end()) {
+      continue;
+    }
+    const std::string key = deviceIdKey(object->rawResourceName, object->deviceID);
+    auto entry = std::find_if(file.devices.begin(), file.devices.end(), [&](const DeviceSpec& d) {
+      return deviceIdKey(d.rawResourceName, d.deviceID) == key;
+    });
+    if (entry != file.devices.end()) {
+      out.emplace(name, entry->name);
+    }
+  }
+  return out;
+}
+
+const DeviceSpec* entryFor(const NodeFile& file, const RenamedDevices& renamed,
+                           const std::string& name) {
+  if (const DeviceSpec* d = file.find(name)) {
+    return d;
+  }
+  auto it = renamed.find(name);
+  return it == renamed.end() ? nullptr : file.find(it->second);
+}
+
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
-                                         const NodeFile& inventory) {
+                                         const NodeFile& inventory, const RenamedDevices& renamed) {
   std::set<std::string> paths;
   for (const auto* c : claims) {
     for (const auto& name : c->allocated) {
-      if (const DeviceSpec* d = inventory.find(name)) {
+      if (const DeviceSpec* d = entryFor(inventory, renamed, name)) {
         for (const auto& n : d->deviceNodes) {
           paths.insert(n.path);
         }
@@ -437,7 +469,7 @@ Injection decideInjection(const InjectionInput& in) {
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
                           " cannot be given on node " + in.node + ": " + kNoFileInForce);
       }
-      const DeviceSpec* d = in.inventory->find(deviceName);
+      const DeviceSpec* d = entryFor(*in.inventory, in.renamed, deviceName);
       if (!d || d->rawResourceName != c->rawResourceName) {
         return refuse(RefusalReason::kDeviceNotOnNode,
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +

@@ -162,6 +162,21 @@ struct DeviceUse {
   bool operator==(const DeviceUse&) const = default;
 };
 
+// Allocated device names the file in force no longer lists, each with the file's entry that
+// lists the same device (deviceIdKey) under a new name: the old object is kept for its claim
+// (InventoryPlan::unlistedHeld), and the new name waits for it (InventoryPlan::waiting).
+using RenamedDevices = std::map<std::string, std::string>;
+
+// For each of `names` the file does not list: the entry of the device its published object
+// (of this node) is, when the file lists that device under another name.
+RenamedDevices renamedEntries(const NodeFile& file, const std::vector<std::string>& names,
+                              const std::vector<ExtendedResource>& published);
+
+// The file's entry for an allocated device: the one of its name, else the one it was renamed
+// to; nullptr when neither is listed.
+const DeviceSpec* entryFor(const NodeFile& file, const RenamedDevices& renamed,
+                           const std::string& name);
+
 struct InjectionInput {
   const PodIdentity* pod = nullptr;
   std::string node;
@@ -174,6 +189,9 @@ struct InjectionInput {
   // started and none was kept): then no device is given, and the guard takes every device
   // node under /dev as managed.
   const NodeFile* inventory = nullptr;
+  // Allocated devices the file lists under a new name: a holder's container is given what the
+  // new entry says (the device is the same), under the name its claim lists.
+  RenamedDevices renamed;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
   // The containers on this node, not yet stopped, that were given a device of each key of the
@@ -267,6 +285,7 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
-                                         const NodeFile& inventory);
+                                         const NodeFile& inventory,
+                                         const RenamedDevices& renamed = {});
 
 }  // namespace ker::agent

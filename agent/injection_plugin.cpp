@@ -246,19 +246,24 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   for (const auto* c : found) {
     allocated.insert(allocated.end(), c->allocated.begin(), c->allocated.end());
   }
+  if (deps_.published && std::any_of(allocated.begin(), allocated.end(), [&](const auto& name) {
+        return inventory->find(name) == nullptr;
+      })) {
+    in.renamed = renamedEntries(*inventory, allocated, deps_.published());
+  }
   std::vector<std::string> keys;
   for (const auto& name : allocated) {
-    if (const DeviceSpec* d = inventory->find(name)) {
+    if (const DeviceSpec* d = entryFor(*inventory, in.renamed, name)) {
       const auto more = deviceKeys(*d);
       keys.insert(keys.end(), more.begin(), more.end());
     }
   }
   in.users = deps_.users->of(keys);
-  for (const auto& path : deviceNodePaths(found, *inventory)) {
+  for (const auto& path : deviceNodePaths(found, *inventory, in.renamed)) {
     in.deviceNodes[path] = deps_.probe->deviceNode(path);
   }
   const bool namesCdi = std::any_of(allocated.begin(), allocated.end(), [&](const auto& name) {
-    const DeviceSpec* d = inventory->find(name);
+    const DeviceSpec* d = entryFor(*inventory, in.renamed, name);
     return d != nullptr && !d->cdiDevice.empty();
   });
   if (namesCdi) {

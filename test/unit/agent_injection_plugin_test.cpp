@@ -356,6 +356,27 @@ TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
       << s.message();
 }
 
+// The file renamed gpu0 while p holds it (the old object kept for c1, the new name waiting for
+// it): p's container, created again after a crash, is given the device through the entry that
+// lists it now, rather than refused for good.
+TEST_F(InjectionPluginTest, AHoldersContainerStartsAgainWithADeviceRenamedMeanwhile) {
+  auto renamed = std::make_shared<NodeFile>(*inventory);
+  renamed->devices[0].name = "gpu0-renamed";
+  inventory = renamed;
+  ExtendedResource old;
+  old.meta.name = "gpu0";
+  old.rawResourceName = "example.com/gpu";
+  old.deviceID = "GPU-0";
+  published = {old};
+
+  nri::CreateContainerResponse resp;
+  const nri::Status s = plugin().createContainer(request("c1"), &resp);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_EQ(resp.adjust().linux().devices_size(), 1);
+  EXPECT_EQ(resp.adjust().linux().devices(0).path(), "/dev/gpu0");
+  EXPECT_EQ(resp.adjust().annotations().at(kInjectedAnnotation), "gpu0");
+}
+
 // An agent with no node file in force gives no device and lets no container mount /dev, and the
 // runtime's list is still taken in.
 TEST_F(InjectionPluginTest, WithoutANodeFileInForceNothingIsGivenAndDevIsNotMounted) {

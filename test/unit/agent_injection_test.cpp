@@ -58,6 +58,7 @@ class InjectionTest : public ::testing::Test {
     }
     in.unreadable = unreadable;
     in.inventory = inventoryInForce ? &inventory : nullptr;
+    in.renamed = renamedForTest;
     for (const auto& [path, info] : nodes) {
       in.deviceNodes[path] = info;
     }
@@ -91,6 +92,7 @@ class InjectionTest : public ::testing::Test {
   PodIdentity pod;
   NodeFile inventory;
   bool inventoryInForce = true;  // false: the agent has no node file in force
+  RenamedDevices renamedForTest;
   std::map<std::string, ExtendedResourceClaim> claims;
   std::map<std::string, std::string> unreadable;
   std::map<std::string, DeviceNodeInfo> nodes;
@@ -198,6 +200,35 @@ TEST_F(InjectionTest, AVariableTheFileNamesIsTheAgentsWhileNoDeviceOfItsResource
             (std::vector<std::pair<std::string, std::string>>{{"NVIDIA_VISIBLE_DEVICES", ""}}));
   container.specEnvNames = {{"NVIDIA_VISIBLE_DEVICES"}};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+}
+
+// The file renamed gpu0's entry while c1 holds it: the old object stays for the claim, the new
+// name waits. A holder's container that starts again (a crash, a restart) still gets the device,
+// as the new entry describes it, under the name its claim lists.
+TEST_F(InjectionTest, ADeviceRenamedInTheFileWhileHeldIsStillGivenToItsHolder) {
+  inventory.devices[0].name = "gpu0-a";
+  EXPECT_EQ(refusal().reason, RefusalReason::kDeviceNotOnNode);
+
+  ExtendedResource published;
+  published.meta.name = "gpu0";
+  published.rawResourceName = "example.com/gpu";
+  published.deviceID = "GPU-0";
+  ExtendedResource other = published;
+  other.meta.name = "gpu9";
+  other.deviceID = "GPU-9";
+  const RenamedDevices renamed =
+      renamedEntries(inventory, {"gpu0", "gpu1", "gpu9", "unknown"}, {other, published});
+  EXPECT_EQ(renamed, (RenamedDevices{{"gpu0", "gpu0-a"}})) << "gpu1 is listed, gpu9 is not";
+  EXPECT_EQ(deviceNodePaths({&claims["c1"]}, inventory, renamed),
+            (std::vector<std::string>{"/dev/gpu0", "/dev/gpuctl"}));
+
+  renamedForTest = renamed;
+  const Adjustment adj = adjustment();
+  EXPECT_EQ(adj.deviceNames, (std::vector<std::string>{"gpu0"}));
+  ASSERT_EQ(adj.devices.size(), 2u);
+  EXPECT_EQ(adj.devices[0].path, "/dev/gpu0");
+  EXPECT_EQ(adj.env, (std::vector<std::pair<std::string, std::string>>{
+                         {"EXTENDED_RESOURCE_EXAMPLE_COM_GPU", "GPU-0"}, {"SLOT", "0"}}));
 }
 
 // While the agent has no node file in force it knows no managed device, so it fails closed: a
