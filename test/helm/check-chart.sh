@@ -8,8 +8,9 @@
 #   - `helm template --include-crds` with the default values renders exactly the objects of
 #     deploy/*.yaml and crds/*.yaml, compared object by object as parsed YAML (comments, key
 #     order and formatting aside), printing a unified diff of each object that differs;
-#   - non-default renders (extender over mutual TLS; image, profile, placement and node-file
-#     knobs; admission and network policies off) hold what test/helm/manifests.py checks, and
+#   - every render holds what test/helm/manifests.py checks (no NetworkPolicy admits pods of any
+#     namespace by their labels alone; the extender over mutual TLS; image, profile, placement
+#     and node-file knobs; admission and network policies off), and
 #     values.schema.json refuses a misspelt or out-of-range value;
 #   - kube-scheduler itself (the pinned build, when present) loads the scheduler configuration
 #     of the default, TLS and knobs renders with --write-config-to: strict decoding, validation
@@ -126,6 +127,7 @@ for v in "${variants[@]}"; do
     log "default: helm template --include-crds against deploy/*.yaml and crds/*.yaml"
     "$python" "$here/manifests.py" compare "$tmp/default.yaml" "$root"/deploy/*.yaml "$root"/crds/*.yaml ||
       fail "the chart's default render differs from deploy/ + crds/ (diffs above: - is deploy/, + is the chart)"
+    "$python" "$here/manifests.py" variant "$name" "$tmp/$name.yaml" || fail "variant $name"
   else
     "$python" "$here/manifests.py" variant "$name" "$tmp/$name.yaml" || fail "variant $name"
   fi

@@ -238,7 +238,29 @@ def scheduler_config(rendered_path, out_dir):
     return 0
 
 
-VARIANTS = {"tls": check_tls, "knobs": check_knobs, "no-policies": check_no_policies}
+def check_network_policies(r):
+    """No NetworkPolicy lets in pods of any namespace by pod labels alone: a tenant sets its own
+    pods' labels, not its namespace's."""
+    for (_, kind, _, name), o in r.objects.items():
+        if kind != "NetworkPolicy":
+            continue
+        for rule in o["spec"].get("ingress", []):
+            for peer in rule.get("from", []):
+                if "namespaceSelector" in peer:
+                    expect(peer["namespaceSelector"], f"NetworkPolicy {name} admits pods of every namespace: {peer}")
+
+
+def check_default(r):
+    check_network_policies(r)
+
+
+def check_tls_render(r):
+    check_tls(r)
+    check_network_policies(r)
+
+
+VARIANTS = {"default": check_default, "tls": check_tls_render, "knobs": check_knobs,
+            "no-policies": check_no_policies}
 
 
 def main(argv):
