@@ -51,8 +51,8 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
                                     "checked")),
       liveReadBudget_(flags.addDuration(
           "live-read-timeout", d.app.liveReadBudget,
-          "limit of the API reads behind one container's answer, together (below the "
-          "runtime's request timeout, 2s)")),
+          "limit of the API reads behind one container's answer, together; shortened to fit "
+          "the request timeout the runtime reports (containerd's default: 2s)")),
       metricsBindAddress_(flags.addString("metrics-bind-address", d.app.metricsBindAddress,
                                           "host:port for /healthz, /readyz, /metrics (0: off)")),
       refuseUnclaimed_(flags.addBool(

@@ -97,11 +97,26 @@ void toAdjustment(const Adjustment& adj, nri::ContainerAdjustment* out) {
   }
 }
 
+std::chrono::milliseconds readBudgetFor(std::chrono::milliseconds configured,
+                                        std::chrono::milliseconds runtimeTimeout) {
+  using std::chrono::milliseconds;
+  if (runtimeTimeout <= milliseconds(0)) {
+    return configured;
+  }
+  const milliseconds kept =
+      std::min(std::max(runtimeTimeout / 4, milliseconds(250)), runtimeTimeout / 2);
+  return std::max(milliseconds(1), std::min(configured, runtimeTimeout - kept));
+}
+
 nri::Status InjectionPlugin::configure(const nri::ConfigureRequest& req,
                                        nri::ConfigureResponse* resp) {
+  const auto budget =
+      readBudgetFor(deps_.readBudget, std::chrono::milliseconds(req.request_timeout()));
+  readBudgetMs_ = budget.count();
   log::info("registered with the container runtime", {{"runtime", req.runtime_name()},
                                                       {"version", req.runtime_version()},
-                                                      {"requestTimeoutMs", req.request_timeout()}});
+                                                      {"requestTimeoutMs", req.request_timeout()},
+                                                      {"readBudgetMs", budget.count()}});
   syncPods_.clear();  // a new connection: a split Synchronize of an earlier one is void
   syncContainers_.clear();
   resp->set_events(nri::eventBit(nri::CREATE_CONTAINER) | nri::eventBit(nri::POST_START_CONTAINER) |
@@ -278,7 +293,7 @@ nri::Status InjectionPlugin::createContainer(const nri::CreateContainerRequest& 
   const auto start = std::chrono::steady_clock::now();
   const PodIdentity pod = identityOf(req.pod());
   Injection inj = [&]() -> Injection {
-    RequestDeadline fence(start + deps_.readBudget);
+    RequestDeadline fence(start + std::chrono::milliseconds(readBudgetMs_.load()));
     try {
       return decide(pod, containerRequestOf(req.container()));
     } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -44,12 +45,14 @@ class InjectionPlugin : public nri::Plugin {
     DeviceGuard guard;
     PodSource* pods = nullptr;  // read only while `classes` gives a table that is not empty
     // The time createContainer's reads (the pod, then each claim) share: a deadline on all of
-    // them, so that several slow ones cannot add up past the runtime's request timeout.
+    // them, so that several slow ones cannot add up past the runtime's request timeout (and
+    // shortened below the timeout the runtime reports: readBudgetFor).
     std::chrono::milliseconds readBudget{std::chrono::seconds(1)};
     // The ExtendedResourceClasses, nullopt while they have not been read; unset: none.
     std::function<std::optional<ClassTable>()> classes = {};
   };
-  explicit InjectionPlugin(Deps deps) : deps_(std::move(deps)) {}
+  explicit InjectionPlugin(Deps deps)
+      : deps_(std::move(deps)), readBudgetMs_(deps_.readBudget.count()) {}
 
   nri::Status configure(const nri::ConfigureRequest& req, nri::ConfigureResponse* resp) override;
   // Stops, at once, the running containers that started without the agent: the runtime
@@ -80,12 +83,22 @@ class InjectionPlugin : public nri::Plugin {
   void evict(const std::vector<Eviction>& plan);
 
   Deps deps_;
+  // readBudgetFor(deps_.readBudget, the request timeout the runtime's configure reported).
+  std::atomic<int64_t> readBudgetMs_;
 
   // The parts of a split Synchronize so far. Touched only on the thread that drives the
   // session, which calls configure before a new connection's Synchronize.
   std::map<std::string, PodIdentity> syncPods_;
   std::vector<RuntimeContainer> syncContainers_;
 };
+
+// The time one answer's API reads may take: `configured`, but short enough that the answer
+// reaches a runtime that gives up after `runtimeTimeout` (0: it reported none) with a quarter of
+// that timeout, at least 250 ms, left for the rest of the decision (the device nodes, the CDI
+// specs) and the reply. An answer too late is as bad as none: the runtime drops the agent and
+// creates the container without it.
+std::chrono::milliseconds readBudgetFor(std::chrono::milliseconds configured,
+                                        std::chrono::milliseconds runtimeTimeout);
 
 // What an NRI container's own spec asks for (its variables, mounts and device nodes).
 ContainerRequest containerRequestOf(const nri::Container& c);

@@ -728,6 +728,30 @@ TEST_F(InjectionPluginTest, TheReadsOfOneAnswerShareOneDeadline) {
   EXPECT_FALSE(RequestDeadline::remaining().has_value());
 }
 
+// A runtime configured with a request timeout shorter than the read budget gets its answer in
+// time: the reads are cut to leave a quarter of its timeout (at least 250 ms) for the rest.
+TEST_F(InjectionPluginTest, TheReadBudgetFitsTheRequestTimeoutTheRuntimeReports) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(readBudgetFor(milliseconds(1000), milliseconds(0)), milliseconds(1000));
+  EXPECT_EQ(readBudgetFor(milliseconds(1000), milliseconds(2000)), milliseconds(1000));
+  EXPECT_EQ(readBudgetFor(milliseconds(1000), milliseconds(1000)), milliseconds(750));
+  EXPECT_EQ(readBudgetFor(milliseconds(1000), milliseconds(600)), milliseconds(350));
+  EXPECT_EQ(readBudgetFor(milliseconds(1000), milliseconds(300)), milliseconds(150));
+
+  readBudget = milliseconds(1000);
+  InjectionPlugin agent = plugin();
+  nri::ConfigureRequest configure;
+  configure.set_request_timeout(600);
+  nri::ConfigureResponse configured;
+  ASSERT_TRUE(agent.configure(configure, &configured).isOk());
+  nri::CreateContainerResponse resp;
+  ASSERT_TRUE(agent.createContainer(request("c1"), &resp).isOk());
+  ASSERT_EQ(claims.deadlines.size(), 1u);
+  ASSERT_TRUE(claims.deadlines[0].has_value());
+  EXPECT_LE(*claims.deadlines[0], milliseconds(350));
+  EXPECT_GT(*claims.deadlines[0], milliseconds(300));
+}
+
 TEST_F(InjectionPluginTest, AnUnreadableClaimIsRefusedNotSkipped) {
   claims.claims.clear();
   claims.error = "timed out";
