@@ -411,6 +411,51 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
   return out;
 }
 
+std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
+                                         const std::vector<RuntimeContainer>& containers,
+                                         const NodeFile* inventory, const DeviceGuard& guard,
+                                         const std::string& plugin) {
+  std::vector<Eviction> out;
+  if (!inventory || !guard.enabled) {
+    return out;
+  }
+  for (const auto& c : containers) {
+    auto pod = podsBySandbox.find(c.podSandboxId);
+    if (pod == podsBySandbox.end() || !c.running || c.pid == 0 ||
+        c.annotations.count(kInjectedAnnotation) != 0 || !guard.checks(pod->second.ns)) {
+      continue;
+    }
+    const NamedClaims named = namedClaims(pod->second);
+    if (!named.names.empty() || !named.invalid.empty() || !named.awaiting.empty()) {
+      continue;
+    }
+    std::string why;
+    for (const auto& name : c.valuedEnvNames) {
+      if (deviceVariable(inventory, name)) {
+        why = "it carries " + name + " with a value, which the agent would have emptied";
+        break;
+      }
+    }
+    if (why.empty()) {
+      InjectionInput in;
+      in.pod = &pod->second;
+      in.inventory = inventory;
+      in.guard = guard;
+      in.container = c.request;
+      if (auto refusal = unclaimedDeviceUse(in, {})) {
+        why = refusal->message;
+      }
+    }
+    if (!why.empty()) {
+      const std::string podKey = objectKey(pod->second.ns, pod->second.name);
+      out.push_back({c.id, c.name, podKey, c.pid,
+                     "container " + c.name + " of pod " + podKey + " started without " + plugin +
+                         ": " + why});
+    }
+  }
+  return out;
+}
+
 Injection decideInjection(const InjectionInput& in) {
   const PodIdentity& pod = *in.pod;
   if (!in.named.invalid.empty()) {

@@ -264,6 +264,10 @@ struct RuntimeContainer {
   bool stopped = false;  // stopped (a container created and not started is neither)
   uint32_t pid = 0;      // its first process on the host; 0 before it starts
   std::map<std::string, std::string> annotations;
+  // What its spec asked of the runtime, as the guard reads it (mount sources resolved by the
+  // caller), and the variables it carries with a value.
+  ContainerRequest request;
+  std::vector<std::string> valuedEnvNames;
 };
 
 // A container to stop now, and the process that stopping it kills.
@@ -281,6 +285,20 @@ struct Eviction {
 std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                     const std::vector<RuntimeContainer>& containers,
                                     const std::string& plugin);
+
+// The running containers that started without the agent's answer (no kInjectedAnnotation:
+// created while it was stopped, stalled or dropped) in pods that name no claims and whose
+// namespace the guard checks, and that the guard would have refused or changed: they reach a
+// managed device without a claim (a mount or a device node), or carry a device variable with a
+// value, which a runtime that honours it may have turned into every device. Stopped, they are
+// created again through the agent. Only with devices in force (`inventory`): without, every
+// device node may be managed, and a container of a system daemon would be stopped for the
+// agent's own lack of a file. A subPath mount's host path is not known without the pod's spec,
+// so such a mount is not checked here. Pods that name claims follow planEvictions.
+std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
+                                         const std::vector<RuntimeContainer>& containers,
+                                         const NodeFile* inventory, const DeviceGuard& guard,
+                                         const std::string& plugin);
 
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.

@@ -22,18 +22,6 @@ PodIdentity identityOf(const nri::PodSandbox& pod) {
   return id;
 }
 
-RuntimeContainer runtimeContainerOf(const nri::Container& c) {
-  RuntimeContainer out;
-  out.id = c.id();
-  out.name = c.name();
-  out.podSandboxId = c.pod_sandbox_id();
-  out.running = c.state() == nri::CONTAINER_RUNNING;
-  out.stopped = c.state() == nri::CONTAINER_STOPPED;
-  out.pid = c.pid();
-  out.annotations.insert(c.annotations().begin(), c.annotations().end());
-  return out;
-}
-
 const char* resultOf(const Injection& inj) {
   if (const auto* adj = std::get_if<Adjustment>(&inj)) {
     return onlyEmptiesVariables(*adj) ? "emptied" : "injected";
@@ -56,6 +44,24 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
     out.devicePaths.push_back(d.path());
   }
   out.name = c.name();
+  return out;
+}
+
+RuntimeContainer runtimeContainerOf(const nri::Container& c) {
+  RuntimeContainer out;
+  out.id = c.id();
+  out.name = c.name();
+  out.podSandboxId = c.pod_sandbox_id();
+  out.running = c.state() == nri::CONTAINER_RUNNING;
+  out.stopped = c.state() == nri::CONTAINER_STOPPED;
+  out.pid = c.pid();
+  out.annotations.insert(c.annotations().begin(), c.annotations().end());
+  out.request = containerRequestOf(c);
+  for (const auto& kv : c.env()) {
+    if (const size_t eq = kv.find('='); eq != std::string::npos && eq + 1 < kv.size()) {
+      out.valuedEnvNames.push_back(kv.substr(0, eq));
+    }
+  }
   return out;
 }
 
@@ -146,7 +152,23 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
       knownKeys(inventory ? *inventory : NodeFile{},
                 deps_.published ? deps_.published() : std::vector<ExtendedResource>{}));
   evict(planEvictions(pods, containers, deps_.pluginName));
+  evict(guardEvictions(pods, containers));
   return nri::Status::ok();
+}
+
+std::vector<Eviction> InjectionPlugin::guardEvictions(
+    const std::map<std::string, PodIdentity>& pods, std::vector<RuntimeContainer> containers) {
+  const auto inventory = deps_.inventory();
+  for (auto& c : containers) {
+    auto pod = pods.find(c.podSandboxId);
+    if (c.running && !c.annotations.contains(kInjectedAnnotation) && pod != pods.end() &&
+        deps_.guard.checks(pod->second.ns)) {
+      for (auto& source : c.request.mountSources) {
+        source = deps_.probe->resolve(source);
+      }
+    }
+  }
+  return planGuardEvictions(pods, containers, inventory.get(), deps_.guard, deps_.pluginName);
 }
 
 nri::Status InjectionPlugin::stopContainer(const nri::StopContainerRequest& req,
@@ -161,8 +183,10 @@ nri::Status InjectionPlugin::lifecycleEvent(nri::Event event, const nri::PodSand
     deps_.users->remove(container->id());
   }
   if (event == nri::POST_START_CONTAINER && container != nullptr) {
-    evict(planEvictions({{pod.id(), identityOf(pod)}}, {runtimeContainerOf(*container)},
-                        deps_.pluginName));
+    const std::map<std::string, PodIdentity> pods{{pod.id(), identityOf(pod)}};
+    const RuntimeContainer started = runtimeContainerOf(*container);
+    evict(planEvictions(pods, {started}, deps_.pluginName));
+    evict(guardEvictions(pods, {started}));
   }
   return nri::Status::ok();
 }
@@ -171,7 +195,7 @@ void InjectionPlugin::evict(const std::vector<Eviction>& plan) {
   for (const auto& e : plan) {
     Status s = deps_.stopper->stop(e.pid, e.containerId);
     if (!s.ok()) {
-      log::error("container started without its devices; could not stop it",
+      log::error("container started without the node agent's answer; could not stop it",
                  {{"pod", e.pod},
                   {"container", e.container},
                   {"containerID", e.containerId},
@@ -180,12 +204,14 @@ void InjectionPlugin::evict(const std::vector<Eviction>& plan) {
       continue;
     }
     deps_.metrics->evictions.inc();
-    log::warn("container started without its devices; stopped it so it is created again",
-              {{"pod", e.pod},
-               {"container", e.container},
-               {"containerID", e.containerId},
-               {"pid", e.pid},
-               {"reason", e.reason}});
+    log::warn(
+        "container started without the node agent's answer; stopped it so it is created "
+        "again",
+        {{"pod", e.pod},
+         {"container", e.container},
+         {"containerID", e.containerId},
+         {"pid", e.pid},
+         {"reason", e.reason}});
   }
 }
 

@@ -55,9 +55,10 @@ class InjectionPlugin : public nri::Plugin {
       : deps_(std::move(deps)), readBudgetMs_(deps_.readBudget.count()) {}
 
   nri::Status configure(const nri::ConfigureRequest& req, nri::ConfigureResponse* resp) override;
-  // Stops, at once, the running containers that started without the agent: the runtime
-  // lists every container to a plugin that (re)connects, so this is where the agent learns of
-  // those created while it was stalled, dead or dropped. A list too large for one message comes
+  // Stops, at once, the running containers that started without the agent (planEvictions,
+  // and of pods naming no claims planGuardEvictions): the runtime lists every container to a
+  // plugin that (re)connects, so this is where the agent learns of those created while it was
+  // stalled, dead or dropped. A list too large for one message comes
   // in parts (`more` set on all but the last, and echoed, as the runtime requires): the parts
   // are gathered, and the whole list taken in at the last.
   nri::Status synchronize(const nri::SynchronizeRequest& req,
@@ -69,7 +70,8 @@ class InjectionPlugin : public nri::Plugin {
   nri::Status stopContainer(const nri::StopContainerRequest& req,
                             nri::StopContainerResponse* resp) override;
   // PostStartContainer: a container the agent found created but not started gets its
-  // process only now, and is stopped now. RemoveContainer: its devices are free.
+  // process only now, and is stopped now (by the same two rules). RemoveContainer: its devices are
+  // free.
   nri::Status lifecycleEvent(nri::Event event, const nri::PodSandbox& pod,
                              const nri::Container* container) override;
 
@@ -81,6 +83,10 @@ class InjectionPlugin : public nri::Plugin {
   // container running (as it does where the agent lacks hostPID or CAP_KILL); the next
   // Synchronize, after a reconnection, tries again.
   void evict(const std::vector<Eviction>& plan);
+  // planGuardEvictions over these containers, with the mount sources of those it checks
+  // resolved on the host.
+  std::vector<Eviction> guardEvictions(const std::map<std::string, PodIdentity>& pods,
+                                       std::vector<RuntimeContainer> containers);
 
   Deps deps_;
   // readBudgetFor(deps_.readBudget, the request timeout the runtime's configure reported).

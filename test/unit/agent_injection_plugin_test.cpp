@@ -488,6 +488,64 @@ TEST_F(InjectionPluginTest, AContainerStartingWithoutTheAgentIsStoppedWhenItStar
   EXPECT_EQ(stopper.stopped[0].second, "ctr-slipped");
 }
 
+// A pod naming no claims is not required to pass the agent, so its containers may start while
+// the agent is away (a rolling update, say) with what the guard would have emptied or refused:
+// a CUDA image's NVIDIA_VISIBLE_DEVICES=all, a mount of a managed device node. Such a container
+// is stopped once the agent hears of it, and created again through the agent.
+TEST_F(InjectionPluginTest, AClaimlessContainerThatSlippedPastTheGuardIsStopped) {
+  auto file = std::make_shared<NodeFile>(*inventory);
+  file->envNames["example.com/gpu"] = "NVIDIA_VISIBLE_DEVICES";
+  inventory = file;
+  auto claimless = [](nri::PodSandbox* pod) {
+    pod->set_id("sandbox-2");
+    pod->set_uid("uid-free");
+    pod->set_namespace_("ns");
+    pod->set_name("free");
+  };
+  auto slipped = [](nri::Container* c, const std::string& id, uint32_t pid) {
+    c->set_id(id);
+    c->set_name(id);
+    c->set_pod_sandbox_id("sandbox-2");
+    c->set_state(nri::CONTAINER_RUNNING);
+    c->set_pid(pid);
+  };
+  InjectionPlugin p = plugin();
+  nri::SynchronizeRequest sync;
+  claimless(sync.add_pods());
+  slipped(sync.add_containers(), "cuda", 10);
+  sync.mutable_containers(0)->add_env("NVIDIA_VISIBLE_DEVICES=all");
+  slipped(sync.add_containers(), "emptied", 11);
+  sync.mutable_containers(1)->add_env("NVIDIA_VISIBLE_DEVICES=");
+  slipped(sync.add_containers(), "mounts", 12);
+  sync.mutable_containers(2)->add_mounts()->set_source("/dev/char/195:0");
+  slipped(sync.add_containers(), "answered", 13);
+  sync.mutable_containers(3)->add_env("NVIDIA_VISIBLE_DEVICES=all");
+  (*sync.mutable_containers(3)->mutable_annotations())[kInjectedAnnotation] = "";
+  slipped(sync.add_containers(), "plain", 14);
+  sync.mutable_containers(4)->add_env("PATH=/bin");
+  nri::SynchronizeResponse synced;
+  ASSERT_TRUE(p.synchronize(sync, &synced).isOk());
+  ASSERT_EQ(stopper.stopped.size(), 2u);
+  EXPECT_EQ(stopper.stopped[0], std::make_pair(uint32_t{10}, std::string("cuda")));
+  EXPECT_EQ(stopper.stopped[1], std::make_pair(uint32_t{12}, std::string("mounts")));
+
+  // One created while the agent was away and started after it came back: stopped as it starts.
+  nri::PodSandbox pod;
+  claimless(&pod);
+  nri::Container late;
+  slipped(&late, "late", 15);
+  late.add_env("NVIDIA_VISIBLE_DEVICES=0,1");
+  ASSERT_TRUE(p.lifecycleEvent(nri::POST_START_CONTAINER, pod, &late).isOk());
+  ASSERT_EQ(stopper.stopped.size(), 3u);
+  EXPECT_EQ(stopper.stopped[2].second, "late");
+
+  // Without a node file in force nothing is known to be managed: nothing is stopped for it.
+  inventory = nullptr;
+  stopper.stopped.clear();
+  ASSERT_TRUE(plugin().synchronize(sync, &synced).isOk());
+  EXPECT_TRUE(stopper.stopped.empty());
+}
+
 TEST_F(InjectionPluginTest, AStopThatFailsIsNotCounted) {
   stopper.fail = true;
   InjectionPlugin p = plugin();

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "agent/device_users.h"
 #include "agent/injection.h"
@@ -503,6 +504,52 @@ TEST(StartedWithoutDevicesTest, OnlyContainersOfPodsThatRequiredTheAgentAndLackI
   PodIdentity plain;
   plain.annotations[kRequiredPluginsAnnotation] = R"(["agent"])";
   EXPECT_FALSE(startedWithoutDevices(plain, {}, "agent"));
+}
+
+// The guard's rule for containers that started without the agent skips pods that name claims
+// (their own rule), namespaces it does not check, and every pod while it is off.
+TEST(PlanGuardEvictions, OnlyCheckedClaimlessPodsAreStopped) {
+  NodeFile file;
+  DeviceSpec gpu;
+  gpu.name = "gpu0";
+  gpu.rawResourceName = "example.com/gpu";
+  gpu.deviceID = "GPU-0";
+  gpu.deviceNodes = {{"/dev/gpu0", "rw"}};
+  file.devices = {gpu};
+  std::map<std::string, PodIdentity> pods;
+  for (const auto& [sandbox, ns, claims] :
+       {std::tuple<std::string, std::string, std::string>{"s-free", "ns", ""},
+        {"s-system", "kube-system", ""},
+        {"s-claims", "ns", "c1"}}) {
+    PodIdentity pod;
+    pod.ns = ns;
+    pod.name = sandbox;
+    pod.uid = "uid-" + sandbox;
+    if (!claims.empty()) {
+      pod.annotations[kClaimsAnnotation] = claims;
+    }
+    pods[sandbox] = pod;
+  }
+  std::vector<RuntimeContainer> containers;
+  for (const char* sandbox : {"s-free", "s-system", "s-claims"}) {
+    RuntimeContainer c;
+    c.id = std::string("ctr-") + sandbox;
+    c.name = "app";
+    c.podSandboxId = sandbox;
+    c.running = true;
+    c.pid = 7;
+    c.request.devicePaths = {"/dev/gpu0"};
+    containers.push_back(c);
+  }
+  DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
+  const auto plan = planGuardEvictions(pods, containers, &file, guard, "agent");
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].containerId, "ctr-s-free");
+  EXPECT_EQ(plan[0].reason,
+            "container app of pod ns/s-free started without agent: the container is given device "
+            "node /dev/gpu0 (privileged?) of a device it was not allocated");
+  guard.enabled = false;
+  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, guard, "agent").empty());
 }
 
 TEST(PlanEvictionsTest, StopsOnlyRunningContainersThatStartedWithoutTheAgent) {
