@@ -147,6 +147,18 @@ class InjectionPluginTest : public ::testing::Test {
     }
   }
 
+  // The node file lists gpu0 as gpu0-renamed now; its object is still published as gpu0.
+  void renameGpu0() {
+    auto renamed = std::make_shared<NodeFile>(*inventory);
+    renamed->devices[0].name = "gpu0-renamed";
+    inventory = renamed;
+    ExtendedResource old;
+    old.meta.name = "gpu0";
+    old.rawResourceName = "example.com/gpu";
+    old.deviceID = "GPU-0";
+    published = {old};
+  }
+
   // Pod q's container, whose claim c2 is allocated gpu0 under its new name, gpu0-renamed.
   nri::CreateContainerRequest podQWithTheRenamedDevice() {
     ExtendedResourceClaim c2 = claims.claims.at("ns/c1");
@@ -333,14 +345,7 @@ TEST_F(InjectionPluginTest, ARenamedDeviceStaysWithTheContainerThatHasIt) {
 // the rename. The published object of the old name says what the device is, so the device is
 // not given to another pod under its new name.
 TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
-  auto renamed = std::make_shared<NodeFile>(*inventory);
-  renamed->devices[0].name = "gpu0-renamed";
-  inventory = renamed;
-  ExtendedResource old;
-  old.meta.name = "gpu0";
-  old.rawResourceName = "example.com/gpu";
-  old.deviceID = "GPU-0";
-  published = {old};
+  renameGpu0();
 
   nri::SynchronizeRequest sync;
   requiringPod(sync.add_pods());
@@ -360,14 +365,7 @@ TEST_F(InjectionPluginTest, AnOlderAgentsContainerKeepsARenamedDevice) {
 // it): p's container, created again after a crash, is given the device through the entry that
 // lists it now, rather than refused for good.
 TEST_F(InjectionPluginTest, AHoldersContainerStartsAgainWithADeviceRenamedMeanwhile) {
-  auto renamed = std::make_shared<NodeFile>(*inventory);
-  renamed->devices[0].name = "gpu0-renamed";
-  inventory = renamed;
-  ExtendedResource old;
-  old.meta.name = "gpu0";
-  old.rawResourceName = "example.com/gpu";
-  old.deviceID = "GPU-0";
-  published = {old};
+  renameGpu0();
 
   nri::CreateContainerResponse resp;
   const nri::Status s = plugin().createContainer(request("c1"), &resp);
