@@ -414,14 +414,14 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
                                          const NodeFile* inventory, const DeviceGuard& guard,
-                                         const std::string& plugin) {
+                                         const std::string& plugin, uint32_t self) {
   std::vector<Eviction> out;
   if (!inventory || !guard.enabled) {
     return out;
   }
   for (const auto& c : containers) {
     auto pod = podsBySandbox.find(c.podSandboxId);
-    if (pod == podsBySandbox.end() || !c.running || c.pid == 0 ||
+    if (pod == podsBySandbox.end() || !c.running || c.pid == 0 || c.pid == self ||
         c.annotations.count(kInjectedAnnotation) != 0 || !guard.checks(pod->second.ns)) {
       continue;
     }

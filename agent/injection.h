@@ -294,11 +294,13 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 // created again through the agent. Only with devices in force (`inventory`): without, every
 // device node may be managed, and a container of a system daemon would be stopped for the
 // agent's own lack of a file. A subPath mount's host path is not known without the pod's spec,
-// so such a mount is not checked here. Pods that name claims follow planEvictions.
+// so such a mount is not checked here. Pods that name claims follow planEvictions. The agent's
+// own container (its first process `self`, the agent, which mounts /dev) is never stopped:
+// installed outside the exempt namespaces, the agent would otherwise stop itself at each start.
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
                                          const NodeFile* inventory, const DeviceGuard& guard,
-                                         const std::string& plugin);
+                                         const std::string& plugin, uint32_t self);
 
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.

@@ -1,5 +1,7 @@
 #include "agent/injection_plugin.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -168,7 +170,8 @@ std::vector<Eviction> InjectionPlugin::guardEvictions(
       }
     }
   }
-  return planGuardEvictions(pods, containers, inventory.get(), deps_.guard, deps_.pluginName);
+  return planGuardEvictions(pods, containers, inventory.get(), deps_.guard, deps_.pluginName,
+                            static_cast<uint32_t>(::getpid()));
 }
 
 nri::Status InjectionPlugin::stopContainer(const nri::StopContainerRequest& req,

@@ -542,14 +542,20 @@ TEST(PlanGuardEvictions, OnlyCheckedClaimlessPodsAreStopped) {
     containers.push_back(c);
   }
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
-  const auto plan = planGuardEvictions(pods, containers, &file, guard, "agent");
+  RuntimeContainer agent = containers[0];
+  agent.id = "ctr-agent";
+  agent.pid = 9;  // the agent itself
+  agent.request.devicePaths.clear();
+  agent.request.mountSources = {"/dev"};
+  containers.push_back(agent);
+  const auto plan = planGuardEvictions(pods, containers, &file, guard, "agent", 9);
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0].containerId, "ctr-s-free");
   EXPECT_EQ(plan[0].reason,
             "container app of pod ns/s-free started without agent: the container is given device "
             "node /dev/gpu0 (privileged?) of a device it was not allocated");
   guard.enabled = false;
-  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, guard, "agent").empty());
+  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, guard, "agent", 9).empty());
 }
 
 TEST(PlanEvictionsTest, StopsOnlyRunningContainersThatStartedWithoutTheAgent) {
