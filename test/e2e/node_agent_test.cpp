@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -533,6 +534,13 @@ class AgentStall {
   bool stopped_ = false;
 };
 
+// Whether none of these host processes exists any more.
+bool allExited(const std::vector<pid_t>& pids) {
+  return std::none_of(pids.begin(), pids.end(), [](pid_t p) {
+    return std::filesystem::exists("/proc/" + std::to_string(p));
+  });
+}
+
 // What became of a device pod's container created while the agent was stalled.
 enum class StalledStart {
   kPending,  // neither yet
@@ -674,14 +682,7 @@ TEST_F(NodeAgentTest, AContainerStartedWhileTheAgentWasStalledIsStoppedAndComesB
 
     const auto resumed = std::chrono::steady_clock::now();
     stall.resume();
-    auto gone = [&] {
-      for (pid_t slippedPid : slipped) {
-        if (std::filesystem::exists("/proc/" + std::to_string(slippedPid))) {
-          return false;
-        }
-      }
-      return true;
-    };
+    auto gone = [&] { return allExited(slipped); };
     while (!gone() && std::chrono::steady_clock::now() - resumed < 2 * kStopBound) {
       std::this_thread::sleep_for(20ms);
     }
@@ -712,6 +713,60 @@ TEST_F(NodeAgentTest, AContainerStartedWhileTheAgentWasStalledIsStoppedAndComesB
     return;
   }
   FAIL() << "each of " << kAttempts << " attempts was refused rather than let through";
+}
+
+// A pod naming no claims does not require the agent, so while it stalls the pod's container
+// starts unanswered, here with the device variable its spec sets (which a runtime such as
+// NVIDIA's turns into every device). Once the agent runs again it stops the container, and the
+// kubelet's next creation goes through the agent, which refuses it.
+TEST_F(NodeAgentTest, AClaimlessContainerThatSlippedPastTheStalledAgentIsStopped) {
+  constexpr auto kStopBound = 5s;
+  constexpr auto kStall = 10s;
+  createDevice(uniqueName("gpu"));
+  ASSERT_TRUE(awaitNodeQuiet()) << "pods on the node kept starting or stopping";
+  const pid_t pid = agentPid();
+  ASSERT_NE(pid, 0);
+  AgentStall stall(pid);
+  ASSERT_TRUE(stall.stopped());
+  json sneaky = busyboxPod("sneaky", {}, "echo \"ids=$" + deviceEnvName() + "\"; exec sleep 3600");
+  sneaky["spec"]["containers"][0]["env"].push_back({{"name", deviceEnvName()}, {"value", "all"}});
+  createPod(sneaky);
+  json p;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto got = getPod("sneaky");
+        return got && (p = *got).contains("/status/containerStatuses/0/state/running"_json_pointer);
+      },
+      kStall))
+      << "the claimless container did not start while the agent was stalled: " << p.dump();
+  const std::string first = containerIdOf(p);
+  const std::vector<pid_t> slipped = processesOf(first);
+  ASSERT_FALSE(slipped.empty());
+  std::string out;
+  ASSERT_TRUE(eventually([&] { return !(out = logs("sneaky")).empty(); }, 5s));
+  ASSERT_NE(out.find("ids=all"), std::string::npos) << "it started unanswered:\n" << out;
+
+  stall.resume();
+  auto gone = [&] { return allExited(slipped); };
+  ASSERT_TRUE(eventually(gone, kStopBound, 20ms))
+      << "the container that slipped past the stalled agent still runs";
+  // The kubelet creates it again, through the agent this time: refused.
+  std::string why;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto again = getPod("sneaky");
+        why = again ? again->value("/status/containerStatuses/0/state/waiting/message"_json_pointer,
+                                   std::string())
+                    : "";
+        return why.find("sets " + deviceEnvName() + " itself") != std::string::npos;
+      },
+      60s))
+      << "not refused by the agent: " << getPod("sneaky")->dump();
+  const json last = *getPod("sneaky");
+  EXPECT_EQ(last.value("/status/containerStatuses/0/lastState/terminated/exitCode"_json_pointer, 0),
+            137);
+  EXPECT_FALSE(last.contains("/status/containerStatuses/0/state/running"_json_pointer));
+  deletePod("sneaky", 0);
 }
 
 // Once containerd has dropped the stalled agent (here: it missed a plain pod's container
