@@ -67,8 +67,8 @@ class Executor {
   enum class FreeResult { kFreed, kNothingToDo, kFailed };
   // triedVersion: the resourceVersion of the last write tried, "" when none was.
   // `claimGone`: the claim was deleted before the release's write (the device gets
-  // frees.statusIfClaimGone). Either way only a device naming no holder but the released ones
-  // is freed (DeviceFrees::namesOnlyReleased).
+  // frees.statusIfClaimGone). Either way a device naming a holder the release did not expect
+  // is left (DeviceFrees::freesAllowed).
   FreeResult freeReleasedDevice(const std::string& name, const DeviceFrees& frees, bool claimGone,
                                 const CachedDevice& cached, std::string& triedVersion);
   // Returns the resourceVersion of the object written.

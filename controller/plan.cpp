@@ -170,12 +170,15 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
   return true;
 }
 
-bool DeviceFrees::namesOnlyReleased(const ExtendedResource& device) const {
-  return std::all_of(device.holders.begin(), device.holders.end(), [&](const PodRef& holder) {
-    return std::any_of(released.begin(), released.end(), [&](const PodRef& gone) {
-      return gone.uid.empty() || holder.uid.empty() ? gone.name == holder.name
-                                                    : gone.uid == holder.uid;
+bool DeviceFrees::freesAllowed(const ExtendedResource& device, bool claimGone,
+                               const std::vector<PodRef>& seen) const {
+  auto among = [](const PodRef& holder, const std::vector<PodRef>& pods) {
+    return std::any_of(pods.begin(), pods.end(), [&](const PodRef& p) {
+      return p.uid.empty() || holder.uid.empty() ? p.name == holder.name : p.uid == holder.uid;
     });
+  };
+  return std::all_of(device.holders.begin(), device.holders.end(), [&](const PodRef& holder) {
+    return among(holder, released) || (!claimGone && among(holder, seen));
   });
 }
 

@@ -117,16 +117,20 @@ struct DeviceFrees {
   // its devices still point at it.
   FreedStatus statusIfClaimGone;
   // The holders the release judged gone. The claim write, guarded by the version decided on,
-  // keeps the frees from passing a pod that joined before it (its join changed the claim), but
-  // not a bind that takes the claim again once it is Pending (same claim, a new holder), and a
-  // deleted claim fails that write as NotFound either way: so only a device naming none but
-  // these is freed (namesOnlyReleased).
+  // keeps the frees from passing a pod that joined before it (its join changed the claim); a
+  // pod whose join lost that race was never bound. It does not cover a bind that takes the
+  // claim again once it is Pending (same claim, a new holder), and a deleted claim fails that
+  // write as NotFound either way (freesAllowed).
   std::vector<PodRef> released;
 
-  // Whether the device names no holder but the released ones: one naming another (a pod that
-  // joined meanwhile, or bound the claim again since the release) is left to it, and to the
-  // device's own reconcile, which waits for every pod it names.
-  bool namesOnlyReleased(const ExtendedResource& device) const;
+  // Whether the free may pass the device as it is now. With the claim still there, only a
+  // holder neither released nor on the device as the release saw it (`seen`: a shared claim's
+  // device keeps the pods that left it before) stops it: a pod that bound the claim again since.
+  // With the claim deleted, any holder but the released ones does (a pod that joined meanwhile,
+  // whose device write came first). Such a device is left to its new holder, and to the
+  // device's own reconcile.
+  bool freesAllowed(const ExtendedResource& device, bool claimGone,
+                    const std::vector<PodRef>& seen) const;
 };
 
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans

@@ -375,6 +375,31 @@ TEST_F(ReconcilerTest, ADeviceBoundAgainBetweenTheReleaseAndItsFreeIsNotFreed) {
   EXPECT_EQ(device("d1")["status"]["phase"], "Available");
 }
 
+// A shared claim's devices keep every pod that joined (joinDevice), also those that left the
+// claim since: when the last holder goes, the devices are freed with the claim, not left for the
+// orphan grace.
+TEST_F(ReconcilerTest, ASharedClaimsDevicesNamingPodsThatLeftEarlierAreFreedWithIt) {
+  seedBoundCluster();
+  auto c = claim();
+  c["spec"]["shareable"] = true;
+  c = api.update(resources::kExtendedResourceClaims, "default", c);
+  c["status"].erase("podRef");
+  c["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  for (const char* name : {"d0", "d1"}) {
+    auto d = device(name);
+    d["status"]["holders"] = {{{"name", "left-1"}, {"uid", "uid-left-1"}},
+                              {{"name", "p"}, {"uid", podUid}},
+                              {{"name", "left-2"}, {"uid", "uid-left-2"}}};
+    api.updateStatus(resources::kExtendedResources, "", d);
+  }
+  deletePodSeenByTheWatch();
+
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  expectReleased();
+}
+
 TEST_F(ReconcilerTest, PodDeletionSeenByTheWatchNeedsNoLiveRead) {
   seedBoundCluster();
   deletePodSeenByTheWatch();
