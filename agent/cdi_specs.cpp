@@ -110,18 +110,21 @@ CdiDevices readCdiSpecDirs(const std::string& hostRoot, const std::vector<std::s
       std::ifstream in(entry.path());
       if (!in.is_open()) {
         out.problems.push_back(shown + ": cannot be read");
+        out.failedFiles.push_back(shown);
         continue;
       }
       std::stringstream text;
       text << in.rdbuf();
       try {
         CdiSpec spec = parseCdiSpec(text.str());
+        spec.file = shown;
         for (const auto& name : spec.devices) {
           out.names.insert(spec.kind + "=" + name);
         }
         out.specs.push_back(std::move(spec));
       } catch (const std::invalid_argument& e) {
         out.problems.push_back(shown + ": " + e.what());
+        out.failedFiles.push_back(shown);
       }
     }
   }

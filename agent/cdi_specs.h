@@ -16,6 +16,7 @@ struct CdiSpec {
   // Per device name, the device nodes of its own edits that the host has at the same path
   // (no hostPath, or the same one): those the agent can check and guard as the node file's.
   std::map<std::string, std::vector<std::string>> deviceNodes;
+  std::string file;  // where it was read, "<dir>/<name>" (readCdiSpecDirs)
 };
 
 // Parses a spec's text (YAML or JSON, which is YAML). Throws std::invalid_argument naming the
@@ -26,8 +27,9 @@ CdiSpec parseCdiSpec(const std::string& text);
 // could not be read or parsed (the runtime skips those too).
 struct CdiDevices {
   std::set<std::string> names;
-  std::vector<CdiSpec> specs;         // in directory, then file-name order
-  std::vector<std::string> problems;  // "<file>: <why>"
+  std::vector<CdiSpec> specs;            // in directory, then file-name order
+  std::vector<std::string> problems;     // "<file>: <why>"
+  std::vector<std::string> failedFiles;  // the files of `problems`, "<dir>/<name>"
 };
 
 // Reads every *.json and *.yaml file of `dirs` (host paths, each under hostRoot), as the

@@ -284,6 +284,22 @@ void NodeSync::useNoFile() {
   }
 }
 
+std::vector<CdiSpec> NodeSync::withLastReadable(std::vector<CdiSpec> specs,
+                                                const std::vector<std::string>& failedFiles) {
+  std::map<std::string, CdiSpec> readable;
+  for (const auto& spec : specs) {
+    readable.emplace(spec.file, spec);
+  }
+  for (const auto& file : failedFiles) {
+    if (auto last = lastCdiSpecs_.find(file); last != lastCdiSpecs_.end()) {
+      specs.push_back(last->second);
+      readable.emplace(file, last->second);
+    }
+  }
+  lastCdiSpecs_ = std::move(readable);
+  return specs;
+}
+
 void NodeSync::refreshDiscovery() {
   const auto now = std::chrono::steady_clock::now();
   if (!fileChanged_ && (file_->discover.empty() || now - lastDiscovery_ < options_.period)) {
@@ -304,19 +320,9 @@ void NodeSync::refreshDiscovery() {
         for (const auto& p : cdi->problems) {
           problems.push_back(at + ": CDI spec " + p);
         }
+        cdi->specs = withLastReadable(std::move(cdi->specs), cdi->failedFiles);
       }
-      std::vector<DeviceSpec> now = devicesFromCdi(source, cdi->specs, options_.node);
-      if (!cdi->problems.empty()) {
-        // A spec that does not read (a vendor rewriting it, say) may define any of the
-        // source's devices: those found last stay beside the ones found now.
-        for (const auto& last : foundBySource_[i]) {
-          if (std::none_of(now.begin(), now.end(),
-                           [&](const DeviceSpec& d) { return d.name == last.name; })) {
-            now.push_back(last);
-          }
-        }
-      }
-      foundBySource_[i] = std::move(now);
+      foundBySource_[i] = devicesFromCdi(source, cdi->specs, options_.node);
       continue;
     }
     const CommandResult r = probe_.runDiscoveryCommand(source);

@@ -86,9 +86,14 @@ class NodeSync {
   void useNoFile();
   // Runs the file's discover sources when the file changed or a period passed since they last
   // ran, and puts the file with what they found in force. A source that fails keeps what it
-  // found last, so a command's hiccup withdraws nothing; a CDI source, while some spec file does
-  // not read, keeps what it found last beside what the readable specs give.
+  // found last, so a command's hiccup withdraws nothing; so does a CDI spec file that does not
+  // read (withLastReadable).
   void refreshDiscovery();
+  // `specs` and, for each of `failedFiles` (being rewritten by its vendor, say), the spec that
+  // file gave when it last read, so that its devices stay; a file gone from the directories
+  // is forgotten.
+  std::vector<CdiSpec> withLastReadable(std::vector<CdiSpec> specs,
+                                        const std::vector<std::string>& failedFiles);
   void applyInventory(const InventoryPlan& plan);
   std::optional<ExtendedResource> readLive(const std::string& name);  // nullopt when unreadable
   // A name in the node file that another object (another node's device, one made by hand)
@@ -137,7 +142,8 @@ class NodeSync {
   std::string keptReadError_;   // why the kept copy could not be read, last logged
   std::chrono::steady_clock::time_point lastDiscovery_;
   std::vector<std::vector<DeviceSpec>> foundBySource_;  // the last good result of each source
-  std::string discoveryProblems_;                       // last logged, to log changes only
+  std::map<std::string, CdiSpec> lastCdiSpecs_;  // each CDI spec file as it last read, by file
+  std::string discoveryProblems_;                // last logged, to log changes only
   std::string readError_;  // why the file could not be read last time, if it could not
   // What useNoFile last logged: the file exists, or it is missing and the node has no devices,
   // its kept copy cannot be used, or devices of the node are published.

@@ -518,9 +518,14 @@ TEST_F(NodeSyncTest, DevicesFoundByTheSourcesArePublishedAndFollowThem) {
   std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(withdrawn("n1-gpu-a"));
   EXPECT_TRUE(sync_->inventory()->find("n1-gpu-a"));
+  // Another vendor's broken spec keeps only its own devices: a device this spec no longer
+  // defines is withdrawn meanwhile.
+  std::ofstream((dir_ / "cdi" / "other.yaml").string()) << "not: a spec";
+  std::ofstream(spec) << "cdiVersion: 0.6.0\nkind: example.com/gpu\ndevices: [{name: GPU-B}]\n";
+  ASSERT_TRUE(eventually([&] { return withdrawn("n1-gpu-a") && device("n1-gpu-b"); }));
 
   std::filesystem::remove(spec);
-  ASSERT_TRUE(eventually([&] { return withdrawn("n1-gpu-a"); }));
+  ASSERT_TRUE(eventually([&] { return withdrawn("n1-gpu-b"); }));
   EXPECT_FALSE(withdrawn("n1-gpu0"));
 }
 
