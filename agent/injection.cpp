@@ -101,7 +101,7 @@ std::optional<std::string> variableSetInSpec(const InjectionInput& in) {
     return std::nullopt;
   }
   for (const auto& name : *in.container.specEnvNames) {
-    if (deviceVariable(in.inventory, name)) {
+    if (deviceVariable(in.inventory, in.publishedResources, name)) {
       return name;
     }
   }
@@ -119,7 +119,7 @@ std::map<std::string, std::string> clearedVariables(const InjectionInput& in,
     return out;
   }
   for (const auto& name : in.container.envNames) {
-    if (set.count(name) == 0 && deviceVariable(in.inventory, name)) {
+    if (set.count(name) == 0 && deviceVariable(in.inventory, in.publishedResources, name)) {
       out.emplace(name, "");
     }
   }
@@ -302,25 +302,23 @@ NamedClaims namedClaims(const PodIdentity& pod) {
   return out;
 }
 
-bool deviceVariable(const NodeFile* inventory, const std::string& name) {
+bool deviceVariable(const NodeFile* inventory, const std::set<std::string>& published,
+                    const std::string& name) {
   const bool defaultForm = name.starts_with(kDefaultEnvPrefix);
   if (!inventory) {
     return defaultForm;
   }
-  // One the file names is the agent's whether or not a device of its resource is in force now:
-  // the file may have dropped the last entry of a device the runtime still honours it for.
-  if (std::any_of(inventory->envNames.begin(), inventory->envNames.end(),
-                  [&](const auto& kv) { return kv.second == name; })) {
-    return true;
-  }
-  // Asked of every variable a container carries (hundreds with service links): one that is not
-  // of the default form is answered without building each device's variable name.
-  if (!defaultForm) {
+  // Asked of every variable a container carries (hundreds with service links): one of neither
+  // form is answered without building each device's variable name.
+  if (!defaultForm && std::none_of(inventory->envNames.begin(), inventory->envNames.end(),
+                                   [&](const auto& kv) { return kv.second == name; })) {
     return false;
   }
-  return std::any_of(inventory->devices.begin(), inventory->devices.end(), [&](const auto& d) {
-    return inventory->envNameFor(d.rawResourceName) == name;
-  });
+  return std::any_of(
+             inventory->devices.begin(), inventory->devices.end(),
+             [&](const auto& d) { return inventory->envNameFor(d.rawResourceName) == name; }) ||
+         std::any_of(published.begin(), published.end(),
+                     [&](const auto& resource) { return inventory->envNameFor(resource) == name; });
 }
 
 bool onlyEmptiesVariables(const Adjustment& adj) {
@@ -413,8 +411,10 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
-                                         const NodeFile* inventory, const DeviceGuard& guard,
-                                         const std::string& plugin, uint32_t self) {
+                                         const NodeFile* inventory,
+                                         const std::set<std::string>& publishedResources,
+                                         const DeviceGuard& guard, const std::string& plugin,
+                                         uint32_t self) {
   std::vector<Eviction> out;
   if (!inventory || !guard.enabled) {
     return out;
@@ -431,7 +431,7 @@ std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity
     }
     std::string why;
     for (const auto& name : c.valuedEnvNames) {
-      if (deviceVariable(inventory, name)) {
+      if (deviceVariable(inventory, publishedResources, name)) {
         why = "it carries " + name + " with a value, which the agent would have emptied";
         break;
       }
@@ -440,6 +440,7 @@ std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity
       InjectionInput in;
       in.pod = &pod->second;
       in.inventory = inventory;
+      in.publishedResources = publishedResources;
       in.guard = guard;
       in.container = c.request;
       if (auto refusal = unclaimedDeviceUse(in, {})) {

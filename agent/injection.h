@@ -123,11 +123,15 @@ struct ContainerRequest {
   std::optional<std::vector<std::string>> specEnvNames;
 };
 
-// Whether `name` is a resource's device variable, which the agent alone sets: one the node file
-// names for a resource (NodeFile::envNames), whether or not a device of it is listed, or the
-// default name of a resource of the devices in force (NodeFile::envNameFor); while none are in
-// force (`inventory` nullptr), any variable named as the agent names a resource's by default.
-bool deviceVariable(const NodeFile* inventory, const std::string& name);
+// Whether `name` is a resource's device variable, which the agent alone sets: the variable
+// (NodeFile::envNameFor) of a resource of the devices in force, or of a resource this node's
+// agent has published devices of (`published`: one the file no longer lists may still be held,
+// and a runtime still hands it out by the variable). A variable the file names for a resource
+// this node has no device of is left to whoever serves it here (a vendor's device plugin). While
+// no devices are in force (`inventory` nullptr), any variable named as the agent names a
+// resource's by default.
+bool deviceVariable(const NodeFile* inventory, const std::set<std::string>& published,
+                    const std::string& name);
 
 // Whether the adjustment gives no device and only empties device variables its image set (a
 // container of a pod without claims, or without a share of its pod's): what it is counted and
@@ -192,6 +196,8 @@ struct InjectionInput {
   // Allocated devices the file lists under a new name: a holder's container is given what the
   // new entry says (the device is the same), under the name its claim lists.
   RenamedDevices renamed;
+  // The resources of the devices this node's agent has published (deviceVariable).
+  std::set<std::string> publishedResources;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
   // The containers on this node, not yet stopped, that were given a device of each key of the
@@ -299,8 +305,10 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 // installed outside the exempt namespaces, the agent would otherwise stop itself at each start.
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
-                                         const NodeFile* inventory, const DeviceGuard& guard,
-                                         const std::string& plugin, uint32_t self);
+                                         const NodeFile* inventory,
+                                         const std::set<std::string>& publishedResources,
+                                         const DeviceGuard& guard, const std::string& plugin,
+                                         uint32_t self);
 
 // The device node paths decideInjection will ask about for these claims (those of the
 // allocated devices this node lists), so the caller can stat exactly those.

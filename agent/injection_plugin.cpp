@@ -170,8 +170,30 @@ std::vector<Eviction> InjectionPlugin::guardEvictions(
       }
     }
   }
-  return planGuardEvictions(pods, containers, inventory.get(), deps_.guard, deps_.pluginName,
-                            static_cast<uint32_t>(::getpid()));
+  std::vector<std::string> names;
+  for (const auto& c : containers) {
+    names.insert(names.end(), c.valuedEnvNames.begin(), c.valuedEnvNames.end());
+  }
+  return planGuardEvictions(pods, containers, inventory.get(),
+                            publishedResources(inventory.get(), names), deps_.guard,
+                            deps_.pluginName, static_cast<uint32_t>(::getpid()));
+}
+
+std::set<std::string> InjectionPlugin::publishedResources(
+    const NodeFile* inventory, const std::vector<std::string>& envNames) {
+  std::set<std::string> out;
+  const bool asked = inventory && deps_.published &&
+                     std::any_of(envNames.begin(), envNames.end(), [&](const std::string& name) {
+                       return name.starts_with(kDefaultEnvPrefix) ||
+                              std::any_of(inventory->envNames.begin(), inventory->envNames.end(),
+                                          [&](const auto& kv) { return kv.second == name; });
+                     });
+  if (asked) {
+    for (const auto& d : deps_.published()) {
+      out.insert(d.rawResourceName);
+    }
+  }
+  return out;
 }
 
 nri::Status InjectionPlugin::stopContainer(const nri::StopContainerRequest& req,
@@ -233,6 +255,7 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.guard = deps_.guard;
   auto inventory = deps_.inventory();
   in.inventory = inventory.get();
+  in.publishedResources = publishedResources(in.inventory, in.container.envNames);
   const std::optional<ClassTable> classes = deps_.classes ? deps_.classes() : ClassTable();
   in.classes = classes ? &*classes : nullptr;
   // Without classes no request needs a claim, and a pod naming none is answered without lookups
@@ -242,7 +265,9 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   const bool checkVariables =
       deps_.guard.checks(pod.ns) &&
       std::any_of(in.container.envNames.begin(), in.container.envNames.end(),
-                  [&](const std::string& name) { return deviceVariable(in.inventory, name); });
+                  [&](const std::string& name) {
+                    return deviceVariable(in.inventory, in.publishedResources, name);
+                  });
   if (in.named.invalid.empty() && fromApiServer(pod) &&
       (!classes || !classes->empty() || checkSubPaths || checkVariables)) {
     PodSource::Result r = deps_.pods->get(pod.ns, pod.name, pod.uid);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,10 @@ class InjectionPlugin : public nri::Plugin {
   // resolved on the host.
   std::vector<Eviction> guardEvictions(const std::map<std::string, PodIdentity>& pods,
                                        std::vector<RuntimeContainer> containers);
+  // The resources of this node's published devices (deviceVariable), read only when one of
+  // `envNames` may be a device variable.
+  std::set<std::string> publishedResources(const NodeFile* inventory,
+                                           const std::vector<std::string>& envNames);
 
   Deps deps_;
   // readBudgetFor(deps_.readBudget, the request timeout the runtime's configure reported).

@@ -60,6 +60,7 @@ class InjectionTest : public ::testing::Test {
     in.unreadable = unreadable;
     in.inventory = inventoryInForce ? &inventory : nullptr;
     in.renamed = renamedForTest;
+    in.publishedResources = publishedResources;
     for (const auto& [path, info] : nodes) {
       in.deviceNodes[path] = info;
     }
@@ -94,6 +95,7 @@ class InjectionTest : public ::testing::Test {
   NodeFile inventory;
   bool inventoryInForce = true;  // false: the agent has no node file in force
   RenamedDevices renamedForTest;
+  std::set<std::string> publishedResources;
   std::map<std::string, ExtendedResourceClaim> claims;
   std::map<std::string, std::string> unreadable;
   std::map<std::string, DeviceNodeInfo> nodes;
@@ -196,6 +198,12 @@ TEST_F(InjectionTest, AVariableTheFileNamesIsTheAgentsWhileNoDeviceOfItsResource
   inventory.envNames["nvidia.com/gpu"] = "NVIDIA_VISIBLE_DEVICES";
   pod.annotations.erase(kClaimsAnnotation);
   container.envNames = {"PATH", "NVIDIA_VISIBLE_DEVICES"};
+  container.specEnvNames = {{"NVIDIA_VISIBLE_DEVICES"}};
+  // This node has no device of the resource, listed or published: the variable is left to
+  // whoever serves it here (a vendor's device plugin, with a node file shared by all nodes).
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+
+  publishedResources = {"nvidia.com/gpu"};  // one is published, held, no longer listed
   container.specEnvNames = std::vector<std::string>{};
   EXPECT_EQ(adjustment().env,
             (std::vector<std::pair<std::string, std::string>>{{"NVIDIA_VISIBLE_DEVICES", ""}}));
@@ -548,14 +556,14 @@ TEST(PlanGuardEvictions, OnlyCheckedClaimlessPodsAreStopped) {
   agent.request.devicePaths.clear();
   agent.request.mountSources = {"/dev"};
   containers.push_back(agent);
-  const auto plan = planGuardEvictions(pods, containers, &file, guard, "agent", 9);
+  const auto plan = planGuardEvictions(pods, containers, &file, {}, guard, "agent", 9);
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0].containerId, "ctr-s-free");
   EXPECT_EQ(plan[0].reason,
             "container app of pod ns/s-free started without agent: the container is given device "
             "node /dev/gpu0 (privileged?) of a device it was not allocated");
   guard.enabled = false;
-  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, guard, "agent", 9).empty());
+  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, {}, guard, "agent", 9).empty());
 }
 
 TEST(PlanEvictionsTest, StopsOnlyRunningContainersThatStartedWithoutTheAgent) {
