@@ -359,6 +359,9 @@ json E2eTest::kubectlJson(const std::string& args) {
 std::string E2eTest::scrapeMetrics(const std::string& app, int port) {
   const std::string scraper = "metrics-scraper";
   if (!getPod(scraper)) {
+    // deploy/network-policy.yaml admits scrapers by their pod's and their namespace's label.
+    api_->patch(resources::kNamespaces, "", ns_, PatchType::kMerge,
+                {{"metadata", {{"labels", {{"extendedresource.io/metrics-scraper", "true"}}}}}});
     json pod = busyboxPod(scraper, {}, "exec sleep 3600");
     pod["metadata"]["labels"] = {{"extendedresource.io/metrics-scraper", "true"}};
     pod["spec"]["nodeName"] = node_;
