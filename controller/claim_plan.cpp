@@ -44,8 +44,8 @@ std::string releasedWhat(const ExtendedResourceClaim& c) {
   return out + ": ";
 }
 
-void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, SystemTime now,
-             Plan& p) {
+void release(const ExtendedResourceClaim& c, const ClaimView& v, const action::ReleaseClaim& a,
+             SystemTime now, Plan& p) {
   ExtendedResourceClaim next = c;
   if (p.refused = releaseClaim(next, a.message); !p.refused.ok()) {
     return;
@@ -60,6 +60,11 @@ void release(const ExtendedResourceClaim& c, const action::ReleaseClaim& a, Syst
   frees.status = {releasedMessage(keyOf(c)), frees.from};
   frees.statusIfClaimGone.message = "claim " + keyOf(c) + " was deleted";
   frees.released = c.holders();
+  for (const auto& [name, device] : v.devices) {
+    if (device != nullptr && isBoundTo(*device, c)) {
+      frees.seenHolders.emplace(name, device->holders);
+    }
+  }
   p.frees = std::move(frees);
   p.events.push_back({referenceTo(c), EventType::kNormal, toString(Reason::kReleased),
                       releasedWhat(c) + a.message});
@@ -150,7 +155,7 @@ Plan planStatus(const ClaimInputs& in) {
   } else if (const auto* wait = std::get_if<action::WaitGrace>(&d.action)) {
     p.requeueAfter = wait->remaining;
   } else if (const auto* r = std::get_if<action::ReleaseClaim>(&d.action)) {
-    release(c, *r, in.now, p);
+    release(c, in.view, *r, in.now, p);
   } else if (const auto* drop = std::get_if<action::DropHolders>(&d.action)) {
     dropHolders(c, *drop, in.now, p);
   } else if (const auto* lost = std::get_if<action::MarkClaimLost>(&d.action)) {

@@ -177,10 +177,8 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
   const ClaimRef& claim = frees.from;
   const FreedStatus& status = claimGone ? frees.statusIfClaimGone : frees.status;
   std::optional<ExtendedResource> device;
-  std::vector<PodRef> seen;  // the device's holders as the release saw them
   if (cached && isBoundTo(*cached, claim)) {
     device = *cached;
-    seen = cached->holders;
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (!device) {
@@ -204,7 +202,7 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
         return FreeResult::kNothingToDo;
       }
     }
-    if (!frees.freesAllowed(*device, claimGone, seen)) {
+    if (!frees.freesAllowed(*device, claimGone)) {
       log::info("released device names another holder: left to it",
                 {{"device", name}, {"claim", objectKey(claim.ns, claim.name)}});
       return FreeResult::kNothingToDo;

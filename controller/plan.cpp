@@ -170,15 +170,16 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
   return true;
 }
 
-bool DeviceFrees::freesAllowed(const ExtendedResource& device, bool claimGone,
-                               const std::vector<PodRef>& seen) const {
+bool DeviceFrees::freesAllowed(const ExtendedResource& device, bool claimGone) const {
   auto among = [](const PodRef& holder, const std::vector<PodRef>& pods) {
     return std::any_of(pods.begin(), pods.end(), [&](const PodRef& p) {
       return p.uid.empty() || holder.uid.empty() ? p.name == holder.name : p.uid == holder.uid;
     });
   };
+  const auto seen = seenHolders.find(device.meta.name);
   return std::all_of(device.holders.begin(), device.holders.end(), [&](const PodRef& holder) {
-    return among(holder, released) || (!claimGone && among(holder, seen));
+    return among(holder, released) ||
+           (!claimGone && seen != seenHolders.end() && among(holder, seen->second));
   });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -122,15 +123,16 @@ struct DeviceFrees {
   // claim again once it is Pending (same claim, a new holder), and a deleted claim fails that
   // write as NotFound either way (freesAllowed).
   std::vector<PodRef> released;
+  // Each device's holders as the release saw it (Bound to the claim), by name: a shared
+  // claim's device keeps the pods that left the claim before.
+  std::map<std::string, std::vector<PodRef>> seenHolders;
 
   // Whether the free may pass the device as it is now. With the claim still there, only a
-  // holder neither released nor on the device as the release saw it (`seen`: a shared claim's
-  // device keeps the pods that left it before) stops it: a pod that bound the claim again since.
-  // With the claim deleted, any holder but the released ones does (a pod that joined meanwhile,
-  // whose device write came first). Such a device is left to its new holder, and to the
-  // device's own reconcile.
-  bool freesAllowed(const ExtendedResource& device, bool claimGone,
-                    const std::vector<PodRef>& seen) const;
+  // holder neither released nor among the device's seenHolders stops it: a pod that bound the
+  // claim again since. With the claim deleted, any holder but the released ones does (a pod
+  // that joined meanwhile, whose device write came first). Such a device is left to its new
+  // holder, and to the device's own reconcile.
+  bool freesAllowed(const ExtendedResource& device, bool claimGone) const;
 };
 
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans

@@ -365,7 +365,9 @@ TEST_F(ReconcilerTest, ADeviceBoundAgainBetweenTheReleaseAndItsFreeIsNotFreed) {
   api.afterClaimWrite = [&] {
     auto d = device("d0");
     d["status"]["holders"] = {{{"name", "p2"}, {"uid", p2Uid}}};
-    api.updateStatus(resources::kExtendedResources, "", d);
+    // The watch may already show the new bind when the free comes to d0.
+    caches.devices["d0"] = std::make_shared<const ExtendedResource>(
+        ExtendedResource::fromJson(api.updateStatus(resources::kExtendedResources, "", d)));
   };
 
   auto r = reconciler->reconcileClaim("default/c");
