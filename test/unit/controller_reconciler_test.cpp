@@ -164,6 +164,16 @@ class ReconcilerTest : public ::testing::Test {
     api.seed(resources::kExtendedResources, d);
   }
 
+  // Claim c made shareable, held by these pods (status.holders instead of podRef).
+  void shareWithHolders(const json& holders) {
+    auto c = claim();
+    c["spec"]["shareable"] = true;
+    c = api.update(resources::kExtendedResourceClaims, "default", c);
+    c["status"].erase("podRef");
+    c["status"]["holders"] = holders;
+    api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  }
+
   // Pod p deleted, and the caches loaded with the watch's delete event seen.
   void deletePodSeenByTheWatch() {
     api.remove(resources::kPods, "default", "p");
@@ -324,12 +334,7 @@ TEST_F(ReconcilerTest, ASharedClaimLosesOnlyTheHolderThatWentUntilTheLastGoes) {
 // reconcile waits for q); d1, naming only p, is freed.
 TEST_F(ReconcilerTest, ADeviceOfADeletedClaimNamingAPodThatJoinedIsNotFreed) {
   seedBoundCluster();
-  auto c = claim();
-  c["spec"]["shareable"] = true;
-  c = api.update(resources::kExtendedResourceClaims, "default", c);
-  c["status"].erase("podRef");
-  c["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
-  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  shareWithHolders({{{"name", "p"}, {"uid", podUid}}});
   const std::string qUid =
       api.seed(resources::kPods, podJson("q", "n1", "Running"))["metadata"]["uid"];
   for (const auto& [name, holders] :
@@ -382,12 +387,7 @@ TEST_F(ReconcilerTest, ADeviceBoundAgainBetweenTheReleaseAndItsFreeIsNotFreed) {
 // orphan grace.
 TEST_F(ReconcilerTest, ASharedClaimsDevicesNamingPodsThatLeftEarlierAreFreedWithIt) {
   seedBoundCluster();
-  auto c = claim();
-  c["spec"]["shareable"] = true;
-  c = api.update(resources::kExtendedResourceClaims, "default", c);
-  c["status"].erase("podRef");
-  c["status"]["holders"] = {{{"name", "p"}, {"uid", podUid}}};
-  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  shareWithHolders({{{"name", "p"}, {"uid", podUid}}});
   for (const char* name : {"d0", "d1"}) {
     auto d = device(name);
     d["status"]["holders"] = {{{"name", "left-1"}, {"uid", "uid-left-1"}},
