@@ -304,14 +304,12 @@ NamedClaims namedClaims(const PodIdentity& pod) {
 
 bool deviceVariable(const NodeFile* inventory, const std::set<std::string>& published,
                     const std::string& name) {
-  const bool defaultForm = name.starts_with(kDefaultEnvPrefix);
   if (!inventory) {
-    return defaultForm;
+    return name.starts_with(kDefaultEnvPrefix);
   }
   // Asked of every variable a container carries (hundreds with service links): one of neither
   // form is answered without building each device's variable name.
-  if (!defaultForm && std::none_of(inventory->envNames.begin(), inventory->envNames.end(),
-                                   [&](const auto& kv) { return kv.second == name; })) {
+  if (!namedAsDeviceVariable(*inventory, name)) {
     return false;
   }
   return std::any_of(
@@ -319,6 +317,12 @@ bool deviceVariable(const NodeFile* inventory, const std::set<std::string>& publ
              [&](const auto& d) { return inventory->envNameFor(d.rawResourceName) == name; }) ||
          std::any_of(published.begin(), published.end(),
                      [&](const auto& resource) { return inventory->envNameFor(resource) == name; });
+}
+
+bool namedAsDeviceVariable(const NodeFile& inventory, const std::string& name) {
+  return name.starts_with(kDefaultEnvPrefix) ||
+         std::any_of(inventory.envNames.begin(), inventory.envNames.end(),
+                     [&](const auto& kv) { return kv.second == name; });
 }
 
 bool onlyEmptiesVariables(const Adjustment& adj) {

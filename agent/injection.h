@@ -132,6 +132,10 @@ struct ContainerRequest {
 // resource's by default.
 bool deviceVariable(const NodeFile* inventory, const std::set<std::string>& published,
                     const std::string& name);
+// Whether `name` has the form of a device variable (the default prefix, or a name the file gives
+// a resource), before asking which resources have devices here: what deviceVariable checks
+// first, and what tells the caller whether the published devices are worth reading.
+bool namedAsDeviceVariable(const NodeFile& inventory, const std::string& name);
 
 // Whether the adjustment gives no device and only empties device variables its image set (a
 // container of a pod without claims, or without a share of its pod's): what it is counted and

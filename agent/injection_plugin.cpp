@@ -184,9 +184,7 @@ std::set<std::string> InjectionPlugin::publishedResources(
   std::set<std::string> out;
   const bool asked = inventory && deps_.published &&
                      std::any_of(envNames.begin(), envNames.end(), [&](const std::string& name) {
-                       return name.starts_with(kDefaultEnvPrefix) ||
-                              std::any_of(inventory->envNames.begin(), inventory->envNames.end(),
-                                          [&](const auto& kv) { return kv.second == name; });
+                       return namedAsDeviceVariable(*inventory, name);
                      });
   if (asked) {
     for (const auto& d : deps_.published()) {
