@@ -37,8 +37,9 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
       opts_(std::move(opts)),
       metrics_(registry),
       caches_(pods, claims, devices),
-      executor_(api, events, &metrics_, std::move(mayWrite)),
-      reconciler_(api, caches_, executor_, &metrics_, opts_.reconciler) {
+      executor_(api, events, &metrics_, mayWrite),
+      reconciler_(api, caches_, executor_, &metrics_, opts_.reconciler),
+      classParams_(api, std::move(mayWrite), opts_.classParamsNamespace) {
   registry.gaugeFunc("extended_resource_controller_queue_depth",
                      "Keys waiting in the work queues, ready to be processed.",
                      [this] { return static_cast<double>(queueLength()); });
@@ -102,6 +103,7 @@ void Controller::watchTemplates(Informer<ExtendedResourceClaimTemplate>& templat
 
 void Controller::watchClasses(Informer<ExtendedResourceClass>& classes) {
   caches_.watchClasses(classes);
+  watchesClasses_ = true;
   auto changed = [this](const auto& c) { apply(classChanged(*c, pods_.list())); };
   classes.addHandlers({
       .onAdd = changed,
@@ -143,6 +145,9 @@ void Controller::start() {
   log::info("controller started", {{"workers", claimWorkers}, {"deviceWorkers", deviceWorkers}});
   running_ = true;
   apply(startedLeading(pods_.list(), claims_.list(), devices_.list()));
+  if (watchesClasses_) {  // classes may have gone while no replica led
+    queue_.add(ClassParamsKey{});
+  }
 }
 
 void Controller::stop() {
@@ -188,6 +193,10 @@ ReconcileResult Controller::reconcile(const WorkKey& key) {
                             reconciler_.requestNudge(k.target);
                           }
                           return reconciler_.nudge(k.target);
+                        },
+                        [&](const ClassParamsKey&) {
+                          return watchesClasses_ ? classParams_.sync(ClassTable(caches_.classes()))
+                                                 : ReconcileResult{};
                         },
                     },
                     key);

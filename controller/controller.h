@@ -11,6 +11,7 @@
 #include "common/informer.h"
 #include "common/metrics.h"
 #include "controller/caches.h"
+#include "controller/class_params.h"
 #include "controller/controller_metrics.h"
 #include "controller/executor.h"
 #include "controller/reconciler.h"
@@ -36,6 +37,9 @@ struct ControllerOptions {
   // flush of unschedulable pods, minutes by default. Pods nudged the first time and still
   // waiting get this one too, at most once per second each.
   Millis nudgeFollowUp{std::chrono::seconds(3)};
+  // The Namespace the class admission policies read as params (ClassParamsPublisher), kept
+  // while classes are watched; "" keeps none.
+  std::string classParamsNamespace;
   ReconcilerOptions reconciler;
 };
 
@@ -92,7 +96,9 @@ class Controller {
   InformerCaches caches_;
   Executor executor_;
   Reconciler reconciler_;
-  KeyQueue queue_;  // claims, pods and nudges
+  ClassParamsPublisher classParams_;
+  bool watchesClasses_ = false;  // set before start
+  KeyQueue queue_;               // claims, pods, nudges and the class params
   KeyQueue deviceQueue_;
 
   // Set by start(), after the workers: events before it queue nothing (apply drops them).

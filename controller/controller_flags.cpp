@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/flag_checks.h"
+#include "model/resource_class.h"
 
 namespace ker {
 
@@ -27,6 +28,7 @@ Status checkBelow(std::string_view a, std::chrono::milliseconds va, std::string_
 ControllerAppConfig controllerBinaryDefaults() {
   ControllerAppConfig c;
   c.controller.reconciler.protectInUse = true;
+  c.controller.classParamsNamespace = "extended-resource-classes";
   return c;
 }
 
@@ -56,6 +58,12 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
           "leaves deletions alone, taking the finalizer off whatever is being deleted")),
       schedulerName_(flags.addString("scheduler-name", d.controller.reconciler.schedulerName,
                                      "schedulerName of the pods whose claims are served")),
+      classParams_(flags.addString(
+          "class-params-namespace", d.controller.classParamsNamespace,
+          "the Namespace whose annotation " + std::string(kClassParamsAnnotation) +
+              " the class admission policies read: the leader keeps it listing the extended "
+              "resource names the classes serve (the Namespace is deployed, never created); \"\" "
+              "keeps none")),
       leaderElect_(
           flags.addBool("leader-elect", d.leaderElect, "run only while holding the lease")),
       leaseName_(flags.addString("leader-elect-lease-name", d.leaderElection.name, "Lease name")),
@@ -109,6 +117,7 @@ Status ControllerFlags::settings(ControllerSettings& out) const {
   }
   s.kubeconfig = *kubeconfig_;
   ControllerAppConfig& c = s.app;
+  c.controller.classParamsNamespace = *classParams_;
   c.controller.workers = static_cast<int>(*workers_);
   c.controller.deviceWorkers = static_cast<int>(*deviceWorkers_);
   c.controller.reconciler.orphanGrace = *orphanGrace_;

@@ -42,6 +42,7 @@ class ControllerFlags {
   std::chrono::milliseconds* deviceOrphanGrace_;
   bool* protectInUse_;
   std::string* schedulerName_;
+  std::string* classParams_;
   bool* leaderElect_;
   std::string* leaseName_;
   std::string* leaseNamespace_;

@@ -189,6 +189,7 @@ Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
 
 Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods) {
   Triggers t;
+  t.keys.push_back(ClassParamsKey{});
   for (const auto& p : pods) {
     if (p && p->nodeName.empty() && p->extendedRequests.count(cls.extendedResourceName) &&
         !p->resourceClaims.count(cls.extendedResourceName)) {

@@ -12,6 +12,7 @@ constexpr char kResourceNudge = 'r';
 constexpr char kClaimNudge = 'n';
 constexpr char kResourceFollowUp = 'R';
 constexpr char kClaimFollowUp = 'N';
+constexpr char kClassParams = 'k';
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -26,6 +27,7 @@ const char* kindOf(const WorkKey& key) {
                         [](const DeviceKey&) { return "device"; },
                         [](const PodKey&) { return "pod"; },
                         [](const NudgeKey& k) { return k.followUp ? "renudge" : "nudge"; },
+                        [](const ClassParamsKey&) { return "classparams"; },
                     },
                     key);
 }
@@ -41,6 +43,7 @@ std::string KeyQueue::encode(const WorkKey& key) {
                                                       : (claim ? kClaimNudge : kResourceNudge);
                           return tag + k.target.name;
                         },
+                        [](const ClassParamsKey&) { return std::string(1, kClassParams); },
                     },
                     key);
 }
@@ -65,6 +68,8 @@ std::optional<WorkKey> KeyQueue::decode(const std::string& text) {
       return NudgeKey{NudgeTarget::resource(std::move(name)), true};
     case kClaimFollowUp:
       return NudgeKey{NudgeTarget::claim(std::move(name)), true};
+    case kClassParams:
+      return name.empty() ? std::optional<WorkKey>(ClassParamsKey{}) : std::nullopt;
     default:
       return std::nullopt;
   }

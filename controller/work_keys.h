@@ -42,9 +42,13 @@ struct NudgeKey {
   bool followUp = false;
   auto operator<=>(const NudgeKey&) const = default;
 };
-using WorkKey = std::variant<ClaimKey, DeviceKey, PodKey, NudgeKey>;
+// The Namespace of the class admission policies' params (one per controller).
+struct ClassParamsKey {
+  auto operator<=>(const ClassParamsKey&) const = default;
+};
+using WorkKey = std::variant<ClaimKey, DeviceKey, PodKey, NudgeKey, ClassParamsKey>;
 
-// The kind label of metrics and logs: claim, device, pod, nudge or renudge.
+// The kind label of metrics and logs: claim, device, pod, nudge, renudge or classparams.
 const char* kindOf(const WorkKey& key);
 
 // A work queue of typed keys. The shared queue stores strings; the encoding is private to this

@@ -180,7 +180,7 @@ if ! $in_cluster; then
     crd/extendedresourceclaimtemplates.extendedresource.io \
     crd/extendedresourceclasses.extendedresource.io || { log "the CRDs are not Established"; exit 1; }
 
-  log "applying the ServiceAccounts and RBAC of deploy/"
+  log "applying deploy/ but its workloads (ServiceAccounts, RBAC, the class policies' Namespace)"
   "$launcher" apply-deploy-rbac "$cp"
   log "applying deploy/admission-policy.yaml (the components report on /readyz without it)"
   kubectl apply -f "$root/deploy/admission-policy.yaml" >/dev/null

@@ -96,6 +96,20 @@ ClassPtr ClassTable::supersededBy(const ExtendedResourceClass& cls) const {
   return server && server->meta.name != cls.meta.name ? server : nullptr;
 }
 
+std::string classParams(const ClassTable& classes) {
+  std::map<std::string, std::string> served;
+  for (const auto& c : classes.all()) {
+    if (classes.serving(c->extendedResourceName) == c) {
+      served.emplace(c->extendedResourceName, c->meta.name);
+    }
+  }
+  std::string out;
+  for (const auto& [name, cls] : served) {
+    out += (out.empty() ? "" : " ") + name + "=" + cls;
+  }
+  return out;
+}
+
 ClassRequests classRequests(const ExtendedRequests& requests, const ClassTable& classes) {
   ClassRequests out;
   if (classes.empty()) {

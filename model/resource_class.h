@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -52,6 +53,16 @@ class ClassTable {
  private:
   std::vector<ClassPtr> classes_;  // the servers first, by name; then the rest
 };
+
+// The annotation the class admission policies (the routing of pods that ask the usual way, and
+// one class per name) read from their params, a Namespace the controller keeps.
+inline constexpr const char* kClassParamsAnnotation = "extendedresource.io/classes";
+// Its value: "<extended resource name>=<serving class>" for each name a class serves, by name,
+// separated by spaces ("" when none). A built-in kind whose informer kube-apiserver runs for its
+// own life: a custom resource paramKind is resolved through discovery (a policy fails for a
+// while after a restart or the CRD's creation), and a ConfigMap's informer stops for good once
+// no policy uses it (a policy deleted and applied again reads stale params).
+std::string classParams(const ClassTable& classes);
 
 // The pod's requests a class serves: extended resource name -> the class and the shares.
 struct ClassRequest {

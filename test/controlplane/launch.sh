@@ -74,8 +74,8 @@
 #                              (mounts, netns, veths, iptables chains, sysctls, kubepods cgroups,
 #                              fixed paths they created); the bridge stays until stop. Without
 #                              NAME (or with the first node's) every node, the further ones first
-#   launch.sh apply-deploy-rbac DIR          the ServiceAccounts and RBAC of deploy/ (not its
-#                              Deployments and DaemonSet: apply those yourself when a node runs)
+#   launch.sh apply-deploy-rbac DIR          the ServiceAccounts, RBAC and Namespace of deploy/ (not
+#                              its Deployments and DaemonSet: apply those yourself when a node runs)
 #   launch.sh sa-kubeconfig DIR NAMESPACE SERVICEACCOUNT FILE [NODE]
 #                              writes a kubeconfig holding a fresh token of that ServiceAccount;
 #                              with NODE, bound to that Node (the token then names the node, as

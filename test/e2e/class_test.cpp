@@ -57,8 +57,9 @@ class ClassTest : public E2eTest {
     api_->create(resources::kExtendedResourceClasses, "",
                  itest::k80ClassObject(className_, gpu_, resource_));
     classCreated_ = true;
-    // The API server reads the policy's params (the classes) through an informer: until it has
-    // this one, a pod asking for its name would stay with the default scheduler.
+    // The routing policy reads the names classes serve from the Namespace annotation the
+    // controller keeps, through the API server's informer: until both have this class, a pod
+    // asking for its name stays with the default scheduler.
     std::string seen;
     ASSERT_TRUE(eventually([&] { return (seen = routedSchedulerName()) == kProfile; }, 30s, 500ms))
         << "a pod asking for " << gpu_ << " is not routed to " << kProfile << ": " << seen;

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "common/api_error.h"
@@ -25,6 +26,9 @@ const Resource kRoutingPolicies{"admissionregistration.k8s.io", "v1", "mutatinga
                                 false};
 const Resource kRoutingBindings{"admissionregistration.k8s.io", "v1",
                                 "mutatingadmissionpolicybindings", false};
+// The Namespace deploy/deployment.yaml makes for the controller to keep the class policies'
+// params in.
+constexpr const char* kClassParams = "extended-resource-classes";
 
 class ClassClaimsTest : public ExtenderSuite {
  protected:
@@ -113,6 +117,88 @@ class ClassClaimsTest : public ExtenderSuite {
       return nullptr;
     }
     return api_->get(resources::kExtendedResourceClaims, ns_, it->second);
+  }
+
+  // deploy/class-routing-policy.yaml with this stack's profile in place of the usual one;
+  // removed when the returned guard goes.
+  [[nodiscard]] static std::shared_ptr<void> applyRoutingPolicy(const std::string& schedulerName) {
+    std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/class-routing-policy.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const std::string usual = "extended-resource-scheduler";
+    EXPECT_NE(yaml.find(usual), std::string::npos);
+    for (size_t at = yaml.find(usual); at != std::string::npos;
+         at = yaml.find(usual, at + schedulerName.size())) {
+      yaml.replace(at, usual.size(), schedulerName);
+    }
+    const std::string file = "/tmp/" + uniqueName("class-routing") + ".yaml";
+    std::ofstream(file) << yaml;
+    std::string out;
+    const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
+    std::remove(file.c_str());
+    EXPECT_EQ(rc, 0) << out;
+    return std::shared_ptr<void>(nullptr, [](void*) {
+      removeIgnoringMissing(kRoutingBindings, "", "extended-resource-class-routing");
+      removeIgnoringMissing(kRoutingPolicies, "", "extended-resource-class-routing");
+    });
+  }
+
+  // The class-names policy of deploy/admission-policy.yaml and its binding; removed when the
+  // returned guard goes.
+  [[nodiscard]] static std::shared_ptr<void> applyClassNamesPolicy() {
+    std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/admission-policy.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string all = text.str();
+    std::string yaml;
+    for (size_t at = 0; at < all.size();) {
+      size_t end = all.find("\n---\n", at);
+      if (end == std::string::npos) {
+        end = all.size();
+      }
+      const std::string doc = all.substr(at, end - at);
+      if (doc.find("\n  name: extended-resource-class-names\n") != std::string::npos) {
+        yaml += doc + "\n---\n";
+      }
+      at = end + 5;
+    }
+    EXPECT_NE(yaml.find("kind: ValidatingAdmissionPolicyBinding"), std::string::npos) << yaml;
+    const std::string file = "/tmp/" + uniqueName("class-names") + ".yaml";
+    std::ofstream(file) << yaml;
+    std::string out;
+    const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
+    std::remove(file.c_str());
+    EXPECT_EQ(rc, 0) << out;
+    return std::shared_ptr<void>(nullptr, [](void*) {
+      removeIgnoringMissing(resources::kValidatingAdmissionPolicyBindings, "",
+                            "extended-resource-class-names");
+      removeIgnoringMissing(resources::kValidatingAdmissionPolicies, "",
+                            "extended-resource-class-names");
+    });
+  }
+
+  // Creates pods asking for the class's name with no scheduler until the routing policy sends
+  // one to this stack's profile (the API server reads the policy and its params through
+  // informers); returns that pod's name, "" if none was routed within `bound`.
+  std::string createRoutedPod(std::chrono::milliseconds bound, json* gates = nullptr) {
+    std::string routed;
+    eventually(
+        [&] {
+          const std::string name = uniqueName("routed");
+          const json pod = api_->create(resources::kPods, ns_, podAsking(name, 1, ""));
+          if (pod["spec"].value("schedulerName", "") == schedulerName_) {
+            routed = name;
+            if (gates != nullptr) {
+              *gates = pod["spec"].value("schedulingGates", json::array());
+            }
+            return true;
+          }
+          deletePodNow(*api_, ns_, name);
+          return false;
+        },
+        bound, 1s);
+    return routed;
   }
 
   std::vector<json> liveClaims() {
@@ -254,48 +340,13 @@ TEST_F(ClassClaimsTest, AQuotaOnTheNameCountsThePodsRequests) {
 }
 
 TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClassToTheProfile) {
-  // deploy/class-routing-policy.yaml with this stack's profile in place of the usual one.
-  std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/class-routing-policy.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = text.str();
-  const std::string usual = "extended-resource-scheduler";
-  ASSERT_NE(yaml.find(usual), std::string::npos);
-  for (size_t at = yaml.find(usual); at != std::string::npos;
-       at = yaml.find(usual, at + schedulerName_.size())) {
-    yaml.replace(at, usual.size(), schedulerName_);
-  }
-  const std::string file = "/tmp/" + uniqueName("class-routing") + ".yaml";
-  std::ofstream(file) << yaml;
-  std::string out;
-  const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
-  std::remove(file.c_str());
-  ASSERT_EQ(rc, 0) << out;
-  struct Remove {
-    ~Remove() {
-      removeIgnoringMissing(kRoutingBindings, "", "extended-resource-class-routing");
-      removeIgnoringMissing(kRoutingPolicies, "", "extended-resource-class-routing");
-    }
-  } remove;
+  const auto policy = applyRoutingPolicy(schedulerName_);
   const std::string node = makeNode(1);
   makeDevice(node, "k80");
 
-  // The policy is read by the API server's informers: the first pods may come before it.
-  std::string routed;
   json routedGates;
-  ASSERT_TRUE(eventually(
-      [&] {
-        const std::string name = uniqueName("routed");
-        const json pod = api_->create(resources::kPods, ns_, podAsking(name, 1, ""));
-        if (pod["spec"].value("schedulerName", "") == schedulerName_) {
-          routed = name;
-          routedGates = pod["spec"].value("schedulingGates", json::array());
-          return true;
-        }
-        deletePodNow(*api_, ns_, name);
-        return false;
-      },
-      30s, 1s));
+  const std::string routed = createRoutedPod(30s, &routedGates);
+  ASSERT_FALSE(routed.empty()) << "no pod asking for " << gpu_ << " was routed in 30 s";
   EXPECT_EQ(routedGates, json::array({{{"name", kClassClaimsGate}}}));
   EXPECT_TRUE(waitBound(routed)) << awaitFailedScheduling(routed);
   // The gate kept kube-scheduler off the pod until the controller recorded its claim, and went
@@ -316,6 +367,81 @@ TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClass
   EXPECT_FALSE(
       eventually([&] { return !Pod::fromJson(getPod("other")).resourceClaims.empty(); }, 3s))
       << "and gets no claim: nothing of that scheduler would allocate it";
+}
+
+// The class policies read their params from a Namespace's annotation the controller keeps: they
+// work as soon as kube-apiserver answers after a restart (a custom resource paramKind, resolved
+// through the API server's discovery, can stay unresolved for a while then), and a policy deleted
+// and applied again reads the current params (a ConfigMap paramKind's informer stops once no
+// policy uses it, and its params stay stale). The controller, which exits when its lease lapses
+// in the outage, is started again as its Deployment would.
+TEST_F(ClassClaimsTest, TheClassPoliciesReadCurrentParamsAfterARestartAndWhenAppliedAgain) {
+  auto routing = applyRoutingPolicy(schedulerName_);
+  const auto names = applyClassNamesPolicy();
+  const std::string node = makeNode(2);
+  makeDevice(node, "k80");
+  makeDevice(node, "k80");
+  auto published = [&](const std::string& cls, const std::string& name) {
+    return eventually([&] {
+      const json ns = api_->get(resources::kNamespaces, "", kClassParams);
+      const std::string value =
+          ns["metadata"].value("annotations", json::object()).value(kClassParamsAnnotation, "");
+      return (" " + value + " ").find(" " + name + "=" + cls + " ") != std::string::npos;
+    });
+  };
+  ASSERT_TRUE(published(className_, gpu_)) << "the controller did not publish " << className_;
+  const std::string before = createRoutedPod(30s);
+  ASSERT_FALSE(before.empty()) << "no pod asking for " << gpu_ << " was routed in 30 s";
+
+  ASSERT_EQ(env_->launch("restart-apiserver"), 0);
+  const auto restarted = std::chrono::steady_clock::now();
+  const std::string after = createRoutedPod(10s);
+  ASSERT_FALSE(after.empty()) << "after kube-apiserver restarted, no pod asking for " << gpu_
+                              << " was routed in 10 s";
+  std::cout << "[measured] first pod routed "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count()
+            << " s after kube-apiserver answered again\n";
+  const std::string second = uniqueName("second");
+  try {
+    api_->create(resources::kExtendedResourceClasses, "", k80ClassObject(second, gpu_, resource_));
+    removeIgnoringMissing(resources::kExtendedResourceClasses, "", second);
+    ADD_FAILURE() << "a second class for " << gpu_ << " was admitted after the restart";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("ExtendedResourceClass " + className_ +
+                                         " already serves " + gpu_),
+              std::string::npos)
+        << e.what();
+  }
+  if (!alive(controller_, "controller")) {
+    controller_ = startController(freePort(), {});
+  }
+  EXPECT_TRUE(waitBound(before)) << awaitFailedScheduling(before);
+  EXPECT_TRUE(waitBound(after)) << awaitFailedScheduling(after);
+
+  // The routing policy deleted and applied again, then a class made for a new name: the policy
+  // routes pods asking for it.
+  routing.reset();
+  routing = applyRoutingPolicy(schedulerName_);
+  const std::string fpga = uniqueName("fpga") + ".example.com/fpga";
+  const std::string fpgaClass = uniqueName("class");
+  api_->create(resources::kExtendedResourceClasses, "", k80ClassObject(fpgaClass, fpga, resource_));
+  struct Remove {
+    std::string name;
+    ~Remove() { removeIgnoringMissing(resources::kExtendedResourceClasses, "", name); }
+  } removeFpga{fpgaClass};
+  ASSERT_TRUE(published(fpgaClass, fpga));
+  std::string routedFpga;
+  EXPECT_TRUE(eventually(
+      [&] {
+        json pod = podAsking(uniqueName("fpga"), 0, "");
+        pod["spec"]["containers"][0]["resources"] = {{"limits", {{fpga, "1"}}}};
+        const json made = api_->create(resources::kPods, ns_, pod);
+        routedFpga = made["spec"].value("schedulerName", "");
+        return routedFpga == schedulerName_;
+      },
+      10s, 1s))
+      << "a pod asking for " << fpga << " went to " << routedFpga
+      << " after the routing policy was applied again";
 }
 
 }  // namespace

@@ -110,6 +110,10 @@ TEST_F(RbacTest, ControllerServiceAccountHasWhatItNeedsAndNoMore) {
           {"get nodes", false},
           {"patch nodes", false},
           {"create leases -n default", false},
+          // The class policies' params: only the deployed Namespace, never another.
+          {"update namespaces/extended-resource-classes", true},
+          {"update namespaces/kube-system", false},
+          {"create namespaces", false},
       });
 }
 

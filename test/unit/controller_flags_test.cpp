@@ -37,8 +37,9 @@ TEST(ControllerFlags, DefaultsAreControllerAppConfigsWithProtectionOn) {
   EXPECT_EQ(c.leaderElection.retryPeriod, want.leaderElection.retryPeriod);
   EXPECT_EQ(c.leaderElection.identity, "");  // ControllerApp fills it
   EXPECT_EQ(c.metricsBindAddress, want.metricsBindAddress);
-  // The one default the binary sets apart from the library's.
+  // The defaults the binary sets apart from the library's.
   EXPECT_TRUE(c.controller.reconciler.protectInUse);
+  EXPECT_EQ(c.controller.classParamsNamespace, "extended-resource-classes");
   EXPECT_EQ(got.kubeconfig, "");
   EXPECT_EQ(got.log.format, LogSettings{}.format);
   EXPECT_EQ(got.log.verbosity, LogSettings{}.verbosity);
@@ -54,7 +55,7 @@ TEST(ControllerFlags, HelpShowsTheConfigsDefaultsAndAliases) {
         "Lease name (also --leader-elect-resource-name) (default \"extended-resource-controller\")",
         "Lease namespace (also --leader-elect-resource-namespace) (default \"kube-system\")",
         "(default \"leases\")", "(default 15s)", "(default 10s)", "(default 2s)",
-        "(default \":8080\")"}) {
+        "(default \":8080\")", "keeps none (default \"extended-resource-classes\")"}) {
     EXPECT_NE(usage.find(text), std::string::npos) << text << "\n" << usage;
   }
 }
@@ -67,10 +68,12 @@ TEST(ControllerFlags, ValidInputFillsTheConfig) {
                      "--leader-elect-resource-name=l", "--leader-elect-resource-namespace=n",
                      "--leader-elect-resource-lock=leases", "--leader-elect-lease-duration=4s",
                      "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
-                     "--metrics-bind-address=127.0.0.1:9", "--log-format=json", "--v=2"},
+                     "--metrics-bind-address=127.0.0.1:9", "--log-format=json", "--v=2",
+                     "--class-params-namespace=params"},
                     got)
                   .ok());
   const ControllerAppConfig& c = got.app;
+  EXPECT_EQ(c.controller.classParamsNamespace, "params");
   EXPECT_EQ(got.kubeconfig, "/k");
   EXPECT_EQ(c.controller.workers, 2);
   EXPECT_EQ(c.controller.deviceWorkers, 3);
@@ -88,6 +91,12 @@ TEST(ControllerFlags, ValidInputFillsTheConfig) {
   EXPECT_EQ(c.metricsBindAddress, "127.0.0.1:9");
   EXPECT_EQ(got.log.format, log::Format::kJson);
   EXPECT_EQ(got.log.verbosity, 2);
+}
+
+TEST(ControllerFlags, TheClassParamsCanBeOff) {
+  ControllerSettings got;
+  ASSERT_TRUE(parse({"--class-params-namespace="}, got).ok());
+  EXPECT_EQ(got.app.controller.classParamsNamespace, "");
 }
 
 TEST(ControllerFlags, MetricsCanBeOff) {
@@ -121,6 +130,7 @@ TEST(ControllerFlags, EachBadValueNamesItsFlag) {
        "--leader-elect-renew-deadline must be below --leader-elect-lease-duration, got 15s and "
        "15s"},
       {{"--log-format=xml"}, "--log-format must be text or json, got \"xml\""},
+
       {{"--v=100"}, "--v must be 0 to 99, got 100"},
   };
   for (const Case& c : cases) {

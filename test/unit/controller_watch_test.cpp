@@ -21,6 +21,7 @@ TEST(WorkKeys, EveryKeyRoundTripsWhateverItsName) {
       NudgeKey{NudgeTarget::claim("default/claim:with:colons"), false},
       NudgeKey{NudgeTarget::claim("default/c"), true},
       DeviceKey{""},
+      ClassParamsKey{},
   };
   std::set<std::string> encoded;
   for (const auto& key : keys) {
@@ -30,6 +31,7 @@ TEST(WorkKeys, EveryKeyRoundTripsWhateverItsName) {
   }
   EXPECT_FALSE(KeyQueue::decode(""));
   EXPECT_FALSE(KeyQueue::decode("xdefault/c"));
+  EXPECT_FALSE(KeyQueue::decode("kname")) << "the class params key has no name";
 }
 
 TEST(WorkKeys, AResourceAndAClaimOfTheSameNameAreDifferentNudges) {
@@ -45,6 +47,7 @@ TEST(WorkKeys, KindsLabelTheMetrics) {
   EXPECT_STREQ(kindOf(PodKey{"a/p"}), "pod");
   EXPECT_STREQ(kindOf(NudgeKey{NudgeTarget::resource("r"), false}), "nudge");
   EXPECT_STREQ(kindOf(NudgeKey{NudgeTarget::resource("r"), true}), "renudge");
+  EXPECT_STREQ(kindOf(ClassParamsKey{}), "classparams");
 }
 
 TEST(KeyQueue, HandsOutTypedKeysOnce) {

@@ -131,6 +131,19 @@ TEST(ClassTable, RefusesANameThatIsNoExtendedResource) {
   EXPECT_EQ(makeClass("c", "nvidia.com/gpu", "t")->invalid, "");
 }
 
+TEST(ClassTable, ItsParamsNameTheServingClassOfEachName) {
+  auto older = makeClass("b-older", "nvidia.com/gpu", "2026-01-01T00:00:00Z");
+  auto newer = makeClass("a-newer", "nvidia.com/gpu", "2026-02-01T00:00:00Z");
+  auto k80 = makeClass("k80", "example.com/k80_v2", "2026-03-01T00:00:00Z");
+  auto invalid =
+      makeClass("0-bad", "example.com/fpga", "2025-01-01T00:00:00Z",
+                {{"matchExpressions", json::array({{{"key", "m"}, {"operator", "Gt"}}})}});
+  EXPECT_EQ(classParams(ClassTable({newer, k80, invalid, older})),
+            "example.com/k80_v2=k80 nvidia.com/gpu=b-older")
+      << "a superseded or invalid class serves nothing";
+  EXPECT_EQ(classParams(ClassTable()), "");
+}
+
 Pod podAsking(const json& limits, const std::string& record = "") {
   json meta = {{"name", "web"}, {"namespace", "ns"}, {"uid", "pod-uid"}};
   if (!record.empty()) {
@@ -348,7 +361,7 @@ TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
       << resolved.blockMessage;
 }
 
-TEST(ClassClaims, AClassAppearingReconcilesThePodsWaitingForIt) {
+TEST(ClassClaims, AClassAppearingReconcilesItsParamsAndThePodsWaitingForIt) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   auto waiting = std::make_shared<const WatchedPod>(WatchedPod::fromJson(
       {{"metadata", {{"name", "a"}, {"namespace", "ns"}, {"uid", "1"}}},
@@ -363,8 +376,9 @@ TEST(ClassClaims, AClassAppearingReconcilesThePodsWaitingForIt) {
   other->meta.name = "d";
   other->extendedRequests = {{"example.com/fpga", {{"c", 1, ContainerKind::kApp}}}};
   const Triggers tr = classChanged(*cls, {waiting, recorded, bound, other});
-  ASSERT_EQ(tr.keys.size(), 1u);
-  EXPECT_EQ(std::get<PodKey>(tr.keys[0]).key, "ns/a");
+  ASSERT_EQ(tr.keys.size(), 2u);
+  EXPECT_EQ(tr.keys[0], WorkKey(ClassParamsKey{}));
+  EXPECT_EQ(std::get<PodKey>(tr.keys[1]).key, "ns/a");
   EXPECT_EQ(podChanged(*waiting, {}, false).keys.size(), 1u)
       << "a pod asking in its resources is reconciled when it changes";
 }
