@@ -144,10 +144,10 @@ void Controller::start() {
   }
   log::info("controller started", {{"workers", claimWorkers}, {"deviceWorkers", deviceWorkers}});
   running_ = true;
-  apply(startedLeading(pods_.list(), claims_.list(), devices_.list()));
-  if (watchesClasses_) {  // classes may have gone while no replica led
+  if (watchesClasses_) {  // first: classes may have changed while no replica led
     queue_.add(ClassParamsKey{});
   }
+  apply(startedLeading(pods_.list(), claims_.list(), devices_.list()));
 }
 
 void Controller::stop() {

@@ -96,16 +96,47 @@ ClassPtr ClassTable::supersededBy(const ExtendedResourceClass& cls) const {
   return server && server->meta.name != cls.meta.name ? server : nullptr;
 }
 
-std::string classParams(const ClassTable& classes) {
+namespace {
+
+// As the policy encodes a claim's rawResourceName before it compares (replace, in this order).
+std::string encodeParam(const std::string& raw) {
+  std::string out;
+  for (char c : raw) {
+    out += c == '%' ? "%25" : c == ' ' ? "%20" : c == '=' ? "%3D" : std::string(1, c);
+  }
+  return out;
+}
+
+std::string joined(const std::map<std::string, std::string>& entries) {
+  std::string out;
+  for (const auto& [key, rest] : entries) {
+    out += (out.empty() ? "" : " ") + key + "=" + rest;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> classParams(const ClassTable& classes) {
   std::map<std::string, std::string> served;
+  std::map<std::string, std::string> podsOnly;
   for (const auto& c : classes.all()) {
     if (classes.serving(c->extendedResourceName) == c) {
       served.emplace(c->extendedResourceName, c->meta.name);
     }
+    auto label = c->meta.labels.find(kPodsOnlyLabel);
+    if (c->invalid.empty() && label != c->meta.labels.end() && label->second == "true") {
+      // Oldest first: two labelled classes of one resource name the older in refusals.
+      podsOnly.emplace(encodeParam(c->rawResourceName),
+                       c->meta.name + "=" + c->extendedResourceName);
+    }
   }
-  std::string out;
-  for (const auto& [name, cls] : served) {
-    out += (out.empty() ? "" : " ") + name + "=" + cls;
+  std::map<std::string, std::string> out;
+  if (!served.empty()) {
+    out[kClassParamsAnnotation] = joined(served);
+  }
+  if (!podsOnly.empty()) {
+    out[kPodsOnlyParamsAnnotation] = joined(podsOnly);
   }
   return out;
 }

@@ -54,15 +54,25 @@ class ClassTable {
   std::vector<ClassPtr> classes_;  // the servers first, by name; then the rest
 };
 
-// The annotation the class admission policies (the routing of pods that ask the usual way, and
-// one class per name) read from their params, a Namespace the controller keeps.
+// A class labelled so gives the devices of its rawResourceName only to pods that ask for its
+// extendedResourceName in their resources, which ResourceQuota counts: claims and templates of
+// that resource are refused unless the controller makes them (deploy/admission-policy.yaml).
+inline constexpr const char* kPodsOnlyLabel = "extendedresource.io/claims-through-pods-only";
+
+// The params of the class admission policies: annotations of a Namespace the controller keeps.
+// kube-apiserver watches Namespaces for its whole life, where a custom resource paramKind is
+// resolved through discovery (a policy fails for a while after a restart or the CRD's creation)
+// and a ConfigMap's informer stops once no policy uses it (a policy applied again reads stale
+// params).
+// "<extended resource name>=<serving class>" for each name a class serves (routing, one class
+// per name).
 inline constexpr const char* kClassParamsAnnotation = "extendedresource.io/classes";
-// Its value: "<extended resource name>=<serving class>" for each name a class serves, by name,
-// separated by spaces ("" when none). A built-in kind whose informer kube-apiserver runs for its
-// own life: a custom resource paramKind is resolved through discovery (a policy fails for a
-// while after a restart or the CRD's creation), and a ConfigMap's informer stops for good once
-// no policy uses it (a policy deleted and applied again reads stale params).
-std::string classParams(const ClassTable& classes);
+// "<rawResourceName>=<class>=<extended resource name>" for each resource a class labelled
+// kPodsOnlyLabel draws from, the rawResourceName with '%', ' ' and '=' as %25, %20 and %3D.
+inline constexpr const char* kPodsOnlyParamsAnnotation = "extendedresource.io/pods-only";
+// Each annotation's value, entries by name and separated by spaces; an annotation with no
+// entries is absent.
+std::map<std::string, std::string> classParams(const ClassTable& classes);
 
 // The pod's requests a class serves: extended resource name -> the class and the shares.
 struct ClassRequest {

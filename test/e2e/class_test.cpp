@@ -6,7 +6,8 @@
 // restart and a re-registration of the Node, and takes the name of a class deleted while it was
 // away off the node when it comes back; a pod placed by another scheduler never starts; a
 // ResourceQuota on the name counts the pods' requests; a Deployment's pods each get a device of
-// their own and leave no claims; a second class for a served name is refused.
+// their own and leave no claims; a second class for a served name is refused; a class for pods
+// only refuses claims and templates of its devices.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -617,6 +618,68 @@ TEST_F(ClassTest, AQuotaOnTheNameRefusesAThirdPod) {
   for (const auto* p : {"a", "b"}) {
     EXPECT_TRUE(eventually([&] { return podRunning(p); }, 120s)) << p << ": " << podPhase(p);
   }
+}
+
+// A quota on the name counts pods' requests, not claims: a tenant could take the class's devices
+// past it with a claim or template of its rawResourceName. Once the class is labelled
+// claims-through-pods-only, deploy/admission-policy.yaml refuses those (create, and a spec
+// edited to that resource), while a pod asking the usual way still gets its device through the
+// claim the controller makes.
+TEST_F(ClassTest, AClassForPodsOnlyRefusesClaimsAndTemplatesOfItsDevices) {
+  device("k80");
+  ASSERT_TRUE(awaitCapacity(1));
+  const json before = itest::claimObject(ns_, "direct-before", resource_, 1, {{"type", "k80"}});
+  api_->create(resources::kExtendedResourceClaims, ns_, before);
+  api_->patch(resources::kExtendedResourceClasses, "", className_, PatchType::kMerge,
+              {{"metadata", {{"labels", {{kPodsOnlyLabel, "true"}}}}}});
+
+  std::string refusal;
+  int tries = 0;
+  // The controller publishes the label in the policy's params, which the API server reads
+  // through an informer: a claim created before it has them is deleted and tried again.
+  const bool refused = eventually(
+      [&] {
+        const std::string name = "direct-" + std::to_string(++tries);
+        try {
+          api_->create(resources::kExtendedResourceClaims, ns_,
+                       itest::claimObject(ns_, name, resource_, 1, {{"type", "k80"}}));
+          api_->remove(resources::kExtendedResourceClaims, ns_, name);
+          return false;
+        } catch (const ApiError& e) {
+          refusal = e.what();
+          return true;
+        }
+      },
+      30s, 500ms);
+  ASSERT_TRUE(refused) << "a claim of " << resource_ << " was accepted for 30 s";
+  EXPECT_NE(refusal.find("are given only to pods that ask for " + gpu_), std::string::npos)
+      << refusal;
+  EXPECT_NE(refusal.find("ExtendedResourceClass " + className_), std::string::npos) << refusal;
+
+  try {
+    const json claim = itest::claimObject(ns_, "unused", resource_, 1, {{"type", "k80"}});
+    api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+                 {{"apiVersion", claim["apiVersion"]},
+                  {"kind", "ExtendedResourceClaimTemplate"},
+                  {"metadata", {{"name", "direct-template"}, {"namespace", ns_}}},
+                  {"spec", {{"spec", claim["spec"]}}}});
+    ADD_FAILURE() << "a template of " << resource_ << " was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("not through a claim template"), std::string::npos)
+        << e.what();
+  }
+  // A claim of another resource may not be edited into one of the class's.
+  json other = api_->create(resources::kExtendedResourceClaims, ns_,
+                            itest::claimObject(ns_, "other", uniqueName("other") + ".io/x", 1));
+  other["spec"]["rawResourceName"] = resource_;
+  EXPECT_THROW(api_->update(resources::kExtendedResourceClaims, ns_, other), ApiError);
+  // One made before the label is left as it is: its labels may still change.
+  EXPECT_NO_THROW(api_->patch(resources::kExtendedResourceClaims, ns_, "direct-before",
+                              PatchType::kMerge, {{"metadata", {{"labels", {{"team", "a"}}}}}}));
+  api_->remove(resources::kExtendedResourceClaims, ns_, "direct-before");
+
+  api_->create(resources::kPods, ns_, podAsking("asks", 1));
+  EXPECT_TRUE(eventually([&] { return podRunning("asks"); }, 120s)) << podPhase("asks");
 }
 
 // deploy/admission-policy.yaml refuses a second class for a name a class serves, naming that

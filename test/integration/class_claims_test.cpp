@@ -119,25 +119,33 @@ class ClassClaimsTest : public ExtenderSuite {
     return api_->get(resources::kExtendedResourceClaims, ns_, it->second);
   }
 
+  static std::string sourceFile(const std::string& path) {
+    std::ifstream in(std::string(KER_SOURCE_DIR) + "/" + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // kubectl apply of these manifests.
+  static void apply(const std::string& yaml) {
+    const std::string file = "/tmp/" + uniqueName("manifests") + ".yaml";
+    std::ofstream(file) << yaml;
+    std::string out;
+    const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
+    std::remove(file.c_str());
+    EXPECT_EQ(rc, 0) << out;
+  }
+
   // deploy/class-routing-policy.yaml with this stack's profile in place of the usual one;
   // removed when the returned guard goes.
   [[nodiscard]] static std::shared_ptr<void> applyRoutingPolicy(const std::string& schedulerName) {
-    std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/class-routing-policy.yaml");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string yaml = text.str();
+    std::string yaml = sourceFile("deploy/class-routing-policy.yaml");
     const std::string usual = "extended-resource-scheduler";
     EXPECT_NE(yaml.find(usual), std::string::npos);
     for (size_t at = yaml.find(usual); at != std::string::npos;
          at = yaml.find(usual, at + schedulerName.size())) {
       yaml.replace(at, usual.size(), schedulerName);
     }
-    const std::string file = "/tmp/" + uniqueName("class-routing") + ".yaml";
-    std::ofstream(file) << yaml;
-    std::string out;
-    const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
-    std::remove(file.c_str());
-    EXPECT_EQ(rc, 0) << out;
+    apply(yaml);
     return std::shared_ptr<void>(nullptr, [](void*) {
       removeIgnoringMissing(kRoutingBindings, "", "extended-resource-class-routing");
       removeIgnoringMissing(kRoutingPolicies, "", "extended-resource-class-routing");
@@ -147,10 +155,7 @@ class ClassClaimsTest : public ExtenderSuite {
   // The class-names policy of deploy/admission-policy.yaml and its binding; removed when the
   // returned guard goes.
   [[nodiscard]] static std::shared_ptr<void> applyClassNamesPolicy() {
-    std::ifstream in(std::string(KER_SOURCE_DIR) + "/deploy/admission-policy.yaml");
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string all = text.str();
+    const std::string all = sourceFile("deploy/admission-policy.yaml");
     std::string yaml;
     for (size_t at = 0; at < all.size();) {
       size_t end = all.find("\n---\n", at);
@@ -164,12 +169,7 @@ class ClassClaimsTest : public ExtenderSuite {
       at = end + 5;
     }
     EXPECT_NE(yaml.find("kind: ValidatingAdmissionPolicyBinding"), std::string::npos) << yaml;
-    const std::string file = "/tmp/" + uniqueName("class-names") + ".yaml";
-    std::ofstream(file) << yaml;
-    std::string out;
-    const int rc = env_->kubectl("apply -f " + shellQuote(file), &out);
-    std::remove(file.c_str());
-    EXPECT_EQ(rc, 0) << out;
+    apply(yaml);
     return std::shared_ptr<void>(nullptr, [](void*) {
       removeIgnoringMissing(resources::kValidatingAdmissionPolicyBindings, "",
                             "extended-resource-class-names");

@@ -13,9 +13,13 @@ using json = nlohmann::json;
 using testing::FakeApiClient;
 
 ClassPtr makeClass(const std::string& name, const std::string& extendedResourceName,
-                   const std::string& created) {
+                   const std::string& created, bool podsOnly = false) {
+  json meta = {{"name", name}, {"creationTimestamp", created}};
+  if (podsOnly) {
+    meta["labels"] = {{kPodsOnlyLabel, "true"}};
+  }
   return std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
-      {{"metadata", {{"name", name}, {"creationTimestamp", created}}},
+      {{"metadata", meta},
        {"spec", {{"extendedResourceName", extendedResourceName}, {"rawResourceName", "k80"}}}}));
 }
 
@@ -45,11 +49,20 @@ TEST_F(ClassParamsTest, TheAnnotationFollowsTheServingClassesAndNothingElseChang
             (json{{"team", "infra"}, {kClassParamsAnnotation, "nvidia.com/gpu=gpu"}}));
 
   const std::string written = version();
-  ASSERT_EQ(publisher_.sync(one).status, ReconcileResult::Status::kDone);
+  const ReconcileResult again = publisher_.sync(one);
+  ASSERT_EQ(again.status, ReconcileResult::Status::kDone);
   EXPECT_EQ(version(), written) << "an equal annotation is not written again";
+  EXPECT_EQ(again.requeueAfter, ClassParamsPublisher::kRecheck)
+      << "nothing watches the Namespace: it is looked at again";
+
+  ASSERT_EQ(publisher_.sync(ClassTable({makeClass("gpu", "nvidia.com/gpu", "t", true)})).status,
+            ReconcileResult::Status::kDone);
+  EXPECT_EQ(annotations(), (json{{"team", "infra"},
+                                 {kClassParamsAnnotation, "nvidia.com/gpu=gpu"},
+                                 {kPodsOnlyParamsAnnotation, "k80=gpu=nvidia.com/gpu"}}));
 
   ASSERT_EQ(publisher_.sync(ClassTable()).status, ReconcileResult::Status::kDone);
-  EXPECT_EQ(annotations(), (json{{"team", "infra"}})) << "with no class the annotation goes";
+  EXPECT_EQ(annotations(), (json{{"team", "infra"}})) << "with no class the annotations go";
   const std::string removed = version();
   ASSERT_EQ(publisher_.sync(ClassTable()).status, ReconcileResult::Status::kDone);
   EXPECT_EQ(version(), removed);

@@ -131,7 +131,7 @@ TEST(ClassTable, RefusesANameThatIsNoExtendedResource) {
   EXPECT_EQ(makeClass("c", "nvidia.com/gpu", "t")->invalid, "");
 }
 
-TEST(ClassTable, ItsParamsNameTheServingClassOfEachName) {
+TEST(ClassTable, ItsParamsNameTheServingClassOfEachNameAndTheDevicesForPodsOnly) {
   auto older = makeClass("b-older", "nvidia.com/gpu", "2026-01-01T00:00:00Z");
   auto newer = makeClass("a-newer", "nvidia.com/gpu", "2026-02-01T00:00:00Z");
   auto k80 = makeClass("k80", "example.com/k80_v2", "2026-03-01T00:00:00Z");
@@ -139,9 +139,25 @@ TEST(ClassTable, ItsParamsNameTheServingClassOfEachName) {
       makeClass("0-bad", "example.com/fpga", "2025-01-01T00:00:00Z",
                 {{"matchExpressions", json::array({{{"key", "m"}, {"operator", "Gt"}}})}});
   EXPECT_EQ(classParams(ClassTable({newer, k80, invalid, older})),
-            "example.com/k80_v2=k80 nvidia.com/gpu=b-older")
-      << "a superseded or invalid class serves nothing";
-  EXPECT_EQ(classParams(ClassTable()), "");
+            (std::map<std::string, std::string>{
+                {kClassParamsAnnotation, "example.com/k80_v2=k80 nvidia.com/gpu=b-older"}}))
+      << "a superseded or invalid class serves nothing, and no class is for pods only";
+  EXPECT_EQ(classParams(ClassTable()), (std::map<std::string, std::string>{}));
+
+  auto podsOnly = [](ClassPtr c, const std::string& raw) {
+    json obj = {
+        {"metadata",
+         {{"name", c->meta.name},
+          {"creationTimestamp", c->meta.creationTimestamp},
+          {"labels", {{kPodsOnlyLabel, "true"}}}}},
+        {"spec", {{"extendedResourceName", c->extendedResourceName}, {"rawResourceName", raw}}}};
+    return std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(obj));
+  };
+  const auto params = classParams(
+      ClassTable({podsOnly(newer, "gpu"), podsOnly(older, "gpu"), podsOnly(k80, "odd name=100%")}));
+  EXPECT_EQ(params.at(kPodsOnlyParamsAnnotation),
+            "gpu=b-older=nvidia.com/gpu odd%20name%3D100%25=k80=example.com/k80_v2")
+      << "one entry per resource, the older class's; separators encoded";
 }
 
 Pod podAsking(const json& limits, const std::string& record = "") {
