@@ -290,10 +290,11 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
       in.templates[entry.templateName] = keepTemplates.back().get();
     }
   }
+  in.classes = ClassTable(caches_.classes());
   // Only pods of the profile get claims for their requests: under another scheduler nothing
   // would allocate them (the node agent refuses such a pod's containers instead).
   if (!pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName)) {
-    in.classRequests = classRequests(pod.extendedRequests, ClassTable(caches_.classes()));
+    in.classRequests = classRequests(pod.extendedRequests, in.classes);
   }
   std::vector<CachedClaim> keepClaims;  // own what in.existing points to
   auto learn = [&](const std::string& name, CachedClaim claim) {

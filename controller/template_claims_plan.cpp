@@ -186,6 +186,16 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                         " is invalid: " + tmpl->invalid;
       continue;
     }
+    const std::string raw = tmpl->claimSpec.is_object()
+                                ? tmpl->claimSpec.value("rawResourceName", std::string())
+                                : std::string();
+    if (ClassPtr cls = podsOnlyClass(in.classes, raw)) {
+      plan.waitingEntries[entry.name] =
+          "template " + objectKey(pod.meta.ns, entry.templateName) + " asks for devices of " + raw +
+          ", which ExtendedResourceClass " + cls->meta.name + " gives only to pods that ask for " +
+          cls->extendedResourceName + " in their resources";
+      continue;
+    }
     const std::string name = entryClaimName(pod, entry);
     switch (lookUp(name, kTemplateEntryLabel, entry.name)) {
       case Found::kMadeForIt:

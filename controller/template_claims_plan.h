@@ -21,6 +21,9 @@ struct TemplateClaimsInputs {
   // The pod's requests a class serves (classRequests), by extended resource name: each gets one
   // claim, recorded under that name.
   ClassRequests classRequests;
+  // The classes: no claim is made from a template of devices a class gives only to pods that
+  // ask in their resources (podsOnlyClass).
+  ClassTable classes;
   // The claims under the names the pod's entries and requests get (podClaimName), as far as
   // they were looked up: nullptr for a name no claim has. The cache answers first; a create
   // refused because the name is taken (a claim made just before a crash, or a create whose

@@ -115,7 +115,24 @@ std::string joined(const std::map<std::string, std::string>& entries) {
   return out;
 }
 
+// Only a class serving its name: pods asking for the name of a superseded one get another
+// class's devices, so its own would be out of everyone's reach.
+bool forPodsOnly(const ClassTable& classes, const ClassPtr& c) {
+  auto label = c->meta.labels.find(kPodsOnlyLabel);
+  return label != c->meta.labels.end() && label->second == "true" &&
+         classes.serving(c->extendedResourceName) == c;
+}
+
 }  // namespace
+
+ClassPtr podsOnlyClass(const ClassTable& classes, const std::string& rawResourceName) {
+  for (const auto& c : classes.all()) {  // oldest first
+    if (c->rawResourceName == rawResourceName && forPodsOnly(classes, c)) {
+      return c;
+    }
+  }
+  return nullptr;
+}
 
 std::map<std::string, std::string> classParams(const ClassTable& classes) {
   std::map<std::string, std::string> served;
@@ -124,9 +141,8 @@ std::map<std::string, std::string> classParams(const ClassTable& classes) {
     if (classes.serving(c->extendedResourceName) == c) {
       served.emplace(c->extendedResourceName, c->meta.name);
     }
-    auto label = c->meta.labels.find(kPodsOnlyLabel);
-    if (c->invalid.empty() && label != c->meta.labels.end() && label->second == "true") {
-      // Oldest first: two labelled classes of one resource name the older in refusals.
+    // Oldest first, as podsOnlyClass: the entry names the class it finds.
+    if (forPodsOnly(classes, c)) {
       podsOnly.emplace(encodeParam(c->rawResourceName),
                        c->meta.name + "=" + c->extendedResourceName);
     }

@@ -74,6 +74,12 @@ inline constexpr const char* kPodsOnlyParamsAnnotation = "extendedresource.io/po
 // entries is absent.
 std::map<std::string, std::string> classParams(const ClassTable& classes);
 
+// The class labelled kPodsOnlyLabel that gives the devices of rawResourceName (the oldest, among
+// those serving their name), nullptr when none: only the controller, from pods' requests, makes
+// claims of them. The policy refuses anyone else's (classParams); planTemplateClaims makes none
+// from a template.
+ClassPtr podsOnlyClass(const ClassTable& classes, const std::string& rawResourceName);
+
 // The pod's requests a class serves: extended resource name -> the class and the shares.
 struct ClassRequest {
   ClassPtr cls;

@@ -630,6 +630,12 @@ TEST_F(ClassTest, AClassForPodsOnlyRefusesClaimsAndTemplatesOfItsDevices) {
   ASSERT_TRUE(awaitCapacity(1));
   const json before = itest::claimObject(ns_, "direct-before", resource_, 1, {{"type", "k80"}});
   api_->create(resources::kExtendedResourceClaims, ns_, before);
+  // A template made before the label: it stays, but the controller makes no claim from it.
+  api_->create(resources::kExtendedResourceClaimTemplates, ns_,
+               {{"apiVersion", before["apiVersion"]},
+                {"kind", "ExtendedResourceClaimTemplate"},
+                {"metadata", {{"name", "template-before"}, {"namespace", ns_}}},
+                {"spec", {{"spec", before["spec"]}}}});
   api_->patch(resources::kExtendedResourceClasses, "", className_, PatchType::kMerge,
               {{"metadata", {{"labels", {{kPodsOnlyLabel, "true"}}}}}});
 
@@ -677,6 +683,28 @@ TEST_F(ClassTest, AClassForPodsOnlyRefusesClaimsAndTemplatesOfItsDevices) {
   EXPECT_NO_THROW(api_->patch(resources::kExtendedResourceClaims, ns_, "direct-before",
                               PatchType::kMerge, {{"metadata", {{"labels", {{"team", "a"}}}}}}));
   api_->remove(resources::kExtendedResourceClaims, ns_, "direct-before");
+
+  json templated = podAsking("templated", 0, kProfile);
+  templated["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=template-before"}};
+  api_->create(resources::kPods, ns_, templated);
+  std::string warning;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json events =
+            api_->list(resources::kEvents, ns_, {.fieldSelector = "involvedObject.name=templated"});
+        for (const auto& e : events["items"]) {
+          if (e.value("reason", "") == "ClaimTemplateUnusable") {
+            warning = e.value("message", "");
+            return true;
+          }
+        }
+        return false;
+      },
+      30s))
+      << "no warning that the template serves nothing";
+  EXPECT_NE(warning.find("gives only to pods that ask for " + gpu_), std::string::npos) << warning;
+  EXPECT_TRUE(Pod::fromJson(api_->get(resources::kPods, ns_, "templated")).generatedClaims.empty())
+      << "a claim was made from a template of the class's devices";
 
   api_->create(resources::kPods, ns_, podAsking("asks", 1));
   EXPECT_TRUE(eventually([&] { return podRunning("asks"); }, 120s)) << podPhase("asks");

@@ -325,6 +325,28 @@ TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   EXPECT_NE(plan.waitingEntries.at("gpu").find("is invalid"), std::string::npos);
 }
 
+TEST_F(TemplateClaimsPlanTest, ATemplateOfDevicesAClassGivesToPodsOnlyWaits) {
+  auto makeClass = [](const std::string& name, const std::string& resource, bool podsOnly) {
+    json meta = {{"name", name}, {"creationTimestamp", "2026-01-01T00:00:00Z"}};
+    if (podsOnly) {
+      meta["labels"] = {{kPodsOnlyLabel, "true"}};
+    }
+    return std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+        {{"metadata", meta},
+         {"spec", {{"extendedResourceName", resource}, {"rawResourceName", "x.io/gpu"}}}}));
+  };
+  in.existing[gpuName()] = nullptr;
+  in.classes = ClassTable({makeClass("gpu", "nvidia.com/gpu", false)});
+  EXPECT_EQ(planTemplateClaims(in).creates.size(), 1u) << "a class without the label";
+
+  in.classes = ClassTable({makeClass("gpu", "nvidia.com/gpu", true)});
+  const auto plan = planTemplateClaims(in);
+  EXPECT_TRUE(plan.creates.empty());
+  EXPECT_EQ(plan.waitingEntries.at("gpu"),
+            "template ns/gpu-tmpl asks for devices of x.io/gpu, which ExtendedResourceClass gpu "
+            "gives only to pods that ask for nvidia.com/gpu in their resources");
+}
+
 TEST_F(TemplateClaimsPlanTest, AWaitingEntryIsWarnedOfOncePerProblem) {
   in.templates["gpu-tmpl"] = nullptr;
   auto plan = planTemplateClaims(in);

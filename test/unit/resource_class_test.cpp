@@ -153,11 +153,15 @@ TEST(ClassTable, ItsParamsNameTheServingClassOfEachNameAndTheDevicesForPodsOnly)
         {"spec", {{"extendedResourceName", c->extendedResourceName}, {"rawResourceName", raw}}}};
     return std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(obj));
   };
-  const auto params = classParams(
-      ClassTable({podsOnly(newer, "gpu"), podsOnly(older, "gpu"), podsOnly(k80, "odd name=100%")}));
-  EXPECT_EQ(params.at(kPodsOnlyParamsAnnotation),
+  const ClassTable labelled(
+      {podsOnly(newer, "gpu2"), podsOnly(older, "gpu"), podsOnly(k80, "odd name=100%")});
+  EXPECT_EQ(classParams(labelled).at(kPodsOnlyParamsAnnotation),
             "gpu=b-older=nvidia.com/gpu odd%20name%3D100%25=k80=example.com/k80_v2")
-      << "one entry per resource, the older class's; separators encoded";
+      << "a class serving its name only (pods asking for a superseded one's name get another's "
+         "devices); separators encoded";
+  EXPECT_EQ(podsOnlyClass(labelled, "gpu"), labelled.serving("nvidia.com/gpu"));
+  EXPECT_EQ(podsOnlyClass(labelled, "gpu2"), nullptr);
+  EXPECT_EQ(podsOnlyClass(ClassTable({newer, older}), "gpu"), nullptr) << "no label";
 }
 
 Pod podAsking(const json& limits, const std::string& record = "") {
