@@ -61,8 +61,9 @@ struct TemplateClaimsPlan {
   // plan): the one recordPatch writes; else the last one written, until the cache shows it.
   std::map<std::string, std::string> remember;
   std::vector<PlannedEvent> events;  // with the record: ClaimsGenerated, for template entries
-  // Template entries that wait for their template to exist or become valid, and class requests
-  // (by resource name) no claim can be made for: each -> why.
+  // Template entries that wait for their template to exist or become valid (or to be of devices
+  // no class gives to pods only: podsOnlyClass), and class requests (by resource name) no claim
+  // can be made for: each -> why.
   std::map<std::string, std::string> waitingEntries;
   std::map<std::string, std::string> waitingRequests;
   // All of them in one line ("" when none wait), to remember as warned of; and, when the pod was

@@ -191,8 +191,11 @@ Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<Cached
   Triggers t;
   t.keys.push_back(ClassParamsKey{});
   for (const auto& p : pods) {
-    if (p && p->nodeName.empty() && p->extendedRequests.count(cls.extendedResourceName) &&
-        !p->resourceClaims.count(cls.extendedResourceName)) {
+    // Pods awaiting templates too: whether a template's devices are for pods only may change.
+    if (p && p->nodeName.empty() &&
+        ((p->extendedRequests.count(cls.extendedResourceName) &&
+          !p->resourceClaims.count(cls.extendedResourceName)) ||
+         !p->awaitingTemplates.empty())) {
       t.keys.push_back(PodKey{objectKey(p->meta.ns, p->meta.name)});
     }
   }

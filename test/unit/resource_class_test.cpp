@@ -395,10 +395,15 @@ TEST(ClassClaims, AClassAppearingReconcilesItsParamsAndThePodsWaitingForIt) {
   auto other = std::make_shared<WatchedPod>(*waiting);
   other->meta.name = "d";
   other->extendedRequests = {{"example.com/fpga", {{"c", 1, ContainerKind::kApp}}}};
-  const Triggers tr = classChanged(*cls, {waiting, recorded, bound, other});
-  ASSERT_EQ(tr.keys.size(), 2u);
+  auto awaitingTemplate = std::make_shared<WatchedPod>(*other);
+  awaitingTemplate->meta.name = "e";
+  awaitingTemplate->awaitingTemplates = {"gpu"};
+  const Triggers tr = classChanged(*cls, {waiting, recorded, bound, other, awaitingTemplate});
+  ASSERT_EQ(tr.keys.size(), 3u);
   EXPECT_EQ(tr.keys[0], WorkKey(ClassParamsKey{}));
   EXPECT_EQ(std::get<PodKey>(tr.keys[1]).key, "ns/a");
+  EXPECT_EQ(std::get<PodKey>(tr.keys[2]).key, "ns/e")
+      << "a template's devices may have become, or stopped being, for pods only";
   EXPECT_EQ(podChanged(*waiting, {}, false).keys.size(), 1u)
       << "a pod asking in its resources is reconciled when it changes";
 }
