@@ -290,10 +290,13 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
       in.templates[entry.templateName] = keepTemplates.back().get();
     }
   }
-  in.classes = ClassTable(caches_.classes());
   // Only pods of the profile get claims for their requests: under another scheduler nothing
   // would allocate them (the node agent refuses such a pod's containers instead).
-  if (!pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName)) {
+  const bool servesRequests = !pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName);
+  if (servesRequests || !pod.claimTemplates.empty()) {  // most pods need no class table
+    in.classes = ClassTable(caches_.classes());
+  }
+  if (servesRequests) {
     in.classRequests = classRequests(pod.extendedRequests, in.classes);
   }
   std::vector<CachedClaim> keepClaims;  // own what in.existing points to
