@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "agent/draining_plugin.h"
 #include "common/backoff.h"
 #include "common/logging.h"
 
@@ -38,6 +39,26 @@ nri::Status connectUnix(const std::string& path, int* fd) {
   return nri::Status::ok();
 }
 
+// The plugin `leave` registers: subscribed to one rare event only (none would mean all), it
+// answers the runtime's Synchronize and marks when the last part of it came.
+class LeavingPlugin : public nri::Plugin {
+ public:
+  nri::Status configure(const nri::ConfigureRequest&, nri::ConfigureResponse* resp) override {
+    resp->set_events(nri::eventBit(nri::REMOVE_POD_SANDBOX));
+    return nri::Status::ok();
+  }
+  nri::Status synchronize(const nri::SynchronizeRequest& req,
+                          nri::SynchronizeResponse* resp) override {
+    resp->set_more(req.more());
+    synchronized_ = !req.more();
+    return nri::Status::ok();
+  }
+  bool synchronized() const { return synchronized_; }
+
+ private:
+  bool synchronized_ = false;
+};
+
 }  // namespace
 
 nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
@@ -45,28 +66,99 @@ nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
   if (nri::Status s = connectUnix(options_.socketPath, &fd); !s.isOk()) {
     return s;
   }
-  nri::PluginDispatcher dispatcher(plugin_);
-  nri::Session session(fd, &dispatcher);
-  nri::Status s = nri::registerPlugin(&session, options_.pluginName, options_.pluginIndex,
-                                      options_.registerTimeout);
-  if (!s.isOk()) {
-    return s;
-  }
-  metrics_->runtimeConnects.inc();
-  metrics_->runtimeConnected.set(1);
-  connected_ = true;
-  log::info("serving the container runtime", {{"socket", options_.socketPath},
-                                              {"plugin", options_.pluginName},
-                                              {"index", options_.pluginIndex}});
-  while (!stop.load()) {
-    s = session.serve(std::chrono::milliseconds(200));
+  DrainingPlugin gate(plugin_);
+  nri::PluginDispatcher dispatcher(&gate);
+  nri::Status s;
+  bool stoppedWhileUp = false;
+  {
+    nri::Session session(fd, &dispatcher);
+    s = nri::registerPlugin(&session, options_.pluginName, options_.pluginIndex,
+                            options_.registerTimeout);
     if (!s.isOk()) {
-      break;
+      return s;
+    }
+    metrics_->runtimeConnects.inc();
+    metrics_->runtimeConnected.set(1);
+    connected_ = true;
+    log::info("serving the container runtime", {{"socket", options_.socketPath},
+                                                {"plugin", options_.pluginName},
+                                                {"index", options_.pluginIndex}});
+    while (!stop.load()) {
+      s = session.serve(std::chrono::milliseconds(200));
+      if (!s.isOk()) {
+        break;
+      }
+    }
+    if (stop.load() && s.isOk()) {
+      gate.drain();
+      s = drain(&session);
+      stoppedWhileUp = s.isOk();
+    }
+    connected_ = false;
+    metrics_->runtimeConnected.set(0);
+  }
+  if (stoppedWhileUp) {
+    if (nri::Status left = leave(); !left.isOk()) {
+      log::warn(
+          "could not have the container runtime drop the closed connection at once; it "
+          "does at its next event",
+          {{"socket", options_.socketPath}, {"error", left.toString()}});
     }
   }
-  connected_ = false;
-  metrics_->runtimeConnected.set(0);
   return stop.load() ? nri::Status::ok() : s;
+}
+
+nri::Status RuntimeConnection::drain(nri::Session* session) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  auto quietSince = started;
+  uint64_t served = session->servedRequests();
+  while (Clock::now() - started < options_.drainLimit) {
+    if (nri::Status s = session->serve(std::chrono::milliseconds(50)); !s.isOk()) {
+      return s;
+    }
+    const auto now = Clock::now();
+    if (session->servedRequests() != served || session->midMessage()) {
+      served = session->servedRequests();
+      quietSince = now;
+    } else if (now - quietSince >= options_.drainQuiet) {
+      return nri::Status::ok();
+    }
+  }
+  log::warn("the container runtime was not quiet before the drain's limit; closing anyway",
+            {{"socket", options_.socketPath},
+             {"limitMs", static_cast<int64_t>(options_.drainLimit.count())}});
+  return nri::Status::ok();
+}
+
+nri::Status RuntimeConnection::leave() {
+  int fd = -1;
+  if (nri::Status s = connectUnix(options_.socketPath, &fd); !s.isOk()) {
+    return s;
+  }
+  LeavingPlugin leaving;
+  nri::PluginDispatcher dispatcher(&leaving);
+  nri::Session session(fd, &dispatcher);
+  const std::string name = options_.pluginName + "-leaving";
+  const auto deadline = std::chrono::steady_clock::now() + options_.registerTimeout;
+  if (nri::Status s =
+          nri::registerPlugin(&session, name, options_.pluginIndex, options_.registerTimeout);
+      !s.isOk()) {
+    return s;
+  }
+  while (!leaving.synchronized()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return nri::Status::timedOut("no Synchronize from the runtime in " +
+                                   std::to_string(options_.registerTimeout.count()) + " ms");
+    }
+    if (nri::Status s = session.serve(std::min(left, std::chrono::milliseconds(200))); !s.isOk()) {
+      return s;
+    }
+  }
+  log::info("left the container runtime", {{"socket", options_.socketPath}, {"plugin", name}});
+  return nri::Status::ok();
 }
 
 void RuntimeConnection::run(const std::atomic<bool>& stop) {

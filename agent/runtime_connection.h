@@ -12,7 +12,8 @@ namespace ker::agent {
 
 // The agent's registration with the container runtime's NRI socket, kept up for as long as
 // the agent runs: connect, register, serve the runtime's requests on this thread; when the
-// runtime goes away (restart, socket not there yet), wait and connect again.
+// runtime goes away (restart, socket not there yet), wait and connect again. On stop it
+// drains, closes, and leaves (see stopServing).
 class RuntimeConnection {
  public:
   struct Options {
@@ -22,17 +23,35 @@ class RuntimeConnection {
     std::chrono::milliseconds registerTimeout{std::chrono::seconds(5)};
     std::chrono::milliseconds minBackoff{200};
     std::chrono::milliseconds maxBackoff{std::chrono::seconds(5)};
+    // Stopping: how long the runtime must have sent nothing before the connection closes, and
+    // the most the drain may take (the DaemonSet's grace period is 10 s).
+    std::chrono::milliseconds drainQuiet{300};
+    std::chrono::milliseconds drainLimit{std::chrono::seconds(2)};
   };
   RuntimeConnection(Options options, nri::Plugin* plugin, AgentMetrics* metrics)
       : options_(std::move(options)), plugin_(plugin), metrics_(metrics) {}
 
-  // Runs until *stop is true (checked at least every 200 ms).
+  // Runs until *stop is true (checked at least every 200 ms), then stops as serveOnce says.
   void run(const std::atomic<bool>& stop);
   bool connected() const { return connected_.load(); }
 
  private:
-  // One connection, from connect to its end; ok when it ended because stop was set.
+  // One connection, from connect to its end; ok when it ended because stop was set. A
+  // connection that stop ends while it is up is drained, closed, and left, in that order.
+  // NRI keeps a plugin whose connection closed in its list until its next event ends, and that
+  // event, when it is a container creation, lists the plugin as consulted and goes on without
+  // its answer: the container starts without its devices. So the agent first refuses
+  // container creations while it still reads (DrainingPlugin, drain), closes once the runtime
+  // is quiet, and at once has the runtime drop the closed registration (leave); from then on
+  // the runtime's validator refuses the pods that require the agent until it is back.
   nri::Status serveOnce(const std::atomic<bool>& stop);
+  // Serves until the runtime has sent nothing for drainQuiet and no message is half read, or
+  // drainLimit has passed; the connection's error if it ended first.
+  nri::Status drain(nri::Session* session);
+  // Registers as `<pluginName>-leaving`, subscribed to one rare event, answers the runtime's
+  // Synchronize, and closes: the runtime adds it to its plugin list, and on doing so removes
+  // every plugin whose connection has closed.
+  nri::Status leave();
 
   Options options_;
   nri::Plugin* plugin_;

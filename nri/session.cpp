@@ -111,6 +111,10 @@ Status Session::serve(std::chrono::milliseconds timeout) {
   return pump(Clock::now() + timeout);
 }
 
+bool Session::midMessage() const {
+  return mux_.midFrame() || serverIn_.midMessage() || clientIn_.midMessage();
+}
+
 Status Session::pump(Clock::time_point deadline) {
   pollfd p{.fd = fd_, .events = POLLIN};
   int ready;
@@ -134,9 +138,8 @@ Status Session::pump(Clock::time_point deadline) {
     return fail(Status::ioError(errnoText("read")));
   }
   if (n == 0) {
-    bool mid = mux_.midFrame() || serverIn_.midMessage() || clientIn_.midMessage();
-    return fail(Status::closed(mid ? "the runtime closed the connection mid-frame"
-                                   : "the runtime closed the connection"));
+    return fail(Status::closed(midMessage() ? "the runtime closed the connection mid-frame"
+                                            : "the runtime closed the connection"));
   }
   mux_.feed(std::string_view(readBuffer_.data(), static_cast<size_t>(n)));
   for (;;) {
@@ -238,6 +241,7 @@ Status Session::handleServerMessage(const Message& message, MessageDecoder::Resu
                      .payload = req.payload(),
                      .timeout = std::chrono::nanoseconds(req.timeout_nano())};
   std::string response;
+  ++servedRequests_;
   inHandler_ = true;
   Status s = handler_->handle(in, &response);
   inHandler_ = false;

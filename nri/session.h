@@ -71,6 +71,11 @@ class Session {
   const Status& broken() const { return broken_; }
   // Frames on connection IDs neither side uses: dropped, as upstream's mux drops them.
   uint64_t droppedFrames() const { return droppedFrames_; }
+  // Requests of the runtime answered so far, and whether part of a frame or message has been
+  // read and the rest not yet: together they tell a caller that wants to close whether the
+  // runtime is still talking.
+  uint64_t servedRequests() const { return servedRequests_; }
+  bool midMessage() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -100,6 +105,7 @@ class Session {
   std::string awaitedPayload_;
   Status broken_;
   uint64_t droppedFrames_ = 0;
+  uint64_t servedRequests_ = 0;
 };
 
 }  // namespace ker::nri

@@ -31,6 +31,31 @@ class FakeRuntime {
   }
   ~FakeRuntime() { closeNow(); }
 
+  // Takes the runtime's end of a connection accepted on a listening socket instead.
+  void adopt(int fd) {
+    closeNow();
+    fd_ = fd;
+    mux_ = MuxDecoder();
+    decoders_.clear();
+  }
+  // Whether the plugin closed its end within `timeout`, reading (and dropping) what it writes
+  // meanwhile.
+  bool closedByPlugin(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{.fd = fd_, .events = POLLIN};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+        return false;
+      }
+      char buf[4096];
+      if (read(fd_, buf, sizeof buf) <= 0) {
+        return true;
+      }
+    }
+  }
+
   void closeNow() {
     if (fd_ >= 0) {
       close(fd_);

@@ -1,0 +1,275 @@
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "agent/runtime_connection.h"
+#include "common/metrics.h"
+#include "nri/proto/nri.pb.h"
+#include "nri/proto/ttrpc.pb.h"
+#include "nri_fake_runtime.h"
+
+namespace ker::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using nri::testing::FakeRuntime;
+
+// Subscribes to container creation and adjusts every container it is asked about.
+class CountingPlugin : public nri::Plugin {
+ public:
+  nri::Status configure(const nri::ConfigureRequest&, nri::ConfigureResponse* resp) override {
+    resp->set_events(nri::eventBit(nri::CREATE_CONTAINER));
+    return nri::Status::ok();
+  }
+  nri::Status createContainer(const nri::CreateContainerRequest&,
+                              nri::CreateContainerResponse* resp) override {
+    ++created;
+    auto* env = resp->mutable_adjust()->add_env();
+    env->set_key("KER_DEVICE_IDS");
+    env->set_value("dev-0");
+    return nri::Status::ok();
+  }
+  std::atomic<int> created{0};
+};
+
+std::string createContainerPayload(const std::string& container) {
+  nri::CreateContainerRequest req;
+  req.mutable_pod()->set_uid("uid-1");
+  req.mutable_pod()->set_name("p");
+  req.mutable_pod()->set_namespace_("default");
+  req.mutable_container()->set_name(container);
+  return req.SerializeAsString();
+}
+
+// The bytes of a request of the runtime on the plugin-service connection.
+std::string requestFrames(uint32_t stream, const std::string& method, const std::string& payload) {
+  ker::ttrpc::Request req;
+  req.set_service("nri.pkg.api.v1alpha1.Plugin");
+  req.set_method(method);
+  req.set_payload(payload);
+  req.set_timeout_nano(2'000'000'000);
+  std::string msg;
+  EXPECT_TRUE(nri::appendMessage(stream, nri::kMessageTypeRequest, 0, req.SerializeAsString(), &msg)
+                  .isOk());
+  std::string frames;
+  nri::appendMuxFrames(nri::kPluginServiceConn, msg, &frames);
+  return frames;
+}
+
+// Plays containerd on a unix socket in a directory of its own, with the agent's connection
+// running on a thread.
+class RuntimeConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ker-rc-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    options.socketPath = dir_ + "/nri.sock";
+    options.pluginName = "ker-agent";
+    options.pluginIndex = "10";
+    options.registerTimeout = 2s;
+    listenFd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(listenFd_, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, options.socketPath.c_str(), sizeof(addr.sun_path) - 1);
+    ASSERT_EQ(bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(listen(listenFd_, 4), 0);
+  }
+  void TearDown() override {
+    stop = true;
+    if (agent_.joinable()) {
+      agent_.join();
+    }
+    stopListening();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void startAgent() {
+    connection = std::make_unique<RuntimeConnection>(options, &plugin, &metrics);
+    agent_ = std::thread([this] {
+      connection->run(stop);
+      returned = true;
+    });
+  }
+  void stopListening() {
+    if (listenFd_ >= 0) {
+      close(listenFd_);
+      listenFd_ = -1;
+      std::filesystem::remove(options.socketPath);
+    }
+  }
+  // The next connection to the socket, within two seconds.
+  bool accept(FakeRuntime* runtime) {
+    pollfd p{.fd = listenFd_, .events = POLLIN};
+    if (poll(&p, 1, 2000) != 1) {
+      return false;
+    }
+    int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      return false;
+    }
+    runtime->adopt(fd);
+    return true;
+  }
+  // containerd's part of a registration: answers RegisterPlugin and sends Configure. The name
+  // and index registered, and the events the plugin subscribed to.
+  struct Registration {
+    std::string name, index;
+    int32_t events = -1;
+  };
+  Registration registration(FakeRuntime* runtime) {
+    Registration r;
+    auto call = runtime->receive(nri::kRuntimeServiceConn);
+    EXPECT_TRUE(call);
+    if (!call) {
+      return r;
+    }
+    ker::ttrpc::Request req;
+    nri::RegisterPluginRequest reg;
+    EXPECT_TRUE(req.ParseFromString(call->data) && reg.ParseFromString(req.payload()));
+    EXPECT_EQ(req.method(), "RegisterPlugin");
+    r.name = reg.plugin_name();
+    r.index = reg.plugin_idx();
+    runtime->sendResponse(call->header.streamId, "");
+    nri::ConfigureRequest cfg;
+    cfg.set_runtime_name("containerd");
+    cfg.set_request_timeout(2000);
+    runtime->sendRequest(1, "Configure", cfg.SerializeAsString());
+    auto resp = runtime->receiveResponse();
+    nri::ConfigureResponse configured;
+    EXPECT_TRUE(resp && configured.ParseFromString(resp->payload()));
+    r.events = configured.events();
+    return r;
+  }
+
+  RuntimeConnection::Options options;
+  CountingPlugin plugin;
+  metrics::Registry registry;
+  AgentMetrics metrics{registry};
+  std::unique_ptr<RuntimeConnection> connection;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> returned{false};
+
+ private:
+  std::string dir_;
+  int listenFd_ = -1;
+  std::thread agent_;
+};
+
+TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLeaves) {
+  options.drainQuiet = 800ms;
+  options.drainLimit = 5s;
+  startAgent();
+  FakeRuntime runtime;
+  ASSERT_TRUE(accept(&runtime));
+  Registration agent = registration(&runtime);
+  EXPECT_EQ(agent.name, "ker-agent");
+  EXPECT_EQ(agent.events, nri::eventBit(nri::CREATE_CONTAINER));
+
+  runtime.sendRequest(3, "CreateContainer", createContainerPayload("before"));
+  auto answered = runtime.receiveResponse();
+  ASSERT_TRUE(answered);
+  EXPECT_FALSE(answered->has_status());
+  EXPECT_EQ(plugin.created.load(), 1);
+
+  stop = true;
+  std::this_thread::sleep_for(400ms);  // the serving loop looks for the stop every 200 ms
+  runtime.sendRequest(5, "CreateContainer", createContainerPayload("while-stopping"));
+  const auto refusedAt = Clock::now();
+  auto refused = runtime.receiveResponse();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status().code(), static_cast<int32_t>(nri::RpcCode::kUnavailable));
+  EXPECT_NE(refused->status().message().find("stopping"), std::string::npos);
+  EXPECT_EQ(plugin.created.load(), 1) << "a creation reached the plugin while it drained";
+  EXPECT_FALSE(returned.load());
+
+  ASSERT_TRUE(runtime.closedByPlugin(4s));
+  EXPECT_GE(Clock::now() - refusedAt, 600ms) << "closed before the runtime was quiet";
+
+  // The second registration, which has the runtime drop the closed one.
+  FakeRuntime second;
+  ASSERT_TRUE(accept(&second));
+  Registration leaving = registration(&second);
+  EXPECT_EQ(leaving.name, "ker-agent-leaving");
+  EXPECT_EQ(leaving.index, "10");
+  EXPECT_EQ(leaving.events, nri::eventBit(nri::REMOVE_POD_SANDBOX));
+  nri::SynchronizeRequest part;
+  part.set_more(true);
+  second.sendRequest(3, "Synchronize", part.SerializeAsString());
+  auto first = second.receiveResponse();
+  nri::SynchronizeResponse echoed;
+  ASSERT_TRUE(first && echoed.ParseFromString(first->payload()));
+  EXPECT_TRUE(echoed.more());
+  EXPECT_FALSE(second.closedByPlugin(300ms)) << "left before the last part of Synchronize";
+  second.sendRequest(5, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  auto last = second.receiveResponse();
+  ASSERT_TRUE(last);
+  EXPECT_FALSE(last->has_status());
+  EXPECT_TRUE(second.closedByPlugin(2s));
+  for (auto deadline = Clock::now() + 2s; !returned.load() && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(returned.load());
+}
+
+TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWhole) {
+  options.drainQuiet = 300ms;
+  options.drainLimit = 5s;
+  startAgent();
+  FakeRuntime runtime;
+  ASSERT_TRUE(accept(&runtime));
+  registration(&runtime);
+  stopListening();  // nothing to leave to: the stop must end all the same
+
+  const std::string frames = requestFrames(3, "CreateContainer", createContainerPayload("split"));
+  runtime.sendRaw(frames.substr(0, frames.size() / 2));
+  std::this_thread::sleep_for(300ms);  // read by the serving loop
+  stop = true;
+  EXPECT_FALSE(runtime.closedByPlugin(1500ms)) << "closed with a request half read";
+  runtime.sendRaw(frames.substr(frames.size() / 2));
+  auto refused = runtime.receiveResponse();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status().code(), static_cast<int32_t>(nri::RpcCode::kUnavailable));
+  EXPECT_EQ(plugin.created.load(), 0);
+  EXPECT_TRUE(runtime.closedByPlugin(3s));
+  for (auto deadline = Clock::now() + 2s; !returned.load() && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(returned.load());
+}
+
+TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit) {
+  options.drainQuiet = 500ms;
+  options.drainLimit = 1s;
+  startAgent();
+  FakeRuntime runtime;
+  ASSERT_TRUE(accept(&runtime));
+  registration(&runtime);
+  stopListening();
+  stop = true;
+  const auto stoppedAt = Clock::now();
+  bool closed = false;
+  for (uint32_t stream = 3; !closed && Clock::now() - stoppedAt < 4s; stream += 2) {
+    runtime.sendRequest(stream, "CreateContainer", createContainerPayload("busy"));
+    closed = runtime.closedByPlugin(200ms);
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - stoppedAt, 2500ms);
+  EXPECT_EQ(plugin.created.load(), 0);
+}
+
+}  // namespace
+}  // namespace ker::agent
