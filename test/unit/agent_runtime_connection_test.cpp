@@ -104,6 +104,12 @@ class RuntimeConnectionTest : public ::testing::Test {
       returned = true;
     });
   }
+  bool runReturnsWithin(std::chrono::milliseconds timeout) {
+    for (auto deadline = Clock::now() + timeout; !returned.load() && Clock::now() < deadline;) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return returned.load();
+  }
   void stopListening() {
     if (listenFd_ >= 0) {
       close(listenFd_);
@@ -219,10 +225,7 @@ TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLea
   ASSERT_TRUE(last);
   EXPECT_FALSE(last->has_status());
   EXPECT_TRUE(second.closedByPlugin(2s));
-  for (auto deadline = Clock::now() + 2s; !returned.load() && Clock::now() < deadline;) {
-    std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(returned.load());
+  EXPECT_TRUE(runReturnsWithin(2s));
 }
 
 TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWhole) {
@@ -245,10 +248,7 @@ TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWho
   EXPECT_EQ(refused->status().code(), static_cast<int32_t>(nri::RpcCode::kUnavailable));
   EXPECT_EQ(plugin.created.load(), 0);
   EXPECT_TRUE(runtime.closedByPlugin(3s));
-  for (auto deadline = Clock::now() + 2s; !returned.load() && Clock::now() < deadline;) {
-    std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(returned.load());
+  EXPECT_TRUE(runReturnsWithin(2s));
 }
 
 TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit) {
@@ -269,6 +269,7 @@ TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit
   EXPECT_TRUE(closed);
   EXPECT_LT(Clock::now() - stoppedAt, 2500ms);
   EXPECT_EQ(plugin.created.load(), 0);
+  EXPECT_TRUE(runReturnsWithin(2s));
 }
 
 }  // namespace
