@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "agent/draining_plugin.h"
@@ -40,11 +41,13 @@ nri::Status connectUnix(const std::string& path, int* fd) {
 }
 
 // The plugin `leave` registers: subscribed to one rare event only (none would mean all), it
-// answers the runtime's Synchronize and marks when the last part of it came.
+// answers the runtime's Configure and Synchronize and marks when each came (Synchronize's last
+// part).
 class LeavingPlugin : public nri::Plugin {
  public:
   nri::Status configure(const nri::ConfigureRequest&, nri::ConfigureResponse* resp) override {
     resp->set_events(nri::eventBit(nri::REMOVE_POD_SANDBOX));
+    configured_ = true;
     return nri::Status::ok();
   }
   nri::Status synchronize(const nri::SynchronizeRequest& req,
@@ -53,11 +56,30 @@ class LeavingPlugin : public nri::Plugin {
     synchronized_ = !req.more();
     return nri::Status::ok();
   }
+  bool configured() const { return configured_; }
   bool synchronized() const { return synchronized_; }
 
  private:
+  bool configured_ = false;
   bool synchronized_ = false;
 };
+
+// Serves the session until done() or the deadline; ok once done(), timedOut at the deadline,
+// or the session's error.
+nri::Status serveUntil(nri::Session* session, const std::function<bool()>& done,
+                       std::chrono::steady_clock::time_point deadline, const std::string& what) {
+  while (!done()) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return nri::Status::timedOut("no " + what + " from the runtime in time");
+    }
+    if (nri::Status s = session->serve(std::min(left, std::chrono::milliseconds(200))); !s.isOk()) {
+      return s;
+    }
+  }
+  return nri::Status::ok();
+}
 
 }  // namespace
 
@@ -140,25 +162,33 @@ nri::Status RuntimeConnection::leave() {
   nri::PluginDispatcher dispatcher(&leaving);
   nri::Session session(fd, &dispatcher);
   const std::string name = options_.pluginName + "-leaving";
-  const auto deadline = std::chrono::steady_clock::now() + options_.registerTimeout;
-  if (nri::Status s =
-          nri::registerPlugin(&session, name, options_.pluginIndex, options_.registerTimeout);
-      !s.isOk()) {
+  const auto started = std::chrono::steady_clock::now();
+  nri::Status s =
+      nri::registerPlugin(&session, name, options_.pluginIndex, options_.registerTimeout);
+  if (s.isOk()) {
+    s = serveUntil(
+        &session, [&] { return leaving.configured(); }, started + options_.registerTimeout,
+        "Configure");
+  }
+  if (!s.isOk()) {
     return s;
   }
-  while (!leaving.synchronized()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      return nri::Status::timedOut("no Synchronize from the runtime in " +
-                                   std::to_string(options_.registerTimeout.count()) + " ms");
-    }
-    if (nri::Status s = session.serve(std::min(left, std::chrono::milliseconds(200))); !s.isOk()) {
-      return s;
-    }
+  s = serveUntil(
+      &session, [&] { return leaving.synchronized(); },
+      std::chrono::steady_clock::now() + options_.leaveSyncWait, "Synchronize");
+  if (s.code() == nri::Status::Code::kTimedOut) {
+    // containerd holds back every plugin's Synchronize while it stops a container, and it is
+    // stopping this one: the registration now waits for that stop, and with it every container
+    // operation that comes after. The stop ends with an NRI event, which drops the closed
+    // connection before any of them goes on.
+    log::info("the container runtime holds the leaving registration until this container stops",
+              {{"socket", options_.socketPath}, {"plugin", name}});
+    return nri::Status::ok();
   }
-  log::info("left the container runtime", {{"socket", options_.socketPath}, {"plugin", name}});
-  return nri::Status::ok();
+  if (s.isOk()) {
+    log::info("left the container runtime", {{"socket", options_.socketPath}, {"plugin", name}});
+  }
+  return s;
 }
 
 void RuntimeConnection::run(const std::atomic<bool>& stop) {

@@ -27,6 +27,8 @@ class RuntimeConnection {
     // the most the drain may take (the DaemonSet's grace period is 10 s).
     std::chrono::milliseconds drainQuiet{300};
     std::chrono::milliseconds drainLimit{std::chrono::seconds(2)};
+    // How long the leaving registration waits for the runtime's Synchronize (see leave).
+    std::chrono::milliseconds leaveSyncWait{500};
   };
   RuntimeConnection(Options options, nri::Plugin* plugin, AgentMetrics* metrics)
       : options_(std::move(options)), plugin_(plugin), metrics_(metrics) {}
@@ -42,15 +44,19 @@ class RuntimeConnection {
   // event, when it is a container creation, lists the plugin as consulted and goes on without
   // its answer: the container starts without its devices. So the agent first refuses
   // container creations while it still reads (DrainingPlugin, drain), closes once the runtime
-  // is quiet, and at once has the runtime drop the closed registration (leave); from then on
-  // the runtime's validator refuses the pods that require the agent until it is back.
+  // is quiet, and at once makes the runtime drop the closed registration (leave); from then
+  // on the runtime's validator refuses the pods that require the agent until it is back.
   nri::Status serveOnce(const std::atomic<bool>& stop);
   // Serves until the runtime has sent nothing for drainQuiet and no message is half read, or
   // drainLimit has passed; the connection's error if it ended first.
   nri::Status drain(nri::Session* session);
-  // Registers as `<pluginName>-leaving`, subscribed to one rare event, answers the runtime's
-  // Synchronize, and closes: the runtime adds it to its plugin list, and on doing so removes
-  // every plugin whose connection has closed.
+  // Registers as `<pluginName>-leaving`, subscribed to one rare event, and answers Configure.
+  // containerd then synchronizes the new plugin (holding back every container operation
+  // meanwhile) and adds it to its list, which removes every plugin whose connection closed.
+  // When containerd is stopping the agent's own container (the kubelet's stop, the usual
+  // case), it holds that synchronization until the stop ends, and the stop ends with an NRI
+  // event that removes the closed plugin just the same, before the operations held back go
+  // on. So the wait for Synchronize is short (leaveSyncWait) and its absence no error.
   nri::Status leave();
 
   Options options_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -16,12 +17,16 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
+#include "agent/agent_metrics.h"
 #include "agent/device_attribution.h"
 #include "agent/inventory_plan.h"
+#include "agent/runtime_connection.h"
 #include "common/api_error.h"
+#include "common/metrics.h"
 #include "common/resource.h"
 #include "e2e_fixture.h"
 #include "model/objects.h"
@@ -387,6 +392,111 @@ TEST_F(NodeAgentTest, RestartingTheAgentDuringChurnLeavesContainersAlone) {
                ds.value("/status/numberReady"_json_pointer, size_t{0}) == nodes().size();
       },
       60s));
+}
+
+// A plugin of the test's own on the node's NRI socket. For the test's pod `pod`, it refuses
+// container creation while `refusing`, else sets PROBE=1; other pods it leaves alone.
+class ProbePlugin : public nri::Plugin {
+ public:
+  ProbePlugin(std::string ns, std::string pod) : ns_(std::move(ns)), pod_(std::move(pod)) {}
+  nri::Status configure(const nri::ConfigureRequest&, nri::ConfigureResponse* resp) override {
+    resp->set_events(nri::eventBit(nri::CREATE_CONTAINER));
+    return nri::Status::ok();
+  }
+  nri::Status createContainer(const nri::CreateContainerRequest& req,
+                              nri::CreateContainerResponse* resp) override {
+    if (req.pod().namespace_() != ns_ || req.pod().name() != pod_) {
+      return nri::Status::ok();
+    }
+    if (refusing) {
+      ++refused;
+      return nri::Status::rpcError(nri::RpcCode::kFailedPrecondition,
+                                   "the test's probe refuses this container for now");
+    }
+    auto* env = resp->mutable_adjust()->add_env();
+    env->set_key("PROBE");
+    env->set_value("1");
+    return nri::Status::ok();
+  }
+  std::atomic<bool> refusing{true};
+  std::atomic<int> refused{0};
+
+ private:
+  std::string ns_, pod_;
+};
+
+// The probe registered as `ker-e2e-probe` through the agent's own connection code, served on a
+// thread until stopped (as the agent stops: drain, close, leave).
+class ProbeConnection {
+ public:
+  ProbeConnection(const std::string& socket, ProbePlugin* plugin)
+      : connection_({.socketPath = socket, .pluginName = "ker-e2e-probe", .pluginIndex = "90"},
+                    plugin, &metrics_),
+        thread_([this] { connection_.run(stop_); }) {}
+  ~ProbeConnection() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  bool connected() const { return connection_.connected(); }
+
+ private:
+  metrics::Registry registry_;
+  agent::AgentMetrics metrics_{registry_};
+  agent::RuntimeConnection connection_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A plugin that stops cleanly leaves no gap: NRI keeps a closed plugin in its list until its
+// next event ends, and a container creation that is that event would count it as consulted
+// and start without its answer. The agent's connection code has containerd drop it at once,
+// so the pod that requires it is refused by the validator, and runs only once it is back. The
+// pod's sandbox exists before the stop (its creation is being refused), so the kubelet's next
+// try is a bare container creation, the first event after the stop on a quiet node.
+TEST_F(NodeAgentTest, APluginThatStopsCleanlyIsDroppedAtOnceSoItsPodWaitsForIt) {
+  ASSERT_TRUE(awaitNodeQuiet());
+  ProbePlugin probe(ns_, "probe");
+  auto connection = std::make_unique<ProbeConnection>(env_->value("NRI_SOCKET"), &probe);
+  ASSERT_TRUE(eventually([&] { return connection->connected(); }, 10s));
+  json pod = busyboxPod("probe", {},
+                        "[ \"$PROBE\" = 1 ] || { echo 'started without the probe'; exit 3; }; "
+                        "echo probe=$PROBE; exec sleep 3600");
+  pod["metadata"]["annotations"]["required-plugins.noderesource.dev/pod"] = R"(["ker-e2e-probe"])";
+  pod["spec"]["nodeName"] = node();
+  createPod(pod);
+  ASSERT_TRUE(eventually([&] { return probe.refused.load() >= 2; }, 90s)) << probe.refused;
+
+  connection->stop();
+  std::string waiting;
+  ASSERT_TRUE(eventually(
+      [&] {
+        waiting = getPod("probe")->value(
+            "/status/containerStatuses/0/state/waiting/message"_json_pointer, std::string());
+        return waiting.find("not present") != std::string::npos;
+      },
+      90s))
+      << "the kubelet's tries after the stop were not refused by the validator: " << waiting;
+  json p = *getPod("probe");
+  EXPECT_FALSE(p.contains("/status/containerStatuses/0/lastState/terminated"_json_pointer))
+      << p["status"].dump();
+  EXPECT_EQ(p.value("/status/containerStatuses/0/restartCount"_json_pointer, -1), 0);
+  EXPECT_EQ(logs("probe").find("started without"), std::string::npos);
+
+  probe.refusing = false;
+  connection = std::make_unique<ProbeConnection>(env_->value("NRI_SOCKET"), &probe);
+  std::string out;
+  ASSERT_TRUE(eventually(
+      [&] {
+        return podRunning("probe") && (out = logs("probe")).find("probe=1") != std::string::npos;
+      },
+      120s))
+      << podPhase("probe") << ": " << out;
+  p = *getPod("probe");
+  EXPECT_FALSE(p.contains("/status/containerStatuses/0/lastState/terminated"_json_pointer))
+      << p["status"].dump();
 }
 
 // An agent that starts while its node file is broken puts in force the last file that parsed,

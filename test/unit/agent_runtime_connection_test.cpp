@@ -178,6 +178,7 @@ class RuntimeConnectionTest : public ::testing::Test {
 TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLeaves) {
   options.drainQuiet = 800ms;
   options.drainLimit = 5s;
+  options.leaveSyncWait = 3s;
   startAgent();
   FakeRuntime runtime;
   ASSERT_TRUE(accept(&runtime));
@@ -228,6 +229,27 @@ TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLea
   EXPECT_TRUE(runReturnsWithin(2s));
 }
 
+// containerd withholds Synchronize while it stops the agent's own container: the leaving
+// registration does not wait for it long, so the agent's exit (which ends that stop) is not
+// held up.
+TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheLeaveAfterAShortWait) {
+  options.drainQuiet = 100ms;
+  options.leaveSyncWait = 500ms;
+  startAgent();
+  FakeRuntime runtime;
+  ASSERT_TRUE(accept(&runtime));
+  registration(&runtime);
+  stop = true;
+  ASSERT_TRUE(runtime.closedByPlugin(2s));
+  FakeRuntime second;
+  ASSERT_TRUE(accept(&second));
+  EXPECT_EQ(registration(&second).name, "ker-agent-leaving");
+  const auto configuredAt = Clock::now();
+  EXPECT_TRUE(second.closedByPlugin(2s));
+  EXPECT_GE(Clock::now() - configuredAt, 400ms);
+  EXPECT_TRUE(runReturnsWithin(1s));
+}
+
 TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWhole) {
   options.drainQuiet = 300ms;
   options.drainLimit = 5s;
@@ -261,6 +283,7 @@ TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit
   stopListening();
   stop = true;
   const auto stoppedAt = Clock::now();
+  std::this_thread::sleep_for(300ms);  // the serving loop looks for the stop every 200 ms
   bool closed = false;
   for (uint32_t stream = 3; !closed && Clock::now() - stoppedAt < 4s; stream += 2) {
     runtime.sendRequest(stream, "CreateContainer", createContainerPayload("busy"));
