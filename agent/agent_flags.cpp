@@ -63,7 +63,7 @@ AgentFlags::AgentFlags(FlagSet& flags, const std::string& nodeNameFromEnv, const
                                         joinCommaList(d.app.guard.exemptNamespaces),
                                         "comma-separated namespaces whose pods "
                                         "--refuse-unclaimed-devices does not check")),
-      admissionPolicy_(flags),
+      admissionPolicy_(flags, {kAllocationPolicyName, kNodeStatusPolicyName}),
       log_(flags) {}
 
 Status AgentFlags::settings(AgentSettings& out) const {

@@ -28,8 +28,8 @@ const char* toString(PolicyState state) {
 
 // The policy and its binding both exist, the binding points at the policy, and it denies.
 // Their rules are not compared with deploy/'s: a changed policy is an administrator's choice.
-PolicyVerdict judgeAllocationPolicy(const std::string& name, const PolicyObjectRead& policy,
-                                    const PolicyObjectRead& binding) {
+PolicyVerdict judgePolicy(const std::string& name, const PolicyObjectRead& policy,
+                          const PolicyObjectRead& binding) {
   using Outcome = PolicyObjectRead::Outcome;
   const std::string fix = "; apply deploy/admission-policy.yaml";
   for (const auto* r : {&policy, &binding}) {
@@ -40,7 +40,7 @@ PolicyVerdict judgeAllocationPolicy(const std::string& name, const PolicyObjectR
   }
   if (policy.outcome == Outcome::kNotFound) {
     return {PolicyState::kPolicyMissing,
-            "ValidatingAdmissionPolicy " + name + " not found: allocations are unprotected" + fix};
+            "ValidatingAdmissionPolicy " + name + " not found: its rules are not enforced" + fix};
   }
   if (binding.outcome == Outcome::kNotFound) {
     return {PolicyState::kBindingMissing, "ValidatingAdmissionPolicyBinding " + name +
@@ -78,11 +78,16 @@ AdmissionPolicyCheck::AdmissionPolicyCheck(ApiClient& api, Options options,
     : api_(api), options_(std::move(options)) {
   if (registry != nullptr) {
     registry->gaugeFunc("extended_resource_admission_policy_enforced",
-                        "1 while the allocation-protection ValidatingAdmissionPolicy and its "
-                        "binding are in force, as last read.",
+                        "1 while every ValidatingAdmissionPolicy the component relies on, and "
+                        "its binding, are in force, as last read.",
                         [this] {
                           std::lock_guard lock(mu_);
-                          return verdict_ && verdict_->enforced() ? 1.0 : 0.0;
+                          return verdicts_.size() == options_.names.size() &&
+                                         std::all_of(
+                                             verdicts_.begin(), verdicts_.end(),
+                                             [](const auto& v) { return v.second.enforced(); })
+                                     ? 1.0
+                                     : 0.0;
                         });
   }
 }
@@ -108,18 +113,25 @@ void AdmissionPolicyCheck::stop() {
 
 std::optional<std::string> AdmissionPolicyCheck::problem() const {
   std::lock_guard lock(mu_);
-  if (!verdict_) {
-    return "ValidatingAdmissionPolicy " + options_.name + " not checked yet";
+  std::string problems;
+  for (const std::string& name : options_.names) {
+    auto it = verdicts_.find(name);
+    if (it != verdicts_.end() && it->second.enforced()) {
+      continue;
+    }
+    problems += (problems.empty() ? "" : "; ") +
+                (it == verdicts_.end() ? "ValidatingAdmissionPolicy " + name + " not checked yet"
+                                       : it->second.reason);
   }
-  if (verdict_->enforced()) {
+  if (problems.empty()) {
     return std::nullopt;
   }
-  return verdict_->reason;
+  return problems;
 }
 
-PolicyObjectRead AdmissionPolicyCheck::read(const Resource& res) const {
+PolicyObjectRead AdmissionPolicyCheck::read(const Resource& res, const std::string& name) const {
   try {
-    return {PolicyObjectRead::Outcome::kFound, api_.get(res, "", options_.name), ""};
+    return {PolicyObjectRead::Outcome::kFound, api_.get(res, "", name), ""};
   } catch (const ApiError& e) {
     if (e.isNotFound()) {
       return {PolicyObjectRead::Outcome::kNotFound, {}, ""};
@@ -128,26 +140,28 @@ PolicyObjectRead AdmissionPolicyCheck::read(const Resource& res) const {
   }
 }
 
-PolicyVerdict AdmissionPolicyCheck::checkOnce() {
-  return judgeAllocationPolicy(options_.name, read(resources::kValidatingAdmissionPolicies),
-                               read(resources::kValidatingAdmissionPolicyBindings));
+PolicyVerdict AdmissionPolicyCheck::checkOnce(const std::string& name) const {
+  return judgePolicy(name, read(resources::kValidatingAdmissionPolicies, name),
+                     read(resources::kValidatingAdmissionPolicyBindings, name));
 }
 
 void AdmissionPolicyCheck::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    lock.unlock();
-    PolicyVerdict verdict = checkOnce();
-    lock.lock();
-    const bool changed = !verdict_ || verdict_->state != verdict.state;
-    verdict_ = verdict;
-    if (changed && verdict.enforced()) {
-      log::info("admission policy in force", {{"policy", options_.name}});
-    } else if (changed) {
-      log::warn("admission policy not in force; not ready until it is",
-                {{"policy", options_.name},
-                 {"state", toString(verdict.state)},
-                 {"reason", verdict.reason}});
+    for (const std::string& name : options_.names) {
+      lock.unlock();
+      PolicyVerdict verdict = checkOnce(name);
+      lock.lock();
+      auto it = verdicts_.find(name);
+      const bool changed = it == verdicts_.end() || it->second.state != verdict.state;
+      verdicts_[name] = verdict;
+      if (changed && verdict.enforced()) {
+        log::info("admission policy in force", {{"policy", name}});
+      } else if (changed) {
+        log::warn(
+            "admission policy not in force; not ready until it is",
+            {{"policy", name}, {"state", toString(verdict.state)}, {"reason", verdict.reason}});
+      }
     }
     wake_.wait_for(lock, options_.period, [this] { return stopping_; });
   }

@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/api_client.h"
 #include "common/http_server.h"
@@ -14,11 +16,16 @@
 
 namespace ker {
 
-// The ValidatingAdmissionPolicy (and its binding, of the same name) in deploy/ that keeps
-// allocations to the components: without it in force, a tenant can write an allocation.
+// The ValidatingAdmissionPolicies of deploy/admission-policy.yaml, each with a binding of the
+// same name. Allocation protection keeps allocations to the components (without it, a tenant
+// can write one); node-status confines a node agent to its node's devices; class quota and
+// class names keep classes' devices to pods that ask in their resources and one class to a name.
 inline constexpr const char* kAllocationPolicyName = "extended-resource-allocation-protection";
+inline constexpr const char* kNodeStatusPolicyName = "extended-resource-node-agent-node-status";
+inline constexpr const char* kClassQuotaPolicyName = "extended-resource-class-quota";
+inline constexpr const char* kClassNamesPolicyName = "extended-resource-class-names";
 
-// Whether the allocation policy is in force, as the API server shows it.
+// Whether a policy is in force, as the API server shows it.
 enum class PolicyState {
   kEnforced,
   kPolicyMissing,
@@ -44,16 +51,17 @@ struct PolicyVerdict {
 };
 
 // Decides, from what was read, whether the policy named `name` is in force.
-PolicyVerdict judgeAllocationPolicy(const std::string& name, const PolicyObjectRead& policy,
-                                    const PolicyObjectRead& binding);
+PolicyVerdict judgePolicy(const std::string& name, const PolicyObjectRead& policy,
+                          const PolicyObjectRead& binding);
 
-// Reads the policy and its binding now and then, so that a component can say (on /readyz,
-// in its log once per change, and in the metric extended_resource_admission_policy_enforced)
-// when they are absent: a cluster without them still works, but trusts every tenant.
+// Reads the policies a component relies on, and their bindings, now and then, so that it can
+// say (on /readyz, in its log once per change of each, and in the metric
+// extended_resource_admission_policy_enforced) when one is absent: a cluster without them still
+// works, but trusts every tenant.
 class AdmissionPolicyCheck {
  public:
   struct Options {
-    std::string name = kAllocationPolicyName;
+    std::vector<std::string> names = {kAllocationPolicyName};
     std::chrono::milliseconds period{std::chrono::minutes(1)};
   };
 
@@ -65,12 +73,13 @@ class AdmissionPolicyCheck {
   // Checks at once, then every period, on its own thread.
   void start();
   void stop();  // idempotent
-  // Empty while the policy is in force; else why not ("not checked yet" before the first read).
+  // Empty while every policy is in force; else why not, for each that is not ("not checked
+  // yet" before the first read).
   std::optional<std::string> problem() const;
 
  private:
-  PolicyVerdict checkOnce();
-  PolicyObjectRead read(const Resource& res) const;
+  PolicyVerdict checkOnce(const std::string& name) const;
+  PolicyObjectRead read(const Resource& res, const std::string& name) const;
   void run();
 
   ApiClient& api_;
@@ -80,11 +89,11 @@ class AdmissionPolicyCheck {
   mutable std::mutex mu_;  // guards the members below
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::optional<PolicyVerdict> verdict_;  // empty until the first check
+  std::map<std::string, PolicyVerdict> verdicts_;  // by name; empty until the first check
 };
 
-// The /readyz check "admission-policy" of a component: fails while check's policy is not in
-// force; passes when check is null (the component was told not to check).
+// The /readyz check "admission-policy" of a component: fails while one of check's policies is
+// not in force; passes when check is null (the component was told not to check).
 ReadyCheck admissionPolicyReadyCheck(const AdmissionPolicyCheck* check);
 
 }  // namespace ker

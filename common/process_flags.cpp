@@ -1,5 +1,6 @@
 #include "common/process_flags.h"
 
+#include "common/comma_list.h"
 #include "common/flag_checks.h"
 #include "common/kube_objects.h"
 
@@ -37,26 +38,30 @@ Status LogFlags::settings(LogSettings& out) const {
   return {};
 }
 
-AdmissionPolicyFlag::AdmissionPolicyFlag(FlagSet& flags)
-    : name_(flags.addString(
-          "admission-policy", kAllocationPolicyName,
-          "the ValidatingAdmissionPolicy (and binding of that name) that keeps allocations to "
-          "the components: /readyz fails while it is absent or not denying (\"\": no check)")),
+AdmissionPolicyFlag::AdmissionPolicyFlag(FlagSet& flags, const std::vector<std::string>& defaults)
+    : names_(flags.addString(
+          "admission-policy", joinCommaList(defaults),
+          "the ValidatingAdmissionPolicies (each with a binding of its name), comma-separated, "
+          "that this component relies on: /readyz fails while one is absent or not denying "
+          "(\"\": no check)")),
       period_(flags.addDuration("admission-policy-period", AdmissionPolicyCheck::Options{}.period,
-                                "how often --admission-policy is read")) {}
+                                "how often the --admission-policy policies are read")) {}
 
 Status AdmissionPolicyFlag::settings(std::optional<AdmissionPolicyCheck::Options>& out) const {
-  if (name_->empty()) {
+  const std::vector<std::string> names = splitCommaList(*names_);
+  if (names.empty()) {
     out.reset();
     return {};
   }
-  if (!isDns1123Subdomain(*name_)) {
-    return Status::invalid("--admission-policy must be an object name, got \"" + *name_ + "\"");
+  for (const std::string& name : names) {
+    if (!isDns1123Subdomain(name)) {
+      return Status::invalid("--admission-policy must list object names, got \"" + name + "\"");
+    }
   }
   if (Status st = checkFlagPositive("admission-policy-period", *period_); !st.ok()) {
     return st;
   }
-  out = AdmissionPolicyCheck::Options{.name = *name_, .period = *period_};
+  out = AdmissionPolicyCheck::Options{.names = names, .period = *period_};
   return {};
 }
 

@@ -34,16 +34,17 @@ class LogFlags {
   int64_t* verbosity_;
 };
 
-// --admission-policy and --admission-policy-period, the same in every binary: the allocation
-// policy whose absence /readyz reports ("" checks nothing), and how often it is read.
+// --admission-policy and --admission-policy-period, the same in every binary: the policies
+// (comma-separated) whose absence /readyz reports, by default those the binary relies on
+// (`defaults`; "" checks nothing), and how often they are read.
 class AdmissionPolicyFlag {
  public:
-  explicit AdmissionPolicyFlag(FlagSet& flags);
-  // nullopt when the flag is ""; kInvalid when it is not an object name.
+  AdmissionPolicyFlag(FlagSet& flags, const std::vector<std::string>& defaults);
+  // nullopt when the flag is ""; kInvalid when an entry is not an object name.
   Status settings(std::optional<AdmissionPolicyCheck::Options>& out) const;
 
  private:
-  std::string* name_;
+  std::string* names_;
   std::chrono::milliseconds* period_;
 };
 

@@ -81,7 +81,8 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
                                      "between acquire and renew attempts")),
       metricsBindAddress_(flags.addString("metrics-bind-address", d.metricsBindAddress,
                                           "host:port for /healthz, /readyz, /metrics (0: off)")),
-      admissionPolicy_(flags),
+      admissionPolicy_(flags,
+                       {kAllocationPolicyName, kClassQuotaPolicyName, kClassNamesPolicyName}),
       log_(flags) {
   // component-base's names for the same two settings.
   flags.addAlias("leader-elect-resource-name", "leader-elect-lease-name");

@@ -82,7 +82,7 @@ ExtenderFlags::ExtenderFlags(FlagSet& flags, const ExtenderConfig& d)
           "scheduler-name", d.schedulerName,
           "schedulerName of the pods it serves: it binds and preempts only for these, and "
           "--preemption watches the bound ones for their priorities (\"\": every pod)")),
-      admissionPolicy_(flags),
+      admissionPolicy_(flags, {kAllocationPolicyName}),
       log_(flags) {}
 
 Status ExtenderFlags::settings(ExtenderSettings& out) const {

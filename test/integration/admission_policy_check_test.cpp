@@ -1,4 +1,4 @@
-// Each component says, on /readyz and once in its log, when the allocation policy or its
+// Each component says, on /readyz and once in its log, when a policy it relies on or its
 // binding is absent or does not deny; read with the ServiceAccount and RBAC of deploy/.
 //
 // The policy made here has the shipped name but matches nothing the other suites do (ConfigMaps
@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <optional>
 
 #include "common/api_error.h"
 #include "common/resource.h"
@@ -83,8 +84,10 @@ class AdmissionPolicyCheckTest : public ApiTest {
     }
   }
 
-  // The three binaries as deploy/ runs them (the check at its default), reading every 200ms.
-  std::vector<std::pair<std::unique_ptr<ChildProcess>, int>> startAll() {
+  // The three binaries as deploy/ runs them, reading every 200ms: the extender, the controller
+  // and the agent, in that order. `policies`: their --admission-policy; unset: its defaults.
+  std::vector<std::pair<std::unique_ptr<ChildProcess>, int>> startAll(
+      const std::optional<std::string>& policies = std::nullopt) {
     const std::vector<Component> components = {
         {"scheduler/extended-resource-scheduler",
          "extended-resource-scheduler-extender",
@@ -108,6 +111,9 @@ class AdmissionPolicyCheckTest : public ApiTest {
       std::vector<std::string> args = {
           "--kubeconfig=" + env_->serviceAccountKubeconfig(c.serviceAccount),
           "--admission-policy-period=200ms", c.healthPortFlag + std::to_string(port)};
+      if (policies) {
+        args.push_back("--admission-policy=" + *policies);
+      }
       args.insert(args.end(), c.args.begin(), c.args.end());
       auto child = std::make_unique<ChildProcess>(
           env_->binary(c.binary), args, env_->dir() + "/" + uniqueName("policy-check") + ".log");
@@ -148,7 +154,7 @@ class AdmissionPolicyCheckTest : public ApiTest {
 };
 
 TEST_F(AdmissionPolicyCheckTest, EachComponentReportsAMissingOrNonDenyingPolicyUntilItIsThere) {
-  auto all = startAll();
+  auto all = startAll(kName);
   EXPECT_TRUE(allReport(
       all, "[-]admission-policy failed: ValidatingAdmissionPolicy " + kName + " not found"));
 
@@ -179,6 +185,32 @@ TEST_F(AdmissionPolicyCheckTest, EachComponentReportsAMissingOrNonDenyingPolicyU
     EXPECT_EQ(warnings, 3u) << log;
     EXPECT_NE(log.find("admission policy in force"), std::string::npos) << log;
   }
+}
+
+// Without the flag each binary checks the policies of deploy/ it relies on: the extender the
+// allocation policy, the controller the class policies beside it, the agent its node rule.
+TEST_F(AdmissionPolicyCheckTest, EachBinaryChecksThePoliciesItReliesOnByDefault) {
+  auto all = startAll();
+  const std::vector<std::vector<std::string>> relied = {
+      {kAllocationPolicyName},
+      {kAllocationPolicyName, kClassQuotaPolicyName, kClassNamesPolicyName},
+      {kAllocationPolicyName, kNodeStatusPolicyName}};
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int port = all[i].second;
+    for (const std::string& name : relied[i]) {
+      EXPECT_TRUE(eventually(
+          [&] {
+            return readyz(port).find("ValidatingAdmissionPolicy " + name + " not found") !=
+                   std::string::npos;
+          },
+          30s))
+          << name << ": " << readyz(port) << "\n"
+          << all[i].first->logTail();
+    }
+  }
+  const std::string extender = readyz(all[0].second);
+  EXPECT_EQ(extender.find(kNodeStatusPolicyName), std::string::npos) << extender;
+  EXPECT_EQ(extender.find(kClassQuotaPolicyName), std::string::npos) << extender;
 }
 
 }  // namespace
