@@ -10,7 +10,6 @@
 #include <functional>
 #include <thread>
 
-#include "agent/draining_plugin.h"
 #include "common/backoff.h"
 #include "common/logging.h"
 
@@ -88,8 +87,7 @@ nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
   if (nri::Status s = connectUnix(options_.socketPath, &fd); !s.isOk()) {
     return s;
   }
-  DrainingPlugin gate(plugin_);
-  nri::PluginDispatcher dispatcher(&gate);
+  nri::PluginDispatcher dispatcher(plugin_);
   nri::Status s;
   bool stoppedWhileUp = false;
   {
@@ -112,7 +110,6 @@ nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
       }
     }
     if (stop.load() && s.isOk()) {
-      gate.drain();
       s = drain(&session);
       stoppedWhileUp = s.isOk();
     }

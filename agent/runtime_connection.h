@@ -42,13 +42,14 @@ class RuntimeConnection {
   // connection that stop ends while it is up is drained, closed, and left, in that order.
   // NRI keeps a plugin whose connection closed in its list until its next event ends, and that
   // event, when it is a container creation, lists the plugin as consulted and goes on without
-  // its answer: the container starts without its devices. So the agent first refuses
-  // container creations while it still reads (DrainingPlugin, drain), closes once the runtime
-  // is quiet, and at once makes the runtime drop the closed registration (leave); from then
-  // on the runtime's validator refuses the pods that require the agent until it is back.
+  // its answer: the container starts without its devices. So the agent goes on answering until
+  // the runtime is quiet (drain), closes only then, and at once makes the runtime drop the
+  // closed registration (leave); from then on the runtime's validator refuses the pods that
+  // require the agent until it is back.
   nri::Status serveOnce(const std::atomic<bool>& stop);
-  // Serves until the runtime has sent nothing for drainQuiet and no message is half read, or
-  // drainLimit has passed; the connection's error if it ended first.
+  // Serves as before until the runtime has sent nothing for drainQuiet and no message is half
+  // read, or drainLimit has passed; the connection's error if it ended first. Every subsystem
+  // the answers read still runs (the agent stops this thread first).
   nri::Status drain(nri::Session* session);
   // Registers as `<pluginName>-leaving`, subscribed to one rare event, and answers Configure.
   // containerd then synchronizes the new plugin (holding back every container operation

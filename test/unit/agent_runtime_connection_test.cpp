@@ -175,7 +175,7 @@ class RuntimeConnectionTest : public ::testing::Test {
   std::thread agent_;
 };
 
-TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLeaves) {
+TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
   options.drainQuiet = 800ms;
   options.drainLimit = 5s;
   options.leaveSyncWait = 3s;
@@ -193,18 +193,20 @@ TEST_F(RuntimeConnectionTest, StoppingRefusesCreationsUntilQuietThenClosesAndLea
   EXPECT_EQ(plugin.created.load(), 1);
 
   stop = true;
-  std::this_thread::sleep_for(400ms);  // the serving loop looks for the stop every 200 ms
-  runtime.sendRequest(5, "CreateContainer", createContainerPayload("while-stopping"));
-  const auto refusedAt = Clock::now();
-  auto refused = runtime.receiveResponse();
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status().code(), static_cast<int32_t>(nri::RpcCode::kUnavailable));
-  EXPECT_NE(refused->status().message().find("stopping"), std::string::npos);
-  EXPECT_EQ(plugin.created.load(), 1) << "a creation reached the plugin while it drained";
+  auto lastAt = Clock::now();
+  for (uint32_t stream = 5; stream <= 11; stream += 2) {
+    std::this_thread::sleep_for(300ms);
+    runtime.sendRequest(stream, "CreateContainer", createContainerPayload("while-stopping"));
+    lastAt = Clock::now();
+    auto answer = runtime.receiveResponse();
+    ASSERT_TRUE(answer) << "closed while the runtime was still talking";
+    EXPECT_FALSE(answer->has_status());
+  }
+  EXPECT_EQ(plugin.created.load(), 5);
   EXPECT_FALSE(returned.load());
 
   ASSERT_TRUE(runtime.closedByPlugin(4s));
-  EXPECT_GE(Clock::now() - refusedAt, 600ms) << "closed before the runtime was quiet";
+  EXPECT_GE(Clock::now() - lastAt, 600ms) << "closed before the runtime was quiet";
 
   // The second registration, which has the runtime drop the closed one.
   FakeRuntime second;
@@ -265,10 +267,10 @@ TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWho
   stop = true;
   EXPECT_FALSE(runtime.closedByPlugin(1500ms)) << "closed with a request half read";
   runtime.sendRaw(frames.substr(frames.size() / 2));
-  auto refused = runtime.receiveResponse();
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status().code(), static_cast<int32_t>(nri::RpcCode::kUnavailable));
-  EXPECT_EQ(plugin.created.load(), 0);
+  auto answer = runtime.receiveResponse();
+  ASSERT_TRUE(answer);
+  EXPECT_FALSE(answer->has_status());
+  EXPECT_EQ(plugin.created.load(), 1);
   EXPECT_TRUE(runtime.closedByPlugin(3s));
   EXPECT_TRUE(runReturnsWithin(2s));
 }
@@ -283,7 +285,6 @@ TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit
   stopListening();
   stop = true;
   const auto stoppedAt = Clock::now();
-  std::this_thread::sleep_for(300ms);  // the serving loop looks for the stop every 200 ms
   bool closed = false;
   for (uint32_t stream = 3; !closed && Clock::now() - stoppedAt < 4s; stream += 2) {
     runtime.sendRequest(stream, "CreateContainer", createContainerPayload("busy"));
@@ -291,7 +292,7 @@ TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit
   }
   EXPECT_TRUE(closed);
   EXPECT_LT(Clock::now() - stoppedAt, 2500ms);
-  EXPECT_EQ(plugin.created.load(), 0);
+  EXPECT_GT(plugin.created.load(), 3);
   EXPECT_TRUE(runReturnsWithin(2s));
 }
 
