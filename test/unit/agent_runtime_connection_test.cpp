@@ -104,6 +104,12 @@ class RuntimeConnectionTest : public ::testing::Test {
       returned = true;
     });
   }
+  // Starts the agent and plays containerd's part of its registration on `runtime`.
+  void startRegistered() {
+    startAgent();
+    ASSERT_TRUE(accept(&runtime));
+    registration(&runtime);
+  }
   bool runReturnsWithin(std::chrono::milliseconds timeout) {
     for (auto deadline = Clock::now() + timeout; !returned.load() && Clock::now() < deadline;) {
       std::this_thread::sleep_for(10ms);
@@ -162,6 +168,7 @@ class RuntimeConnectionTest : public ::testing::Test {
   }
 
   RuntimeConnection::Options options;
+  FakeRuntime runtime;  // containerd's end of the agent's connection
   CountingPlugin plugin;
   metrics::Registry registry;
   AgentMetrics metrics{registry};
@@ -180,7 +187,6 @@ TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
   options.drainLimit = 5s;
   options.leaveSyncWait = 3s;
   startAgent();
-  FakeRuntime runtime;
   ASSERT_TRUE(accept(&runtime));
   Registration agent = registration(&runtime);
   EXPECT_EQ(agent.name, "ker-agent");
@@ -237,10 +243,7 @@ TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
 TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheLeaveAfterAShortWait) {
   options.drainQuiet = 100ms;
   options.leaveSyncWait = 500ms;
-  startAgent();
-  FakeRuntime runtime;
-  ASSERT_TRUE(accept(&runtime));
-  registration(&runtime);
+  ASSERT_NO_FATAL_FAILURE(startRegistered());
   stop = true;
   ASSERT_TRUE(runtime.closedByPlugin(2s));
   FakeRuntime second;
@@ -255,10 +258,7 @@ TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheLeaveAfterAShortWait) {
 TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWhole) {
   options.drainQuiet = 300ms;
   options.drainLimit = 5s;
-  startAgent();
-  FakeRuntime runtime;
-  ASSERT_TRUE(accept(&runtime));
-  registration(&runtime);
+  ASSERT_NO_FATAL_FAILURE(startRegistered());
   stopListening();  // nothing to leave to: the stop must end all the same
 
   const std::string frames = requestFrames(3, "CreateContainer", createContainerPayload("split"));
@@ -278,10 +278,7 @@ TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWho
 TEST_F(RuntimeConnectionTest, ARuntimeThatNeverFallsQuietIsClosedAtTheDrainLimit) {
   options.drainQuiet = 500ms;
   options.drainLimit = 1s;
-  startAgent();
-  FakeRuntime runtime;
-  ASSERT_TRUE(accept(&runtime));
-  registration(&runtime);
+  ASSERT_NO_FATAL_FAILURE(startRegistered());
   stopListening();
   stop = true;
   const auto stoppedAt = Clock::now();
