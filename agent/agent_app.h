@@ -34,7 +34,7 @@ struct AgentAppConfig {
   std::chrono::milliseconds liveReadBudget{std::chrono::seconds(1)};
   // Containers refused for reaching a managed device without a claim, but in these namespaces.
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
-  // The allocation policy whose absence /readyz reports; nullopt: not checked.
+  // The admission policies whose absence /readyz reports; nullopt: not checked.
   std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 

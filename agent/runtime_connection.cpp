@@ -160,11 +160,10 @@ nri::Status RuntimeConnection::leave() {
   nri::Session session(fd, &dispatcher);
   const std::string name = options_.pluginName + "-leaving";
   const auto started = std::chrono::steady_clock::now();
-  nri::Status s =
-      nri::registerPlugin(&session, name, options_.pluginIndex, options_.registerTimeout);
+  nri::Status s = nri::registerPlugin(&session, name, options_.pluginIndex, options_.leaveTimeout);
   if (s.isOk()) {
     s = serveUntil(
-        &session, [&] { return leaving.configured(); }, started + options_.registerTimeout,
+        &session, [&] { return leaving.configured(); }, started + options_.leaveTimeout,
         "Configure");
   }
   if (!s.isOk()) {
@@ -174,12 +173,14 @@ nri::Status RuntimeConnection::leave() {
       &session, [&] { return leaving.synchronized(); },
       std::chrono::steady_clock::now() + options_.leaveSyncWait, "Synchronize");
   if (s.code() == nri::Status::Code::kTimedOut) {
-    // containerd holds back every plugin's Synchronize while it stops a container, and it is
-    // stopping this one: the registration now waits for that stop, and with it every container
-    // operation that comes after. The stop ends with an NRI event, which drops the closed
+    // containerd holds back a new plugin's Synchronize while any container stop runs (the
+    // kubelet's stop of the agent's own container among them), and with it every container
+    // operation that comes after. Such a stop ends with an NRI event, which drops the closed
     // connection before any of them goes on.
-    log::info("the container runtime holds the leaving registration until this container stops",
-              {{"socket", options_.socketPath}, {"plugin", name}});
+    log::info(
+        "the container runtime has not synchronized the leaving registration yet; a "
+        "container stop under way drops the closed connection when it ends",
+        {{"socket", options_.socketPath}, {"plugin", name}});
     return nri::Status::ok();
   }
   if (s.isOk()) {

@@ -13,7 +13,7 @@ namespace ker::agent {
 // The agent's registration with the container runtime's NRI socket, kept up for as long as
 // the agent runs: connect, register, serve the runtime's requests on this thread; when the
 // runtime goes away (restart, socket not there yet), wait and connect again. On stop it
-// drains, closes, and leaves (see stopServing).
+// drains, closes, and leaves (see serveOnce).
 class RuntimeConnection {
  public:
   struct Options {
@@ -23,11 +23,14 @@ class RuntimeConnection {
     std::chrono::milliseconds registerTimeout{std::chrono::seconds(5)};
     std::chrono::milliseconds minBackoff{200};
     std::chrono::milliseconds maxBackoff{std::chrono::seconds(5)};
-    // Stopping: how long the runtime must have sent nothing before the connection closes, and
-    // the most the drain may take (the DaemonSet's grace period is 10 s).
+    // Stopping, within the DaemonSet's grace period of 10 s together with the rest of the
+    // agent's stop (AgentApp::stop): how long the runtime must have sent nothing before the
+    // connection closes, and the most the drain may take (an answer under way may add up to
+    // its read budget); how long the leaving registration may take to be accepted and
+    // configured, and then how long it waits for Synchronize (see leave).
     std::chrono::milliseconds drainQuiet{300};
     std::chrono::milliseconds drainLimit{std::chrono::seconds(2)};
-    // How long the leaving registration waits for the runtime's Synchronize (see leave).
+    std::chrono::milliseconds leaveTimeout{std::chrono::seconds(1)};
     std::chrono::milliseconds leaveSyncWait{500};
   };
   RuntimeConnection(Options options, nri::Plugin* plugin, AgentMetrics* metrics)

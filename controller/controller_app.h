@@ -21,7 +21,7 @@ struct ControllerAppConfig {
   LeaderElectionConfig leaderElection;  // an empty identity gets defaultIdentity()
   // "host:port" or ":port" for /healthz, /readyz and /metrics; "" or "0" serves nothing.
   std::string metricsBindAddress = ":8080";
-  // The allocation policy whose absence /readyz reports; nullopt: not checked.
+  // The admission policies whose absence /readyz reports; nullopt: not checked.
   std::optional<AdmissionPolicyCheck::Options> admissionPolicy;
 };
 
