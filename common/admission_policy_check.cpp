@@ -80,15 +80,7 @@ AdmissionPolicyCheck::AdmissionPolicyCheck(ApiClient& api, Options options,
     registry->gaugeFunc("extended_resource_admission_policy_enforced",
                         "1 while every ValidatingAdmissionPolicy the component relies on, and "
                         "its binding, are in force, as last read.",
-                        [this] {
-                          std::lock_guard lock(mu_);
-                          return verdicts_.size() == options_.names.size() &&
-                                         std::all_of(
-                                             verdicts_.begin(), verdicts_.end(),
-                                             [](const auto& v) { return v.second.enforced(); })
-                                     ? 1.0
-                                     : 0.0;
-                        });
+                        [this] { return problem() ? 0.0 : 1.0; });
   }
 }
 
