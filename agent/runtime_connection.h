@@ -13,7 +13,7 @@ namespace ker::agent {
 // The agent's registration with the container runtime's NRI socket, kept up for as long as
 // the agent runs: connect, register, serve the runtime's requests on this thread; when the
 // runtime goes away (restart, socket not there yet), wait and connect again. On stop it
-// drains, closes, and leaves (see serveOnce).
+// leaves (see leave).
 class RuntimeConnection {
  public:
   struct Options {
@@ -24,13 +24,17 @@ class RuntimeConnection {
     std::chrono::milliseconds minBackoff{200};
     std::chrono::milliseconds maxBackoff{std::chrono::seconds(5)};
     // Stopping, within the DaemonSet's grace period of 10 s together with the rest of the
-    // agent's stop (AgentApp::stop): how long the runtime must have sent nothing before the
-    // connection closes, and the most the drain may take (an answer under way may add up to
-    // its read budget); how long the leaving registration may take to be accepted and
-    // configured, and then how long it waits for Synchronize (see leave).
+    // agent's stop (AgentApp::stop): how long the leaving registration may take to be
+    // accepted and configured; how long the runtime must have sent nothing before the
+    // connection closes, and the most that drain may take (an answer under way may add up to
+    // its read budget); how long to wait for the runtime to close its end, and then to let it
+    // mark the plugin closed; how long the leaving registration then waits for a Synchronize
+    // that has not come (see leave).
+    std::chrono::milliseconds leaveTimeout{std::chrono::seconds(1)};
     std::chrono::milliseconds drainQuiet{300};
     std::chrono::milliseconds drainLimit{std::chrono::seconds(2)};
-    std::chrono::milliseconds leaveTimeout{std::chrono::seconds(1)};
+    std::chrono::milliseconds hangUpTimeout{500};
+    std::chrono::milliseconds closeSettle{100};
     std::chrono::milliseconds leaveSyncWait{500};
   };
   RuntimeConnection(Options options, nri::Plugin* plugin, AgentMetrics* metrics)
@@ -42,26 +46,23 @@ class RuntimeConnection {
 
  private:
   // One connection, from connect to its end; ok when it ended because stop was set. A
-  // connection that stop ends while it is up is drained, closed, and left, in that order.
+  // connection that stop ends while it is up is left (see leave).
+  nri::Status serveOnce(const std::atomic<bool>& stop);
   // NRI keeps a plugin whose connection closed in its list until its next event ends, and that
   // event, when it is a container creation, lists the plugin as consulted and goes on without
-  // its answer: the container starts without its devices. So the agent goes on answering until
-  // the runtime is quiet (drain), closes only then, and at once makes the runtime drop the
-  // closed registration (leave); from then on the runtime's validator refuses the pods that
-  // require the agent until it is back.
-  nri::Status serveOnce(const std::atomic<bool>& stop);
+  // its answer: the container starts without its devices. So the agent leaves in this order:
+  // it registers a LeavingRegistration, which from its Configure on holds back every container
+  // operation that has not reached NRI yet (while answering this connection); drains, going
+  // on answering until the runtime is quiet; hangs up and waits for the runtime to close its
+  // end; then releases the leaving registration, whose Synchronize answer has the runtime drop
+  // the closed connection before any held-back operation goes on. From then on the runtime's
+  // validator refuses the pods that require the agent until it is back. Ok, or the error of
+  // this connection; a failed leaving registration is logged and the stop goes on.
+  nri::Status leave(nri::Session* session);
   // Serves as before until the runtime has sent nothing for drainQuiet and no message is half
   // read, or drainLimit has passed; the connection's error if it ended first. Every subsystem
   // the answers read still runs (the agent stops this thread first).
   nri::Status drain(nri::Session* session);
-  // Registers as `<pluginName>-leaving`, subscribed to one rare event, and answers Configure.
-  // containerd then synchronizes the new plugin (holding back every container operation
-  // meanwhile) and adds it to its list, which removes every plugin whose connection closed.
-  // When containerd is stopping the agent's own container (the kubelet's stop, the usual
-  // case), it holds that synchronization until the stop ends, and the stop ends with an NRI
-  // event that removes the closed plugin just the same, before the operations held back go
-  // on. So the wait for Synchronize is short (leaveSyncWait) and its absence no error.
-  nri::Status leave();
 
   Options options_;
   nri::Plugin* plugin_;

@@ -111,6 +111,42 @@ Status Session::serve(std::chrono::milliseconds timeout) {
   return pump(Clock::now() + timeout);
 }
 
+Status Session::hangUp(std::chrono::milliseconds timeout) {
+  if (broken_.code() == Status::Code::kClosed) {
+    return Status::ok();
+  }
+  if (!broken_.isOk()) {
+    return broken_;
+  }
+  if (shutdown(fd_, SHUT_WR) != 0) {
+    return fail(Status::ioError(errnoText("shutdown")));
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    pollfd p{.fd = fd_, .events = POLLIN};
+    int ready = poll(&p, 1, remainingMillis(deadline));
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready < 0) {
+      return fail(Status::ioError(errnoText("poll")));
+    }
+    if (ready == 0) {
+      fail(Status::closed("hung up"));
+      return Status::timedOut("the runtime did not close its end of the connection in " +
+                              std::to_string(timeout.count()) + " ms");
+    }
+    ssize_t n = read(fd_, readBuffer_.data(), readBuffer_.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
+      continue;
+    }
+    if (n <= 0) {  // end of file, or reset: the runtime's end is closed
+      fail(Status::closed("hung up"));
+      return Status::ok();
+    }
+  }
+}
+
 bool Session::midMessage() const {
   return mux_.midFrame() || serverIn_.midMessage() || clientIn_.midMessage();
 }

@@ -66,6 +66,13 @@ class Session {
   // calls; kClosed once the runtime closed the connection.
   Status serve(std::chrono::milliseconds timeout);
 
+  // Ends the session from this side: stops writing, so the runtime reads the end of the
+  // connection, then reads (dropping what comes, which can no longer be answered) until the
+  // runtime closes its end too, for at most `timeout`. containerd closes its end as it drops
+  // the plugin, so ok tells a caller the runtime has seen the close, not only that it was
+  // sent; timedOut when it did not close in time. The session is closed afterwards either way.
+  Status hangUp(std::chrono::milliseconds timeout);
+
   // The first error that ended the session (corruption, I/O error, closed), or ok. Once set,
   // call() and serve() return it without touching the socket.
   const Status& broken() const { return broken_; }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -142,7 +143,7 @@ class RuntimeConnectionTest : public ::testing::Test {
     std::string name, index;
     int32_t events = -1;
   };
-  Registration registration(FakeRuntime* runtime) {
+  Registration registration(FakeRuntime* runtime, int64_t requestTimeoutMs = 2000) {
     Registration r;
     auto call = runtime->receive(nri::kRuntimeServiceConn);
     EXPECT_TRUE(call);
@@ -158,7 +159,7 @@ class RuntimeConnectionTest : public ::testing::Test {
     runtime->sendResponse(call->header.streamId, "");
     nri::ConfigureRequest cfg;
     cfg.set_runtime_name("containerd");
-    cfg.set_request_timeout(2000);
+    cfg.set_request_timeout(requestTimeoutMs);
     runtime->sendRequest(1, "Configure", cfg.SerializeAsString());
     auto resp = runtime->receiveResponse();
     nri::ConfigureResponse configured;
@@ -182,9 +183,14 @@ class RuntimeConnectionTest : public ::testing::Test {
   std::thread agent_;
 };
 
-TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
+// The order that leaves no creation through: the leaving plugin registers while the agent's
+// connection still answers, the connection closes once the runtime is quiet, and the last part
+// of the leaving plugin's Synchronize is answered only after the runtime closed its end.
+TEST_F(RuntimeConnectionTest,
+       StoppingRegistersTheLeavingPluginFirstAndAnswersItsSyncAfterTheClose) {
   options.drainQuiet = 800ms;
   options.drainLimit = 5s;
+  options.hangUpTimeout = 3s;
   options.leaveSyncWait = 3s;
   startAgent();
   ASSERT_TRUE(accept(&runtime));
@@ -199,28 +205,24 @@ TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
   EXPECT_EQ(plugin.created.load(), 1);
 
   stop = true;
+  FakeRuntime second;
+  ASSERT_TRUE(accept(&second)) << "no leaving registration while the connection is up";
+  Registration leaving = registration(&second, 10000);  // no answer at the runtime's timeout
+  EXPECT_EQ(leaving.name, "ker-agent-leaving");
+  EXPECT_EQ(leaving.index, "10");
+  EXPECT_EQ(leaving.events, nri::eventBit(nri::REMOVE_POD_SANDBOX));
+
   auto lastAt = Clock::now();
   for (uint32_t stream = 5; stream <= 11; stream += 2) {
-    std::this_thread::sleep_for(300ms);
     runtime.sendRequest(stream, "CreateContainer", createContainerPayload("while-stopping"));
     lastAt = Clock::now();
     auto answer = runtime.receiveResponse();
     ASSERT_TRUE(answer) << "closed while the runtime was still talking";
     EXPECT_FALSE(answer->has_status());
+    std::this_thread::sleep_for(300ms);
   }
   EXPECT_EQ(plugin.created.load(), 5);
-  EXPECT_FALSE(returned.load());
 
-  ASSERT_TRUE(runtime.closedByPlugin(4s));
-  EXPECT_GE(Clock::now() - lastAt, 600ms) << "closed before the runtime was quiet";
-
-  // The second registration, which has the runtime drop the closed one.
-  FakeRuntime second;
-  ASSERT_TRUE(accept(&second));
-  Registration leaving = registration(&second);
-  EXPECT_EQ(leaving.name, "ker-agent-leaving");
-  EXPECT_EQ(leaving.index, "10");
-  EXPECT_EQ(leaving.events, nri::eventBit(nri::REMOVE_POD_SANDBOX));
   nri::SynchronizeRequest part;
   part.set_more(true);
   second.sendRequest(3, "Synchronize", part.SerializeAsString());
@@ -228,8 +230,14 @@ TEST_F(RuntimeConnectionTest, StoppingAnswersUntilQuietThenClosesAndLeaves) {
   nri::SynchronizeResponse echoed;
   ASSERT_TRUE(first && echoed.ParseFromString(first->payload()));
   EXPECT_TRUE(echoed.more());
-  EXPECT_FALSE(second.closedByPlugin(300ms)) << "left before the last part of Synchronize";
   second.sendRequest(5, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+
+  ASSERT_TRUE(runtime.closedByPlugin(4s));
+  EXPECT_GE(Clock::now() - lastAt, 600ms) << "closed before the runtime was quiet";
+  EXPECT_FALSE(second.receiveResponse()) << "Synchronize answered before the runtime closed "
+                                            "the agent's connection";
+  EXPECT_FALSE(returned.load());
+  runtime.closeNow();  // as containerd does on reading the end
   auto last = second.receiveResponse();
   ASSERT_TRUE(last);
   EXPECT_FALSE(last->has_status());
@@ -245,15 +253,41 @@ TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheLeaveAfterAShortWait) {
   options.leaveSyncWait = 500ms;
   ASSERT_NO_FATAL_FAILURE(startRegistered());
   stop = true;
-  ASSERT_TRUE(runtime.closedByPlugin(2s));
   FakeRuntime second;
   ASSERT_TRUE(accept(&second));
-  // Taken before Configure is sent: the agent's wait begins after it answered.
-  const auto beforeConfigure = Clock::now();
   EXPECT_EQ(registration(&second).name, "ker-agent-leaving");
+  ASSERT_TRUE(runtime.closedByPlugin(2s));
+  runtime.closeNow();
+  const auto closedAt = Clock::now();
   EXPECT_TRUE(second.closedByPlugin(2s));
-  EXPECT_GE(Clock::now() - beforeConfigure, 500ms);
+  EXPECT_GE(Clock::now() - closedAt, 500ms);
   EXPECT_TRUE(runReturnsWithin(1s));
+}
+
+// The runtime's own timeout for Synchronize (Configure's request_timeout, 2 s here) bounds
+// the hold: an answer after it would only get the leaving plugin dropped. Meanwhile the
+// agent's connection goes on answering.
+TEST_F(RuntimeConnectionTest, AHeldSynchronizeIsAnsweredBeforeTheRuntimesTimeout) {
+  options.drainQuiet = 1500ms;  // longer than a turn of the loop below
+  options.drainLimit = 5s;
+  ASSERT_NO_FATAL_FAILURE(startRegistered());
+  stop = true;
+  FakeRuntime second;
+  ASSERT_TRUE(accept(&second));
+  EXPECT_EQ(registration(&second).name, "ker-agent-leaving");
+  second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  const auto sentAt = Clock::now();
+  std::optional<nri::Message> synced;
+  for (uint32_t stream = 3; !synced && Clock::now() - sentAt < 3s; stream += 2) {
+    runtime.sendRequest(stream, "CreateContainer", createContainerPayload("busy"));
+    auto answer = runtime.receiveResponse();
+    ASSERT_TRUE(answer) << "the held Synchronize stopped the agent's connection";
+    EXPECT_FALSE(answer->has_status());
+    synced = second.receive(nri::kPluginServiceConn);
+  }
+  ASSERT_TRUE(synced);
+  EXPECT_GE(Clock::now() - sentAt, 1300ms);
+  EXPECT_LT(Clock::now() - sentAt, 2s);
 }
 
 TEST_F(RuntimeConnectionTest, AHalfReadRequestKeepsTheConnectionOpenUntilItIsWhole) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nri/plugin_service.h"
@@ -170,6 +171,35 @@ TEST_F(NriSession, CleanCloseIsClosed) {
   Status s = session->serve(1s);
   EXPECT_EQ(s.code(), Status::Code::kClosed);
   EXPECT_EQ(s.message().find("mid-frame"), std::string::npos);
+}
+
+// The runtime reads the end of the connection, may still send (dropped), and closes its end:
+// only then does hangUp return ok, and the session is closed afterwards.
+TEST_F(NriSession, HangUpWaitsForTheRuntimeToCloseItsEnd) {
+  std::thread runtimeSide([&] {
+    EXPECT_TRUE(runtime.closedByPlugin(2s)) << "the runtime never read the end of the connection";
+    runtime.sendRequest(1, "CreateContainer", CreateContainerRequest().SerializeAsString());
+    std::this_thread::sleep_for(200ms);
+    runtime.closeNow();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  Status s = session->hangUp(3s);
+  runtimeSide.join();
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 200ms);
+  EXPECT_EQ(session->serve(10ms).code(), Status::Code::kClosed);
+}
+
+TEST_F(NriSession, HangUpToARuntimeThatKeepsItsEndOpenTimesOut) {
+  EXPECT_EQ(session->hangUp(200ms).code(), Status::Code::kTimedOut);
+  EXPECT_TRUE(runtime.closedByPlugin(1s));
+  EXPECT_EQ(session->serve(10ms).code(), Status::Code::kClosed);
+}
+
+TEST_F(NriSession, HangUpAfterTheRuntimeClosedIsOk) {
+  runtime.closeNow();
+  EXPECT_EQ(session->serve(1s).code(), Status::Code::kClosed);
+  EXPECT_TRUE(session->hangUp(10ms).isOk());
 }
 
 TEST_F(NriSession, GarbageIsCorruptionAndFinal) {
