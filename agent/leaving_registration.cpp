@@ -40,6 +40,8 @@ class LeavingRegistration::Plugin : public nri::Plugin {
     // containerd's timeout covers every part of one Synchronize.
     if (!syncStarted_) {
       syncStarted_ = Clock::now();
+      std::lock_guard lock(owner_->mu_);
+      owner_->syncStarted_ = true;
     }
     resp->set_more(req.more());
     if (req.more()) {
@@ -52,6 +54,7 @@ class LeavingRegistration::Plugin : public nri::Plugin {
         owner_->changed_.wait_until(lock, answerBy, [this] { return owner_->released_; });
     owner_->synchronized_ = true;
     owner_->answeredEarly_ = !released;
+    owner_->changed_.notify_all();
     return nri::Status::ok();
   }
 
@@ -65,8 +68,14 @@ class LeavingRegistration::Plugin : public nri::Plugin {
 LeavingRegistration::LeavingRegistration(Options options) : options_(std::move(options)) {}
 
 LeavingRegistration::~LeavingRegistration() {
+  {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    closing_ = true;
+  }
+  changed_.notify_all();
   if (thread_.joinable()) {
-    release();
+    thread_.join();
   }
 }
 
@@ -79,25 +88,35 @@ bool LeavingRegistration::settled() const {
   return registered_.has_value();
 }
 
+bool LeavingRegistration::synchronizing() const {
+  std::lock_guard lock(mu_);
+  return syncStarted_;
+}
+
 nri::Status LeavingRegistration::registered() const {
   std::lock_guard lock(mu_);
   return registered_.value_or(nri::Status::timedOut("not registered yet"));
 }
 
 nri::Status LeavingRegistration::release() {
-  {
-    std::lock_guard lock(mu_);
-    if (!released_) {
-      released_ = true;
-      releasedAt_ = Clock::now();
-    }
-  }
+  std::unique_lock lock(mu_);
+  released_ = true;
   changed_.notify_all();
-  if (thread_.joinable()) {
-    thread_.join();
+  changed_.wait_for(lock, options_.syncWait, [this] { return synchronized_ || ended_; });
+  if (synchronized_) {
+    return answeredEarly_ ? nri::Status::notAllowed(
+                                "answered Synchronize before the agent's connection closed, at "
+                                "the runtime's request timeout")
+                          : nri::Status::ok();
   }
-  std::lock_guard lock(mu_);
-  return ended_.value_or(nri::Status::notAllowed("never started"));
+  if (ended_) {
+    return *ended_;
+  }
+  if (!thread_.joinable()) {
+    return nri::Status::notAllowed("never started");
+  }
+  return nri::Status::timedOut("no Synchronize from the runtime in " +
+                               std::to_string(options_.syncWait.count()) + " ms");
 }
 
 void LeavingRegistration::run() {
@@ -135,29 +154,20 @@ void LeavingRegistration::run() {
     registered_ = nri::Status::ok();
   }
   changed_.notify_all();
+  // Until Synchronize was answered, or the destructor; a Synchronize handler blocks inside
+  // serve until release().
   for (;;) {
-    bool waitedEnough = false;
     {
       std::lock_guard lock(mu_);
-      if (synchronized_) {
+      if (synchronized_ || closing_) {
         break;
       }
-      waitedEnough = released_ && Clock::now() - releasedAt_ >= options_.syncWait;
     }
-    if (waitedEnough) {
-      return finish(nri::Status::timedOut("no Synchronize from the runtime in " +
-                                          std::to_string(options_.syncWait.count()) + " ms"));
-    }
-    // The Synchronize handler blocks inside serve until release().
     if (s = session.serve(std::chrono::milliseconds(50)); !s.isOk()) {
       return finish(s);
     }
   }
-  std::lock_guard lock(mu_);
-  ended_ = answeredEarly_ ? nri::Status::notAllowed(
-                                "answered Synchronize before the agent's connection closed, at the "
-                                "runtime's request timeout")
-                          : nri::Status::ok();
+  finish(nri::Status::ok());
 }
 
 }  // namespace ker::agent

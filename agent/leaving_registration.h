@@ -16,16 +16,18 @@ namespace ker::agent {
 // operation through (RuntimeConnection::leave says why). On a thread of its own: connect,
 // register as `<plugin>-leaving` subscribed to one rare event, answer Configure; then answer
 // the runtime's Synchronize, holding its last part until release() says the agent's
-// connection is closed, and close.
+// connection is closed, and close. A Synchronize that has not come by then is still answered,
+// at once, whenever it comes until the object is destroyed (the agent's exit).
 //
 // Why this order: once containerd has configured a new plugin it asks for its plugin-sync
-// lock, and from then on no container operation gets to NRI until the sync is over. With
-// nothing under way it syncs at once, and while the Synchronize is held no container can be
-// created; answering after the agent's connection closed has containerd add this plugin and
-// drop the closed one in one step. While a container stop runs (the kubelet stopping the
-// agent's own container, the usual case) containerd holds the sync back until the stop ends,
-// which is after the agent exited; the operations that come in meanwhile wait, and the stop's
-// own NRI event drops the closed plugin before they go on.
+// lock, and from then on no container operation that has not taken containerd's side of that
+// lock yet gets to NRI until the sync is over. With nothing under way it syncs at once, and
+// while the Synchronize is held no NRI event is delivered at all; answering after the agent's
+// connection closed has containerd add this plugin and drop the closed one in one step. While
+// a container stop runs (the kubelet stopping the agent's own container, the usual case)
+// containerd holds the sync back until the stop ends, which is after the agent exited; the
+// operations that come in meanwhile wait, and the stop's own NRI event drops the closed plugin
+// before they go on.
 class LeavingRegistration {
  public:
   struct Options {
@@ -39,7 +41,7 @@ class LeavingRegistration {
   };
 
   explicit LeavingRegistration(Options options);
-  ~LeavingRegistration();  // releases and joins
+  ~LeavingRegistration();  // releases, stops serving, and joins
   LeavingRegistration(const LeavingRegistration&) = delete;
   LeavingRegistration& operator=(const LeavingRegistration&) = delete;
 
@@ -50,11 +52,15 @@ class LeavingRegistration {
   bool settled() const;
   // Ok once Configure has been answered; the error that ended the registration otherwise.
   nri::Status registered() const;
+  // Whether the runtime has begun its Synchronize. containerd holds its plugin-sync lock then,
+  // which it takes only once no container operation is under way, and it delivers no NRI
+  // event until the answer: nothing more can come to the agent's connection.
+  bool synchronizing() const;
   // The agent's connection is closed: the last part of Synchronize may now be answered. Waits
-  // for the thread: ok when Synchronize was answered after this call; timedOut when none came
-  // within syncWait (containerd holds it back while a container stop runs, see above);
-  // notAllowed when the runtime's timeout made it answer before this call, or the error that
-  // ended the registration.
+  // up to syncWait for that answer: ok once given after this call; timedOut when no
+  // Synchronize came in that time (containerd holds it back while a container stop runs, see
+  // above; it is still answered if it comes later); notAllowed when the runtime's timeout made
+  // it answer before this call; or the error that ended the registration.
   nri::Status release();
 
   // The name registered.
@@ -70,11 +76,12 @@ class LeavingRegistration {
   mutable std::mutex mu_;  // guards what follows
   std::condition_variable changed_;
   std::optional<nri::Status> registered_;  // set once Configure was answered or it failed
+  bool syncStarted_ = false;               // a part of Synchronize came
   bool released_ = false;
-  std::chrono::steady_clock::time_point releasedAt_;
+  bool closing_ = false;              // the destructor runs: stop serving
   bool synchronized_ = false;         // the last part of Synchronize answered
   bool answeredEarly_ = false;        // ... before release(), at the runtime's timeout
-  std::optional<nri::Status> ended_;  // the thread's result
+  std::optional<nri::Status> ended_;  // the thread's result, once it stopped serving
 };
 
 }  // namespace ker::agent

@@ -65,19 +65,21 @@ nri::Status RuntimeConnection::serveOnce(const std::atomic<bool>& stop) {
 }
 
 nri::Status RuntimeConnection::leave(nri::Session* session) {
-  LeavingRegistration leaving({.socketPath = options_.socketPath,
-                               .name = options_.pluginName,
-                               .index = options_.pluginIndex,
-                               .registerTimeout = options_.leaveTimeout,
-                               .syncWait = options_.leaveSyncWait});
+  leaving_ = std::make_unique<LeavingRegistration>(
+      LeavingRegistration::Options{.socketPath = options_.socketPath,
+                                   .name = options_.pluginName,
+                                   .index = options_.pluginIndex,
+                                   .registerTimeout = options_.leaveTimeout,
+                                   .syncWait = options_.leaveSyncWait});
+  LeavingRegistration& leaving = *leaving_;
   leaving.start();
   // Answering meanwhile: the runtime may be asking this connection while the other registers.
   nri::Status s = serveUntil(
       session, [&] { return leaving.settled(); },
-      std::chrono::steady_clock::now() + options_.leaveTimeout + std::chrono::milliseconds(200),
+      std::chrono::steady_clock::now() + options_.leaveTimeout + std::chrono::milliseconds(100),
       "leaving registration");
   if (!s.isOk() && s.code() != nri::Status::Code::kTimedOut) {
-    leaving.release();
+    leaving.release();  // this connection is gone already
     return s;
   }
   const nri::Status registered = leaving.registered();
@@ -87,35 +89,39 @@ nri::Status RuntimeConnection::leave(nri::Session* session) {
         "connection at its next event",
         {{"socket", options_.socketPath}, {"error", registered.toString()}});
   }
-  if (s = drain(session); !s.isOk()) {
+  if (s = drain(session, [&] { return leaving.synchronizing(); }); !s.isOk()) {
     leaving.release();
     return s;
   }
   if (nri::Status hung = session->hangUp(options_.hangUpTimeout); !hung.isOk()) {
     log::warn("the container runtime did not close the agent's connection in time",
               {{"socket", options_.socketPath}, {"error", hung.toString()}});
-  } else if (registered.isOk()) {
-    // containerd marks the plugin closed just after it closes the connection, on another of
-    // its threads; the Synchronize answer must find it marked.
-    std::this_thread::sleep_for(options_.closeSettle);
   }
+  if (!registered.isOk()) {
+    return nri::Status::ok();
+  }
+  // containerd marks the plugin closed just after it closes the connection, on another of its
+  // threads; the Synchronize answer must find it marked.
+  std::this_thread::sleep_for(options_.closeSettle);
   const nri::Status left = leaving.release();
   if (left.isOk()) {
     log::info("left the container runtime",
               {{"socket", options_.socketPath}, {"plugin", leaving.name()}});
   } else if (left.code() == nri::Status::Code::kTimedOut) {
     log::info(
-        "the container runtime has not synchronized the leaving registration yet; the "
-        "container stop under way drops the closed connection when it ends",
+        "the container runtime has not synchronized the leaving registration yet; it is "
+        "answered when it comes, and a container stop under way drops the closed connection "
+        "when it ends",
         {{"socket", options_.socketPath}, {"plugin", leaving.name()}});
-  } else if (registered.isOk()) {
+  } else {
     log::warn("the leaving registration did not complete",
               {{"socket", options_.socketPath}, {"error", left.toString()}});
   }
   return nri::Status::ok();
 }
 
-nri::Status RuntimeConnection::drain(nri::Session* session) {
+nri::Status RuntimeConnection::drain(nri::Session* session,
+                                     const std::function<bool()>& runtimeHeld) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   auto quietSince = started;
@@ -125,7 +131,11 @@ nri::Status RuntimeConnection::drain(nri::Session* session) {
       return s;
     }
     const auto now = Clock::now();
-    if (session->servedRequests() != served || session->midMessage()) {
+    if (session->midMessage()) {
+      quietSince = now;
+    } else if (runtimeHeld()) {
+      return nri::Status::ok();
+    } else if (session->servedRequests() != served) {
       served = session->servedRequests();
       quietSince = now;
     } else if (now - quietSince >= options_.drainQuiet) {

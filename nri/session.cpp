@@ -112,14 +112,27 @@ Status Session::serve(std::chrono::milliseconds timeout) {
 }
 
 Status Session::hangUp(std::chrono::milliseconds timeout) {
+  Status s = awaitPeerClose(timeout);
+  fail(Status::closed("hung up"));
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  return s;
+}
+
+Status Session::awaitPeerClose(std::chrono::milliseconds timeout) {
   if (broken_.code() == Status::Code::kClosed) {
     return Status::ok();
   }
   if (!broken_.isOk()) {
     return broken_;
   }
+  if (inHandler_) {
+    return Status::notAllowed("hangUp() from inside a request handler");
+  }
   if (shutdown(fd_, SHUT_WR) != 0) {
-    return fail(Status::ioError(errnoText("shutdown")));
+    return Status::ioError(errnoText("shutdown"));
   }
   const auto deadline = Clock::now() + timeout;
   for (;;) {
@@ -129,10 +142,9 @@ Status Session::hangUp(std::chrono::milliseconds timeout) {
       continue;
     }
     if (ready < 0) {
-      return fail(Status::ioError(errnoText("poll")));
+      return Status::ioError(errnoText("poll"));
     }
     if (ready == 0) {
-      fail(Status::closed("hung up"));
       return Status::timedOut("the runtime did not close its end of the connection in " +
                               std::to_string(timeout.count()) + " ms");
     }
@@ -140,9 +152,11 @@ Status Session::hangUp(std::chrono::milliseconds timeout) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
       continue;
     }
-    if (n <= 0) {  // end of file, or reset: the runtime's end is closed
-      fail(Status::closed("hung up"));
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
       return Status::ok();
+    }
+    if (n < 0) {
+      return Status::ioError(errnoText("read"));
     }
   }
 }

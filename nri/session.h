@@ -68,9 +68,10 @@ class Session {
 
   // Ends the session from this side: stops writing, so the runtime reads the end of the
   // connection, then reads (dropping what comes, which can no longer be answered) until the
-  // runtime closes its end too, for at most `timeout`. containerd closes its end as it drops
-  // the plugin, so ok tells a caller the runtime has seen the close, not only that it was
-  // sent; timedOut when it did not close in time. The session is closed afterwards either way.
+  // runtime closes its end too, for at most `timeout`, and closes the socket. containerd
+  // closes its end when it reads the end of the connection, and marks the plugin closed just
+  // after that, on another of its threads. Ok when the runtime closed its end; timedOut when it
+  // did not in time; the session's earlier error. The socket is closed either way.
   Status hangUp(std::chrono::milliseconds timeout);
 
   // The first error that ended the session (corruption, I/O error, closed), or ok. Once set,
@@ -87,6 +88,8 @@ class Session {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // hangUp's wait, before the socket is closed.
+  Status awaitPeerClose(std::chrono::milliseconds timeout);
   // Reads what the socket has (waiting until deadline) and handles every complete message.
   Status pump(Clock::time_point deadline);
   Status handleServerMessage(const Message& message, MessageDecoder::Result kind);

@@ -91,9 +91,8 @@ class RuntimeConnectionTest : public ::testing::Test {
   }
   void TearDown() override {
     stop = true;
-    if (agent_.joinable()) {
-      agent_.join();
-    }
+    joinAgent();
+    connection.reset();
     stopListening();
     std::filesystem::remove_all(dir_);
   }
@@ -110,6 +109,19 @@ class RuntimeConnectionTest : public ::testing::Test {
     startAgent();
     ASSERT_TRUE(accept(&runtime));
     registration(&runtime);
+  }
+  // Starts the agent registered on `runtime`, stops it, and plays containerd's part of the
+  // leaving registration on `second` (Configure's request timeout as given).
+  void stopAndAcceptLeaving(FakeRuntime* second, int64_t requestTimeoutMs = 2000) {
+    ASSERT_NO_FATAL_FAILURE(startRegistered());
+    stop = true;
+    ASSERT_TRUE(accept(second)) << "no leaving registration";
+    EXPECT_EQ(registration(second, requestTimeoutMs).name, "ker-agent-leaving");
+  }
+  void joinAgent() {
+    if (agent_.joinable()) {
+      agent_.join();
+    }
   }
   bool runReturnsWithin(std::chrono::milliseconds timeout) {
     for (auto deadline = Clock::now() + timeout; !returned.load() && Clock::now() < deadline;) {
@@ -223,6 +235,11 @@ TEST_F(RuntimeConnectionTest,
   }
   EXPECT_EQ(plugin.created.load(), 5);
 
+  ASSERT_TRUE(runtime.closedByPlugin(4s));
+  EXPECT_GE(Clock::now() - lastAt, 600ms) << "closed before the runtime was quiet";
+
+  // Synchronize in two parts, sent once the agent's connection was closed but before this end
+  // closed (a runtime taking its time to notice): only the last part is held.
   nri::SynchronizeRequest part;
   part.set_more(true);
   second.sendRequest(3, "Synchronize", part.SerializeAsString());
@@ -231,9 +248,6 @@ TEST_F(RuntimeConnectionTest,
   ASSERT_TRUE(first && echoed.ParseFromString(first->payload()));
   EXPECT_TRUE(echoed.more());
   second.sendRequest(5, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
-
-  ASSERT_TRUE(runtime.closedByPlugin(4s));
-  EXPECT_GE(Clock::now() - lastAt, 600ms) << "closed before the runtime was quiet";
   EXPECT_FALSE(second.receiveResponse()) << "Synchronize answered before the runtime closed "
                                             "the agent's connection";
   EXPECT_FALSE(returned.load());
@@ -245,46 +259,92 @@ TEST_F(RuntimeConnectionTest,
   EXPECT_TRUE(runReturnsWithin(2s));
 }
 
-// containerd withholds Synchronize while it stops the agent's own container: the leaving
-// registration does not wait for it long, so the agent's exit (which ends that stop) is not
-// held up.
-TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheLeaveAfterAShortWait) {
+// A Synchronize under way means containerd holds its plugin-sync lock: nothing more can come
+// to the agent's connection, so the drain ends at once instead of waiting to be quiet.
+TEST_F(RuntimeConnectionTest, ASynchronizeUnderWayEndsTheDrainAtOnce) {
+  options.drainQuiet = 5s;
+  options.drainLimit = 10s;
+  FakeRuntime second;
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second));
+  EXPECT_FALSE(runtime.closedByPlugin(500ms)) << "closed with no Synchronize and not yet quiet";
+  second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  const auto sentAt = Clock::now();
+  ASSERT_TRUE(runtime.closedByPlugin(2s));
+  EXPECT_LT(Clock::now() - sentAt, 1s);
+  runtime.closeNow();
+  auto answer = second.receiveResponse();
+  ASSERT_TRUE(answer);
+  EXPECT_FALSE(answer->has_status());
+  EXPECT_TRUE(runReturnsWithin(2s));
+}
+
+// containerd withholds Synchronize while it stops the agent's own container: the agent's stop
+// does not wait for it long (its exit ends that stop), and a Synchronize that comes later is
+// answered at once for as long as the agent lives.
+TEST_F(RuntimeConnectionTest, AWithheldSynchronizeEndsTheStopAfterAShortWaitAndIsAnsweredLater) {
   options.drainQuiet = 100ms;
   options.leaveSyncWait = 500ms;
-  ASSERT_NO_FATAL_FAILURE(startRegistered());
-  stop = true;
   FakeRuntime second;
-  ASSERT_TRUE(accept(&second));
-  EXPECT_EQ(registration(&second).name, "ker-agent-leaving");
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second));
   ASSERT_TRUE(runtime.closedByPlugin(2s));
   runtime.closeNow();
   const auto closedAt = Clock::now();
-  EXPECT_TRUE(second.closedByPlugin(2s));
+  EXPECT_TRUE(runReturnsWithin(2s));
   EXPECT_GE(Clock::now() - closedAt, 500ms);
-  EXPECT_TRUE(runReturnsWithin(1s));
+
+  second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  const auto sentAt = Clock::now();
+  auto late = second.receiveResponse();
+  ASSERT_TRUE(late) << "a late Synchronize went unanswered";
+  EXPECT_FALSE(late->has_status());
+  EXPECT_LT(Clock::now() - sentAt, 500ms);
+  EXPECT_TRUE(second.closedByPlugin(2s));
+}
+
+// The agent's exit ends the leaving registration even when no Synchronize ever came.
+TEST_F(RuntimeConnectionTest, TheLeavingRegistrationEndsWithTheAgent) {
+  options.drainQuiet = 100ms;
+  options.leaveSyncWait = 200ms;
+  FakeRuntime second;
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second));
+  ASSERT_TRUE(runtime.closedByPlugin(2s));
+  runtime.closeNow();
+  EXPECT_TRUE(runReturnsWithin(2s));
+  EXPECT_FALSE(second.closedByPlugin(300ms));
+  joinAgent();
+  connection.reset();
+  EXPECT_TRUE(second.closedByPlugin(1s));
+}
+
+// A runtime that does not close its end of the agent's connection: the wait for it is
+// bounded, and the held Synchronize is answered after it (Session::hangUp has closed the
+// socket by then).
+TEST_F(RuntimeConnectionTest, AHangUpTheRuntimeDoesNotAnswerIsBoundedAndTheSyncStillAnswered) {
+  options.drainQuiet = 100ms;
+  options.hangUpTimeout = 300ms;
+  FakeRuntime second;
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second, 10000));
+  second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  ASSERT_TRUE(runtime.closedByPlugin(2s));  // the agent's writing side; this end stays open
+  const auto hungUpAt = Clock::now();
+  auto answer = second.receiveResponse();
+  ASSERT_TRUE(answer);
+  EXPECT_FALSE(answer->has_status());
+  EXPECT_GE(Clock::now() - hungUpAt, 300ms);
+  EXPECT_TRUE(runReturnsWithin(2s));
 }
 
 // The runtime's own timeout for Synchronize (Configure's request_timeout, 2 s here) bounds
-// the hold: an answer after it would only get the leaving plugin dropped. Meanwhile the
-// agent's connection goes on answering.
+// the hold: an answer after it would only get the leaving plugin dropped. Here the runtime
+// never closes its end of the agent's connection, and the hang-up would wait 3 s.
 TEST_F(RuntimeConnectionTest, AHeldSynchronizeIsAnsweredBeforeTheRuntimesTimeout) {
-  options.drainQuiet = 1500ms;  // longer than a turn of the loop below
-  options.drainLimit = 5s;
-  ASSERT_NO_FATAL_FAILURE(startRegistered());
-  stop = true;
+  options.hangUpTimeout = 3s;
   FakeRuntime second;
-  ASSERT_TRUE(accept(&second));
-  EXPECT_EQ(registration(&second).name, "ker-agent-leaving");
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second));
   second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
   const auto sentAt = Clock::now();
-  std::optional<nri::Message> synced;
-  for (uint32_t stream = 3; !synced && Clock::now() - sentAt < 3s; stream += 2) {
-    runtime.sendRequest(stream, "CreateContainer", createContainerPayload("busy"));
-    auto answer = runtime.receiveResponse();
-    ASSERT_TRUE(answer) << "the held Synchronize stopped the agent's connection";
-    EXPECT_FALSE(answer->has_status());
-    synced = second.receive(nri::kPluginServiceConn);
-  }
+  ASSERT_TRUE(runtime.closedByPlugin(1s));
+  auto synced = second.receive(nri::kPluginServiceConn, 3s);
   ASSERT_TRUE(synced);
   EXPECT_GE(Clock::now() - sentAt, 1300ms);
   EXPECT_LT(Clock::now() - sentAt, 2s);

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -62,6 +63,10 @@ class FakeRuntime {
       fd_ = -1;
     }
   }
+  // Whether the plugin closed its socket altogether, not only its writing side: a write fails.
+  bool fullyClosedByPlugin() {
+    return send(fd_, "", 1, MSG_NOSIGNAL) < 0 && (errno == EPIPE || errno == ECONNRESET);
+  }
   // The plugin reads end-of-file but may still write.
   void closeForWriting() { shutdown(fd_, SHUT_WR); }
   int fd() const { return fd_; }
@@ -104,9 +109,10 @@ class FakeRuntime {
     sendMessage(kRuntimeServiceConn, stream, kMessageTypeResponse, resp.SerializeAsString());
   }
 
-  // The next message the plugin wrote on `conn`, waiting up to a second; nullopt if none.
-  std::optional<Message> receive(uint32_t conn) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  // The next message the plugin wrote on `conn`, waiting up to `timeout`; nullopt if none.
+  std::optional<Message> receive(uint32_t conn,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(1)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       Message m;
       if (decoders_[conn].next(&m) == MessageDecoder::Result::kMessage) {
