@@ -101,7 +101,7 @@ int timePreemption(size_t n, const std::vector<std::string>& names, const NodeMa
                      {"podRef", {{"name", holder}, {"uid", "uid-" + holder}}}};
       auto parsed =
           std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
-      index.setClaimHolds("bench/" + holder, parsed->rawResourceName, parsed->heldDevices());
+      index.setClaimDevices("bench/" + holder, parsed->rawResourceName, parsed->heldDevices());
       claims["bench/" + holder] = std::move(parsed);
       Pod p;
       p.meta.ns = "bench";
@@ -215,11 +215,11 @@ int run(int argc, char** argv) {
   ExtenderHandlers handlers(extender, registry);
 
   // Under load some bind nearly always holds devices: their nodes are decided device by
-  // device, and every other node's lookup also checks the reservations.
+  // device, and every other node's lookup also checks the holds.
   for (size_t i = 0; i < std::min(n, static_cast<size_t>(std::max<int64_t>(*inFlight, 0))); ++i) {
-    index.reserve({deviceName(i * (n / static_cast<size_t>(*inFlight)), 0)}, "bench-other-pod");
+    index.holdForBind({deviceName(i * (n / static_cast<size_t>(*inFlight)), 0)}, "bench-other-pod");
   }
-  std::printf("%zu nodes, %zu devices, %zu reserved\n", n, index.size(), index.reservedCount());
+  std::printf("%zu nodes, %zu devices, %zu reserved\n", n, index.size(), index.holdCount());
   // claims: how many the pod names; "c" when each has a NUMA constraint.
   std::printf("%-10s %-10s %-7s %10s %10s %10s %10s %10s\n", "mode", "verb", "claims", "body",
               "p50 ms", "p99 ms", "cpu p50", "cpu p99");

@@ -300,7 +300,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool wrote = world->api.resourceVersion() != before;
   ker::checkBind(bound, *world, input, wrote);
   // A preemption's nomination would change later inputs' answers too.
-  if (wrote || world->index.nominationCount() != 0) {
+  if (wrote || world->index.nominatedPods() != 0) {
     world.reset();
   }
   return 0;

@@ -113,7 +113,8 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
     } else if (claims.pending.empty() && reply.passing.size() == 1 && !args.pod.meta.uid.empty()) {
       // Claims already allocated (to the pod, or shared) pin it to their node: no device to
       // hold, but the bind binds only where the filter chose (checkBindTrust).
-      index_.hold(std::string(reply.passing.front()), {}, args.pod.meta.uid, now, kHoldTtl);
+      index_.holdForFilter(std::string(reply.passing.front()), {}, args.pod.meta.uid, now,
+                           kHoldTtl);
     } else if (preemption_ && reply.passing.empty() && !reply.failed.empty() &&
                !claims.pending.empty() && claims.boundToPod.empty() && claims.joining.empty() &&
                !args.pod.meta.uid.empty()) {
@@ -146,7 +147,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
     return;  // holds are by pod UID; kube-scheduler always sends it
   }
   std::optional<size_t> held;
-  if (const std::string node = index_.heldNode(uid, now); !node.empty()) {
+  if (const std::string node = index_.filterHoldNode(uid, now); !node.empty()) {
     for (size_t k = 0; k < fitting.size() && !held; ++k) {
       if (args.nodeNames[fitting[k]] == node) {
         held = k;
@@ -174,7 +175,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
     for (const auto& [claim, devices] : plan.assignment) {
       names.insert(names.end(), devices.begin(), devices.end());
     }
-    if (index_.hold(node, names, uid, now, kHoldTtl)) {
+    if (index_.holdForFilter(node, names, uid, now, kHoldTtl)) {
       reply.passing.assign(1, args.nodeNames[i]);
       reply.failed.clear();
       reply.failedUnresolvable.clear();

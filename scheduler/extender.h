@@ -76,7 +76,7 @@ class Extender {
   static constexpr std::chrono::seconds kHoldTtl = DeviceIndex::kHoldTtl;
 
   // Passes a pod with claims to pend on at most one node: the best the scoring strategy
-  // finds, whose devices it then holds for the pod (DeviceIndex::hold) until its bind. See
+  // finds, whose devices it then holds for the pod (HoldLedger::holdForFilter) until its bind. See
   // decide().
   FilterDecision filter(const ExtenderArgs& args, Clock::time_point now = Clock::now());
   // Scores by node name; the names are views of args.nodeNames.
@@ -85,7 +85,7 @@ class Extender {
   // The pod was deleted, or bound by anyone: what the filter held or a preemption nominated
   // for it is let go.
   void forgetPod(const std::string& podUid) {
-    index_.dropHolds(podUid);
+    index_.dropFilterHold(podUid);
     index_.dropNomination(podUid);
   }
   // kube-scheduler's preempt verb: its candidate nodes and their victims, checked and

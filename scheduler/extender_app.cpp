@@ -107,14 +107,14 @@ struct ExtenderApp::Impl {
         .onDelete = [this](const auto& d) { index.remove(d->meta.name); },
     });
     auto hold = [this](const ExtendedResourceClaim& c) {
-      index.setClaimHolds(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, c.heldDevices());
+      index.setClaimDevices(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, c.heldDevices());
     };
     claims.addHandlers({
         .onAdd = [hold](const auto& c) { hold(*c); },
         .onUpdate = [hold](const auto&, const auto& c) { hold(*c); },
         .onDelete =
             [this](const auto& c) {
-              index.setClaimHolds(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
+              index.setClaimDevices(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
             },
     });
     if (config.preemption) {
@@ -141,7 +141,7 @@ struct ExtenderApp::Impl {
           [this] { return static_cast<double>(extender.stats().preemptions.load()); });
       registry.gaugeFunc("extended_resource_scheduler_nominations",
                          "Pods whose preemption keeps devices for them.",
-                         [this] { return static_cast<double>(index.nominationCount()); });
+                         [this] { return static_cast<double>(index.nominatedPods()); });
     }
     unboundPods.addHandlers({
         .onUpdate =
@@ -160,13 +160,13 @@ struct ExtenderApp::Impl {
                        [this] { return static_cast<double>(nodes.size()); });
     registry.gaugeFunc("extended_resource_scheduler_held_devices",
                        "Device names that Bound or Lost claims list, never offered to others.",
-                       [this] { return static_cast<double>(index.heldCount()); });
+                       [this] { return static_cast<double>(index.claimedCount()); });
     registry.gaugeFunc("extended_resource_scheduler_reserved_devices",
                        "Devices held by binds in flight.",
-                       [this] { return static_cast<double>(index.reservedCount()); });
+                       [this] { return static_cast<double>(index.holdCount(HoldKind::kBind)); });
     registry.gaugeFunc("extended_resource_scheduler_filter_holds",
                        "Pods whose devices the filter holds until their bind.",
-                       [this] { return static_cast<double>(index.holdCount()); });
+                       [this] { return static_cast<double>(index.filteredPods()); });
     registry.counterFunc(
         "extended_resource_scheduler_allocation_conflicts_total",
         "Bind writes that lost an optimistic-concurrency race and were re-decided.",

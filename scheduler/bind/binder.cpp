@@ -120,7 +120,7 @@ Status Binder::bind(const BindingArgs& args) {
   // Read once: later attempts are the same call.
   const std::string filterChoice = index_.filterChoice(args.podUid, options_.clock());
   // What the index keeps for the UID (the filter's hold, a preemption's nomination, this call's
-  // reservations) is let go only by a call that showed the pod it names has that UID: a call
+  // bind holds) is let go only by a call that showed the pod it names has that UID: a call
   // naming another pod, or none, must not take them from the pod that has it.
   bool podConfirmed = false;
   Status last = Status::internal("no attempt was made");
@@ -133,7 +133,7 @@ Status Binder::bind(const BindingArgs& args) {
       case Outcome::kFail:
         stats_.failures++;
         if (podConfirmed) {
-          index_.unreserve(args.podUid);
+          index_.dropAllHolds(args.podUid);
         }
         return v.status;
       case Outcome::kRetry:
@@ -149,7 +149,7 @@ Status Binder::bind(const BindingArgs& args) {
   }
   stats_.failures++;
   if (podConfirmed) {
-    index_.unreserve(args.podUid);
+    index_.dropAllHolds(args.podUid);
   }
   return last.within("gave up after " + std::to_string(options_.maxAttempts) + " attempts");
 }
@@ -186,7 +186,7 @@ Binder::Verdict Binder::attempt(const BindingArgs& args, SteadyTime deadline, bo
   if (auto ended = plan(a)) {
     return *ended;
   }
-  if (!index_.reserve(a.taken, a.pod.meta.uid)) {
+  if (!index_.holdForBind(a.taken, a.pod.meta.uid)) {
     return {Outcome::kRetry, Status::conflict("devices were taken by a concurrent bind")};
   }
   if (plannedHook_) {
@@ -415,7 +415,7 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
     return {};
   }
-  if (!offerable(live) || !index_.reserve({name}, a.pod.meta.uid)) {
+  if (!offerable(live) || !index_.holdForBind({name}, a.pod.meta.uid)) {
     return {Step::kConflict, Status::conflict("device " + name + " of claim " +
                                               objectKey(claim.meta.ns, claim.meta.name) +
                                               " is no longer bound to it")};
@@ -558,11 +558,11 @@ Binder::Verdict Binder::conclude(const Step& step, Attempt& a) {
       return {Outcome::kFail, step.status};
     case Step::kUnsettled:
       // The index learns the devices are Bound now, not when the watch catches up, so filter
-      // stops offering them before their reservations go.
+      // stops offering them before their bind holds go.
       for (auto& d : a.journal.devices()) {
         index_.upsert(std::make_shared<const ExtendedResource>(std::move(d)));
       }
-      index_.unreserve(a.pod.meta.uid);
+      index_.dropAllHolds(a.pod.meta.uid);
       return {options_.clock() > a.deadline ? Outcome::kFail : Outcome::kRetry, step.status};
     case Step::kDeadline:  // no other attempt may write now
     case Step::kBroken:
@@ -600,7 +600,7 @@ void Binder::undo(Attempt& a) {
   stats_.apiWrites += a.journal.undo(api_, index_, options_.wallClock());
   // Held rather than freed: filters running before the next attempt must not send other pods
   // to them. The bind's end lets them go if no attempt succeeds.
-  index_.holdReserved(a.node, a.taken, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);
+  index_.holdAgain(a.node, a.taken, a.pod.meta.uid, options_.clock(), DeviceIndex::kHoldTtl);
 }
 
 }  // namespace ker

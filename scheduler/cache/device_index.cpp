@@ -69,6 +69,30 @@ std::set<std::string> pinnedNodes(const NodeSelector& selector) {
   return nodes;
 }
 
+HoldLedger::NodesOf DeviceIndex::nodesOf() const {
+  return [this](const std::string& name) {
+    std::vector<std::string> out;
+    if (auto d = devices_.find(name); d != devices_.end()) {
+      for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
+        out.push_back(node);
+      }
+    }
+    return out;
+  };
+}
+
+template <class Fn>
+auto DeviceIndex::changeLedger(Fn&& fn) {
+  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
+  std::lock_guard lock(ledgerMu_);
+  struct Publish {
+    const HoldLedger& ledger;
+    std::atomic<size_t>& size;
+    ~Publish() { size.store(ledger.size(), std::memory_order_release); }
+  } publish{ledger_, ledgerSize_};
+  return fn(ledger_);
+}
+
 const DeviceIndex::PropertySet& DeviceIndex::internProperties(const ExtendedResource& device) {
   auto [it, added] = propertySets_.try_emplace(canonicalText(device.properties));
   PropertySet& set = it->second;
@@ -178,17 +202,12 @@ void DeviceIndex::upsert(DevicePtr device) {
     index(device, offerable(*device));
   }
   if (device->phase != DevicePhase::kAvailable) {
-    // The write a reservation stood in for is now visible.
-    std::lock_guard lock(reservationsMu_);
-    if (auto it = reservations_.find(device->meta.name);
-        it != reservations_.end() && !it->second.nominated) {
-      dropReservation(it);
-    }
+    changeLedger([&](HoldLedger& ledger) { ledger.seenTaken(device->meta.name); });
   }
 }
 
-void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
-                                std::vector<std::string> names) {
+void DeviceIndex::setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
+                                  std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   auto unchanged = [&] {
@@ -252,7 +271,7 @@ void DeviceIndex::setClaimHolds(const std::string& claimKey, const std::string& 
   }
 }
 
-size_t DeviceIndex::heldCount() const {
+size_t DeviceIndex::claimedCount() const {
   std::shared_lock lock(mu_);
   return held_.size();
 }
@@ -294,10 +313,7 @@ void DeviceIndex::remove(const std::string& name) {
     unindex(*it->second);
     devices_.erase(it);
   }
-  std::lock_guard lock(reservationsMu_);
-  if (auto it = reservations_.find(name); it != reservations_.end()) {
-    dropReservation(it);
-  }
+  changeLedger([&](HoldLedger& ledger) { ledger.forgetDevice(name); });
 }
 
 DevicePtr DeviceIndex::get(const std::string& name) const {
@@ -327,12 +343,6 @@ size_t DeviceIndex::size() const {
   return devices_.size();
 }
 
-bool DeviceIndex::reservedByOther(const std::string& name, const std::string& podUid,
-                                  Clock::time_point now) const {
-  auto it = reservations_.find(name);
-  return it != reservations_.end() && it->second.podUid != podUid && it->second.expires > now;
-}
-
 std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceName,
                                                const std::string& nodeName,
                                                const std::map<std::string, std::string>& nodeLabels,
@@ -343,235 +353,79 @@ std::vector<DevicePtr> DeviceIndex::freeOnNode(const std::string& rawResourceNam
   return out;
 }
 
-void DeviceIndex::dropReservation(std::unordered_map<std::string, Reservation>::iterator it) {
-  for (const auto& node : it->second.nodes) {
-    auto n = reservedNodes_.find(node);
-    if (n != reservedNodes_.end() && --n->second == 0) {
-      reservedNodes_.erase(n);
-    }
-  }
-  reservations_.erase(it);
-  reservationCount_ = reservations_.size();
+bool DeviceIndex::holdForBind(const std::vector<std::string>& names, const std::string& podUid,
+                              Clock::duration ttl) {
+  return changeLedger([&](HoldLedger& ledger) {
+    return ledger.holdForBind(names, podUid, Clock::now(), ttl, nodesOf());
+  });
 }
 
-void DeviceIndex::addReservation(const std::string& name, const std::string& podUid,
-                                 Clock::time_point expires, bool held) {
-  Reservation r{podUid, expires, {}, held};
-  if (auto d = devices_.find(name); d != devices_.end()) {
-    for (const auto& node : pinnedNodes(d->second->nodeAffinity)) {
-      ++reservedNodes_[node];
-      r.nodes.push_back(node);
-    }
-  }
-  reservations_.emplace(name, std::move(r));
+bool DeviceIndex::holdForFilter(const std::string& nodeName, const std::vector<std::string>& names,
+                                const std::string& podUid, Clock::time_point now,
+                                Clock::duration ttl) {
+  return changeLedger([&](HoldLedger& ledger) {
+    return ledger.holdForFilter(nodeName, names, podUid, now, ttl, kChoiceTtl, nodesOf());
+  });
 }
 
-void DeviceIndex::dropHoldLocked(const std::string& podUid) {
-  auto h = holds_.find(podUid);
-  if (h == holds_.end()) {
-    return;
-  }
-  for (const auto& name : h->second.names) {
-    if (auto it = reservations_.find(name);
-        it != reservations_.end() && it->second.held && it->second.podUid == podUid) {
-      dropReservation(it);
-    }
-  }
-  holds_.erase(h);
-  reservationCount_ = reservations_.size();
-}
-
-bool DeviceIndex::reserve(const std::vector<std::string>& names, const std::string& podUid,
-                          Clock::duration ttl) {
-  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
-  std::lock_guard lock(reservationsMu_);
-  const auto now = Clock::now();
-  for (const auto& name : names) {
-    if (reservedByOther(name, podUid, now)) {
-      return false;
-    }
-  }
-  // The bind decides now: whatever the filter held or a preemption nominated for the pod,
-  // here or on another node, gives way to what the bind takes.
-  dropHoldLocked(podUid);
-  dropNominationLocked(podUid);
-  for (const auto& name : names) {
-    if (auto it = reservations_.find(name); it != reservations_.end()) {
-      dropReservation(it);
-    }
-    addReservation(name, podUid, now + ttl, false);
-  }
-  reservationCount_ = reservations_.size();
-  return true;
-}
-
-void DeviceIndex::unreserve(const std::string& podUid) {
-  std::lock_guard lock(reservationsMu_);
-  holds_.erase(podUid);
-  choices_.erase(podUid);
-  nominations_.erase(podUid);
-  for (auto it = reservations_.begin(); it != reservations_.end();) {
-    auto next = std::next(it);
-    if (it->second.podUid == podUid) {
-      dropReservation(it);
-    }
-    it = next;
-  }
-}
-
-bool DeviceIndex::hold(const std::string& nodeName, const std::vector<std::string>& names,
-                       const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
-  std::shared_lock devices(mu_);
-  std::lock_guard lock(reservationsMu_);
-  // Holds of pods whose bind never came (a later plugin rejected the node, the scheduler
-  // lost its lease) end here rather than pile up.
-  for (auto h = holds_.begin(); h != holds_.end();) {
-    auto next = std::next(h);
-    if (h->second.expires <= now) {
-      dropHoldLocked(h->first);
-    }
-    h = next;
-  }
-  std::erase_if(choices_, [&](const auto& c) { return c.second.expires <= now; });
-  for (const auto& name : names) {
-    if (reservedByOther(name, podUid, now)) {
-      return false;
-    }
-  }
-  dropHoldLocked(podUid);
-  const auto expires = now + ttl;
-  choices_[podUid] = Choice{nodeName, now + std::max<Clock::duration>(ttl, kChoiceTtl)};
-  for (const auto& name : names) {
-    auto it = reservations_.find(name);
-    if (it != reservations_.end() && !it->second.held && it->second.expires > now) {
-      continue;  // the pod's own bind reservation or nomination: stronger than a hold
-    }
-    if (it != reservations_.end()) {
-      dropReservation(it);  // expired
-    }
-    addReservation(name, podUid, expires, true);
-  }
-  holds_[podUid] = Hold{nodeName, names, expires};
-  reservationCount_ = reservations_.size();
-  return true;
-}
-
-std::string DeviceIndex::heldNode(const std::string& podUid, Clock::time_point now) const {
-  std::lock_guard lock(reservationsMu_);
-  auto h = holds_.find(podUid);
-  return h == holds_.end() || h->second.expires <= now ? std::string() : h->second.node;
-}
-
-std::string DeviceIndex::filterChoice(const std::string& podUid, Clock::time_point now) const {
-  std::lock_guard lock(reservationsMu_);
-  if (auto h = holds_.find(podUid); h != holds_.end() && h->second.expires > now) {
-    return h->second.node;  // a bind's undo holds again (holdReserved)
-  }
-  auto c = choices_.find(podUid);
-  return c == choices_.end() || c->second.expires <= now ? std::string() : c->second.node;
-}
-
-void DeviceIndex::dropHolds(const std::string& podUid) {
-  std::lock_guard lock(reservationsMu_);
-  dropHoldLocked(podUid);
-  choices_.erase(podUid);
-}
-
-void DeviceIndex::holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
-                               const std::string& podUid, Clock::time_point now,
-                               Clock::duration ttl) {
-  std::shared_lock devices(mu_);  // for the devices' nodes; lock order: mu_ first
-  std::lock_guard lock(reservationsMu_);
-  dropHoldLocked(podUid);
-  Hold hold{nodeName, {}, now + ttl};
-  for (auto& [name, r] : reservations_) {
-    if (r.podUid == podUid) {
-      r.held = true;
-      r.expires = hold.expires;
-      hold.names.push_back(name);
-    }
-  }
-  for (const auto& name : names) {
-    if (auto it = reservations_.find(name); it != reservations_.end()) {
-      if (it->second.podUid == podUid || it->second.expires > now) {
-        continue;  // converted above, or another pod's
-      }
-      dropReservation(it);  // another pod's, expired
-    }
-    addReservation(name, podUid, hold.expires, true);
-    hold.names.push_back(name);
-  }
-  if (!hold.names.empty()) {
-    holds_[podUid] = std::move(hold);
-  }
-  reservationCount_ = reservations_.size();
-}
-
-void DeviceIndex::dropNominationLocked(const std::string& podUid) {
-  auto n = nominations_.find(podUid);
-  if (n == nominations_.end()) {
-    return;
-  }
-  for (const auto& name : n->second.names) {
-    if (auto it = reservations_.find(name);
-        it != reservations_.end() && it->second.nominated && it->second.podUid == podUid) {
-      dropReservation(it);
-    }
-  }
-  nominations_.erase(n);
-  reservationCount_ = reservations_.size();
+void DeviceIndex::holdAgain(const std::string& nodeName, const std::vector<std::string>& names,
+                            const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
+  changeLedger(
+      [&](HoldLedger& ledger) { ledger.holdAgain(nodeName, names, podUid, now, ttl, nodesOf()); });
 }
 
 bool DeviceIndex::nominate(const std::string& nodeName, const std::vector<std::string>& names,
                            const std::string& podUid, Clock::time_point now, Clock::duration ttl) {
-  std::shared_lock devices(mu_);
-  std::lock_guard lock(reservationsMu_);
-  for (auto n = nominations_.begin(); n != nominations_.end();) {
-    auto next = std::next(n);
-    if (n->second.expires <= now) {
-      dropNominationLocked(n->first);
-    }
-    n = next;
-  }
-  for (const auto& name : names) {
-    if (reservedByOther(name, podUid, now)) {
-      return false;
-    }
-  }
-  dropNominationLocked(podUid);
-  const auto expires = now + ttl;
-  for (const auto& name : names) {
-    if (auto it = reservations_.find(name); it != reservations_.end()) {
-      // The pod's own hold or an expired entry: the nomination takes the device over.
-      if (it->second.held) {
-        if (auto h = holds_.find(podUid); h != holds_.end()) {
-          std::erase(h->second.names, name);
-        }
-      }
-      dropReservation(it);
-    }
-    addReservation(name, podUid, expires, false);
-    reservations_.find(name)->second.nominated = true;
-  }
-  nominations_[podUid] = Hold{nodeName, names, expires};
-  reservationCount_ = reservations_.size();
-  return true;
+  return changeLedger([&](HoldLedger& ledger) {
+    return ledger.nominate(nodeName, names, podUid, now, ttl, nodesOf());
+  });
 }
 
-std::string DeviceIndex::nominatedNode(const std::string& podUid, Clock::time_point now) const {
-  std::lock_guard lock(reservationsMu_);
-  auto n = nominations_.find(podUid);
-  return n == nominations_.end() || n->second.expires <= now ? std::string() : n->second.node;
+void DeviceIndex::dropAllHolds(const std::string& podUid) {
+  changeLedger([&](HoldLedger& ledger) { ledger.dropAllHolds(podUid); });
+}
+
+void DeviceIndex::dropFilterHold(const std::string& podUid) {
+  changeLedger([&](HoldLedger& ledger) { ledger.dropFilterHold(podUid); });
 }
 
 void DeviceIndex::dropNomination(const std::string& podUid) {
-  std::lock_guard lock(reservationsMu_);
-  dropNominationLocked(podUid);
+  changeLedger([&](HoldLedger& ledger) { ledger.dropNomination(podUid); });
 }
 
-size_t DeviceIndex::nominationCount() const {
-  std::lock_guard lock(reservationsMu_);
-  return nominations_.size();
+std::string DeviceIndex::filterHoldNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.filterHoldNode(podUid, now);
+}
+
+std::string DeviceIndex::filterChoice(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.filterChoice(podUid, now);
+}
+
+std::string DeviceIndex::nominatedNode(const std::string& podUid, Clock::time_point now) const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.nominatedNode(podUid, now);
+}
+
+size_t DeviceIndex::holdCount() const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.size();
+}
+
+size_t DeviceIndex::holdCount(HoldKind kind) const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.devices(kind);
+}
+
+size_t DeviceIndex::filteredPods() const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.filteredPods();
+}
+
+size_t DeviceIndex::nominatedPods() const {
+  std::lock_guard lock(ledgerMu_);
+  return ledger_.nominatedPods();
 }
 
 std::vector<DevicePtr> DeviceIndex::reachable(const std::string& rawResourceName,
@@ -585,10 +439,10 @@ std::vector<DevicePtr> DeviceIndex::reachable(const std::string& rawResourceName
   if (res == resources_.end()) {
     return out;
   }
-  std::lock_guard reservations(reservationsMu_);
+  std::lock_guard ledger(ledgerMu_);
   auto consider = [&](const Entry& e) {
     if ((e.pinnedOnly || ker::reachable(*e.device, nodeName, nodeLabels)) &&
-        !reservedByOther(e.device->meta.name, podUid, now)) {
+        !ledger_.heldByOther(e.device->meta.name, podUid, now)) {
       out.push_back(e.device);
     }
   };
@@ -619,16 +473,6 @@ std::map<std::string, std::vector<std::string>> DeviceIndex::claimsHolding(
     }
   }
   return out;
-}
-
-size_t DeviceIndex::holdCount() const {
-  std::lock_guard lock(reservationsMu_);
-  return holds_.size();
-}
-
-size_t DeviceIndex::reservedCount() const {
-  std::lock_guard lock(reservationsMu_);
-  return reservations_.size();
 }
 
 }  // namespace ker

@@ -18,6 +18,7 @@
 
 #include "common/node_selector.h"
 #include "model/objects.h"
+#include "scheduler/cache/hold_ledger.h"
 #include "scheduler/cache/node_slots.h"
 
 namespace ker {
@@ -25,7 +26,7 @@ namespace ker {
 using DevicePtr = std::shared_ptr<const ExtendedResource>;
 
 // The extender's view of every device, indexed for the filter's hot path, plus the devices
-// that binds in flight have taken but the watch has not yet shown as Bound. Fed by the device
+// the extender has promised to pods and the watch does not show yet (HoldLedger). Fed by the device
 // informer's handlers; thread-safe; no I/O.
 class DeviceIndex {
  public:
@@ -38,15 +39,15 @@ class DeviceIndex {
   // claim informer: such a device of that resource is never free, even when Available or
   // without a status, because the pod holding the claim may still be using it (recreated
   // under its name, or freed by hand); the controller binds it back to the claim. Replaces
-  // what the claim held before; no names (a Pending or deleted claim) drops its holds.
-  void setClaimHolds(const std::string& claimKey, const std::string& rawResourceName,
-                     std::vector<std::string> names);
-  size_t heldCount() const;
+  // what the claim listed before; no names (a Pending or deleted claim) frees them.
+  void setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
+                       std::vector<std::string> names);
+  size_t claimedCount() const;
   DevicePtr get(const std::string& name) const;
   size_t size() const;
 
   // Devices of rawResourceName that are valid, Available, reachable from the node, and not
-  // reserved by a bind of a pod other than exceptPodUid.
+  // held (HoldLedger) for a pod other than exceptPodUid.
   std::vector<DevicePtr> freeOnNode(const std::string& rawResourceName, const std::string& nodeName,
                                     const std::map<std::string, std::string>& nodeLabels,
                                     const std::string& exceptPodUid = {}) const;
@@ -113,91 +114,52 @@ class DeviceIndex {
   void visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
                        uint8_t* counted, Fn&& fn) const;
 
-  // Takes the devices for a pod's bind, all or none: false when any is already reserved by
-  // another pod. Reservations end with unreserve(), when the device is seen in any phase but
-  // Available, or after `ttl` as a safety net against a bind that never finished.
-  bool reserve(const std::vector<std::string>& names, const std::string& podUid,
-               Clock::duration ttl = std::chrono::seconds(60));
-  // Ends all of the pod's reservations and holds (its bind was undone).
-  void unreserve(const std::string& podUid);
-  size_t reservedCount() const;
-
-  // Holds: the devices the filter chose for a pod on the one node it let through, taken
-  // tentatively from the filter until that pod's bind arrives, so that pods filtered in the
-  // meantime do not count on them (kube-scheduler picks the next pods' nodes before the
-  // earlier pods' binds are called). A held device is never free to another pod until the
-  // hold ends: when the pod's bind reserves (any bind of the pod: its reservations replace
-  // its holds, wherever it binds), on unreserve() or dropHolds(), when the device is seen in
-  // any phase but Available, or at `now + ttl`. All or none: false when any device is
-  // reserved or held by another pod. A pod holds on one node at a time: a new hold replaces
-  // the pod's earlier one. Times are the caller's (steady clock), so tests may move them.
-  bool hold(const std::string& nodeName, const std::vector<std::string>& names,
-            const std::string& podUid, Clock::time_point now, Clock::duration ttl);
-  // The node of the pod's unexpired hold, "" when it holds nothing.
-  std::string heldNode(const std::string& podUid, Clock::time_point now) const;
-  // The node the filter last held on for the pod, kept kChoiceTtl after the hold was made
-  // however the hold ends, but for the pod's deletion or binding (dropHolds) or unreserve():
-  // what a bind is checked against (checkBindTrust). The devices' hold is short, so that a
-  // bind that never comes frees them soon; kube-scheduler's binding cycle (its PreBind plugins:
-  // a volume provisioned for the node) may take far longer, and its bind is still the one the
-  // filter chose. "" when there is none.
-  std::string filterChoice(const std::string& podUid, Clock::time_point now) const;
-  // Longer than kube-scheduler's volume binding waits in PreBind by default (bindTimeoutSeconds,
-  // 600 s), counted from after the filter, Reserve and Permit.
-  static constexpr std::chrono::seconds kChoiceTtl{900};
-  // Ends the pod's hold, leaving its bind's reservations (the pod was deleted or bound).
-  void dropHolds(const std::string& podUid);
-  // Holds `names`, the devices an undone bind attempt of the pod took, on `nodeName` until
-  // `now + ttl` (with any reservation of the pod's left), so that the filters keep them from
-  // other pods until its next attempt, which may take them again. By name, not by what is
-  // still reserved: the device watch ends a reservation as soon as it shows the attempt's
-  // write, and the undo makes the device Available again. A device another pod has reserved
-  // or held meanwhile stays theirs.
-  void holdReserved(const std::string& nodeName, const std::vector<std::string>& names,
-                    const std::string& podUid, Clock::time_point now, Clock::duration ttl);
-  // How long a hold lasts when nothing ends it sooner.
-  static constexpr std::chrono::seconds kHoldTtl{15};
-  size_t holdCount() const;
-
-  // Nominations: the devices a preemption frees, kept for the preemptor while its victims
-  // terminate and their claims are released. Unlike a hold, a nomination outlives the
-  // device being seen Bound (to the victim's claim) and then Available again: only the
-  // preemptor's own filter and bind may count on the device until the preemptor's bind
-  // reserves (any bind of it), dropNomination(), unreserve(), or `now + ttl`. All or none:
-  // false when any device is reserved, held or nominated for another pod. A pod is nominated
-  // on one node at a time; a new nomination replaces its earlier one.
+  // Holds: what the extender has promised to a pod and the cache does not show yet, kept in
+  // one HoldLedger (see there for each kind's start, replacement and end) under this index's
+  // locks, with the devices' pinned nodes. Times are the caller's (steady clock), but for a
+  // bind's, which holds from now for `ttl`, a safety net against a bind that never finished.
+  bool holdForBind(const std::vector<std::string>& names, const std::string& podUid,
+                   Clock::duration ttl = std::chrono::seconds(60));
+  bool holdForFilter(const std::string& nodeName, const std::vector<std::string>& names,
+                     const std::string& podUid, Clock::time_point now, Clock::duration ttl);
+  void holdAgain(const std::string& nodeName, const std::vector<std::string>& names,
+                 const std::string& podUid, Clock::time_point now, Clock::duration ttl);
   bool nominate(const std::string& nodeName, const std::vector<std::string>& names,
                 const std::string& podUid, Clock::time_point now, Clock::duration ttl);
-  // The node of the pod's unexpired nomination, "" when it has none.
-  std::string nominatedNode(const std::string& podUid, Clock::time_point now) const;
+  void dropAllHolds(const std::string& podUid);
+  void dropFilterHold(const std::string& podUid);
   void dropNomination(const std::string& podUid);
-  size_t nominationCount() const;
+  std::string filterHoldNode(const std::string& podUid, Clock::time_point now) const;
+  std::string filterChoice(const std::string& podUid, Clock::time_point now) const;
+  std::string nominatedNode(const std::string& podUid, Clock::time_point now) const;
+  // Devices held, of any kind or of one; pods with a filter hold, with a nomination.
+  size_t holdCount() const;
+  size_t holdCount(HoldKind kind) const;
+  size_t filteredPods() const;
+  size_t nominatedPods() const;
+  // How long a filter hold lasts when nothing ends it sooner.
+  static constexpr std::chrono::seconds kHoldTtl{15};
+  // How long the filter's choice is kept for checking the pod's bind against (checkBindTrust).
+  // The devices' hold is short, so that a bind that never comes frees them soon;
+  // kube-scheduler's binding cycle (its PreBind plugins: a volume provisioned for the node) may
+  // take far longer, and its bind is still the one the filter chose. Longer than
+  // kube-scheduler's volume binding waits in PreBind by default (bindTimeoutSeconds, 600 s),
+  // counted from after the filter, Reserve and Permit.
+  static constexpr std::chrono::seconds kChoiceTtl{900};
 
   // Every device of rawResourceName that the node reaches, whatever its state (valid or not,
-  // free or not), in name order for devices placed by name; but none reserved, held or
-  // nominated for a pod other than podUid at `now`: what preemption may count on for that pod
+  // free or not), in name order for devices placed by name; but none held (any kind) for a
+  // pod other than podUid at `now`: what preemption may count on for that pod
   // (a victim's deletion would not make such a device the pod's).
   std::vector<DevicePtr> reachable(const std::string& rawResourceName, const std::string& nodeName,
                                    const std::map<std::string, std::string>& nodeLabels,
                                    const std::string& podUid, Clock::time_point now) const;
-  // The Bound or Lost claims (setClaimHolds) holding any of `names` of rawResourceName: claim
+  // The Bound or Lost claims (setClaimDevices) holding any of `names` of rawResourceName: claim
   // key -> every device name it holds, in key order.
   std::map<std::string, std::vector<std::string>> claimsHolding(
       const std::string& rawResourceName, const std::set<std::string>& names) const;
 
  private:
-  struct Reservation {
-    std::string podUid;
-    Clock::time_point expires;
-    std::vector<std::string> nodes;  // the device's pinned nodes when it was reserved
-    bool held = false;               // a filter's hold rather than a bind's reservation
-    bool nominated = false;          // a preemption's nomination: survives the device's phase
-  };
-  struct Hold {
-    std::string node;
-    std::vector<std::string> names;
-    Clock::time_point expires;
-  };
   // A device as the filter's hot path needs it, with what never changes for one version of
   // the object worked out once at upsert instead of once per node and request.
   struct Entry {
@@ -234,17 +196,12 @@ class DeviceIndex {
   // Adds the device under mu_, as eligible as its state and the holds allow.
   void index(const DevicePtr& device, bool free);
   static std::string holdKey(const std::string& rawResourceName, const std::string& name);
-  bool reservedByOther(const std::string& name, const std::string& podUid,
-                       Clock::time_point now) const;
-  // Erases a reservation and its counts in reservedNodes_; reservationsMu_ held.
-  void dropReservation(std::unordered_map<std::string, Reservation>::iterator it);
-  // Ends the pod's hold and the reservations it still has; reservationsMu_ held.
-  void dropHoldLocked(const std::string& podUid);
-  // Ends the pod's nomination; reservationsMu_ held.
-  void dropNominationLocked(const std::string& podUid);
-  // Adds a reservation of the device for the pod; mu_ (shared) and reservationsMu_ held.
-  void addReservation(const std::string& name, const std::string& podUid, Clock::time_point expires,
-                      bool held);
+  // The pinned nodes of a cached device, for the ledger; mu_ held.
+  HoldLedger::NodesOf nodesOf() const;
+  // Runs fn(ledger_) under ledgerMu_ and publishes the ledger's size for the filter's
+  // lock-free check.
+  template <class Fn>
+  auto changeLedger(Fn&& fn);
   void unindex(const ExtendedResource& device);
   const PropertySet& internProperties(const ExtendedResource& device);
   void releaseProperties(const ExtendedResource& device);
@@ -279,28 +236,11 @@ class DeviceIndex {
   std::unordered_map<std::string, std::vector<std::string>> held_;
   std::unordered_map<std::string, Resource> resources_;
 
-  mutable std::mutex reservationsMu_;
-  std::unordered_map<std::string, Reservation> reservations_;  // device name -> holder
-  std::unordered_map<std::string, Hold> holds_;                // pod UID -> its hold
-  std::unordered_map<std::string, Hold> nominations_;          // pod UID -> its nomination
-  struct Choice {
-    std::string node;
-    Clock::time_point expires;
-  };
-  std::unordered_map<std::string, Choice> choices_;  // pod UID -> filterChoice
-  // Reservations per pinned node: a bind in flight sends only its own nodes down the
-  // device-by-device path, where reservations are checked; the other nodes keep using their
-  // summaries. (A device whose affinity changes while reserved is counted on its old nodes
-  // until the reservation ends; the bind's own checks still keep it from being shared.)
-  // Looked up by the request's name views without making strings of them.
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
-  };
-  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> reservedNodes_;
-  // reservations_.size(), readable without the lock: the filter skips the lock when no bind
-  // is in flight, which is nearly always.
-  std::atomic<size_t> reservationCount_{0};
+  mutable std::mutex ledgerMu_;  // lock order: mu_ first
+  HoldLedger ledger_;
+  // ledger_.size(), readable without the lock: the filter skips the lock when nothing is
+  // held, which is nearly always.
+  std::atomic<size_t> ledgerSize_{0};
 };
 
 template <class Fn>
@@ -308,18 +248,18 @@ void DeviceIndex::visitFree(const std::string& rawResourceName, const std::strin
                             const std::map<std::string, std::string>& nodeLabels,
                             const std::string& exceptPodUid, Fn&& fn) const {
   std::shared_lock lock(mu_);
-  // Reservations are rare; their lock is taken only while some exist. Lock order: mu_ first.
-  std::unique_lock<std::mutex> reservations;
+  // Holds are rare; their lock is taken only while some exist. Lock order: mu_ first.
+  std::unique_lock<std::mutex> ledger;
   Clock::time_point now;
-  if (reservationCount_.load(std::memory_order_acquire) != 0) {
-    reservations = std::unique_lock(reservationsMu_);
+  if (ledgerSize_.load(std::memory_order_acquire) != 0) {
+    ledger = std::unique_lock(ledgerMu_);
     now = Clock::now();
   }
   auto consider = [&](const Entry& e) {
     if (!e.eligible || (!e.pinnedOnly && !matches(e.device->nodeAffinity, nodeName, nodeLabels))) {
       return;
     }
-    if (reservations.owns_lock() && reservedByOther(e.device->meta.name, exceptPodUid, now)) {
+    if (ledger.owns_lock() && ledger_.heldByOther(e.device->meta.name, exceptPodUid, now)) {
       return;
     }
     fn(FreeDevice{e.device, e.propertiesSlot, e.propertiesId});
@@ -351,9 +291,9 @@ template <class Fn>
 void DeviceIndex::visitFreeGroups(ResourceHandle resource, std::span<const std::string_view> nodes,
                                   uint8_t* counted, Fn&& fn) const {
   std::shared_lock lock(mu_);
-  std::unique_lock<std::mutex> reservations;
-  if (reservationCount_.load(std::memory_order_acquire) != 0) {
-    reservations = std::unique_lock(reservationsMu_);
+  std::unique_lock<std::mutex> ledger;
+  if (ledgerSize_.load(std::memory_order_acquire) != 0) {
+    ledger = std::unique_lock(ledgerMu_);
   }
   const Resource* res = resource.resource_;
   if (res == nullptr || !res->floating.empty()) {
@@ -367,33 +307,32 @@ void DeviceIndex::visitFreeGroups(ResourceHandle resource, std::span<const std::
       __builtin_prefetch(&res->summaries[slots[k]]);
     }
   }
-  // A few binds in flight (the usual case under load) are compared by slot, which costs less
-  // than hashing every candidate's name again; a reserved node without a slot has no pinned
-  // devices, so counting it finds none either way.
-  constexpr size_t kFewReserved = 16;
-  uint32_t reservedSlots[kFewReserved];
-  size_t fewReserved = 0;
-  const bool bySlot = reservations.owns_lock() && reservedNodes_.size() <= kFewReserved;
+  // A few held nodes (binds in flight: the usual case under load) are compared by slot, which costs
+  // less than hashing every candidate's name again; a node with holds but without a slot has no
+  // pinned devices, so counting it finds none either way.
+  constexpr size_t kFewHeld = 16;
+  uint32_t heldSlots[kFewHeld];
+  size_t fewHeld = 0;
+  const bool bySlot = ledger.owns_lock() && ledger_.nodeCounts().size() <= kFewHeld;
   if (bySlot) {
-    for (const auto& [name, holds] : reservedNodes_) {
+    for (const auto& [name, holds] : ledger_.nodeCounts()) {
       if (const uint32_t slot = nodes_.find(name); slot != NodeSlots::kNone) {
-        reservedSlots[fewReserved++] = slot;
+        heldSlots[fewHeld++] = slot;
       }
     }
   }
-  auto reserved = [&](size_t k) {
-    if (!reservations.owns_lock()) {
+  auto held = [&](size_t k) {
+    if (!ledger.owns_lock()) {
       return false;
     }
     if (bySlot) {
-      return std::find(reservedSlots, reservedSlots + fewReserved, slots[k]) !=
-             reservedSlots + fewReserved;
+      return std::find(heldSlots, heldSlots + fewHeld, slots[k]) != heldSlots + fewHeld;
     }
-    return reservedNodes_.contains(nodes[k]);
+    return ledger_.nodeCounts().contains(nodes[k]);
   };
   for (size_t k = 0; k < nodes.size(); ++k) {
     counted[k] = 0;
-    if (k >= kRun || reserved(k)) {
+    if (k >= kRun || held(k)) {
       continue;
     }
     counted[k] = 1;

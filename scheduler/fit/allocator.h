@@ -60,7 +60,7 @@ struct Fit {
 // Finds distinct devices for every claim at once. Selectors may overlap, so this is a
 // bipartite b-matching (each claim needs extendedResourceNum devices); augmenting paths find
 // an assignment whenever one exists. `freeDevices` must already be restricted to devices that
-// are Available, not reserved in flight, and reachable from the node. Pure: no I/O.
+// are Available, not held for another pod, and reachable from the node. Pure: no I/O.
 Fit fitClaims(const std::vector<const ExtendedResourceClaim*>& claims,
               const std::vector<const ExtendedResource*>& freeDevices, const Scoring& scoring = {});
 

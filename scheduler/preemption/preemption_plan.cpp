@@ -29,7 +29,7 @@ class Simulation {
     }
     for (const auto& h : request.holders) {
       for (const auto& c : h.claims) {
-        index_.setClaimHolds(c.key, c.rawResourceName, c.devices);
+        index_.setClaimDevices(c.key, c.rawResourceName, c.devices);
       }
     }
     // Released for good: fit() never puts them back, as candidates never include them.
@@ -64,8 +64,8 @@ class Simulation {
   void setReleased(const std::vector<size_t>& holders, bool released) {
     for (const size_t h : holders) {
       for (const auto& c : request_.holders[h].claims) {
-        index_.setClaimHolds(c.key, c.rawResourceName,
-                             released ? std::vector<std::string>{} : c.devices);
+        index_.setClaimDevices(c.key, c.rawResourceName,
+                               released ? std::vector<std::string>{} : c.devices);
         for (const auto& name : c.devices) {
           auto it = devices_.find(name);
           if (it == devices_.end()) {

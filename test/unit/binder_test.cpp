@@ -161,8 +161,8 @@ TEST_F(BinderTest, AllocatesRecordsAndBindsInDevicePlusTwoWrites) {
 TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) {
   seedSchedulersPod("q");
   auto filterChose = [&](const std::string& pod, const std::string& node) {
-    index_.hold(node, {}, args(pod).podUid, std::chrono::steady_clock::now(),
-                DeviceIndex::kHoldTtl);
+    index_.holdForFilter(node, {}, args(pod).podUid, std::chrono::steady_clock::now(),
+                         DeviceIndex::kHoldTtl);
   };
   // No filter came (a restart, or a forged call).
   EXPECT_EQ(guarded_.bind(args("q")).message(),
@@ -190,18 +190,20 @@ TEST_F(BinderTest, ABindWritesOnlyForAPodOfItsSchedulerOnTheNodeItsFilterChose) 
 TEST_F(BinderTest, ABindLongAfterItsFilterIsStillTheFiltersChoice) {
   seedSchedulersPod("q");
   const auto now = std::chrono::steady_clock::now();
-  index_.hold("n1", {"d0"}, args("q").podUid, now - DeviceIndex::kHoldTtl - std::chrono::minutes(1),
-              DeviceIndex::kHoldTtl);
-  EXPECT_EQ(index_.heldNode(args("q").podUid, now), "") << "the devices' hold is over";
+  index_.holdForFilter("n1", {"d0"}, args("q").podUid,
+                       now - DeviceIndex::kHoldTtl - std::chrono::minutes(1),
+                       DeviceIndex::kHoldTtl);
+  EXPECT_EQ(index_.filterHoldNode(args("q").podUid, now), "") << "the devices' hold is over";
   EXPECT_EQ(guarded_.bind(args("q", "n2")).message(),
             "the extender's filter chose node n1 for pod default/q, not n2");
   EXPECT_EQ(guarded_.bind(args("q")).message(), "");
   EXPECT_EQ(claim("c").podRef, (PodRef{"q", args("q").podUid}));
-  index_.dropHolds(args("q").podUid);  // as when the watch shows the pod bound
+  index_.dropFilterHold(args("q").podUid);  // as when the watch shows the pod bound
   EXPECT_EQ(index_.filterChoice(args("q").podUid, now), "");
 
   seedSchedulersPod("r");
-  index_.hold("n1", {}, args("r").podUid, now - DeviceIndex::kChoiceTtl, DeviceIndex::kHoldTtl);
+  index_.holdForFilter("n1", {}, args("r").podUid, now - DeviceIndex::kChoiceTtl,
+                       DeviceIndex::kHoldTtl);
   EXPECT_EQ(index_.filterChoice(args("r").podUid, now), "");
 }
 
@@ -211,13 +213,13 @@ TEST_F(BinderTest, ABindLongAfterItsFilterIsStillTheFiltersChoice) {
 TEST_F(BinderTest, ACallNamingAnotherPodWithAPodsUidLeavesThatPodsHold) {
   seedSchedulersPod("q");
   const std::string victim = args("q").podUid;
-  index_.hold("n1", {}, victim, std::chrono::steady_clock::now(), DeviceIndex::kHoldTtl);
+  index_.holdForFilter("n1", {}, victim, std::chrono::steady_clock::now(), DeviceIndex::kHoldTtl);
 
   std::string error = guarded_.bind({"p", "default", victim, "n1"}).message();
   EXPECT_NE(error.find("recreated"), std::string::npos) << error;
   error = guarded_.bind({"no-such-pod", "default", victim, "n1"}).message();
   EXPECT_NE(error.find("not found"), std::string::npos) << error;
-  EXPECT_EQ(index_.heldNode(victim, std::chrono::steady_clock::now()), "n1");
+  EXPECT_EQ(index_.filterHoldNode(victim, std::chrono::steady_clock::now()), "n1");
   EXPECT_EQ(writes(), 0);
 
   EXPECT_EQ(guarded_.bind(args("q")).message(), "");
@@ -419,7 +421,7 @@ TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
     EXPECT_FALSE(device(name).claimRef) << name;
   }
   EXPECT_TRUE(api_.bindings().empty());
-  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.holdCount(), 0u);
   EXPECT_GE(binder_.stats().undos.load(), 1u);
 }
 
@@ -447,7 +449,7 @@ TEST_F(BinderTest, BindingsOfUnknownOutcomeLeaveTheAllocationWholeForTheControll
   EXPECT_EQ(c.podRef, (PodRef{"p", args().podUid}));
   ASSERT_EQ(c.allocated.size(), 1u);
   EXPECT_EQ(device(c.allocated[0]).claimRef, (ClaimRef{"default", "c", c.meta.uid}));
-  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.holdCount(), 0u);
   EXPECT_EQ(index_.get(c.allocated[0])->phase, DevicePhase::kBound)
       << "filter must not offer the kept device while the watch catches up";
 }
@@ -649,7 +651,7 @@ TEST_F(BinderTest, AFailedRetryKeepsTheDevicesItBoundAgainToAReusedClaim) {
   EXPECT_EQ(device("d1").phase, DevicePhase::kBound);
   ASSERT_TRUE(device("d1").claimRef);
   EXPECT_EQ(device("d1").claimRef->uid, claim("c").meta.uid);
-  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.holdCount(), 0u);
 }
 
 TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
@@ -665,7 +667,7 @@ TEST_F(BinderTest, ARetriedBindWhoseDeviceWentToAnotherClaimIsNotBound) {
       << error;
   EXPECT_TRUE(api_.bindings().empty());
   EXPECT_EQ(device("d1").claimRef->name, "other");
-  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.holdCount(), 0u);
 }
 
 TEST_F(BinderTest, ARetriedBindOfAnAlreadyBoundPodSucceedsWithoutWriting) {
@@ -941,7 +943,7 @@ class BinderDeadlineTest : public ::testing::Test {
       EXPECT_FALSE(d.claimRef) << name;
     }
     EXPECT_TRUE(api.bindings().empty());
-    EXPECT_EQ(index.reservedCount(), 0u);
+    EXPECT_EQ(index.holdCount(), 0u);
   }
 
   StallingApi api;

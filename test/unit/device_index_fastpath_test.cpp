@@ -77,10 +77,10 @@ TEST(DeviceIndexFastPath, DevicesComeInNameOrderWhateverTheArrivalOrder) {
 TEST(DeviceIndexFastPath, ReservationsAreCheckedOnlyWhileAnyExist) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
   EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2").empty());
   idx.remove("a");
-  EXPECT_EQ(idx.reservedCount(), 0u);
+  EXPECT_EQ(idx.holdCount(), 0u);
   idx.upsert(ptr(device("a", "n1", {})));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
             (std::vector<std::string>{"a"}));
@@ -157,7 +157,7 @@ TEST(DeviceIndexFastPath, RunsAnswerAsSingleNodesDo) {
     }
   };
   check("no binds");
-  ASSERT_TRUE(idx.reserve({"node-3-gpu-1", "node-77-gpu-0"}, "pod-a"));
+  ASSERT_TRUE(idx.holdForBind({"node-3-gpu-1", "node-77-gpu-0"}, "pod-a"));
   check("two nodes reserved");
   std::vector<std::string> many;
   for (int i = 10; i < 70; i += 2) {
@@ -165,10 +165,10 @@ TEST(DeviceIndexFastPath, RunsAnswerAsSingleNodesDo) {
       many.push_back("node-" + std::to_string(i) + "-gpu-2");
     }
   }
-  ASSERT_TRUE(idx.reserve(many, "pod-b"));
+  ASSERT_TRUE(idx.holdForBind(many, "pod-b"));
   ASSERT_GT(many.size(), 16u);
   check("many nodes reserved");
-  idx.unreserve("pod-b");
+  idx.dropAllHolds("pod-b");
   idx.remove("node-3-gpu-0");
   idx.remove("node-3-gpu-1");
   idx.remove("node-3-gpu-2");
@@ -178,9 +178,9 @@ TEST(DeviceIndexFastPath, RunsAnswerAsSingleNodesDo) {
 TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {{"type", "k80"}})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
   EXPECT_EQ(groups(idx, "n1"), std::nullopt);  // a bind in flight on this node
-  idx.unreserve("pod-1");
+  idx.dropAllHolds("pod-1");
   ASSERT_TRUE(groups(idx, "n1").has_value());
 
   auto zoned = device("zoned", "n1", {{"type", "k80"}});
@@ -204,7 +204,7 @@ TEST(DeviceIndexFastPath, GroupsDeclineWhatNeedsDevicesOneByOne) {
 }
 
 // Binds are nearly always in flight under load: only the nodes holding a reserved device
-// lose the summary, and only until the reservation ends, however it ends.
+// lose the summary, and only until the hold ends, however it ends.
 TEST(DeviceIndexFastPath, AReservationSendsOnlyItsOwnNodesDeviceByDevice) {
   using Counts = std::map<std::string, uint32_t>;
   DeviceIndex idx;
@@ -216,10 +216,10 @@ TEST(DeviceIndexFastPath, AReservationSendsOnlyItsOwnNodesDeviceByDevice) {
                              NodeSelectorTerm{{}, {pin({"n4"})}}};
   idx.upsert(ptr(both));
 
-  ASSERT_TRUE(idx.reserve({"a", "b"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a", "b"}, "pod-1"));
   EXPECT_EQ(groups(idx, "n1"), std::nullopt);
   EXPECT_EQ(groups(idx, "n2"), (Counts{{"k80", 1}}));
-  // One of two reservations on n1 ends: the other still holds it back.
+  // One of two bind holds on n1 ends: the other still holds it back.
   auto aBound = device("a", "n1", {{"type", "k80"}});
   aBound.phase = DevicePhase::kBound;
   idx.upsert(ptr(aBound));
@@ -227,21 +227,21 @@ TEST(DeviceIndexFastPath, AReservationSendsOnlyItsOwnNodesDeviceByDevice) {
   idx.remove("b");
   EXPECT_EQ(groups(idx, "n1"), Counts{});
 
-  ASSERT_TRUE(idx.reserve({"both"}, "pod-2"));
+  ASSERT_TRUE(idx.holdForBind({"both"}, "pod-2"));
   EXPECT_EQ(groups(idx, "n3"), std::nullopt);
   EXPECT_EQ(groups(idx, "n4"), std::nullopt);
   // A retried bind reserving again counts once.
-  ASSERT_TRUE(idx.reserve({"both"}, "pod-2"));
-  idx.unreserve("pod-2");
+  ASSERT_TRUE(idx.holdForBind({"both"}, "pod-2"));
+  idx.dropAllHolds("pod-2");
   EXPECT_EQ(groups(idx, "n3"), (Counts{{"k80", 1}}));
   EXPECT_EQ(groups(idx, "n4"), (Counts{{"k80", 1}}));
 
-  // A refused reservation counts nothing.
-  ASSERT_TRUE(idx.reserve({"c"}, "pod-3"));
-  EXPECT_FALSE(idx.reserve({"both", "c"}, "pod-4"));
+  // A refused bind hold counts nothing.
+  ASSERT_TRUE(idx.holdForBind({"c"}, "pod-3"));
+  EXPECT_FALSE(idx.holdForBind({"both", "c"}, "pod-4"));
   EXPECT_EQ(groups(idx, "n3"), (Counts{{"k80", 1}}));
   EXPECT_EQ(groups(idx, "n2"), std::nullopt);
-  EXPECT_EQ(idx.reservedCount(), 1u);
+  EXPECT_EQ(idx.holdCount(), 1u);
 }
 
 }  // namespace

@@ -70,26 +70,26 @@ TEST(DeviceIndex, ReservationsHideDevicesFromOtherPodsOnly) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
             (std::vector<std::string>{"b"}));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-1")),
             (std::vector<std::string>{"a", "b"}));
   // All or none: b is free but a is taken, so nothing is reserved for pod-2.
-  EXPECT_FALSE(idx.reserve({"b", "a"}, "pod-2"));
-  EXPECT_EQ(idx.reservedCount(), 1u);
-  idx.unreserve("pod-1");
-  EXPECT_TRUE(idx.reserve({"b", "a"}, "pod-2"));
+  EXPECT_FALSE(idx.holdForBind({"b", "a"}, "pod-2"));
+  EXPECT_EQ(idx.holdCount(), 1u);
+  idx.dropAllHolds("pod-1");
+  EXPECT_TRUE(idx.holdForBind({"b", "a"}, "pod-2"));
 }
 
 TEST(DeviceIndex, ReservationEndsWhenTheWatchShowsTheDeviceBound) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
   auto bound = device("a", "n1", {});
   bound.phase = DevicePhase::kBound;
   idx.upsert(ptr(bound));
-  EXPECT_EQ(idx.reservedCount(), 0u);
+  EXPECT_EQ(idx.holdCount(), 0u);
 }
 
 // The binder puts the device it wrote into the index at once; the watch may still deliver the
@@ -124,10 +124,10 @@ TEST(DeviceIndex, AWatchEventOlderThanTheWriteInTheIndexIsIgnored) {
 TEST(DeviceIndex, ExpiredReservationsDoNotHideDevices) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1", std::chrono::seconds(-1)));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1", std::chrono::seconds(-1)));
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {}, "pod-2")),
             (std::vector<std::string>{"a"}));
-  EXPECT_TRUE(idx.reserve({"a"}, "pod-2"));
+  EXPECT_TRUE(idx.holdForBind({"a"}, "pod-2"));
 }
 
 // A device a live claim lists is never offered to another pod, whatever it says of itself:
@@ -136,9 +136,9 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n1", {})));
-  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"a", "gone"});
+  idx.setClaimDevices("default/c", "nvidia.com/gpu", {"a", "gone"});
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"b"}));
-  EXPECT_EQ(idx.heldCount(), 2u);
+  EXPECT_EQ(idx.claimedCount(), 2u);
   int counted = 0;
   const bool exact =
       idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), "n1",
@@ -152,15 +152,15 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
   EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {}).empty());
 
   // A second claim naming it keeps it held until both let go.
-  idx.setClaimHolds("default/c2", "nvidia.com/gpu", {"a"});
-  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"gone"});
+  idx.setClaimDevices("default/c2", "nvidia.com/gpu", {"a"});
+  idx.setClaimDevices("default/c", "nvidia.com/gpu", {"gone"});
   EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n2", {}).empty());
-  idx.setClaimHolds("default/c2", "nvidia.com/gpu", {});
+  idx.setClaimDevices("default/c2", "nvidia.com/gpu", {});
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n2", {})), (std::vector<std::string>{"a"}));
-  idx.setClaimHolds("default/c", "nvidia.com/gpu", {});
+  idx.setClaimDevices("default/c", "nvidia.com/gpu", {});
   EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})),
             (std::vector<std::string>{"b", "gone"}));
-  EXPECT_EQ(idx.heldCount(), 0u);
+  EXPECT_EQ(idx.claimedCount(), 0u);
   counted = 0;
   EXPECT_TRUE(idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), "n1",
                                   [&](const DeviceIndex::FreeGroup& g) { counted += g.count; }));
@@ -170,7 +170,7 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
 TEST(DeviceIndex, AHoldCoversOnlyTheClaimsResource) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {}, "example.com/fpga")));
-  idx.setClaimHolds("default/c", "nvidia.com/gpu", {"a"});
+  idx.setClaimDevices("default/c", "nvidia.com/gpu", {"a"});
   EXPECT_EQ(names(idx.freeOnNode("example.com/fpga", "n1", {})), (std::vector<std::string>{"a"}));
 }
 

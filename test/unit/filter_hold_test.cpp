@@ -75,30 +75,30 @@ TEST(DeviceHolds, AHeldDeviceIsFreeOnlyToItsPodUntilTheHoldExpires) {
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n1", {})));
   const auto now = Clock::now();
-  ASSERT_TRUE(idx.hold("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
+  ASSERT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"b"}));
   EXPECT_EQ(freeNames(idx, "n1", "pod-1"), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(idx.heldNode("pod-1", now), "n1");
+  EXPECT_EQ(idx.filterHoldNode("pod-1", now), "n1");
   // Another pod cannot hold it, nor can a bind of another pod reserve it.
-  EXPECT_FALSE(idx.hold("n1", {"a"}, "pod-2", now, std::chrono::seconds(15)));
-  EXPECT_FALSE(idx.reserve({"a"}, "pod-2"));
-  EXPECT_TRUE(idx.hold("n1", {"b"}, "pod-2", now, std::chrono::seconds(15)));
-  EXPECT_EQ(idx.holdCount(), 2u);
+  EXPECT_FALSE(idx.holdForFilter("n1", {"a"}, "pod-2", now, std::chrono::seconds(15)));
+  EXPECT_FALSE(idx.holdForBind({"a"}, "pod-2"));
+  EXPECT_TRUE(idx.holdForFilter("n1", {"b"}, "pod-2", now, std::chrono::seconds(15)));
+  EXPECT_EQ(idx.filteredPods(), 2u);
 
   // Expired, the hold no longer counts, and the next hold sweeps it away.
   const auto later = now + std::chrono::seconds(16);
-  EXPECT_EQ(idx.heldNode("pod-1", later), "");
-  EXPECT_TRUE(idx.hold("n1", {"a"}, "pod-3", later, std::chrono::seconds(15)));
-  EXPECT_EQ(idx.holdCount(), 1u);
+  EXPECT_EQ(idx.filterHoldNode("pod-1", later), "");
+  EXPECT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-3", later, std::chrono::seconds(15)));
+  EXPECT_EQ(idx.filteredPods(), 1u);
 }
 
 TEST(DeviceHolds, AHoldMadeLongAgoHasExpiredForTheReadersToo) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
-  ASSERT_TRUE(idx.hold("n1", {"a"}, "pod-1", Clock::now() - std::chrono::seconds(60),
-                       std::chrono::seconds(15)));
+  ASSERT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-1", Clock::now() - std::chrono::seconds(60),
+                                std::chrono::seconds(15)));
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"a"}));
-  EXPECT_TRUE(idx.reserve({"a"}, "pod-2"));
+  EXPECT_TRUE(idx.holdForBind({"a"}, "pod-2"));
 }
 
 TEST(DeviceHolds, APodHoldsOnOneNodeAtATime) {
@@ -106,9 +106,9 @@ TEST(DeviceHolds, APodHoldsOnOneNodeAtATime) {
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n2", {})));
   const auto now = Clock::now();
-  ASSERT_TRUE(idx.hold("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
-  ASSERT_TRUE(idx.hold("n2", {"b"}, "pod-1", now, std::chrono::seconds(15)));
-  EXPECT_EQ(idx.heldNode("pod-1", now), "n2");
+  ASSERT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
+  ASSERT_TRUE(idx.holdForFilter("n2", {"b"}, "pod-1", now, std::chrono::seconds(15)));
+  EXPECT_EQ(idx.filterHoldNode("pod-1", now), "n2");
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"a"}));
   EXPECT_TRUE(freeNames(idx, "n2", "pod-2").empty());
 }
@@ -118,18 +118,18 @@ TEST(DeviceHolds, TheBindReplacesTheHoldWhereverItBinds) {
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n2", {})));
   const auto now = Clock::now();
-  ASSERT_TRUE(idx.hold("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
-  // Bound elsewhere: the hold on n1 ends, the bind's reservation on n2 stays.
-  ASSERT_TRUE(idx.reserve({"b"}, "pod-1"));
-  EXPECT_EQ(idx.holdCount(), 0u);
-  EXPECT_EQ(idx.heldNode("pod-1", now), "");
+  ASSERT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
+  // Bound elsewhere: the hold on n1 ends, the bind's hold on n2 stays.
+  ASSERT_TRUE(idx.holdForBind({"b"}, "pod-1"));
+  EXPECT_EQ(idx.filteredPods(), 0u);
+  EXPECT_EQ(idx.filterHoldNode("pod-1", now), "");
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"a"}));
   EXPECT_TRUE(freeNames(idx, "n2", "pod-2").empty());
-  // A hold later in the pod's life does not weaken the bind's reservation.
-  ASSERT_TRUE(idx.hold("n2", {"b"}, "pod-1", now, std::chrono::seconds(15)));
-  idx.dropHolds("pod-1");
+  // A hold later in the pod's life does not weaken the bind's hold.
+  ASSERT_TRUE(idx.holdForFilter("n2", {"b"}, "pod-1", now, std::chrono::seconds(15)));
+  idx.dropFilterHold("pod-1");
   EXPECT_TRUE(freeNames(idx, "n2", "pod-2").empty());
-  EXPECT_FALSE(idx.reserve({"b"}, "pod-2"));
+  EXPECT_FALSE(idx.holdForBind({"b"}, "pod-2"));
 }
 
 TEST(DeviceHolds, DroppedWhenThePodGoesOrItsDeviceIsTaken) {
@@ -137,16 +137,16 @@ TEST(DeviceHolds, DroppedWhenThePodGoesOrItsDeviceIsTaken) {
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n1", {})));
   const auto now = Clock::now();
-  ASSERT_TRUE(idx.hold("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
-  idx.dropHolds("pod-1");
-  EXPECT_EQ(idx.holdCount(), 0u);
+  ASSERT_TRUE(idx.holdForFilter("n1", {"a"}, "pod-1", now, std::chrono::seconds(15)));
+  idx.dropFilterHold("pod-1");
+  EXPECT_EQ(idx.filteredPods(), 0u);
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"a", "b"}));
 
-  ASSERT_TRUE(idx.hold("n1", {"b"}, "pod-1", now, std::chrono::seconds(15)));
+  ASSERT_TRUE(idx.holdForFilter("n1", {"b"}, "pod-1", now, std::chrono::seconds(15)));
   auto bound = device("b", "n1", {});
   bound.phase = DevicePhase::kBound;
   idx.upsert(ptr(bound));
-  EXPECT_EQ(idx.reservedCount(), 0u);
+  EXPECT_EQ(idx.holdCount(), 0u);
   // Freed again by hand: the hold it had is not revived.
   idx.upsert(ptr(device("b", "n1", {})));
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"a", "b"}));
@@ -157,22 +157,22 @@ TEST(DeviceHolds, DroppedWhenThePodGoesOrItsDeviceIsTaken) {
 TEST(DeviceHolds, AnUndoneBindAttemptHoldsItsDevicesForTheNextAttempt) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
   const auto now = Clock::now();
-  idx.holdReserved("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
-  EXPECT_EQ(idx.heldNode("pod-1", now), "n1");
+  idx.holdAgain("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
+  EXPECT_EQ(idx.filterHoldNode("pod-1", now), "n1");
   EXPECT_TRUE(freeNames(idx, "n1", "pod-2").empty());
-  EXPECT_FALSE(idx.hold("n1", {"a"}, "pod-2", now, DeviceIndex::kHoldTtl));
+  EXPECT_FALSE(idx.holdForFilter("n1", {"a"}, "pod-2", now, DeviceIndex::kHoldTtl));
   EXPECT_EQ(freeNames(idx, "n1", "pod-1"), (std::vector<std::string>{"a"}));
-  ASSERT_TRUE(idx.reserve({"a"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-1"));
+  EXPECT_EQ(idx.filteredPods(), 0u);
+  idx.holdAgain("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
+  idx.dropAllHolds("pod-1");
   EXPECT_EQ(idx.holdCount(), 0u);
-  idx.holdReserved("n1", {"a"}, "pod-1", now, DeviceIndex::kHoldTtl);
-  idx.unreserve("pod-1");
-  EXPECT_EQ(idx.reservedCount(), 0u);
-  EXPECT_EQ(idx.holdCount(), 0u);
+  EXPECT_EQ(idx.filteredPods(), 0u);
 }
 
-// The device watch may show an attempt's write (ending its reservation) before the attempt is
+// The device watch may show an attempt's write (ending its bind hold) before the attempt is
 // undone: the devices it took are still held for the pod, and stay held once the undo makes
 // them Available again. A device another pod holds meanwhile stays that pod's.
 TEST(DeviceHolds, AnUndoneAttemptHoldsItsDevicesEvenAfterTheWatchShowedThemBound) {
@@ -180,20 +180,20 @@ TEST(DeviceHolds, AnUndoneAttemptHoldsItsDevicesEvenAfterTheWatchShowedThemBound
   idx.upsert(ptr(device("a", "n1", {})));
   idx.upsert(ptr(device("b", "n1", {})));
   idx.upsert(ptr(device("c", "n1", {})));
-  ASSERT_TRUE(idx.reserve({"a", "b"}, "pod-1"));
+  ASSERT_TRUE(idx.holdForBind({"a", "b"}, "pod-1"));
   auto bound = device("a", "n1", {});
   bound.phase = DevicePhase::kBound;
   idx.upsert(ptr(bound));                  // the attempt's device write, seen by the watch
   idx.upsert(ptr(device("a", "n1", {})));  // the undo's write
   const auto now = Clock::now();
-  ASSERT_TRUE(idx.hold("n1", {"c"}, "pod-2", now, DeviceIndex::kHoldTtl));
-  idx.holdReserved("n1", {"a", "b", "c"}, "pod-1", now, DeviceIndex::kHoldTtl);
-  EXPECT_EQ(idx.heldNode("pod-1", now), "n1");
+  ASSERT_TRUE(idx.holdForFilter("n1", {"c"}, "pod-2", now, DeviceIndex::kHoldTtl));
+  idx.holdAgain("n1", {"a", "b", "c"}, "pod-1", now, DeviceIndex::kHoldTtl);
+  EXPECT_EQ(idx.filterHoldNode("pod-1", now), "n1");
   EXPECT_TRUE(freeNames(idx, "n1", "pod-3").empty());
   EXPECT_EQ(freeNames(idx, "n1", "pod-1"), (std::vector<std::string>{"a", "b"}));
-  EXPECT_FALSE(idx.hold("n1", {"a"}, "pod-3", now, DeviceIndex::kHoldTtl));
+  EXPECT_FALSE(idx.holdForFilter("n1", {"a"}, "pod-3", now, DeviceIndex::kHoldTtl));
   EXPECT_EQ(freeNames(idx, "n1", "pod-2"), (std::vector<std::string>{"c"}));
-  idx.unreserve("pod-1");
+  idx.dropAllHolds("pod-1");
   EXPECT_EQ(freeNames(idx, "n1", "pod-3"), (std::vector<std::string>{"a", "b"}));
 }
 
@@ -254,8 +254,8 @@ TEST_P(FilterHoldTest, PodsFilteredBeforeAnyBindNeverShareADevice) {
   for (const auto& node : nodeNames_) {
     EXPECT_EQ(perNode[node], 3) << node;
   }
+  EXPECT_EQ(index_.filteredPods(), 12u);
   EXPECT_EQ(index_.holdCount(), 12u);
-  EXPECT_EQ(index_.reservedCount(), 12u);
 }
 
 TEST_P(FilterHoldTest, TheStrategyPicksTheNode) {
@@ -276,13 +276,13 @@ TEST_P(FilterHoldTest, ARetryKeepsItsNodeAndAnExpiredHoldIsGivenUp) {
   ASSERT_EQ(first.size(), 1u);
   // The pod is tried again (a later plugin rejected the node): same node, same devices.
   EXPECT_EQ(filter(0, now + std::chrono::seconds(1)), first);
+  EXPECT_EQ(index_.filteredPods(), 1u);
   EXPECT_EQ(index_.holdCount(), 1u);
-  EXPECT_EQ(index_.reservedCount(), 1u);
   // Its hold expired: another pod's filter may take its device.
   const auto later = now + Extender::kHoldTtl + std::chrono::seconds(1);
   const auto second = filter(1, later);
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(index_.heldNode("uid-p0", later), "");
+  EXPECT_EQ(index_.filterHoldNode("uid-p0", later), "");
 }
 
 TEST_P(FilterHoldTest, AForgottenPodsDevicesAreOfferedAgain) {
@@ -323,8 +323,8 @@ TEST_P(FilterHoldTest, APinnedPodHoldsItsNodeWithoutDevices) {
   claims_["default/c0"] = std::make_shared<const ExtendedResourceClaim>(c);
   const auto now = Clock::now();
   EXPECT_EQ(filter(0, now), std::vector<std::string>{"n1"});
-  EXPECT_EQ(index_.heldNode("uid-p0", now), "n1");
-  EXPECT_EQ(index_.reservedCount(), 0u);
+  EXPECT_EQ(index_.filterHoldNode("uid-p0", now), "n1");
+  EXPECT_EQ(index_.holdCount(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, FilterHoldTest,

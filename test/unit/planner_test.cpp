@@ -139,7 +139,7 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
   }
   // planAll answers in runs as plan() does node by node, also for a node where another
   // pod's bind holds a device and the runs' counted path must give way.
-  ASSERT_TRUE(index_.reserve({"gpu-d1-3"}, "other-pod"));
+  ASSERT_TRUE(index_.holdForBind({"gpu-d1-3"}, "other-pod"));
   std::vector<std::string_view> many;
   const std::vector<std::string> names = {"d1", "a1", "c1", "a2", "b1", "zz"};
   for (size_t i = 0; i < 150; ++i) {
@@ -162,7 +162,7 @@ TEST_F(PlannerTest, NodesOfOneShapeShareAnAnswerAndChangesAreSeen) {
       EXPECT_EQ(plans[i].cost, want.cost) << many[i];
     }
   }
-  index_.unreserve("other-pod");
+  index_.dropAllHolds("other-pod");
   const auto pc = resolve(pod({"k80-erc", "k80-pair"}));
   NodeFitter fitter(pc, "pod-uid", index_);
   EXPECT_TRUE(same(fitter, pc, "d1"));
@@ -276,7 +276,7 @@ TEST_F(PlannerTest, LeftoverCountsMatchingFreeDevicesAfterAllocation) {
 TEST_F(PlannerTest, DevicesReservedByAnotherPodAreNotOffered) {
   addClaim(claim("one", 1));
   addDevice(device("gpu-0", "n1", {}));
-  ASSERT_TRUE(index_.reserve({"gpu-0"}, "someone-else"));
+  ASSERT_TRUE(index_.holdForBind({"gpu-0"}, "someone-else"));
   auto plan = planNode(resolve(pod({"one"})), "pod-uid", "n1", {}, index_);
   EXPECT_FALSE(plan.fits);
 }
@@ -286,12 +286,12 @@ TEST_F(PlannerTest, FilterAnswersRespectBindsInFlight) {
   addDevice(device("gpu-0", "n1", {}));
   addDevice(device("gpu-1", "n1", {}));
   const auto pc = resolve(pod({"two"}));
-  ASSERT_TRUE(index_.reserve({"gpu-1"}, "other-pod"));
+  ASSERT_TRUE(index_.holdForBind({"gpu-1"}, "other-pod"));
   EXPECT_FALSE(NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false).fits);
-  index_.unreserve("other-pod");
-  ASSERT_TRUE(index_.reserve({"gpu-1"}, "pod-uid"));  // its own bind retried
+  index_.dropAllHolds("other-pod");
+  ASSERT_TRUE(index_.holdForBind({"gpu-1"}, "pod-uid"));  // its own bind retried
   EXPECT_TRUE(NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false).fits);
-  index_.unreserve("pod-uid");
+  index_.dropAllHolds("pod-uid");
   const auto plan = NodeFitter(pc, "pod-uid", index_).plan("n1", {}, false);
   EXPECT_TRUE(plan.fits);
   EXPECT_EQ(plan.cost.leftover, 0u);

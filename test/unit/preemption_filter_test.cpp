@@ -48,28 +48,28 @@ std::vector<std::string> freeNames(const DeviceIndex& idx, const std::string& no
 TEST(Nominations, OutliveTheDeviceBeingBoundAndAreFreeOnlyToThePreemptor) {
   DeviceIndex idx;
   idx.upsert(ptr(boundTo(device("a", "n1", {}), "victim-erc")));
-  idx.setClaimHolds("default/victim-erc", "nvidia.com/gpu", {"a"});
+  idx.setClaimDevices("default/victim-erc", "nvidia.com/gpu", {"a"});
   const auto now = Clock::now();
   ASSERT_TRUE(idx.nominate("n1", {"a"}, "high", now, std::chrono::seconds(90)));
   EXPECT_EQ(idx.nominatedNode("high", now), "n1");
   // Seen Bound again (the victim's claim still holds it): the nomination stays.
   idx.upsert(ptr(boundTo(device("a", "n1", {}), "victim-erc")));
-  EXPECT_EQ(idx.nominationCount(), 1u);
+  EXPECT_EQ(idx.nominatedPods(), 1u);
   // Released by the controller: free to the preemptor only.
-  idx.setClaimHolds("default/victim-erc", "nvidia.com/gpu", {});
+  idx.setClaimDevices("default/victim-erc", "nvidia.com/gpu", {});
   idx.upsert(ptr(device("a", "n1", {})));
   EXPECT_EQ(freeNames(idx, "n1", "high"), (std::vector<std::string>{"a"}));
   EXPECT_TRUE(freeNames(idx, "n1", "third").empty());
-  EXPECT_FALSE(idx.hold("n1", {"a"}, "third", now, DeviceIndex::kHoldTtl));
+  EXPECT_FALSE(idx.holdForFilter("n1", {"a"}, "third", now, DeviceIndex::kHoldTtl));
   EXPECT_FALSE(idx.nominate("n1", {"a"}, "third", now, std::chrono::seconds(90)));
   // The preemptor's own filter holds it without losing the nomination.
-  EXPECT_TRUE(idx.hold("n1", {"a"}, "high", now, DeviceIndex::kHoldTtl));
-  idx.dropHolds("high");
+  EXPECT_TRUE(idx.holdForFilter("n1", {"a"}, "high", now, DeviceIndex::kHoldTtl));
+  idx.dropFilterHold("high");
   EXPECT_EQ(idx.nominatedNode("high", now), "n1");
   EXPECT_TRUE(freeNames(idx, "n1", "third").empty());
   // Its bind takes it: the nomination ends.
-  ASSERT_TRUE(idx.reserve({"a"}, "high"));
-  EXPECT_EQ(idx.nominationCount(), 0u);
+  ASSERT_TRUE(idx.holdForBind({"a"}, "high"));
+  EXPECT_EQ(idx.nominatedPods(), 0u);
   EXPECT_EQ(idx.nominatedNode("high", now), "");
 }
 
@@ -81,10 +81,10 @@ TEST(Nominations, ExpireAndAreDroppedWithThePod) {
   EXPECT_EQ(idx.nominatedNode("high", Clock::now()), "");
   EXPECT_EQ(freeNames(idx, "n1", "third"), (std::vector<std::string>{"a"}));
   ASSERT_TRUE(idx.nominate("n1", {"a"}, "other", Clock::now(), std::chrono::seconds(60)));
-  EXPECT_EQ(idx.nominationCount(), 1u);  // the expired one was swept
+  EXPECT_EQ(idx.nominatedPods(), 1u);  // the expired one was swept
   idx.dropNomination("other");
-  EXPECT_EQ(idx.nominationCount(), 0u);
-  EXPECT_EQ(idx.reservedCount(), 0u);
+  EXPECT_EQ(idx.nominatedPods(), 0u);
+  EXPECT_EQ(idx.holdCount(), 0u);
 }
 
 TEST(PreemptionHolders, UnknownOrReplacedPodsAreNeverVictimsAndClaimsGroupByPod) {
@@ -559,7 +559,7 @@ class PreemptionFilterTest : public ::testing::Test, protected testing::Extender
       c.podRef = PodRef{holder, "uid-" + holder};
       c.allocated = {dev};
       claims_["default/" + c.meta.name] = std::make_shared<const ExtendedResourceClaim>(c);
-      index_.setClaimHolds("default/" + c.meta.name, "nvidia.com/gpu", {dev});
+      index_.setClaimDevices("default/" + c.meta.name, "nvidia.com/gpu", {dev});
       addPod(holder, 10);
     }
     extender_.enablePreemption({.pods = [this](const std::string& key) -> PodPtr {
@@ -603,7 +603,7 @@ class PreemptionFilterTest : public ::testing::Test, protected testing::Extender
   // What the controller does once a victim is gone: its claim releases the device.
   void release(const std::string& holder) {
     claims_.erase("default/" + holder + "-erc");
-    index_.setClaimHolds("default/" + holder + "-erc", "nvidia.com/gpu", {});
+    index_.setClaimDevices("default/" + holder + "-erc", "nvidia.com/gpu", {});
     index_.upsert(ptr(device("n0-" + holder, "n0", {{"type", "k80"}})));
     pods_.erase("default/" + holder);
     floor_.erase("uid-" + holder);
@@ -646,7 +646,7 @@ TEST_F(PreemptionFilterTest, OneVictimIsPreemptedOnceAndItsDeviceKeptForThePreem
   reply = filter("high", 100);
   ASSERT_EQ(reply.passing.size(), 1u);
   EXPECT_EQ(reply.passing[0], "n0");
-  EXPECT_EQ(index_.heldNode("uid-high", Clock::now()), "n0");
+  EXPECT_EQ(index_.filterHoldNode("uid-high", Clock::now()), "n0");
 }
 
 TEST_F(PreemptionFilterTest, EqualPriorityHoldersAreNeverPreemptedAndTheNodeIsUnresolvable) {
@@ -655,7 +655,7 @@ TEST_F(PreemptionFilterTest, EqualPriorityHoldersAreNeverPreemptedAndTheNodeIsUn
   EXPECT_TRUE(orders_.empty());
   // Nobody of lower priority anywhere: the reply is as without preemption.
   EXPECT_EQ(reply.failed.size(), 1u);
-  EXPECT_EQ(index_.nominationCount(), 0u);
+  EXPECT_EQ(index_.nominatedPods(), 0u);
 }
 
 TEST_F(PreemptionFilterTest, HigherPriorityHoldersAreNeverPreempted) {

@@ -123,7 +123,7 @@ class PreemptionVerbTest : public ::testing::Test, protected testing::ExtenderPa
       c.podRef = PodRef{holder, "uid-" + holder};
     }
     claims_["default/" + c.meta.name] = std::make_shared<const ExtendedResourceClaim>(c);
-    index_.setClaimHolds("default/" + c.meta.name, "nvidia.com/gpu", {dev});
+    index_.setClaimDevices("default/" + c.meta.name, "nvidia.com/gpu", {dev});
   }
   // The preemptor "high" (claiming `count` k80s, or nothing) and kube-scheduler's candidates.
   std::vector<NodeVictims> preempt(const std::map<std::string, std::vector<std::string>>& victims,
@@ -163,7 +163,7 @@ TEST_F(PreemptionVerbTest, KubeSchedulersVictimAloneFreesTheDeviceAndItIsNominat
   EXPECT_EQ(kept[0].numPdbViolations, 0);
   // Kept for the preemptor while the victim leaves: nobody else may take it once released.
   EXPECT_EQ(index_.nominatedNode("uid-high", DeviceIndex::Clock::now()), "n0");
-  index_.setClaimHolds("default/low-erc", "nvidia.com/gpu", {});
+  index_.setClaimDevices("default/low-erc", "nvidia.com/gpu", {});
   index_.upsert(ptr(device("gpu0", "n0", {{"type", "k80"}})));
   EXPECT_TRUE(index_.freeOnNode("nvidia.com/gpu", "n0", {}, "uid-third").empty());
   EXPECT_EQ(index_.freeOnNode("nvidia.com/gpu", "n0", {}, "uid-high").size(), 1u);
@@ -237,10 +237,10 @@ TEST_F(PreemptionVerbTest, NeverAddsAHolderRunningOnAnotherNode) {
 TEST_F(PreemptionVerbTest, ADeviceHeldForAnotherPodIsNotCountedFree) {
   pod("cpu-hog", 10);
   index_.upsert(ptr(device("gpu0", "n0", {{"type", "k80"}})));
-  ASSERT_TRUE(
-      index_.hold("n0", {"gpu0"}, "uid-other", DeviceIndex::Clock::now(), DeviceIndex::kHoldTtl));
+  ASSERT_TRUE(index_.holdForFilter("n0", {"gpu0"}, "uid-other", DeviceIndex::Clock::now(),
+                                   DeviceIndex::kHoldTtl));
   EXPECT_TRUE(preempt({{"n0", {"cpu-hog"}}}).empty());
-  index_.dropHolds("uid-other");
+  index_.dropFilterHold("uid-other");
   const auto kept = preempt({{"n0", {"cpu-hog"}}});
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(uids(kept[0]), std::vector<std::string>{"uid-cpu-hog"});
@@ -269,7 +269,7 @@ TEST_F(PreemptionVerbTest, APodWithoutClaimsGetsTheCandidatesBackUnchanged) {
   ASSERT_EQ(kept.size(), 2u);
   EXPECT_EQ(uids(kept[0]), (std::vector<std::string>{"uid-low", "uid-cpu-hog"}));
   EXPECT_EQ(uids(kept[1]), std::vector<std::string>{"uid-other"});
-  EXPECT_EQ(index_.nominationCount(), 0u);
+  EXPECT_EQ(index_.nominatedPods(), 0u);
 }
 
 TEST_F(PreemptionVerbTest, WhileThePodWaitsOnANominatedNodeNoOtherNodeIsOffered) {
