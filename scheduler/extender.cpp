@@ -66,65 +66,78 @@ std::optional<FilterRefusal> filterRefusal(const PodClaims& claims, const Filter
 }
 
 FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now) {
-  FilterDecision decision;
-  FilterReply& reply = decision.reply;
+  FilterCycle cycle(args, now);
+  switch (preFilter(cycle)) {
+    case PreFilterResult::kSkip:
+      stats_.podsWithoutClaims++;
+      return FilterDecision{std::move(cycle.reply), std::nullopt};
+    case PreFilterResult::kAnswered:
+      break;
+    case PreFilterResult::kFilterNodes:
+      filterNodes(cycle);
+      if (!cycle.reply.passing.empty()) {
+        reserve(cycle);
+      } else {
+        postFilter(cycle);
+      }
+      break;
+  }
+  FilterDecision decision{std::move(cycle.reply), std::nullopt};
+  decision.refusal = filterRefusal(cycle.claims, decision.reply);
+  stats_.nodesPassed += decision.reply.passing.size();
+  stats_.nodesFailed += args.nodeNames.size() - decision.reply.passing.size();
+  return decision;
+}
+
+Extender::PreFilterResult Extender::preFilter(FilterCycle& cycle) const {
+  const ExtenderArgs& args = cycle.args;
+  FilterReply& reply = cycle.reply;
   const ClassRequests classes = classRequestsOf(args.pod, classes_);
   if (withoutClaims(args.pod, classes)) {
-    stats_.podsWithoutClaims++;
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
-    return decision;
+    return PreFilterResult::kSkip;
   }
-  const PodClaims claims = resolveClaims(args.pod, claims_, classes);
+  cycle.claims = resolveClaims(args.pod, claims_, classes);
+  const PodClaims& claims = cycle.claims;
   if (claims.unresolvable()) {
     reply.failedUnresolvable.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
       reply.failedUnresolvable.emplace_back(node, claims.blockMessage);
     }
-  } else if (claims.awaiting()) {
+    return PreFilterResult::kAnswered;
+  }
+  if (claims.awaiting()) {
     reply.failed.reserve(args.nodeNames.size());
     for (const auto node : args.nodeNames) {
       reply.failed.emplace_back(node, claims.blockMessage);
     }
-  } else {
-    NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
-    reply.passing.reserve(args.nodeNames.size());
-    std::vector<size_t> fitting;
-    std::vector<std::optional<NodeCost>> costs;
-    std::vector<ptrdiff_t> failedIdx;  // parallel to reply.failed: the node's request index
-    planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
-      const std::string_view node = args.nodeNames[i];
-      if (!plan) {
-        reply.failed.emplace_back(
-            node, "node " + std::string(node) + " is not yet known to the extender");
-        failedIdx.push_back(-1);
-      } else if (plan->fits) {
-        reply.passing.push_back(node);
-        fitting.push_back(i);
-        costs.emplace_back(plan->cost);
-      } else if (plan->unresolvable) {
-        reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
-      } else {
-        reply.failed.emplace_back(node, std::move(plan->message));
-        failedIdx.push_back(static_cast<ptrdiff_t>(i));
-      }
-    });
-    if (!claims.pending.empty() && !reply.passing.empty()) {
-      decide(args, claims, fitter.needsNodeLabels(), fitting, costs, now, reply);
-    } else if (claims.pending.empty() && reply.passing.size() == 1 && !args.pod.meta.uid.empty()) {
-      // Claims already allocated (to the pod, or shared) pin it to their node: no device to
-      // hold, but the bind binds only where the filter chose (checkBindTrust).
-      index_.holdForFilter(std::string(reply.passing.front()), {}, args.pod.meta.uid, now,
-                           kHoldTtl);
-    } else if (preemption_ && reply.passing.empty() && !reply.failed.empty() &&
-               !claims.pending.empty() && claims.boundToPod.empty() && claims.joining.empty() &&
-               !args.pod.meta.uid.empty()) {
-      preempt(args, claims, fitter.needsNodeLabels(), failedIdx, now, reply);
-    }
+    return PreFilterResult::kAnswered;
   }
-  decision.refusal = filterRefusal(claims, reply);
-  stats_.nodesPassed += reply.passing.size();
-  stats_.nodesFailed += args.nodeNames.size() - reply.passing.size();
-  return decision;
+  return PreFilterResult::kFilterNodes;
+}
+
+void Extender::filterNodes(FilterCycle& cycle) {
+  const ExtenderArgs& args = cycle.args;
+  FilterReply& reply = cycle.reply;
+  NodeFitter& fitter = cycle.fitter.emplace(cycle.claims, args.pod.meta.uid, index_, scoring_);
+  reply.passing.reserve(args.nodeNames.size());
+  planEach(args, fitter, true, [&](size_t i, NodePlan* plan) {
+    const std::string_view node = args.nodeNames[i];
+    if (!plan) {
+      reply.failed.emplace_back(node,
+                                "node " + std::string(node) + " is not yet known to the extender");
+      cycle.failedIdx.push_back(-1);
+    } else if (plan->fits) {
+      reply.passing.push_back(node);
+      cycle.fitting.push_back(i);
+      cycle.costs.emplace_back(plan->cost);
+    } else if (plan->unresolvable) {
+      reply.failedUnresolvable.emplace_back(node, std::move(plan->message));
+    } else {
+      reply.failed.emplace_back(node, std::move(plan->message));
+      cycle.failedIdx.push_back(static_cast<ptrdiff_t>(i));
+    }
+  });
 }
 
 // kube-scheduler picks the next pods' nodes before the earlier pods' binds reach the extender
@@ -138,14 +151,24 @@ FilterDecision Extender::filter(const ExtenderArgs& args, Clock::time_point now)
 // node might be on a node other than the one bound. The reply then names the chosen node
 // alone: kube-scheduler reads failed nodes only when none passes (to explain a FitError and to
 // pick preemption candidates), and answering thousands of them made up most of the reply.
-void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
-                      const std::vector<size_t>& fitting,
-                      const std::vector<std::optional<NodeCost>>& costs, Clock::time_point now,
-                      FilterReply& reply) {
+void Extender::reserve(FilterCycle& cycle) {
+  const ExtenderArgs& args = cycle.args;
+  const Clock::time_point now = cycle.now;
+  FilterReply& reply = cycle.reply;
   const std::string& uid = args.pod.meta.uid;
   if (uid.empty()) {
     return;  // holds are by pod UID; kube-scheduler always sends it
   }
+  if (cycle.claims.pending.empty()) {
+    // Claims already allocated (to the pod, or shared) pin it to their node: no device to
+    // hold, but the bind binds only where the filter chose (checkBindTrust).
+    if (reply.passing.size() == 1) {
+      index_.holdForFilter(std::string(reply.passing.front()), {}, uid, now, kHoldTtl);
+    }
+    return;
+  }
+  const bool needsNodeLabels = cycle.fitter->needsNodeLabels();
+  const std::vector<size_t>& fitting = cycle.fitting;
   std::optional<size_t> held;
   if (const std::string node = index_.filterHoldNode(uid, now); !node.empty()) {
     for (size_t k = 0; k < fitting.size() && !held; ++k) {
@@ -156,7 +179,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
   }
   // The first choice nearly always holds; a bind in flight may have just taken its devices.
   constexpr size_t kMaxTries = 8;
-  for (const size_t k : rankNodes(costs, scoring_.strategy, held, kMaxTries)) {
+  for (const size_t k : rankNodes(cycle.costs, scoring_.strategy, held, kMaxTries)) {
     const size_t i = fitting[k];
     const std::string node(args.nodeNames[i]);
     std::map<std::string, std::string> labels;
@@ -167,7 +190,7 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
         labels = cached->meta.labels;
       }
     }
-    const NodePlan plan = planNode(claims, uid, node, labels, index_, scoring_);
+    const NodePlan plan = planNode(cycle.claims, uid, node, labels, index_, scoring_);
     if (!plan.fits) {
       continue;
     }
@@ -193,10 +216,20 @@ void Extender::decide(const ExtenderArgs& args, const PodClaims& claims, bool ne
 // deletions happen on the worker, out of the request path. The node stays failed: the pod does
 // not fit yet. The victims' deletions and their claims' release requeue it, and its next
 // filter finds the nominated devices free for it alone.
-void Extender::preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
-                       const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now,
-                       FilterReply& reply) {
+void Extender::postFilter(FilterCycle& cycle) {
+  const ExtenderArgs& args = cycle.args;
+  const PodClaims& claims = cycle.claims;
+  const Clock::time_point now = cycle.now;
+  FilterReply& reply = cycle.reply;
+  const std::vector<ptrdiff_t>& failedIdx = cycle.failedIdx;
   const std::string& uid = args.pod.meta.uid;
+  // Only a pod whose pending claims fit nowhere, with no claim allocated or joined already (its
+  // node is fixed), may preempt.
+  if (!preemption_ || reply.failed.empty() || claims.pending.empty() ||
+      !claims.boundToPod.empty() || !claims.joining.empty() || uid.empty()) {
+    return;
+  }
+  const bool needsNodeLabels = cycle.fitter->needsNodeLabels();
   if (const std::string node = index_.nominatedNode(uid, now); !node.empty()) {
     // Its victims are on their way out: no second set is chosen meanwhile.
     for (auto& [name, message] : reply.failed) {

@@ -76,8 +76,9 @@ class Extender {
   static constexpr std::chrono::seconds kHoldTtl = DeviceIndex::kHoldTtl;
 
   // Passes a pod with claims to pend on at most one node: the best the scoring strategy
-  // finds, whose devices it then holds for the pod (HoldLedger::holdForFilter) until its bind. See
-  // decide().
+  // finds, whose devices it then holds for the pod (HoldLedger::holdForFilter) until its bind.
+  // Runs the phases below in kube-scheduler's order: preFilter, filterNodes, then reserve when
+  // some node fits, else postFilter.
   FilterDecision filter(const ExtenderArgs& args, Clock::time_point now = Clock::now());
   // Scores by node name; the names are views of args.nodeNames.
   std::vector<std::pair<std::string_view, int>> prioritize(const ExtenderArgs& args);
@@ -96,7 +97,7 @@ class Extender {
   std::vector<NodeVictims> preemptVerb(const PreemptionArgs& args,
                                        Clock::time_point now = Clock::now());
   // From now on a pod that fits no node as devices stand may preempt lower-priority holders
-  // of its matching devices (see preempt()). Call before serving.
+  // of its matching devices (see postFilter()). Call before serving.
   void enablePreemption(PreemptionHooks hooks) { preemption_ = std::move(hooks); }
   // Pods asking for a class's extended resource in their containers' resources need the claim
   // made from the class (docs/classes.md). Call before serving.
@@ -112,21 +113,38 @@ class Extender {
   template <class Fn>
   void planEach(const ExtenderArgs& args, NodeFitter& fitter, bool withMessage, Fn&& fn);
 
-  // Narrows reply.passing (the nodes the pod fits, fitting[k] its index in the request, with
-  // leftover[k] for the scoring) to the one node it chooses, holds the devices there, and
-  // drops the failed nodes from the reply.
-  void decide(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
-              const std::vector<size_t>& fitting, const std::vector<std::optional<NodeCost>>& costs,
-              Clock::time_point now, FilterReply& reply);
-
-  // For a pod that fits none of the candidates: when it already waits for victims, the
-  // node's answer says so; otherwise, when some holder of its matching devices has a lower
-  // priority, plans each failed node (failedIdx: indexes into the request of reply.failed's
-  // entries, -1 for nodes not planned), picks one, nominates the devices there for the pod
-  // and hands the victims to the worker. Nodes where no victim set exists are answered as
-  // unresolvable, so kube-scheduler's own preemption does not try them either.
-  void preempt(const ExtenderArgs& args, const PodClaims& claims, bool needsNodeLabels,
-               const std::vector<ptrdiff_t>& failedIdx, Clock::time_point now, FilterReply& reply);
+  // One filter request as it goes through the phases of kube-scheduler's scheduling framework
+  // (its CycleState): what PreFilter resolved for the pod, what each node's Filter found, and
+  // the reply the later phases narrow.
+  struct FilterCycle {
+    FilterCycle(const ExtenderArgs& args, Clock::time_point now) : args(args), now(now) {}
+    const ExtenderArgs& args;
+    const Clock::time_point now;
+    PodClaims claims;
+    std::optional<NodeFitter> fitter;            // over `claims`; set when the nodes are filtered
+    std::vector<size_t> fitting;                 // the request indexes of the nodes that fit
+    std::vector<std::optional<NodeCost>> costs;  // parallel to fitting
+    std::vector<ptrdiff_t> failedIdx;  // parallel to reply.failed: the request index, -1 unknown
+    FilterReply reply;
+  };
+  enum class PreFilterResult {
+    kSkip,         // the pod asks for no device: every node passes, nothing is recorded
+    kAnswered,     // every node got the same answer (a claim unresolvable or awaited)
+    kFilterNodes,  // the claims are resolved: each node is filtered on its own
+  };
+  // PreFilter: the pod alone. Resolves its claims (and the class requests of its containers).
+  PreFilterResult preFilter(FilterCycle& cycle) const;
+  // Filter: fits the pod's claims on each node on its own (NodeFitter), no holds taken.
+  void filterNodes(FilterCycle& cycle);
+  // Reserve, for a pod some node fits: chooses the one node the pod gets and holds its devices
+  // there (see the comment of its definition); claims allocated already only record the choice.
+  void reserve(FilterCycle& cycle);
+  // PostFilter, for a pod no node fits: when it already waits for victims, the node's answer
+  // says so; otherwise, when some holder of its matching devices has a lower priority, plans
+  // each failed node, picks one, nominates the devices there for the pod and hands the victims
+  // to the worker. Nodes where no victim set exists are answered as unresolvable, so
+  // kube-scheduler's own preemption does not try them either.
+  void postFilter(FilterCycle& cycle);
 
   // Fills in each candidate's devices of `resources` (the candidate's node and labels set), but
   // those promised to other pods (DeviceIndex::reachable), and the holders of those devices,
