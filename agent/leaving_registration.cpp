@@ -1,6 +1,7 @@
 #include "agent/leaving_registration.h"
 
 #include <algorithm>
+#include <system_error>
 
 #include "common/logging.h"
 #include "nri/plugin_service.h"
@@ -31,6 +32,15 @@ class LeavingRegistration::Plugin : public nri::Plugin {
       requestTimeout_ = std::chrono::milliseconds(req.request_timeout());
     }
     configured_ = true;
+    // Registered from here on, whatever the serving loop does next (a Synchronize may come
+    // before it looks).
+    {
+      std::lock_guard lock(owner_->mu_);
+      if (!owner_->registered_) {
+        owner_->registered_ = nri::Status::ok();
+      }
+    }
+    owner_->changed_.notify_all();
     return nri::Status::ok();
   }
   bool configured() const { return configured_; }
@@ -80,7 +90,28 @@ LeavingRegistration::~LeavingRegistration() {
 }
 
 void LeavingRegistration::start() {
-  thread_ = std::thread([this] { run(); });
+  // Nothing escapes the thread, or its start: the agent's stop goes on without the
+  // registration.
+  try {
+    thread_ = std::thread([this] {
+      try {
+        run();
+      } catch (const std::exception& e) {
+        end(nri::Status::ioError(std::string("leaving registration: ") + e.what()));
+      }
+    });
+  } catch (const std::system_error& e) {
+    end(nri::Status::ioError(std::string("leaving registration thread: ") + e.what()));
+  }
+}
+
+void LeavingRegistration::end(nri::Status s) {
+  std::lock_guard lock(mu_);
+  if (!registered_) {
+    registered_ = s;
+  }
+  ended_ = std::move(s);
+  changed_.notify_all();
 }
 
 bool LeavingRegistration::settled() const {
@@ -121,14 +152,7 @@ nri::Status LeavingRegistration::release() {
 
 void LeavingRegistration::run() {
   const auto deadline = Clock::now() + options_.registerTimeout;
-  const auto finish = [this](nri::Status s) {
-    std::lock_guard lock(mu_);
-    if (!registered_) {
-      registered_ = s;
-    }
-    ended_ = std::move(s);
-    changed_.notify_all();
-  };
+  const auto finish = [this](nri::Status s) { end(std::move(s)); };
   int fd = -1;
   if (nri::Status s = nri::connectUnix(options_.socketPath, &fd); !s.isOk()) {
     return finish(s);
@@ -149,11 +173,6 @@ void LeavingRegistration::run() {
   if (!s.isOk()) {
     return finish(s);
   }
-  {
-    std::lock_guard lock(mu_);
-    registered_ = nri::Status::ok();
-  }
-  changed_.notify_all();
   // Until Synchronize was answered, or the destructor; a Synchronize handler blocks inside
   // serve until release().
   for (;;) {

@@ -69,6 +69,8 @@ class LeavingRegistration {
  private:
   class Plugin;
   void run();
+  // The thread's result: it stopped serving (registered_ too, when not set yet).
+  void end(nri::Status s);
 
   Options options_;
   std::thread thread_;

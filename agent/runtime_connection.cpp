@@ -78,27 +78,20 @@ nri::Status RuntimeConnection::leave(nri::Session* session) {
       session, [&] { return leaving.settled(); },
       std::chrono::steady_clock::now() + options_.leaveTimeout + std::chrono::milliseconds(100),
       "leaving registration");
-  if (!s.isOk() && s.code() != nri::Status::Code::kTimedOut) {
-    leaving.release();  // this connection is gone already
-    return s;
+  if (s.isOk() || s.code() == nri::Status::Code::kTimedOut) {
+    if (const nri::Status registered = leaving.registered(); !registered.isOk()) {
+      log::warn(
+          "could not register the leaving plugin (yet); the container runtime drops the closed "
+          "connection at its next event",
+          {{"socket", options_.socketPath}, {"error", registered.toString()}});
+    }
+    s = drain(session, [&] { return leaving.synchronizing(); });
   }
-  const nri::Status registered = leaving.registered();
-  if (!registered.isOk()) {
-    log::warn(
-        "could not register the leaving plugin; the container runtime drops the closed "
-        "connection at its next event",
-        {{"socket", options_.socketPath}, {"error", registered.toString()}});
-  }
-  if (s = drain(session, [&] { return leaving.synchronizing(); }); !s.isOk()) {
-    leaving.release();
-    return s;
-  }
+  // Closed in every case, a broken connection too, before the leaving plugin's Synchronize is
+  // answered: the runtime keeps a plugin whose connection is still open beside the new one.
   if (nri::Status hung = session->hangUp(options_.hangUpTimeout); !hung.isOk()) {
     log::warn("the container runtime did not close the agent's connection in time",
               {{"socket", options_.socketPath}, {"error", hung.toString()}});
-  }
-  if (!registered.isOk()) {
-    return nri::Status::ok();
   }
   // containerd marks the plugin closed just after it closes the connection, on another of its
   // threads; the Synchronize answer must find it marked.
@@ -117,7 +110,7 @@ nri::Status RuntimeConnection::leave(nri::Session* session) {
     log::warn("the leaving registration did not complete",
               {{"socket", options_.socketPath}, {"error", left.toString()}});
   }
-  return nri::Status::ok();
+  return s;
 }
 
 nri::Status RuntimeConnection::drain(nri::Session* session,

@@ -259,6 +259,25 @@ TEST_F(RuntimeConnectionTest,
   EXPECT_TRUE(runReturnsWithin(2s));
 }
 
+// A connection that breaks while the agent stops (bytes that are no request) is closed before
+// the leaving plugin's Synchronize is answered, as on the usual path: the runtime would keep a
+// plugin whose socket is still open beside the new one.
+TEST_F(RuntimeConnectionTest, AConnectionThatBreaksWhileStoppingIsClosedBeforeTheLeavingSync) {
+  options.drainQuiet = 5s;
+  options.drainLimit = 10s;
+  options.leaveSyncWait = 3s;
+  FakeRuntime second;
+  ASSERT_NO_FATAL_FAILURE(stopAndAcceptLeaving(&second));
+  runtime.sendRaw(std::string("\0\0\0\0garbage!", 12));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(runtime.fullyClosedByPlugin()) << "the broken connection is still open";
+  second.sendRequest(3, "Synchronize", nri::SynchronizeRequest().SerializeAsString());
+  auto answer = second.receiveResponse();
+  ASSERT_TRUE(answer);
+  EXPECT_FALSE(answer->has_status());
+  EXPECT_TRUE(runReturnsWithin(2s));
+}
+
 // A Synchronize under way means containerd holds its plugin-sync lock: nothing more can come
 // to the agent's connection, so the drain ends at once instead of waiting to be quiet.
 TEST_F(RuntimeConnectionTest, ASynchronizeUnderWayEndsTheDrainAtOnce) {

@@ -198,6 +198,28 @@ TEST_F(NriSession, HangUpToARuntimeThatKeepsItsEndOpenTimesOutAndClosesTheSocket
   EXPECT_EQ(session->serve(10ms).code(), Status::Code::kClosed);
 }
 
+// A runtime that keeps writing without closing its end does not hold the hang-up past its time.
+TEST_F(NriSession, HangUpToARuntimeThatKeepsWritingEndsAtItsTimeout) {
+  std::atomic<bool> done{false};
+  std::thread runtimeSide([&] {
+    for (uint32_t stream = 1; !done.load() && stream < 100000; stream += 2) {
+      try {
+        runtime.sendRequest(stream, "CreateContainer",
+                            CreateContainerRequest().SerializeAsString());
+      } catch (const std::exception&) {
+        return;  // the plugin closed the socket
+      }
+    }
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const Status s = session->hangUp(300ms);
+  const auto took = std::chrono::steady_clock::now() - started;
+  done = true;
+  runtimeSide.join();
+  EXPECT_EQ(s.code(), Status::Code::kTimedOut) << s.toString();
+  EXPECT_LT(took, 2s);
+}
+
 TEST_F(NriSession, HangUpAfterTheRuntimeClosedIsOk) {
   runtime.closeNow();
   EXPECT_EQ(session->serve(1s).code(), Status::Code::kClosed);
