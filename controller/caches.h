@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/assume_cache.h"
 #include "common/informer.h"
 #include "common/kube_objects.h"
 #include "controller/watched_pod.h"
@@ -24,13 +25,61 @@ using CachedPod = std::shared_ptr<const WatchedPod>;
 using CachedTemplate = std::shared_ptr<const ExtendedResourceClaimTemplate>;
 using CachedClass = std::shared_ptr<const ExtendedResourceClass>;
 
-// What the reconciler reads: the informers' caches in the binary, plain maps in tests.
+// What the reconciler reads: the informers' caches in the binary, plain maps in tests, each
+// under the writes of this process the watch has not delivered yet (AssumeCache): a decision made
+// right after a write sees that write, never the copy it replaced.
 class ControllerCaches {
  public:
   virtual ~ControllerCaches() = default;
-  virtual CachedClaim claim(const std::string& key) const = 0;  // "namespace/name"
-  virtual CachedDevice device(const std::string& name) const = 0;
-  virtual CachedPod pod(const std::string& key) const = 0;  // "namespace/name"
+  CachedClaim claim(const std::string& key) const {  // "namespace/name"
+    return assumedClaims_.newest(key, watchedClaim(key));
+  }
+  CachedDevice device(const std::string& name) const {
+    return assumedDevices_.newest(name, watchedDevice(name));
+  }
+  CachedPod pod(const std::string& key) const {  // "namespace/name"
+    return assumedPods_.newest(key, watchedPod(key));
+  }
+  // The claims whose status lists this device name, allocated or lost, in key order.
+  std::vector<CachedClaim> claimsListing(const std::string& device) const {
+    std::vector<CachedClaim> out;
+    for (auto& watched : watchedClaimsListing(device)) {
+      CachedClaim c =
+          assumedClaims_.newest(objectKey(watched->meta.ns, watched->meta.name), watched);
+      const std::vector<std::string> listed = c->listedDevices();
+      if (std::find(listed.begin(), listed.end(), device) != listed.end()) {
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+  // Writes of this process, as the API server stored them (nullptr is ignored).
+  void assume(const CachedClaim& written) {
+    if (written) {
+      assumedClaims_.assume(objectKey(written->meta.ns, written->meta.name), written);
+    }
+  }
+  void assume(const CachedDevice& written) {
+    if (written) {
+      assumedDevices_.assume(written->meta.name, written);
+    }
+  }
+  void assume(const CachedPod& written) {
+    if (written) {
+      assumedPods_.assume(objectKey(written->meta.ns, written->meta.name), written);
+    }
+  }
+  // The watch delivered the object's deletion.
+  void forgetClaim(const std::string& key) { assumedClaims_.forget(key); }
+  void forgetDevice(const std::string& name) { assumedDevices_.forget(name); }
+  void forgetPod(const std::string& key) { assumedPods_.forget(key); }
+  // Writes kept that the watch has not been seen to deliver.
+  size_t assumed() const {
+    return assumedClaims_.size() + assumedDevices_.size() + assumedPods_.size();
+  }
+
+  // The watch's own copies; pods() too, unresolved: the nudge reads only what kube-scheduler
+  // writes of them.
   virtual std::vector<CachedPod> pods() const = 0;
   // "namespace/name"; nullptr when there is none (or templates are not watched).
   virtual CachedTemplate claimTemplate(const std::string& /*key*/) const { return nullptr; }
@@ -43,11 +92,21 @@ class ControllerCaches {
   // The watch delivered the deletion of the pod with this UID. UIDs are never reused, so that
   // pod's absence is as certain as a live read would make it.
   virtual bool podDeleted(const std::string& uid) const = 0;
-  // The claims whose status lists this device name, allocated or lost, in key order.
-  virtual std::vector<CachedClaim> claimsListing(const std::string& device) const = 0;
   // How the watch last saw a claim it delivered the deletion of, once: nullptr afterwards, or
   // when there was none.
   virtual CachedClaim takeDeletedClaim(const std::string& /*key*/) { return nullptr; }
+
+ protected:
+  virtual CachedClaim watchedClaim(const std::string& key) const = 0;
+  virtual CachedDevice watchedDevice(const std::string& name) const = 0;
+  virtual CachedPod watchedPod(const std::string& key) const = 0;
+  // The claims the watch last showed listing the device, in key order.
+  virtual std::vector<CachedClaim> watchedClaimsListing(const std::string& device) const = 0;
+
+ private:
+  AssumeCache<ExtendedResourceClaim> assumedClaims_;
+  AssumeCache<ExtendedResource> assumedDevices_;
+  AssumeCache<WatchedPod> assumedPods_;
 };
 
 class InformerCaches : public ControllerCaches {
@@ -56,9 +115,6 @@ class InformerCaches : public ControllerCaches {
                  const Informer<ExtendedResource>& devices)
       : pods_(pods), claims_(claims), devices_(devices) {}
 
-  CachedClaim claim(const std::string& key) const override { return claims_.get(key); }
-  CachedDevice device(const std::string& name) const override { return devices_.get(name); }
-  CachedPod pod(const std::string& key) const override { return pods_.get(key); }
   std::vector<CachedPod> pods() const override { return pods_.list(); }
   CachedTemplate claimTemplate(const std::string& key) const override {
     return templates_ ? templates_->get(key) : nullptr;
@@ -78,23 +134,6 @@ class InformerCaches : public ControllerCaches {
     std::lock_guard lock(mu_);
     return deletedPods_.count(uid) > 0;
   }
-  std::vector<CachedClaim> claimsListing(const std::string& device) const override {
-    std::set<std::string> keys;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = listing_.find(device); it != listing_.end()) {
-        keys = it->second;
-      }
-    }
-    std::vector<CachedClaim> out;
-    for (const auto& key : keys) {
-      if (auto c = claims_.get(key)) {
-        out.push_back(std::move(c));
-      }
-    }
-    return out;
-  }
-
   CachedClaim takeDeletedClaim(const std::string& key) override {
     std::lock_guard lock(mu_);
     auto it = deletedClaims_.find(key);
@@ -138,6 +177,28 @@ class InformerCaches : public ControllerCaches {
       deletedPods_.insert(uid);
     }
   }
+
+ protected:
+  std::vector<CachedClaim> watchedClaimsListing(const std::string& device) const override {
+    std::set<std::string> keys;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = listing_.find(device); it != listing_.end()) {
+        keys = it->second;
+      }
+    }
+    std::vector<CachedClaim> out;
+    for (const auto& key : keys) {
+      if (auto c = claims_.get(key)) {
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+
+  CachedClaim watchedClaim(const std::string& key) const override { return claims_.get(key); }
+  CachedDevice watchedDevice(const std::string& name) const override { return devices_.get(name); }
+  CachedPod watchedPod(const std::string& key) const override { return pods_.get(key); }
 
  private:
   void indexListed(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {

@@ -195,11 +195,6 @@ PlannedEvent deletionWaitEvent(const ExtendedResourceClaim& c, const std::vector
 
 Plan planClaim(const ClaimInputs& in) {
   const ExtendedResourceClaim& c = *in.view.claim;
-  if (!in.writtenOver.empty() && in.writtenOver == c.meta.resourceVersion) {
-    Plan stale;
-    stale.staleCopy = true;
-    return stale;
-  }
   Plan p = planStatus(in);
   planProtection(p, resources::kExtendedResourceClaims, c.meta, kClaimProtectionFinalizer,
                  claimInUse(c), in.protect);

@@ -11,9 +11,6 @@ namespace ker {
 
 struct ClaimInputs {
   ClaimView view;
-  // The resourceVersion of the copy this process last wrote the claim from, "" for none: a
-  // copy of that version is older than the claim (the write's own event is still to come).
-  std::string writtenOver;
   bool protect = false;  // keep claims in use from deletion (the protection finalizer)
   SystemTime now;        // stamps the conditions' transitions in the status written
 };

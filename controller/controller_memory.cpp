@@ -6,8 +6,6 @@ namespace {
 
 // How long a nudge is remembered: far longer than any nudge run that could still consult it.
 constexpr auto kNudgeMemory = std::chrono::minutes(5);
-// Far longer than the controller's own pod watch takes to show its write.
-constexpr auto kWrittenRecordMemory = std::chrono::seconds(30);
 
 std::optional<SteadyTime> since(const auto& m, const std::string& key,
                                 const std::string& fingerprint) {
@@ -70,21 +68,6 @@ void ControllerMemory::rememberReleased(const std::string& device, std::string r
 void ControllerMemory::forgetReleased(const std::string& device) {
   std::lock_guard lock(mu_);
   releasedDevices_.erase(device);
-}
-
-std::string ControllerMemory::claimWrittenOver(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = claimsWrittenOver_.find(key);
-  return it == claimsWrittenOver_.end() ? std::string() : it->second;
-}
-
-void ControllerMemory::setClaimWrittenOver(const std::string& key, std::string version) {
-  std::lock_guard lock(mu_);
-  if (version.empty()) {
-    claimsWrittenOver_.erase(key);
-  } else {
-    claimsWrittenOver_[key] = std::move(version);
-  }
 }
 
 void ControllerMemory::triggerNudge(const NudgeTarget& target, SteadyTime now) {
@@ -153,37 +136,9 @@ void ControllerMemory::setWarnedTemplateProblem(const std::string& podKey,
   }
 }
 
-std::map<std::string, std::string> ControllerMemory::writtenRecord(const std::string& podKey,
-                                                                   const std::string& podUid,
-                                                                   SteadyTime now) const {
-  std::lock_guard lock(mu_);
-  auto it = writtenRecords_.find(podKey);
-  if (it == writtenRecords_.end() || it->second.uid != podUid ||
-      now - it->second.at > kWrittenRecordMemory) {
-    return {};
-  }
-  return it->second.record;
-}
-
-void ControllerMemory::setWrittenRecord(const std::string& podKey, const std::string& podUid,
-                                        std::map<std::string, std::string> record, SteadyTime now) {
-  std::lock_guard lock(mu_);
-  if (record.empty()) {
-    writtenRecords_.erase(podKey);
-    return;
-  }
-  auto it = writtenRecords_.find(podKey);
-  if (it != writtenRecords_.end() && it->second.uid == podUid && it->second.record == record &&
-      now - it->second.at <= kWrittenRecordMemory) {
-    return;  // still waiting for the same write to show: its clock keeps running
-  }
-  writtenRecords_[podKey] = {podUid, std::move(record), now};
-}
-
 void ControllerMemory::forgetClaim(const std::string& key) {
   std::lock_guard lock(mu_);
   claimSuspects_.erase(key);
-  claimsWrittenOver_.erase(key);
 }
 
 void ControllerMemory::forgetDevice(const std::string& name) {
@@ -196,7 +151,6 @@ void ControllerMemory::forgetPod(const std::string& podKey) {
   std::lock_guard lock(mu_);
   warnedPods_.erase(podKey);
   warnedTemplates_.erase(podKey);
-  writtenRecords_.erase(podKey);
 }
 
 size_t ControllerMemory::size() const {

@@ -14,10 +14,10 @@
 namespace ker {
 
 // Everything the controller remembers beyond what the API holds, in one place under one lock:
-// the grace clocks of half-written objects, devices a release failed to free, nudges, warnings
-// already given, generated-claims records written but not yet seen, and how each claim looked at
-// its last reconcile (so a plan can tell a change from a state). All of it can be lost: a restarted
-// controller rebuilds it from the API, at worst waiting one grace period again. Thread-safe.
+// the grace clocks of half-written objects, devices a release failed to free, nudges and
+// warnings already given. (Its writes the watch has not delivered yet are the caches' own:
+// ControllerCaches::assume.) All of it can be lost: a restarted controller rebuilds it from the
+// API, at worst waiting one grace period again. Thread-safe.
 class ControllerMemory {
  public:
   // Since when `key` has looked suspicious with this same status fingerprint; nullopt when it
@@ -37,10 +37,6 @@ class ControllerMemory {
   void rememberReleased(const std::string& device, std::string resourceVersion);
   void forgetReleased(const std::string& device);
 
-  // The resourceVersion of the claim's copy this process last wrote over ("" for none).
-  std::string claimWrittenOver(const std::string& key) const;
-  void setClaimWrittenOver(const std::string& key, std::string version);
-
   // Nudges: when each target was last triggered, and when each pod (by UID) was last nudged.
   void triggerNudge(const NudgeTarget& target, SteadyTime now);
   std::optional<SteadyTime> nudgeTriggeredAt(const NudgeTarget& target) const;
@@ -58,15 +54,6 @@ class ControllerMemory {
   void setWarnedTemplateProblem(const std::string& podKey, const std::string& podUid,
                                 const std::string& problem);
 
-  // The generated-claims record last written on the pod (same UID), until the cache shows it;
-  // empty when none, or when written longer ago than a watch takes to deliver it (so a record
-  // someone removed before the cache showed it is not trusted forever). Setting an empty
-  // record forgets.
-  std::map<std::string, std::string> writtenRecord(const std::string& podKey,
-                                                   const std::string& podUid, SteadyTime now) const;
-  void setWrittenRecord(const std::string& podKey, const std::string& podUid,
-                        std::map<std::string, std::string> record, SteadyTime now);
-
   // Drop what is remembered about an object that was deleted.
   void forgetClaim(const std::string& key);
   void forgetDevice(const std::string& name);
@@ -83,22 +70,15 @@ class ControllerMemory {
     std::string uid;
     std::string problem;
   };
-  struct Written {
-    std::string uid;
-    std::map<std::string, std::string> record;
-    SteadyTime at;
-  };
 
   mutable std::mutex mu_;
   std::map<std::string, Suspicion> claimSuspects_;
   std::map<std::string, Suspicion> deviceSuspects_;
-  std::map<std::string, std::string> releasedDevices_;    // device -> resourceVersion
-  std::map<std::string, std::string> claimsWrittenOver_;  // key -> resourceVersion
+  std::map<std::string, std::string> releasedDevices_;  // device -> resourceVersion
   std::map<NudgeTarget, SteadyTime> nudgeTriggered_;
   std::map<std::string, SteadyTime> lastNudged_;   // pod UID -> when
   std::map<std::string, Warned> warnedPods_;       // pod key -> warning given
   std::map<std::string, Warned> warnedTemplates_;  // pod key -> warning given
-  std::map<std::string, Written> writtenRecords_;  // pod key -> record written
 };
 
 }  // namespace ker

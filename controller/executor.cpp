@@ -81,6 +81,19 @@ void logChange(const Plan& plan, const StatusWrite& w, const std::vector<std::st
   }
 }
 
+// The object a write's reply holds; nullptr when it does not read as one (logged): the write
+// happened all the same, and the watch brings the object.
+template <class T>
+std::shared_ptr<const T> stored(const nlohmann::json& reply) {
+  try {
+    return std::make_shared<const T>(T::fromJson(reply));
+  } catch (const std::exception& e) {
+    log::warn("a write's reply does not read",
+              {{"kind", resourceOf<T>().plural}, {"error", e.what()}});
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 Executor::Executor(ApiClient& api, EventRecorder* events, ControllerMetrics* metrics,
@@ -97,14 +110,18 @@ void Executor::gate() const {
   }
 }
 
-std::string Executor::write(const StatusWrite& w) {
+void Executor::write(const StatusWrite& w, Outcome& out) {
   gate();
   const WriteRequest request = renderWrite(w);
   const nlohmann::json written = request.mergePatch
                                      ? api_.patch(*w.resource, w.ns, w.name, PatchType::kMerge,
                                                   request.body, request.subresource)
                                      : api_.updateStatus(*w.resource, w.ns, request.body);
-  return written.is_object() ? written.value("/metadata/resourceVersion"_json_pointer, "") : "";
+  if (w.resource == &resourceOf<ExtendedResourceClaim>()) {
+    out.writtenClaim = stored<ExtendedResourceClaim>(written);
+  } else if (w.resource == &resourceOf<ExtendedResource>()) {
+    out.writtenDevice = stored<ExtendedResource>(written);
+  }
 }
 
 void Executor::count(const Plan& plan) {
@@ -139,8 +156,8 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
   }
   bool claimGone = false;
   if (plan.write && !plan.frees) {
-    out.writtenVersion = write(*plan.write);
-  } else if (plan.write && !unlessNotFound([&] { out.writtenVersion = write(*plan.write); })) {
+    write(*plan.write, out);
+  } else if (plan.write && !unlessNotFound([&] { write(*plan.write, out); })) {
     claimGone = true;
     log::info("claim to release was deleted; freeing its devices",
               {{"claim", objectOf(*plan.write)}, {"devices", plan.frees->names}});
@@ -157,9 +174,12 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
   }
   for (const auto& name : plan.frees->names) {
     std::string triedVersion;
-    switch (freeReleasedDevice(name, *plan.frees, claimGone, cached(name), triedVersion)) {
+    CachedDevice freed;
+    switch (freeReleasedDevice(name, *plan.frees, claimGone, cached(name), triedVersion, freed)) {
       case FreeResult::kFreed:
-        out.freed.push_back(name);
+        if (freed) {
+          out.freed.push_back(std::move(freed));
+        }
         break;
       case FreeResult::kFailed:
         out.failed[name] = triedVersion;
@@ -173,7 +193,7 @@ Executor::Outcome Executor::apply(const Plan& plan, const DeviceLookup& cached) 
 
 Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const DeviceFrees& frees,
                                                   bool claimGone, const CachedDevice& cached,
-                                                  std::string& triedVersion) {
+                                                  std::string& triedVersion, CachedDevice& freed) {
   const ClaimRef& claim = frees.from;
   const FreedStatus& status = claimGone ? frees.statusIfClaimGone : frees.status;
   std::optional<ExtendedResource> device;
@@ -213,9 +233,13 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
     }
     gate();
     triedVersion = device->meta.resourceVersion;
-    const Status sent = writeStatus(api_, next, clock_());
+    nlohmann::json reply;
+    const Status sent = callApi([&] {
+      reply = api_.updateStatus(resources::kExtendedResources, "", next.toJson(clock_()));
+    });
     switch (classify(sent)) {
       case Failure::kNone:
+        freed = stored<ExtendedResource>(reply);
         return FreeResult::kFreed;
       case Failure::kGone:
         return FreeResult::kNothingToDo;
@@ -244,11 +268,13 @@ nlohmann::json Executor::createClaim(const nlohmann::json& claim) {
   return created;
 }
 
-void Executor::patchPod(const Pod& pod, const nlohmann::json& patch,
-                        const std::vector<PlannedEvent>& events) {
+CachedPod Executor::patchPod(const Pod& pod, const nlohmann::json& patch,
+                             const std::vector<PlannedEvent>& events) {
   gate();
-  api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kJson, patch);
+  const nlohmann::json reply =
+      api_.patch(resources::kPods, pod.meta.ns, pod.meta.name, PatchType::kJson, patch);
   record(events);
+  return stored<WatchedPod>(reply);
 }
 
 bool Executor::nudgePod(const Pod& pod) {

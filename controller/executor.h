@@ -34,13 +34,15 @@ class Executor {
   Executor(ApiClient& api, EventRecorder* events, ControllerMetrics* metrics, WriteGate mayWrite,
            SystemClock clock = std::chrono::system_clock::now);
 
+  // What the API server stored, for the caller to assume (ControllerCaches::assume): nullptr
+  // where nothing was written, or a reply does not read as its kind.
   struct Outcome {
-    std::vector<std::string> freed;  // devices a release wrote back to Available
+    CachedClaim writtenClaim;         // the plan's write, when it is of a claim
+    CachedDevice writtenDevice;       // or of a device
+    std::vector<CachedDevice> freed;  // devices a release wrote back to Available
     // Devices a release left Bound to its claim, each with the resourceVersion its last
     // failed write carried ("" when it could not be read).
     std::map<std::string, std::string> failed;
-    // The resourceVersion the plan's write left on its object, "" without one.
-    std::string writtenVersion;
   };
   using DeviceLookup = std::function<CachedDevice(const std::string& name)>;
 
@@ -57,9 +59,9 @@ class Executor {
   // Creates a claim (a template entry's); returns it as the server stored it.
   nlohmann::json createClaim(const nlohmann::json& claim);
   // Applies a JSON Patch to the pod (the generated-claims record, its preconditions as test
-  // operations inside), then records the events.
-  void patchPod(const Pod& pod, const nlohmann::json& patch,
-                const std::vector<PlannedEvent>& events);
+  // operations inside), then records the events. Returns the pod as the server stored it.
+  CachedPod patchPod(const Pod& pod, const nlohmann::json& patch,
+                     const std::vector<PlannedEvent>& events);
 
   bool mayWrite() const { return !mayWrite_ || mayWrite_(); }
 
@@ -70,9 +72,10 @@ class Executor {
   // frees.statusIfClaimGone). Either way a device naming a holder the release did not expect
   // is left (DeviceFrees::freesAllowed).
   FreeResult freeReleasedDevice(const std::string& name, const DeviceFrees& frees, bool claimGone,
-                                const CachedDevice& cached, std::string& triedVersion);
-  // Returns the resourceVersion of the object written.
-  std::string write(const StatusWrite& w);
+                                const CachedDevice& cached, std::string& triedVersion,
+                                CachedDevice& freed);
+  // Into out.writtenClaim or out.writtenDevice.
+  void write(const StatusWrite& w, Outcome& out);
   void count(const Plan& plan);
   void gate() const;
 

@@ -138,9 +138,6 @@ struct DeviceFrees {
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans
 // again. Otherwise the write comes first, then (once it succeeded) the frees and the events.
 struct Plan {
-  // The object's copy is one this process already wrote over: nothing is decided from it, the
-  // write's own event brings the next reconcile.
-  bool staleCopy = false;
   std::optional<action::VerifyLive> verify;
   std::optional<StatusWrite> write;
   std::optional<Change> change;       // with write

@@ -87,6 +87,7 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
     const CachedClaim claim = caches_.claim(key);
     if (!claim) {
       memory_.forgetClaim(key);
+      caches_.forgetClaim(key);
       if (const CachedClaim last = caches_.takeDeletedClaim(key)) {
         for (const auto& ref : last->holders()) {
           const CachedPod holder = caches_.pod(objectKey(last->meta.ns, ref.name));
@@ -101,7 +102,6 @@ ReconcileResult Reconciler::reconcileClaim(const std::string& key) {
 
 ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim& claim) {
   ClaimInputs in;
-  in.writtenOver = memory_.claimWrittenOver(key);
   in.protect = opts_.protectInUse;
   in.now = opts_.wallClock();
   ClaimView& v = in.view;
@@ -120,9 +120,6 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
   }
 
   Plan plan = planClaim(in);
-  if (plan.staleCopy) {
-    return ReconcileResult{};
-  }
   for (int reads = 0; reads < kMaxLiveReads && plan.verify; ++reads) {
     if (plan.verify->what == LiveRead::kHolderPod && !refs.empty()) {
       readHoldersLive(claim->meta.ns, refs, plan.verify->holders, holders);
@@ -162,10 +159,7 @@ ReconcileResult Reconciler::syncClaim(const std::string& key, const CachedClaim&
     }
     throw;
   }
-  // A write the server found to change nothing keeps the version, and brings no event.
-  const bool wrote =
-      !out.writtenVersion.empty() && out.writtenVersion != claim->meta.resourceVersion;
-  memory_.setClaimWrittenOver(key, wrote ? claim->meta.resourceVersion : std::string());
+  assumeWritten(out);
   ReconcileResult r;
   r.requeueAfter = plan.requeueAfter;
   if (plan.frees) {
@@ -186,6 +180,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     const CachedDevice device = caches_.device(name);
     if (!device) {
       memory_.forgetDevice(name);
+      caches_.forgetDevice(name);
       return ReconcileResult{};
     }
     DeviceInputs in;
@@ -249,7 +244,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     if (plan.verify) {
       return unsettled();
     }
-    executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); });
+    assumeWritten(executor_.apply(plan, [&](const std::string& n) { return caches_.device(n); }));
     if (plan.change == Change::kDeviceFreed) {
       memory_.forgetReleased(name);
     }
@@ -264,6 +259,7 @@ ReconcileResult Reconciler::reconcilePod(const std::string& key) {
     const CachedPod pod = caches_.pod(key);
     if (!pod) {
       memory_.forgetPod(key);
+      caches_.forgetPod(key);
       return ReconcileResult{};
     }
     const PodPlan plan = planPod(*pod, memory_.warnedPodProblem(key, pod->meta.uid));
@@ -281,7 +277,6 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
   TemplateClaimsInputs in;
   in.pod = &pod;
   in.warned = memory_.warnedTemplateProblem(podKey, pod.meta.uid);
-  in.written = memory_.writtenRecord(podKey, pod.meta.uid, opts_.clock());
   in.protect = opts_.protectInUse;
   std::vector<CachedTemplate> keepTemplates;  // own what in.templates points to
   for (const auto& entry : pod.claimTemplates) {
@@ -335,9 +330,16 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
     throw std::runtime_error("the claims of the pod's template entries did not settle");
   }
   if (plan.recordPatch) {
-    executor_.patchPod(pod, *plan.recordPatch, plan.events);
+    caches_.assume(executor_.patchPod(pod, *plan.recordPatch, plan.events));
   }
-  memory_.setWrittenRecord(podKey, pod.meta.uid, std::move(plan.remember), opts_.clock());
+}
+
+void Reconciler::assumeWritten(const Executor::Outcome& out) {
+  caches_.assume(out.writtenClaim);
+  caches_.assume(out.writtenDevice);
+  for (const auto& device : out.freed) {
+    caches_.assume(device);
+  }
 }
 
 void Reconciler::requestNudge(const NudgeTarget& target) {

@@ -86,6 +86,8 @@ class Reconciler {
   ReconcileResult syncClaim(const std::string& key, const CachedClaim& claim);
   // Creates the claims the pod's template entries call for and records them on the pod.
   void reconcileTemplateClaims(const Pod& pod);
+  // What the executor wrote, read from here on until the watch delivers it.
+  void assumeWritten(const Executor::Outcome& out);
   // A GET past the caches, counted as a live read; nullptr when the object does not exist.
   template <class T>
   std::shared_ptr<const T> liveGet(const std::string& ns, const std::string& name) {

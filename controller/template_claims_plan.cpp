@@ -148,12 +148,6 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
   }
   std::map<std::string, std::string> record = pod.generatedClaims;
   record.insert(pod.resourceClaims.begin(), pod.resourceClaims.end());
-  // Entries this controller recorded that the cache does not show yet are not planned again:
-  // the write would be refused by its own test, and cost a list first.
-  if (!std::includes(record.begin(), record.end(), in.written.begin(), in.written.end())) {
-    plan.remember = in.written;
-    record.insert(in.written.begin(), in.written.end());
-  }
   std::vector<std::string> adopted;
   bool adoptedEntry = false;  // a template entry's claim among them
   enum class Found { kNotLookedUp, kNone, kMadeForIt, kTaken };
@@ -298,7 +292,6 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       plan.recordPatch->push_back(std::move(op));
     }
   }
-  plan.remember = record;
   // A pod whose template entries got claims is told which (docs/templates.md). A class request's
   // claim says so itself (its class and pod labels, the record), and a pod asking the usual way
   // gets one write fewer: kube-scheduler posts its own event for the pod already.

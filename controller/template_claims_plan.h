@@ -31,10 +31,6 @@ struct TemplateClaimsInputs {
   std::map<std::string, const ExtendedResourceClaim*> existing;
   // The waiting problem this pod (same UID) was last warned of, "" for none.
   std::string warned;
-  // The record this controller last wrote on the pod (same UID), which the pod's cached copy
-  // may not show yet: the write's own watch event can come after events of earlier writes of
-  // the pod, and each of those is a sync of the pod.
-  std::map<std::string, std::string> written;
   // Protection in use is on: claims are created with the protection finalizer, as they would
   // get it at once, so a new claim is protected from the start at one write, not two.
   bool protect = false;
@@ -57,9 +53,6 @@ struct TemplateClaimsPlan {
   // its record is still the one planned against. Once nothing waits, it also lifts the pod's
   // kClassClaimsGate (or does only that, when the record is complete already).
   std::optional<nlohmann::json> recordPatch;
-  // The record to remember as written once this plan is carried out (`written` of the next
-  // plan): the one recordPatch writes; else the last one written, until the cache shows it.
-  std::map<std::string, std::string> remember;
   std::vector<PlannedEvent> events;  // with the record: ClaimsGenerated, for template entries
   // Template entries that wait for their template to exist or become valid (or to be of devices
   // no class gives to pods only: podsOnlyClass), and class requests (by resource name) no claim

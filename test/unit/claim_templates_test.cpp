@@ -289,29 +289,6 @@ TEST_F(TemplateClaimsPlanTest, KeepsEntriesAlreadyRecordedAndTestsThatRecord) {
             (json{{"gpu", gpuName()}, {"nic", "web-0-nic-1"}}.dump()));
 }
 
-TEST_F(TemplateClaimsPlanTest, ARecordWrittenButNotYetCachedIsNotPlannedAgain) {
-  const auto mine = ownedClaim(gpuName(), "gpu", "pod-uid");
-  in.existing[gpuName()] = &mine;
-  const auto first = planTemplateClaims(in);
-  ASSERT_TRUE(first.recordPatch);
-  EXPECT_EQ(first.remember, (std::map<std::string, std::string>{{"gpu", gpuName()}}));
-
-  // A sync from a copy older than the write: nothing to look up, create or write.
-  in.existing.clear();
-  in.written = first.remember;
-  const auto stale = planTemplateClaims(in);
-  EXPECT_TRUE(stale.lookups.empty());
-  EXPECT_TRUE(stale.creates.empty());
-  EXPECT_FALSE(stale.recordPatch);
-  EXPECT_EQ(stale.remember, in.written) << "remembered until the cache shows it";
-
-  // The cache shows the record: forgotten.
-  pod.meta.annotations[kGeneratedClaimsAnnotation] = json{{"gpu", gpuName()}}.dump();
-  pod.generatedClaims = in.written;
-  pod.awaitingTemplates.clear();
-  EXPECT_TRUE(planTemplateClaims(in).remember.empty());
-}
-
 TEST_F(TemplateClaimsPlanTest, AMissingOrInvalidTemplateWaits) {
   in.templates["gpu-tmpl"] = nullptr;
   auto plan = planTemplateClaims(in);

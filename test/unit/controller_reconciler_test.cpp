@@ -9,6 +9,7 @@
 #include "common/api_error.h"
 #include "controller/reconciler.h"
 #include "fake_api_client.h"
+#include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
 
@@ -44,9 +45,6 @@ class FlakyApi : public FakeApiClient {
 // The caches as plain maps, loaded from the fake API on demand so tests control the lag.
 class MapCaches : public ControllerCaches {
  public:
-  CachedClaim claim(const std::string& key) const override { return find(claims, key); }
-  CachedDevice device(const std::string& name) const override { return find(devices, name); }
-  CachedPod pod(const std::string& key) const override { return find(podMap, key); }
   std::vector<CachedPod> pods() const override {
     std::vector<CachedPod> out;
     for (const auto& [k, p] : podMap) {
@@ -55,7 +53,13 @@ class MapCaches : public ControllerCaches {
     return out;
   }
   bool podDeleted(const std::string& uid) const override { return deletedPods.count(uid) > 0; }
-  std::vector<CachedClaim> claimsListing(const std::string& device) const override {
+  CachedTemplate claimTemplate(const std::string& key) const override {
+    return find(templates, key);
+  }
+  CachedClaim watchedClaim(const std::string& key) const override { return find(claims, key); }
+  CachedDevice watchedDevice(const std::string& name) const override { return find(devices, name); }
+  CachedPod watchedPod(const std::string& key) const override { return find(podMap, key); }
+  std::vector<CachedClaim> watchedClaimsListing(const std::string& device) const override {
     std::vector<CachedClaim> out;
     for (const auto& [key, c] : claims) {
       const auto listed = c->listedDevices();
@@ -91,7 +95,8 @@ class MapCaches : public ControllerCaches {
   std::map<std::string, CachedClaim> claims;
   std::map<std::string, CachedDevice> devices;
   std::map<std::string, CachedPod> podMap;
-  std::set<std::string> deletedPods;  // pod UIDs whose deletion the watch delivered
+  std::map<std::string, CachedTemplate> templates;  // not reloaded by load()
+  std::set<std::string> deletedPods;                // pod UIDs whose deletion the watch delivered
 
  private:
   template <class M>
@@ -473,6 +478,58 @@ TEST_F(ReconcilerTest, ReleaseIsIdempotent) {
   expectUntouched(rv);
 }
 
+TEST_F(ReconcilerTest, AReleaseTheCacheDoesNotShowYetIsNotDecidedAgain) {
+  seedBoundCluster();
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  ASSERT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  expectReleased();
+  // The caches still show the claim and its devices Bound to the deleted pod.
+  const auto rv = settledResourceVersion();
+  const int reads = api.calls(FakeApiClient::Verb::kGet);
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  for (const char* d : {"d0", "d1"}) {
+    r = reconciler->reconcileDevice(d);
+    EXPECT_EQ(r.status, Status::kDone) << d << ": " << r.error;
+  }
+  expectUntouched(rv);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kGet), reads) << "decided on the writes, not read again";
+  EXPECT_EQ(caches.assumed(), 3u);
+  caches.load(api);  // the watch catches up
+  EXPECT_EQ(reconciler->reconcileClaim("default/c").status, Status::kDone);
+  for (const char* d : {"d0", "d1"}) {
+    EXPECT_EQ(reconciler->reconcileDevice(d).status, Status::kDone);
+  }
+  EXPECT_EQ(caches.assumed(), 0u);
+  expectUntouched(rv);
+}
+
+TEST_F(ReconcilerTest, APodsClaimsRecordTheCacheDoesNotShowYetIsNotWrittenAgain) {
+  caches.templates["default/gpu-tmpl"] =
+      std::make_shared<const ExtendedResourceClaimTemplate>(ExtendedResourceClaimTemplate::fromJson(
+          json{{"metadata", {{"name", "gpu-tmpl"}, {"namespace", "default"}}},
+               {"spec", {{"spec", {{"rawResourceName", kGpu}}}}}}));
+  json pod = podJson("w", "", "Pending");
+  pod["metadata"]["annotations"] = {{kClaimTemplatesAnnotation, "gpu=gpu-tmpl"}};
+  api.seed(resources::kPods, pod);
+  caches.load(api);
+  auto r = reconciler->reconcilePod("default/w");
+  ASSERT_EQ(r.status, Status::kDone) << r.error;
+  const auto recorded =
+      api.peek(resources::kPods, "default", "w").value()["metadata"]["annotations"];
+  ASSERT_TRUE(recorded.contains(kGeneratedClaimsAnnotation)) << recorded;
+  // The caches show neither the claim nor the record: a sync of the pod from its older copy.
+  const auto rv = settledResourceVersion();
+  const int creates = api.calls(FakeApiClient::Verb::kCreate);
+  const int patches = api.calls(FakeApiClient::Verb::kPatch);
+  r = reconciler->reconcilePod("default/w");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kCreate), creates);
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kPatch), patches);
+  expectUntouched(rv);
+}
+
 TEST_F(ReconcilerTest, PodMissingOnlyFromTheCacheKeepsItsClaim) {
   seedBoundCluster();
   caches.podMap.clear();
@@ -814,9 +871,9 @@ TEST_F(ReconcilerTest, DeviceRecreatedUnderABoundClaimIsBoundBackToIt) {
   EXPECT_EQ(claim()["status"]["phase"], "Bound");
 }
 
-// The cache still shows the claim Lost, but it was released: the device is not bound to a
-// claim that no longer wants it (it would sit out the orphan grace), and is initialized once
-// the cache catches up.
+// The cache still shows the claim Lost, but another process (the leader before this one)
+// released it: the device is not bound to a claim that no longer wants it (it would sit out the
+// orphan grace), and is initialized once the cache catches up.
 TEST_F(ReconcilerTest, RecreatedDeviceIsNotBoundBackToAClaimReleasedMeanwhile) {
   seedBoundCluster();
   api.remove(resources::kExtendedResources, "", "d1");
@@ -826,11 +883,11 @@ TEST_F(ReconcilerTest, RecreatedDeviceIsNotBoundBackToAClaimReleasedMeanwhile) {
   recreated.erase("status");
   api.seed(resources::kExtendedResources, recreated);
   caches.load(api);
-  api.remove(resources::kPods, "default", "p");
-  caches.podMap.erase("default/p");
-  caches.deletedPods.insert(podUid);
-  reconciler->reconcileClaim("default/c");
-  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  ASSERT_EQ(claim()["status"]["phase"], "Lost");
+  auto released = ExtendedResourceClaim::fromJson(claim());
+  ASSERT_TRUE(releaseClaim(released, "pod gone").ok());
+  api.updateStatus(resources::kExtendedResourceClaims, "default",
+                   released.toJson(std::chrono::system_clock::now()));
   caches.devices["d1"] = std::make_shared<const ExtendedResource>(
       ExtendedResource::fromJson(device("d1")));  // the claim stays stale in the cache
   EXPECT_EQ(reconciler->reconcileDevice("d1").status, Status::kDone);

@@ -248,25 +248,6 @@ TEST(ControllerMemory, WarningsBelongToOnePodUid) {
   EXPECT_EQ(m.warnedPodProblem("default/p", "uid-1"), "");
 }
 
-TEST(ControllerMemory, AWrittenRecordIsTrustedForOnePodUidAndOnlyForAWhile) {
-  ControllerMemory m;
-  const std::map<std::string, std::string> rec{{"gpu", "p-gpu-1"}};
-  m.setWrittenRecord("default/p", "uid-1", rec, kT0);
-  EXPECT_EQ(m.writtenRecord("default/p", "uid-1", kT0 + 1s), rec);
-  EXPECT_TRUE(m.writtenRecord("default/p", "uid-2", kT0 + 1s).empty()) << "another pod";
-  // Remembering the same record again does not restart its clock.
-  m.setWrittenRecord("default/p", "uid-1", rec, kT0 + 20s);
-  EXPECT_TRUE(m.writtenRecord("default/p", "uid-1", kT0 + 31s).empty())
-      << "a record the cache never showed (removed meanwhile) is planned again";
-  m.setWrittenRecord("default/p", "uid-1", rec, kT0 + 40s);
-  EXPECT_EQ(m.writtenRecord("default/p", "uid-1", kT0 + 41s), rec) << "written again";
-  m.setWrittenRecord("default/p", "uid-1", {}, kT0 + 41s);
-  EXPECT_TRUE(m.writtenRecord("default/p", "uid-1", kT0 + 41s).empty());
-  m.setWrittenRecord("default/p", "uid-1", rec, kT0);
-  m.forgetPod("default/p");
-  EXPECT_TRUE(m.writtenRecord("default/p", "uid-1", kT0).empty());
-}
-
 TEST(ControllerMemory, ClaimNudgeTriggersAreForgottenResourceOnesKept) {
   ControllerMemory m;
   m.triggerNudge(NudgeTarget::claim("default/c"), kT0);
