@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,7 +63,9 @@ struct ReconcileResult {
 // get the object from the cache, gather its related objects and what the memory holds about
 // it, ask the pure plan function, read live when the plan asks for it and plan again, apply
 // the plan through the executor, remember what the plan says to remember, return the error.
-// It holds no policy. Thread-safe; never called for the same key twice at once.
+// It holds no policy. One file per kind: claim_reconcile.cpp, device_reconcile.cpp,
+// pod_reconcile.cpp (templates and class requests too), nudge_reconcile.cpp. Thread-safe; never
+// called for the same key twice at once.
 class Reconciler {
  public:
   Reconciler(ApiClient& api, ControllerCaches& caches, Executor& executor,
@@ -80,8 +83,27 @@ class Reconciler {
   size_t remembered() const { return memory_.size(); }
 
  private:
-  template <class F>
-  ReconcileResult guarded(F&& body);
+  // Each decision asks for at most this many live reads before it must settle.
+  static constexpr int kMaxLiveReads = 2;
+
+  // Runs a reconcile, turning what it throws into its result: the controller's one boundary
+  // with the API client's exceptions.
+  ReconcileResult guarded(const std::function<ReconcileResult()>& body);
+  // The one plan loop of the claim's and the device's reconcile: plan, read live what the
+  // plan's `verify` asks (`read` returns false when it cannot), plan again, at most
+  // kMaxLiveReads times. A plan that still asks to verify is unsettled: nothing of it applies.
+  template <class PlanFn, class ReadFn>
+  static Plan planWithLiveReads(PlanFn&& plan, ReadFn&& read) {
+    Plan p = plan();
+    for (int reads = 0; reads < kMaxLiveReads && p.verify; ++reads) {
+      if (!read(*p.verify)) {
+        break;
+      }
+      p = plan();
+    }
+    return p;
+  }
+  static ReconcileResult unsettled();
   // The claim's reconcile once it is read: plan, read live as the plan asks, apply, remember.
   ReconcileResult syncClaim(const std::string& key, const CachedClaim& claim);
   // Creates the claims the pod's template entries call for and records them on the pod.
