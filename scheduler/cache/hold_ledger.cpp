@@ -47,6 +47,17 @@ void HoldLedger::endPodHold(std::unordered_map<std::string, PodHold>& records, H
   records.erase(record);
 }
 
+void HoldLedger::endExpiredPodHolds(std::unordered_map<std::string, PodHold>& records,
+                                    HoldKind kind, Clock::time_point now) {
+  for (auto r = records.begin(); r != records.end();) {
+    auto next = std::next(r);
+    if (r->second.expires <= now) {
+      endPodHold(records, kind, r->first);
+    }
+    r = next;
+  }
+}
+
 bool HoldLedger::holdForBind(const std::vector<std::string>& devices, const std::string& podUid,
                              Clock::time_point now, Clock::duration ttl, const NodesOf& nodesOf) {
   for (const auto& device : devices) {
@@ -71,13 +82,7 @@ bool HoldLedger::holdForFilter(const std::string& node, const std::vector<std::s
                                const NodesOf& nodesOf) {
   // Holds of pods whose bind never came (a later plugin rejected the node, the scheduler
   // lost its lease) end here rather than pile up.
-  for (auto f = filters_.begin(); f != filters_.end();) {
-    auto next = std::next(f);
-    if (f->second.expires <= now) {
-      endPodHold(filters_, HoldKind::kFilter, f->first);
-    }
-    f = next;
-  }
+  endExpiredPodHolds(filters_, HoldKind::kFilter, now);
   std::erase_if(choices_, [&](const auto& c) { return c.second.expires <= now; });
   for (const auto& device : devices) {
     if (heldByOther(device, podUid, now)) {
@@ -133,13 +138,7 @@ void HoldLedger::holdAgain(const std::string& node, const std::vector<std::strin
 bool HoldLedger::nominate(const std::string& node, const std::vector<std::string>& devices,
                           const std::string& podUid, Clock::time_point now, Clock::duration ttl,
                           const NodesOf& nodesOf) {
-  for (auto n = nominations_.begin(); n != nominations_.end();) {
-    auto next = std::next(n);
-    if (n->second.expires <= now) {
-      endPodHold(nominations_, HoldKind::kNomination, n->first);
-    }
-    n = next;
-  }
+  endExpiredPodHolds(nominations_, HoldKind::kNomination, now);
   for (const auto& device : devices) {
     if (heldByOther(device, podUid, now)) {
       return false;

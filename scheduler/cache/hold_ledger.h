@@ -129,6 +129,9 @@ class HoldLedger {
   // Ends the pod's per-pod record of `kind` and the device holds of that kind it covers.
   void endPodHold(std::unordered_map<std::string, PodHold>& records, HoldKind kind,
                   const std::string& podUid);
+  // endPodHold for every record of `kind` expired by `now`.
+  void endExpiredPodHolds(std::unordered_map<std::string, PodHold>& records, HoldKind kind,
+                          Clock::time_point now);
 
   Holds devices_;                                         // device name -> its hold
   std::unordered_map<std::string, PodHold> filters_;      // pod UID -> its filter hold
