@@ -100,7 +100,7 @@ bool CapacitySync::syncOnce() {
   if (!classes_.hasSynced() || !nodes_.hasSynced() || !health || !inventory) {
     return true;
   }
-  auto node = nodes_.get(options_.node);
+  const auto node = written_.newest(options_.node, nodes_.get(options_.node));
   if (!node) {
     return true;
   }
@@ -108,9 +108,6 @@ bool CapacitySync::syncOnce() {
   std::set<std::string> names;
   for (const auto& [name, count] : desired) {
     names.insert(name);
-  }
-  if (desired == written_ && node->meta.resourceVersion == writtenOver_) {
-    return true;
   }
   const nlohmann::json patch = capacityPatch(desired, advertised_, *node);
   if (patch.empty()) {
@@ -122,8 +119,9 @@ bool CapacitySync::syncOnce() {
   if (!record(advertisedDuringWrite(desired, advertised_))) {
     return false;
   }
+  nlohmann::json reply;
   const Status sent = callApi([&] {
-    api_.patch(resources::kNodes, "", options_.node, PatchType::kMerge, patch, "status");
+    reply = api_.patch(resources::kNodes, "", options_.node, PatchType::kMerge, patch, "status");
   });
   if (!sent.ok()) {
     metrics_.capacityWrites.labels({"error"}).inc();
@@ -135,8 +133,8 @@ bool CapacitySync::syncOnce() {
   // The dropped names are gone from the node; should the record keep them, a later turn drops
   // them from it.
   record(std::move(names));
-  written_ = desired;
-  writtenOver_ = node->meta.resourceVersion;
+  written_.assume(options_.node,
+                  std::make_shared<const NodeResources>(NodeResources::fromJson(reply)));
   log::info("node capacity written for the ExtendedResourceClasses",
             {{"node", options_.node}, {"status", patch["status"]}});
   return true;

@@ -14,6 +14,7 @@
 #include "agent/capacity.h"
 #include "agent/node_file.h"
 #include "common/api_client.h"
+#include "common/assume_cache.h"
 #include "common/backoff.h"
 #include "common/informer.h"
 #include "model/resource_class.h"
@@ -79,10 +80,9 @@ class CapacitySync {
   // Used by the sync thread only.
   const AdvertisedNames record_;
   std::set<std::string> advertised_;  // what record_'s file holds
-  // The last plan written, and the node's resourceVersion it was written over: until the cache
-  // shows the write, that node is not written again for the same plan.
-  Capacity written_;
-  std::string writtenOver_;
+  // The node as the last write left it, until the watch shows that write: the next turn plans
+  // against it rather than against the copy the write replaced, and so writes nothing again.
+  AssumeCache<NodeResources> written_;
   std::thread thread_;
 };
 

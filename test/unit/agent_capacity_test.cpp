@@ -267,6 +267,21 @@ TEST_F(CapacitySyncTest, AFailedWriteIsTriedAgain) {
   EXPECT_EQ(metrics_.capacityWrites.labels({"success"}).value(), 1);
 }
 
+// A write the node's watch has not delivered is not written again: the next turns plan against
+// the node the write returned. (The watch is stopped here, so it never delivers it.)
+TEST_F(CapacitySyncTest, AWriteTheWatchHasNotShownYetIsNotWrittenAgain) {
+  start();
+  node_.stop();
+  setHealth({{"gpu0", true}, {"gpu1", true}});
+  ASSERT_TRUE(eventually([&] { return metrics_.capacityWrites.labels({"success"}).value() == 1; }));
+  for (int i = 0; i < 3; ++i) {
+    wake();
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(api_.calls(FakeApiClient::Verb::kPatch), 1);
+  EXPECT_EQ(status()["capacity"]["example.com/gpu"], "2");
+}
+
 // The name of a class deleted while no agent ran is removed by the next agent, from the record
 // the first one kept; a name the agent never advertised (a device plugin's) stays.
 TEST_F(CapacitySyncTest, AClassDeletedWhileTheAgentWasStoppedLeavesTheNodeAfterARestart) {
