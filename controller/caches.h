@@ -161,6 +161,27 @@ class InformerCaches : public ControllerCaches {
       deletedClaims_.erase(objectKey(cur->meta.ns, cur->meta.name));
     }
   }
+  // The devices the watch last showed with a claimRef to the claim `key`, whether or not the
+  // claim lists them: those a deleted claim leaves to be freed.
+  std::vector<std::string> devicesNaming(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = naming_.find(key);
+    return it == naming_.end() ? std::vector<std::string>{}
+                               : std::vector<std::string>(it->second.begin(), it->second.end());
+  }
+  // Called from the device informer's handlers, as claimChanged is.
+  void deviceChanged(const ExtendedResource* old, const ExtendedResource* cur) {
+    std::lock_guard lock(mu_);
+    if (old && old->claimRef) {
+      auto it = naming_.find(objectKey(old->claimRef->ns, old->claimRef->name));
+      if (it != naming_.end() && it->second.erase(old->meta.name) && it->second.empty()) {
+        naming_.erase(it);
+      }
+    }
+    if (cur && cur->claimRef) {
+      naming_[objectKey(cur->claimRef->ns, cur->claimRef->name)].insert(cur->meta.name);
+    }
+  }
   // `remember`: kept for takeDeletedClaim, which only a running controller's workers call (a
   // standby's copies would pile up).
   void claimDeleted(const CachedClaim& last, bool remember) {
@@ -256,6 +277,7 @@ class InformerCaches : public ControllerCaches {
   std::unordered_set<std::string> deletedPods_;                  // holder UIDs
   std::map<std::string, std::set<std::string>> listing_;         // device name -> claim keys
   std::map<std::string, std::set<std::string>> claimsByHolder_;  // pod UID -> claim keys
+  std::map<std::string, std::set<std::string>> naming_;          // claim key -> device names
   std::map<std::string, CachedClaim> deletedClaims_;             // key -> last seen
 };
 

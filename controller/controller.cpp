@@ -74,20 +74,26 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
       .onDelete =
           [this, device](const auto& c) {
             caches_.claimDeleted(c, running_);
-            std::vector<std::string> naming;
-            for (const auto& d : devices_.list()) {
-              if (d->claimRef && d->claimRef->ns == c->meta.ns &&
-                  d->claimRef->name == c->meta.name) {
-                naming.push_back(d->meta.name);
-              }
-            }
-            apply(claimDeleted(*c, naming, device));
+            apply(claimDeleted(*c, caches_.devicesNaming(objectKey(c->meta.ns, c->meta.name)),
+                               device));
           },
   });
   devices.addHandlers({
-      .onAdd = [this](const auto& d) { apply(deviceChanged(nullptr, *d)); },
-      .onUpdate = [this](const auto& old, const auto& d) { apply(deviceChanged(old.get(), *d)); },
-      .onDelete = [this](const auto& d) { apply(deviceDeleted(*d)); },
+      .onAdd =
+          [this](const auto& d) {
+            caches_.deviceChanged(nullptr, d.get());
+            apply(deviceChanged(nullptr, *d));
+          },
+      .onUpdate =
+          [this](const auto& old, const auto& d) {
+            caches_.deviceChanged(old.get(), d.get());
+            apply(deviceChanged(old.get(), *d));
+          },
+      .onDelete =
+          [this](const auto& d) {
+            caches_.deviceChanged(d.get(), nullptr);
+            apply(deviceDeleted(*d));
+          },
   });
 }
 

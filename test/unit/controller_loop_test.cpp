@@ -449,6 +449,23 @@ TEST_F(ControllerLoopTest, MidBindDeviceIsRepairedOnlyAfterTheGracePeriod) {
   EXPECT_GE(Clock::now() - started, 600ms);
 }
 
+// A device a bind wrote for a claim whose status does not list it yet waits out the grace
+// period, unless the claim is deleted: then it is freed at once (the claim's deletion finds it
+// by its claimRef).
+TEST_F(ControllerLoopTest, ADeletedClaimFreesAMidBindDeviceAtOnce) {
+  api.seed(resources::kExtendedResourceClaims, claimJson("c"));
+  claimUid =
+      api.peek(resources::kExtendedResourceClaims, "default", "c").value()["metadata"]["uid"];
+  seedDeviceBoundToC("d0");
+  start();
+  ASSERT_TRUE(eventually([&] { return reconciles("device", "requeue") >= 1; }));
+  EXPECT_EQ(devicePhase("d0"), "Bound") << "within the grace period";
+  api.remove(resources::kExtendedResourceClaims, "default", "c");
+  const auto deleted = Clock::now();
+  ASSERT_TRUE(eventually([&] { return devicePhase("d0") == "Available"; }));
+  EXPECT_LT(Clock::now() - deleted, 1s);
+}
+
 TEST_F(ControllerLoopTest, DeviceWithoutStatusIsShownAvailable) {
   json d = deviceJson("fresh");
   d.erase("status");
