@@ -170,7 +170,7 @@ class InformerCaches : public ControllerCaches {
                                : std::vector<std::string>(it->second.begin(), it->second.end());
   }
   // Called from the device informer's handlers, as claimChanged is.
-  void deviceChanged(const ExtendedResource* old, const ExtendedResource* cur) {
+  void indexDevice(const ExtendedResource* old, const ExtendedResource* cur) {
     std::lock_guard lock(mu_);
     if (old && old->claimRef) {
       auto it = naming_.find(objectKey(old->claimRef->ns, old->claimRef->name));

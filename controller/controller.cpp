@@ -81,17 +81,17 @@ Controller::Controller(ApiClient& api, Informer<WatchedPod>& pods,
   devices.addHandlers({
       .onAdd =
           [this](const auto& d) {
-            caches_.deviceChanged(nullptr, d.get());
+            caches_.indexDevice(nullptr, d.get());
             apply(deviceChanged(nullptr, *d));
           },
       .onUpdate =
           [this](const auto& old, const auto& d) {
-            caches_.deviceChanged(old.get(), d.get());
+            caches_.indexDevice(old.get(), d.get());
             apply(deviceChanged(old.get(), *d));
           },
       .onDelete =
           [this](const auto& d) {
-            caches_.deviceChanged(d.get(), nullptr);
+            caches_.indexDevice(d.get(), nullptr);
             apply(deviceDeleted(*d));
           },
   });
