@@ -13,6 +13,7 @@
 #include "common/assume_cache.h"
 #include "common/informer.h"
 #include "common/kube_objects.h"
+#include "controller/key_sets.h"
 #include "controller/watched_pod.h"
 #include "model/objects.h"
 #include "model/resource_class.h"
@@ -147,8 +148,7 @@ class InformerCaches : public ControllerCaches {
   // The keys of the claims that name this pod UID among their holders.
   std::set<std::string> claimsHeldBy(const std::string& podUid) const {
     std::lock_guard lock(mu_);
-    auto it = claimsByHolder_.find(podUid);
-    return it == claimsByHolder_.end() ? std::set<std::string>{} : it->second;
+    return claimsByHolder_.of(podUid);
   }
 
   // The indexes follow the watch: called from the informers' handlers with each claim's
@@ -165,21 +165,17 @@ class InformerCaches : public ControllerCaches {
   // claim lists them: those a deleted claim leaves to be freed.
   std::vector<std::string> devicesNaming(const std::string& key) const {
     std::lock_guard lock(mu_);
-    auto it = naming_.find(key);
-    return it == naming_.end() ? std::vector<std::string>{}
-                               : std::vector<std::string>(it->second.begin(), it->second.end());
+    const std::set<std::string> names = naming_.of(key);
+    return {names.begin(), names.end()};
   }
   // Called from the device informer's handlers, as claimChanged is.
   void indexDevice(const ExtendedResource* old, const ExtendedResource* cur) {
     std::lock_guard lock(mu_);
     if (old && old->claimRef) {
-      auto it = naming_.find(objectKey(old->claimRef->ns, old->claimRef->name));
-      if (it != naming_.end() && it->second.erase(old->meta.name) && it->second.empty()) {
-        naming_.erase(it);
-      }
+      naming_.remove(objectKey(old->claimRef->ns, old->claimRef->name), old->meta.name);
     }
     if (cur && cur->claimRef) {
-      naming_[objectKey(cur->claimRef->ns, cur->claimRef->name)].insert(cur->meta.name);
+      naming_.add(objectKey(cur->claimRef->ns, cur->claimRef->name), cur->meta.name);
     }
   }
   // `remember`: kept for takeDeletedClaim, which only a running controller's workers call (a
@@ -194,7 +190,7 @@ class InformerCaches : public ControllerCaches {
   // Kept only for pods that hold claims, and forgotten once no claim names them.
   void podDeleted(const std::string& uid) {
     std::lock_guard lock(mu_);
-    if (claimsByHolder_.count(uid)) {
+    if (claimsByHolder_.contains(uid)) {
       deletedPods_.insert(uid);
     }
   }
@@ -204,9 +200,7 @@ class InformerCaches : public ControllerCaches {
     std::set<std::string> keys;
     {
       std::lock_guard lock(mu_);
-      if (auto it = listing_.find(device); it != listing_.end()) {
-        keys = it->second;
-      }
+      keys = listing_.of(device);
     }
     std::vector<CachedClaim> out;
     for (const auto& key : keys) {
@@ -225,16 +219,12 @@ class InformerCaches : public ControllerCaches {
   void indexListed(const ExtendedResourceClaim* old, const ExtendedResourceClaim* cur) {
     if (old) {
       for (const auto& name : old->listedDevices()) {
-        auto it = listing_.find(name);
-        if (it != listing_.end() && it->second.erase(objectKey(old->meta.ns, old->meta.name)) &&
-            it->second.empty()) {
-          listing_.erase(it);
-        }
+        listing_.remove(name, objectKey(old->meta.ns, old->meta.name));
       }
     }
     if (cur) {
       for (const auto& name : cur->listedDevices()) {
-        listing_[name].insert(objectKey(cur->meta.ns, cur->meta.name));
+        listing_.add(name, objectKey(cur->meta.ns, cur->meta.name));
       }
     }
   }
@@ -250,18 +240,13 @@ class InformerCaches : public ControllerCaches {
       if (has(now, ref.uid)) {
         continue;
       }
-      auto it = claimsByHolder_.find(ref.uid);
-      if (it != claimsByHolder_.end()) {
-        it->second.erase(objectKey(old->meta.ns, old->meta.name));
-        if (it->second.empty()) {
-          claimsByHolder_.erase(it);
-          deletedPods_.erase(ref.uid);
-        }
+      if (claimsByHolder_.remove(ref.uid, objectKey(old->meta.ns, old->meta.name))) {
+        deletedPods_.erase(ref.uid);
       }
     }
     for (const auto& ref : now) {
       if (!has(was, ref.uid)) {
-        claimsByHolder_[ref.uid].insert(objectKey(cur->meta.ns, cur->meta.name));
+        claimsByHolder_.add(ref.uid, objectKey(cur->meta.ns, cur->meta.name));
       }
     }
   }
@@ -274,11 +259,11 @@ class InformerCaches : public ControllerCaches {
   const Informer<Node>* nodes_ = nullptr;                               // set before start
   // The indexes the watch keeps, beside the informers' own caches.
   mutable std::mutex mu_;
-  std::unordered_set<std::string> deletedPods_;                  // holder UIDs
-  std::map<std::string, std::set<std::string>> listing_;         // device name -> claim keys
-  std::map<std::string, std::set<std::string>> claimsByHolder_;  // pod UID -> claim keys
-  std::map<std::string, std::set<std::string>> naming_;          // claim key -> device names
-  std::map<std::string, CachedClaim> deletedClaims_;             // key -> last seen
+  std::unordered_set<std::string> deletedPods_;       // holder UIDs
+  KeySets listing_;                                   // device name -> claim keys
+  KeySets claimsByHolder_;                            // pod UID -> claim keys
+  KeySets naming_;                                    // claim key -> device names
+  std::map<std::string, CachedClaim> deletedClaims_;  // key -> last seen
 };
 
 }  // namespace ker
