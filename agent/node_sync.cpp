@@ -490,7 +490,13 @@ void NodeSync::withholdFreeDevices() {
     }
   }
   for (const auto& device : devices_.list()) {
-    if (offerable(*device) && listed.count(device->meta.name) == 0) {
+    std::optional<ClaimAllocation> named;
+    if (device->claimRef) {
+      if (auto claim = claims_.get(objectKey(device->claimRef->ns, device->claimRef->name))) {
+        named = allocationOf(*claim);
+      }
+    }
+    if (offerable(*device, named ? &*named : nullptr) && listed.count(device->meta.name) == 0) {
       reportHealth(*device, {.healthy = false,
                              .problem = "not offered: the node agent of " + options_.node +
                                         " has no node file in force, and gives no device"});

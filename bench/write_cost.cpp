@@ -130,7 +130,8 @@ json nextStatus(Kind k, const Targets& t, const json& current, size_t i, SystemT
       // As a bind and its undo write it.
       Status changed;
       if (held(i)) {
-        changed = bindDevice(d, ClaimRef{t.ns, t.claim, t.claimUid}, {PodRef{t.pod, t.podUid}});
+        changed = bindDevice(d, ClaimRef{t.ns, t.claim, t.claimUid}, static_cast<int64_t>(i) + 1,
+                             {PodRef{t.pod, t.podUid}});
       } else {
         changed = undoDeviceBind(d);
       }

@@ -60,6 +60,7 @@ void release(const ExtendedResourceClaim& c, const ClaimView& v, const action::R
   frees.status = {releasedMessage(keyOf(c)), frees.from};
   frees.statusIfClaimGone.message = "claim " + keyOf(c) + " was deleted";
   frees.released = c.holders();
+  frees.allocation = c.allocation;
   for (const auto& [name, device] : v.devices) {
     if (device != nullptr && isBoundTo(*device, c)) {
       frees.seenHolders.emplace(name, device->holders);

@@ -51,6 +51,10 @@ ControllerFlags::ControllerFlags(FlagSet& flags, const ControllerAppConfig& d)
           "the same for a device Bound to a claim that does not list it (the smaller of the two "
           "applies); keep it above the extender's --bind-deadline. Also how long a free device's "
           "node may lack a Node object before the device is taken out of offer")),
+      freedDeviceWriteDelay_(flags.addDuration(
+          "freed-device-write-delay", d.controller.reconciler.freedDeviceWriteDelay,
+          "how long after a claim's release its devices, which its status already frees for "
+          "every bind, wait before they are written Available too (what kubectl get er shows)")),
       protectInUse_(flags.addBool(
           "protect-in-use", d.controller.reconciler.protectInUse,
           "put the protection finalizers on claims and devices, so one deleted while a pod holds "
@@ -107,6 +111,7 @@ Status ControllerFlags::settings(ControllerSettings& out) const {
                     // 0 would repair every bind in flight between its claim write and its Binding.
                     checkFlagPositive("orphan-grace-period", *orphanGrace_),
                     checkFlagPositive("device-orphan-grace-period", *deviceOrphanGrace_),
+                    checkFlagPositive("freed-device-write-delay", *freedDeviceWriteDelay_),
                     checkFlagPositive("leader-elect-retry-period", *retryPeriod_),
                     checkBelow("leader-elect-retry-period", *retryPeriod_,
                                "leader-elect-renew-deadline", *renewDeadline_),
@@ -123,6 +128,7 @@ Status ControllerFlags::settings(ControllerSettings& out) const {
   c.controller.deviceWorkers = static_cast<int>(*deviceWorkers_);
   c.controller.reconciler.orphanGrace = *orphanGrace_;
   c.controller.reconciler.deviceOrphanGrace = *deviceOrphanGrace_;
+  c.controller.reconciler.freedDeviceWriteDelay = *freedDeviceWriteDelay_;
   c.controller.reconciler.schedulerName = *schedulerName_;
   c.controller.reconciler.protectInUse = *protectInUse_;
   c.resyncPeriod = *resyncPeriod_;

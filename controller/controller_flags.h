@@ -40,6 +40,7 @@ class ControllerFlags {
   std::chrono::milliseconds* resyncPeriod_;
   std::chrono::milliseconds* orphanGrace_;
   std::chrono::milliseconds* deviceOrphanGrace_;
+  std::chrono::milliseconds* freedDeviceWriteDelay_;
   bool* protectInUse_;
   std::string* schedulerName_;
   std::string* classParams_;

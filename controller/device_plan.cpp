@@ -25,7 +25,8 @@ Plan rebind(const ExtendedResource& d, const DeviceInputs& in, const ExtendedRes
     return p;
   }
   ExtendedResource next = d;
-  p.refused = rebindDevice(next, ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}, live->holders(),
+  p.refused = rebindDevice(next, ClaimRef{c.meta.ns, c.meta.name, c.meta.uid}, live->allocation,
+                           live->holders(),
                            "claim " + objectKey(c.meta.ns, c.meta.name) +
                                " still lists a device of this name for its pod");
   if (!p.refused.ok()) {
@@ -57,7 +58,7 @@ Plan planStatus(const DeviceInputs& in) {
     p.requeueAfter = held->recheck;
   } else if (const auto* free = std::get_if<action::FreeDevice>(&decision.action)) {
     ExtendedResource next = d;
-    if (p.refused = freeDevice(next, free->message, std::nullopt); p.refused.ok()) {
+    if (p.refused = freeDevice(next, free->message, free->releasedFrom); p.refused.ok()) {
       p.write = statusUpdate(std::move(next), in.now);
       p.change = Change::kDeviceFreed;
       p.why = free->message;

@@ -22,6 +22,7 @@ ReconcileResult Reconciler::reconcileDevice(const std::string& name) {
     v.now = opts_.clock();
     v.grace = std::min(opts_.orphanGrace, opts_.deviceOrphanGrace);
     v.rebindDelay = std::min(opts_.rebindDelay, v.grace);
+    v.freedWriteDelay = opts_.freedDeviceWriteDelay;
     const std::string fingerprint = statusFingerprint(*device);
     v.suspectSince = memory_.deviceSuspectSince(name, fingerprint);
     CachedClaim claim;

@@ -222,6 +222,9 @@ Executor::FreeResult Executor::freeReleasedDevice(const std::string& name, const
         return FreeResult::kNothingToDo;
       }
     }
+    if (!claimGone && frees.freedByRelease(*device)) {
+      return FreeResult::kNothingToDo;  // written Available later by its own reconcile
+    }
     if (!frees.freesAllowed(*device, claimGone)) {
       log::info("released device names another holder: left to it",
                 {{"device", name}, {"claim", objectKey(claim.ns, claim.name)}});

@@ -5,6 +5,7 @@
 #include "model/conditions.h"
 #include "model/invalid_mark.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 #include "model/typed_client.h"
 
 namespace ker {
@@ -168,6 +169,10 @@ bool planProtection(Plan& plan, const Resource& resource, const ObjectMeta& meta
                            {}};
   plan.change = *on ? Change::kProtected : Change::kUnprotected;
   return true;
+}
+
+bool DeviceFrees::freedByRelease(const ExtendedResource& device) const {
+  return freedByClaim(device, ClaimAllocation{from.uid, allocation, false});
 }
 
 bool DeviceFrees::freesAllowed(const ExtendedResource& device, bool claimGone) const {

@@ -133,6 +133,11 @@ struct DeviceFrees {
   // that joined meanwhile, whose device write came first). Such a device is left to its new
   // holder, and to the device's own reconcile.
   bool freesAllowed(const ExtendedResource& device, bool claimGone) const;
+
+  // The claim's status.allocation, which the release keeps: with the claim's write done, a
+  // device showing it is free already (freedByClaim) and needs no write of its own now.
+  int64_t allocation = 0;
+  bool freedByRelease(const ExtendedResource& device) const;
 };
 
 // One reconcile's plan. With `verify` set nothing else counts: the reconciler reads and plans

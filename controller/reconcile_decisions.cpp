@@ -366,8 +366,12 @@ Decision decideDevice(const DeviceView& v) {
   if (std::find(held.begin(), held.end(), d.meta.name) != held.end()) {
     return {Nothing{}, std::nullopt};
   }
+  if (freedByClaim(d, allocationOf(*c))) {
+    return afterGrace(v.now, v.suspectSince, v.freedWriteDelay, true, LiveRead::kDeviceClaim,
+                      FreeDevice{releasedMessage(refName), ref});
+  }
   if (v.releasedWithClaim) {
-    return {FreeDevice{releasedMessage(refName)}, std::nullopt};
+    return {FreeDevice{releasedMessage(refName), ref}, std::nullopt};
   }
   if (parseReason(d.reason) == Reason::kRebound) {
     // Bound back to a claim released before (or while) it was: no bind is in flight on it.
@@ -382,7 +386,7 @@ Decision decideDevice(const DeviceView& v) {
 }
 
 bool claimInUse(const ExtendedResourceClaim& c) {
-  return !c.statusReadable || c.phase != ClaimPhase::kPending;
+  return allocationOf(c).holding;
 }
 
 bool joinable(const ExtendedResourceClaim& c) {

@@ -87,6 +87,7 @@ struct AwaitHolders {
 // The device goes back to Available with its claimRef cleared.
 struct FreeDevice {
   std::string message;
+  std::optional<ClaimRef> releasedFrom;  // the claim whose release freed it; none: orphaned
 };
 // The device, free or new, carries a name a Bound or Lost claim lists: it is the same device
 // back (recreated, or freed by hand) under a pod that may still use it, so it is Bound to
@@ -170,7 +171,8 @@ struct DeviceView {
   SteadyTime now;
   std::optional<SteadyTime> suspectSince;
   Millis grace{0};
-  Millis rebindDelay{0};  // before an Available device a Bound claim lists is bound back
+  Millis rebindDelay{0};      // before an Available device a Bound claim lists is bound back
+  Millis freedWriteDelay{0};  // before a device freedByClaim is written Available
   // Parallel to device->holders (pods in its claimRef's namespace); a holder without an entry
   // counts as not found, not live.
   std::vector<HolderPod> holders;
@@ -185,10 +187,12 @@ struct DeviceView {
 // rebindDelay. A Bound device whose claim (that UID) no longer exists, confirmed by a live read,
 // stays Bound while a pod its status.holders names still holds it (holderState): deleting the
 // claim, or taking its finalizer off, never hands a running pod's device to another; once every
-// holder is gone or finished it is freed. A Bound device its claim does not list is freed only
-// after that has lasted the
-// grace period (unless releasedWithClaim), because the extender writes devices before the claim
-// and so passes through that state on every bind. A free device whose node has no Node object
+// holder is gone or finished it is freed. A device its claim's release freed (freedByClaim) is
+// written Available, released from that claim, once that has lasted freedWriteDelay (no read:
+// its version guards the write, and nothing but a bind moves it on). Any other Bound device its
+// claim does not list is freed only after that has lasted the grace period (unless
+// releasedWithClaim), because the extender writes devices before the claim and so passes
+// through that state on every bind. A free device whose node has no Node object
 // is parked (Pending) once that has lasted the grace period, so a node registered again at once
 // (a kubelet re-registering) never flaps it, and is offered again as soon as the node is back.
 Decision decideDevice(const DeviceView& v);

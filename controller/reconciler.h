@@ -33,6 +33,11 @@ struct ReconcilerOptions {
   // a rebind from that stale view only loses a conflict. The extender offers no device a Bound
   // claim lists meanwhile, and a claim waits the grace for its device to come back.
   Millis rebindDelay{std::chrono::seconds(2)};
+  // How long a device its claim's release freed (freedByClaim: free to every bind already)
+  // stays Bound in its own status before it is written Available, for people and tools that
+  // read devices. Off the release's path, so a release costs one write per claim; a bind that
+  // takes the device first makes the write unneeded.
+  Millis freedDeviceWriteDelay{std::chrono::seconds(5)};
   // How often a device whose claim is gone is looked at again while a pod it names still holds
   // it (the pods' events do not reach it: no claim lists it any more).
   Millis holderRecheck{std::chrono::seconds(2)};

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "controller/reconcile_decisions.h"
+#include "model/suitability.h"
 
 namespace ker {
 
@@ -69,6 +70,12 @@ Triggers claimChanged(const ExtendedResourceClaim* old, const ExtendedResourceCl
   // A shared claim other pods may join now: allocated, or a holder gone from a full one.
   if (!listing && joinable(c) && (!old || !joinable(*old))) {
     t.nudges.push_back(NudgeTarget::claim(key));
+  }
+  // Its release frees its devices through its status alone (freedByClaim): pods waiting for
+  // that resource may fit now, before any device event.
+  if (!listing && old && old->meta.uid == c.meta.uid && allocationOf(*old).holding &&
+      !allocationOf(c).holding && !old->allocated.empty()) {
+    t.nudges.push_back(NudgeTarget::resource(c.rawResourceName));
   }
   t.keys.push_back(ClaimKey{key});
   // Devices waiting out the grace period for this claim to list them can stop waiting; a

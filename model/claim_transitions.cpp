@@ -72,6 +72,7 @@ Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::str
     claim.sharedHolders.clear();
   }
   claim.bindRewrites = 0;
+  ++claim.allocation;
   setReason(claim, Reason::kBound, "allocated to pod " + pod.name + " on node " + node);
   return {};
 }

@@ -16,7 +16,8 @@ namespace ker {
 
 // Pending -> Bound: `devices` on `node`, allocated to `pod`, its first holder (in podRef, or in
 // the holders list when the claim is shareable), as `alternative` of its firstAvailable (which
-// must name one exactly when it has any). Reason Bound.
+// must name one exactly when it has any). Reason Bound; allocation one up, the value the bind
+// wrote on the devices first (bindDevice).
 Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
                  std::vector<std::string> devices, const std::string& alternative = "");
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/suitability.h"
+
 namespace ker {
 
 namespace {
@@ -26,23 +28,27 @@ void makeFree(ExtendedResource& device, std::optional<ClaimRef> releasedFrom) {
   device.phase = DevicePhase::kAvailable;
   device.claimRef.reset();
   device.holders.clear();
+  device.allocation = 0;
   device.releasedFrom = std::move(releasedFrom);
 }
 
-void makeBound(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders) {
+void makeBound(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
+               std::vector<PodRef> holders) {
   device.phase = DevicePhase::kBound;
   device.claimRef = claim;
+  device.allocation = allocation;
   device.holders = std::move(holders);
   device.releasedFrom.reset();
 }
 
 }  // namespace
 
-Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders) {
-  if (!isFree(device)) {
+Status bindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
+                  std::vector<PodRef> holders, const ClaimAllocation* named) {
+  if (!isFree(device) && !(named != nullptr && freedByClaim(device, *named))) {
     return notFrom(device, "bound to claim " + objectKey(claim.ns, claim.name), "it is not free");
   }
-  makeBound(device, claim, std::move(holders));
+  makeBound(device, claim, allocation, std::move(holders));
   setReason(device, Reason::kNone, "");
   return {};
 }
@@ -107,13 +113,13 @@ Status freeDevice(ExtendedResource& device, const std::string& message,
   return {};
 }
 
-Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders,
-                    const std::string& message) {
+Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
+                    std::vector<PodRef> holders, const std::string& message) {
   if (device.phase != DevicePhase::kAvailable) {
     return notFrom(device, "bound back to claim " + objectKey(claim.ns, claim.name),
                    std::string("it is ") + toString(device.phase));
   }
-  makeBound(device, claim, std::move(holders));
+  makeBound(device, claim, allocation, std::move(holders));
   setReason(device, Reason::kRebound, message);
   return {};
 }

@@ -7,14 +7,19 @@
 #include "common/status.h"
 #include "model/objects.h"
 #include "model/reasons.h"
+#include "model/suitability.h"
 
 // Every change of a device's status, one function each, in the shape of claim_transitions.h:
 // each checks the state it starts from (FailedPrecondition, the device untouched, when it is not
 // in it) and applies the change with its reason.
 namespace ker {
 
-// Free (Available, naming no claim) -> Bound to `claim` for `holders`.
-Status bindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders);
+// Free (Available, naming no claim, or freedByClaim by `named`, the claim it names as the caller
+// read it) -> Bound to `claim` for `holders`, as the claim's `allocation`: the count its bind
+// writes on the claim next (one above the claim's as read; bindClaim), or the claim's own for a
+// device put back under a claim already bound.
+Status bindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
+                  std::vector<PodRef> holders, const ClaimAllocation* named = nullptr);
 
 // Bound to the claim with `claimUid` -> the same, held also by every pod of `holders`: the
 // claim's holders as read, with the pod joining it (ExtendedResourceClaim::holdersWith). The pods
@@ -28,7 +33,8 @@ Status joinDevice(ExtendedResource& device, const std::string& claimUid,
 // Bound -> Available without a reason: a bind undone before its pod was bound.
 Status undoDeviceBind(ExtendedResource& device);
 
-// Naming a claim (Bound, or Available but still naming one) -> Available, naming none. Reason
+// Naming a claim (Bound, or Available but still naming one) -> Available, naming none (nor an
+// allocation). Reason
 // Released with `releasedFrom`, the claim whose release freed it (what tells a freed device from
 // one coming back), or Orphaned without: the claim it named no longer holds it. A device its
 // agent marked unhealthy is freed Pending with the mark instead, not offered until the agent
@@ -36,10 +42,10 @@ Status undoDeviceBind(ExtendedResource& device);
 Status freeDevice(ExtendedResource& device, const std::string& message,
                   std::optional<ClaimRef> releasedFrom);
 
-// Free (Available) -> Bound again to `claim`, which still lists it for `holders` (a device
-// recreated under a name its claim holds). Reason Rebound.
-Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, std::vector<PodRef> holders,
-                    const std::string& message);
+// Free (Available) -> Bound again to `claim`, which still lists it for `holders` as its
+// `allocation` (a device recreated under a name its claim holds). Reason Rebound.
+Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
+                    std::vector<PodRef> holders, const std::string& message);
 
 // A status without a phase -> Available, naming no claim.
 Status initializeDevice(ExtendedResource& device);

@@ -148,7 +148,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
       const ExtendedResource& d = *dev->second;
       allocatedProperties.push_back(&d.properties);
       if (d.phase != DevicePhase::kBound || !d.claimRef || d.claimRef->ns != c.meta.ns ||
-          d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid) {
+          d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid ||
+          d.allocation != c.allocation) {
         out.push_back("claim " + key + " lists device " + name + " which is not Bound to it");
       }
       switch (suitability(d, c)) {
@@ -204,6 +205,11 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
     if (claim != claims.end() && claimGone) {
       out.push_back("device " + d.meta.name + " is Bound to an earlier claim " + key + " (uid " +
                     d.claimRef->uid + ")");
+      continue;
+    }
+    // Free to every bind already, written Available later (decideDevice).
+    if (!claimGone && freedByClaim(d, allocationOf(*claim->second)) &&
+        !allocatedTo.contains(d.meta.name) && !lostBy.contains(d.meta.name)) {
       continue;
     }
     // One lost by a claim whose pod still runs may be the device that pod uses: it is held

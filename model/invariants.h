@@ -18,9 +18,10 @@ struct ClusterSnapshot {
 // Checks every invariant of the data model and returns one readable line per violation:
 // - a device is in at most one claim's allocation (a Lost claim keeps the devices it still
 //   lists);
-// - a Bound device's claimRef names an existing Bound claim (same UID) that lists it, or a
-//   claim since deleted while a pod the device's holders name still runs; and
-//   every device a Bound claim lists is Bound to that claim;
+// - a Bound device's claimRef names an existing Bound claim (same UID) that lists it, or one
+//   whose release freed it (freedByClaim) and that no claim lists now, or a claim since deleted
+//   while a pod the device's holders name still runs; and every device a Bound claim lists is
+//   Bound to that claim, as its current allocation;
 // - a device a Lost claim lost is Bound to no other claim (only to that one, once it is back);
 // - every allocation satisfies its claim (resource, selector, named list, count) and each
 //   device's node affinity matches the claim's node;

@@ -310,6 +310,15 @@ std::vector<PodRef> readHolders(const json& status) {
   return out;
 }
 
+// A count the status holds only while above 0.
+void writeCount(json& status, const char* field, int64_t count) {
+  if (count > 0) {
+    status[field] = count;
+  } else {
+    status.erase(field);
+  }
+}
+
 void writeHolders(json& status, const std::vector<PodRef>& holders) {
   if (holders.empty()) {
     status.erase("holders");
@@ -408,6 +417,7 @@ ExtendedResource ExtendedResource::fromJson(const nlohmann::json& obj) {
     readClaimRef("claimRef", r.claimRef);
     readClaimRef("releasedFrom", r.releasedFrom);
     p.check([&] { r.holders = readHolders(*status); });
+    p.check([&] { r.allocation = countMember(*status, "allocation", "status.allocation"); });
     p.check([&] { r.reason = stringMember(*status, "reason", "status.reason"); });
     p.check([&] { r.message = stringMember(*status, "message", "status.message"); });
     r.conditions = readConditions(*status);
@@ -431,6 +441,7 @@ nlohmann::json ExtendedResource::toJson(SystemTime now) const {
   writeClaimRef("claimRef", claimRef);
   writeClaimRef("releasedFrom", releasedFrom);
   writeHolders(s, holders);
+  writeCount(s, "allocation", allocation);
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   writeConditions(s, deviceConditions(*this, conditions, now));
@@ -633,6 +644,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     });
     ps.check([&] { c.sharedHolders = readHolders(*status); });
     ps.check([&] { c.bindRewrites = countMember(*status, "bindRewrites", "status.bindRewrites"); });
+    ps.check([&] { c.allocation = countMember(*status, "allocation", "status.allocation"); });
     ps.check([&] { c.reason = stringMember(*status, "reason", "status.reason"); });
     ps.check([&] { c.message = stringMember(*status, "message", "status.message"); });
     c.conditions = readConditions(*status);
@@ -674,11 +686,8 @@ nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
     s.erase("podRef");
   }
   writeHolders(s, sharedHolders);
-  if (bindRewrites > 0) {
-    s["bindRewrites"] = bindRewrites;
-  } else {
-    s.erase("bindRewrites");
-  }
+  writeCount(s, "bindRewrites", bindRewrites);
+  writeCount(s, "allocation", allocation);
   setOrErase(s, "reason", reason);
   setOrErase(s, "message", message);
   writeConditions(s, claimConditions(*this, conditions, now));

@@ -108,6 +108,11 @@ struct ExtendedResource {
   // the bind and each join of a shared claim wrote them. The device itself names them so that
   // it stays Bound while one of them may still use it, whatever happens to the claim object.
   std::vector<PodRef> holders;
+  // status.allocation: the claim's status.allocation as the bind that gave the device to it
+  // wrote it (ExtendedResourceClaim::allocation), so that the claim's release alone frees the
+  // device (freedByClaim); 0 while it names no claim, and for a device bound before binds were
+  // counted, which only a write of its own frees.
+  int64_t allocation = 0;
   std::string reason;
   std::string message;
   // status.conditions as read: the previous ones when the next status is written.
@@ -183,6 +188,11 @@ struct ExtendedResourceClaim {
   // it. Each rewrite counts up, so the write moves the resourceVersion and the status never
   // returns to an earlier form. Written only when above 0.
   int64_t bindRewrites = 0;
+  // status.allocation: how many binds the claim has had, counted up by each (bindClaim) and
+  // never down. A device names the count of the bind that gave it, which tells the devices of
+  // the claim's current allocation from those of an earlier one (freedByClaim). Written only
+  // when above 0.
+  int64_t allocation = 0;
   std::string reason;
   std::string message;
   std::vector<Condition> conditions;  // as ExtendedResource::conditions

@@ -5,6 +5,7 @@
 
 #include "common/label_selector.h"
 #include "common/node_selector.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 
@@ -94,9 +95,28 @@ bool reachable(const ExtendedResource& device, const std::string& node,
   return matches(device.nodeAffinity, node, nodeLabels);
 }
 
-bool offerable(const ExtendedResource& device) {
-  return device.invalid.empty() && device.phase == DevicePhase::kAvailable && !device.claimRef &&
-         !device.meta.deleting;
+ClaimAllocation allocationOf(const ExtendedResourceClaim& claim) {
+  return {claim.meta.uid, claim.allocation,
+          !claim.statusReadable || claim.phase != ClaimPhase::kPending};
+}
+
+bool freedByClaim(const ExtendedResource& device, const ClaimAllocation& claim) {
+  if (device.phase != DevicePhase::kBound || !device.claimRef || device.claimRef->uid.empty() ||
+      device.claimRef->uid != claim.uid || device.allocation == 0) {
+    return false;
+  }
+  return claim.allocation > device.allocation ||
+         (claim.allocation == device.allocation && !claim.holding);
+}
+
+bool offerable(const ExtendedResource& device, const ClaimAllocation* claim) {
+  if (!device.invalid.empty() || device.meta.deleting) {
+    return false;
+  }
+  if (device.phase == DevicePhase::kAvailable && !device.claimRef) {
+    return true;
+  }
+  return claim != nullptr && freedByClaim(device, *claim) && !markedUnhealthy(device);
 }
 
 bool mayBeReachable(const ExtendedResource& device, const std::string& node) {

@@ -51,10 +51,33 @@ bool selectedBy(const ExtendedResourceClaim& claim,
 bool reachable(const ExtendedResource& device, const std::string& node,
                const std::map<std::string, std::string>& nodeLabels);
 
-// Whether the device, by its own object, may be given to a claim: valid, Available, held by no
-// claim (claimRef), not being deleted. The extender's index also withholds the names a Bound or
-// Lost claim lists and the devices a bind in flight reserved (DeviceIndex).
-bool offerable(const ExtendedResource& device);
+// What of a claim decides whether the devices an earlier bind gave it are free again.
+struct ClaimAllocation {
+  std::string uid;
+  int64_t allocation = 0;  // status.allocation
+  // Bound or Lost, or a status that cannot be read to say otherwise.
+  bool holding = true;
+};
+ClaimAllocation allocationOf(const ExtendedResourceClaim& claim);
+
+// A release frees a claim's devices by its own status write alone: a device still Bound to the
+// claim (same UID) is free once the claim no longer holds that allocation, that is when the
+// claim shows the device's allocation count and holds nothing (released, or a bind undone),
+// or shows a later count (bound again since: every bind writes each device it takes, with the
+// new count, before the claim). A device showing a later count than the claim is mid-bind and
+// held. Counts only go up and a claim's status moves from holding to not once per count, so a
+// cache that lags never frees a device early: an older copy of the claim shows a count no
+// higher, or the same count still holding. A device with no count (bound before binds were
+// counted), or naming no UID, is freed only by a write of its own. The controller still writes
+// such a device Available later, for people reading it (decideDevice); nothing waits for that.
+bool freedByClaim(const ExtendedResource& device, const ClaimAllocation& claim);
+
+// Whether the device may be given to a claim: valid, not being deleted, and either Available
+// naming no claim, or freedByClaim by `claim`, the claim its claimRef names as the caller's
+// cache has it (nullptr when it has none: then only the first). The extender's index also
+// withholds the names a Bound or Lost claim lists and the devices a bind in flight reserved
+// (DeviceIndex).
+bool offerable(const ExtendedResource& device, const ClaimAllocation* claim = nullptr);
 
 // reachable() for a caller that does not know the node's labels (the controller watches no
 // nodes): a term that tests labels counts as admitting the node; one that pins node names

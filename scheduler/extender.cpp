@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "common/logging.h"
+#include "model/device_transitions.h"
 
 namespace ker {
 
@@ -360,6 +361,13 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
     PreemptionCandidate& c = *candidates[k];
     for (const auto& res : resources) {
       for (auto& d : index_.reachable(res, c.node, c.labels, preemptorUid, now)) {
+        if (d->phase == DevicePhase::kBound && index_.offerable(*d)) {
+          // Freed by its claim's release: the simulation sees it as the controller writes it.
+          auto freed = std::make_shared<ExtendedResource>(*d);
+          if (freeDevice(*freed, {}, freed->claimRef).ok()) {
+            d = std::move(freed);
+          }
+        }
         deviceNames[k][res].push_back(d->meta.name);
         namesByResource[res].insert(d->meta.name);
         c.devices.push_back(std::move(d));

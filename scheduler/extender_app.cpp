@@ -107,14 +107,18 @@ struct ExtenderApp::Impl {
         .onDelete = [this](const auto& d) { index.remove(d->meta.name); },
     });
     auto hold = [this](const ExtendedResourceClaim& c) {
-      index.setClaimDevices(objectKey(c.meta.ns, c.meta.name), c.rawResourceName, c.heldDevices());
+      const std::string key = objectKey(c.meta.ns, c.meta.name);
+      index.setClaimDevices(key, c.rawResourceName, c.heldDevices());
+      index.setClaimAllocation(key, allocationOf(c));
     };
     claims.addHandlers({
         .onAdd = [hold](const auto& c) { hold(*c); },
         .onUpdate = [hold](const auto&, const auto& c) { hold(*c); },
         .onDelete =
             [this](const auto& c) {
-              index.setClaimDevices(objectKey(c->meta.ns, c->meta.name), c->rawResourceName, {});
+              const std::string key = objectKey(c->meta.ns, c->meta.name);
+              index.setClaimDevices(key, c->rawResourceName, {});
+              index.claimDeleted(key, allocationOf(*c));
             },
     });
     if (config.preemption) {

@@ -345,13 +345,15 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   if (!cached) {
     return {Step::kGone, Status::notFound("device " + name + " vanished")};
   }
-  if (!offerable(*cached)) {
+  const std::optional<ClaimAllocation> named = index_.claimOf(*cached);
+  if (!offerable(*cached, named ? &*named : nullptr)) {
     return {Step::kConflict,
             Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
   ExtendedResource next = *cached;
   if (Status bound = bindDevice(next, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                                {PodRef{a.pod.meta.name, a.pod.meta.uid}});
+                                claim.allocation + 1, {PodRef{a.pod.meta.name, a.pod.meta.uid}},
+                                named ? &*named : nullptr);
       !bound.ok()) {
     return Step::refused(bound);
   }
@@ -411,17 +413,20 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
   if (Status read = getObject(api_, name, live); !read.ok()) {
     return Step::of(read);
   }
-  if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid) {
+  if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid &&
+      live.allocation == claim.allocation) {
     a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
     return {};
   }
-  if (!offerable(live) || !index_.holdForBind({name}, a.pod.meta.uid)) {
+  const std::optional<ClaimAllocation> named = index_.claimOf(live);
+  if (!offerable(live, named ? &*named : nullptr) || !index_.holdForBind({name}, a.pod.meta.uid)) {
     return {Step::kConflict, Status::conflict("device " + name + " of claim " +
                                               objectKey(claim.meta.ns, claim.meta.name) +
                                               " is no longer bound to it")};
   }
-  if (Status bound = bindDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                                claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}));
+  if (Status bound = bindDevice(
+          live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}, claim.allocation,
+          claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}), named ? &*named : nullptr);
       !bound.ok()) {
     return Step::refused(bound);
   }

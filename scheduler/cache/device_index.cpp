@@ -42,6 +42,10 @@ std::string canonicalText(const std::map<std::string, std::string>& properties) 
   return out;
 }
 
+std::string claimKeyOf(const ExtendedResource& device) {
+  return device.claimRef ? objectKey(device.claimRef->ns, device.claimRef->name) : std::string();
+}
+
 // Whether some term also tests node labels: a device pinned by name with such a term is
 // still on a node only when that node's labels say so.
 bool testsLabels(const NodeSelector& selector) {
@@ -185,11 +189,84 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
   res->second.floating.erase(name);
 }
 
+const ClaimAllocation* DeviceIndex::claimOfLocked(const ExtendedResource& device) const {
+  if (!device.claimRef) {
+    return nullptr;
+  }
+  auto it = claimAllocations_.find(claimKeyOf(device));
+  return it == claimAllocations_.end() ? nullptr : &it->second.allocation;
+}
+
+bool DeviceIndex::offerableLocked(const ExtendedResource& device) const {
+  return ker::offerable(device, claimOfLocked(device));
+}
+
+bool DeviceIndex::offerable(const ExtendedResource& device) const {
+  std::shared_lock lock(mu_);
+  return offerableLocked(device);
+}
+
+std::optional<ClaimAllocation> DeviceIndex::claimOf(const ExtendedResource& device) const {
+  std::shared_lock lock(mu_);
+  const ClaimAllocation* claim = claimOfLocked(device);
+  return claim ? std::optional<ClaimAllocation>(*claim) : std::nullopt;
+}
+
+void DeviceIndex::setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim) {
+  auto unchanged = [&] {
+    auto it = claimAllocations_.find(claimKey);
+    return it != claimAllocations_.end() && !it->second.deleted &&
+           it->second.allocation.uid == claim.uid &&
+           it->second.allocation.allocation == claim.allocation &&
+           it->second.allocation.holding == claim.holding;
+  };
+  {
+    // Most claim events change none of this (a Bound claim's own updates).
+    std::shared_lock lock(mu_);
+    if (unchanged()) {
+      return;
+    }
+  }
+  std::unique_lock lock(mu_);
+  changeClaim(claimKey, claim, false);
+}
+
+void DeviceIndex::claimDeleted(const std::string& claimKey, const ClaimAllocation& last) {
+  std::unique_lock lock(mu_);
+  auto it = claimAllocations_.find(claimKey);
+  if (it != claimAllocations_.end() && it->second.allocation.uid != last.uid) {
+    return;  // a claim of that name made since
+  }
+  changeClaim(claimKey, last, true);
+  if (!naming_.contains(claimKey)) {
+    claimAllocations_.erase(claimKey);
+  }
+}
+
+void DeviceIndex::changeClaim(const std::string& claimKey, const ClaimAllocation& claim,
+                              bool deleted) {
+  claimAllocations_[claimKey] = KnownClaim{claim, deleted};
+  auto naming = naming_.find(claimKey);
+  if (naming == naming_.end()) {
+    return;
+  }
+  for (const auto& name : naming->second) {
+    auto d = devices_.find(name);
+    if (d == devices_.end()) {
+      continue;
+    }
+    const DevicePtr device = d->second;
+    unindex(*device);
+    index(device, offerableLocked(*device));
+  }
+}
+
 std::string DeviceIndex::holdKey(const std::string& rawResourceName, const std::string& name) {
   return rawResourceName + '\n' + name;
 }
 
 void DeviceIndex::upsert(DevicePtr device) {
+  bool free = false;
   {
     std::unique_lock lock(mu_);
     auto it = devices_.find(device->meta.name);
@@ -198,11 +275,34 @@ void DeviceIndex::upsert(DevicePtr device) {
         return;  // a watch event behind a write the binder already put here
       }
       unindex(*it->second);
+      if (claimKeyOf(*it->second) != claimKeyOf(*device)) {
+        unname(*it->second);  // (naming the same claim, it stays: a deleted claim is kept)
+      }
     }
-    index(device, offerable(*device));
+    if (device->claimRef) {
+      naming_[claimKeyOf(*device)].insert(device->meta.name);
+    }
+    free = offerableLocked(*device);
+    index(device, free);
   }
-  if (device->phase != DevicePhase::kAvailable) {
+  if (!free && device->phase != DevicePhase::kAvailable) {
     changeLedger([&](HoldLedger& ledger) { ledger.seenTaken(device->meta.name); });
+  }
+}
+
+void DeviceIndex::unname(const ExtendedResource& device) {
+  if (!device.claimRef) {
+    return;
+  }
+  const std::string key = claimKeyOf(device);
+  auto naming = naming_.find(key);
+  if (naming != naming_.end() && naming->second.erase(device.meta.name) > 0 &&
+      naming->second.empty()) {
+    naming_.erase(naming);
+    if (auto claim = claimAllocations_.find(key);
+        claim != claimAllocations_.end() && claim->second.deleted) {
+      claimAllocations_.erase(claim);  // nothing names the deleted claim any more
+    }
   }
 }
 
@@ -263,7 +363,7 @@ void DeviceIndex::setClaimDevices(const std::string& claimKey, const std::string
     auto d = devices_.find(name);
     // Only a device that is free by itself reads differently: re-index it.
     if (d != devices_.end() && holdKey(d->second->rawResourceName, name) == key &&
-        offerable(*d->second)) {
+        offerableLocked(*d->second)) {
       const DevicePtr device = d->second;
       unindex(*device);
       index(device, true);
@@ -311,6 +411,7 @@ void DeviceIndex::remove(const std::string& name) {
       return;
     }
     unindex(*it->second);
+    unname(*it->second);
     devices_.erase(it);
   }
   changeLedger([&](HoldLedger& ledger) { ledger.forgetDevice(name); });

@@ -18,6 +18,7 @@
 
 #include "common/node_selector.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 #include "scheduler/cache/hold_ledger.h"
 #include "scheduler/cache/node_slots.h"
 
@@ -43,6 +44,17 @@ class DeviceIndex {
   void setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
                        std::vector<std::string> names);
   size_t claimedCount() const;
+  // What decides whether the devices still naming the claim are free again (freedByClaim), fed
+  // by the claim informer. A device naming a claim the index does not know is not free: the
+  // claim watch may lag the device watch.
+  void setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim);
+  // The claim was deleted, `last` its final state: devices its release freed stay free (a
+  // deleted claim is never bound again), kept only while some device still names it.
+  void claimDeleted(const std::string& claimKey, const ClaimAllocation& last);
+  // The claim the device names, as setClaimAllocation last gave it; nullopt for none.
+  std::optional<ClaimAllocation> claimOf(const ExtendedResource& device) const;
+  // offerable() with the claim the device names as the index has it.
+  bool offerable(const ExtendedResource& device) const;
   DevicePtr get(const std::string& name) const;
   size_t size() const;
 
@@ -195,6 +207,11 @@ class DeviceIndex {
   static NodeSummary summarise(const std::vector<Entry>& entries);
   // Adds the device under mu_, as eligible as its state and the holds allow.
   void index(const DevicePtr& device, bool free);
+  // offerable() under mu_.
+  bool offerableLocked(const ExtendedResource& device) const;
+  const ClaimAllocation* claimOfLocked(const ExtendedResource& device) const;
+  // Stores the claim's state and indexes the devices naming it again (mu_ held).
+  void changeClaim(const std::string& claimKey, const ClaimAllocation& claim, bool deleted);
   static std::string holdKey(const std::string& rawResourceName, const std::string& name);
   // The pinned nodes of a cached device, for the ledger; mu_ held.
   HoldLedger::NodesOf nodesOf() const;
@@ -203,6 +220,8 @@ class DeviceIndex {
   template <class Fn>
   auto changeLedger(Fn&& fn);
   void unindex(const ExtendedResource& device);
+  // Drops the device from naming_ (mu_ held).
+  void unname(const ExtendedResource& device);
   const PropertySet& internProperties(const ExtendedResource& device);
   void releaseProperties(const ExtendedResource& device);
 
@@ -234,6 +253,14 @@ class DeviceIndex {
   // holdKey -> the keys of the claims holding it (nearly always one), so the holders of a
   // node's devices are found without scanning every claim.
   std::unordered_map<std::string, std::vector<std::string>> held_;
+  // By claim key: each claim's allocation state, and the devices whose claimRef names it (to
+  // index again when the claim changes).
+  struct KnownClaim {
+    ClaimAllocation allocation;
+    bool deleted = false;
+  };
+  std::unordered_map<std::string, KnownClaim> claimAllocations_;
+  std::unordered_map<std::string, std::set<std::string>> naming_;
   std::unordered_map<std::string, Resource> resources_;
 
   mutable std::mutex ledgerMu_;  // lock order: mu_ first

@@ -12,11 +12,14 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common/api_error.h"
+#include "common/informer.h"
 #include "extender_fixture.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 #include "template_helpers.h"
 
 namespace ker::itest {
@@ -126,12 +129,18 @@ class ControllerTest : public ExtenderSuite {
     return api_->get(resources::kExtendedResources, "", device)
         .value("/status/phase"_json_pointer, "");
   }
+  // The claim is Pending and each device free to the next bind (offerable): Available, or
+  // freed by the claim's release before its own status says so.
   bool released(const std::string& claim, const std::vector<std::string>& devices) {
-    if (claimPhase(claim) != "Pending") {
+    const auto c =
+        ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, claim));
+    if (c.phase != ClaimPhase::kPending) {
       return false;
     }
+    const ClaimAllocation allocation = allocationOf(c);
     for (const auto& d : devices) {
-      if (devicePhase(d) != "Available") {
+      if (!offerable(ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", d)),
+                     &allocation)) {
         return false;
       }
     }
@@ -206,6 +215,16 @@ TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
   EXPECT_FALSE(status.contains("podRef"));
   EXPECT_FALSE(status.contains("extendedResourceNames"));
   EXPECT_EQ(status.value("reason", ""), "Released");
+  EXPECT_EQ(invariantViolations(), "");
+
+  // The release wrote the claim alone; each device says so itself after the write delay.
+  for (const auto& d : devices) {
+    ASSERT_TRUE(eventually([&] { return devicePhase(d) == "Available"; }, 15s)) << logs();
+    const json s = api_->get(resources::kExtendedResources, "", d)["status"];
+    EXPECT_EQ(s.value("reason", ""), "Released") << d;
+    EXPECT_EQ(s.value("/releasedFrom/name"_json_pointer, ""), "two") << d;
+    EXPECT_FALSE(s.contains("allocation")) << d;
+  }
   EXPECT_EQ(invariantViolations(), "");
 }
 
@@ -341,6 +360,8 @@ TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
   EXPECT_FALSE(freed.value("lastTransitionTime", "").empty());
   const json lost = condition(claimStatus("c"), "Lost");
   EXPECT_EQ(lost.value("status", ""), "False");
+  // The device's own status (and so its conditions) follows after the write delay.
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 15s)) << logs();
   const json freedDevice = api_->get(resources::kExtendedResources, "", device)["status"];
   EXPECT_EQ(condition(freedDevice, "Allocated").value("reason", ""), "Available");
   EXPECT_EQ(invariantViolations(), "");
@@ -362,6 +383,69 @@ TEST_F(ControllerTest, APodWaitingForTheDeviceIsBoundOnceItsHolderIsDeleted) {
   EXPECT_LT(took, 15000) << "kube-scheduler's pod backoff is at most 10s";
   EXPECT_EQ(claimPhase("first-claim"), "Pending");
   EXPECT_EQ(claimPhase("second-claim"), "Bound");
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// With the devices' own write put off for an hour: the claim's release alone frees them.
+class ReleaseThroughClaimTest : public ControllerTest {
+ protected:
+  static void SetUpTestSuite() {
+    extraArgs_ = {"--freed-device-write-delay=1h"};
+    ControllerTest::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    ControllerTest::TearDownTestSuite();
+    extraArgs_.clear();
+  }
+};
+
+// The waiting pod gets the device its holder left, by the claim's release and the claim's
+// event alone: the device's own status still says Bound to the first claim until the second
+// bind writes it. A third pod, of another claim, still gets nothing: the device is the
+// second's, and its claim now holds it.
+TEST_F(ReleaseThroughClaimTest, AReleasedClaimsDeviceGoesToTheNextPodBeforeItsOwnWrite) {
+  const std::string device = makeDevice(node_);
+  createPod("first", "first-claim");
+  ASSERT_TRUE(waitBound("first")) << logs();
+  const json bound = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(bound.value("allocation", 0), 1);
+  EXPECT_EQ(claimStatus("first-claim").value("allocation", 0), 1);
+  createPod("second", "second-claim");
+  ASSERT_TRUE(waitParked("second")) << logs();
+
+  // Every version of the device the API server stores, as its watch delivers them.
+  std::mutex mu;
+  std::vector<std::string> versions;
+  Informer<ExtendedResource> watched(*api_, resources::kExtendedResources,
+                                     {.fieldSelector = "metadata.name=" + device});
+  watched.addHandlers({.onUpdate = [&](const auto&, const auto& d) {
+    std::lock_guard lock(mu);
+    versions.push_back(std::string(toString(d->phase)) + " " +
+                       (d->claimRef ? d->claimRef->name : std::string("-")));
+  }});
+  watched.start();
+  ASSERT_TRUE(watched.waitForSync(10s));
+  deletePodNow(*api_, ns_, "first");
+  ASSERT_TRUE(waitBound("second", 30s)) << logs();
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard lock(mu);
+        return !versions.empty();
+      },
+      10s));
+  watched.stop();
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(versions, std::vector<std::string>{"Bound second-claim"})
+        << "one write: the second bind's, over the device still naming the first claim";
+  }
+  const json taken = api_->get(resources::kExtendedResources, "", device)["status"];
+  EXPECT_EQ(taken.value("/claimRef/name"_json_pointer, ""), "second-claim");
+  EXPECT_EQ(taken.value("allocation", 0), 1);
+  EXPECT_EQ(claimPhase("second-claim"), "Bound");
+
+  createPod("third", "third-claim");
+  EXPECT_TRUE(waitParked("third")) << "the device is the second pod's";
   EXPECT_EQ(invariantViolations(), "");
 }
 

@@ -34,6 +34,7 @@
 #include "common/logging.h"
 #include "common/signals.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 #include "test/integration/priority_classes.h"
 #include "test/soak/tcp_proxy.h"
 #include "test/support/child_process.h"
@@ -1304,22 +1305,29 @@ Verdict Soak::evaluate() {
                          "): " + readFile(out));
   }
   try {
+    std::map<std::string, ExtendedResourceClaim> claims;
+    for (const auto& item :
+         check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
+      auto c = ExtendedResourceClaim::fromJson(item);
+      claims.emplace(c.meta.name, std::move(c));
+    }
+    // Available, or freed by its claim's release and not written Available yet.
     std::map<std::string, std::vector<std::string>> freeDevices;  // type -> names
     for (const auto& item : check_->listAll(resources::kExtendedResources, "", {}).items) {
       const auto d = ExtendedResource::fromJson(item);
-      if (d.phase == DevicePhase::kAvailable && !d.claimRef) {
+      std::optional<ClaimAllocation> named;
+      if (auto c = d.claimRef ? claims.find(d.claimRef->name) : claims.end();
+          c != claims.end() && d.claimRef->ns == kNamespace) {
+        named = allocationOf(c->second);
+      }
+      if ((d.phase == DevicePhase::kAvailable && !d.claimRef) ||
+          (named && freedByClaim(d, *named))) {
         freeDevices[d.properties.count("type") ? d.properties.at("type") : ""].push_back(
             d.meta.name);
       }
     }
     for (const auto& [type, names] : freeDevices) {
       v.freeByType[type] = static_cast<int>(names.size());
-    }
-    std::map<std::string, ExtendedResourceClaim> claims;
-    for (const auto& item :
-         check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
-      auto c = ExtendedResourceClaim::fromJson(item);
-      claims.emplace(c.meta.name, std::move(c));
     }
     const auto pods = check_->listAll(resources::kPods, kNamespace, {}).items;
     std::set<std::string> liveUids;

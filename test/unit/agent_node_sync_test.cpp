@@ -123,7 +123,7 @@ class NodeSyncTest : public ::testing::Test {
       if (d.phase != DevicePhase::kAvailable) {
         return Status::failedPrecondition("not initialised yet");
       }
-      return bindDevice(d, claim, {{"p", "uid-p"}});
+      return bindDevice(d, claim, 1, {{"p", "uid-p"}});
     });
   }
 

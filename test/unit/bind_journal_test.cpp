@@ -58,8 +58,9 @@ class BindJournalTest : public ::testing::Test {
                               std::vector<PodRef> holders = {{"p", "uid-p"}}) {
     const auto c = claim(claimName);
     ExtendedResource d = device(name);
-    EXPECT_TRUE(
-        ker::bindDevice(d, ClaimRef{"default", claimName, c.meta.uid}, std::move(holders)).ok());
+    EXPECT_TRUE(ker::bindDevice(d, ClaimRef{"default", claimName, c.meta.uid}, c.allocation + 1,
+                                std::move(holders))
+                    .ok());
     return ExtendedResource::fromJson(api_.FakeApiClient::updateStatus(
         resources::kExtendedResources, "", d.toJson(SystemTime{})));
   }

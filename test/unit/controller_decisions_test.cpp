@@ -417,6 +417,31 @@ TEST_F(DeviceDecisionTest, ListedByItsClaimNeedsNothing) {
   EXPECT_FALSE(d.suspectSince);
 }
 
+// Free to every bind through its claim's release already: written Available once that has
+// lasted the delay, without a live read, released from the claim.
+TEST_F(DeviceDecisionTest, ADeviceItsClaimsReleaseFreedIsWrittenAvailableAfterTheDelay) {
+  device.allocation = 4;
+  claim.allocation = 4;
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  claim.podRef.reset();
+  view.freedWriteDelay = std::chrono::seconds(5);
+  auto waiting = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(waiting).remaining, std::chrono::seconds(5));
+  ASSERT_TRUE(waiting.suspectSince);
+  view.suspectSince = waiting.suspectSince;
+  view.now = kT0 + std::chrono::seconds(5);
+  const auto& freed = as<action::FreeDevice>(decideDevice(view));
+  EXPECT_EQ(freed.releasedFrom, (ClaimRef{"default", "c", "uid-c"}));
+  EXPECT_EQ(freed.message, "claim default/c was released");
+
+  claim.allocation = 3;  // mid-bind: the device shows the count the claim gets next
+  view.suspectSince.reset();
+  view.now = kT0;
+  auto midBind = decideDevice(view);
+  EXPECT_EQ(as<action::WaitGrace>(midBind).remaining, kGrace) << "the orphan grace, not the delay";
+}
+
 TEST_F(DeviceDecisionTest, ListedByALostClaimNeedsNothing) {
   claim.phase = ClaimPhase::kLost;
   as<action::Nothing>(decideDevice(view));

@@ -62,13 +62,25 @@ TEST(ControllerFlags, HelpShowsTheConfigsDefaultsAndAliases) {
 
 TEST(ControllerFlags, ValidInputFillsTheConfig) {
   ControllerSettings got;
-  ASSERT_TRUE(parse({"--kubeconfig=/k", "--workers=2", "--device-workers=3", "--resync-period=1m",
-                     "--orphan-grace-period=3s", "--device-orphan-grace-period=4s",
-                     "--protect-in-use=false", "--scheduler-name=s", "--leader-elect=false",
-                     "--leader-elect-resource-name=l", "--leader-elect-resource-namespace=n",
-                     "--leader-elect-resource-lock=leases", "--leader-elect-lease-duration=4s",
-                     "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
-                     "--metrics-bind-address=127.0.0.1:9", "--log-format=json", "--v=2",
+  ASSERT_TRUE(parse({"--kubeconfig=/k",
+                     "--workers=2",
+                     "--device-workers=3",
+                     "--resync-period=1m",
+                     "--orphan-grace-period=3s",
+                     "--device-orphan-grace-period=4s",
+                     "--freed-device-write-delay=7s",
+                     "--protect-in-use=false",
+                     "--scheduler-name=s",
+                     "--leader-elect=false",
+                     "--leader-elect-resource-name=l",
+                     "--leader-elect-resource-namespace=n",
+                     "--leader-elect-resource-lock=leases",
+                     "--leader-elect-lease-duration=4s",
+                     "--leader-elect-renew-deadline=2s",
+                     "--leader-elect-retry-period=500ms",
+                     "--metrics-bind-address=127.0.0.1:9",
+                     "--log-format=json",
+                     "--v=2",
                      "--class-params-namespace=params"},
                     got)
                   .ok());
@@ -80,6 +92,7 @@ TEST(ControllerFlags, ValidInputFillsTheConfig) {
   EXPECT_EQ(c.resyncPeriod, seconds(60));
   EXPECT_EQ(c.controller.reconciler.orphanGrace, seconds(3));
   EXPECT_EQ(c.controller.reconciler.deviceOrphanGrace, seconds(4));
+  EXPECT_EQ(c.controller.reconciler.freedDeviceWriteDelay, seconds(7));
   EXPECT_FALSE(c.controller.reconciler.protectInUse);
   EXPECT_EQ(c.controller.reconciler.schedulerName, "s");
   EXPECT_FALSE(c.leaderElect);
@@ -123,6 +136,7 @@ TEST(ControllerFlags, EachBadValueNamesItsFlag) {
       {{"--orphan-grace-period=0s"}, "--orphan-grace-period must be positive, got 0s"},
       {{"--device-orphan-grace-period=0s"},
        "--device-orphan-grace-period must be positive, got 0s"},
+      {{"--freed-device-write-delay=0s"}, "--freed-device-write-delay must be positive, got 0s"},
       {{"--leader-elect-retry-period=10s"},
        "--leader-elect-retry-period must be below --leader-elect-renew-deadline, got 10s and "
        "10s"},

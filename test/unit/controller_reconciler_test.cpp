@@ -12,6 +12,7 @@
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 
 namespace ker {
 namespace {
@@ -299,6 +300,47 @@ TEST_F(ReconcilerTest, DeletedPodReleasesTheClaimAndFreesItsDevices) {
   EXPECT_EQ(podEvents[0]["reason"], "ClaimReleased");
   EXPECT_EQ(podEvents[0]["involvedObject"]["name"], "p");
   EXPECT_EQ(podEvents[0]["involvedObject"]["uid"], podUid);
+}
+
+// Bound by a bind that counted (status.allocation on the claim and its devices): the release
+// writes the claim alone, which frees the devices for every bind; each device's own reconcile
+// writes it Available once the delay has passed.
+TEST_F(ReconcilerTest, ACountedReleaseWritesTheClaimAloneAndTheDevicesLater) {
+  seedBoundCluster();
+  auto c = claim();
+  c["status"]["allocation"] = 3;
+  api.updateStatus(resources::kExtendedResourceClaims, "default", c);
+  for (const char* name : {"d0", "d1"}) {
+    auto d = device(name);
+    d["status"]["allocation"] = 3;
+    api.updateStatus(resources::kExtendedResources, "", d);
+  }
+  api.remove(resources::kPods, "default", "p");
+  caches.load(api);
+  const auto before = api.calls(FakeApiClient::Verb::kUpdateStatus);
+  auto r = reconciler->reconcileClaim("default/c");
+  EXPECT_EQ(r.status, Status::kDone) << r.error;
+  EXPECT_EQ(api.calls(FakeApiClient::Verb::kUpdateStatus) - before, 1) << "the claim only";
+  EXPECT_EQ(claim()["status"]["phase"], "Pending");
+  EXPECT_EQ(claim()["status"]["allocation"], 3) << "a release keeps the count";
+  caches.load(api);
+  for (const char* name : {"d0", "d1"}) {
+    EXPECT_EQ(device(name)["status"]["phase"], "Bound") << name;
+    EXPECT_TRUE(freedByClaim(ExtendedResource::fromJson(device(name)),
+                             allocationOf(ExtendedResourceClaim::fromJson(claim()))));
+    r = reconciler->reconcileDevice(name);
+    EXPECT_EQ(r.status, Status::kDone) << r.error;
+    EXPECT_TRUE(r.requeueAfter) << "waits out the delay";
+  }
+  now += ReconcilerOptions{}.freedDeviceWriteDelay;
+  for (const char* name : {"d0", "d1"}) {
+    r = reconciler->reconcileDevice(name);
+    EXPECT_EQ(r.status, Status::kDone) << r.error;
+  }
+  expectReleased();
+  EXPECT_EQ(device("d0")["status"]["reason"], "Released");
+  EXPECT_EQ(device("d0")["status"]["releasedFrom"]["uid"], claimUid);
+  EXPECT_FALSE(device("d0")["status"].contains("allocation"));
 }
 
 TEST_F(ReconcilerTest, ASharedClaimLosesOnlyTheHolderThatWentUntilTheLastGoes) {

@@ -112,6 +112,24 @@ TEST(WatchTriggers, AClaimThatBecomesUsableNudgesThePodsNamingIt) {
   EXPECT_TRUE(hasKey(claimChanged(&c, c, false, kNoDevices), ClaimKey{"default/c"}));
 }
 
+// The release frees the claim's devices with no device event: the pods waiting for that
+// resource are nudged by the claim's.
+TEST(WatchTriggers, AReleaseNudgesThePodsWaitingForItsResource) {
+  auto released = pendingClaim();
+  auto bound = released;
+  bound.phase = ClaimPhase::kBound;
+  bound.allocated = {"d0"};
+  bound.podRef = PodRef{"p", "uid-p"};
+  const auto nudge = NudgeTarget::resource(released.rawResourceName);
+  EXPECT_TRUE(hasNudge(claimChanged(&bound, released, false, kNoDevices), nudge));
+  EXPECT_FALSE(hasNudge(claimChanged(&released, bound, false, kNoDevices), nudge)) << "a bind";
+  EXPECT_FALSE(hasNudge(claimChanged(&bound, bound, false, kNoDevices), nudge));
+  auto recreated = released;
+  recreated.meta.uid = "another";
+  EXPECT_FALSE(hasNudge(claimChanged(&bound, recreated, false, kNoDevices), nudge))
+      << "another claim of that name frees nothing (the controller writes the old devices)";
+}
+
 TEST(WatchTriggers, ASharedClaimThatPodsCanJoinNudgesThePodsNamingIt) {
   auto pending = pendingClaim();
   pending.shareable = true;

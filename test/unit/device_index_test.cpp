@@ -92,6 +92,62 @@ TEST(DeviceIndex, ReservationEndsWhenTheWatchShowsTheDeviceBound) {
   EXPECT_EQ(idx.holdCount(), 0u);
 }
 
+// A device its claim's release freed is offered as soon as the claim's event shows the release,
+// with no write of the device; the fast path (visitFreeGroups) counts it too. Mid-bind (the device
+// shows a later count than the claim) it stays held, and so it does for a claim not yet seen.
+TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
+  DeviceIndex idx;
+  auto bound = device("a", "n1", {});
+  bound.phase = DevicePhase::kBound;
+  bound.claimRef = ClaimRef{"default", "c", "uid-c"};
+  bound.allocation = 2;
+  idx.upsert(ptr(bound));
+  const std::string key = objectKey("default", "c");
+  auto freeOnN1 = [&] {
+    size_t grouped = 0;
+    const bool counted = idx.visitFreeGroups(idx.resource("nvidia.com/gpu"), "n1",
+                                             [&](const auto& g) { grouped += g.count; });
+    const size_t listed = idx.freeOnNode("nvidia.com/gpu", "n1", {}).size();
+    EXPECT_TRUE(!counted || grouped == listed);
+    return listed;
+  };
+  EXPECT_EQ(freeOnN1(), 0u) << "claim not seen yet";
+  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 1, false});
+  EXPECT_EQ(freeOnN1(), 0u) << "mid-bind";
+  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, true});
+  EXPECT_EQ(freeOnN1(), 0u) << "bound";
+  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, false});
+  EXPECT_EQ(freeOnN1(), 1u) << "released";
+  EXPECT_TRUE(idx.offerable(bound));
+  idx.claimDeleted(key, ClaimAllocation{"uid-c", 2, false});
+  EXPECT_EQ(freeOnN1(), 1u) << "deleted once released: never bound again";
+  auto relabelled = bound;
+  relabelled.meta.resourceVersion = "1";
+  relabelled.meta.labels["x"] = "y";
+  idx.upsert(ptr(relabelled));
+  EXPECT_EQ(freeOnN1(), 1u) << "an update of the device keeps what it knows of the claim";
+  idx.setClaimAllocation(key, ClaimAllocation{"uid-new", 0, false});
+  EXPECT_EQ(freeOnN1(), 0u) << "a claim of that name made since: the controller frees it";
+  idx.claimDeleted(key, ClaimAllocation{"uid-new", 0, false});
+  idx.claimDeleted(key, ClaimAllocation{"uid-c", 2, true});
+  EXPECT_EQ(freeOnN1(), 0u) << "the earlier claim's deletion does not replace the later one";
+  idx.remove("a");
+  idx.upsert(ptr(bound));
+  EXPECT_EQ(freeOnN1(), 0u) << "the deleted claims are forgotten with the last device naming them";
+
+  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, false});
+  ASSERT_TRUE(idx.holdForBind({"a"}, "pod-2"));
+  auto taken = bound;
+  taken.claimRef = ClaimRef{"default", "d", "uid-d"};
+  taken.allocation = 1;
+  taken.meta.resourceVersion = "2";
+  idx.upsert(ptr(taken));
+  EXPECT_EQ(idx.holdCount(), 0u) << "the watch shows the bind's write: its hold ends";
+  EXPECT_EQ(freeOnN1(), 0u);
+  idx.setClaimAllocation(objectKey("default", "d"), ClaimAllocation{"uid-d", 0, false});
+  EXPECT_EQ(freeOnN1(), 0u) << "its claim's event still shows the count before the bind";
+}
+
 // The binder puts the device it wrote into the index at once; the watch may still deliver the
 // version before that write. The older version must not offer the device again.
 TEST(DeviceIndex, AWatchEventOlderThanTheWriteInTheIndexIsIgnored) {

@@ -53,6 +53,32 @@ TEST_F(InvariantsTest, ConsistentClusterHasNoViolations) {
   EXPECT_TRUE(checkInvariants(s).empty());
 }
 
+// Released with its device still naming it: the device is free through the claim. Allocated to
+// another claim while still naming this one, it is not (every bind writes the devices it takes).
+TEST_F(InvariantsTest, ADeviceItsClaimsReleaseFreedIsNoViolationUntilAnotherClaimListsIt) {
+  s.devices[0].allocation = 2;
+  s.claims[0].allocation = 2;
+  s.claims[0].phase = ClaimPhase::kPending;
+  s.claims[0].allocated.clear();
+  s.claims[0].nodeName.clear();
+  s.claims[0].podRef.reset();
+  s.pods.clear();
+  EXPECT_TRUE(checkInvariants(s).empty());
+  s.claims[0].allocation = 1;  // the device shows a bind the claim never got: mid-bind
+  expectViolation("device d0 is Bound to claim default/c which does not list it");
+  s.claims[0].allocation = 2;
+  auto other = claim("o", 1, {{"type", "k80"}});
+  other.meta.uid = "uid-o";
+  other.phase = ClaimPhase::kBound;
+  other.allocated = {"d0"};
+  other.nodeName = "n1";
+  other.podRef = PodRef{"q", "uid-q"};
+  other.allocation = 1;
+  s.claims.push_back(other);
+  expectViolation("claim default/o lists device d0 which is not Bound to it");
+  expectViolation("device d0 is Bound to claim default/c which does not list it");
+}
+
 TEST_F(InvariantsTest, ConditionsThatDisagreeWithTheStatus) {
   // As written with the status: consistent.
   s.claims[0].conditions = claimConditions(s.claims[0], {}, {});

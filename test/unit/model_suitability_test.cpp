@@ -70,6 +70,62 @@ TEST(Offerable, OnlyAValidAvailableUnheldDeviceThatStays) {
   EXPECT_FALSE(offerable(invalid));
 }
 
+// A device bound to claim c by its third bind, as that bind wrote it.
+ExtendedResource boundByThirdBind() {
+  auto d = device("gpu-0", "n1", {});
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", "c", "uid-c"};
+  d.allocation = 3;
+  return d;
+}
+
+TEST(FreedByClaim, OnlyTheClaimsOwnReleaseOrALaterBindFreesTheDevice) {
+  const auto d = boundByThirdBind();
+  EXPECT_FALSE(freedByClaim(d, {"uid-c", 2, false})) << "mid-bind: the claim shows the last count";
+  EXPECT_FALSE(freedByClaim(d, {"uid-c", 3, true})) << "the claim holds this allocation";
+  EXPECT_TRUE(freedByClaim(d, {"uid-c", 3, false})) << "released";
+  EXPECT_TRUE(freedByClaim(d, {"uid-c", 4, true})) << "bound again since, without it";
+  EXPECT_FALSE(freedByClaim(d, {"uid-other", 4, false})) << "another claim of that name";
+  auto uncounted = d;
+  uncounted.allocation = 0;
+  EXPECT_FALSE(freedByClaim(uncounted, {"uid-c", 0, false})) << "bound before binds were counted";
+  auto noUid = d;
+  noUid.claimRef->uid.clear();
+  EXPECT_FALSE(freedByClaim(noUid, {"", 3, false}));
+  auto available = d;
+  available.phase = DevicePhase::kAvailable;
+  EXPECT_FALSE(freedByClaim(available, {"uid-c", 3, false})) << "nothing to free";
+}
+
+TEST(FreedByClaim, AFreedDeviceIsOfferedOnlyWithItsClaimKnownAndWhileUsable) {
+  const auto d = boundByThirdBind();
+  const ClaimAllocation released{"uid-c", 3, false};
+  EXPECT_TRUE(offerable(d, &released));
+  EXPECT_FALSE(offerable(d)) << "a claim the caller has not seen counts as holding";
+  auto unhealthy = d;
+  unhealthy.reason = "DeviceUnhealthy";
+  EXPECT_FALSE(offerable(unhealthy, &released));
+  auto deleting = d;
+  deleting.meta.deleting = true;
+  EXPECT_FALSE(offerable(deleting, &released));
+}
+
+TEST(FreedByClaim, ClaimsHoldWhileBoundLostOrUnreadable) {
+  auto c = claim("c", 1);
+  c.meta.uid = "uid-c";
+  c.allocation = 3;
+  EXPECT_FALSE(allocationOf(c).holding) << "Pending";
+  c.phase = ClaimPhase::kBound;
+  EXPECT_TRUE(allocationOf(c).holding);
+  c.phase = ClaimPhase::kLost;
+  EXPECT_TRUE(allocationOf(c).holding);
+  c.phase = ClaimPhase::kPending;
+  c.statusReadable = false;
+  EXPECT_TRUE(allocationOf(c).holding);
+  EXPECT_EQ(allocationOf(c).allocation, 3);
+  EXPECT_EQ(allocationOf(c).uid, "uid-c");
+}
+
 TEST(Reachability, LabelsDecideWhenKnownAndCountAsYesWhenNot) {
   auto d = device("gpu-0", "n1", {});
   EXPECT_TRUE(reachable(d, "n1", {}));

@@ -161,6 +161,15 @@ class Steps {
     return it->second;
   }
 
+  // The claim a device's claimRef names, as the world has it.
+  std::optional<ClaimAllocation> claimNamedBy(const ExtendedResource& d) const {
+    if (!d.claimRef) {
+      return std::nullopt;
+    }
+    auto c = w_.claims.find(d.claimRef->name);
+    return c == w_.claims.end() ? std::nullopt : std::optional(allocationOf(c->second));
+  }
+
   // A scheduled pod's claim gets devices on a node (or, shared and Bound, the pod joins it).
   bool bind(std::string& what) {
     if (w_.pods.empty()) {
@@ -191,7 +200,9 @@ class Steps {
       std::vector<std::string> names;
       for (const auto& [name, d] : w_.devices) {
         // Sometimes an unsuitable one, which the transition must refuse if it is taken.
-        const bool fits = offerable(d) && suits(d, c) && reachable(d, node, {});
+        const auto named = claimNamedBy(d);
+        const bool fits =
+            offerable(d, named ? &*named : nullptr) && suits(d, c) && reachable(d, node, {});
         if (static_cast<int64_t>(names.size()) < c.extendedResourceNum && (fits || pick(8) == 0)) {
           names.push_back(name);
         }
@@ -204,8 +215,10 @@ class Steps {
         if (!suits(d, c) || !reachable(d, node, {})) {
           return false;  // the planner never chooses it; only its state is the model's to check
         }
-        auto next = tryTransition(
-            d, [&](ExtendedResource& d) { return bindDevice(d, refOf(c), {refOf(p)}); });
+        const auto named = claimNamedBy(d);
+        auto next = tryTransition(d, [&](ExtendedResource& d) {
+          return bindDevice(d, refOf(c), c.allocation + 1, {refOf(p)}, named ? &*named : nullptr);
+        });
         if (!next) {
           return false;
         }
@@ -225,8 +238,9 @@ class Steps {
     return true;
   }
 
-  // A pod ends: the last holder's claim is released and the devices it listed freed; another
-  // holder only leaves. The pod is recreated (a new uid) later by this step too.
+  // A pod ends: the last holder's claim is released, which frees the devices it listed
+  // (freedByClaim); each is written Available too, or left for a later bind to take over as it
+  // is. Another holder only leaves. The pod is recreated (a new uid) later by this step too.
   bool podGoes(std::string& what) {
     const auto& [name, claimName] = podNames()[pick(podNames().size())];
     what = "pod " + name + " goes or comes back";
@@ -250,6 +264,9 @@ class Steps {
           auto d = w_.devices.find(device);
           if (d == w_.devices.end() || d->second.claimRef != refOf(c)) {
             continue;  // gone, or not Bound to the claim (the executor checks the same)
+          }
+          if (pick(2) == 0) {
+            continue;  // not written yet
           }
           if (auto freed = tryTransition(d->second, [&](ExtendedResource& d) {
                 return freeDevice(d, "released", refOf(c));
@@ -306,7 +323,7 @@ class Steps {
     for (const auto& [_, c] : w_.claims) {
       if (std::find(c.lost.begin(), c.lost.end(), d.meta.name) != c.lost.end()) {
         auto back = tryTransition(d, [&](ExtendedResource& d) {
-          return rebindDevice(d, refOf(c), c.holders(), "its claim lists it");
+          return rebindDevice(d, refOf(c), c.allocation, c.holders(), "its claim lists it");
         });
         EXPECT_TRUE(back) << "a free device is bound back to the claim that lost it";
         if (back) {
@@ -460,9 +477,9 @@ TEST(ModelTransitions, ARefusedTransitionLeavesItsObjectAsItWas) {
   })) << "the last holder is released, never left without holders";
 
   auto d = testing::device("d0", "n0", {});
-  ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, {{"p", "u"}}).ok());
+  ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, 1, {{"p", "u"}}).ok());
   EXPECT_FALSE(tryTransition(d, [](ExtendedResource& d) {
-    return bindDevice(d, {"default", "other", "uid-o"}, {});
+    return bindDevice(d, {"default", "other", "uid-o"}, 1, {});
   })) << "a Bound device is never taken by a second claim";
   EXPECT_FALSE(tryTransition(d, [](ExtendedResource& d) {
     return joinDevice(d, "uid-o", {{"q", "v"}});
@@ -473,7 +490,7 @@ TEST(ModelTransitions, ARefusedTransitionLeavesItsObjectAsItWas) {
 // order, the earliest dropped first when the device would name more than kMaxClaimHolders.
 TEST(DeviceTransitions, AJoinKeepsWhomTheDeviceNamesWithinTheBound) {
   auto d = testing::device("d0", "n0", {});
-  ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, {{"p", "u"}, {"early", "e"}}).ok());
+  ASSERT_TRUE(bindDevice(d, {"default", "c", "uid-c"}, 1, {{"p", "u"}, {"early", "e"}}).ok());
   ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}).ok());
   EXPECT_EQ(d.holders, (std::vector<PodRef>{{"p", "u"}, {"early", "e"}, {"q", "v"}}));
   ASSERT_TRUE(joinDevice(d, "uid-c", {{"p", "u"}, {"q", "v"}}).ok());
