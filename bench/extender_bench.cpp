@@ -46,9 +46,11 @@
 //    bind from the extender's `extended_resource_scheduler_api_writes_total`, reads and writes from
 //    the audit log.
 // 7. The controller (`--leader-elect=false`), once its work queue has drained (its first pass
-//    gives every new device its status): those 1,000 bound pods are deleted at once; the time until
-//    every claim is `Pending` again and every device `Available` (watched by the bench's own
-//    informers), the controller's API requests per released pod (audit log), and the CPU time kube-
+//    gives every new device its status) and no device an earlier run released waits for its own
+//    write: those 1,000 bound pods are deleted at once; the time until every claim is `Pending`
+//    again and every device free to the next bind (`offerable`: `Available`, or freed by its
+//    claim's release; watched by the bench's own informers), the controller's API requests per
+//    released pod (audit log), and the CPU time kube-
 //    apiserver, etcd, the controller and the bench used meanwhile, with the average number of busy
 //    cores (whether the machine was the limit). When the controller binary is missing or never
 //    becomes ready, this part is reported as not done.

@@ -37,7 +37,7 @@ struct ReconcilerOptions {
   // stays Bound in its own status before it is written Available, for people and tools that
   // read devices. Off the release's path, so a release costs one write per claim; a bind that
   // takes the device first makes the write unneeded.
-  Millis freedDeviceWriteDelay{std::chrono::seconds(5)};
+  Millis freedDeviceWriteDelay{std::chrono::seconds(10)};
   // How often a device whose claim is gone is looked at again while a pod it names still holds
   // it (the pods' events do not reach it: no claim lists it any more).
   Millis holderRecheck{std::chrono::seconds(2)};

@@ -62,13 +62,13 @@ TEST_F(WorkloadTest, ExitedContainerMakesThePodSucceededAndReleasesTheClaim) {
       60s))
       << claim.dump();
   // Free to the next bind with the claim's release already; written so after the controller's
-  // --freed-device-write-delay (5 s).
+  // --freed-device-write-delay (10 s).
   EXPECT_TRUE(eventually(
       [&] {
         return getDevice(devices_[0]).value("/status/phase"_json_pointer, std::string()) ==
                "Available";
       },
-      30s));
+      60s));
 }
 
 TEST_F(WorkloadTest, GracefulDeleteKeepsTheClaimUntilTheKubeletConfirmsThePodGone) {

@@ -219,7 +219,7 @@ TEST_F(ControllerTest, DeletingAPodReleasesItsClaimAndDevicesWithinASecond) {
 
   // The release wrote the claim alone; each device says so itself after the write delay.
   for (const auto& d : devices) {
-    ASSERT_TRUE(eventually([&] { return devicePhase(d) == "Available"; }, 15s)) << logs();
+    ASSERT_TRUE(eventually([&] { return devicePhase(d) == "Available"; }, 30s)) << logs();
     const json s = api_->get(resources::kExtendedResources, "", d)["status"];
     EXPECT_EQ(s.value("reason", ""), "Released") << d;
     EXPECT_EQ(s.value("/releasedFrom/name"_json_pointer, ""), "two") << d;
@@ -361,7 +361,7 @@ TEST_F(ControllerTest, ConditionsFollowTheBindAndTheRelease) {
   const json lost = condition(claimStatus("c"), "Lost");
   EXPECT_EQ(lost.value("status", ""), "False");
   // The device's own status (and so its conditions) follows after the write delay.
-  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 15s)) << logs();
+  ASSERT_TRUE(eventually([&] { return devicePhase(device) == "Available"; }, 30s)) << logs();
   const json freedDevice = api_->get(resources::kExtendedResources, "", device)["status"];
   EXPECT_EQ(condition(freedDevice, "Allocated").value("reason", ""), "Available");
   EXPECT_EQ(invariantViolations(), "");

@@ -37,6 +37,17 @@ class InvariantsTest : public ::testing::Test {
     s.nodes = {n};
   }
 
+  // Claim `name` Bound on n1 to pod `holder`, allocated d0.
+  static ExtendedResourceClaim boundToD0(const std::string& name, const PodRef& holder) {
+    auto c = claim(name, 1, {{"type", "k80"}});
+    c.meta.uid = "uid-" + name;
+    c.phase = ClaimPhase::kBound;
+    c.allocated = {"d0"};
+    c.nodeName = "n1";
+    c.podRef = holder;
+    return c;
+  }
+
   void expectViolation(const std::string& text) {
     auto v = checkInvariants(s);
     bool found = false;
@@ -67,12 +78,7 @@ TEST_F(InvariantsTest, ADeviceItsClaimsReleaseFreedIsNoViolationUntilAnotherClai
   s.claims[0].allocation = 1;  // the device shows a bind the claim never got: mid-bind
   expectViolation("device d0 is Bound to claim default/c which does not list it");
   s.claims[0].allocation = 2;
-  auto other = claim("o", 1, {{"type", "k80"}});
-  other.meta.uid = "uid-o";
-  other.phase = ClaimPhase::kBound;
-  other.allocated = {"d0"};
-  other.nodeName = "n1";
-  other.podRef = PodRef{"q", "uid-q"};
+  auto other = boundToD0("o", PodRef{"q", "uid-q"});
   other.allocation = 1;
   s.claims.push_back(other);
   expectViolation("claim default/o lists device d0 which is not Bound to it");
@@ -106,13 +112,7 @@ TEST_F(InvariantsTest, ALostDeviceIsHeldForItsClaimOnly) {
   s.claims[0].lost = {"d0"};
   EXPECT_EQ(checkInvariants(s), std::vector<std::string>{})
       << "Bound back to it, not yet taken back";
-  auto c2 = claim("c2", 1, {{"type", "k80"}});
-  c2.meta.uid = "uid-c2";
-  c2.phase = ClaimPhase::kBound;
-  c2.allocated = {"d0"};
-  c2.nodeName = "n1";
-  c2.podRef = PodRef{"p", "uid-p"};
-  s.claims.push_back(c2);
+  s.claims.push_back(boundToD0("c2", PodRef{"p", "uid-p"}));
   s.devices[0].claimRef = ClaimRef{"default", "c2", "uid-c2"};
   expectViolation(
       "device d0, lost by claim default/c while its pod runs, is Bound to claim "
@@ -127,12 +127,7 @@ TEST_F(InvariantsTest, PendingClaimListingLostDevices) {
 }
 
 TEST_F(InvariantsTest, DeviceInTwoAllocations) {
-  auto c2 = claim("c2", 1, {{"type", "k80"}});
-  c2.phase = ClaimPhase::kBound;
-  c2.allocated = {"d0"};
-  c2.nodeName = "n1";
-  c2.podRef = PodRef{"p", "uid-p"};
-  s.claims.push_back(c2);
+  s.claims.push_back(boundToD0("c2", PodRef{"p", "uid-p"}));
   expectViolation("device d0 is allocated to both default/c and default/c2");
 }
 
