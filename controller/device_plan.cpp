@@ -111,11 +111,11 @@ Plan planDevice(const DeviceInputs& in) {
   Plan p = planStatus(in);
   const ExtendedResource& d = *in.view.device;
   planProtection(p, resources::kExtendedResources, d.meta, kDeviceProtectionFinalizer,
-                 deviceInUse(d), in.protect);
+                 deviceInUse(d, in.view.claim), in.protect);
   if (in.protect) {
     // An invalid device's status is never written but for its mark.
     planDeletionWait(
-        p, d.meta, deviceInUse(d), d.conditions, d.invalid.empty(),
+        p, d.meta, deviceInUse(d, in.view.claim), d.conditions, d.invalid.empty(),
         [&] { return statusUpdate(d, in.now); },
         [&](const StatusWrite&) { return deletionWaitEvent(d, in.view.claim); });
   }

@@ -394,8 +394,8 @@ bool joinable(const ExtendedResourceClaim& c) {
          !c.meta.deleting && c.holders().size() < kMaxClaimHolders;
 }
 
-bool deviceInUse(const ExtendedResource& d) {
-  return d.phase == DevicePhase::kBound;
+bool deviceInUse(const ExtendedResource& d, const ExtendedResourceClaim* claim) {
+  return d.phase == DevicePhase::kBound && !(claim && freedByClaim(d, allocationOf(*claim)));
 }
 
 std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,

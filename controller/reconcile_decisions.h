@@ -218,12 +218,13 @@ bool warnOfDeletedClaim(const ExtendedResourceClaim& claim, const Pod* holder);
 // finalizer is put on and a deleting object loses the one it has at once, in use or not: no
 // deletion waits for a protection that is off, whoever put the finalizer on. A claim is in use
 // while a pod holds it (Bound or Lost, or a status that cannot be read to say otherwise); a device
-// while it is Bound. A device being deleted counts as lost to the claim that holds it (its pod is
-// told) and stays until that claim is released.
+// while it is Bound and not freed by its claim's release (`claim`: the one its claimRef names, as
+// cached; nullptr for none). A device being deleted counts as lost to the claim that holds it (its
+// pod is told) and stays until that claim is released.
 bool claimInUse(const ExtendedResourceClaim& claim);
 // A shareable claim a pod naming it can join now: Bound, usable, with room for one more holder.
 bool joinable(const ExtendedResourceClaim& claim);
-bool deviceInUse(const ExtendedResource& device);
+bool deviceInUse(const ExtendedResource& device, const ExtendedResourceClaim* claim);
 // true: put the finalizer on; false: take it off; nullopt: leave it as it is. A deleting object
 // gets no new finalizer (the API server refuses it).
 std::optional<bool> protectionChange(const ObjectMeta& meta, const std::string& finalizer,

@@ -676,6 +676,28 @@ TEST_F(DevicePlanTest, ADeviceOfAnUnregisteredNodeIsParkedThenOfferedAgain) {
   expectWriteWithItsConditions(p, Change::kDeviceUnparked);
 }
 
+// Freed by its claim's release, a deleting device is no longer in use: its finalizer goes at
+// once, without waiting for the write that says Available.
+TEST_F(DevicePlanTest, ADeletingDeviceItsClaimsReleaseFreedLosesItsFinalizerAtOnce) {
+  in.protect = true;
+  device.meta.finalizers = {kDeviceProtectionFinalizer};
+  device.meta.deleting = true;
+  device.phase = DevicePhase::kBound;
+  device.claimRef = ClaimRef{"default", "c", "uid-c"};
+  device.allocation = 2;
+  claim.allocation = 2;
+  in.view.claim = &claim;
+  in.view.freedWriteDelay = 10s;
+  ASSERT_TRUE(deviceInUse(device, &claim)) << "its claim holds it";
+  claim.phase = ClaimPhase::kPending;
+  claim.allocated.clear();
+  claim.podRef.reset();
+  EXPECT_FALSE(deviceInUse(device, &claim));
+  const Plan p = planDevice(in);
+  ASSERT_TRUE(p.write);
+  EXPECT_EQ(p.change, Change::kUnprotected);
+}
+
 TEST_F(DevicePlanTest, ADeviceKeepsItsFinalizerWhileBound) {
   in.protect = true;
   device.meta.finalizers = {kDeviceProtectionFinalizer};
