@@ -4,7 +4,8 @@
 
 namespace ker::agent {
 
-HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen) {
+HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen,
+                          const std::optional<ClaimAllocation>& named) {
   using namespace health_action;
   if (!device.invalid.empty() || device.meta.deleting) {
     return Nothing{};
@@ -22,7 +23,8 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   // message current).
   const bool written =
       next.phase == device.phase && next.reason == device.reason && next.message == device.message;
-  if (device.phase != DevicePhase::kBound) {
+  const bool held = device.phase == DevicePhase::kBound && !(named && freedByClaim(device, *named));
+  if (!held) {
     return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.problem}};
   }
   const std::string warning = "device " + device.meta.name + " is unhealthy: " + seen.problem;

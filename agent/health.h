@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "model/objects.h"
+#include "model/suitability.h"
 
 // Device health as the agent reports it in the API: the pure decision, given what the agent
 // observed on the host and what the device's status says.
@@ -16,7 +17,8 @@ struct Nothing {};
 // DeviceUnhealthy with the problem as message, which makes its Healthy condition False. A
 // free device becomes Pending as well, so the extender stops offering it; a Bound one stays
 // with its pod (taking it away is the user's call), and when it just turned unhealthy its claim
-// and pod get a Warning event.
+// and pod get a Warning event, unless its claim's release freed it (freedByClaim): then it is
+// kept from the next bind by the mark alone (offerable), and nobody holds it to be warned.
 struct MarkUnhealthy {
   std::string message;
   std::optional<std::string> warning;  // for the claim and pod of a Bound device
@@ -45,6 +47,8 @@ struct HealthObservation {
 
 // Which devices may be marked is decided by markDeviceUnhealthy and markDeviceHealthy
 // (model/device_transitions.h), the transitions the agent then writes with.
-HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen);
+// `named` is the claim the device names as the agent's cache has it (namedAllocation).
+HealthAction decideHealth(const ExtendedResource& device, const HealthObservation& seen,
+                          const std::optional<ClaimAllocation>& named = std::nullopt);
 
 }  // namespace ker::agent

@@ -490,13 +490,9 @@ void NodeSync::withholdFreeDevices() {
     }
   }
   for (const auto& device : devices_.list()) {
-    std::optional<ClaimAllocation> named;
-    if (device->claimRef) {
-      if (auto claim = claims_.get(objectKey(device->claimRef->ns, device->claimRef->name))) {
-        named = allocationOf(*claim);
-      }
-    }
-    if (offerable(*device, named ? &*named : nullptr) && listed.count(device->meta.name) == 0) {
+    const auto named =
+        namedAllocation(*device, [&](const std::string& key) { return claims_.get(key); });
+    if (offerable(*device, named) && listed.count(device->meta.name) == 0) {
       reportHealth(*device, {.healthy = false,
                              .problem = "not offered: the node agent of " + options_.node +
                                         " has no node file in force, and gives no device"});
@@ -508,7 +504,9 @@ void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation se
   const std::string& name = device.meta.name;
   auto last = lastHealthy_.find(name);
   seen.wasHealthy = last == lastHealthy_.end() || last->second;
-  HealthAction action = decideHealth(device, seen);
+  HealthAction action = decideHealth(
+      device, seen,
+      namedAllocation(device, [&](const std::string& key) { return claims_.get(key); }));
   lastHealthy_[name] = seen.healthy;
   if (std::holds_alternative<health_action::Nothing>(action)) {
     return;

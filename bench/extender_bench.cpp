@@ -652,13 +652,8 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   out["devices_bound"] = held.size();
   // Free to binds (the model's rule), and whether its own status says so yet.
   auto offered = [&](const ExtendedResource& d) {
-    std::optional<ClaimAllocation> named;
-    if (d.claimRef) {
-      if (auto c = claims.get(objectKey(d.claimRef->ns, d.claimRef->name))) {
-        named = allocationOf(*c);
-      }
-    }
-    return offerable(d, named ? &*named : nullptr);
+    return offerable(d,
+                     namedAllocation(d, [&](const std::string& key) { return claims.get(key); }));
   };
   auto freedNotWritten = [&] {
     for (const auto& d : devices.list()) {

@@ -44,8 +44,8 @@ void makeBound(ExtendedResource& device, const ClaimRef& claim, int64_t allocati
 }  // namespace
 
 Status bindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
-                  std::vector<PodRef> holders, const ClaimAllocation* named) {
-  if (!isFree(device) && !(named != nullptr && freedByClaim(device, *named))) {
+                  std::vector<PodRef> holders, const std::optional<ClaimAllocation>& named) {
+  if (!isFree(device) && !(named && freedByClaim(device, *named))) {
     return notFrom(device, "bound to claim " + objectKey(claim.ns, claim.name), "it is not free");
   }
   makeBound(device, claim, allocation, std::move(holders));

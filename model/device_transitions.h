@@ -19,7 +19,8 @@ namespace ker {
 // writes on the claim next (one above the claim's as read; bindClaim), or the claim's own for a
 // device put back under a claim already bound.
 Status bindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t allocation,
-                  std::vector<PodRef> holders, const ClaimAllocation* named = nullptr);
+                  std::vector<PodRef> holders,
+                  const std::optional<ClaimAllocation>& named = std::nullopt);
 
 // Bound to the claim with `claimUid` -> the same, held also by every pod of `holders`: the
 // claim's holders as read, with the pod joining it (ExtendedResourceClaim::holdersWith). The pods

@@ -109,14 +109,14 @@ bool freedByClaim(const ExtendedResource& device, const ClaimAllocation& claim) 
          (claim.allocation == device.allocation && !claim.holding);
 }
 
-bool offerable(const ExtendedResource& device, const ClaimAllocation* claim) {
+bool offerable(const ExtendedResource& device, const std::optional<ClaimAllocation>& claim) {
   if (!device.invalid.empty() || device.meta.deleting) {
     return false;
   }
   if (device.phase == DevicePhase::kAvailable && !device.claimRef) {
     return true;
   }
-  return claim != nullptr && freedByClaim(device, *claim) && !markedUnhealthy(device);
+  return claim && freedByClaim(device, *claim) && !markedUnhealthy(device);
 }
 
 bool mayBeReachable(const ExtendedResource& device, const std::string& node) {

@@ -60,6 +60,18 @@ struct ClaimAllocation {
 };
 ClaimAllocation allocationOf(const ExtendedResourceClaim& claim);
 
+// allocationOf() the claim the device's claimRef names, as the caller's cache has it: `find`
+// takes that claim's "namespace/name" key and returns a pointer to it (raw or shared), null when
+// the cache has none. nullopt when the device names no claim the cache knows.
+template <typename Find>
+std::optional<ClaimAllocation> namedAllocation(const ExtendedResource& device, Find&& find) {
+  if (!device.claimRef) {
+    return std::nullopt;
+  }
+  const auto claim = find(objectKey(device.claimRef->ns, device.claimRef->name));
+  return claim ? std::optional(allocationOf(*claim)) : std::nullopt;
+}
+
 // A release frees a claim's devices by its own status write alone: a device still Bound to the
 // claim (same UID) is free once the claim no longer holds that allocation, that is when the
 // claim shows the device's allocation count and holds nothing (released, or a bind undone),
@@ -74,10 +86,11 @@ bool freedByClaim(const ExtendedResource& device, const ClaimAllocation& claim);
 
 // Whether the device may be given to a claim: valid, not being deleted, and either Available
 // naming no claim, or freedByClaim by `claim`, the claim its claimRef names as the caller's
-// cache has it (nullptr when it has none: then only the first). The extender's index also
-// withholds the names a Bound or Lost claim lists and the devices a bind in flight reserved
-// (DeviceIndex).
-bool offerable(const ExtendedResource& device, const ClaimAllocation* claim = nullptr);
+// cache has it (namedAllocation; nullopt when it has none: then only the first). The extender's
+// index also withholds the names a Bound or Lost claim lists and the devices a bind in flight
+// reserved (DeviceIndex).
+bool offerable(const ExtendedResource& device,
+               const std::optional<ClaimAllocation>& claim = std::nullopt);
 
 // reachable() for a caller that does not know the node's labels (the controller watches no
 // nodes): a term that tests labels counts as admitting the node; one that pins node names

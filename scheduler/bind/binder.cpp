@@ -346,14 +346,14 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
     return {Step::kGone, Status::notFound("device " + name + " vanished")};
   }
   const std::optional<ClaimAllocation> named = index_.claimOf(*cached);
-  if (!offerable(*cached, named ? &*named : nullptr)) {
+  if (!offerable(*cached, named)) {
     return {Step::kConflict,
             Status::conflict("device " + name + " was taken while this bind was deciding")};
   }
   ExtendedResource next = *cached;
-  if (Status bound = bindDevice(next, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
-                                claim.allocation + 1, {PodRef{a.pod.meta.name, a.pod.meta.uid}},
-                                named ? &*named : nullptr);
+  if (Status bound =
+          bindDevice(next, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                     claim.allocation + 1, {PodRef{a.pod.meta.name, a.pod.meta.uid}}, named);
       !bound.ok()) {
     return Step::refused(bound);
   }
@@ -419,14 +419,14 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
     return {};
   }
   const std::optional<ClaimAllocation> named = index_.claimOf(live);
-  if (!offerable(live, named ? &*named : nullptr) || !index_.holdForBind({name}, a.pod.meta.uid)) {
+  if (!offerable(live, named) || !index_.holdForBind({name}, a.pod.meta.uid)) {
     return {Step::kConflict, Status::conflict("device " + name + " of claim " +
                                               objectKey(claim.meta.ns, claim.meta.name) +
                                               " is no longer bound to it")};
   }
-  if (Status bound = bindDevice(
-          live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid}, claim.allocation,
-          claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}), named ? &*named : nullptr);
+  if (Status bound = bindDevice(live, ClaimRef{claim.meta.ns, claim.meta.name, claim.meta.uid},
+                                claim.allocation,
+                                claim.holdersWith(PodRef{a.pod.meta.name, a.pod.meta.uid}), named);
       !bound.ok()) {
     return Step::refused(bound);
   }

@@ -189,12 +189,12 @@ void DeviceIndex::unindex(const ExtendedResource& device) {
   res->second.floating.erase(name);
 }
 
-const ClaimAllocation* DeviceIndex::claimOfLocked(const ExtendedResource& device) const {
+std::optional<ClaimAllocation> DeviceIndex::claimOfLocked(const ExtendedResource& device) const {
   if (!device.claimRef) {
-    return nullptr;
+    return std::nullopt;
   }
   auto it = claimAllocations_.find(claimKeyOf(device));
-  return it == claimAllocations_.end() ? nullptr : &it->second.allocation;
+  return it == claimAllocations_.end() ? std::nullopt : std::optional(it->second.allocation);
 }
 
 bool DeviceIndex::offerableLocked(const ExtendedResource& device) const {
@@ -208,8 +208,7 @@ bool DeviceIndex::offerable(const ExtendedResource& device) const {
 
 std::optional<ClaimAllocation> DeviceIndex::claimOf(const ExtendedResource& device) const {
   std::shared_lock lock(mu_);
-  const ClaimAllocation* claim = claimOfLocked(device);
-  return claim ? std::optional<ClaimAllocation>(*claim) : std::nullopt;
+  return claimOfLocked(device);
 }
 
 void DeviceIndex::setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim) {

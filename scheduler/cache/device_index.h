@@ -209,7 +209,7 @@ class DeviceIndex {
   void index(const DevicePtr& device, bool free);
   // offerable() under mu_.
   bool offerableLocked(const ExtendedResource& device) const;
-  const ClaimAllocation* claimOfLocked(const ExtendedResource& device) const;
+  std::optional<ClaimAllocation> claimOfLocked(const ExtendedResource& device) const;
   // Stores the claim's state and indexes the devices naming it again (mu_ held).
   void changeClaim(const std::string& claimKey, const ClaimAllocation& claim, bool deleted);
   static std::string holdKey(const std::string& rawResourceName, const std::string& name);

@@ -137,10 +137,10 @@ class ControllerTest : public ExtenderSuite {
     if (c.phase != ClaimPhase::kPending) {
       return false;
     }
-    const ClaimAllocation allocation = allocationOf(c);
+    const std::optional<ClaimAllocation> allocation = allocationOf(c);
     for (const auto& d : devices) {
       if (!offerable(ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", d)),
-                     &allocation)) {
+                     allocation)) {
         return false;
       }
     }

@@ -1305,21 +1305,21 @@ Verdict Soak::evaluate() {
                          "): " + readFile(out));
   }
   try {
-    std::map<std::string, ExtendedResourceClaim> claims;
+    std::map<std::string, ExtendedResourceClaim> claims;  // by namespace/name
     for (const auto& item :
          check_->listAll(resources::kExtendedResourceClaims, kNamespace, {}).items) {
       auto c = ExtendedResourceClaim::fromJson(item);
-      claims.emplace(c.meta.name, std::move(c));
+      claims.emplace(objectKey(c.meta.ns, c.meta.name), std::move(c));
     }
     // Available, or freed by its claim's release and not written Available yet.
     std::map<std::string, std::vector<std::string>> freeDevices;  // type -> names
     for (const auto& item : check_->listAll(resources::kExtendedResources, "", {}).items) {
       const auto d = ExtendedResource::fromJson(item);
-      std::optional<ClaimAllocation> named;
-      if (auto c = d.claimRef ? claims.find(d.claimRef->name) : claims.end();
-          c != claims.end() && d.claimRef->ns == kNamespace) {
-        named = allocationOf(c->second);
-      }
+      const auto named =
+          namedAllocation(d, [&](const std::string& key) -> const ExtendedResourceClaim* {
+            auto c = claims.find(key);
+            return c == claims.end() ? nullptr : &c->second;
+          });
       if ((d.phase == DevicePhase::kAvailable && !d.claimRef) ||
           (named && freedByClaim(d, *named))) {
         freeDevices[d.properties.count("type") ? d.properties.at("type") : ""].push_back(
@@ -1334,7 +1334,7 @@ Verdict Soak::evaluate() {
     for (const auto& item : pods) {
       liveUids.insert(item["metadata"].value("uid", ""));
     }
-    for (const auto& [name, c] : claims) {
+    for (const auto& [key, c] : claims) {
       if (c.phase != ClaimPhase::kBound) {
         continue;
       }
@@ -1344,9 +1344,8 @@ Verdict Soak::evaluate() {
       }
       for (const auto& h : holders) {
         if (!liveUids.count(h.uid)) {
-          v.problems.push_back("claim " + std::string(kNamespace) + "/" + name +
-                               " is still Bound to deleted pod " + h.name + " (uid " + h.uid +
-                               "): not released");
+          v.problems.push_back("claim " + key + " is still Bound to deleted pod " + h.name +
+                               " (uid " + h.uid + "): not released");
         }
       }
     }

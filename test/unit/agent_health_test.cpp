@@ -130,6 +130,26 @@ TEST(HealthTest, AnUnhealthyDeviceFreedByItsClaimKeepsTheMarkAndIsNotOffered) {
   EXPECT_EQ(healthy.reason, toString(Reason::kReleased));
 }
 
+// Freed by its claim's release and not yet written Available: marked (the mark keeps it from
+// the next bind), and the released claim, which holds nothing, is not warned.
+TEST(HealthTest, ADeviceFreedByItsClaimsReleaseIsMarkedWithoutWarningTheClaim) {
+  auto freed = device(DevicePhase::kBound, true);
+  freed.allocation = 2;
+  const ClaimAllocation released{"uid-c", 2, /*holding=*/false};
+  auto first = decideHealth(freed, sick(/*wasHealthy=*/true), released);
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(first));
+  EXPECT_FALSE(std::get<MarkUnhealthy>(first).warning) << "nobody holds it";
+  const ExtendedResource marked = withHealth(freed, false, std::get<MarkUnhealthy>(first).message);
+  EXPECT_FALSE(offerable(marked, released));
+  EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(marked, sick(true), released)))
+      << "a restarted agent has nobody to warn either";
+
+  const ClaimAllocation holding{"uid-c", 2, /*holding=*/true};
+  auto held = decideHealth(freed, sick(/*wasHealthy=*/true), holding);
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(held));
+  EXPECT_TRUE(std::get<MarkUnhealthy>(held).warning) << "the claim still holds it";
+}
+
 TEST(HealthTest, InvalidOrDeletingDevicesAreLeftAlone) {
   auto invalid = device(DevicePhase::kAvailable);
   invalid.invalid = "spec.properties: expected an object";

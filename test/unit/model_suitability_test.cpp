@@ -97,17 +97,44 @@ TEST(FreedByClaim, OnlyTheClaimsOwnReleaseOrALaterBindFreesTheDevice) {
   EXPECT_FALSE(freedByClaim(available, {"uid-c", 3, false})) << "nothing to free";
 }
 
+TEST(FreedByClaim, TheNamedClaimIsLookedUpByItsNamespaceAndName) {
+  ExtendedResourceClaim claim;
+  claim.meta.ns = "default";
+  claim.meta.name = "c";
+  claim.meta.uid = "uid-c";
+  claim.allocation = 3;
+  claim.statusReadable = true;
+  claim.phase = ClaimPhase::kPending;
+  std::vector<std::string> asked;
+  auto find = [&](const std::string& key) -> const ExtendedResourceClaim* {
+    asked.push_back(key);
+    return key == "default/c" ? &claim : nullptr;
+  };
+  const auto named = namedAllocation(boundByThirdBind(), find);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->uid, "uid-c");
+  EXPECT_EQ(named->allocation, 3);
+  EXPECT_FALSE(named->holding);
+  EXPECT_EQ(asked, std::vector<std::string>{"default/c"});
+
+  auto elsewhere = boundByThirdBind();
+  elsewhere.claimRef->ns = "other";
+  EXPECT_FALSE(namedAllocation(elsewhere, find).has_value()) << "not in the caller's cache";
+  EXPECT_FALSE(namedAllocation(device("gpu-1", "n1", {}), find).has_value()) << "names no claim";
+  EXPECT_EQ(asked.size(), 2u) << "a device naming no claim is not looked up";
+}
+
 TEST(FreedByClaim, AFreedDeviceIsOfferedOnlyWithItsClaimKnownAndWhileUsable) {
   const auto d = boundByThirdBind();
-  const ClaimAllocation released{"uid-c", 3, false};
-  EXPECT_TRUE(offerable(d, &released));
+  const std::optional<ClaimAllocation> released = ClaimAllocation{"uid-c", 3, false};
+  EXPECT_TRUE(offerable(d, released));
   EXPECT_FALSE(offerable(d)) << "a claim the caller has not seen counts as holding";
   auto unhealthy = d;
   unhealthy.reason = "DeviceUnhealthy";
-  EXPECT_FALSE(offerable(unhealthy, &released));
+  EXPECT_FALSE(offerable(unhealthy, released));
   auto deleting = d;
   deleting.meta.deleting = true;
-  EXPECT_FALSE(offerable(deleting, &released));
+  EXPECT_FALSE(offerable(deleting, released));
 }
 
 TEST(FreedByClaim, ClaimsHoldWhileBoundLostOrUnreadable) {

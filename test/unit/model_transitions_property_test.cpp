@@ -163,11 +163,10 @@ class Steps {
 
   // The claim a device's claimRef names, as the world has it.
   std::optional<ClaimAllocation> claimNamedBy(const ExtendedResource& d) const {
-    if (!d.claimRef) {
-      return std::nullopt;
-    }
-    auto c = w_.claims.find(d.claimRef->name);
-    return c == w_.claims.end() ? std::nullopt : std::optional(allocationOf(c->second));
+    return namedAllocation(d, [&](const std::string& key) -> const ExtendedResourceClaim* {
+      auto c = w_.claims.find(key.substr(key.find('/') + 1));
+      return c == w_.claims.end() ? nullptr : &c->second;
+    });
   }
 
   // A scheduled pod's claim gets devices on a node (or, shared and Bound, the pod joins it).
@@ -201,8 +200,7 @@ class Steps {
       for (const auto& [name, d] : w_.devices) {
         // Sometimes an unsuitable one, which the transition must refuse if it is taken.
         const auto named = claimNamedBy(d);
-        const bool fits =
-            offerable(d, named ? &*named : nullptr) && suits(d, c) && reachable(d, node, {});
+        const bool fits = offerable(d, named) && suits(d, c) && reachable(d, node, {});
         if (static_cast<int64_t>(names.size()) < c.extendedResourceNum && (fits || pick(8) == 0)) {
           names.push_back(name);
         }
@@ -217,7 +215,7 @@ class Steps {
         }
         const auto named = claimNamedBy(d);
         auto next = tryTransition(d, [&](ExtendedResource& d) {
-          return bindDevice(d, refOf(c), c.allocation + 1, {refOf(p)}, named ? &*named : nullptr);
+          return bindDevice(d, refOf(c), c.allocation + 1, {refOf(p)}, named);
         });
         if (!next) {
           return false;
