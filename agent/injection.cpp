@@ -80,12 +80,25 @@ constexpr const char* kNoFileInForce =
     "the node agent has no node file in force (its file is missing or cannot be used, and no "
     "usable copy of one that parsed was kept)";
 
-// The device nodes every container has (the runtime's defaults), which no node file lists.
+// The device nodes every container has (the runtime's defaults), which no node file lists, with
+// the numbers Linux gives them.
+const std::map<std::string, DeviceNumber>& defaultDevices() {
+  static const std::map<std::string, DeviceNumber> kDefaults{
+      {"/dev/null", {'c', 1, 3}},    {"/dev/zero", {'c', 1, 5}},    {"/dev/full", {'c', 1, 7}},
+      {"/dev/random", {'c', 1, 8}},  {"/dev/urandom", {'c', 1, 9}}, {"/dev/tty", {'c', 5, 0}},
+      {"/dev/console", {'c', 5, 1}}, {"/dev/ptmx", {'c', 5, 2}}};
+  return kDefaults;
+}
+
 bool everyContainersDevice(const std::string& path) {
-  static const std::set<std::string> kDefaults{"/dev/null",    "/dev/zero",    "/dev/full",
-                                               "/dev/random",  "/dev/urandom", "/dev/tty",
-                                               "/dev/console", "/dev/ptmx"};
-  return kDefaults.count(path) != 0;
+  return defaultDevices().count(path) != 0;
+}
+
+// A default device node, at its own path and with its own number: what the runtime gives every
+// container, not a device under a default's name.
+bool defaultDevice(const std::string& path, const DeviceNumber& number) {
+  auto it = defaultDevices().find(path);
+  return it != defaultDevices().end() && it->second == number;
 }
 
 // Paths under /dev that hold no device node and that daemons commonly mount (the syslog socket,
@@ -129,9 +142,10 @@ std::map<std::string, std::string> clearedVariables(const InjectionInput& in,
 // Why the container may reach a device while the agent knows none of the node's devices, or
 // nothing: it fails closed, since any of them may be managed. A mount of /dev, of a folder
 // holding it, or of anything in it but the runtime's default devices, the syslog socket and
-// shared memory is refused, as is any device node given beyond the defaults (a privileged
-// container's, or one another device plugin serves), and a variable the pod spec sets named as
-// the agent names a resource's by default (a node file's own envName cannot be known without it).
+// shared memory is refused, as is any device node given beyond the defaults, each at its own
+// path with its own number (a privileged container's, or one another device plugin serves), and
+// a variable the pod spec sets named as the agent names a resource's by default (a node file's
+// own envName cannot be known without it).
 std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
                                                  const std::vector<std::string>& sources) {
   const std::string why =
@@ -148,10 +162,50 @@ std::optional<Refusal> deviceUseWithoutInventory(const InjectionInput& in,
       return refuse(RefusalReason::kUnclaimedDevice, "the container mounts " + source + why);
     }
   }
-  for (const auto& path : in.container.devicePaths) {
-    if (!everyContainersDevice(path)) {
+  for (const auto& [path, number] : in.container.devices) {
+    if (!defaultDevice(normalPath(path), number)) {
       return refuse(RefusalReason::kUnclaimedDevice,
                     "the container is given device node " + path + why);
+    }
+  }
+  return std::nullopt;
+}
+
+// Why the container reaches a managed device under a path of another's (`allocated` as for
+// unclaimedDeviceUse), or nothing: a device node it is given, or a device node it mounts, whose
+// number is a managed device node's and none of its allocation's. A default device at its own
+// path with its own number is the runtime's, whatever a node file lists.
+std::optional<Refusal> unclaimedDeviceNumber(const InjectionInput& in,
+                                             const std::set<std::string>& allocated) {
+  if (in.managedNumbers.empty()) {
+    return std::nullopt;
+  }
+  std::set<DeviceNumber> given;
+  for (const auto& path : allocated) {
+    if (auto it = in.deviceNodes.find(path); it != in.deviceNodes.end() && it->second) {
+      given.insert(it->second->number());
+    }
+  }
+  auto managedElsewhere = [&](const std::string& path,
+                              const DeviceNumber& number) -> const std::string* {
+    if (defaultDevice(normalPath(path), number) || given.count(number) != 0) {
+      return nullptr;
+    }
+    auto managed = in.managedNumbers.find(number);
+    return managed == in.managedNumbers.end() ? nullptr : &managed->second;
+  };
+  for (const auto& [path, number] : in.container.devices) {
+    if (const std::string* node = managedElsewhere(path, number)) {
+      return refuse(RefusalReason::kUnclaimedDevice,
+                    "the container is given device node " + path + " (" + number.str() +
+                        "), which is device node " + *node + " of a device it was not allocated");
+    }
+  }
+  for (const auto& [source, number] : in.container.mountedNodes) {
+    if (const std::string* node = managedElsewhere(source, number)) {
+      return refuse(RefusalReason::kUnclaimedDevice,
+                    "the container mounts " + source + " (" + number.str() +
+                        "), which is device node " + *node + " of a device it was not allocated");
     }
   }
   return std::nullopt;
@@ -196,7 +250,7 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
       }
     }
   }
-  for (const auto& raw : in.container.devicePaths) {
+  for (const auto& [raw, number] : in.container.devices) {
     const std::string path = normalPath(raw);
     if (nodes.count(path) != 0 && given.count(path) == 0) {
       return refuse(RefusalReason::kUnclaimedDevice,
@@ -204,7 +258,7 @@ std::optional<Refusal> unclaimedDeviceUse(const InjectionInput& in,
                         " (privileged?) of a device it was not allocated");
     }
   }
-  return std::nullopt;
+  return unclaimedDeviceNumber(in, allocated);
 }
 
 // The kubelet's record of where it got the pod ("api", "file", "http"); NRI passes the pod's
@@ -329,6 +383,14 @@ bool onlyEmptiesVariables(const Adjustment& adj) {
   return adj.deviceNames.empty() && !adj.env.empty();
 }
 
+std::string DeviceNumber::str() const {
+  return std::string(1, type) + " " + std::to_string(major) + ":" + std::to_string(minor);
+}
+
+bool managedNumbersNeeded(const ContainerRequest& container) {
+  return !container.devices.empty() || !container.mountedNodes.empty();
+}
+
 bool fromApiServer(const PodIdentity& pod) {
   auto source = pod.annotations.find(kConfigSourceAnnotation);
   return source == pod.annotations.end() || source->second == "api";
@@ -416,6 +478,7 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
                                          const NodeFile* inventory,
+                                         const std::map<DeviceNumber, std::string>& managedNumbers,
                                          const std::set<std::string>& publishedResources,
                                          const DeviceGuard& guard, const std::string& plugin,
                                          uint32_t self) {
@@ -444,6 +507,7 @@ std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity
       InjectionInput in;
       in.pod = &pod->second;
       in.inventory = inventory;
+      in.managedNumbers = managedNumbers;
       in.publishedResources = publishedResources;
       in.guard = guard;
       in.container = c.request;

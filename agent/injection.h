@@ -43,6 +43,16 @@ NamedClaims namedClaims(const PodIdentity& pod);
 // a static file or URL, where it can carry any UID and has no API object of that UID.
 bool fromApiServer(const PodIdentity& pod);
 
+// What the kernel opens through a device node, whatever path names it: two nodes with one
+// number are one device.
+struct DeviceNumber {
+  char type = 'c';  // 'c' or 'b'
+  int64_t major = 0;
+  int64_t minor = 0;
+  auto operator<=>(const DeviceNumber&) const = default;
+  std::string str() const;  // "c 195:0"
+};
+
 // A device node as the host has it (stat of the path).
 struct DeviceNodeInfo {
   char type = 'c';  // 'c' or 'b'
@@ -51,6 +61,7 @@ struct DeviceNodeInfo {
   uint32_t fileMode = 0;  // permission bits
   uint32_t uid = 0;
   uint32_t gid = 0;
+  DeviceNumber number() const { return {type, major, minor}; }
 };
 
 struct ContainerDevice {
@@ -111,12 +122,17 @@ struct ContainerRequest {
   // The host paths it mounts, with symlinks resolved where the agent sees the host
   // (DeviceProbe::resolve): /dev/char/195:0 is /dev/nvidia0.
   std::vector<std::string> mountSources;
-  std::vector<std::string> devicePaths;  // the device nodes it is given (a privileged one: all)
-  std::string name;                      // the container's name in the pod spec
+  // The device nodes it is given (a privileged one: all), by their path in the container: a
+  // device plugin or a CDI spec may give a device under a path of its own.
+  std::map<std::string, DeviceNumber> devices;
+  std::string name;  // the container's name in the pod spec
   // Whether a mount's source is the kubelet's bind mount of a subPath (kSubPathMountFolder), whose
   // host path only the pod's spec tells: then subPathSources, resolved as mountSources are.
   bool mountsSubPath = false;
   std::vector<std::string> subPathSources;  // NodePod::hostSubPaths of this container
+  // The mount and subPath sources that are device nodes on the host, with their numbers, as far
+  // as the agent sees the host (DeviceProbe::deviceNode; its host root may show only /dev).
+  std::map<std::string, DeviceNumber> mountedNodes;
   // The variables its pod spec's env sets (NodePod::specEnvNames), when the pod was read (for a
   // container that carries a device variable): what tells one the user set from one its image
   // set.
@@ -204,6 +220,10 @@ struct InjectionInput {
   std::set<std::string> publishedResources;
   // Each device node path of the allocated devices, nullopt when it is missing on the host.
   std::map<std::string, std::optional<DeviceNodeInfo>> deviceNodes;
+  // The device nodes of the devices in force, by number (those present on the host): the guard
+  // knows a managed device by its number under any path. Read only when the container is given
+  // device nodes or mounts one (managedNumbersNeeded).
+  std::map<DeviceNumber, std::string> managedNumbers;
   // The containers on this node, not yet stopped, that were given a device of each key of the
   // allocated devices (DeviceUsers::of), by key; absent keys have none.
   std::map<std::string, std::vector<DeviceUse>> users;
@@ -310,6 +330,7 @@ std::vector<Eviction> planEvictions(const std::map<std::string, PodIdentity>& po
 std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity>& podsBySandbox,
                                          const std::vector<RuntimeContainer>& containers,
                                          const NodeFile* inventory,
+                                         const std::map<DeviceNumber, std::string>& managedNumbers,
                                          const std::set<std::string>& publishedResources,
                                          const DeviceGuard& guard, const std::string& plugin,
                                          uint32_t self);
@@ -319,5 +340,9 @@ std::vector<Eviction> planGuardEvictions(const std::map<std::string, PodIdentity
 std::vector<std::string> deviceNodePaths(const std::vector<const ExtendedResourceClaim*>& claims,
                                          const NodeFile& inventory,
                                          const RenamedDevices& renamed = {});
+
+// Whether the guard compares numbers for the container (InjectionInput::managedNumbers): it is
+// given device nodes or mounts one. The usual container costs no stat of the managed nodes.
+bool managedNumbersNeeded(const ContainerRequest& container);
 
 }  // namespace ker::agent

@@ -43,7 +43,7 @@ ContainerRequest containerRequestOf(const nri::Container& c) {
     out.mountsSubPath |= m.source().find(kSubPathMountFolder) != std::string::npos;
   }
   for (const auto& d : c.linux().devices()) {
-    out.devicePaths.push_back(d.path());
+    out.devices[d.path()] = DeviceNumber{d.type() == "b" ? 'b' : 'c', d.major(), d.minor()};
   }
   out.name = c.name();
   return out;
@@ -158,6 +158,31 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   return nri::Status::ok();
 }
 
+void InjectionPlugin::probeMounts(ContainerRequest& container) const {
+  for (auto& source : container.mountSources) {
+    source = deps_.probe->resolve(source);
+    // A filesystem's name ("proc", "tmpfs") is no host path.
+    if (!source.empty() && source.front() == '/') {
+      if (auto node = deps_.probe->deviceNode(source)) {
+        container.mountedNodes[source] = node->number();
+      }
+    }
+  }
+}
+
+std::map<DeviceNumber, std::string> InjectionPlugin::managedNumbers(
+    const NodeFile& inventory) const {
+  std::map<DeviceNumber, std::string> out;
+  for (const auto& d : inventory.devices) {
+    for (const auto& n : d.deviceNodes) {
+      if (auto node = deps_.probe->deviceNode(n.path)) {
+        out.emplace(node->number(), n.path);
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Eviction> InjectionPlugin::guardEvictions(
     const std::map<std::string, PodIdentity>& pods, std::vector<RuntimeContainer> containers) {
   const auto inventory = deps_.inventory();
@@ -165,16 +190,19 @@ std::vector<Eviction> InjectionPlugin::guardEvictions(
     auto pod = pods.find(c.podSandboxId);
     if (c.running && !c.annotations.contains(kInjectedAnnotation) && pod != pods.end() &&
         deps_.guard.checks(pod->second.ns)) {
-      for (auto& source : c.request.mountSources) {
-        source = deps_.probe->resolve(source);
-      }
+      probeMounts(c.request);
     }
+  }
+  std::map<DeviceNumber, std::string> numbers;
+  if (inventory && std::any_of(containers.begin(), containers.end(),
+                               [](const auto& c) { return managedNumbersNeeded(c.request); })) {
+    numbers = managedNumbers(*inventory);
   }
   std::vector<std::string> names;
   for (const auto& c : containers) {
     names.insert(names.end(), c.valuedEnvNames.begin(), c.valuedEnvNames.end());
   }
-  return planGuardEvictions(pods, containers, inventory.get(),
+  return planGuardEvictions(pods, containers, inventory.get(), numbers,
                             publishedResources(inventory.get(), names), deps_.guard,
                             deps_.pluginName, static_cast<uint32_t>(::getpid()));
 }
@@ -246,9 +274,7 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
   in.container = container;
   // Only the guard reads the mounts: their symlinks are resolved (on the host) for it alone.
   if (deps_.guard.checks(pod.ns)) {
-    for (auto& source : in.container.mountSources) {
-      source = deps_.probe->resolve(source);
-    }
+    probeMounts(in.container);
   }
   in.guard = deps_.guard;
   auto inventory = deps_.inventory();
@@ -284,10 +310,17 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
       if (auto paths = r.pod->hostSubPaths.find(container.name);
           checkSubPaths && paths != r.pod->hostSubPaths.end()) {
         for (const auto& path : paths->second) {
-          in.container.subPathSources.push_back(deps_.probe->resolve(path));
+          const std::string source = deps_.probe->resolve(path);
+          if (auto node = deps_.probe->deviceNode(source)) {
+            in.container.mountedNodes[source] = node->number();
+          }
+          in.container.subPathSources.push_back(source);
         }
       }
     }
+  }
+  if (inventory && deps_.guard.checks(pod.ns) && managedNumbersNeeded(in.container)) {
+    in.managedNumbers = managedNumbers(*inventory);
   }
   if (!in.named.invalid.empty() || in.named.names.empty()) {
     return decideInjection(in);  // no claims to look up

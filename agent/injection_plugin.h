@@ -88,6 +88,11 @@ class InjectionPlugin : public nri::Plugin {
   // resolved on the host.
   std::vector<Eviction> guardEvictions(const std::map<std::string, PodIdentity>& pods,
                                        std::vector<RuntimeContainer> containers);
+  // What the guard reads of the host for a container it checks: its mount sources with
+  // symlinks resolved, and which of them are device nodes.
+  void probeMounts(ContainerRequest& container) const;
+  // The numbers of the device nodes of `inventory` that the host has (managedNumbers).
+  std::map<DeviceNumber, std::string> managedNumbers(const NodeFile& inventory) const;
   // The resources of this node's published devices (deviceVariable), read only when one of
   // `envNames` may be a device variable.
   std::set<std::string> publishedResources(const NodeFile* inventory,

@@ -2,6 +2,7 @@
 // policy in force: a claim's owner, a node's stolen agent token and anyone who may bind or
 // write pods try to move, free or forge an allocation, and are refused.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -519,6 +520,35 @@ TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
     EXPECT_FALSE(podRunning(pod)) << pod;
   }
   EXPECT_TRUE(eventually([&] { return podRunning("plain"); }, 60s)) << podPhase("plain");
+}
+
+// A second node with a managed device's number, at a path no node file lists (a vendor's alias,
+// a driver container's copy), is that device: a container without a claim that mounts it is
+// refused, as one mounting the managed node itself is.
+TEST_F(TrustTest, AContainerCannotReachAManagedDeviceThroughAnotherNodeOfItsNumber) {
+  const std::string gpu = uniqueName("gpu");
+  createDevice(gpu);
+  struct stat managed {};
+  ASSERT_EQ(::stat(hostDeviceNode(gpu).c_str(), &managed), 0);
+  const std::string alias = "/dev/ker-alias-" + gpu;
+  const std::string agentSide = env_->value("NODE_AGENT_HOST_ROOT") + alias;
+  ASSERT_EQ(::mknod(agentSide.c_str(), S_IFCHR | 0666, managed.st_rdev), 0) << agentSide;
+  struct Cleanup {
+    std::string agentSide, machineSide;
+    ~Cleanup() {
+      ::unlink(agentSide.c_str());
+      ::rmdir(machineSide.c_str());  // containerd may make the missing source a folder
+    }
+  } cleanup{agentSide, alias};
+  json byAlias = busyboxPod("by-alias", {}, "sleep 3600");
+  byAlias["spec"]["volumes"] = {{{"name", "gpu"}, {"hostPath", {{"path", alias}}}}};
+  byAlias["spec"]["containers"][0]["volumeMounts"] = {{{"name", "gpu"}, {"mountPath", "/gpu"}}};
+  createPod(byAlias);
+  EXPECT_FALSE(
+      awaitEventMessage("by-alias", "Failed", "the container mounts " + alias + " (c ", 60s)
+          .empty())
+      << "by-alias was not refused";
+  EXPECT_FALSE(podRunning("by-alias"));
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ class FakeProbe : public DeviceProbe {
  public:
   FakeProbe() : DeviceProbe("") {}
   std::optional<DeviceNodeInfo> deviceNode(const std::string& path) const override {
-    if (path == "/dev/gpu0") {
+    ++stats;
+    if (path == "/dev/gpu0" || path == "/var/alias-gpu0") {  // the second, made by mknod
       return DeviceNodeInfo{'c', 195, 0, 0660, 0, 44};
     }
     return std::nullopt;
@@ -74,6 +75,7 @@ class FakeProbe : public DeviceProbe {
   }
   std::set<std::string> specDevices;
   mutable int cdiReads = 0;
+  mutable int stats = 0;  // deviceNode calls
 };
 
 // Records what it was asked to stop instead of killing anything.
@@ -633,6 +635,46 @@ TEST_F(InjectionPluginTest, AMountOfASymlinkToAManagedDeviceNodeIsRefused) {
   const nri::Status s = plugin().createContainer(req, &resp);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("mounts /dev/gpu0"), std::string::npos) << s.message();
+}
+
+// A managed device node under another path is the same device: a container without a claim
+// that mounts a second node of gpu0's number, or is given gpu0's number as its own /dev/accel0
+// (by a device plugin or CDI spec), is refused. A container that is given no device node and
+// mounts none costs no stat of the managed nodes.
+TEST_F(InjectionPluginTest, AManagedDeviceUnderAnotherPathIsRefused) {
+  nri::CreateContainerRequest plain = request("");
+  plain.mutable_container()->add_mounts()->set_source("proc");
+  plain.mutable_container()->add_mounts()->set_source("/var/lib/data");
+  nri::CreateContainerResponse resp;
+  EXPECT_TRUE(plugin().createContainer(plain, &resp).isOk());
+  EXPECT_EQ(probe.stats, 1) << "the one absolute mount source, and no managed node";
+
+  nri::CreateContainerRequest alias = request("");
+  alias.mutable_container()->add_mounts()->set_source("/var/alias-gpu0");
+  nri::Status s = plugin().createContainer(alias, &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("the container mounts /var/alias-gpu0 (c 195:0), which is device "
+                             "node /dev/gpu0 of a device it was not allocated"),
+            std::string::npos)
+      << s.message();
+
+  nri::CreateContainerRequest renamed = request("");
+  auto* dev = renamed.mutable_container()->mutable_linux()->add_devices();
+  dev->set_path("/dev/accel0");
+  dev->set_type("c");
+  dev->set_major(195);
+  dev->set_minor(0);
+  s = plugin().createContainer(renamed, &resp);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("given device node /dev/accel0 (c 195:0), which is device node "
+                             "/dev/gpu0"),
+            std::string::npos)
+      << s.message();
+
+  // The pod whose claim holds gpu0 may have it under any name.
+  nri::CreateContainerRequest holder = request("c1");
+  *holder.mutable_container()->mutable_linux()->add_devices() = *dev;
+  EXPECT_TRUE(plugin().createContainer(holder, &resp).isOk());
 }
 
 // A subPath mount reaches its host path through the kubelet's bind mount, which names no device:

@@ -9,6 +9,23 @@
 namespace ker::agent {
 namespace {
 
+// Device nodes as a runtime lists them for a container, each with the number the host gives
+// that path: the fixture's device nodes, a default device's own, else one no node file lists.
+std::map<std::string, DeviceNumber> at(std::initializer_list<std::string> paths) {
+  static const std::map<std::string, DeviceNumber> kKnown{
+      {"/dev/gpu0", {'c', 195, 0}}, {"/dev/./gpu0", {'c', 195, 0}},
+      {"/dev/gpu1", {'c', 195, 1}}, {"/dev/gpuctl", {'c', 195, 255}},
+      {"/dev/null", {'c', 1, 3}},   {"/dev/urandom", {'c', 1, 9}},
+      {"/dev/tty", {'c', 5, 0}}};
+  std::map<std::string, DeviceNumber> out;
+  int64_t other = 0;
+  for (const auto& path : paths) {
+    auto known = kKnown.find(path);
+    out[path] = known != kKnown.end() ? known->second : DeviceNumber{'c', 240, other++};
+  }
+  return out;
+}
+
 class InjectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -76,6 +93,7 @@ class InjectionTest : public ::testing::Test {
     in.schedulerName = "default-scheduler";
     in.podUnreadable = podUnreadable;
     in.classes = classes ? &*classes : nullptr;
+    in.managedNumbers = managedNumbers;
     return decideInjection(in);
   }
 
@@ -107,6 +125,7 @@ class InjectionTest : public ::testing::Test {
   ExtendedRequests requests;
   std::string podUnreadable;
   std::optional<ClassTable> classes = ClassTable();
+  std::map<DeviceNumber, std::string> managedNumbers;  // InjectionInput::managedNumbers
 };
 
 // Class gpu, serving example.com/gpu from the example.com/gpu devices.
@@ -137,9 +156,9 @@ TEST_F(InjectionTest, AContainerWithoutAClaimReachesNoManagedDevice) {
   EXPECT_EQ(refusal().message,
             "the container mounts /, which holds device node /dev/gpu0 of a device it was not "
             "allocated");
-  container = {{}, {}, {"/dev/null", "/dev/gpu1"}};
+  container = {{}, {}, at({"/dev/null", "/dev/gpu1"})};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
-  container = {{"PATH"}, {"/var/lib/data"}, {"/dev/null"}};
+  container = {{"PATH"}, {"/var/lib/data"}, at({"/dev/null"})};
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
   container = {{}, {"/dev"}, {}};
   pod.ns = "kube-system";
@@ -261,7 +280,9 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
     EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice) << source;
     EXPECT_NE(r.message.find("has no node file in force"), std::string::npos) << r.message;
   }
-  container = {{}, {}, {"/dev/null", "/dev/nvidia0"}};
+  container = {{}, {}, {{"/dev/null", {'c', 195, 0}}}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice) << "another device as /dev/null";
+  container = {{}, {}, at({"/dev/null", "/dev/nvidia0"})};
   EXPECT_EQ(refusal().message,
             "the container is given device node /dev/nvidia0; the node agent has no node file in "
             "force (its file is missing or cannot be used, and no usable copy of one that parsed "
@@ -271,33 +292,73 @@ TEST_F(InjectionTest, WithoutANodeFileInForceNoDeviceNodeIsReachedAndNoneGiven) 
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
   container = {{"PATH", "NVIDIA_VISIBLE_DEVICES"},
                {"/var/lib/data", "/dev/log", "/dev/shm/x", "/dev/null", "/devices"},
-               {"/dev/null", "/dev/urandom", "/dev/tty"}};
+               at({"/dev/null", "/dev/urandom", "/dev/tty"})};
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
-  container = {{}, {"/dev"}, {"/dev/nvidia0"}};
+  container = {{}, {"/dev"}, at({"/dev/nvidia0"})};
   pod.ns = "kube-system";
   EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
 }
 
 // A pod given gpu0 may have gpu0's node (a privileged container lists it), not gpu1's.
 TEST_F(InjectionTest, AClaimingContainerReachesOnlyItsOwnDevices) {
-  container = {{}, {}, {"/dev/gpu0", "/dev/gpuctl"}};
+  container = {{}, {}, at({"/dev/gpu0", "/dev/gpuctl"})};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
-  container = {{}, {}, {"/dev/gpu0", "/dev/gpu1"}};
+  container = {{}, {}, at({"/dev/gpu0", "/dev/gpu1"})};
   const Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
   EXPECT_NE(r.message.find("/dev/gpu1"), std::string::npos) << r.message;
+}
+
+// A managed device is known by its number under any path: a device plugin or CDI spec giving
+// gpu1's node as /dev/accel0, or gpu1's number under gpu0's path, or a mounted alias of gpu1's
+// node, reaches gpu1. The runtime's defaults at their own paths and numbers are no one's.
+TEST_F(InjectionTest, AManagedDeviceIsKnownByItsNumberUnderAnyPath) {
+  managedNumbers = {
+      {{'c', 195, 0}, "/dev/gpu0"}, {{'c', 195, 1}, "/dev/gpu1"}, {{'c', 195, 255}, "/dev/gpuctl"}};
+  container.devices = {{"/dev/null", {'c', 1, 3}}, {"/dev/accel0", {'c', 195, 0}}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide())) << "gpu0 is its own, by any name";
+  container.devices = {{"/dev/accel0", {'c', 195, 1}}};
+  EXPECT_EQ(refusal().message,
+            "the container is given device node /dev/accel0 (c 195:1), which is device node "
+            "/dev/gpu1 of a device it was not allocated");
+  container.devices = {{"/dev/gpu0", {'c', 195, 1}}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice) << "gpu1 under gpu0's path";
+  container.devices.clear();
+  container.mountedNodes = {{"/var/alias", {'c', 195, 1}}};
+  EXPECT_EQ(refusal().message,
+            "the container mounts /var/alias (c 195:1), which is device node /dev/gpu1 of a "
+            "device it was not allocated");
+  container.mountedNodes = {{"/var/alias", {'b', 195, 1}}};
+  EXPECT_TRUE(std::holds_alternative<Adjustment>(decide())) << "a block device of that number";
+
+  // A node file listing a device with a default's number (a test node made with /dev/null's)
+  // leaves the default alone, not its number under another path.
+  pod.annotations.erase(kClaimsAnnotation);
+  managedNumbers = {{{'c', 1, 3}, "/dev/gpu0"}};
+  container.mountedNodes.clear();
+  container.devices = at({"/dev/null", "/dev/urandom"});
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  container.devices = {{"/dev/zero", {'c', 1, 3}}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice) << "/dev/null's number as /dev/zero";
+  container.devices.clear();
+  container.mountedNodes = {{"/dev/null", {'c', 1, 3}}};
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide()));
+  container.mountedNodes = {{"/tmp/n", {'c', 1, 3}}};
+  EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
+  pod.ns = "kube-system";
+  EXPECT_TRUE(std::holds_alternative<Untouched>(decide())) << "not a namespace the guard checks";
 }
 
 // Paths are compared as the paths they name: a node file's /dev//gpu1 is /dev/gpu1, mounted or
 // given, and a container's own /dev/./gpu0 is its allocated /dev/gpu0.
 TEST_F(InjectionTest, DeviceNodePathsAreComparedNormalised) {
   inventory.devices[1].deviceNodes[0].path = "/dev//gpu1";
-  container = {{}, {}, {"/dev/./gpu0", "/dev/gpuctl"}};
+  container = {{}, {}, at({"/dev/./gpu0", "/dev/gpuctl"})};
   EXPECT_TRUE(std::holds_alternative<Adjustment>(decide()));
   pod.annotations.erase(kClaimsAnnotation);
   container = {{}, {"/dev/gpu1"}, {}};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
-  container = {{}, {}, {"/dev/gpu1"}};
+  container = {{}, {}, at({"/dev/gpu1"})};
   EXPECT_EQ(refusal().reason, RefusalReason::kUnclaimedDevice);
 }
 
@@ -546,24 +607,35 @@ TEST(PlanGuardEvictions, OnlyCheckedClaimlessPodsAreStopped) {
     c.podSandboxId = sandbox;
     c.running = true;
     c.pid = 7;
-    c.request.devicePaths = {"/dev/gpu0"};
+    c.request.devices = at({"/dev/gpu0"});
     containers.push_back(c);
   }
   DeviceGuard guard{.enabled = true, .exemptNamespaces = {"kube-system"}};
   RuntimeContainer agent = containers[0];
   agent.id = "ctr-agent";
   agent.pid = 9;  // the agent itself
-  agent.request.devicePaths.clear();
+  agent.request.devices.clear();
   agent.request.mountSources = {"/dev"};
   containers.push_back(agent);
-  const auto plan = planGuardEvictions(pods, containers, &file, {}, guard, "agent", 9);
+  const auto plan = planGuardEvictions(pods, containers, &file, {}, {}, guard, "agent", 9);
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0].containerId, "ctr-s-free");
   EXPECT_EQ(plan[0].reason,
             "container app of pod ns/s-free started without agent: the container is given device "
             "node /dev/gpu0 (privileged?) of a device it was not allocated");
   guard.enabled = false;
-  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, {}, guard, "agent", 9).empty());
+  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, {}, {}, guard, "agent", 9).empty());
+
+  // One that mounts an alias of gpu0's node (another path, the same number).
+  guard.enabled = true;
+  containers[0].request.devices.clear();
+  containers[0].request.mountedNodes = {{"/var/alias", {'c', 195, 0}}};
+  EXPECT_TRUE(planGuardEvictions(pods, containers, &file, {}, {}, guard, "agent", 9).empty())
+      << "numbers unknown";
+  const auto byNumber = planGuardEvictions(pods, containers, &file, {{{'c', 195, 0}, "/dev/gpu0"}},
+                                           {}, guard, "agent", 9);
+  ASSERT_EQ(byNumber.size(), 1u);
+  EXPECT_EQ(byNumber[0].containerId, "ctr-s-free");
 }
 
 TEST(PlanEvictionsTest, StopsOnlyRunningContainersThatStartedWithoutTheAgent) {
@@ -774,7 +846,7 @@ TEST_F(InjectionTest, EachContainerGetsItsShareOfAClassClaim) {
   EXPECT_TRUE(logger.deviceNames.empty());
   EXPECT_TRUE(logger.devices.empty());
   EXPECT_TRUE(logger.env.empty());
-  container.devicePaths = {"/dev/gpu1"};  // privileged
+  container.devices = at({"/dev/gpu1"});  // privileged
   const Refusal r = refusal();
   EXPECT_EQ(r.reason, RefusalReason::kUnclaimedDevice);
   EXPECT_EQ(r.message,
