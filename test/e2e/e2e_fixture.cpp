@@ -348,6 +348,27 @@ void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePer
   }
 }
 
+bool E2eTest::deletePodsAndAwaitGone(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    deletePod(name, 0);
+  }
+  return eventually(
+      [&] {
+        for (const auto& name : names) {
+          try {
+            api_->get(resources::kPods, ns_, name);
+            return false;
+          } catch (const ApiError& e) {
+            if (!e.isNotFound()) {
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      60s);
+}
+
 json E2eTest::kubectlJson(const std::string& args) {
   std::string out;
   if (env_->kubectl(args + " -o json", &out) != 0) {

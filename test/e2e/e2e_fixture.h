@@ -105,6 +105,10 @@ class E2eTest : public ::testing::Test {
   json awaitDeviceEvent(const std::string& name, const std::string& reason,
                         std::chrono::milliseconds bound);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
+  // Deletes the pods at once and waits until the API has none of them: their kubelet then makes
+  // no more creation attempts, each of which has containerd create a missing hostPath source as
+  // a folder on the machine. False when one is still there after a minute.
+  bool deletePodsAndAwaitGone(const std::vector<std::string>& names);
   // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
   json kubectlJson(const std::string& args);
   // GET /metrics of the kube-system pod labelled app.kubernetes.io/name=APP, on its pod IP and

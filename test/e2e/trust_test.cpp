@@ -520,6 +520,7 @@ TEST_F(TrustTest, AContainerWithoutAClaimCannotReachTheNodesDevices) {
     EXPECT_FALSE(podRunning(pod)) << pod;
   }
   EXPECT_TRUE(eventually([&] { return podRunning("plain"); }, 60s)) << podPhase("plain");
+  EXPECT_TRUE(deletePodsAndAwaitGone({"by-link"}));  // before its machine-side folder goes
 }
 
 // A second node with a managed device's number, at a path no node file lists (a vendor's alias,
@@ -549,6 +550,7 @@ TEST_F(TrustTest, AContainerCannotReachAManagedDeviceThroughAnotherNodeOfItsNumb
           .empty())
       << "by-alias was not refused";
   EXPECT_FALSE(podRunning("by-alias"));
+  EXPECT_TRUE(deletePodsAndAwaitGone({"by-alias"}));  // before its machine-side folder goes
 }
 
 }  // namespace
