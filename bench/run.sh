@@ -22,6 +22,11 @@ extender_user=system:serviceaccount:kube-system:$extender_sa
 controller_user=system:serviceaccount:kube-system:$controller_sa
 
 log() { printf '[bench/run.sh] %s\n' "$*" >&2; }
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  echo "The flags are extender_bench's: \$BENCH_BUILD_DIR/bench/extender_bench --help once built."
+  exit 0
+fi
 
 bench_build extender_bench extended-resource-scheduler
 controller_bin=$build_dir/controller/extended-resource-controller
