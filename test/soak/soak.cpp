@@ -1362,7 +1362,8 @@ Verdict Soak::evaluate() {
                              p.awaitingTemplates.front() + " was not made");
         continue;
       }
-      auto c = p.claims.empty() ? claims.end() : claims.find(p.claims.front());
+      auto c =
+          p.claims.empty() ? claims.end() : claims.find(objectKey(p.meta.ns, p.claims.front()));
       if (c == claims.end()) {
         v.problems.push_back("pod " + p.meta.name + " is Pending and its claim is gone");
         continue;
@@ -1392,8 +1393,7 @@ Verdict Soak::evaluate() {
                              std::to_string(free.size()) + " " + type + " devices are free (" +
                              free.front() + ", ...); " + said);
       } else if (reason != "Unschedulable" ||
-                 message.find("claim " + std::string(kNamespace) + "/" + c->first +
-                              ": 0 of 1 free") == std::string::npos) {
+                 message.find("claim " + c->first + ": 0 of 1 free") == std::string::npos) {
         // It has to wait, and kube-scheduler must say why: the extender's no-free-device reason.
         v.problems.push_back("pod " + p.meta.name + " (" + type +
                              ") is Pending without the no-free-device reason; " + said);
