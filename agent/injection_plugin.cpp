@@ -158,15 +158,21 @@ nri::Status InjectionPlugin::synchronize(const nri::SynchronizeRequest& req,
   return nri::Status::ok();
 }
 
+std::string InjectionPlugin::probeSource(const std::string& path,
+                                         ContainerRequest& container) const {
+  std::string source = deps_.probe->resolve(path);
+  // A filesystem's name ("proc", "tmpfs") is no host path.
+  if (!source.empty() && source.front() == '/') {
+    if (auto node = deps_.probe->deviceNode(source)) {
+      container.mountedNodes[source] = node->number();
+    }
+  }
+  return source;
+}
+
 void InjectionPlugin::probeMounts(ContainerRequest& container) const {
   for (auto& source : container.mountSources) {
-    source = deps_.probe->resolve(source);
-    // A filesystem's name ("proc", "tmpfs") is no host path.
-    if (!source.empty() && source.front() == '/') {
-      if (auto node = deps_.probe->deviceNode(source)) {
-        container.mountedNodes[source] = node->number();
-      }
-    }
+    source = probeSource(source, container);
   }
 }
 
@@ -310,11 +316,7 @@ Injection InjectionPlugin::decide(const PodIdentity& pod, const ContainerRequest
       if (auto paths = r.pod->hostSubPaths.find(container.name);
           checkSubPaths && paths != r.pod->hostSubPaths.end()) {
         for (const auto& path : paths->second) {
-          const std::string source = deps_.probe->resolve(path);
-          if (auto node = deps_.probe->deviceNode(source)) {
-            in.container.mountedNodes[source] = node->number();
-          }
-          in.container.subPathSources.push_back(source);
+          in.container.subPathSources.push_back(probeSource(path, in.container));
         }
       }
     }

@@ -91,6 +91,9 @@ class InjectionPlugin : public nri::Plugin {
   // What the guard reads of the host for a container it checks: its mount sources with
   // symlinks resolved, and which of them are device nodes.
   void probeMounts(ContainerRequest& container) const;
+  // One host path a container mounts, resolved; noted in container.mountedNodes when it is a
+  // device node.
+  std::string probeSource(const std::string& path, ContainerRequest& container) const;
   // The numbers of the device nodes of `inventory` that the host has (managedNumbers).
   std::map<DeviceNumber, std::string> managedNumbers(const NodeFile& inventory) const;
   // The resources of this node's published devices (deviceVariable), read only when one of
