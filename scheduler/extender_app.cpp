@@ -108,8 +108,7 @@ struct ExtenderApp::Impl {
     });
     auto hold = [this](const ExtendedResourceClaim& c) {
       const std::string key = objectKey(c.meta.ns, c.meta.name);
-      index.setClaimDevices(key, c.rawResourceName, c.heldDevices());
-      index.setClaimAllocation(key, allocationOf(c));
+      index.setClaim(key, c.rawResourceName, c.heldDevices(), allocationOf(c));
     };
     claims.addHandlers({
         .onAdd = [hold](const auto& c) { hold(*c); },

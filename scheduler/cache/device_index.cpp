@@ -211,23 +211,43 @@ std::optional<ClaimAllocation> DeviceIndex::claimOf(const ExtendedResource& devi
   return claimOfLocked(device);
 }
 
+bool DeviceIndex::sameAllocation(const std::string& claimKey, const ClaimAllocation& claim) const {
+  auto it = claimAllocations_.find(claimKey);
+  return it != claimAllocations_.end() && !it->second.deleted &&
+         it->second.allocation.uid == claim.uid &&
+         it->second.allocation.allocation == claim.allocation &&
+         it->second.allocation.holding == claim.holding;
+}
+
 void DeviceIndex::setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim) {
-  auto unchanged = [&] {
-    auto it = claimAllocations_.find(claimKey);
-    return it != claimAllocations_.end() && !it->second.deleted &&
-           it->second.allocation.uid == claim.uid &&
-           it->second.allocation.allocation == claim.allocation &&
-           it->second.allocation.holding == claim.holding;
-  };
   {
     // Most claim events change none of this (a Bound claim's own updates).
     std::shared_lock lock(mu_);
-    if (unchanged()) {
+    if (sameAllocation(claimKey, claim)) {
       return;
     }
   }
   std::unique_lock lock(mu_);
   changeClaim(claimKey, claim, false);
+}
+
+void DeviceIndex::setClaim(const std::string& claimKey, const std::string& rawResourceName,
+                           std::vector<std::string> names, const ClaimAllocation& claim) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  {
+    std::shared_lock lock(mu_);
+    if (sameDevices(claimKey, rawResourceName, names) && sameAllocation(claimKey, claim)) {
+      return;
+    }
+  }
+  std::unique_lock lock(mu_);
+  if (!sameDevices(claimKey, rawResourceName, names)) {
+    changeDevices(claimKey, rawResourceName, std::move(names));
+  }
+  if (!sameAllocation(claimKey, claim)) {
+    changeClaim(claimKey, claim, false);
+  }
 }
 
 void DeviceIndex::claimDeleted(const std::string& claimKey, const ClaimAllocation& last) {
@@ -305,28 +325,34 @@ void DeviceIndex::unname(const ExtendedResource& device) {
   }
 }
 
+bool DeviceIndex::sameDevices(const std::string& claimKey, const std::string& rawResourceName,
+                              const std::vector<std::string>& names) const {
+  auto it = claimHolds_.find(claimKey);
+  return it == claimHolds_.end()
+             ? names.empty()
+             : it->second.rawResourceName == rawResourceName && it->second.names == names;
+}
+
 void DeviceIndex::setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
                                   std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  auto unchanged = [&] {
-    auto it = claimHolds_.find(claimKey);
-    return it == claimHolds_.end()
-               ? names.empty()
-               : it->second.rawResourceName == rawResourceName && it->second.names == names;
-  };
   {
     // Most claim events change no hold (a Pending claim, a Bound one's own updates): the
     // filter's readers are not held up for them.
     std::shared_lock lock(mu_);
-    if (unchanged()) {
+    if (sameDevices(claimKey, rawResourceName, names)) {
       return;
     }
   }
   std::unique_lock lock(mu_);
-  if (unchanged()) {
-    return;
+  if (!sameDevices(claimKey, rawResourceName, names)) {
+    changeDevices(claimKey, rawResourceName, std::move(names));
   }
+}
+
+void DeviceIndex::changeDevices(const std::string& claimKey, const std::string& rawResourceName,
+                                std::vector<std::string> names) {
   auto it = claimHolds_.find(claimKey);
   std::vector<std::string> changed;  // hold keys that became or stopped being held
   if (it != claimHolds_.end()) {

@@ -48,6 +48,10 @@ class DeviceIndex {
   // by the claim informer. A device naming a claim the index does not know is not free: the
   // claim watch may lag the device watch.
   void setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim);
+  // setClaimDevices and setClaimAllocation for one claim event, under one lock: the filter's
+  // readers wait for a claim's bind once, not once per part of it.
+  void setClaim(const std::string& claimKey, const std::string& rawResourceName,
+                std::vector<std::string> names, const ClaimAllocation& claim);
   // The claim was deleted, `last` its final state: devices its release freed stay free (a
   // deleted claim is never bound again), kept only while some device still names it.
   void claimDeleted(const std::string& claimKey, const ClaimAllocation& last);
@@ -212,6 +216,14 @@ class DeviceIndex {
   std::optional<ClaimAllocation> claimOfLocked(const ExtendedResource& device) const;
   // Stores the claim's state and indexes the devices naming it again (mu_ held).
   void changeClaim(const std::string& claimKey, const ClaimAllocation& claim, bool deleted);
+  // Whether setClaimDevices / setClaimAllocation would change nothing (mu_ held, either way);
+  // `names` sorted and unique.
+  bool sameDevices(const std::string& claimKey, const std::string& rawResourceName,
+                   const std::vector<std::string>& names) const;
+  bool sameAllocation(const std::string& claimKey, const ClaimAllocation& claim) const;
+  // setClaimDevices under mu_, held exclusively.
+  void changeDevices(const std::string& claimKey, const std::string& rawResourceName,
+                     std::vector<std::string> names);
   static std::string holdKey(const std::string& rawResourceName, const std::string& name);
   // The pinned nodes of a cached device, for the ledger; mu_ held.
   HoldLedger::NodesOf nodesOf() const;

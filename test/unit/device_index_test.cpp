@@ -223,6 +223,35 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
   EXPECT_EQ(counted, 2) << "the summary counts them again";
 }
 
+// The claim informer's one call per event: what the claim lists and its allocation change
+// together, as the two calls would have changed them one after the other.
+TEST(DeviceIndex, SetClaimAppliesTheListAndTheAllocationOfOneEvent) {
+  DeviceIndex idx;
+  auto bound = device("a", "n1", {});
+  bound.phase = DevicePhase::kBound;
+  bound.claimRef = ClaimRef{"default", "c", "uid-c"};
+  bound.allocation = 1;
+  idx.upsert(ptr(bound));
+  idx.upsert(ptr(device("b", "n1", {})));
+  const std::string key = objectKey("default", "c");
+  idx.setClaim(key, "nvidia.com/gpu", {"b", "a", "a"}, ClaimAllocation{"uid-c", 1, true});
+  EXPECT_TRUE(idx.freeOnNode("nvidia.com/gpu", "n1", {}).empty()) << "both held";
+  EXPECT_EQ(idx.claimedCount(), 2u);
+  EXPECT_EQ(idx.claimOf(bound)->allocation, 1);
+
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-c", 1, false});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a", "b"}))
+      << "released: the list lets b go, the allocation frees a";
+  EXPECT_EQ(idx.claimedCount(), 0u);
+
+  idx.setClaim(key, "nvidia.com/gpu", {"b"}, ClaimAllocation{"uid-c", 1, false});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a"}))
+      << "the list alone changed";
+  idx.setClaim(key, "nvidia.com/gpu", {"b"}, ClaimAllocation{"uid-c", 2, true});
+  EXPECT_EQ(names(idx.freeOnNode("nvidia.com/gpu", "n1", {})), (std::vector<std::string>{"a"}))
+      << "the allocation alone changed: a is still freed by the later count";
+}
+
 TEST(DeviceIndex, AHoldCoversOnlyTheClaimsResource) {
   DeviceIndex idx;
   idx.upsert(ptr(device("a", "n1", {}, "example.com/fpga")));
