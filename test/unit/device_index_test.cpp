@@ -14,6 +14,15 @@ using testing::ptr;
 
 using testing::device;
 
+// A device Bound to claim default/c (uid-c) as its `allocation`.
+ExtendedResource boundToC(const std::string& name, const std::string& node, int64_t allocation) {
+  auto d = device(name, node, {});
+  d.phase = DevicePhase::kBound;
+  d.claimRef = ClaimRef{"default", "c", "uid-c"};
+  d.allocation = allocation;
+  return d;
+}
+
 std::vector<std::string> names(const std::vector<DevicePtr>& v) {
   std::vector<std::string> out;
   for (const auto& d : v) {
@@ -97,10 +106,7 @@ TEST(DeviceIndex, ReservationEndsWhenTheWatchShowsTheDeviceBound) {
 // shows a later count than the claim) it stays held, and so it does for a claim not yet seen.
 TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
   DeviceIndex idx;
-  auto bound = device("a", "n1", {});
-  bound.phase = DevicePhase::kBound;
-  bound.claimRef = ClaimRef{"default", "c", "uid-c"};
-  bound.allocation = 2;
+  const auto bound = boundToC("a", "n1", 2);
   idx.upsert(ptr(bound));
   const std::string key = objectKey("default", "c");
   auto freeOnN1 = [&] {
@@ -227,10 +233,7 @@ TEST(DeviceIndex, DevicesAClaimHoldsAreNeverFree) {
 // together, as the two calls would have changed them one after the other.
 TEST(DeviceIndex, SetClaimAppliesTheListAndTheAllocationOfOneEvent) {
   DeviceIndex idx;
-  auto bound = device("a", "n1", {});
-  bound.phase = DevicePhase::kBound;
-  bound.claimRef = ClaimRef{"default", "c", "uid-c"};
-  bound.allocation = 1;
+  const auto bound = boundToC("a", "n1", 1);
   idx.upsert(ptr(bound));
   idx.upsert(ptr(device("b", "n1", {})));
   const std::string key = objectKey("default", "c");
