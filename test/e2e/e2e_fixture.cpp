@@ -350,7 +350,7 @@ void E2eTest::deletePod(const std::string& name, std::optional<int64_t> gracePer
 
 bool E2eTest::deletePodsAndAwaitGone(const std::vector<std::string>& names) {
   for (const auto& name : names) {
-    deletePod(name, 0);
+    deletePod(name);
   }
   return eventually(
       [&] {

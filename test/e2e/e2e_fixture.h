@@ -105,9 +105,11 @@ class E2eTest : public ::testing::Test {
   json awaitDeviceEvent(const std::string& name, const std::string& reason,
                         std::chrono::milliseconds bound);
   void deletePod(const std::string& name, std::optional<int64_t> gracePeriodSeconds = {});
-  // Deletes the pods at once and waits until the API has none of them: their kubelet then makes
-  // no more creation attempts, each of which has containerd create a missing hostPath source as
-  // a folder on the machine. False when one is still there after a minute.
+  // Deletes the pods at once, with their grace period, and waits until the API has none of them:
+  // the kubelet removes such a pod only once it has stopped working on it, so it then makes no
+  // more creation attempts, each of which has containerd create a missing hostPath source as a
+  // folder on the machine (a deletion without grace removes the pod while one may be under way).
+  // False when one is still there after a minute.
   bool deletePodsAndAwaitGone(const std::vector<std::string>& names);
   // `kubectl ARGS -o json`, parsed; discarded (is_discarded()) when kubectl fails.
   json kubectlJson(const std::string& args);
