@@ -219,23 +219,13 @@ bool DeviceIndex::sameAllocation(const std::string& claimKey, const ClaimAllocat
          it->second.allocation.holding == claim.holding;
 }
 
-void DeviceIndex::setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim) {
-  {
-    // Most claim events change none of this (a Bound claim's own updates).
-    std::shared_lock lock(mu_);
-    if (sameAllocation(claimKey, claim)) {
-      return;
-    }
-  }
-  std::unique_lock lock(mu_);
-  changeClaim(claimKey, claim, false);
-}
-
 void DeviceIndex::setClaim(const std::string& claimKey, const std::string& rawResourceName,
                            std::vector<std::string> names, const ClaimAllocation& claim) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   {
+    // Most claim events change none of this (a Pending claim, a Bound one's own updates): the
+    // filter's readers are not held up for them.
     std::shared_lock lock(mu_);
     if (sameDevices(claimKey, rawResourceName, names) && sameAllocation(claimKey, claim)) {
       return;

@@ -44,18 +44,16 @@ class DeviceIndex {
   void setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
                        std::vector<std::string> names);
   size_t claimedCount() const;
-  // What decides whether the devices still naming the claim are free again (freedByClaim), fed
-  // by the claim informer. A device naming a claim the index does not know is not free: the
-  // claim watch may lag the device watch.
-  void setClaimAllocation(const std::string& claimKey, const ClaimAllocation& claim);
-  // setClaimDevices and setClaimAllocation for one claim event, under one lock: the filter's
-  // readers wait for a claim's bind once, not once per part of it.
+  // One claim event from the claim informer, under one lock (the filter's readers wait for a
+  // claim's bind once): setClaimDevices with `names`, and `claim`, what decides whether the
+  // devices still naming the claim are free again (freedByClaim). A device naming a claim the
+  // index does not know is not free: the claim watch may lag the device watch.
   void setClaim(const std::string& claimKey, const std::string& rawResourceName,
                 std::vector<std::string> names, const ClaimAllocation& claim);
   // The claim was deleted, `last` its final state: devices its release freed stay free (a
   // deleted claim is never bound again), kept only while some device still names it.
   void claimDeleted(const std::string& claimKey, const ClaimAllocation& last);
-  // The claim the device names, as setClaimAllocation last gave it; nullopt for none.
+  // The claim the device names, as setClaim last gave it; nullopt for none.
   std::optional<ClaimAllocation> claimOf(const ExtendedResource& device) const;
   // offerable() with the claim the device names as the index has it.
   bool offerable(const ExtendedResource& device) const;
@@ -216,7 +214,7 @@ class DeviceIndex {
   std::optional<ClaimAllocation> claimOfLocked(const ExtendedResource& device) const;
   // Stores the claim's state and indexes the devices naming it again (mu_ held).
   void changeClaim(const std::string& claimKey, const ClaimAllocation& claim, bool deleted);
-  // Whether setClaimDevices / setClaimAllocation would change nothing (mu_ held, either way);
+  // Whether setClaimDevices / setClaim would change nothing (mu_ held, either way);
   // `names` sorted and unique.
   bool sameDevices(const std::string& claimKey, const std::string& rawResourceName,
                    const std::vector<std::string>& names) const;

@@ -118,11 +118,11 @@ TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
     return listed;
   };
   EXPECT_EQ(freeOnN1(), 0u) << "claim not seen yet";
-  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 1, false});
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-c", 1, false});
   EXPECT_EQ(freeOnN1(), 0u) << "mid-bind";
-  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, true});
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-c", 2, true});
   EXPECT_EQ(freeOnN1(), 0u) << "bound";
-  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, false});
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-c", 2, false});
   EXPECT_EQ(freeOnN1(), 1u) << "released";
   EXPECT_TRUE(idx.offerable(bound));
   idx.claimDeleted(key, ClaimAllocation{"uid-c", 2, false});
@@ -132,7 +132,7 @@ TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
   relabelled.meta.labels["x"] = "y";
   idx.upsert(ptr(relabelled));
   EXPECT_EQ(freeOnN1(), 1u) << "an update of the device keeps what it knows of the claim";
-  idx.setClaimAllocation(key, ClaimAllocation{"uid-new", 0, false});
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-new", 0, false});
   EXPECT_EQ(freeOnN1(), 0u) << "a claim of that name made since: the controller frees it";
   idx.claimDeleted(key, ClaimAllocation{"uid-new", 0, false});
   idx.claimDeleted(key, ClaimAllocation{"uid-c", 2, true});
@@ -141,7 +141,7 @@ TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
   idx.upsert(ptr(bound));
   EXPECT_EQ(freeOnN1(), 0u) << "the deleted claims are forgotten with the last device naming them";
 
-  idx.setClaimAllocation(key, ClaimAllocation{"uid-c", 2, false});
+  idx.setClaim(key, "nvidia.com/gpu", {}, ClaimAllocation{"uid-c", 2, false});
   ASSERT_TRUE(idx.holdForBind({"a"}, "pod-2"));
   auto taken = bound;
   taken.claimRef = ClaimRef{"default", "d", "uid-d"};
@@ -150,7 +150,7 @@ TEST(DeviceIndex, TheClaimsReleaseAloneOffersItsDevicesAgain) {
   idx.upsert(ptr(taken));
   EXPECT_EQ(idx.holdCount(), 0u) << "the watch shows the bind's write: its hold ends";
   EXPECT_EQ(freeOnN1(), 0u);
-  idx.setClaimAllocation(objectKey("default", "d"), ClaimAllocation{"uid-d", 0, false});
+  idx.setClaim(objectKey("default", "d"), "nvidia.com/gpu", {}, ClaimAllocation{"uid-d", 0, false});
   EXPECT_EQ(freeOnN1(), 0u) << "its claim's event still shows the count before the bind";
 }
 
