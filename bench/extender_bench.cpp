@@ -512,6 +512,30 @@ std::vector<BindPod> makeBindPods(const Config& cfg, KubeClient& api, ojson& out
   return pods;
 }
 
+// CPU seconds each process (those with a pid above 0) has used since the meter was made.
+class CpuMeter {
+ public:
+  explicit CpuMeter(std::vector<std::pair<std::string, int>> processes)
+      : processes_(std::move(processes)) {
+    for (const auto& [name, pid] : processes_) {
+      before_.push_back(pid > 0 ? cpuSeconds(pid) : 0);
+    }
+  }
+  std::vector<std::pair<std::string, double>> used() const {
+    std::vector<std::pair<std::string, double>> out;
+    for (size_t i = 0; i < processes_.size(); ++i) {
+      if (processes_[i].second > 0) {
+        out.emplace_back(processes_[i].first, cpuSeconds(processes_[i].second) - before_[i]);
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> processes_;
+  std::vector<double> before_;
+};
+
 // ", CPU ms per bind: extender 1.20, kube-apiserver 3.40, ..." for the processes measured.
 std::string cpuText(const ojson& cpuPerBind) {
   std::string out;
@@ -557,13 +581,9 @@ ojson benchBind(const Config& cfg, std::vector<BindPod>& pods) {
     std::mutex mu;
     // CPU time per bind of the extender and of what takes its writes, to tell the extender's
     // own cost from the API server's and etcd's when a batch is slower.
-    const std::vector<std::pair<std::string, int>> busy = {{"extender", ext.process->pid()},
-                                                           {"kube-apiserver", cfg.apiserverPid},
-                                                           {"etcd", cfg.etcdPid}};
-    std::vector<double> cpuBefore;
-    for (const auto& [name, pid] : busy) {
-      cpuBefore.push_back(pid > 0 ? cpuSeconds(pid) : 0);
-    }
+    const CpuMeter cpu({{"extender", ext.process->pid()},
+                        {"kube-apiserver", cfg.apiserverPid},
+                        {"etcd", cfg.etcdPid}});
     const auto wallFrom = std::chrono::system_clock::now();
     const auto start = Clock::now();
     std::vector<std::thread> threads;
@@ -603,11 +623,8 @@ ojson benchBind(const Config& cfg, std::vector<BindPod>& pods) {
     const double elapsed = seconds(start);
     const auto wallTo = std::chrono::system_clock::now();
     ojson cpuPerBind = ojson::object();
-    for (size_t i = 0; i < busy.size(); ++i) {
-      if (busy[i].second > 0) {
-        cpuPerBind[busy[i].first] = (cpuSeconds(busy[i].second) - cpuBefore[i]) * 1000 /
-                                    static_cast<double>(std::max<size_t>(batch.size(), 1));
-      }
+    for (const auto& [name, used] : cpu.used()) {
+      cpuPerBind[name] = used * 1000 / static_cast<double>(std::max<size_t>(batch.size(), 1));
     }
     const double writes =
         metric(ext.metrics(), "extended_resource_scheduler_api_writes_total") - writesBefore;
@@ -733,14 +750,10 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   std::this_thread::sleep_for(1s);
   // CPU time of everything that works on the releases, to tell whether the two cores were
   // the limit: the API server and etcd take every write, the bench deletes and watches.
-  const std::vector<std::pair<std::string, int>> busy = {{"kube-apiserver", cfg.apiserverPid},
-                                                         {"etcd", cfg.etcdPid},
-                                                         {"controller", controller.pid()},
-                                                         {"bench", static_cast<int>(getpid())}};
-  std::vector<double> cpuBefore;
-  for (const auto& [name, pid] : busy) {
-    cpuBefore.push_back(pid > 0 ? cpuSeconds(pid) : 0);
-  }
+  const CpuMeter meter({{"kube-apiserver", cfg.apiserverPid},
+                        {"etcd", cfg.etcdPid},
+                        {"controller", controller.pid()},
+                        {"bench", static_cast<int>(getpid())}});
   const auto wallFrom = std::chrono::system_clock::now();
   const auto start = Clock::now();
   parallelFor(pods.size(), cfg.workers, [&](size_t i) {
@@ -771,12 +784,9 @@ ojson benchController(const Config& cfg, KubeClient& api, const std::vector<Bind
   const double elapsed = seconds(start);
   ojson cpu = ojson::object();
   double cpuTotal = 0;
-  for (size_t i = 0; i < busy.size(); ++i) {
-    if (busy[i].second > 0) {
-      const double used = cpuSeconds(busy[i].second) - cpuBefore[i];
-      cpu[busy[i].first] = used;
-      cpuTotal += used;
-    }
+  for (const auto& [name, used] : meter.used()) {
+    cpu[name] = used;
+    cpuTotal += used;
   }
   out["cpu_seconds"] = cpu;
   out["cores_busy"] = cpuTotal / std::max(elapsed, 1e-9);
