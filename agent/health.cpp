@@ -16,7 +16,7 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   if (seen.healthy) {
     return markDeviceHealthy(next).ok() ? HealthAction{MarkHealthy{}} : HealthAction{Nothing{}};
   }
-  if (!markDeviceUnhealthy(next, seen.problem).ok()) {
+  if (!markDeviceUnhealthy(next, seen.mark, seen.problem).ok()) {
     return Nothing{};
   }
   // Already written as it would be (a different problem since is written again, to keep the
@@ -25,13 +25,14 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
       next.phase == device.phase && next.reason == device.reason && next.message == device.message;
   const bool held = device.phase == DevicePhase::kBound && !(named && freedByClaim(device, *named));
   if (!held) {
-    return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.problem}};
+    return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.mark, seen.problem}};
   }
   const std::string warning = "device " + device.meta.name + " is unhealthy: " + seen.problem;
   if (!written) {
-    return MarkUnhealthy{seen.problem, seen.wasHealthy ? std::optional(warning) : std::nullopt};
+    return MarkUnhealthy{seen.mark, seen.problem,
+                         seen.wasHealthy ? std::optional(warning) : std::nullopt};
   }
-  return seen.wasHealthy ? HealthAction{WarnHolder{warning}} : HealthAction{Nothing{}};
+  return seen.wasHealthy ? HealthAction{WarnHolder{seen.mark, warning}} : HealthAction{Nothing{}};
 }
 
 }  // namespace ker::agent

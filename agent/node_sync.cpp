@@ -470,6 +470,7 @@ void NodeSync::checkHealth(const NodeFile& file, const std::vector<std::string>&
   for (const auto& name : unlistedHeld) {
     if (auto device = devices_.get(name)) {
       reportHealth(*device, {.healthy = false,
+                             .mark = Reason::kDeviceNotListed,
                              .problem = "not listed in node " + options_.node +
                                         "'s node file any more: kept while its claim holds it, " +
                                         "withdrawn once freed"});
@@ -494,6 +495,7 @@ void NodeSync::withholdFreeDevices() {
         namedAllocation(*device, [&](const std::string& key) { return claims_.get(key); });
     if (offerable(*device, named) && listed.count(device->meta.name) == 0) {
       reportHealth(*device, {.healthy = false,
+                             .mark = Reason::kNoNodeFile,
                              .problem = "not offered: the node agent of " + options_.node +
                                         " has no node file in force, and gives no device"});
     }
@@ -512,14 +514,15 @@ void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation se
     return;
   }
   if (auto* warn = std::get_if<health_action::WarnHolder>(&action)) {
-    warnHolder(device, warn->message);
+    warnHolder(device, warn->mark, warn->message);
     metrics_.healthChanges.labels({"holder_warned"}).inc();
     return;
   }
   const auto* unhealthy = std::get_if<health_action::MarkUnhealthy>(&action);
   ExtendedResource next = device;
-  if (const Status changed =
-          unhealthy ? markDeviceUnhealthy(next, unhealthy->message) : markDeviceHealthy(next);
+  if (const Status changed = unhealthy
+                                 ? markDeviceUnhealthy(next, unhealthy->mark, unhealthy->message)
+                                 : markDeviceHealthy(next);
       !changed.ok()) {
     // A decision at odds with the device it was made on: a fault of ours.
     log::error("status transition refused: nothing written", {{"error", changed.message()}});
@@ -538,22 +541,22 @@ void NodeSync::reportHealth(const ExtendedResource& device, HealthObservation se
     return;
   }
   if (unhealthy && unhealthy->warning) {
-    warnHolder(device, *unhealthy->warning);
+    warnHolder(device, unhealthy->mark, *unhealthy->warning);
     metrics_.healthChanges.labels({"holder_warned"}).inc();
   }
 }
 
-void NodeSync::warnHolder(const ExtendedResource& device, const std::string& message) {
+void NodeSync::warnHolder(const ExtendedResource& device, Reason mark, const std::string& message) {
   if (!device.claimRef) {
     return;
   }
   const ClaimRef& ref = *device.claimRef;
   events_.record({kApiVersion, "ExtendedResourceClaim", ref.ns, ref.name, ref.uid},
-                 EventType::kWarning, event_reason::kDeviceUnhealthy, message);
+                 EventType::kWarning, toString(mark), message);
   auto claim = claims_.get(objectKey(ref.ns, ref.name));
   for (const auto& holder : claim ? claim->holders() : std::vector<PodRef>{}) {
     events_.record({"v1", "Pod", ref.ns, holder.name, holder.uid}, EventType::kWarning,
-                   event_reason::kDeviceUnhealthy, message);
+                   toString(mark), message);
   }
   log::warn(
       "allocated device unhealthy; holder warned",

@@ -111,7 +111,8 @@ class NodeSync {
   void withholdFreeDevices();
   // Writes what decideHealth makes of one observation of a published device.
   void reportHealth(const ExtendedResource& device, HealthObservation seen);
-  void warnHolder(const ExtendedResource& device, const std::string& message);
+  // A Warning event with the mark as reason on the claim the device names and on its holders.
+  void warnHolder(const ExtendedResource& device, Reason mark, const std::string& message);
 
   const Options options_;
   ApiClient& api_;

@@ -103,7 +103,7 @@ std::vector<Condition> deviceConditions(const ExtendedResource& device,
   // Bound too: the pod keeps a device that turned unhealthy, and its status says so.
   if (markedUnhealthy(device)) {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kFalse,
-                          Reason::kDeviceUnhealthy, device.message, gen, previous, now));
+                          parseReason(device.reason), device.message, gen, previous, now));
   } else {
     out.push_back(stamped(ConditionType::kHealthy, ConditionStatus::kTrue,
                           Reason::kNoProblemReported, "", gen, previous, now));

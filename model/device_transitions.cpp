@@ -133,7 +133,15 @@ Status initializeDevice(ExtendedResource& device) {
   return {};
 }
 
-Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem) {
+bool isAgentMark(Reason reason) {
+  return reason == Reason::kDeviceUnhealthy || reason == Reason::kDeviceNotListed ||
+         reason == Reason::kNoNodeFile;
+}
+
+Status markDeviceUnhealthy(ExtendedResource& device, Reason mark, const std::string& problem) {
+  if (!isAgentMark(mark)) {
+    return notFrom(device, std::string("marked ") + toString(mark), "that is no node agent's mark");
+  }
   const bool bound = device.phase == DevicePhase::kBound;
   if (!bound && !isFree(device) &&
       !(device.phase == DevicePhase::kPending && markedUnhealthy(device))) {
@@ -142,7 +150,7 @@ Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem)
   if (!bound) {
     device.phase = DevicePhase::kPending;
   }
-  setReason(device, Reason::kDeviceUnhealthy, problem);
+  setReason(device, mark, problem);
   return {};
 }
 
@@ -164,7 +172,7 @@ bool heldForClaim(const ExtendedResource& device) {
 }
 
 bool markedUnhealthy(const ExtendedResource& device) {
-  return parseReason(device.reason) == Reason::kDeviceUnhealthy;
+  return isAgentMark(parseReason(device.reason));
 }
 
 Status parkDeviceOffNode(ExtendedResource& device, const std::string& message) {

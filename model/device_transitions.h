@@ -51,18 +51,23 @@ Status rebindDevice(ExtendedResource& device, const ClaimRef& claim, int64_t all
 // A status without a phase -> Available, naming no claim.
 Status initializeDevice(ExtendedResource& device);
 
-// Found unhealthy on its node: reason DeviceUnhealthy with the problem. A free device becomes
-// Pending too, so nobody is offered it; a Bound one stays with its pod. From any state but
-// Pending for another reason (someone else's to undo).
-Status markDeviceUnhealthy(ExtendedResource& device, const std::string& problem);
+// Whether the reason is one of the node agent's marks (DeviceUnhealthy, DeviceNotListed,
+// NoNodeFile, model/reasons.h): a device it will not give a container.
+bool isAgentMark(Reason reason);
 
-// Marked unhealthy -> healthy: the mark goes, and a Pending device is Available again.
+// Marked by its node agent (`mark`, one of isAgentMark's) with the problem as message. A free
+// device becomes Pending too, so nobody is offered it; a Bound one stays with its pod. From any
+// state but Pending for another reason (someone else's to undo); a device already marked may be
+// marked again, with another mark.
+Status markDeviceUnhealthy(ExtendedResource& device, Reason mark, const std::string& problem);
+
+// Marked by its agent -> healthy: the mark goes, and a Pending device is Available again.
 Status markDeviceHealthy(ExtendedResource& device);
 
 // Whether a claim may hold it: Bound, or naming a claim in any phase. A pod may be running with
 // it or about to start with it.
 bool heldForClaim(const ExtendedResource& device);
-// Whether its node agent's unhealthy mark is on it (whatever its phase).
+// Whether one of its node agent's marks is on it (whatever its phase).
 bool markedUnhealthy(const ExtendedResource& device);
 
 // Free (Available) -> Pending, reason NodeNotRegistered: the node it is on (kNodeLabel) has no

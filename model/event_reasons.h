@@ -23,8 +23,7 @@ inline constexpr const char* kClaimLost = "ClaimLost";
 inline constexpr const char* kClaimRecovered = "ClaimRecovered";
 inline constexpr const char* kClaimDeleted = "ClaimDeleted";
 
-// The node agent.
+// The node agent. Its warnings about a held device are named by the device's mark (Reason).
 inline constexpr const char* kDeviceNameTaken = "DeviceNameTaken";
-inline constexpr const char* kDeviceUnhealthy = "DeviceUnhealthy";
 
 }  // namespace ker::event_reason

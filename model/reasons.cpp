@@ -7,7 +7,7 @@ namespace ker {
 
 namespace {
 
-constexpr std::array<std::pair<Reason, const char*>, 16> kNames{{
+constexpr std::array<std::pair<Reason, const char*>, 18> kNames{{
     {Reason::kBound, "Bound"},
     {Reason::kReleased, "Released"},
     {Reason::kLost, "ExtendedResourceLost"},
@@ -16,6 +16,8 @@ constexpr std::array<std::pair<Reason, const char*>, 16> kNames{{
     {Reason::kOrphaned, "Orphaned"},
     {Reason::kInvalid, "Invalid"},
     {Reason::kDeviceUnhealthy, "DeviceUnhealthy"},
+    {Reason::kDeviceNotListed, "DeviceNotListed"},
+    {Reason::kNoNodeFile, "NoNodeFile"},
     {Reason::kNodeNotRegistered, "NodeNotRegistered"},
     {Reason::kPending, "Pending"},
     {Reason::kDevicesLost, "DevicesLost"},

@@ -163,7 +163,7 @@ TEST_F(NodeAgentTest, APodNamingAnotherPodsClaimNeverStartsAContainer) {
 }
 
 // An entry dropped while a pod runs with the device does not take the device from it: the
-// device stays Bound to the claim, marked unhealthy, and the pod is warned. Once the pod is
+// device stays Bound to the claim, marked DeviceNotListed, and the pod is warned. Once the pod is
 // gone and the claim frees the device, the agent withdraws it.
 TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileStaysWithItsPodThenIsWithdrawn) {
   createDevice(uniqueName("gpu"));
@@ -177,7 +177,7 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileStaysWithItsPodThenIsWithdraw
   ASSERT_TRUE(eventually(
       [&] {
         return (d = getDevice(device)).value("/status/reason"_json_pointer, std::string()) ==
-               "DeviceUnhealthy";
+               "DeviceNotListed";
       },
       60s))
       << device << " was not marked: " << d.dump();
@@ -186,7 +186,7 @@ TEST_F(NodeAgentTest, ADeviceDroppedFromTheNodeFileStaysWithItsPodThenIsWithdraw
   EXPECT_NE(d.value("/status/message"_json_pointer, std::string()).find("node file"),
             std::string::npos)
       << d.dump();
-  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "DeviceUnhealthy").empty(); }, 30s));
+  EXPECT_TRUE(eventually([&] { return !eventMessages("app", "DeviceNotListed").empty(); }, 30s));
   EXPECT_EQ(phaseOf(getClaim("gpu")), "Bound");
   EXPECT_TRUE(podRunning("app"));
 
@@ -576,7 +576,7 @@ TEST_F(NodeAgentTest, AnAgentStartedWithABrokenNodeFileStillGuardsTheNodesDevice
       [&] {
         const json d = getDevice(gpu);
         return d.value("/status/phase"_json_pointer, "") == "Pending" &&
-               d.value("/status/reason"_json_pointer, "") == "DeviceUnhealthy";
+               d.value("/status/reason"_json_pointer, "") == "NoNodeFile";
       },
       60s))
       << gpu << " stayed offered while the agent knew no device: " << getDevice(gpu).dump();

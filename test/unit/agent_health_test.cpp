@@ -13,7 +13,8 @@ const std::string kUnhealthyReason = toString(Reason::kDeviceUnhealthy);
 
 // The device as the agent writes it for the action decided (MarkUnhealthy or MarkHealthy).
 ExtendedResource withHealth(ExtendedResource device, bool healthy, const std::string& problem) {
-  const Status changed = healthy ? markDeviceHealthy(device) : markDeviceUnhealthy(device, problem);
+  const Status changed = healthy ? markDeviceHealthy(device)
+                                 : markDeviceUnhealthy(device, Reason::kDeviceUnhealthy, problem);
   EXPECT_TRUE(changed.ok()) << changed.message();
   return device;
 }
@@ -98,6 +99,43 @@ TEST(HealthTest, ABoundDeviceStaysWithItsPodSaysItIsUnhealthyAndWarnsOncePerTurn
   EXPECT_EQ(healed.reason, "");
   EXPECT_EQ(deviceConditions(healed, {}, {})[1].status, ConditionStatus::kTrue);
   EXPECT_TRUE(std::holds_alternative<Nothing>(decideHealth(bound, {})));
+}
+
+TEST(HealthTest, EachMarkIsItsOwnReasonAndTheAgentUndoesAnyOfThem) {
+  const HealthObservation unlisted{
+      .healthy = false, .mark = Reason::kDeviceNotListed, .problem = "not in the node file"};
+  auto first = decideHealth(device(DevicePhase::kBound, true), unlisted);
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(first));
+  EXPECT_EQ(std::get<MarkUnhealthy>(first).mark, Reason::kDeviceNotListed);
+
+  ExtendedResource marked = device(DevicePhase::kBound, true);
+  ASSERT_TRUE(markDeviceUnhealthy(marked, Reason::kDeviceNotListed, "not in the node file").ok());
+  EXPECT_EQ(marked.reason, "DeviceNotListed");
+  EXPECT_EQ(deviceConditions(marked, {}, {})[1].reason, Reason::kDeviceNotListed);
+  EXPECT_TRUE(
+      std::holds_alternative<Nothing>(decideHealth(marked, {.healthy = false,
+                                                            .mark = Reason::kDeviceNotListed,
+                                                            .problem = "not in the node file",
+                                                            .wasHealthy = false})))
+      << "written already";
+  auto other = decideHealth(marked, sick(/*wasHealthy=*/false));
+  ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(other)) << "another mark is written";
+  EXPECT_EQ(std::get<MarkUnhealthy>(other).mark, Reason::kDeviceUnhealthy);
+
+  ExtendedResource withheld = device(DevicePhase::kAvailable);
+  ASSERT_TRUE(markDeviceUnhealthy(withheld, Reason::kNoNodeFile, "no node file").ok());
+  EXPECT_EQ(withheld.phase, DevicePhase::kPending);
+  ASSERT_TRUE(std::holds_alternative<MarkHealthy>(decideHealth(withheld, {})));
+  ASSERT_TRUE(markDeviceHealthy(withheld).ok());
+  EXPECT_EQ(withheld.phase, DevicePhase::kAvailable);
+  EXPECT_EQ(withheld.reason, "");
+}
+
+TEST(HealthTest, OnlyTheAgentsMarksAreMarks) {
+  ExtendedResource d = device(DevicePhase::kAvailable);
+  EXPECT_FALSE(markDeviceUnhealthy(d, Reason::kOrphaned, "no").ok());
+  EXPECT_EQ(d.phase, DevicePhase::kAvailable);
+  EXPECT_EQ(d.reason, "");
 }
 
 TEST(HealthTest, AFreeDeviceIsTakenOutOfOfferAndBack) {

@@ -196,13 +196,13 @@ TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
   write(nodeFile({}));
   ASSERT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
-    return d && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+    return d && parseReason(d->reason) == Reason::kDeviceNotListed;
   }));
   ExtendedResource kept = *device("n1-gpu0");
   EXPECT_FALSE(kept.meta.deleting);
   EXPECT_EQ(kept.phase, DevicePhase::kBound);
   EXPECT_NE(kept.message.find("node file"), std::string::npos) << kept.message;
-  EXPECT_TRUE(eventually([&] { return eventWithReason("DeviceUnhealthy"); }));
+  EXPECT_TRUE(eventually([&] { return eventWithReason("DeviceNotListed"); }));
   std::this_thread::sleep_for(100ms);  // five periods: still there
   EXPECT_FALSE(device("n1-gpu0")->meta.deleting);
 
@@ -215,7 +215,7 @@ TEST_F(NodeSyncTest, AHeldDeviceRemovedFromTheFileIsKeptUntilItsClaimFreesIt) {
   write(nodeFile({}));
   ASSERT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
-    return d && parseReason(d->reason) == Reason::kDeviceUnhealthy;
+    return d && parseReason(d->reason) == Reason::kDeviceNotListed;
   }));
   ASSERT_TRUE(writeStatus([&](ExtendedResource& d) { return freeDevice(d, "released", claim); }));
   EXPECT_TRUE(eventually([&] {
@@ -325,8 +325,7 @@ TEST_F(NodeSyncTest, WhileNoFileIsInForceFreeDevicesAreNotOfferedAndHeldOnesStay
   ASSERT_EQ(sync_->inventory(), nullptr);
   ASSERT_TRUE(eventually([&] {
     auto d = device("n1-gpu0");
-    return d && d->phase == DevicePhase::kPending &&
-           parseReason(d->reason) == Reason::kDeviceUnhealthy;
+    return d && d->phase == DevicePhase::kPending && parseReason(d->reason) == Reason::kNoNodeFile;
   })) << "a free device is offered while the agent would refuse it";
   const std::string written = device("n1-gpu0")->meta.resourceVersion;
   std::this_thread::sleep_for(300ms);

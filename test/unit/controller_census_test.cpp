@@ -15,7 +15,7 @@ std::shared_ptr<const ExtendedResource> device(const std::string& node, DevicePh
   d->rawResourceName = "example.com/gpu";
   d->phase = phase;
   if (unhealthy) {
-    EXPECT_TRUE(markDeviceUnhealthy(*d, "gone").ok());
+    EXPECT_TRUE(markDeviceUnhealthy(*d, Reason::kDeviceUnhealthy, "gone").ok());
   }
   return d;
 }

@@ -362,7 +362,8 @@ class Steps {
     const bool sick = pick(2) == 0;
     what = "device " + d.meta.name + (sick ? " unhealthy" : " healthy");
     auto next = tryTransition(d, [&](ExtendedResource& d) {
-      return sick ? markDeviceUnhealthy(d, "device node missing") : markDeviceHealthy(d);
+      return sick ? markDeviceUnhealthy(d, Reason::kDeviceUnhealthy, "device node missing")
+                  : markDeviceHealthy(d);
     });
     if (!next) {
       return false;

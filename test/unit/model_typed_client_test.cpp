@@ -66,7 +66,7 @@ TEST(TypedClientTest, AStatusWriteSendsTheTypedStatusAndGivesTheStoredObject) {
   api.seed(resources::kExtendedResources, device("gpu-0"));
   ExtendedResource d;
   ASSERT_TRUE(getObject(api, "gpu-0", d).ok());
-  ASSERT_TRUE(markDeviceUnhealthy(d, "probe failed").ok());
+  ASSERT_TRUE(markDeviceUnhealthy(d, Reason::kDeviceUnhealthy, "probe failed").ok());
 
   ExtendedResource written;
   const Status sent = writeStatus(api, d, std::chrono::system_clock::now(), &written);

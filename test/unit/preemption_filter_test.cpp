@@ -217,7 +217,7 @@ TEST(PreemptionDecision, ADeviceMarkedUnhealthyIsNotCountedAsFreedByItsVictim) {
   preemptor.priority = 100;
   PreemptionCandidate sick = heldCandidate("n1", 10, "a");
   ExtendedResource marked = *sick.devices[0];
-  ASSERT_TRUE(markDeviceUnhealthy(marked, "ECC errors").ok());
+  ASSERT_TRUE(markDeviceUnhealthy(marked, Reason::kDeviceUnhealthy, "ECC errors").ok());
   sick.devices[0] = ptr(marked);
   const auto decision = decidePreemption(claims, preemptor, {sick, heldCandidate("n2", 50, "a")});
   ASSERT_TRUE(decision.order);
