@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <set>
 
 #include "common/api_error.h"
@@ -9,6 +10,7 @@
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 #include "model/typed_client.h"
 
 namespace ker {
@@ -159,6 +161,9 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       kept.insert(e.claimUid);
     }
   }
+  // The claims put back, as written: a device given to one of them is freed by that write
+  // (freedByClaim) and needs no write, nor a read, of its own.
+  std::map<std::string, ClaimAllocation> putBack;
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     if ((it->kind != Kind::kClaim && it->kind != Kind::kJoin) || !it->confirmed) {
       continue;
@@ -179,14 +184,16 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
     }
     // Any failure, a fault as much as an answer, leaves the claim (and so its devices) as it
     // is: the undo goes on with the rest.
+    ExtendedResourceClaim written;
     Status sent;
     try {
-      sent = writeStatus(api, next, now);
+      sent = writeStatus(api, next, now, &written);
     } catch (const std::exception& ex) {
       sent = statusFrom(ex);
     }
     if (sent.ok()) {
       ++writes;
+      putBack.insert_or_assign(written.meta.uid, allocationOf(written));
     } else {
       kept.insert(c.meta.uid);
       log::warn("bind undo: claim left bound with its devices",
@@ -198,8 +205,14 @@ uint64_t BindJournal::undo(ApiClient& api, DeviceIndex& index, SystemTime now) {
       continue;
     }
     const ExtendedResource& d = *it->device;
-    if (d.claimRef && (kept.count(d.claimRef->uid) != 0 || heldThroughClaim(api, d))) {
-      continue;
+    if (d.claimRef) {
+      const auto claim = putBack.find(d.claimRef->uid);
+      if (claim != putBack.end() && freedByClaim(d, claim->second)) {
+        continue;
+      }
+      if (kept.count(d.claimRef->uid) != 0 || heldThroughClaim(api, d)) {
+        continue;
+      }
     }
     ExtendedResource next = d;
     if (Status undone = undoDeviceBind(next); !undone.ok()) {

@@ -51,12 +51,13 @@ class BindJournal {
   std::vector<ExtendedResource> devices() const;
 
   // Puts back what the attempt wrote, newest first: the claims to Pending (a joined claim
-  // without the pod among its holders), then the devices to Available; writes that fail are logged
-  // and left. Claims go first so that every claim kept is known before a device is freed: a claim
-  // that could not be put back keeps its devices (it may be another call's now, one that rewrote it
-  // to bind the pod with it, and otherwise the controller's repair releases the claim and its
-  // devices together), and so does a claim the attempt reused. Restored devices go into the index.
-  // Returns the number of writes made.
+  // without the pod among its holders), then the devices to Available, except those a claim's
+  // write put back frees already (freedByClaim: the claim's release frees its devices, as the
+  // controller's does); writes that fail are logged and left. Claims go first so that every claim
+  // kept is known before a device is freed: a claim that could not be put back keeps its devices
+  // (it may be another call's now, one that rewrote it to bind the pod with it, and otherwise the
+  // controller's repair releases the claim and its devices together), and so does a claim the
+  // attempt reused. Restored devices go into the index. Returns the number of writes made.
   uint64_t undo(ApiClient& api, DeviceIndex& index, SystemTime now);
 
  private:

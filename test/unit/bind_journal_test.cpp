@@ -10,6 +10,7 @@
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 
 namespace ker {
 namespace {
@@ -103,6 +104,27 @@ TEST_F(BindJournalTest, UndoPutsBackEveryClaimThenEveryDeviceNewestFirst) {
     ASSERT_TRUE(index_.get(name)) << name;
     EXPECT_EQ(index_.get(name)->phase, DevicePhase::kAvailable) << name;
   }
+}
+
+// A bind's claim write counts the claim's allocations up, and its devices name that count: put
+// back to Pending, the claim frees them by itself (freedByClaim), so the undo writes the claim
+// alone and reads nothing.
+TEST_F(BindJournalTest, DevicesTheClaimsUndoFreesAreNotWrittenAgain) {
+  journal_.deviceSent("d0", claim("c1").meta.uid);
+  journal_.applied(bindDevice("d0", "c1"));
+  ExtendedResourceClaim bound = claim("c1");
+  journal_.claimSent(bound, {"d0"});
+  ASSERT_TRUE(ker::bindClaim(bound, PodRef{"p", "uid-p"}, "n1", {"d0"}).ok());
+  journal_.applied(ExtendedResourceClaim::fromJson(api_.FakeApiClient::updateStatus(
+      resources::kExtendedResourceClaims, "default", bound.toJson(SystemTime{}))));
+  const int gets = api_.calls(Verb::kGet);
+
+  EXPECT_EQ(journal_.undo(api_, index_, SystemTime{}), 1u);
+  EXPECT_EQ(api_.statusWrites, (std::vector<std::string>{"extendedresourceclaims/c1"}));
+  EXPECT_EQ(api_.calls(Verb::kGet), gets);
+  const ExtendedResourceClaim undone = claim("c1");
+  EXPECT_EQ(undone.phase, ClaimPhase::kPending);
+  EXPECT_TRUE(offerable(device("d0"), allocationOf(undone))) << "freed through its claim";
 }
 
 // A write with no answer may have landed: the undo reads it back and puts it back if it did.

@@ -9,6 +9,7 @@
 #include "common/request_deadline.h"
 #include "fake_api_client.h"
 #include "model/objects.h"
+#include "model/suitability.h"
 
 namespace ker {
 namespace {
@@ -417,8 +418,7 @@ TEST_F(BinderTest, AFailedBindingUndoesEveryWriteAndReportsTheError) {
   EXPECT_TRUE(claim("c").allocated.empty());
   EXPECT_FALSE(claim("c").podRef);
   for (const auto& name : {"d0", "d1"}) {
-    EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
-    EXPECT_FALSE(device(name).claimRef) << name;
+    EXPECT_TRUE(offerable(device(name), allocationOf(claim("c")))) << name << ": freed";
   }
   EXPECT_TRUE(api_.bindings().empty());
   EXPECT_EQ(index_.holdCount(), 0u);
@@ -619,7 +619,7 @@ TEST_F(BinderTest, AFailedBindLeavesNothingBoundEvenWhenAClaimReplyWasLost) {
   EXPECT_EQ(claim("c").phase, ClaimPhase::kPending);
   EXPECT_FALSE(claim("c").podRef);
   for (const auto& name : {"d0", "d1"}) {
-    EXPECT_EQ(device(name).phase, DevicePhase::kAvailable) << name;
+    EXPECT_TRUE(offerable(device(name), allocationOf(claim("c")))) << name << ": freed";
   }
 }
 
@@ -939,8 +939,7 @@ class BinderDeadlineTest : public ::testing::Test {
     EXPECT_TRUE(c.allocated.empty());
     for (const auto& name : {"d0", "d1"}) {
       const auto d = ExtendedResource::fromJson(*api.peek(resources::kExtendedResources, "", name));
-      EXPECT_EQ(d.phase, DevicePhase::kAvailable) << name;
-      EXPECT_FALSE(d.claimRef) << name;
+      EXPECT_TRUE(offerable(d, allocationOf(c))) << name << ": freed";
     }
     EXPECT_TRUE(api.bindings().empty());
     EXPECT_EQ(index.holdCount(), 0u);
