@@ -27,7 +27,9 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   if (!held) {
     return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.mark, seen.problem}};
   }
-  const std::string warning = "device " + device.meta.name + " is unhealthy: " + seen.problem;
+  const std::string warning = "device " + device.meta.name +
+                              (seen.mark == Reason::kDeviceUnhealthy ? " is unhealthy: " : ": ") +
+                              seen.problem;
   if (!written) {
     return MarkUnhealthy{seen.mark, seen.problem,
                          seen.wasHealthy ? std::optional(warning) : std::nullopt};

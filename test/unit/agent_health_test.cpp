@@ -107,6 +107,8 @@ TEST(HealthTest, EachMarkIsItsOwnReasonAndTheAgentUndoesAnyOfThem) {
   auto first = decideHealth(device(DevicePhase::kBound, true), unlisted);
   ASSERT_TRUE(std::holds_alternative<MarkUnhealthy>(first));
   EXPECT_EQ(std::get<MarkUnhealthy>(first).mark, Reason::kDeviceNotListed);
+  ASSERT_TRUE(std::get<MarkUnhealthy>(first).warning);
+  EXPECT_EQ(*std::get<MarkUnhealthy>(first).warning, "device d0: not in the node file");
 
   ExtendedResource marked = device(DevicePhase::kBound, true);
   ASSERT_TRUE(markDeviceUnhealthy(marked, Reason::kDeviceNotListed, "not in the node file").ok());
