@@ -27,9 +27,8 @@ HealthAction decideHealth(const ExtendedResource& device, const HealthObservatio
   if (!held) {
     return written ? HealthAction{Nothing{}} : HealthAction{MarkUnhealthy{seen.mark, seen.problem}};
   }
-  const std::string warning = "device " + device.meta.name +
-                              (seen.mark == Reason::kDeviceUnhealthy ? " is unhealthy: " : ": ") +
-                              seen.problem;
+  // The event's reason is the mark; the text names the device and the problem.
+  const std::string warning = "device " + device.meta.name + ": " + seen.problem;
   if (!written) {
     return MarkUnhealthy{seen.mark, seen.problem,
                          seen.wasHealthy ? std::optional(warning) : std::nullopt};
