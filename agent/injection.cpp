@@ -584,10 +584,12 @@ Injection decideInjection(const InjectionInput& in) {
                           " cannot be given on node " + in.node + ": " + kNoFileInForce);
       }
       const DeviceSpec* d = entryFor(*in.inventory, in.renamed, deviceName);
-      if (!d || d->rawResourceName != c->rawResourceName) {
+      const std::string resource = c->resourceOf(deviceName);
+      if (!d || resource.empty() || d->rawResourceName != resource) {
         return refuse(RefusalReason::kDeviceNotOnNode,
                       "device " + deviceName + " of claim " + objectKey(pod.ns, name) +
-                          " is not a " + c->rawResourceName + " device of node " + in.node);
+                          " is not a " + (resource.empty() ? "requested" : resource) +
+                          " device of node " + in.node);
       }
       const std::vector<std::string> keys = deviceKeys(*d);
       for (const auto& key : keys) {

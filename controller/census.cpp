@@ -33,7 +33,9 @@ std::vector<metrics::LabeledValue> claimCensus(
     const std::vector<std::shared_ptr<const ExtendedResourceClaim>>& claims) {
   std::map<std::vector<std::string>, double> counts;
   for (const auto& c : claims) {
-    counts[{c->meta.ns, c->rawResourceName, toString(c->phase)}] += 1;
+    for (const auto& resource : c->resourceNames()) {
+      counts[{c->meta.ns, resource, toString(c->phase)}] += 1;
+    }
   }
   return counted(counts);
 }

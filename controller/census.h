@@ -19,7 +19,8 @@ inline constexpr const char* kDevicesMetric = "extended_resource_devices";
 std::vector<metrics::LabeledValue> deviceCensus(
     const std::vector<std::shared_ptr<const ExtendedResource>>& devices);
 
-// extended_resource_claims{namespace, resource, phase}.
+// extended_resource_claims{namespace, resource, phase}: a claim counts once under each resource
+// it asks for.
 inline constexpr const char* kClaimsMetric = "extended_resource_claims";
 std::vector<metrics::LabeledValue> claimCensus(
     const std::vector<std::shared_ptr<const ExtendedResourceClaim>>& claims);

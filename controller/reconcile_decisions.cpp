@@ -440,8 +440,12 @@ NudgePlan podsToNudge(const NudgeView& v) {
         return false;
       }
       const bool pending = it->second->phase == ClaimPhase::kPending;
-      return v.claimKey.empty() ? pending && it->second->rawResourceName == v.rawResourceName
-                                : key == v.claimKey && (pending || joinable(*it->second));
+      if (!v.claimKey.empty()) {
+        return key == v.claimKey && (pending || joinable(*it->second));
+      }
+      const auto resources = it->second->resourceNames();
+      return pending &&
+             std::find(resources.begin(), resources.end(), v.rawResourceName) != resources.end();
     });
     if (!wants) {
       continue;

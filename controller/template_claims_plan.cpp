@@ -180,14 +180,19 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
                                         " is invalid: " + tmpl->invalid;
       continue;
     }
-    const std::string raw = tmpl->claimSpec.is_object()
-                                ? tmpl->claimSpec.value("rawResourceName", std::string())
-                                : std::string();
-    if (ClassPtr cls = podsOnlyClass(in.classes, raw)) {
-      plan.waitingEntries[entry.name] =
-          "template " + objectKey(pod.meta.ns, entry.templateName) + " asks for devices of " + raw +
-          ", which ExtendedResourceClass " + cls->meta.name + " gives only to pods that ask for " +
-          cls->extendedResourceName + " in their resources";
+    std::string podsOnly;  // why not, when the template asks for a pods-only class's devices
+    for (const auto& raw :
+         ExtendedResourceClaim::fromJson(nlohmann::json{{"spec", tmpl->claimSpec}})
+             .resourceNames()) {
+      if (ClassPtr cls = podsOnlyClass(in.classes, raw); cls && podsOnly.empty()) {
+        podsOnly = "template " + objectKey(pod.meta.ns, entry.templateName) +
+                   " asks for devices of " + raw + ", which ExtendedResourceClass " +
+                   cls->meta.name + " gives only to pods that ask for " +
+                   cls->extendedResourceName + " in their resources";
+      }
+    }
+    if (!podsOnly.empty()) {
+      plan.waitingEntries[entry.name] = std::move(podsOnly);
       continue;
     }
     const std::string name = entryClaimName(pod, entry);

@@ -75,7 +75,9 @@ Triggers claimChanged(const ExtendedResourceClaim* old, const ExtendedResourceCl
   // that resource may fit now, before any device event.
   if (!listing && old && old->meta.uid == c.meta.uid && allocationOf(*old).holding &&
       !allocationOf(c).holding && !old->allocated.empty()) {
-    t.nudges.push_back(NudgeTarget::resource(c.rawResourceName));
+    for (const auto& resource : c.resourceNames()) {
+      t.nudges.push_back(NudgeTarget::resource(resource));
+    }
   }
   t.keys.push_back(ClaimKey{key});
   // Devices waiting out the grace period for this claim to list them can stop waiting; a

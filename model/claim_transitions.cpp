@@ -33,6 +33,7 @@ bool nonEmptySubset(const std::vector<std::string>& part, const std::vector<std:
 // Pending holds nothing.
 void emptyAllocation(ExtendedResourceClaim& claim) {
   claim.alternative.clear();
+  claim.allocations.clear();
   claim.phase = ClaimPhase::kPending;
   claim.allocated.clear();
   claim.lost.clear();
@@ -49,19 +50,44 @@ void setReason(ExtendedResourceClaim& claim, Reason reason, std::string message)
 
 }  // namespace
 
-Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
-                 std::vector<std::string> devices, const std::string& alternative) {
+Status bindRequests(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
+                    std::vector<RequestAllocation> allocations) {
   if (claim.phase != ClaimPhase::kPending) {
     return notFrom(claim, "bound", std::string("it is ") + toString(claim.phase));
   }
-  if (claim.firstAvailable.empty() ? !alternative.empty()
-                                   : claim.alternativeNamed(alternative) == nullptr) {
-    return notFrom(claim, "bound as alternative \"" + alternative + "\"",
-                   "that is none of its firstAvailable");
+  const size_t requests = std::max<size_t>(claim.requests.size(), 1);
+  if (allocations.size() != requests) {
+    return notFrom(claim, "bound with " + std::to_string(allocations.size()) + " allocations",
+                   "it has " + std::to_string(requests) + " requests");
   }
-  claim.alternative = alternative;
-  claim.phase = ClaimPhase::kBound;
+  std::vector<std::string> devices;
+  for (size_t i = 0; i < requests; ++i) {
+    const RequestAllocation& a = allocations[i];
+    const std::string& request = claim.requests.empty() ? "" : claim.requests[i].name;
+    const auto& alternatives =
+        claim.requests.empty() ? claim.firstAvailable : claim.requests[i].firstAvailable;
+    if (a.request != request) {
+      return notFrom(claim, "bound for request \"" + a.request + "\"",
+                     "its request " + std::to_string(i) + " is \"" + request + "\"");
+    }
+    if (alternatives.empty()
+            ? !a.alternative.empty()
+            : std::none_of(alternatives.begin(), alternatives.end(),
+                           [&](const ClaimAlternative& x) { return x.name == a.alternative; })) {
+      return notFrom(claim, "bound as alternative \"" + a.alternative + "\"",
+                     "that is none of its firstAvailable");
+    }
+    devices.insert(devices.end(), a.devices.begin(), a.devices.end());
+  }
+  if (claim.requests.empty()) {
+    claim.alternative = allocations[0].alternative;
+    claim.allocations.clear();
+  } else {
+    claim.alternative.clear();
+    claim.allocations = std::move(allocations);
+  }
   claim.allocated = std::move(devices);
+  claim.phase = ClaimPhase::kBound;
   claim.lost.clear();
   claim.nodeName = node;
   if (claim.shareable) {
@@ -75,6 +101,11 @@ Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::str
   ++claim.allocation;
   setReason(claim, Reason::kBound, "allocated to pod " + pod.name + " on node " + node);
   return {};
+}
+
+Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
+                 std::vector<std::string> devices, const std::string& alternative) {
+  return bindRequests(claim, pod, node, {RequestAllocation{"", std::move(devices), alternative}});
 }
 
 Status rewriteClaimBind(ExtendedResourceClaim& claim, const std::string& podUid) {

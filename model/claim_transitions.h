@@ -14,10 +14,16 @@
 // with a Conflict instead of being written over.
 namespace ker {
 
-// Pending -> Bound: `devices` on `node`, allocated to `pod`, its first holder (in podRef, or in
-// the holders list when the claim is shareable), as `alternative` of its firstAvailable (which
-// must name one exactly when it has any). Reason Bound; allocation one up, the value the bind
-// wrote on the devices first (bindDevice).
+// Pending -> Bound: the devices of `allocations` on `node`, allocated to `pod`, its first holder
+// (in podRef, or in the holders list when the claim is shareable). `allocations` has one entry
+// per request (request "" for a claim without spec.requests, else one per spec.requests
+// entry), each as the alternative of that request's firstAvailable it names (one exactly when
+// it has any). Reason Bound; allocation one up, the value the bind wrote on the devices first
+// (bindDevice). A claim with requests keeps them in status.allocations, listing every device
+// in status.extendedResourceNames too (what the node agent and the release read).
+Status bindRequests(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
+                    std::vector<RequestAllocation> allocations);
+// bindRequests for a claim without spec.requests: one allocation, of `devices`.
 Status bindClaim(ExtendedResourceClaim& claim, const PodRef& pod, const std::string& node,
                  std::vector<std::string> devices, const std::string& alternative = "");
 

@@ -30,6 +30,39 @@ void checkConditions(const std::string& what, const std::vector<Condition>& writ
   }
 }
 
+// The claim's allocated devices meet its constraints: each request's its own (meetConstraints
+// on its unit), and devices of two requests those spanning both (sharedConstraintsMet).
+// Devices missing from the snapshot are reported on their own and left out here.
+bool meetAllConstraints(const ExtendedResourceClaim& claim,
+                        const std::map<std::string, const ExtendedResource*>& devices) {
+  const auto units = claim.units();
+  std::vector<std::vector<const ExtendedResource*>> chosen(units.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    std::vector<const std::map<std::string, std::string>*> properties;
+    for (const auto& name : units[u].allocated) {
+      if (auto it = devices.find(name); it != devices.end()) {
+        chosen[u].push_back(it->second);
+        properties.push_back(&it->second->properties);
+      }
+    }
+    if (!meetConstraints(units[u], properties)) {
+      return false;
+    }
+  }
+  for (size_t a = 0; a < units.size(); ++a) {
+    for (size_t b = a + 1; b < units.size(); ++b) {
+      for (const auto* x : chosen[a]) {
+        for (const auto* y : chosen[b]) {
+          if (!sharedConstraintsMet(units[a], x->properties, units[b], y->properties)) {
+            return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
@@ -134,7 +167,6 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
     if (distinct.size() != c.allocated.size()) {
       out.push_back("claim " + key + " lists a device twice");
     }
-    std::vector<const std::map<std::string, std::string>*> allocatedProperties;
     for (const auto& name : distinct) {
       auto [it, fresh] = allocatedTo.emplace(name, key);
       if (!fresh) {
@@ -146,7 +178,6 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         continue;
       }
       const ExtendedResource& d = *dev->second;
-      allocatedProperties.push_back(&d.properties);
       if (d.phase != DevicePhase::kBound || !d.claimRef || d.claimRef->ns != c.meta.ns ||
           d.claimRef->name != c.meta.name || d.claimRef->uid != c.meta.uid ||
           d.allocation != c.allocation) {
@@ -156,8 +187,8 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
         case Unsuited::kNone:
           break;
         case Unsuited::kOtherResource:
-          out.push_back("device " + name + " provides " + d.rawResourceName + ", claim " + key +
-                        " wants " + c.rawResourceName);
+          out.push_back("device " + name + " provides " + d.rawResourceName + ", which claim " +
+                        key + " does not ask for");
           break;
         case Unsuited::kNotNamed:
           out.push_back("device " + name + " is not among the devices claim " + key + " names");
@@ -173,7 +204,7 @@ std::vector<std::string> checkInvariants(const ClusterSnapshot& s) {
                       " of claim " + key);
       }
     }
-    if (!meetConstraints(c, allocatedProperties)) {
+    if (!meetAllConstraints(c, devices)) {
       out.push_back("the devices of claim " + key + " do not meet its constraints");
     }
   }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <unordered_set>
+#include <utility>
 
 #include "common/comma_list.h"
 #include "common/field_path.h"
@@ -355,6 +357,149 @@ size_t forEachObject(const json& obj, const char* key, const std::string& path, 
   return list->size();
 }
 
+// A device count at obj.extendedResourceNum: 1 when unset; throws past the range (an
+// out-of-range count reads as 1, so the rest of the claim still parses).
+int64_t deviceCount(const json& obj, const std::string& path) {
+  const json* num = member(obj, "extendedResourceNum");
+  if (!num) {
+    return 1;
+  }
+  if (num->is_number_unsigned()) {
+    if (num->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      failAt(path, "out of range");
+    }
+  } else if (!num->is_number_integer()) {
+    failAt(path, std::string("not an integer (") + num->type_name() + ")");
+  }
+  if (num->get<int64_t>() < 1) {
+    failAt(path, "must be at least 1");
+  }
+  return num->get<int64_t>();
+}
+
+// The property selector at obj.metadataRequirements (empty when unset), validated.
+LabelSelector propertySelector(const json& obj, const std::string& path) {
+  const json* sel = member(obj, "metadataRequirements");
+  LabelSelector out = readLabelSelector(sel ? *sel : json(), path, SelectorDialect::kProperties);
+  if (Status s = validate(out); !s.ok()) {
+    failAt(path, s.message());
+  }
+  return out;
+}
+
+bool isEmpty(const LabelSelector& selector) {
+  return selector.matchLabels.empty() && selector.matchExpressions.empty();
+}
+
+const ClaimAlternative* alternativeIn(const std::vector<ClaimAlternative>& list,
+                                      const std::string& name) {
+  auto it = std::find_if(list.begin(), list.end(),
+                         [&](const ClaimAlternative& a) { return a.name == name; });
+  return it == list.end() ? nullptr : &*it;
+}
+
+// A firstAvailable list at obj.firstAvailable (the claim's or a request's).
+std::vector<ClaimAlternative> alternatives(const json& obj, const std::string& path) {
+  std::vector<ClaimAlternative> out;
+  const size_t count =
+      forEachObject(obj, "firstAvailable", path, [&](const json& e, const std::string& at) {
+        ClaimAlternative a;
+        a.name = stringMember(e, "name", at + ".name");
+        if (!isDns1123Label(a.name)) {
+          failAt(at + ".name", "\"" + a.name + "\" is not a DNS-1123 label");
+        }
+        if (alternativeIn(out, a.name) != nullptr) {
+          failAt(at + ".name", "\"" + a.name + "\" names an earlier alternative too");
+        }
+        a.extendedResourceNum = deviceCount(e, at + ".extendedResourceNum");
+        a.metadataRequirements = propertySelector(e, at + ".metadataRequirements");
+        out.push_back(std::move(a));
+      });
+  if (count > kMaxClaimAlternatives) {
+    failAt(path, "at most " + std::to_string(kMaxClaimAlternatives) + " alternatives");
+  }
+  return out;
+}
+
+// spec.requests, each checked on its own.
+std::vector<ClaimRequest> claimRequests(const json& spec) {
+  std::vector<ClaimRequest> out;
+  const size_t count =
+      forEachObject(spec, "requests", "spec.requests", [&](const json& e, const std::string& at) {
+        ClaimRequest r;
+        r.name = stringMember(e, "name", at + ".name");
+        if (!isDns1123Label(r.name)) {
+          failAt(at + ".name", "\"" + r.name + "\" is not a DNS-1123 label");
+        }
+        if (std::any_of(out.begin(), out.end(),
+                        [&](const ClaimRequest& o) { return o.name == r.name; })) {
+          failAt(at + ".name", "\"" + r.name + "\" names an earlier request too");
+        }
+        r.rawResourceName = stringMember(e, "rawResourceName", at + ".rawResourceName");
+        if (r.rawResourceName.empty()) {
+          failAt(at + ".rawResourceName", "required");
+        }
+        r.extendedResourceNum = deviceCount(e, at + ".extendedResourceNum");
+        r.metadataRequirements = propertySelector(e, at + ".metadataRequirements");
+        r.firstAvailable = alternatives(e, at + ".firstAvailable");
+        if (!r.firstAvailable.empty() &&
+            (r.extendedResourceNum != 1 || !isEmpty(r.metadataRequirements))) {
+          failAt(at,
+                 "extendedResourceNum and metadataRequirements must be left unset with "
+                 "firstAvailable");
+        }
+        out.push_back(std::move(r));
+      });
+  if (count > kMaxClaimRequests) {
+    failAt("spec.requests", "at most " + std::to_string(kMaxClaimRequests) + " requests");
+  }
+  return out;
+}
+
+// The constraints' requests name requests of the claim, and the claim has at most one
+// distinctProperty, which with spec.requests spans one request: devices of several requests
+// that must all differ are not a b-matching the allocator can decide exactly.
+void checkConstraintRequests(const ExtendedResourceClaim& c) {
+  bool distinct = false;
+  for (size_t i = 0; i < c.constraints.size(); ++i) {
+    const DeviceConstraint& k = c.constraints[i];
+    const std::string at = "spec.constraints[" + std::to_string(i) + "]";
+    if (c.requests.empty() && !k.requests.empty()) {
+      failAt(at + ".requests", "names requests, and the claim has no spec.requests");
+    }
+    for (const auto& name : k.requests) {
+      if (c.requestNamed(name) == nullptr) {
+        failAt(at + ".requests", "\"" + name + "\" is no request of spec.requests");
+      }
+    }
+    if (k.distinctProperty.empty()) {
+      continue;
+    }
+    if (std::exchange(distinct, true)) {
+      failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
+    }
+    const size_t spans = k.requests.empty() ? c.requests.size()
+                                            : std::set(k.requests.begin(), k.requests.end()).size();
+    if (!c.requests.empty() && spans != 1) {
+      failAt(at + ".requests", "a distinctProperty spans exactly one request");
+    }
+  }
+}
+
+// status.allocations.
+std::vector<RequestAllocation> readAllocations(const json& status) {
+  std::vector<RequestAllocation> out;
+  forEachObject(
+      status, "allocations", "status.allocations", [&](const json& e, const std::string& at) {
+        RequestAllocation a;
+        a.request = stringMember(e, "request", at + ".request");
+        a.devices = stringListMember(e, "extendedResourceNames", at + ".extendedResourceNames");
+        a.alternative = stringMember(e, "alternative", at + ".alternative");
+        out.push_back(std::move(a));
+      });
+  return out;
+}
+
 }  // namespace
 
 std::string ExtendedResource::labelledNode() const {
@@ -499,34 +644,8 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     p.check([&] {
       c.rawResourceName = stringMember(*spec, "rawResourceName", "spec.rawResourceName");
     });
-    p.check([&] {
-      const json* num = member(*spec, "extendedResourceNum");
-      if (!num) {
-        return;
-      }
-      const std::string path = "spec.extendedResourceNum";
-      if (num->is_number_unsigned()) {
-        if (num->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          failAt(path, "out of range");
-        }
-      } else if (!num->is_number_integer()) {
-        failAt(path, std::string("not an integer (") + num->type_name() + ")");
-      }
-      c.extendedResourceNum = num->get<int64_t>();
-      if (c.extendedResourceNum < 1) {
-        c.extendedResourceNum = 1;
-        failAt(path, "must be at least 1");
-      }
-    });
-    p.check([&] {
-      const std::string path = "spec.metadataRequirements";
-      const json* sel = member(*spec, "metadataRequirements");
-      c.metadataRequirements =
-          readLabelSelector(sel ? *sel : json(), path, SelectorDialect::kProperties);
-      if (Status s = validate(c.metadataRequirements); !s.ok()) {
-        failAt(path, s.message());
-      }
-    });
+    p.check([&] { c.extendedResourceNum = deviceCount(*spec, "spec.extendedResourceNum"); });
+    p.check([&] { c.metadataRequirements = propertySelector(*spec, "spec.metadataRequirements"); });
     p.check([&] {
       // An empty list is what Go's omitempty makes of "no restriction", so it means unset.
       auto names = stringListMember(*spec, "extendedResourceNames", "spec.extendedResourceNames");
@@ -538,62 +657,26 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
       forEachObject(
           *spec, "constraints", "spec.constraints", [&](const json& e, const std::string& at) {
             DeviceConstraint k{stringMember(e, "matchProperty", at + ".matchProperty"),
-                               stringMember(e, "distinctProperty", at + ".distinctProperty")};
+                               stringMember(e, "distinctProperty", at + ".distinctProperty"),
+                               stringListMember(e, "requests", at + ".requests")};
             if (k.matchProperty.empty() == k.distinctProperty.empty()) {
               failAt(at,
                      "needs exactly one of matchProperty and distinctProperty, a property name");
-            }
-            if (!k.distinctProperty.empty() &&
-                std::any_of(
-                    c.constraints.begin(), c.constraints.end(),
-                    [](const DeviceConstraint& o) { return !o.distinctProperty.empty(); })) {
-              failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
             }
             c.constraints.push_back(std::move(k));
           });
     });
     p.check([&] {
-      const size_t count = forEachObject(
-          *spec, "firstAvailable", "spec.firstAvailable",
-          [&](const json& e, const std::string& at) {
-            ClaimAlternative a;
-            a.name = stringMember(e, "name", at + ".name");
-            if (!isDns1123Label(a.name)) {
-              failAt(at + ".name", "\"" + a.name + "\" is not a DNS-1123 label");
-            }
-            for (const auto& earlier : c.firstAvailable) {
-              if (earlier.name == a.name) {
-                failAt(at + ".name", "\"" + a.name + "\" names an earlier alternative too");
-              }
-            }
-            if (member(e, "extendedResourceNum") != nullptr) {
-              a.extendedResourceNum =
-                  countMember(e, "extendedResourceNum", at + ".extendedResourceNum");
-              if (a.extendedResourceNum < 1) {
-                failAt(at + ".extendedResourceNum", "must be at least 1");
-              }
-            }
-            const json* sel = member(e, "metadataRequirements");
-            a.metadataRequirements = readLabelSelector(
-                sel ? *sel : json(), at + ".metadataRequirements", SelectorDialect::kProperties);
-            if (Status s = validate(a.metadataRequirements); !s.ok()) {
-              failAt(at + ".metadataRequirements", s.message());
-            }
-            c.firstAvailable.push_back(std::move(a));
-          });
-      if (count > kMaxClaimAlternatives) {
-        failAt("spec.firstAvailable",
-               "at most " + std::to_string(kMaxClaimAlternatives) + " alternatives");
-      }
+      c.firstAvailable = alternatives(*spec, "spec.firstAvailable");
       // Each alternative says how many and which: the claim's own must not say otherwise.
       if (!c.firstAvailable.empty() && c.extendedResourceNum != 1) {
         failAt("spec.extendedResourceNum", "must be left unset with spec.firstAvailable");
       }
-      if (!c.firstAvailable.empty() && (!c.metadataRequirements.matchLabels.empty() ||
-                                        !c.metadataRequirements.matchExpressions.empty())) {
+      if (!c.firstAvailable.empty() && !isEmpty(c.metadataRequirements)) {
         failAt("spec.metadataRequirements", "must be left unset with spec.firstAvailable");
       }
     });
+    p.check([&] { c.requests = claimRequests(*spec); });
     p.check([&] {
       if (const json* v = member(*spec, "shareable")) {
         if (!v->is_boolean()) {
@@ -604,9 +687,20 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     });
     p.check([&] { c.containers = readContainerShares(*spec); });
   }
-  if (c.rawResourceName.empty()) {
-    p.add("spec.rawResourceName: required");
+  if (c.requests.empty() && c.rawResourceName.empty() &&
+      (spec == nullptr || member(*spec, "requests") == nullptr)) {
+    p.add("spec.rawResourceName: required (or spec.requests)");
   }
+  if (!c.requests.empty()) {
+    // Each request says what, how many and which: the claim's own must not say otherwise.
+    if (!c.rawResourceName.empty() || c.extendedResourceNum != 1 ||
+        !isEmpty(c.metadataRequirements) || !c.firstAvailable.empty() || !c.containers.empty()) {
+      p.add(
+          "spec.requests: rawResourceName, extendedResourceNum, metadataRequirements, "
+          "firstAvailable and containers must be left unset on a claim with requests");
+    }
+  }
+  p.check([&] { checkConstraintRequests(c); });
   if (!c.containers.empty()) {
     // The split among the containers must add up to the claim's count, for one pod.
     if (devicesNeeded(c.containers) != c.extendedResourceNum) {
@@ -636,6 +730,7 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
     });
     ps.check([&] { c.nodeName = stringMember(*status, "nodeName", "status.nodeName"); });
     ps.check([&] { c.alternative = stringMember(*status, "alternative", "status.alternative"); });
+    ps.check([&] { c.allocations = readAllocations(*status); });
     ps.check([&] {
       if (const json* ref = objectMember(*status, "podRef", "status.podRef")) {
         c.podRef = PodRef{stringMember(*ref, "name", "status.podRef.name"),
@@ -655,6 +750,17 @@ ExtendedResourceClaim ExtendedResourceClaim::fromJson(const nlohmann::json& obj)
   if (!c.alternative.empty() && c.chosen() == nullptr) {
     p.add("status.alternative: \"" + c.alternative +
           "\" is no alternative of spec.firstAvailable (edited since the bind?)");
+  }
+  for (const auto& a : c.allocations) {
+    const ClaimRequest* r = c.requestNamed(a.request);
+    if (r == nullptr) {
+      p.add("status.allocations: \"" + a.request +
+            "\" is no request of spec.requests (edited since the bind?)");
+    } else if (!a.alternative.empty() &&
+               alternativeIn(r->firstAvailable, a.alternative) == nullptr) {
+      p.add("status.allocations: \"" + a.alternative + "\" is no alternative of request \"" +
+            a.request + "\" (edited since the bind?)");
+    }
   }
   if (!ps.empty()) {
     p.add(ps.text());
@@ -679,6 +785,17 @@ nlohmann::json ExtendedResourceClaim::toJson(SystemTime now) const {
   }
   setOrErase(s, "nodeName", nodeName);
   setOrErase(s, "alternative", alternative);
+  if (allocations.empty()) {
+    s.erase("allocations");
+  } else {
+    json list = json::array();
+    for (const auto& a : allocations) {
+      json e{{"request", a.request}, {"extendedResourceNames", a.devices}};
+      setOrErase(e, "alternative", a.alternative);
+      list.push_back(std::move(e));
+    }
+    s["allocations"] = std::move(list);
+  }
   if (podRef) {
     s["podRef"] = json{{"name", podRef->name}};
     setOrErase(s["podRef"], "uid", podRef->uid);
@@ -718,22 +835,101 @@ std::vector<PodRef> ExtendedResourceClaim::holdersWith(const PodRef& pod) const 
 }
 
 const ClaimAlternative* ExtendedResourceClaim::alternativeNamed(const std::string& name) const {
-  for (const auto& a : firstAvailable) {
-    if (a.name == name) {
-      return &a;
-    }
-  }
-  return nullptr;
+  return alternativeIn(firstAvailable, name);
+}
+
+const ClaimRequest* ExtendedResourceClaim::requestNamed(const std::string& name) const {
+  auto it = std::find_if(requests.begin(), requests.end(),
+                         [&](const ClaimRequest& r) { return r.name == name; });
+  return it == requests.end() ? nullptr : &*it;
 }
 
 std::optional<int64_t> ExtendedResourceClaim::wantedCount() const {
-  if (firstAvailable.empty()) {
-    return extendedResourceNum;
+  int64_t total = 0;
+  for (const auto& unit : units()) {
+    if (unit.firstAvailable.empty()) {
+      total += unit.extendedResourceNum;
+    } else if (const ClaimAlternative* a = unit.chosen()) {
+      total += a->extendedResourceNum;
+    } else {
+      return std::nullopt;
+    }
   }
-  if (const ClaimAlternative* a = chosen()) {
-    return a->extendedResourceNum;
+  return total;
+}
+
+std::vector<RequestAllocation> ExtendedResourceClaim::requestAllocations() const {
+  if (requests.empty()) {
+    return {RequestAllocation{"", allocated, alternative}};
+  }
+  return allocations;
+}
+
+std::vector<ExtendedResourceClaim> ExtendedResourceClaim::units() const {
+  if (requests.empty()) {
+    return {*this};
+  }
+  std::vector<ExtendedResourceClaim> out;
+  out.reserve(requests.size());
+  for (const auto& r : requests) {
+    ExtendedResourceClaim u;
+    u.meta = meta;
+    u.request = r.name;
+    u.rawResourceName = r.rawResourceName;
+    u.extendedResourceNum = r.extendedResourceNum;
+    u.metadataRequirements = r.metadataRequirements;
+    u.firstAvailable = r.firstAvailable;
+    u.extendedResourceNames = extendedResourceNames;
+    for (const auto& k : constraints) {
+      std::vector<std::string> spanned = k.requests;
+      if (spanned.empty()) {
+        for (const auto& each : requests) {
+          spanned.push_back(each.name);
+        }
+      }
+      if (std::find(spanned.begin(), spanned.end(), r.name) == spanned.end()) {
+        continue;
+      }
+      DeviceConstraint own = k;
+      own.requests = spanned.size() > 1 ? std::move(spanned) : std::vector<std::string>{};
+      u.constraints.push_back(std::move(own));
+    }
+    u.shareable = shareable;
+    u.phase = phase;
+    u.phaseWritten = phaseWritten;
+    for (const auto& a : allocations) {
+      if (a.request == r.name) {
+        u.allocated = a.devices;
+        u.alternative = a.alternative;
+      }
+    }
+    u.nodeName = nodeName;
+    u.podRef = podRef;
+    u.sharedHolders = sharedHolders;
+    u.allocation = allocation;
+    u.invalid = invalid;
+    u.statusReadable = statusReadable;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::optional<ExtendedResourceClaim> ExtendedResourceClaim::unitNamed(
+    const std::string& name) const {
+  for (auto& u : units()) {
+    if (u.request == name) {
+      return std::move(u);
+    }
   }
   return std::nullopt;
+}
+
+std::string unitKey(const ExtendedResourceClaim& unit) {
+  std::string key = objectKey(unit.meta.ns, unit.meta.name);
+  if (!unit.request.empty()) {
+    key += "/" + unit.request;
+  }
+  return key;
 }
 
 ExtendedResourceClaim ExtendedResourceClaim::as(const ClaimAlternative& a) const {
@@ -744,6 +940,7 @@ ExtendedResourceClaim ExtendedResourceClaim::as(const ClaimAlternative& a) const
   out.metadataRequirements = a.metadataRequirements;
   out.extendedResourceNames = extendedResourceNames;
   out.constraints = constraints;
+  out.request = request;
   out.shareable = shareable;
   out.phase = phase;
   out.invalid = invalid;
@@ -770,6 +967,45 @@ std::vector<std::string> ExtendedResourceClaim::heldDevices() const {
     return {};
   }
   return listedDevices();
+}
+
+std::map<std::string, std::vector<std::string>> ExtendedResourceClaim::heldByResource() const {
+  std::map<std::string, std::vector<std::string>> out;
+  for (auto& name : heldDevices()) {
+    std::string resource = resourceOf(name);
+    out[resource].push_back(std::move(name));
+  }
+  return out;
+}
+
+std::string ExtendedResourceClaim::resourceOf(const std::string& device) const {
+  if (requests.empty()) {
+    return rawResourceName;
+  }
+  const ClaimRequest* r = requestNamed(requestOf(device));
+  return r != nullptr ? r->rawResourceName : std::string();
+}
+
+std::vector<std::string> ExtendedResourceClaim::resourceNames() const {
+  if (requests.empty()) {
+    return {rawResourceName};
+  }
+  std::vector<std::string> out;
+  for (const auto& r : requests) {
+    if (std::find(out.begin(), out.end(), r.rawResourceName) == out.end()) {
+      out.push_back(r.rawResourceName);
+    }
+  }
+  return out;
+}
+
+std::string ExtendedResourceClaim::requestOf(const std::string& device) const {
+  for (const auto& a : allocations) {
+    if (std::find(a.devices.begin(), a.devices.end(), device) != a.devices.end()) {
+      return a.request;
+    }
+  }
+  return "";
 }
 
 Pod Pod::fromJson(const nlohmann::json& obj) {

@@ -64,8 +64,10 @@ inline constexpr const char* kDeviceProtectionFinalizer = "extendedresource.io/d
 inline constexpr size_t kMaxClaimHolders = 32;
 // The most devices a claim asks for (spec.extendedResourceNum's maximum in the CRD).
 inline constexpr int64_t kMaxClaimDevices = 1024;
-// The most alternatives a claim's spec.firstAvailable may list.
+// The most alternatives a claim's (or a request's) firstAvailable may list.
 inline constexpr size_t kMaxClaimAlternatives = 8;
+// The most named requests a claim's spec.requests may list.
+inline constexpr size_t kMaxClaimRequests = 8;
 
 struct ClaimRef {
   std::string ns;
@@ -130,7 +132,8 @@ struct ExtendedResource {
 };
 
 // One of a claim's spec.constraints: a rule over the set of devices it gets, beyond each one
-// suiting it on its own. Exactly one field is set; a claim has at most one distinctProperty.
+// suiting it on its own. Exactly one of the two properties is set; a request is under at most
+// one distinctProperty.
 struct DeviceConstraint {
   // Every device has this property, all with one value (the same NUMA node, PCIe root).
   std::string matchProperty;
@@ -141,6 +144,10 @@ struct DeviceConstraint {
   const std::string& property() const {
     return matchProperty.empty() ? distinctProperty : matchProperty;
   }
+  // For a claim with spec.requests: the requests whose devices it spans (empty in the spec: all
+  // of them; a distinctProperty names one). Empty for a claim without requests, and in a
+  // request's unit for a constraint within that request alone (ExtendedResourceClaim::units).
+  std::vector<std::string> requests;
   bool operator==(const DeviceConstraint&) const = default;
 };
 
@@ -150,6 +157,24 @@ struct ClaimAlternative {
   std::string name;  // a DNS-1123 label, unique in the claim
   int64_t extendedResourceNum = 1;
   LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
+};
+
+// One of a claim's spec.requests: devices of one resource, named so that the claim's status and
+// its pod's allocation annotation tell which device serves what (a GPU and a NIC in one claim).
+struct ClaimRequest {
+  std::string name;  // a DNS-1123 label, unique in the claim
+  std::string rawResourceName;
+  int64_t extendedResourceNum = 1;
+  LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
+  std::vector<ClaimAlternative> firstAvailable;  // as the claim's own, for this request
+};
+
+// One of a Bound claim's status.allocations: the devices one of its spec.requests got.
+struct RequestAllocation {
+  std::string request;  // "" for a claim without spec.requests
+  std::vector<std::string> devices;
+  std::string alternative;  // the request's firstAvailable alternative, "" without any
+  bool operator==(const RequestAllocation&) const = default;
 };
 
 // One ExtendedResourceClaim.
@@ -163,6 +188,12 @@ struct ExtendedResourceClaim {
   // spec.firstAvailable: alternatives in order of preference, each with its own count and
   // selector in place of the claim's; empty for a claim of one shape.
   std::vector<ClaimAlternative> firstAvailable;
+  // spec.requests: named requests, each with its own resource, count, selector and
+  // alternatives in place of the claim's (which are then unset); empty for a claim of one
+  // request. Read through units().
+  std::vector<ClaimRequest> requests;
+  // For a unit (units()): the name of the request it stands for; "" for a claim as written.
+  std::string request;
   // spec.shareable: several pods may hold the claim at once, all on its node (docs/shared.md).
   bool shareable = false;
   // spec.containers: for a claim made from a class, the containers of its pod that asked for the
@@ -180,6 +211,9 @@ struct ExtendedResourceClaim {
   // status.alternative: the name of the firstAvailable alternative the bind chose ("" for a
   // claim without alternatives, and while Pending).
   std::string alternative;
+  // status.allocations: for a claim with spec.requests, which of `allocated` each request got
+  // (and as which alternative); empty otherwise.
+  std::vector<RequestAllocation> allocations;
   // status.podRef: the one holder of a claim that is not shareable. A shareable claim lists
   // its holders in status.holders instead, and has no podRef. Read both through holders().
   std::optional<PodRef> podRef;
@@ -210,6 +244,19 @@ struct ExtendedResourceClaim {
   // device back under them): listedDevices() while Bound or Lost with a status that can be
   // trusted, none while Pending.
   std::vector<std::string> heldDevices() const;
+  // heldDevices() by the resource each is of: the claim's, or for a claim with spec.requests
+  // the resource of the request its status.allocations lists it under. A name no request
+  // accounts for (a spec that no longer parses) is under "", any resource: a device is never
+  // left free for not knowing which request held it.
+  std::map<std::string, std::vector<std::string>> heldByResource() const;
+  // Which request's devices status.allocations lists the device among; "" for none, and for a
+  // claim without spec.requests.
+  std::string requestOf(const std::string& device) const;
+  // The resource the claim holds the device as: its rawResourceName, or that of the request
+  // requestOf names; "" when no request does.
+  std::string resourceOf(const std::string& device) const;
+  // Every resource the claim asks for: its rawResourceName, or each request's, once each.
+  std::vector<std::string> resourceNames() const;
   // Who holds the claim: podRef, then the holders list; the one way every component asks.
   std::vector<PodRef> holders() const;
   // Whom its devices are held for once `pod` has them too: holders(), then `pod` when it is not
@@ -222,15 +269,33 @@ struct ExtendedResourceClaim {
   std::string holderNames() const;
   // The firstAvailable alternative of this name; nullptr for none.
   const ClaimAlternative* alternativeNamed(const std::string& name) const;
+  // The spec.requests entry of this name; nullptr for none.
+  const ClaimRequest* requestNamed(const std::string& name) const;
   // The alternative status.alternative names; nullptr when it names none.
   const ClaimAlternative* chosen() const { return alternativeNamed(alternative); }
-  // How many devices the claim holds when Bound: the chosen alternative's count, or
-  // extendedResourceNum without alternatives; nullopt for alternatives none of which is chosen.
+  // How many devices the claim holds when Bound: over its units, the chosen alternative's
+  // count, or extendedResourceNum without alternatives; nullopt when a unit with alternatives
+  // has none chosen.
   std::optional<int64_t> wantedCount() const;
   // The claim as one of its alternatives makes it: that count and selector in place of its
   // own, no alternatives, no raw object. What the planner fits.
   ExtendedResourceClaim as(const ClaimAlternative& alternative) const;
+  // What is allocated, request by request: status.allocations for a claim with requests, else
+  // one entry (request "") of `allocated` and `alternative`.
+  std::vector<RequestAllocation> requestAllocations() const;
+  // The claim one request at a time, each unit a claim of one request as the planner fits and
+  // suitability judges it: that request's resource, count, selector and alternatives, the
+  // constraints over its devices (those spanning several requests keep `requests`, which
+  // sharedConstraintsMet checks), its part of the status, `request` naming it, no raw object.
+  // A claim without spec.requests is its own one unit.
+  std::vector<ExtendedResourceClaim> units() const;
+  // The unit of the request of this name; nullopt for none.
+  std::optional<ExtendedResourceClaim> unitNamed(const std::string& request) const;
 };
+
+// The key a unit goes by where a pod's units are fitted and bound side by side: the claim's
+// "namespace/name", then "/request" for a request's unit.
+std::string unitKey(const ExtendedResourceClaim& unit);
 
 // One entry of the claim-templates annotation: the pod wants a claim of its own made from
 // the template.

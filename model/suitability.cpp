@@ -77,7 +77,64 @@ bool meetConstraints(const ExtendedResourceClaim& claim,
   return true;
 }
 
+namespace {
+
+// How close a device comes to serving a unit, closest first.
+int closeness(Unsuited u) {
+  switch (u) {
+    case Unsuited::kNone:
+      return 0;
+    case Unsuited::kSelectorMismatch:
+      return 1;
+    case Unsuited::kNotNamed:
+      return 2;
+    case Unsuited::kOtherResource:
+      break;
+  }
+  return 3;
+}
+
+}  // namespace
+
+bool sharedConstraintsMet(const ExtendedResourceClaim& a,
+                          const std::map<std::string, std::string>& aProperties,
+                          const ExtendedResourceClaim& b,
+                          const std::map<std::string, std::string>& bProperties) {
+  if (a.request == b.request || a.meta.uid != b.meta.uid || a.meta.name != b.meta.name ||
+      a.meta.ns != b.meta.ns) {
+    return true;
+  }
+  for (const auto& k : a.constraints) {
+    if (k.matchProperty.empty() ||
+        std::find(k.requests.begin(), k.requests.end(), b.request) == k.requests.end()) {
+      continue;
+    }
+    auto x = aProperties.find(k.matchProperty);
+    auto y = bProperties.find(k.matchProperty);
+    if (x == aProperties.end() || y == bProperties.end() || x->second != y->second) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
+  if (!claim.requests.empty()) {
+    const auto units = claim.units();
+    for (const auto& unit : units) {
+      const auto& names = unit.allocated;
+      if (std::find(names.begin(), names.end(), device.meta.name) != names.end()) {
+        return suitability(device, unit);
+      }
+    }
+    Unsuited closest = Unsuited::kOtherResource;
+    for (const auto& unit : units) {
+      if (const Unsuited u = suitability(device, unit); closeness(u) < closeness(closest)) {
+        closest = u;
+      }
+    }
+    return closest;
+  }
   if (device.rawResourceName != claim.rawResourceName) {
     return Unsuited::kOtherResource;
   }

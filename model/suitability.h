@@ -21,8 +21,10 @@ enum class Unsuited {
 // The one rule for "may this device serve this claim": same resource, among the names the
 // claim lists (when it lists any), properties selected by its metadataRequirements (an invalid
 // selector selects nothing), or with firstAvailable by the chosen alternative's (by any of
-// them while none is chosen). The extender's planner, the controller's bind-back and the
-// invariant checker all decide through it.
+// them while none is chosen). A claim with spec.requests is judged by the unit of the request
+// its status lists the device under, else by whichever unit comes closest to taking it. The
+// extender's planner, the controller's bind-back and the invariant checker all decide through
+// it.
 Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim);
 inline bool suits(const ExtendedResource& device, const ExtendedResourceClaim& claim) {
   return suitability(device, claim) == Unsuited::kNone;
@@ -40,8 +42,17 @@ const std::string& distinctProperty(const ExtendedResourceClaim& claim);
 bool meetConstraints(const ExtendedResourceClaim& claim,
                      const std::vector<const std::map<std::string, std::string>*>& properties);
 
+// Whether devices for two units of one claim (ExtendedResourceClaim::units) may serve it
+// together: for each matchProperty constraint spanning both requests, the same value. True
+// for units of different claims, or of one request.
+bool sharedConstraintsMet(const ExtendedResourceClaim& a,
+                          const std::map<std::string, std::string>& aProperties,
+                          const ExtendedResourceClaim& b,
+                          const std::map<std::string, std::string>& bProperties);
+
 // suitability()'s two parts past the resource, for a caller that already grouped devices by
-// resource and remembers the selector's answer per set of properties (the planner).
+// resource and remembers the selector's answer per set of properties (the planner). For a
+// claim of one request: a unit.
 bool namedBy(const ExtendedResourceClaim& claim, const std::string& deviceName);
 bool selectedBy(const ExtendedResourceClaim& claim,
                 const std::map<std::string, std::string>& properties);

@@ -254,7 +254,9 @@ void Extender::postFilter(FilterCycle& cycle) {
   }
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
-    resources.insert(c->rawResourceName);
+    for (const auto& unit : c->units()) {
+      resources.insert(unit.rawResourceName);
+    }
   }
   std::vector<PreemptionCandidate> candidates;
   std::vector<size_t> replyIndex;  // candidate -> its entry in reply.failed
@@ -380,8 +382,10 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
     // Device -> the claims holding it, so each candidate looks only at its own devices.
     std::unordered_map<std::string_view, std::vector<const decltype(held)::value_type*>> holding;
     for (const auto& entry : held) {
-      for (const auto& d : entry.second) {
-        holding[d].push_back(&entry);
+      for (const auto& [resource, names] : entry.second) {
+        for (const auto& d : names) {
+          holding[d].push_back(&entry);
+        }
       }
     }
     for (size_t k = 0; k < candidates.size(); ++k) {
@@ -389,7 +393,7 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
       if (mine == deviceNames[k].end()) {
         continue;
       }
-      std::map<std::string, std::vector<std::string>> heldHere;
+      std::map<std::string, DeviceIndex::Holds> heldHere;
       for (const auto& d : mine->second) {
         if (auto h = holding.find(d); h != holding.end()) {
           for (const auto* entry : h->second) {
@@ -397,7 +401,7 @@ void Extender::gatherHolders(const std::set<std::string>& resources,
           }
         }
       }
-      addHolders(res, heldHere, claims_, pods, preemptorUid,
+      addHolders(heldHere, claims_, pods, preemptorUid,
                  victimsOnTheNode ? std::optional<std::string>(candidates[k]->node) : std::nullopt,
                  candidates[k]->holders);
     }
@@ -418,7 +422,9 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
   const PodClaims claims = resolveClaims(args.pod, claims_, classes);
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
-    resources.insert(c->rawResourceName);
+    for (const auto& unit : c->units()) {
+      resources.insert(unit.rawResourceName);
+    }
   }
   const bool needsNodeLabels = NodeFitter(claims, uid, index_).needsNodeLabels();
   std::vector<VerbCandidate> candidates;

@@ -108,7 +108,7 @@ struct ExtenderApp::Impl {
     });
     auto hold = [this](const ExtendedResourceClaim& c) {
       const std::string key = objectKey(c.meta.ns, c.meta.name);
-      index.setClaim(key, c.rawResourceName, c.heldDevices(), allocationOf(c));
+      index.setClaim(key, c.heldByResource(), allocationOf(c));
     };
     claims.addHandlers({
         .onAdd = [hold](const auto& c) { hold(*c); },
@@ -116,7 +116,7 @@ struct ExtenderApp::Impl {
         .onDelete =
             [this](const auto& c) {
               const std::string key = objectKey(c->meta.ns, c->meta.name);
-              index.setClaimDevices(key, c->rawResourceName, {});
+              index.setClaimDevices(key, DeviceIndex::Holds{});
               index.claimDeleted(key, allocationOf(*c));
             },
     });

@@ -26,14 +26,19 @@ using json = nlohmann::json;
 }  // namespace
 
 std::string allocationAnnotation(
-    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName) {
+    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName,
+    const std::map<std::string, std::string>& requestOf) {
   json out = json::object();
   for (const auto& [claim, devices] : byClaimName) {
     json list = json::array();
     for (const auto* d : devices) {
-      list.push_back({{"name", d->meta.name},
-                      {"deviceID", d->deviceID},
-                      {"rawResourceName", d->rawResourceName}});
+      json entry{{"name", d->meta.name},
+                 {"deviceID", d->deviceID},
+                 {"rawResourceName", d->rawResourceName}};
+      if (auto r = requestOf.find(d->meta.name); r != requestOf.end() && !r->second.empty()) {
+        entry["request"] = r->second;
+      }
+      list.push_back(std::move(entry));
     }
     out[claim] = std::move(list);
   }
@@ -45,10 +50,12 @@ struct Binder::Attempt {
   Attempt(const BindingArgs& args, SteadyTime deadline, bool fromCaches)
       : node(args.node), deadline(deadline), fromCaches(fromCaches), journal(args.podUid) {}
 
-  // The allocation annotation lists the device, as written or read, under the claim's name.
-  void annotate(const std::string& claimName, DevicePtr device) {
+  // The allocation annotation lists the device, as written or read, under the claim's name
+  // (and the request it serves, for a claim with spec.requests).
+  void annotate(const ExtendedResourceClaim& claim, const std::string& request, DevicePtr device) {
     devices.push_back(std::move(device));
-    annotation[claimName].push_back(devices.back().get());
+    annotation[claim.meta.name].push_back(devices.back().get());
+    requestOf[devices.back()->meta.name] = request;
   }
 
   const std::string node;
@@ -62,6 +69,7 @@ struct Binder::Attempt {
   BindJournal journal;
   std::vector<DevicePtr> devices;  // owns what annotation points to
   std::map<std::string, std::vector<const ExtendedResource*>> annotation;
+  std::map<std::string, std::string> requestOf;  // device -> its request, in the annotation
 };
 
 Binder::Step Binder::Step::of(const Status& answer) {
@@ -297,13 +305,33 @@ Binder::Step Binder::write(Attempt& a) {
   // a write past it; the undo, after this scope, runs without it.
   RequestDeadline fence(RequestDeadline::Clock::now() + (a.deadline - options_.clock()));
   for (const auto& claim : a.claims.pending) {
-    const auto& names = a.assignment.at(objectKey(claim->meta.ns, claim->meta.name));
-    for (const auto& name : names) {
-      if (Step s = writeDevice(*claim, name, a); !s.ok()) {
+    // Each request's devices (the claim's own, without spec.requests), then the claim with all.
+    std::vector<RequestAllocation> allocations;
+    auto allocate = [&](const ExtendedResourceClaim& unit) -> Step {
+      const std::string key = unitKey(unit);
+      const auto& names = a.assignment.at(key);
+      for (const auto& name : names) {
+        if (Step s = writeDevice(unit, name, a); !s.ok()) {
+          return s;
+        }
+      }
+      const auto alternative = a.alternatives.find(key);
+      allocations.push_back(
+          {unit.request, names, alternative == a.alternatives.end() ? "" : alternative->second});
+      return {};
+    };
+    if (claim->requests.empty()) {
+      if (Step s = allocate(*claim); !s.ok()) {
         return s;
       }
+    } else {
+      for (const auto& unit : claim->units()) {
+        if (Step s = allocate(unit); !s.ok()) {
+          return s;
+        }
+      }
     }
-    if (Step s = writeClaim(*claim, names, a); !s.ok()) {
+    if (Step s = writeClaim(*claim, std::move(allocations), a); !s.ok()) {
       return s;
     }
   }
@@ -372,23 +400,22 @@ Binder::Step Binder::writeDevice(const ExtendedResourceClaim& claim, const std::
   }
   stats_.apiWrites++;
   a.journal.applied(written);
-  a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(written)));
+  a.annotate(claim, claim.request, std::make_shared<const ExtendedResource>(std::move(written)));
   return {};
 }
 
 Binder::Step Binder::writeClaim(const ExtendedResourceClaim& claim,
-                                const std::vector<std::string>& names, Attempt& a) {
+                                std::vector<RequestAllocation> allocations, Attempt& a) {
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
   }
   ExtendedResourceClaim next = claim;
-  const auto alternative = a.alternatives.find(objectKey(claim.meta.ns, claim.meta.name));
-  if (Status bound = bindClaim(next, PodRef{a.pod.meta.name, a.pod.meta.uid}, a.node, names,
-                               alternative == a.alternatives.end() ? "" : alternative->second);
+  if (Status bound = bindRequests(next, PodRef{a.pod.meta.name, a.pod.meta.uid}, a.node,
+                                  std::move(allocations));
       !bound.ok()) {
     return Step::refused(bound);
   }
-  a.journal.claimSent(next, names);
+  a.journal.claimSent(next, next.allocated);
   return sendClaimStatus(next, a);
 }
 
@@ -415,7 +442,8 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
   }
   if (live.phase == DevicePhase::kBound && live.claimRef && live.claimRef->uid == claim.meta.uid &&
       live.allocation == claim.allocation) {
-    a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
+    a.annotate(claim, claim.requestOf(name),
+               std::make_shared<const ExtendedResource>(std::move(live)));
     return {};
   }
   const std::optional<ClaimAllocation> named = index_.claimOf(live);
@@ -439,7 +467,8 @@ Binder::Step Binder::reclaimDevice(const ExtendedResourceClaim& claim, const std
   }
   stats_.apiWrites++;
   a.journal.rebound(written);
-  a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(written)));
+  a.annotate(claim, claim.requestOf(name),
+             std::make_shared<const ExtendedResource>(std::move(written)));
   return {};
 }
 
@@ -492,7 +521,8 @@ Binder::Step Binder::joinClaim(const ExtendedResourceClaim& claim, Attempt& a) {
       return Step::of(sent);
     }
     stats_.apiWrites++;
-    a.annotate(claim.meta.name, std::make_shared<const ExtendedResource>(std::move(live)));
+    a.annotate(claim, claim.requestOf(name),
+               std::make_shared<const ExtendedResource>(std::move(live)));
   }
   if (Step s = beforeWrite(a); !s.ok()) {
     return s;
@@ -515,7 +545,7 @@ Binder::Step Binder::writeBinding(Attempt& a) {
   if (!options_.requiredPlugin.empty() && !a.annotation.empty()) {
     annotations = requiredPluginsAnnotations(a.pod.meta.annotations, options_.requiredPlugin);
   }
-  annotations[kAllocationAnnotation] = allocationAnnotation(a.annotation);
+  annotations[kAllocationAnnotation] = allocationAnnotation(a.annotation, a.requestOf);
   if (Status sent = callApi([&] {
         api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
       });

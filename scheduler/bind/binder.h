@@ -146,8 +146,10 @@ class Binder {
   std::optional<Verdict> plan(Attempt& a);
   // The write steps, in order; each enters its write in the attempt's journal.
   Step write(Attempt& a);
+  // `claim`: a pending claim's unit (ExtendedResourceClaim::units), the claim itself without
+  // spec.requests.
   Step writeDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
-  Step writeClaim(const ExtendedResourceClaim& claim, const std::vector<std::string>& names,
+  Step writeClaim(const ExtendedResourceClaim& claim, std::vector<RequestAllocation> allocations,
                   Attempt& a);
   Step reclaimDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);
   Step reuseClaim(const ExtendedResourceClaim& claim, Attempt& a);
@@ -179,8 +181,10 @@ class Binder {
   std::set<std::string> binding_;  // guarded by bindingMu_: UIDs of the pods being bound
 };
 
-// The allocation annotation's value: {"<claim>": [{"name", "deviceID", "rawResourceName"}]}.
+// The allocation annotation's value: {"<claim>": [{"name", "deviceID", "rawResourceName"}]},
+// each device with "request" too when `requestOf` (device -> request) names one.
 std::string allocationAnnotation(
-    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName);
+    const std::map<std::string, std::vector<const ExtendedResource*>>& byClaimName,
+    const std::map<std::string, std::string>& requestOf = {});
 
 }  // namespace ker

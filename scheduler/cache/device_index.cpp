@@ -219,21 +219,19 @@ bool DeviceIndex::sameAllocation(const std::string& claimKey, const ClaimAllocat
          it->second.allocation.holding == claim.holding;
 }
 
-void DeviceIndex::setClaim(const std::string& claimKey, const std::string& rawResourceName,
-                           std::vector<std::string> names, const ClaimAllocation& claim) {
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+void DeviceIndex::setClaim(const std::string& claimKey, Holds holds, const ClaimAllocation& claim) {
+  holds = normalise(std::move(holds));
   {
     // Most claim events change none of this (a Pending claim, a Bound one's own updates): the
     // filter's readers are not held up for them.
     std::shared_lock lock(mu_);
-    if (sameDevices(claimKey, rawResourceName, names) && sameAllocation(claimKey, claim)) {
+    if (sameDevices(claimKey, holds) && sameAllocation(claimKey, claim)) {
       return;
     }
   }
   std::unique_lock lock(mu_);
-  if (!sameDevices(claimKey, rawResourceName, names)) {
-    changeDevices(claimKey, rawResourceName, std::move(names));
+  if (!sameDevices(claimKey, holds)) {
+    changeDevices(claimKey, std::move(holds));
   }
   if (!sameAllocation(claimKey, claim)) {
     changeClaim(claimKey, claim, false);
@@ -315,70 +313,80 @@ void DeviceIndex::unname(const ExtendedResource& device) {
   }
 }
 
-bool DeviceIndex::sameDevices(const std::string& claimKey, const std::string& rawResourceName,
-                              const std::vector<std::string>& names) const {
-  auto it = claimHolds_.find(claimKey);
-  return it == claimHolds_.end()
-             ? names.empty()
-             : it->second.rawResourceName == rawResourceName && it->second.names == names;
+DeviceIndex::Holds DeviceIndex::normalise(Holds holds) {
+  for (auto it = holds.begin(); it != holds.end();) {
+    auto& names = it->second;
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    it = names.empty() ? holds.erase(it) : std::next(it);
+  }
+  return holds;
 }
 
-void DeviceIndex::setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
-                                  std::vector<std::string> names) {
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+bool DeviceIndex::sameDevices(const std::string& claimKey, const Holds& holds) const {
+  auto it = claimHolds_.find(claimKey);
+  return it == claimHolds_.end() ? holds.empty() : it->second == holds;
+}
+
+void DeviceIndex::setClaimDevices(const std::string& claimKey, Holds holds) {
+  holds = normalise(std::move(holds));
   {
     // Most claim events change no hold (a Pending claim, a Bound one's own updates): the
     // filter's readers are not held up for them.
     std::shared_lock lock(mu_);
-    if (sameDevices(claimKey, rawResourceName, names)) {
+    if (sameDevices(claimKey, holds)) {
       return;
     }
   }
   std::unique_lock lock(mu_);
-  if (!sameDevices(claimKey, rawResourceName, names)) {
-    changeDevices(claimKey, rawResourceName, std::move(names));
+  if (!sameDevices(claimKey, holds)) {
+    changeDevices(claimKey, std::move(holds));
   }
 }
 
-void DeviceIndex::changeDevices(const std::string& claimKey, const std::string& rawResourceName,
-                                std::vector<std::string> names) {
+bool DeviceIndex::heldLocked(const std::string& rawResourceName, const std::string& name) const {
+  return !held_.empty() &&
+         (held_.count(holdKey(rawResourceName, name)) > 0 || held_.count(holdKey("", name)) > 0);
+}
+
+void DeviceIndex::changeDevices(const std::string& claimKey, Holds holds) {
   auto it = claimHolds_.find(claimKey);
   std::vector<std::string> changed;  // hold keys that became or stopped being held
   if (it != claimHolds_.end()) {
-    for (const auto& name : it->second.names) {
-      const std::string key = holdKey(it->second.rawResourceName, name);
-      auto h = held_.find(key);
-      if (h == held_.end()) {
-        continue;
-      }
-      std::erase(h->second, claimKey);
-      if (h->second.empty()) {
-        held_.erase(h);
-        changed.push_back(key);
+    for (const auto& [resource, names] : it->second) {
+      for (const auto& name : names) {
+        const std::string key = holdKey(resource, name);
+        auto h = held_.find(key);
+        if (h == held_.end()) {
+          continue;
+        }
+        std::erase(h->second, claimKey);
+        if (h->second.empty()) {
+          held_.erase(h);
+          changed.push_back(name);
+        }
       }
     }
     claimHolds_.erase(it);
   }
-  for (const auto& name : names) {
-    const std::string key = holdKey(rawResourceName, name);
-    auto& claims = held_[key];
-    claims.push_back(claimKey);
-    if (claims.size() == 1) {
-      changed.push_back(key);
+  for (const auto& [resource, names] : holds) {
+    for (const auto& name : names) {
+      auto& claims = held_[holdKey(resource, name)];
+      claims.push_back(claimKey);
+      if (claims.size() == 1) {
+        changed.push_back(name);
+      }
     }
   }
-  if (!names.empty()) {
-    claimHolds_[claimKey] = {rawResourceName, std::move(names)};
+  if (!holds.empty()) {
+    claimHolds_[claimKey] = std::move(holds);
   }
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
-  for (const auto& key : changed) {
-    const std::string name = key.substr(key.find('\n') + 1);
+  for (const auto& name : changed) {
     auto d = devices_.find(name);
     // Only a device that is free by itself reads differently: re-index it.
-    if (d != devices_.end() && holdKey(d->second->rawResourceName, name) == key &&
-        offerableLocked(*d->second)) {
+    if (d != devices_.end() && offerableLocked(*d->second)) {
       const DevicePtr device = d->second;
       unindex(*device);
       index(device, true);
@@ -393,7 +401,7 @@ size_t DeviceIndex::claimedCount() const {
 
 void DeviceIndex::index(const DevicePtr& device, bool free) {
   const std::string& name = device->meta.name;
-  const bool held = !held_.empty() && held_.count(holdKey(device->rawResourceName, name)) > 0;
+  const bool held = heldLocked(device->rawResourceName, name);
   Entry entry{device, free && !held, onlyPinned(device->nodeAffinity)};
   const PropertySet& props = internProperties(*device);
   entry.propertiesSlot = props.slot;
@@ -573,18 +581,20 @@ std::vector<DevicePtr> DeviceIndex::reachable(const std::string& rawResourceName
   return out;
 }
 
-std::map<std::string, std::vector<std::string>> DeviceIndex::claimsHolding(
+std::map<std::string, DeviceIndex::Holds> DeviceIndex::claimsHolding(
     const std::string& rawResourceName, const std::set<std::string>& names) const {
-  std::map<std::string, std::vector<std::string>> out;
+  std::map<std::string, Holds> out;
   std::shared_lock lock(mu_);
   for (const auto& name : names) {
-    auto h = held_.find(holdKey(rawResourceName, name));
-    if (h == held_.end()) {
-      continue;
-    }
-    for (const auto& claim : h->second) {
-      if (auto c = claimHolds_.find(claim); c != claimHolds_.end()) {
-        out.emplace(claim, c->second.names);
+    for (const std::string& resource : {rawResourceName, std::string()}) {
+      auto h = held_.find(holdKey(resource, name));
+      if (h == held_.end()) {
+        continue;
+      }
+      for (const auto& claim : h->second) {
+        if (auto c = claimHolds_.find(claim); c != claimHolds_.end()) {
+          out.emplace(claim, c->second);
+        }
       }
     }
   }

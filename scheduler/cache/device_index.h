@@ -36,20 +36,28 @@ class DeviceIndex {
   void upsert(DevicePtr device);
   void remove(const std::string& name);
 
-  // The device names a Bound or Lost claim's status lists (allocated or lost), fed by the
-  // claim informer: such a device of that resource is never free, even when Available or
-  // without a status, because the pod holding the claim may still be using it (recreated
-  // under its name, or freed by hand); the controller binds it back to the claim. Replaces
-  // what the claim listed before; no names (a Pending or deleted claim) frees them.
+  // The device names a Bound or Lost claim's status lists (allocated or lost), by resource
+  // (ExtendedResourceClaim::heldByResource), fed by the claim informer: such a device of that
+  // resource ("": of any resource) is never free, even when Available or without a status,
+  // because the pod holding the claim may still be using it (recreated under its name, or
+  // freed by hand); the controller binds it back to the claim. Replaces what the claim listed
+  // before; no names (a Pending or deleted claim) frees them.
+  using Holds = std::map<std::string, std::vector<std::string>>;
+  void setClaimDevices(const std::string& claimKey, Holds holds);
   void setClaimDevices(const std::string& claimKey, const std::string& rawResourceName,
-                       std::vector<std::string> names);
+                       std::vector<std::string> names) {
+    setClaimDevices(claimKey, Holds{{rawResourceName, std::move(names)}});
+  }
   size_t claimedCount() const;
   // One claim event from the claim informer, under one lock (the filter's readers wait for a
   // claim's bind once): setClaimDevices with `names`, and `claim`, what decides whether the
   // devices still naming the claim are free again (freedByClaim). A device naming a claim the
   // index does not know is not free: the claim watch may lag the device watch.
+  void setClaim(const std::string& claimKey, Holds holds, const ClaimAllocation& claim);
   void setClaim(const std::string& claimKey, const std::string& rawResourceName,
-                std::vector<std::string> names, const ClaimAllocation& claim);
+                std::vector<std::string> names, const ClaimAllocation& claim) {
+    setClaim(claimKey, Holds{{rawResourceName, std::move(names)}}, claim);
+  }
   // The claim was deleted, `last` its final state: devices its release freed stay free (a
   // deleted claim is never bound again), kept only while some device still names it.
   void claimDeleted(const std::string& claimKey, const ClaimAllocation& last);
@@ -169,9 +177,9 @@ class DeviceIndex {
                                    const std::map<std::string, std::string>& nodeLabels,
                                    const std::string& podUid, Clock::time_point now) const;
   // The Bound or Lost claims (setClaimDevices) holding any of `names` of rawResourceName: claim
-  // key -> every device name it holds, in key order.
-  std::map<std::string, std::vector<std::string>> claimsHolding(
-      const std::string& rawResourceName, const std::set<std::string>& names) const;
+  // key -> every device it holds, in key order.
+  std::map<std::string, Holds> claimsHolding(const std::string& rawResourceName,
+                                             const std::set<std::string>& names) const;
 
  private:
   // A device as the filter's hot path needs it, with what never changes for one version of
@@ -214,15 +222,17 @@ class DeviceIndex {
   std::optional<ClaimAllocation> claimOfLocked(const ExtendedResource& device) const;
   // Stores the claim's state and indexes the devices naming it again (mu_ held).
   void changeClaim(const std::string& claimKey, const ClaimAllocation& claim, bool deleted);
-  // Whether setClaimDevices / setClaim would change nothing (mu_ held, either way);
-  // `names` sorted and unique.
-  bool sameDevices(const std::string& claimKey, const std::string& rawResourceName,
-                   const std::vector<std::string>& names) const;
+  // Whether setClaimDevices / setClaim would change nothing (mu_ held, either way); `holds`
+  // normalised (normalise).
+  bool sameDevices(const std::string& claimKey, const Holds& holds) const;
+  // Each list sorted and unique, no empty list.
+  static Holds normalise(Holds holds);
   bool sameAllocation(const std::string& claimKey, const ClaimAllocation& claim) const;
   // setClaimDevices under mu_, held exclusively.
-  void changeDevices(const std::string& claimKey, const std::string& rawResourceName,
-                     std::vector<std::string> names);
+  void changeDevices(const std::string& claimKey, Holds holds);
   static std::string holdKey(const std::string& rawResourceName, const std::string& name);
+  // Whether a claim holds the device: by its resource, or by any (mu_ held).
+  bool heldLocked(const std::string& rawResourceName, const std::string& name) const;
   // The pinned nodes of a cached device, for the ledger; mu_ held.
   HoldLedger::NodesOf nodesOf() const;
   // Runs fn(ledger_) under ledgerMu_ and publishes the ledger's size for the filter's
@@ -254,12 +264,8 @@ class DeviceIndex {
     // name): like floating ones, they need each node's labels.
     size_t pinnedTestingLabels = 0;
   };
-  NodeSlots nodes_;  // the nodes some device is pinned to
-  struct ClaimHolds {
-    std::string rawResourceName;
-    std::vector<std::string> names;
-  };
-  std::unordered_map<std::string, ClaimHolds> claimHolds_;  // by claim key
+  NodeSlots nodes_;                                    // the nodes some device is pinned to
+  std::unordered_map<std::string, Holds> claimHolds_;  // by claim key
   // holdKey -> the keys of the claims holding it (nearly always one), so the holders of a
   // node's devices are found without scanning every claim.
   std::unordered_map<std::string, std::vector<std::string>> held_;

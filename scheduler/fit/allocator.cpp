@@ -13,7 +13,7 @@ namespace ker {
 namespace {
 
 std::string claimKey(const ExtendedResourceClaim& c) {
-  return objectKey(c.meta.ns, c.meta.name);
+  return unitKey(c);
 }
 
 // "nvidia.com/gpu with type=k80" or just "nvidia.com/gpu" when the selector is empty.
@@ -443,19 +443,36 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
     constrained.push_back(c);
     candidates.push_back(std::move(fitting));
   }
+  // Two requests of one claim under a matchProperty constraint spanning both take groups with
+  // the same value of it: a group's devices share every value its unit's constraints name, so
+  // one device of each tells.
+  auto agree = [&](const std::vector<size_t>& choice) {
+    for (size_t i = 0; i < constrained.size(); ++i) {
+      for (size_t j = i + 1; j < constrained.size(); ++j) {
+        if (!sharedConstraintsMet(*claims[constrained[i]], *properties[candidates[i][choice[i]][0]],
+                                  *claims[constrained[j]],
+                                  *properties[candidates[j][choice[j]][0]])) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
   std::vector<size_t> choice(constrained.size(), 0);
   std::vector<std::vector<size_t>> restricted = eligible;
   std::optional<Fit> firstFailure;
   for (size_t tried = 0; tried < kMaxGroupings; ++tried) {
-    for (size_t i = 0; i < constrained.size(); ++i) {
-      restricted[constrained[i]] = candidates[i][choice[i]];
-    }
-    Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, picks, &texts, distinct);
-    if (fit.fits) {
-      return fit;
-    }
-    if (!firstFailure) {
-      firstFailure = std::move(fit);
+    if (agree(choice)) {
+      for (size_t i = 0; i < constrained.size(); ++i) {
+        restricted[constrained[i]] = candidates[i][choice[i]];
+      }
+      Fit fit = fitMatching(claims, restricted, deviceCount, matchingFree, picks, &texts, distinct);
+      if (fit.fits) {
+        return fit;
+      }
+      if (!firstFailure) {
+        firstFailure = std::move(fit);
+      }
     }
     size_t i = 0;  // the next grouping, as an odometer over the claims' groups
     while (i < choice.size() && ++choice[i] == candidates[i].size()) {
@@ -464,6 +481,17 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
     if (i == choice.size()) {
       break;
     }
+  }
+  if (!firstFailure) {
+    Fit fit;
+    fit.matchingFree = matchingFree;
+    fit.message = "no value of the properties their constraints share serves every request of " +
+                  std::string(constrained.size() > 1 ? "claims " : "claim ");
+    for (size_t i = 0; i < constrained.size(); ++i) {
+      fit.message += (i ? ", " : "") + texts.keys[constrained[i]];
+    }
+    fit.message += " together on this node";
+    return fit;
   }
   firstFailure->message =
       "claims' devices must each share their constraints' properties; " + firstFailure->message;

@@ -469,8 +469,30 @@ struct NodeFitter::Combination {
   std::optional<ClaimSetFitter> fitter;
 };
 
-NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const DeviceIndex& index,
+namespace {
+
+// The claims with each pending claim of several requests in its units, one per request, fitted
+// side by side as claims of their own (ExtendedResourceClaim::units).
+PodClaims withUnits(const PodClaims& given) {
+  PodClaims out = given;
+  out.pending.clear();
+  for (const auto& claim : given.pending) {
+    if (claim->requests.empty()) {
+      out.pending.push_back(claim);
+      continue;
+    }
+    for (auto& unit : claim->units()) {
+      out.pending.push_back(std::make_shared<const ExtendedResourceClaim>(std::move(unit)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+NodeFitter::NodeFitter(const PodClaims& given, std::string podUid, const DeviceIndex& index,
                        Scoring scoring) {
+  const PodClaims claims = withUnits(given);
   std::vector<size_t> varying;  // pending claims with alternatives
   size_t count = 1;
   for (size_t i = 0; i < claims.pending.size(); ++i) {
@@ -501,11 +523,15 @@ NodeFitter::NodeFitter(const PodClaims& claims, std::string podUid, const Device
       const ExtendedResourceClaim& claim = *claims.pending[varying[v]];
       const ClaimAlternative& a = claim.firstAvailable[choice[v]];
       c->claims.pending[varying[v]] = std::make_shared<const ExtendedResourceClaim>(claim.as(a));
-      c->chosen[objectKey(claim.meta.ns, claim.meta.name)] = a.name;
+      c->chosen[unitKey(claim)] = a.name;
       c->label +=
           c->label.empty() ? (varying.size() == 1 ? "alternative " : "alternatives ") : ", ";
       if (varying.size() > 1) {
         c->label += claim.meta.name;
+        if (!claim.request.empty()) {
+          c->label += '/';
+          c->label += claim.request;
+        }
         c->label += '=';
       }
       c->label += a.name;

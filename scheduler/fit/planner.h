@@ -77,9 +77,10 @@ struct NodePlan {
   bool fits = false;
   bool unresolvable = false;  // no change of devices on this node can make it fit
   std::string message;
-  // claim key -> devices, for the pending claims; bound claims keep theirs.
+  // unit key (unitKey: the claim's key, "/request" for a request of a claim with several) ->
+  // devices, for the pending claims; bound claims keep theirs.
   std::map<std::string, std::vector<std::string>> assignment;
-  // claim key -> the firstAvailable alternative it fits as, for the pending claims that have any.
+  // unit key -> the firstAvailable alternative it fits as, for the pending units that have any.
   std::map<std::string, std::string> alternatives;
   NodeCost cost;  // what this allocation costs the node (for scoring)
 };
@@ -198,10 +199,12 @@ class ClaimSetFitter {
   std::vector<NodePlan> runPlans_;
 };
 
-// Decides, node by node, whether one pod's claims fit. A pending claim with firstAvailable
-// alternatives is tried as each of them in order: the combinations of the claims' alternatives
-// (the first claim's changing slowest) are tried one after another, and the first that fits a
-// node is its plan, with NodePlan::alternatives saying which and NodeCost::alternative its
+// Decides, node by node, whether one pod's claims fit. A pending claim of several requests is
+// fitted as its units side by side (ExtendedResourceClaim::units), keyed by unitKey in the
+// plan, with the constraints spanning requests held by fitEligible. A pending unit with
+// firstAvailable alternatives is tried as each of them in order: the combinations of the claims'
+// alternatives (the first claim's changing slowest) are tried one after another, and the first that
+// fits a node is its plan, with NodePlan::alternatives saying which and NodeCost::alternative its
 // place, so that nodes where an earlier combination fits rank first. Not thread-safe; one per
 // request.
 class NodeFitter {

@@ -8,11 +8,9 @@
 
 namespace ker {
 
-void addHolders(const std::string& rawResourceName,
-                const std::map<std::string, std::vector<std::string>>& held,
-                const ClaimLookup& claims, const HolderPodLookup& pods,
-                const std::string& preemptorUid, const std::optional<std::string>& victimsOn,
-                Holders& out) {
+void addHolders(const std::map<std::string, DeviceIndex::Holds>& held, const ClaimLookup& claims,
+                const HolderPodLookup& pods, const std::string& preemptorUid,
+                const std::optional<std::string>& victimsOn, Holders& out) {
   std::unordered_map<std::string, size_t> byUid;
   for (size_t i = 0; i < out.pods.size(); ++i) {
     byUid.emplace(out.pods[i].uid, i);
@@ -52,7 +50,7 @@ void addHolders(const std::string& rawResourceName,
     auto& claimsOf = out.holders[it->second].claims;
     if (std::none_of(claimsOf.begin(), claimsOf.end(),
                      [&](const HeldClaim& c) { return c.key == key; })) {
-      claimsOf.push_back(HeldClaim{key, rawResourceName, devices});
+      claimsOf.push_back(HeldClaim{key, devices});
     }
   }
 }

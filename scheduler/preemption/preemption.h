@@ -51,11 +51,10 @@ struct PreemptionOrder {
 };
 
 // The holders of the devices a node reaches, for planPreemption, with the pods they stand
-// for (parallel to the returned holders). `held` is claim key -> devices it holds (what
-// DeviceIndex::claimsHolding answers, per resource), `rawResourceName` the resource of those
-// claims; holders are grouped by pod UID. A claim whose pod is unknown, or known under another
-// UID (a pod recreated under the name), or that is the preemptor's own, gets priority
-// INT32_MAX and so is never a victim. Pure.
+// for (parallel to the returned holders). `held` is claim key -> devices it holds, by resource
+// (what DeviceIndex::claimsHolding answers); holders are grouped by pod UID. A claim whose pod is
+// unknown, or known under another UID (a pod recreated under the name), or that is the preemptor's
+// own, gets priority INT32_MAX and so is never a victim. Pure.
 struct Holders {
   std::vector<PreemptionHolder> holders;
   std::vector<PreemptionVictim> pods;  // parallel: who each holder is
@@ -64,11 +63,9 @@ struct Holders {
 // victim. kube-scheduler's preempt verb takes victims of the candidate node only (a UID it does
 // not find there fails the whole preemption), while a device placed by label may be reachable
 // from several nodes and held by a pod on another.
-void addHolders(const std::string& rawResourceName,
-                const std::map<std::string, std::vector<std::string>>& held,
-                const ClaimLookup& claims, const HolderPodLookup& pods,
-                const std::string& preemptorUid, const std::optional<std::string>& victimsOn,
-                Holders& out);
+void addHolders(const std::map<std::string, DeviceIndex::Holds>& held, const ClaimLookup& claims,
+                const HolderPodLookup& pods, const std::string& preemptorUid,
+                const std::optional<std::string>& victimsOn, Holders& out);
 
 // Whether some holder has a priority below the preemptor's: only then is preemption planned
 // (and only then are nodes without a victim set answered as unresolvable).

@@ -9,6 +9,13 @@
 
 namespace ker {
 
+HeldClaim::HeldClaim(std::string key, DeviceIndex::Holds holds)
+    : key(std::move(key)), holds(std::move(holds)) {
+  for (const auto& [resource, names] : this->holds) {
+    devices.insert(devices.end(), names.begin(), names.end());
+  }
+}
+
 namespace {
 
 // Exhaustive search stops after this many fits; past it the plan is minimal (no victim can be
@@ -29,7 +36,7 @@ class Simulation {
     }
     for (const auto& h : request.holders) {
       for (const auto& c : h.claims) {
-        index_.setClaimDevices(c.key, c.rawResourceName, c.devices);
+        index_.setClaimDevices(c.key, c.holds);
       }
     }
     // Released for good: fit() never puts them back, as candidates never include them.
@@ -64,8 +71,7 @@ class Simulation {
   void setReleased(const std::vector<size_t>& holders, bool released) {
     for (const size_t h : holders) {
       for (const auto& c : request_.holders[h].claims) {
-        index_.setClaimDevices(c.key, c.rawResourceName,
-                               released ? std::vector<std::string>{} : c.devices);
+        index_.setClaimDevices(c.key, released ? DeviceIndex::Holds{} : c.holds);
         for (const auto& name : c.devices) {
           auto it = devices_.find(name);
           if (it == devices_.end()) {

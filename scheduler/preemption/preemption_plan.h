@@ -12,9 +12,12 @@ namespace ker {
 
 // The devices one claim of a holder keeps from everyone else.
 struct HeldClaim {
-  std::string key;  // namespace/name
-  std::string rawResourceName;
-  std::vector<std::string> devices;  // what its status holds (allocated and lost)
+  HeldClaim(std::string key, DeviceIndex::Holds holds);
+  HeldClaim(std::string key, const std::string& rawResourceName, std::vector<std::string> devices)
+      : HeldClaim(std::move(key), DeviceIndex::Holds{{rawResourceName, std::move(devices)}}) {}
+  std::string key;                   // namespace/name
+  DeviceIndex::Holds holds;          // what its status holds (allocated and lost), by resource
+  std::vector<std::string> devices;  // the names of `holds`
 };
 
 // A pod whose claims hold devices the candidate node can reach. Every such claim must be

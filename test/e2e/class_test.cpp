@@ -674,6 +674,23 @@ TEST_F(ClassTest, AClassForPodsOnlyRefusesClaimsAndTemplatesOfItsDevices) {
     EXPECT_NE(std::string(e.what()).find("not through a claim template"), std::string::npos)
         << e.what();
   }
+  // Nor may a claim ask for them as one of its named requests, beside a resource anyone may
+  // claim; a claim of requests for other resources only is accepted.
+  const std::string anyones = uniqueName("anyones") + ".io/x";
+  json viaRequests = itest::claimObject(ns_, "via-requests", resource_, 1);
+  viaRequests["spec"] = {{"requests",
+                          {{{"name", "nic"}, {"rawResourceName", anyones}},
+                           {{"name", "gpu"}, {"rawResourceName", resource_}}}}};
+  try {
+    api_->create(resources::kExtendedResourceClaims, ns_, viaRequests);
+    ADD_FAILURE() << "a claim requesting " << resource_ << " was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("are given only to pods that ask for " + gpu_),
+              std::string::npos)
+        << e.what();
+  }
+  viaRequests["spec"]["requests"].erase(1);
+  EXPECT_NO_THROW(api_->create(resources::kExtendedResourceClaims, ns_, viaRequests));
   // A claim of another resource may not be edited into one of the class's.
   json other = api_->create(resources::kExtendedResourceClaims, ns_,
                             itest::claimObject(ns_, "other", uniqueName("other") + ".io/x", 1));

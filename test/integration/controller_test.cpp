@@ -1454,6 +1454,53 @@ TEST_F(ControllerTest, FirstAvailableTakesTheFirstAlternativeThatFitsAndSaysWhic
   EXPECT_EQ(invariantViolations(), "");
 }
 
+// A GPU and a NIC under one PCIe root, as one claim of two named requests: the pod waits, saying
+// what failed, while no root has both free; once a NIC is added beside the free GPU the pod is
+// bound with each request's device recorded, and its deletion frees both.
+TEST_F(ControllerTest, AClaimOfAGpuAndANicUnderOneRootWaitsForThemAndFreesBoth) {
+  auto nodes = makeNodes(1);
+  const std::string nicResource = uniqueName("nic") + ".example.com/nic";
+  auto addDevice = [&](const std::string& res, const std::string& root) {
+    const std::string name = uniqueName("dev");
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, nodes[0], res, {{"pcieRoot", root}}));
+    return name;
+  };
+  const std::string gpu = addDevice(resource_, "r0");
+  addDevice(nicResource, "r1");
+  json c = claimObject(ns_, "pair", resource_, 1);
+  c["spec"] = {{"requests",
+                {{{"name", "gpu"}, {"rawResourceName", resource_}},
+                 {{"name", "nic"}, {"rawResourceName", nicResource}}}},
+               {"constraints", {{{"matchProperty", "pcieRoot"}}}}};
+  api_->create(resources::kExtendedResourceClaims, ns_, c);
+  api_->create(resources::kPods, ns_, podObject(ns_, "pair", {"pair"}, schedulerName_));
+  const std::string message = awaitFailedScheduling("pair");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
+  EXPECT_NE(message.find("serves every request of claims " + ns_ + "/pair/gpu, " + ns_ +
+                         "/pair/nic together on this node"),
+            std::string::npos)
+      << message;
+
+  const std::string nic = addDevice(nicResource, "r0");
+  ASSERT_TRUE(waitBound("pair", 60s)) << extender_->logTail();
+  const auto claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "pair"));
+  EXPECT_EQ(claim.allocations,
+            (std::vector<RequestAllocation>{{"gpu", {gpu}, ""}, {"nic", {nic}, ""}}));
+  const json pod = api_->get(resources::kPods, ns_, "pair");
+  const json annotation =
+      json::parse(pod["metadata"]["annotations"][kAllocationAnnotation].get<std::string>());
+  ASSERT_EQ(annotation["pair"].size(), 2u) << annotation.dump();
+  EXPECT_EQ(annotation["pair"][1]["request"], "nic") << annotation.dump();
+  EXPECT_EQ(annotation["pair"][1]["rawResourceName"], nicResource) << annotation.dump();
+  EXPECT_EQ(invariantViolations(), "");
+
+  deletePodNow(*api_, ns_, "pair");
+  ASSERT_TRUE(eventually([&] { return released("pair", {gpu, nic}); }, 30s)) << logs();
+  EXPECT_EQ(invariantViolations(), "");
+}
+
 // A claim's owner edits firstAvailable while its pod runs (the spec may change while Bound): the
 // alternative the status names is gone. When the pod finishes, the claim is still released and
 // its device freed, and deleting the claim is not held up by its protection.

@@ -2,6 +2,8 @@
 // status subresource, and server-side dry-run of everything a user applies.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "common/api_error.h"
 #include "model/objects.h"
 #include "template_helpers.h"
@@ -331,6 +333,60 @@ TEST_F(CrdTest, ClaimAlternativesAreNamedAndReplaceTheClaimsOwnCount) {
   EXPECT_NE(out.find("allocated as"), std::string::npos) << out;
   ASSERT_EQ(env_->kubectl("explain erct.spec.spec.firstAvailable.metadataRequirements", &out), 0)
       << out;
+}
+
+// Named requests replace the claim's own resource, count, selector and alternatives; the API
+// server refuses the mixes the extender could not serve, and kubectl explain documents them.
+TEST_F(CrdTest, ClaimRequestsAreNamedAndReplaceTheClaimsOwnFields) {
+  auto gpuAndNic = [](const std::string& name) {
+    json c = claimObject("default", name, "x.io/gpu", 1);
+    c["spec"] = {
+        {"requests",
+         {{{"name", "gpu"},
+           {"rawResourceName", "x.io/gpu"},
+           {"firstAvailable",
+            {{{"name", "h100"}, {"metadataRequirements", {{"matchLabels", {{"model", "h100"}}}}}},
+             {{"name", "two-a100"}, {"extendedResourceNum", 2}}}}},
+          {{"name", "nic"}, {"rawResourceName", "x.io/nic"}}}},
+        {"constraints",
+         {{{"matchProperty", "pcieRoot"}},
+          {{"distinctProperty", "numaNode"}, {"requests", {"gpu"}}}}}};
+    return c;
+  };
+  json created =
+      api_->create(resources::kExtendedResourceClaims, "default", gpuAndNic(uniqueName("req")));
+  EXPECT_EQ(created["spec"]["requests"][1]["extendedResourceNum"], 1) << "defaulted";
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(created).invalid, "");
+  api_->remove(resources::kExtendedResourceClaims, "default",
+               created["metadata"]["name"].get<std::string>());
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> bad = {
+      {[](json& c) { c["spec"]["rawResourceName"] = "x.io/gpu"; },
+       "either rawResourceName or requests"},
+      {[](json& c) { c["spec"]["extendedResourceNum"] = 2; }, "leave the claim's unset"},
+      {[](json& c) { c["spec"]["requests"][1]["name"] = "gpu"; },
+       "each request needs a name of its own"},
+      {[](json& c) { c["spec"]["requests"][1].erase("rawResourceName"); }, "rawResourceName"},
+      {[](json& c) { c["spec"]["requests"][0]["name"] = "GPU"; }, "requests[0].name"},
+      {[](json& c) { c["spec"]["constraints"][0]["requests"] = {"fpga"}; },
+       "a constraint's requests name requests of spec.requests"},
+      {[](json& c) { c["spec"]["constraints"][1].erase("requests"); },
+       "a distinctProperty constraint names exactly one request"},
+  };
+  for (const auto& [change, want] : bad) {
+    json c = gpuAndNic(uniqueName("req"));
+    change(c);
+    expectInvalid(resources::kExtendedResourceClaims, "default", c, want);
+  }
+  std::string out;
+  // kubectl learns the short name from discovery, which may lag the CRD's first use.
+  ASSERT_TRUE(eventually([&] { return env_->kubectl("explain erc.spec.requests", &out) == 0; }))
+      << out;
+  EXPECT_NE(out.find("a GPU and a NIC in one claim"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erc.spec.constraints.requests", &out), 0) << out;
+  EXPECT_NE(out.find("absent: all of them"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erc.status.allocations", &out), 0) << out;
+  EXPECT_NE(out.find("each request was allocated"), std::string::npos) << out;
+  ASSERT_EQ(env_->kubectl("explain erct.spec.spec.requests.firstAvailable", &out), 0) << out;
 }
 
 TEST_F(CrdTest, ConfigAndDeployPassServerSideDryRun) {

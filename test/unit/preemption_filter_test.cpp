@@ -112,13 +112,15 @@ TEST(PreemptionHolders, UnknownOrReplacedPodsAreNeverVictimsAndClaimsGroupByPod)
   addPod("low", "uid-low", 10);
   addPod("replaced", "uid-new", 10);
   Holders holders;
+  auto gpus = [](std::string name) {
+    return DeviceIndex::Holds{{"nvidia.com/gpu", {std::move(name)}}};
+  };
   addHolders(
-      "nvidia.com/gpu",
-      {{"default/c1", {"a"}},
-       {"default/c2", {"b"}},
-       {"default/c3", {"c"}},
-       {"default/c4", {"d"}},
-       {"default/c5", {"e"}}},
+      {{"default/c1", gpus("a")},
+       {"default/c2", gpus("b")},
+       {"default/c3", gpus("c")},
+       {"default/c4", gpus("d")},
+       {"default/c5", gpus("e")}},
       [&](const std::string& k) -> ClaimPtr {
         auto it = claims.find(k);
         return it == claims.end() ? nullptr : it->second;

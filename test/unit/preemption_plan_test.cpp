@@ -34,16 +34,16 @@ class PreemptionPlanTest : public ::testing::Test {
                        .key = "default/" + pod,
                        .priority = priority,
                        .violatesPdb = violatesPdb};
-    HeldClaim c{.key = "default/" + pod + "-erc", .rawResourceName = "nvidia.com/gpu"};
+    std::vector<std::string> names;
     for (const auto& [name, props] : held) {
       auto d = device(name, "n1", props);
       d.phase = DevicePhase::kBound;
       d.phaseWritten = true;
       d.claimRef = ClaimRef{"default", pod + "-erc", "uid-" + pod + "-erc"};
       devices_.push_back(std::make_shared<const ExtendedResource>(std::move(d)));
-      c.devices.push_back(name);
+      names.push_back(name);
     }
-    h.claims.push_back(std::move(c));
+    h.claims.push_back(HeldClaim{"default/" + pod + "-erc", "nvidia.com/gpu", std::move(names)});
     holders_.push_back(std::move(h));
   }
   PreemptionPlan plan(int32_t priority = 100, bool never = false, std::vector<size_t> released = {},
