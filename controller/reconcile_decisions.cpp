@@ -128,7 +128,7 @@ bool firstStatusAtBind(const ExtendedResourceClaim& c) {
   return label != c.meta.labels.end() && !label->second.empty() &&
          c.meta.controllerUid() == label->second && c.listedDevices().empty() &&
          c.holders().empty() && c.nodeName.empty() && c.reason.empty() && c.message.empty() &&
-         c.conditions.empty() && c.alternative.empty();
+         c.conditions.empty() && c.alternative.empty() && c.allocations.empty();
 }
 
 }  // namespace

@@ -254,8 +254,8 @@ void Extender::postFilter(FilterCycle& cycle) {
   }
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
-    for (const auto& unit : c->units()) {
-      resources.insert(unit.rawResourceName);
+    for (auto& resource : c->resourceNames()) {
+      resources.insert(std::move(resource));
     }
   }
   std::vector<PreemptionCandidate> candidates;
@@ -422,8 +422,8 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
   const PodClaims claims = resolveClaims(args.pod, claims_, classes);
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
-    for (const auto& unit : c->units()) {
-      resources.insert(unit.rawResourceName);
+    for (auto& resource : c->resourceNames()) {
+      resources.insert(std::move(resource));
     }
   }
   const bool needsNodeLabels = NodeFitter(claims, uid, index_).needsNodeLabels();

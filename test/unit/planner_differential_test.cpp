@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/label_selector.h"
+#include "model/suitability.h"
 #include "scheduler/fit/planner.h"
 #include "scheduler_fixtures.h"
 
@@ -126,7 +127,34 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
     }
     c.extendedResourceNames = allowed;
   }
+  if (coin(rng, 0.2)) {  // the above as request "a", beside one device of the other resource
+    ClaimRequest a{"a", c.rawResourceName, c.extendedResourceNum, c.metadataRequirements,
+                   c.firstAvailable};
+    ClaimRequest b{"b", c.rawResourceName == resources[0] ? resources[1] : resources[0], 1, {}, {}};
+    b.metadataRequirements.dialect = SelectorDialect::kProperties;
+    c.requests = {a, b};
+    c.rawResourceName.clear();
+    c.extendedResourceNum = 1;
+    c.metadataRequirements = b.metadataRequirements;
+    c.firstAvailable.clear();
+    for (auto& k : c.constraints) {
+      k.requests = {"a"};
+    }
+    if (coin(rng, 0.6)) {  // both requests' devices in one zone
+      c.constraints.push_back({"zone", "", {}});
+    }
+  }
   return std::make_shared<const ExtendedResourceClaim>(c);
+}
+
+std::vector<ExtendedResourceClaim> unitsOf(const PodClaims& pc) {
+  std::vector<ExtendedResourceClaim> out;
+  for (const auto& c : pc.pending) {
+    for (auto& unit : c->units()) {
+      out.push_back(std::move(unit));
+    }
+  }
+  return out;
 }
 
 // Without a topology property, and with one (devices' zone) under either strategy: the counted
@@ -181,15 +209,17 @@ TEST_P(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
         continue;
       }
       ++fitting;
-      // The exact path's choice satisfies every claim with distinct free devices of the node.
+      // The exact path's choice satisfies every claim (each of its requests) with distinct free
+      // devices of the node, which meet the constraints spanning its requests.
       std::set<std::string> used;
-      for (const auto& pending : pc.pending) {
-        const std::string key = objectKey(pending->meta.ns, pending->meta.name);
-        // The claim as the alternative it fits as, if it has any.
-        ExtendedResourceClaim effective = *pending;
-        for (const auto& a : pending->firstAvailable) {
+      std::vector<std::pair<ExtendedResourceClaim, std::string>> chosenBy;  // (unit, device)
+      for (const auto& unit : unitsOf(pc)) {
+        const std::string key = unitKey(unit);
+        // The unit as the alternative it fits as, if it has any.
+        ExtendedResourceClaim effective = unit;
+        for (const auto& a : unit.firstAvailable) {
           if (a.name == exact.alternatives.at(key)) {
-            effective = pending->as(a);
+            effective = unit.as(a);
           }
         }
         const auto* c = &effective;
@@ -197,6 +227,12 @@ TEST_P(PlannerDifferentialTest, CountedAndExactPathsAgreeOnGeneratedClusters) {
         ASSERT_EQ(static_cast<int64_t>(chosen.size()), c->extendedResourceNum) << "seed " << seed;
         for (const auto& name : chosen) {
           const ExtendedResource& d = g.devices.at(name);
+          for (const auto& [other, otherName] : chosenBy) {
+            EXPECT_TRUE(
+                sharedConstraintsMet(unit, d.properties, other, g.devices.at(otherName).properties))
+                << "seed " << seed << ": " << name << " and " << otherName;
+          }
+          chosenBy.emplace_back(unit, name);
           EXPECT_TRUE(used.insert(name).second) << "seed " << seed << ": " << name << " twice";
           EXPECT_EQ(d.rawResourceName, c->rawResourceName) << "seed " << seed;
           EXPECT_EQ(d.phase, DevicePhase::kAvailable) << "seed " << seed;
