@@ -208,6 +208,20 @@ int run(int argc, char** argv) {
     claims["bench/" + std::string(name)] =
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
   }
+  {
+    // Named requests: a k80 and a p100 on one NUMA node, the rule spanning both.
+    json c = claim("bench", "k80-and-p100-one-numa", 1, "k80");
+    const json k80 = c["spec"]["metadataRequirements"];
+    c["spec"] = {{"requests",
+                  {{{"name", "k80"}, {"rawResourceName", kResource}, {"metadataRequirements", k80}},
+                   {{"name", "p100"},
+                    {"rawResourceName", kResource},
+                    {"metadataRequirements", {{"matchLabels", {{"type", "p100"}}}}}}}},
+                 {"constraints", {{{"matchProperty", "numaNode"}}}}};
+    c["metadata"]["uid"] = "uid-k80-and-p100-one-numa";
+    claims["bench/k80-and-p100-one-numa"] =
+        std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
+  }
 
   WiredExtender wired(index, claims, nodes, Scoring{ScoringStrategy::kBinpack, *topology});
   Extender& extender = wired.extender;
@@ -220,7 +234,8 @@ int run(int argc, char** argv) {
     index.holdForBind({deviceName(i * (n / static_cast<size_t>(*inFlight)), 0)}, "bench-other-pod");
   }
   std::printf("%zu nodes, %zu devices, %zu reserved\n", n, index.size(), index.holdCount());
-  // claims: how many the pod names; "c" when each has a NUMA constraint.
+  // claims: how many the pod names; "c" when each has a NUMA constraint, "r" for the claim of
+  // two requests sharing one.
   std::printf("%-10s %-10s %-7s %10s %10s %10s %10s %10s\n", "mode", "verb", "claims", "body",
               "p50 ms", "p99 ms", "cpu p50", "cpu p99");
   for (const bool nodeList : {false, true}) {
@@ -230,8 +245,10 @@ int run(int argc, char** argv) {
     for (const auto& podClaims :
          {std::vector<std::string>{"one-k80"}, std::vector<std::string>{"one-k80", "two-any"},
           std::vector<std::string>{"two-k80-one-numa"},
-          std::vector<std::string>{"two-k80-one-numa", "two-any-one-numa"}}) {
+          std::vector<std::string>{"two-k80-one-numa", "two-any-one-numa"},
+          std::vector<std::string>{"k80-and-p100-one-numa"}}) {
       const bool constrained = podClaims[0].ends_with("one-numa");
+      const bool requests = podClaims[0].starts_with("k80-and");
       json pod = bench::pod("bench", "p", podClaims);
       pod["metadata"]["uid"] = "pod-uid";
       std::string body = "{\"Pod\":" + pod.dump();
@@ -261,7 +278,9 @@ int run(int argc, char** argv) {
         }
         const auto p = percentiles(ms);
         const auto cpu = percentiles(cpuMs);
-        const std::string count = std::to_string(podClaims.size()) + (constrained ? "c" : "");
+        const std::string count = std::to_string(podClaims.size()) + (requests      ? "r"
+                                                                      : constrained ? "c"
+                                                                                    : "");
         std::printf("%-10s %-10s %-7s %9.1fK %10.3f %10.3f %10.3f %10.3f\n",
                     nodeList ? "NodeList" : "NodeNames", filter ? "filter" : "prioritize",
                     count.c_str(), static_cast<double>(body.size()) / 1024, p.p50, p.p99, cpu.p50,

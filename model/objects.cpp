@@ -979,7 +979,8 @@ std::map<std::string, std::vector<std::string>> ExtendedResourceClaim::heldByRes
 }
 
 std::string ExtendedResourceClaim::resourceOf(const std::string& device) const {
-  if (requests.empty()) {
+  // A status of allocations goes by them even when the spec has changed since the bind.
+  if (requests.empty() && allocations.empty()) {
     return rawResourceName;
   }
   const ClaimRequest* r = requestNamed(requestOf(device));

@@ -252,8 +252,9 @@ struct ExtendedResourceClaim {
   // Which request's devices status.allocations lists the device among; "" for none, and for a
   // claim without spec.requests.
   std::string requestOf(const std::string& device) const;
-  // The resource the claim holds the device as: its rawResourceName, or that of the request
-  // requestOf names; "" when no request does.
+  // The resource the claim holds the device as: its rawResourceName, or, for a claim with
+  // spec.requests or a status of allocations, that of the request requestOf names; "" when no
+  // request of the spec does.
   std::string resourceOf(const std::string& device) const;
   // Every resource the claim asks for: its rawResourceName, or each request's, once each.
   std::vector<std::string> resourceNames() const;

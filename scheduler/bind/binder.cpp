@@ -63,8 +63,8 @@ struct Binder::Attempt {
   const bool fromCaches;
   Pod pod;
   PodClaims claims;
-  std::map<std::string, std::vector<std::string>> assignment;  // pending claim key -> devices
-  std::map<std::string, std::string> alternatives;  // pending claim key -> firstAvailable choice
+  std::map<std::string, std::vector<std::string>> assignment;  // pending unit key -> devices
+  std::map<std::string, std::string> alternatives;  // pending unit key -> firstAvailable choice
   std::vector<std::string> taken;                   // every device assigned
   BindJournal journal;
   std::vector<DevicePtr> devices;  // owns what annotation points to

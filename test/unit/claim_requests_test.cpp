@@ -146,6 +146,13 @@ TEST(ClaimRequests, ABindRecordsEachRequestsDevicesAndTheReleaseDropsThem) {
   edited["spec"]["requests"][0]["name"] = "GPU";
   EXPECT_EQ(ExtendedResourceClaim::fromJson(edited).heldByResource(),
             (std::map<std::string, std::vector<std::string>>{{"", {"g0", "x0"}}}));
+  // So does a spec edited into a claim of one resource: its status still lists the NIC.
+  edited = c.toJson({});
+  edited["spec"] = {{"rawResourceName", kGpu}};
+  const auto plain = ExtendedResourceClaim::fromJson(edited);
+  EXPECT_EQ(plain.heldByResource(),
+            (std::map<std::string, std::vector<std::string>>{{"", {"g0", "x0"}}}));
+  EXPECT_EQ(plain.resourceOf("x0"), "");
 }
 
 TEST(ClaimRequests, TheInvariantsCheckTheConstraintsAcrossRequests) {
