@@ -872,14 +872,9 @@ std::vector<ExtendedResourceClaim> ExtendedResourceClaim::units() const {
   std::vector<ExtendedResourceClaim> out;
   out.reserve(requests.size());
   for (const auto& r : requests) {
-    ExtendedResourceClaim u;
-    u.meta = meta;
-    u.request = r.name;
-    u.rawResourceName = r.rawResourceName;
-    u.extendedResourceNum = r.extendedResourceNum;
-    u.metadataRequirements = r.metadataRequirements;
+    ExtendedResourceClaim u =
+        derived(r.name, r.rawResourceName, r.extendedResourceNum, r.metadataRequirements, {});
     u.firstAvailable = r.firstAvailable;
-    u.extendedResourceNames = extendedResourceNames;
     for (const auto& k : constraints) {
       std::vector<std::string> spanned = k.requests;
       if (spanned.empty()) {
@@ -894,8 +889,6 @@ std::vector<ExtendedResourceClaim> ExtendedResourceClaim::units() const {
       own.requests = spanned.size() > 1 ? std::move(spanned) : std::vector<std::string>{};
       u.constraints.push_back(std::move(own));
     }
-    u.shareable = shareable;
-    u.phase = phase;
     u.phaseWritten = phaseWritten;
     for (const auto& a : allocations) {
       if (a.request == r.name) {
@@ -907,7 +900,6 @@ std::vector<ExtendedResourceClaim> ExtendedResourceClaim::units() const {
     u.podRef = podRef;
     u.sharedHolders = sharedHolders;
     u.allocation = allocation;
-    u.invalid = invalid;
     u.statusReadable = statusReadable;
     out.push_back(std::move(u));
   }
@@ -933,14 +925,22 @@ std::string unitKey(const ExtendedResourceClaim& unit) {
 }
 
 ExtendedResourceClaim ExtendedResourceClaim::as(const ClaimAlternative& a) const {
+  return derived(request, rawResourceName, a.extendedResourceNum, a.metadataRequirements,
+                 constraints);
+}
+
+ExtendedResourceClaim ExtendedResourceClaim::derived(const std::string& requestName,
+                                                     const std::string& resource, int64_t count,
+                                                     const LabelSelector& selector,
+                                                     std::vector<DeviceConstraint> rules) const {
   ExtendedResourceClaim out;
   out.meta = meta;
-  out.rawResourceName = rawResourceName;
-  out.extendedResourceNum = a.extendedResourceNum;
-  out.metadataRequirements = a.metadataRequirements;
+  out.request = requestName;
+  out.rawResourceName = resource;
+  out.extendedResourceNum = count;
+  out.metadataRequirements = selector;
   out.extendedResourceNames = extendedResourceNames;
-  out.constraints = constraints;
-  out.request = request;
+  out.constraints = std::move(rules);
   out.shareable = shareable;
   out.phase = phase;
   out.invalid = invalid;

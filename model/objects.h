@@ -292,6 +292,13 @@ struct ExtendedResourceClaim {
   std::vector<ExtendedResourceClaim> units() const;
   // The unit of the request of this name; nullopt for none.
   std::optional<ExtendedResourceClaim> unitNamed(const std::string& request) const;
+
+ private:
+  // A claim of one shape made from this one (as(), units()): its identity, named devices,
+  // sharing, phase and validity, with this request, resource, count, selector and rules.
+  ExtendedResourceClaim derived(const std::string& requestName, const std::string& resource,
+                                int64_t count, const LabelSelector& selector,
+                                std::vector<DeviceConstraint> rules) const;
 };
 
 // The key a unit goes by where a pod's units are fitted and bound side by side: the claim's
