@@ -181,9 +181,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
       continue;
     }
     std::string podsOnly;  // why not, when the template asks for a pods-only class's devices
-    for (const auto& raw :
-         ExtendedResourceClaim::fromJson(nlohmann::json{{"spec", tmpl->claimSpec}})
-             .resourceNames()) {
+    for (const auto& raw : tmpl->claimResources) {
       if (ClassPtr cls = podsOnlyClass(in.classes, raw); cls && podsOnly.empty()) {
         podsOnly = "template " + objectKey(pod.meta.ns, entry.templateName) +
                    " asks for devices of " + raw + ", which ExtendedResourceClass " +

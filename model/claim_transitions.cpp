@@ -70,10 +70,8 @@ Status bindRequests(ExtendedResourceClaim& claim, const PodRef& pod, const std::
       return notFrom(claim, "bound for request \"" + a.request + "\"",
                      "its request " + std::to_string(i) + " is \"" + request + "\"");
     }
-    if (alternatives.empty()
-            ? !a.alternative.empty()
-            : std::none_of(alternatives.begin(), alternatives.end(),
-                           [&](const ClaimAlternative& x) { return x.name == a.alternative; })) {
+    if (alternatives.empty() ? !a.alternative.empty()
+                             : alternativeIn(alternatives, a.alternative) == nullptr) {
       return notFrom(claim, "bound as alternative \"" + a.alternative + "\"",
                      "that is none of its firstAvailable");
     }

@@ -391,13 +391,6 @@ bool isEmpty(const LabelSelector& selector) {
   return selector.matchLabels.empty() && selector.matchExpressions.empty();
 }
 
-const ClaimAlternative* alternativeIn(const std::vector<ClaimAlternative>& list,
-                                      const std::string& name) {
-  auto it = std::find_if(list.begin(), list.end(),
-                         [&](const ClaimAlternative& a) { return a.name == name; });
-  return it == list.end() ? nullptr : &*it;
-}
-
 // A firstAvailable list at obj.firstAvailable (the claim's or a request's).
 std::vector<ClaimAlternative> alternatives(const json& obj, const std::string& path) {
   std::vector<ClaimAlternative> out;
@@ -501,6 +494,13 @@ std::vector<RequestAllocation> readAllocations(const json& status) {
 }
 
 }  // namespace
+
+const ClaimAlternative* alternativeIn(const std::vector<ClaimAlternative>& list,
+                                      const std::string& name) {
+  auto it = std::find_if(list.begin(), list.end(),
+                         [&](const ClaimAlternative& a) { return a.name == name; });
+  return it == list.end() ? nullptr : &*it;
+}
 
 std::string ExtendedResource::labelledNode() const {
   auto at = meta.labels.find(kNodeLabel);
@@ -1104,6 +1104,7 @@ ExtendedResourceClaimTemplate ExtendedResourceClaimTemplate::fromJson(const nloh
     if (!probe.invalid.empty()) {
       p.add("spec.spec is not a valid claim spec: " + probe.invalid);
     }
+    t.claimResources = probe.resourceNames();
   }
   t.invalid = p.text();
   return t;

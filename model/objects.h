@@ -159,6 +159,11 @@ struct ClaimAlternative {
   LabelSelector metadataRequirements{{}, {}, SelectorDialect::kProperties};
 };
 
+// The alternative of this name in a firstAvailable list (a claim's or a request's); nullptr
+// for none.
+const ClaimAlternative* alternativeIn(const std::vector<ClaimAlternative>& list,
+                                      const std::string& name);
+
 // One of a claim's spec.requests: devices of one resource, named so that the claim's status and
 // its pod's allocation annotation tell which device serves what (a GPU and a NIC in one claim).
 struct ClaimRequest {
@@ -364,6 +369,8 @@ struct ExtendedResourceClaimTemplate {
   std::map<std::string, std::string> claimLabels;       // spec.metadata.labels
   std::map<std::string, std::string> claimAnnotations;  // spec.metadata.annotations
   nlohmann::json claimSpec;                             // spec.spec, as stored
+  // The resources its claims ask for (ExtendedResourceClaim::resourceNames of spec.spec).
+  std::vector<std::string> claimResources;
   std::string invalid;  // including what makes spec.spec an invalid claim spec
   RawObject raw;
 
