@@ -208,18 +208,20 @@ int run(int argc, char** argv) {
     claims["bench/" + std::string(name)] =
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
   }
-  {
-    // Named requests: a k80 and a p100 on one NUMA node, the rule spanning both.
-    json c = claim("bench", "k80-and-p100-one-numa", 1, "k80");
+  // Named requests, a k80 and a p100: on one NUMA node (the rule spanning both), or each on a
+  // NUMA node of its own (a distinct rule spanning both, which the allocator searches for).
+  for (const auto& [name, rule] : {std::pair{"k80-and-p100-one-numa", "matchProperty"},
+                                   std::pair{"k80-and-p100-own-numa", "distinctProperty"}}) {
+    json c = claim("bench", name, 1, "k80");
     const json k80 = c["spec"]["metadataRequirements"];
     c["spec"] = {{"requests",
                   {{{"name", "k80"}, {"rawResourceName", kResource}, {"metadataRequirements", k80}},
                    {{"name", "p100"},
                     {"rawResourceName", kResource},
                     {"metadataRequirements", {{"matchLabels", {{"type", "p100"}}}}}}}},
-                 {"constraints", {{{"matchProperty", "numaNode"}}}}};
-    c["metadata"]["uid"] = "uid-k80-and-p100-one-numa";
-    claims["bench/k80-and-p100-one-numa"] =
+                 {"constraints", {{{rule, "numaNode"}}}}};
+    c["metadata"]["uid"] = std::string("uid-") + name;
+    claims["bench/" + std::string(name)] =
         std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(c));
   }
 
@@ -235,7 +237,7 @@ int run(int argc, char** argv) {
   }
   std::printf("%zu nodes, %zu devices, %zu reserved\n", n, index.size(), index.holdCount());
   // claims: how many the pod names; "c" when each has a NUMA constraint, "r" for the claim of
-  // two requests sharing one.
+  // two requests sharing one, "d" for the claim of two requests on NUMA nodes of their own.
   std::printf("%-10s %-10s %-7s %10s %10s %10s %10s %10s\n", "mode", "verb", "claims", "body",
               "p50 ms", "p99 ms", "cpu p50", "cpu p99");
   for (const bool nodeList : {false, true}) {
@@ -246,9 +248,11 @@ int run(int argc, char** argv) {
          {std::vector<std::string>{"one-k80"}, std::vector<std::string>{"one-k80", "two-any"},
           std::vector<std::string>{"two-k80-one-numa"},
           std::vector<std::string>{"two-k80-one-numa", "two-any-one-numa"},
-          std::vector<std::string>{"k80-and-p100-one-numa"}}) {
+          std::vector<std::string>{"k80-and-p100-one-numa"},
+          std::vector<std::string>{"k80-and-p100-own-numa"}}) {
       const bool constrained = podClaims[0].ends_with("one-numa");
       const bool requests = podClaims[0].starts_with("k80-and");
+      const bool apart = podClaims[0].ends_with("own-numa");
       json pod = bench::pod("bench", "p", podClaims);
       pod["metadata"]["uid"] = "pod-uid";
       std::string body = "{\"Pod\":" + pod.dump();
@@ -278,7 +282,8 @@ int run(int argc, char** argv) {
         }
         const auto p = percentiles(ms);
         const auto cpu = percentiles(cpuMs);
-        const std::string count = std::to_string(podClaims.size()) + (requests      ? "r"
+        const std::string count = std::to_string(podClaims.size()) + (apart         ? "d"
+                                                                      : requests    ? "r"
                                                                       : constrained ? "c"
                                                                                     : "");
         std::printf("%-10s %-10s %-7s %9.1fK %10.3f %10.3f %10.3f %10.3f\n",

@@ -450,8 +450,8 @@ std::vector<ClaimRequest> claimRequests(const json& spec) {
 }
 
 // The constraints' requests name requests of the claim, and the claim has at most one
-// distinctProperty, which with spec.requests spans one request: devices of several requests
-// that must all differ are not a b-matching the allocator can decide exactly.
+// distinctProperty: a device then has one value to keep apart from the others, which the
+// allocator's flow (per value, one device) decides.
 void checkConstraintRequests(const ExtendedResourceClaim& c) {
   bool distinct = false;
   for (size_t i = 0; i < c.constraints.size(); ++i) {
@@ -465,16 +465,8 @@ void checkConstraintRequests(const ExtendedResourceClaim& c) {
         failAt(at + ".requests", "\"" + name + "\" is no request of spec.requests");
       }
     }
-    if (k.distinctProperty.empty()) {
-      continue;
-    }
-    if (std::exchange(distinct, true)) {
+    if (!k.distinctProperty.empty() && std::exchange(distinct, true)) {
       failAt(at + ".distinctProperty", "only one constraint of a claim may be distinct");
-    }
-    const size_t spans = k.requests.empty() ? c.requests.size()
-                                            : std::set(k.requests.begin(), k.requests.end()).size();
-    if (!c.requests.empty() && spans != 1) {
-      failAt(at + ".requests", "a distinctProperty spans exactly one request");
     }
   }
 }

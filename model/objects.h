@@ -132,8 +132,8 @@ struct ExtendedResource {
 };
 
 // One of a claim's spec.constraints: a rule over the set of devices it gets, beyond each one
-// suiting it on its own. Exactly one of the two properties is set; a request is under at most
-// one distinctProperty.
+// suiting it on its own. Exactly one of the two properties is set; a claim has at most one
+// distinctProperty.
 struct DeviceConstraint {
   // Every device has this property, all with one value (the same NUMA node, PCIe root).
   std::string matchProperty;
@@ -145,8 +145,8 @@ struct DeviceConstraint {
     return matchProperty.empty() ? distinctProperty : matchProperty;
   }
   // For a claim with spec.requests: the requests whose devices it spans (empty in the spec: all
-  // of them; a distinctProperty names one). Empty for a claim without requests, and in a
-  // request's unit for a constraint within that request alone (ExtendedResourceClaim::units).
+  // of them). Empty for a claim without requests, and in a request's unit for a constraint
+  // within that request alone (ExtendedResourceClaim::units).
   std::vector<std::string> requests;
   bool operator==(const DeviceConstraint&) const = default;
 };

@@ -96,26 +96,50 @@ int closeness(Unsuited u) {
 
 }  // namespace
 
-bool sharedConstraintsMet(const ExtendedResourceClaim& a,
-                          const std::map<std::string, std::string>& aProperties,
-                          const ExtendedResourceClaim& b,
-                          const std::map<std::string, std::string>& bProperties) {
+namespace {
+
+// Each of a's constraints of the kind that spans b's request, with both devices' values of its
+// property (nullptr for a device without it); stops at the first `check` refuses.
+template <class Check>
+bool everySpanning(const ExtendedResourceClaim& a,
+                   const std::map<std::string, std::string>& aProperties,
+                   const ExtendedResourceClaim& b,
+                   const std::map<std::string, std::string>& bProperties, Check check) {
   if (a.request == b.request || a.meta.uid != b.meta.uid || a.meta.name != b.meta.name ||
       a.meta.ns != b.meta.ns) {
     return true;
   }
   for (const auto& k : a.constraints) {
-    if (k.matchProperty.empty() ||
-        std::find(k.requests.begin(), k.requests.end(), b.request) == k.requests.end()) {
+    if (std::find(k.requests.begin(), k.requests.end(), b.request) == k.requests.end()) {
       continue;
     }
-    auto x = aProperties.find(k.matchProperty);
-    auto y = bProperties.find(k.matchProperty);
-    if (x == aProperties.end() || y == bProperties.end() || x->second != y->second) {
+    auto x = aProperties.find(k.property());
+    auto y = bProperties.find(k.property());
+    if (x == aProperties.end() || y == bProperties.end() || !check(k, x->second == y->second)) {
       return false;
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool sharedValuesAgree(const ExtendedResourceClaim& a,
+                       const std::map<std::string, std::string>& aProperties,
+                       const ExtendedResourceClaim& b,
+                       const std::map<std::string, std::string>& bProperties) {
+  return everySpanning(a, aProperties, b, bProperties, [](const DeviceConstraint& k, bool same) {
+    return k.matchProperty.empty() || same;
+  });
+}
+
+bool sharedConstraintsMet(const ExtendedResourceClaim& a,
+                          const std::map<std::string, std::string>& aProperties,
+                          const ExtendedResourceClaim& b,
+                          const std::map<std::string, std::string>& bProperties) {
+  return everySpanning(a, aProperties, b, bProperties, [](const DeviceConstraint& k, bool same) {
+    return k.matchProperty.empty() != same;
+  });
 }
 
 Unsuited suitability(const ExtendedResource& device, const ExtendedResourceClaim& claim) {

@@ -43,12 +43,21 @@ bool meetConstraints(const ExtendedResourceClaim& claim,
                      const std::vector<const std::map<std::string, std::string>*>& properties);
 
 // Whether devices for two units of one claim (ExtendedResourceClaim::units) may serve it
-// together: for each matchProperty constraint spanning both requests, the same value. True
-// for units of different claims, or of one request.
+// together: for each constraint spanning both requests, both have its property, with the same
+// value for a matchProperty and different values for a distinctProperty. True for units of
+// different claims, or of one request.
 bool sharedConstraintsMet(const ExtendedResourceClaim& a,
                           const std::map<std::string, std::string>& aProperties,
                           const ExtendedResourceClaim& b,
                           const std::map<std::string, std::string>& bProperties);
+
+// sharedConstraintsMet's matchProperty half alone: for two groups of devices, each sharing its
+// unit's matchProperty values, one device of each tells whether the groups may serve the claim
+// together (their distinct values are for the allocator to choose among).
+bool sharedValuesAgree(const ExtendedResourceClaim& a,
+                       const std::map<std::string, std::string>& aProperties,
+                       const ExtendedResourceClaim& b,
+                       const std::map<std::string, std::string>& bProperties);
 
 // suitability()'s two parts past the resource, for a caller that already grouped devices by
 // resource and remembers the selector's answer per set of properties (the planner). For a

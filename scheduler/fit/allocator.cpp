@@ -5,8 +5,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/comma_list.h"
 #include "common/label_selector.h"
 #include "model/suitability.h"
+#include "scheduler/fit/distinct_fit.h"
 
 namespace ker {
 
@@ -37,6 +39,12 @@ std::string describeWant(const ExtendedResourceClaim& c) {
   if (const std::string& distinct = distinctProperty(c); !distinct.empty()) {
     want += " each with its own ";
     want += distinct;
+    for (const auto& k : c.constraints) {
+      if (k.distinctProperty == distinct && k.requests.size() > 1) {
+        want += " across requests ";
+        want += joinNames(k.requests);
+      }
+    }
   }
   return want;
 }
@@ -157,125 +165,36 @@ ClaimTexts::ClaimTexts(const std::vector<const ExtendedResourceClaim*>& claims) 
 
 namespace {
 
-// Each claim's chosen devices, as indexes, when a fit is asked for them.
-using Picks = std::vector<std::vector<size_t>>;
-
-// Per claim, empty when it has no distinctProperty, else each device's value of it as a number.
-using DistinctValues = std::vector<std::vector<uint32_t>>;
-
-// The claims' devices as a flow: source → claim (capacity: how many it wants) → the claim's
-// value of its distinct property (1, for a claim with one) → device (1) → sink. Every claim is
-// served exactly when the flow saturates the claims; augmenting paths find it, trying each
-// claim's devices in list order.
-class DistinctFlow {
- public:
-  DistinctFlow(const std::vector<const ExtendedResourceClaim*>& claims,
-               const std::vector<std::vector<size_t>>& eligible, const DistinctValues& distinct,
-               size_t deviceCount)
-      : firstDevice_(2 + claims.size()) {
-    size_t nodes = firstDevice_ + deviceCount;
-    std::vector<std::map<uint32_t, size_t>> valueNode(claims.size());
+// Why fitDistinct found no fit, in the words of the claims it failed.
+std::string distinctMiss(const std::vector<const ExtendedResourceClaim*>& claims,
+                         const ClaimTexts& texts, const Distinctness& distinct,
+                         const DistinctFit& found, size_t matchingFree) {
+  if (found.miss == DistinctMiss::kValues) {
+    const ExtendedResourceClaim& first = *claims[found.group];
+    size_t want = 0;
+    std::string requests;
     for (size_t c = 0; c < claims.size(); ++c) {
-      if (!distinct[c].empty()) {
-        for (size_t d : eligible[c]) {
-          valueNode[c].try_emplace(distinct[c][d], 0);
-        }
-        for (auto& [value, node] : valueNode[c]) {
-          node = nodes++;
-        }
+      if (distinct.group[c] == found.group) {
+        want += static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
+        requests += requests.empty() ? "" : ", ";
+        requests += claims[c]->request;
       }
     }
-    out_.resize(nodes);
-    for (size_t c = 0; c < claims.size(); ++c) {
-      const auto want = static_cast<uint32_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
-      wanted_ += want;
-      addEdge(kSource, 2 + c, want);
-      for (const auto& [value, node] : valueNode[c]) {
-        addEdge(2 + c, node, 1);
-      }
-      for (size_t d : eligible[c]) {
-        const size_t from = distinct[c].empty() ? 2 + c : valueNode[c].at(distinct[c][d]);
-        claimOfEdge_.emplace_back(edges_.size(), c);
-        addEdge(from, firstDevice_ + d, 1);
-      }
-    }
-    for (size_t d = 0; d < deviceCount; ++d) {
-      addEdge(firstDevice_ + d, kSink, 1);
-    }
+    return "claim " + objectKey(first.meta.ns, first.meta.name) + ": requests " + requests +
+           ": at most " + std::to_string(found.most) + " of " + std::to_string(want) +
+           " free devices with a " + distinctProperty(first) + " of their own on this node";
   }
-
-  // Whether every claim got all it wants.
-  bool run() {
-    size_t flow = 0;
-    while (flow < wanted_) {
-      visited_.assign(out_.size(), false);
-      if (!augment(kSource)) {
-        return false;
-      }
-      ++flow;
-    }
-    return true;
+  std::string m = "claims ";
+  for (size_t c = 0; c < claims.size(); ++c) {
+    m += c != 0 ? ", " : "";
+    m += texts.keys[c];
   }
-
-  Picks picks(size_t claims) const {
-    Picks out(claims);
-    for (const auto& [edge, c] : claimOfEdge_) {
-      if (edges_[edge].capacity == 0) {
-        out[c].push_back(edges_[edge].to - firstDevice_);
-      }
-    }
-    return out;
+  if (found.miss == DistinctMiss::kTries) {
+    return m + ": no way of giving their devices values of their own found in " +
+           std::to_string(kMaxValueChoices) + " tries on this node";
   }
-
- private:
-  static constexpr size_t kSource = 0;
-  static constexpr size_t kSink = 1;
-  struct Edge {
-    size_t to;
-    uint32_t capacity;
-  };
-  void addEdge(size_t from, size_t to, uint32_t capacity) {
-    out_[from].push_back(edges_.size());
-    edges_.push_back({to, capacity});
-    out_[to].push_back(edges_.size());
-    edges_.push_back({from, 0});
-  }
-  bool augment(size_t node) {
-    if (node == kSink) {
-      return true;
-    }
-    visited_[node] = true;
-    for (size_t e : out_[node]) {
-      Edge& edge = edges_[e];
-      if (edge.capacity > 0 && !visited_[edge.to] && augment(edge.to)) {
-        --edge.capacity;
-        ++edges_[e ^ 1].capacity;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  const size_t firstDevice_;
-  size_t wanted_ = 0;
-  std::vector<Edge> edges_;                             // paired: edge e's residual is e ^ 1
-  std::vector<std::vector<size_t>> out_;                // per node, its edges
-  std::vector<std::pair<size_t, size_t>> claimOfEdge_;  // (claim → device edge, claim)
-  std::vector<bool> visited_;
-};
-
-// How many devices a claim can take at most on its own: its eligible devices, or, with a
-// distinct property, their distinct values.
-size_t mostTaken(const std::vector<size_t>& eligible, const std::vector<uint32_t>& distinct) {
-  if (distinct.empty()) {
-    return eligible.size();
-  }
-  std::vector<uint32_t> values;
-  for (size_t d : eligible) {
-    values.push_back(distinct[d]);
-  }
-  std::sort(values.begin(), values.end());
-  return static_cast<size_t>(std::unique(values.begin(), values.end()) - values.begin());
+  return m + ": the " + std::to_string(matchingFree) +
+         " matching free devices on this node cannot serve every claim at once";
 }
 
 // fitEligible for claims without matchProperty constraints (or with their devices already
@@ -283,7 +202,7 @@ size_t mostTaken(const std::vector<size_t>& eligible, const std::vector<uint32_t
 Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
                 const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                 size_t matchingFree, Picks* picks, const ClaimTexts* texts,
-                const DistinctValues* distinct) {
+                const Distinctness* distinct) {
   Fit fit;
   fit.matchingFree = matchingFree;
   std::optional<ClaimTexts> ownTexts;
@@ -298,7 +217,7 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
   for (size_t c = 0; c < claims.size(); ++c) {
     const auto want = static_cast<size_t>(std::max<int64_t>(claims[c]->extendedResourceNum, 0));
     const size_t most =
-        distinct != nullptr ? mostTaken(eligible[c], (*distinct)[c]) : eligible[c].size();
+        distinct != nullptr ? mostTaken(eligible[c], distinct->values[c]) : eligible[c].size();
     if (most < want) {
       const ClaimTexts& w = words();
       std::string& m = fit.message;
@@ -321,22 +240,14 @@ Fit fitMatching(const std::vector<const ExtendedResourceClaim*>& claims,
     }
   }
   if (distinct != nullptr) {
-    DistinctFlow flow(claims, eligible, *distinct, deviceCount);
-    if (!flow.run()) {
-      std::string& m = fit.message;
-      m = "claims ";
-      for (size_t c = 0; c < claims.size(); ++c) {
-        m += c != 0 ? ", " : "";
-        m += words().keys[c];
-      }
-      m += ": the ";
-      m += std::to_string(matchingFree);
-      m += " matching free devices on this node cannot serve every claim at once";
+    DistinctFit found = fitDistinct(claims, eligible, *distinct, deviceCount);
+    if (!found.picks) {
+      fit.message = distinctMiss(claims, words(), *distinct, found, matchingFree);
       return fit;
     }
     fit.fits = true;
     if (picks != nullptr) {
-      *picks = flow.picks(claims.size());
+      *picks = std::move(*found.picks);
     }
     return fit;
   }
@@ -407,7 +318,7 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
                    const std::vector<std::vector<size_t>>& eligible, size_t deviceCount,
                    size_t matchingFree, Picks* picks, const ClaimTexts& texts,
                    const std::vector<const std::map<std::string, std::string>*>& properties,
-                   ScoringStrategy strategy, const DistinctValues* distinct) {
+                   ScoringStrategy strategy, const Distinctness* distinct) {
   std::vector<size_t> constrained;
   std::vector<std::vector<std::vector<size_t>>> candidates;
   for (size_t c = 0; c < claims.size(); ++c) {
@@ -449,9 +360,8 @@ Fit fitConstrained(const std::vector<const ExtendedResourceClaim*>& claims,
   auto agree = [&](const std::vector<size_t>& choice) {
     for (size_t i = 0; i < constrained.size(); ++i) {
       for (size_t j = i + 1; j < constrained.size(); ++j) {
-        if (!sharedConstraintsMet(*claims[constrained[i]], *properties[candidates[i][choice[i]][0]],
-                                  *claims[constrained[j]],
-                                  *properties[candidates[j][choice[j]][0]])) {
+        if (!sharedValuesAgree(*claims[constrained[i]], *properties[candidates[i][choice[i]][0]],
+                               *claims[constrained[j]], *properties[candidates[j][choice[j]][0]])) {
           return false;
         }
       }
@@ -645,37 +555,9 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   };
   const bool constrained =
       anyClaim([](const DeviceConstraint& k) { return !k.matchProperty.empty(); });
-  std::optional<DistinctValues> distinct;
-  if (anyClaim([](const DeviceConstraint& k) { return !k.distinctProperty.empty(); })) {
-    distinct.emplace(claims.size());
-    std::map<std::string_view, uint32_t> ids;
-    for (const auto* c : claims) {
-      if (const std::string& property = distinctProperty(*c); !property.empty()) {
-        for (const auto* p : *properties) {
-          if (auto it = p->find(property); it != p->end()) {
-            ids.try_emplace(it->second, 0);
-          }
-        }
-      }
-    }
-    // Numbered in the values' own order, so that the flow tries them in that order rather
-    // than in the order the devices came in (the counted and exact paths agree).
-    uint32_t next = 0;
-    for (auto& [value, id] : ids) {
-      id = next++;
-    }
-    for (size_t c = 0; c < claims.size(); ++c) {
-      const std::string& property = distinctProperty(*claims[c]);
-      if (property.empty()) {
-        continue;
-      }
-      (*distinct)[c].assign(deviceCount, UINT32_MAX);
-      for (size_t d : eligible[c]) {
-        if (auto it = (*properties)[d]->find(property); it != (*properties)[d]->end()) {
-          (*distinct)[c][d] = ids.at(it->second);
-        }
-      }
-    }
+  std::optional<Distinctness> distinct;
+  if (properties != nullptr) {
+    distinct = distinctness(claims, eligible, *properties);
   }
   const bool byIsland =
       properties != nullptr && scoring != nullptr && !scoring->topologyProperty.empty();
@@ -694,7 +576,7 @@ Fit fitEligible(const std::vector<const ExtendedResourceClaim*>& claims,
   const auto& lists = byIsland ? reordered : eligible;
   Picks picks;
   Picks* wanted = names != nullptr || byIsland ? &picks : nullptr;
-  const DistinctValues* values = distinct ? &*distinct : nullptr;
+  const Distinctness* values = distinct ? &*distinct : nullptr;
   Fit fit = constrained
                 ? fitConstrained(claims, lists, deviceCount, matchingFree, wanted, *texts,
                                  *properties, strategy, values)

@@ -102,6 +102,15 @@ class ControllerTest : public ExtenderSuite {
     removeClaimsAndDevices();
   }
 
+  // Creates a device of `resource` on `node` under PCIe root `root`; returns its name.
+  std::string deviceUnderRoot(const std::string& node, const std::string& resource,
+                              const std::string& root) {
+    const std::string name = uniqueName("dev");
+    api_->create(resources::kExtendedResources, "",
+                 deviceObject(name, node, resource, {{"pcieRoot", root}}));
+    return name;
+  }
+
   // Creates claim `claim` for `count` devices and pod `pod` holding it.
   json createPod(const std::string& pod, const std::string& claim, int count = 1) {
     api_->create(resources::kExtendedResourceClaims, ns_,
@@ -1460,14 +1469,8 @@ TEST_F(ControllerTest, FirstAvailableTakesTheFirstAlternativeThatFitsAndSaysWhic
 TEST_F(ControllerTest, AClaimOfAGpuAndANicUnderOneRootWaitsForThemAndFreesBoth) {
   auto nodes = makeNodes(1);
   const std::string nicResource = uniqueName("nic") + ".example.com/nic";
-  auto addDevice = [&](const std::string& res, const std::string& root) {
-    const std::string name = uniqueName("dev");
-    api_->create(resources::kExtendedResources, "",
-                 deviceObject(name, nodes[0], res, {{"pcieRoot", root}}));
-    return name;
-  };
-  const std::string gpu = addDevice(resource_, "r0");
-  addDevice(nicResource, "r1");
+  const std::string gpu = deviceUnderRoot(nodes[0], resource_, "r0");
+  deviceUnderRoot(nodes[0], nicResource, "r1");
   json c = claimObject(ns_, "pair", resource_, 1);
   c["spec"] = {{"requests",
                 {{{"name", "gpu"}, {"rawResourceName", resource_}},
@@ -1482,7 +1485,7 @@ TEST_F(ControllerTest, AClaimOfAGpuAndANicUnderOneRootWaitsForThemAndFreesBoth) 
             std::string::npos)
       << message;
 
-  const std::string nic = addDevice(nicResource, "r0");
+  const std::string nic = deviceUnderRoot(nodes[0], nicResource, "r0");
   ASSERT_TRUE(waitBound("pair", 60s)) << extender_->logTail();
   const auto claim =
       ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "pair"));
@@ -1498,6 +1501,45 @@ TEST_F(ControllerTest, AClaimOfAGpuAndANicUnderOneRootWaitsForThemAndFreesBoth) 
 
   deletePodNow(*api_, ns_, "pair");
   ASSERT_TRUE(eventually([&] { return released("pair", {gpu, nic}); }, 30s)) << logs();
+  EXPECT_EQ(invariantViolations(), "");
+}
+
+// A distinctProperty spanning both requests: the GPU and the NIC each under a PCIe root of its
+// own. With one root between them the pod waits, and says so; a NIC under a second root lets it
+// bind, and the NIC sharing the GPU's root stays free.
+TEST_F(ControllerTest, AClaimOfAGpuAndANicOnRootsOfTheirOwnWaitsForASecondRoot) {
+  auto nodes = makeNodes(1);
+  const std::string nicResource = uniqueName("nic") + ".example.com/nic";
+  const std::string gpu = deviceUnderRoot(nodes[0], resource_, "r0");
+  const std::string sameRoot = deviceUnderRoot(nodes[0], nicResource, "r0");
+  json c = claimObject(ns_, "apart", resource_, 1);
+  c["spec"] = {{"requests",
+                {{{"name", "gpu"}, {"rawResourceName", resource_}},
+                 {{"name", "nic"}, {"rawResourceName", nicResource}}}},
+               {"constraints", {{{"distinctProperty", "pcieRoot"}}}}};
+  api_->create(resources::kExtendedResourceClaims, ns_, c);
+  api_->create(resources::kPods, ns_, podObject(ns_, "apart", {"apart"}, schedulerName_));
+  const std::string message = awaitFailedScheduling("apart");
+  ASSERT_FALSE(message.empty()) << extender_->logTail();
+  EXPECT_NE(message.find("claim " + ns_ +
+                         "/apart: requests gpu, nic: at most 1 of 2 free devices with a pcieRoot "
+                         "of their own on this node"),
+            std::string::npos)
+      << message;
+
+  const std::string nic = deviceUnderRoot(nodes[0], nicResource, "r1");
+  ASSERT_TRUE(waitBound("apart", 60s)) << extender_->logTail();
+  const auto claim =
+      ExtendedResourceClaim::fromJson(api_->get(resources::kExtendedResourceClaims, ns_, "apart"));
+  EXPECT_EQ(claim.allocations,
+            (std::vector<RequestAllocation>{{"gpu", {gpu}, ""}, {"nic", {nic}, ""}}));
+  const auto untouched =
+      ExtendedResource::fromJson(api_->get(resources::kExtendedResources, "", sameRoot));
+  EXPECT_EQ(untouched.phase, DevicePhase::kAvailable);
+  EXPECT_EQ(invariantViolations(), "");
+
+  deletePodNow(*api_, ns_, "apart");
+  ASSERT_TRUE(eventually([&] { return released("apart", {gpu, nic}); }, 30s)) << logs();
   EXPECT_EQ(invariantViolations(), "");
 }
 

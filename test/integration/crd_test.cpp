@@ -359,6 +359,13 @@ TEST_F(CrdTest, ClaimRequestsAreNamedAndReplaceTheClaimsOwnFields) {
   EXPECT_EQ(ExtendedResourceClaim::fromJson(created).invalid, "");
   api_->remove(resources::kExtendedResourceClaims, "default",
                created["metadata"]["name"].get<std::string>());
+  // A distinctProperty may span several requests: every device of both differs in it.
+  json spanning = gpuAndNic(uniqueName("req"));
+  spanning["spec"]["constraints"][1].erase("requests");
+  created = api_->create(resources::kExtendedResourceClaims, "default", spanning);
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(created).invalid, "");
+  api_->remove(resources::kExtendedResourceClaims, "default",
+               created["metadata"]["name"].get<std::string>());
   const std::vector<std::pair<std::function<void(json&)>, std::string>> bad = {
       {[](json& c) { c["spec"]["rawResourceName"] = "x.io/gpu"; },
        "either rawResourceName or requests"},
@@ -369,8 +376,10 @@ TEST_F(CrdTest, ClaimRequestsAreNamedAndReplaceTheClaimsOwnFields) {
       {[](json& c) { c["spec"]["requests"][0]["name"] = "GPU"; }, "requests[0].name"},
       {[](json& c) { c["spec"]["constraints"][0]["requests"] = {"fpga"}; },
        "a constraint's requests name requests of spec.requests"},
-      {[](json& c) { c["spec"]["constraints"][1].erase("requests"); },
-       "a distinctProperty constraint names exactly one request"},
+      {[](json& c) {
+         c["spec"]["constraints"].push_back({{"distinctProperty", "pcieRoot"}});
+       },
+       "at most one constraint may name a distinctProperty"},
   };
   for (const auto& [change, want] : bad) {
     json c = gpuAndNic(uniqueName("req"));
@@ -384,6 +393,7 @@ TEST_F(CrdTest, ClaimRequestsAreNamedAndReplaceTheClaimsOwnFields) {
   EXPECT_NE(out.find("a GPU and a NIC in one claim"), std::string::npos) << out;
   ASSERT_EQ(env_->kubectl("explain erc.spec.constraints.requests", &out), 0) << out;
   EXPECT_NE(out.find("absent: all of them"), std::string::npos) << out;
+  EXPECT_NE(out.find("a PCIe root of its own"), std::string::npos) << out;
   ASSERT_EQ(env_->kubectl("explain erc.status.allocations", &out), 0) << out;
   EXPECT_NE(out.find("each request was allocated"), std::string::npos) << out;
   ASSERT_EQ(env_->kubectl("explain erct.spec.spec.requests.firstAvailable", &out), 0) << out;

@@ -88,10 +88,6 @@ TEST(ClaimRequests, AreReadAsUnitsEachWithTheConstraintsOverIt) {
        },
        "spec.constraints[0].requests: \"fpga\" is no request of spec.requests"},
       {[](json& j) {
-         j["spec"]["constraints"].push_back({{"distinctProperty", "numa"}});
-       },
-       "spec.constraints[1].requests: a distinctProperty spans exactly one request"},
-      {[](json& j) {
          j["status"] = {{"phase", "Bound"},
                         {"allocations", {{{"request", "fpga"}, {"extendedResourceNames", {"f"}}}}}};
        },

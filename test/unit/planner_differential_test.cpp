@@ -138,7 +138,10 @@ ClaimPtr generateClaim(std::mt19937& rng, const Generated& g, const std::string&
     c.metadataRequirements = b.metadataRequirements;
     c.firstAvailable.clear();
     for (auto& k : c.constraints) {
-      k.requests = {"a"};
+      // A distinct type may span both requests (their devices then all differ in type).
+      if (k.distinctProperty.empty() || coin(rng, 0.5)) {
+        k.requests = {"a"};
+      }
     }
     if (coin(rng, 0.6)) {  // both requests' devices in one zone
       c.constraints.push_back({"zone", "", {}});
