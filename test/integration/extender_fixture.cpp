@@ -157,6 +157,16 @@ void ExtenderSuite::removeClaimsAndDevices() {
   for (const auto& d : devices_) {
     removeIgnoringMissing(resources::kExtendedResources, "", d);
   }
+  // Devices a test created itself: those of its resource, and any its claims held (a second
+  // resource's). Left behind, they stay bound to deleted claims once this suite's controller
+  // stops, and a later suite's invariant check reports them.
+  const nlohmann::json devices = api_->list(resources::kExtendedResources, "", {});
+  for (const auto& d : devices["items"]) {
+    if (d.value("/spec/rawResourceName"_json_pointer, "") == resource_ ||
+        d.value("/status/claimRef/namespace"_json_pointer, "") == ns_) {
+      removeIgnoringMissing(resources::kExtendedResources, "", d["metadata"]["name"]);
+    }
+  }
 }
 
 bool ExtenderSuite::waitBound(const std::string& pod, std::chrono::milliseconds timeout) {

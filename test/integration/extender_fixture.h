@@ -70,7 +70,8 @@ class ExtenderSuite : public ::testing::Test {
   // Deletes the object; one already gone is fine (test clean-up).
   static void removeIgnoringMissing(const Resource& res, const std::string& ns,
                                     const std::string& name);
-  // Test clean-up once the pods are gone: deletes the namespace's claims, then devices_.
+  // Test clean-up once the pods are gone: deletes the namespace's claims, then devices_ and
+  // every other device of resource_ or held by the namespace's claims.
   void removeClaimsAndDevices();
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
