@@ -136,6 +136,27 @@ TEST_F(DistinctRequestsPlannerTest, AnotherClaimOfThePodKeepsTheDeviceItAloneCan
   EXPECT_EQ(p.assignment.at("default/d"), std::vector<std::string>{"g0"});
 }
 
+TEST_F(DistinctRequestsPlannerTest, ASearchPastItsBoundDoesNotFitAndSaysSo) {
+  // Sixteen roots, each with a GPU and a NIC. Claim d needs the NIC under r0, where the GPU is
+  // no h100: the spanning claim has fifteen roots for sixteen devices, which neither the flow
+  // nor the count of values shows, and there are C(15, 8) ways to try its GPUs' roots.
+  for (int i = 0; i < 16; ++i) {
+    const std::string root = "r" + std::to_string(100 + i);
+    add(gpu("g" + std::to_string(i), root, i == 0 ? "t4" : "h100"));
+    add(device("x" + std::to_string(i), "n1", {{"pcieRoot", root}, {"first", i == 0 ? "y" : "n"}},
+               kNic));
+  }
+  json j = ownRoots(8);
+  j["spec"]["requests"][0]["metadataRequirements"] = {{"matchLabels", {{"model", "h100"}}}};
+  j["spec"]["requests"][1]["extendedResourceNum"] = 8;
+  auto d = testing::claim("d", 1, {{"first", "y"}}, kNic);
+  const NodePlan p = plan(pending({ExtendedResourceClaim::fromJson(j), d}));
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.message,
+            "claims default/c/gpu, default/c/nic, default/d: no way of giving their devices values "
+            "of their own found in 1024 tries on this node");
+}
+
 // Whether some assignment of the node's devices to every unit's slots serves them all: each
 // device once, suiting its unit, meeting each unit's own constraints and those spanning two.
 bool bruteForceFits(const std::vector<ExtendedResourceClaim>& units,
