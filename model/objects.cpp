@@ -450,8 +450,7 @@ std::vector<ClaimRequest> claimRequests(const json& spec) {
 }
 
 // The constraints' requests name requests of the claim, and the claim has at most one
-// distinctProperty: a device then has one value to keep apart from the others, which the
-// allocator's flow (per value, one device) decides.
+// distinctProperty: each device then has one value to keep apart from the others' (fitDistinct).
 void checkConstraintRequests(const ExtendedResourceClaim& c) {
   bool distinct = false;
   for (size_t i = 0; i < c.constraints.size(); ++i) {

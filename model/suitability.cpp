@@ -94,12 +94,8 @@ int closeness(Unsuited u) {
   return 3;
 }
 
-}  // namespace
-
-namespace {
-
-// Each of a's constraints of the kind that spans b's request, with both devices' values of its
-// property (nullptr for a device without it); stops at the first `check` refuses.
+// Whether, for each of a's constraints spanning b's request, both devices have its property and
+// `check` accepts the constraint given whether their values are the same.
 template <class Check>
 bool everySpanning(const ExtendedResourceClaim& a,
                    const std::map<std::string, std::string>& aProperties,

@@ -39,11 +39,9 @@ std::string describeWant(const ExtendedResourceClaim& c) {
   if (const std::string& distinct = distinctProperty(c); !distinct.empty()) {
     want += " each with its own ";
     want += distinct;
-    for (const auto& k : c.constraints) {
-      if (k.distinctProperty == distinct && k.requests.size() > 1) {
-        want += " across requests ";
-        want += joinNames(k.requests);
-      }
+    if (const DeviceConstraint* spanning = spanningDistinct(c)) {
+      want += " across requests ";
+      want += joinNames(spanning->requests);
     }
   }
   return want;

@@ -254,18 +254,20 @@ class ValueChoice {
   Picks found_;
 };
 
-// Whether the unit's distinctProperty spans other requests of its claim.
-bool spansRequests(const ExtendedResourceClaim& c) {
-  return std::any_of(c.constraints.begin(), c.constraints.end(), [](const DeviceConstraint& k) {
-    return !k.distinctProperty.empty() && k.requests.size() > 1;
-  });
-}
-
 bool sameClaim(const ExtendedResourceClaim& a, const ExtendedResourceClaim& b) {
   return a.meta.uid == b.meta.uid && a.meta.ns == b.meta.ns && a.meta.name == b.meta.name;
 }
 
 }  // namespace
+
+const DeviceConstraint* spanningDistinct(const ExtendedResourceClaim& unit) {
+  for (const auto& k : unit.constraints) {
+    if (!k.distinctProperty.empty() && k.requests.size() > 1) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
 
 std::optional<Distinctness> distinctness(
     const std::vector<const ExtendedResourceClaim*>& claims,
@@ -305,7 +307,7 @@ std::optional<Distinctness> distinctness(
         out.values[c][d] = ids.at(it->second);
       }
     }
-    if (spansRequests(*claims[c])) {
+    if (spanningDistinct(*claims[c]) != nullptr) {
       out.group[c] = c;
       for (size_t earlier = 0; earlier < c; ++earlier) {
         if (out.group[earlier] != Distinctness::kNoGroup &&

@@ -27,6 +27,10 @@ struct Distinctness {
   std::vector<size_t> group;
 };
 
+// The unit's distinctProperty constraint when it spans other requests of its claim too (units()
+// keeps `requests` only on a constraint spanning several); nullptr otherwise.
+const DeviceConstraint* spanningDistinct(const ExtendedResourceClaim& unit);
+
 // The Distinctness of these claims over devices with these properties; nullopt when no claim
 // has a distinctProperty. `eligible[c]` lists the devices claim c may take.
 std::optional<Distinctness> distinctness(

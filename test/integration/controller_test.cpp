@@ -641,8 +641,7 @@ TEST_F(UnprotectedControllerTest, DeletingABoundClaimLeavesItsDeviceWithItsPodUn
 // The node agent creates its devices with the protection finalizer, and a cluster where
 // protection ran keeps the finalizers it put on: with protection off, neither holds a deletion.
 TEST_F(UnprotectedControllerTest, AProtectionFinalizerAlreadyOnHoldsNoDeletion) {
-  devices_.push_back(uniqueName("dev"));
-  const std::string device = devices_.back();
+  const std::string device = uniqueName("dev");
   json published = deviceObject(device, node_, resource_, {{"type", "k80"}});
   published["metadata"]["finalizers"] = {kDeviceProtectionFinalizer};
   api_->create(resources::kExtendedResources, "", published);
@@ -710,11 +709,11 @@ TEST_F(ControllerTest, ANewDeviceWithoutStatusShowsAvailable) {
 TEST_F(ControllerTest, AFreeDeviceOfANodeWithoutANodeObjectIsPendingUntilTheNodeRegisters) {
   const std::string ghost = uniqueName("ghost");
   auto labelled = [&](const std::string& node) {
-    devices_.push_back(uniqueName("dev"));
-    nlohmann::json d = deviceObject(devices_.back(), node, resource_, {{"type", "k80"}});
+    const std::string name = uniqueName("dev");
+    nlohmann::json d = deviceObject(name, node, resource_, {{"type", "k80"}});
     d["metadata"]["labels"] = {{kNodeLabel, node}};
     api_->create(resources::kExtendedResources, "", d);
-    return devices_.back();
+    return name;
   };
   const std::string device = labelled(ghost);
   const std::string registered = labelled(node_);
@@ -757,8 +756,7 @@ TEST_F(ControllerTest, AFreeDeviceOfANodeWithoutANodeObjectIsPendingUntilTheNode
 // and none of them stops the others from being served.
 TEST_F(ControllerTest, InvalidObjectsAreReportedAndBlockNothing) {
   const json valuelessIn = {{"key", "type"}, {"operator", "In"}};
-  devices_.push_back(uniqueName("bad-dev"));
-  const std::string badDevice = devices_.back();
+  const std::string badDevice = uniqueName("bad-dev");
   json d = deviceObject(badDevice, node_, resource_, {{"type", "k80"}});
   d["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"] =
       json::array({valuelessIn});

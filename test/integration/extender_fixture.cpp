@@ -124,10 +124,10 @@ std::vector<std::string> ExtenderSuite::makeNodes(int count) {
 }
 
 std::string ExtenderSuite::makeDevice(const std::string& node, const std::string& type) {
-  devices_.push_back(uniqueName("dev"));
+  const std::string name = uniqueName("dev");
   api_->create(resources::kExtendedResources, "",
-               deviceObject(devices_.back(), node, resource_, {{"type", type}}));
-  return devices_.back();
+               deviceObject(name, node, resource_, {{"type", type}}));
+  return name;
 }
 
 nlohmann::json ExtenderSuite::getPod(const std::string& name) {
@@ -154,12 +154,9 @@ void ExtenderSuite::removeClaimsAndDevices() {
   for (const auto& c : claims["items"]) {
     removeIgnoringMissing(resources::kExtendedResourceClaims, ns_, c["metadata"]["name"]);
   }
-  for (const auto& d : devices_) {
-    removeIgnoringMissing(resources::kExtendedResources, "", d);
-  }
-  // Devices a test created itself: those of its resource, and any its claims held (a second
-  // resource's). Left behind, they stay bound to deleted claims once this suite's controller
-  // stops, and a later suite's invariant check reports them.
+  // The test's devices: those of its resource, and any its claims held (a second resource's).
+  // Left behind, they stay bound to deleted claims once this suite's controller stops, and a
+  // later suite's invariant check reports them.
   const nlohmann::json devices = api_->list(resources::kExtendedResources, "", {});
   for (const auto& d : devices["items"]) {
     if (d.value("/spec/rawResourceName"_json_pointer, "") == resource_ ||

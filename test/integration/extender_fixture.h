@@ -52,11 +52,8 @@ class ExtenderSuite : public ::testing::Test {
   std::string resource_;
   std::string ns_;
   std::vector<std::string> makeNodes(int count);
-  // A device of this test's resource on `node` with property type=`type`; returns its name,
-  // also kept in devices_.
+  // A device of this test's resource on `node` with property type=`type`; returns its name.
   std::string makeDevice(const std::string& node, const std::string& type = "k80");
-  // The devices this test created, for removeClaimsAndDevices.
-  std::vector<std::string> devices_;
 
   nlohmann::json getPod(const std::string& name);
   std::string nodeOf(const std::string& pod);
@@ -70,8 +67,8 @@ class ExtenderSuite : public ::testing::Test {
   // Deletes the object; one already gone is fine (test clean-up).
   static void removeIgnoringMissing(const Resource& res, const std::string& ns,
                                     const std::string& name);
-  // Test clean-up once the pods are gone: deletes the namespace's claims, then devices_ and
-  // every other device of resource_ or held by the namespace's claims.
+  // Test clean-up once the pods are gone: deletes the namespace's claims, then every device of
+  // resource_ or held by the namespace's claims.
   void removeClaimsAndDevices();
   // Runs the invariant checker over the whole cluster; returns its output, empty when clean.
   std::string invariantViolations();
