@@ -110,7 +110,7 @@ void Controller::watchTemplates(Informer<ExtendedResourceClaimTemplate>& templat
 void Controller::watchClasses(Informer<ExtendedResourceClass>& classes) {
   caches_.watchClasses(classes);
   watchesClasses_ = true;
-  auto changed = [this](const auto& c) { apply(classChanged(*c, pods_.list())); };
+  auto changed = [this](const auto&) { apply(classChanged(pods_.list())); };
   classes.addHandlers({
       .onAdd = changed,
       .onUpdate = [changed](const auto&, const auto& c) { changed(c); },

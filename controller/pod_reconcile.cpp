@@ -1,11 +1,10 @@
 // The pod's reconcile: the warning of its claims annotation, then the claims its template
-// entries and class requests call for, recorded on the pod.
+// entries call for, recorded on the pod.
 #include <stdexcept>
 
 #include "controller/pod_plan.h"
 #include "controller/reconciler.h"
 #include "controller/template_claims_plan.h"
-#include "model/served_pods.h"
 
 namespace ker {
 
@@ -40,14 +39,8 @@ void Reconciler::reconcileTemplateClaims(const Pod& pod) {
       in.templates[entry.templateName] = keepTemplates.back().get();
     }
   }
-  // Only pods of the profile get claims for their requests: under another scheduler nothing
-  // would allocate them (the node agent refuses such a pod's containers instead).
-  const bool servesRequests = !pod.extendedRequests.empty() && servedPod(pod, opts_.schedulerName);
-  if (servesRequests || !pod.claimTemplates.empty()) {  // most pods need no class table
+  if (!pod.claimTemplates.empty()) {  // most pods need no class table
     in.classes = ClassTable(caches_.classes());
-  }
-  if (servesRequests) {
-    in.classRequests = classRequests(pod.extendedRequests, in.classes);
   }
   std::vector<CachedClaim> keepClaims;  // own what in.existing points to
   auto learn = [&](const std::string& name, CachedClaim claim) {

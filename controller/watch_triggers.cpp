@@ -140,12 +140,11 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
   for (const auto& key : held) {
     t.keys.push_back(ClaimKey{key});
   }
-  // Only a pod that names claims or templates, or asks for extended resources a class may
-  // serve, can need a warning about how it names them, or claims made for it, and only a pod
-  // with the class-claims gate a gate lifted; a deleted one, for the warning to be forgotten.
+  // Only a pod that names claims or templates can need a warning about how it names them, or
+  // claims made for it, and only a pod with the class-claims gate a gate lifted; a deleted one,
+  // for the warning to be forgotten. A class request's claim is the extender's to make.
   if (deleted || pod.meta.annotations.count(kClaimsAnnotation) ||
-      pod.meta.annotations.count(kClaimTemplatesAnnotation) || !pod.extendedRequests.empty() ||
-      pod.classClaimsGate()) {
+      pod.meta.annotations.count(kClaimTemplatesAnnotation) || pod.classClaimsGate()) {
     t.keys.push_back(PodKey{objectKey(pod.meta.ns, pod.meta.name)});
   }
   return t;
@@ -196,15 +195,12 @@ Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
   return t;
 }
 
-Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods) {
+Triggers classChanged(const std::vector<CachedPod>& pods) {
   Triggers t;
   t.keys.push_back(ClassParamsKey{});
   for (const auto& p : pods) {
-    // Pods awaiting templates too: whether a template's devices are for pods only may change.
-    if (p && p->nodeName.empty() &&
-        ((p->extendedRequests.count(cls.extendedResourceName) &&
-          !p->resourceClaims.count(cls.extendedResourceName)) ||
-         !p->awaitingTemplates.empty())) {
+    // Whether a template's devices are for pods only may change.
+    if (p && p->nodeName.empty() && !p->awaitingTemplates.empty()) {
       t.keys.push_back(PodKey{objectKey(p->meta.ns, p->meta.name)});
     }
   }

@@ -38,9 +38,8 @@ Triggers podChanged(const Pod& pod, const std::set<std::string>& held, bool dele
 Triggers templateChanged(const ExtendedResourceClaimTemplate& tmpl,
                          const std::vector<CachedPod>& pods);
 // A class was created, changed or deleted: the class policies' params, and the pods still to be
-// scheduled that ask for its extended resource without a claim recorded for it or await a
-// template's claim, are reconciled.
-Triggers classChanged(const ExtendedResourceClass& cls, const std::vector<CachedPod>& pods);
+// scheduled that await a template's claim, are reconciled.
+Triggers classChanged(const std::vector<CachedPod>& pods);
 
 // The controller starts leading, with the caches listed while it stood by (whose events it did
 // not queue): every claim, device and pod that may need work is reconciled once, and pods parked

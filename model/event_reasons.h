@@ -14,7 +14,6 @@ inline constexpr const char* kPreempted = "Preempted";
 // The controller.
 inline constexpr const char* kInvalidClaims = "InvalidClaims";
 inline constexpr const char* kClaimTemplateUnusable = "ClaimTemplateUnusable";
-inline constexpr const char* kClassRequestUnusable = "ClassRequestUnusable";
 inline constexpr const char* kClaimsGenerated = "ClaimsGenerated";
 inline constexpr const char* kClaimReleased = "ClaimReleased";
 inline constexpr const char* kHoldersLeft = "HoldersLeft";

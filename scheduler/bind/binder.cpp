@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "common/logging.h"
 #include "common/request_deadline.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
+#include "model/made_claims.h"
 #include "model/objects.h"
 #include "model/suitability.h"
 #include "model/typed_client.h"
@@ -261,17 +263,28 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
   // A failed read ends the resolving there (the claim counts as missing) and the attempt
   // with it.
   Status read;
+  const ClassRequests classes = classRequestsOf(a.pod, caches_.classes);
+  // A class request's claim the cache does not have is made by the bind, whose create finds
+  // one made meanwhile: no live read for it first.
+  std::set<std::string> madeHere;
+  if (cached) {
+    for (const auto& [resource, request] : classes) {
+      if (!a.pod.resourceClaims.count(resource)) {
+        madeHere.insert(objectKey(a.pod.meta.ns, classClaimName(a.pod, request)));
+      }
+    }
+  }
   a.claims = resolveClaims(
       a.pod,
       [&](const std::string& key) -> ClaimPtr {
         ClaimPtr claim = cached ? caches_.claims(key) : nullptr;
-        if (claim || !read.ok()) {
+        if (claim || !read.ok() || madeHere.count(key)) {
           return claim;
         }
         read = callApi([&] { claim = liveClaim(api_, key); });
         return claim;
       },
-      classRequestsOf(a.pod, caches_.classes));
+      classes);
   if (!read.ok()) {
     return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
                    read.within("reading claims")};
@@ -304,6 +317,9 @@ Binder::Step Binder::write(Attempt& a) {
   // The calls are cut off at the deadline too, rather than let a retry or a slow reply carry
   // a write past it; the undo, after this scope, runs without it.
   RequestDeadline fence(RequestDeadline::Clock::now() + (a.deadline - options_.clock()));
+  if (Step s = makeClaims(a); !s.ok()) {
+    return s;
+  }
   for (const auto& claim : a.claims.pending) {
     // Each request's devices (the claim's own, without spec.requests), then the claim with all.
     std::vector<RequestAllocation> allocations;
@@ -351,6 +367,43 @@ Binder::Step Binder::write(Attempt& a) {
     }
   }
   return writeBinding(a);
+}
+
+// Before any device is written: the devices name the claim by UID. A made claim is not undone
+// with the attempt; it is the pod's, Pending, and the next attempt (or the controller) takes it
+// as it finds it.
+Binder::Step Binder::makeClaims(Attempt& a) {
+  for (const auto& unrecorded : a.claims.unrecorded) {
+    if (!unrecorded.make) {
+      continue;
+    }
+    if (Step s = beforeWrite(a); !s.ok()) {
+      return s;
+    }
+    const std::string key = objectKey(a.pod.meta.ns, unrecorded.name);
+    stats_.apiWrites++;
+    nlohmann::json created;
+    if (Status sent = callApi([&] {
+          created =
+              api_.create(resources::kExtendedResourceClaims, a.pod.meta.ns, *unrecorded.make);
+        });
+        !sent.ok()) {
+      if (sent.code() == StatusCode::kAlreadyExists) {
+        // Made meanwhile, by the controller or by a bind whose reply was lost: decided again
+        // on the claim as it is.
+        return {Step::kConflict, Status::conflict("claim " + key + " was made meanwhile")};
+      }
+      return Step::of(sent.within("creating claim " + key));
+    }
+    auto made =
+        std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(created));
+    for (auto& claim : a.claims.pending) {
+      if (claim->meta.name == unrecorded.name) {
+        claim = made;
+      }
+    }
+  }
+  return {};
 }
 
 Binder::Step Binder::beforeWrite(const Attempt& a) const {
@@ -546,6 +599,16 @@ Binder::Step Binder::writeBinding(Attempt& a) {
     annotations = requiredPluginsAnnotations(a.pod.meta.annotations, options_.requiredPlugin);
   }
   annotations[kAllocationAnnotation] = allocationAnnotation(a.annotation, a.requestOf);
+  // The claims of class requests join the pod's record in the same write, as the controller
+  // would have recorded them.
+  if (!a.claims.unrecorded.empty()) {
+    std::map<std::string, std::string> record = a.pod.generatedClaims;
+    record.insert(a.pod.resourceClaims.begin(), a.pod.resourceClaims.end());
+    for (const auto& unrecorded : a.claims.unrecorded) {
+      record[unrecorded.resource] = unrecorded.name;
+    }
+    annotations[kGeneratedClaimsAnnotation] = generatedClaimsValue(record);
+  }
   if (Status sent = callApi([&] {
         api_.bindPod(a.pod.meta.ns, a.pod.meta.name, a.pod.meta.uid, a.node, annotations);
       });

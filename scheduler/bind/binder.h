@@ -65,8 +65,9 @@ struct BinderOptions {
 };
 
 // The bind verb: allocates devices to the pod's claims on the chosen node, records it in the
-// API, then binds the pod. Devices are written first with resourceVersion preconditions, so
-// the API server decides every race for a device; then the claims; then one Binding that sets
+// API, then binds the pod. A class request's claim that does not exist yet is made first, and
+// recorded on the pod by the Binding. Devices are written first with resourceVersion preconditions,
+// so the API server decides every race for a device; then the claims; then one Binding that sets
 // spec.nodeName and the allocation annotation together. Any failure undoes what the attempt
 // wrote, as its BindJournal recorded it (a claim it cannot put back keeps its devices), and a
 // conflict re-decides on fresh state. Claims an earlier call bound to the pod are rewritten before
@@ -146,6 +147,9 @@ class Binder {
   std::optional<Verdict> plan(Attempt& a);
   // The write steps, in order; each enters its write in the attempt's journal.
   Step write(Attempt& a);
+  // Creates the claims of class requests that do not exist yet (PodClaims::unrecorded), each
+  // taking the place of the one fitted for it.
+  Step makeClaims(Attempt& a);
   // `claim`: a pending claim's unit (ExtendedResourceClaim::units), the claim itself without
   // spec.requests.
   Step writeDevice(const ExtendedResourceClaim& claim, const std::string& name, Attempt& a);

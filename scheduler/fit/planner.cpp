@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/label_selector.h"
+#include "model/made_claims.h"
 #include "model/suitability.h"
 
 namespace ker {
@@ -47,20 +48,38 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRe
                    "waiting for the controller to create the claim for template entry " + entry +
                        " (template " + objectKey(pod.meta.ns, tmpl) + ")");
   }
-  if (const auto* unrecorded = unrecordedRequest(classes, pod.resourceClaims)) {
-    return blocked(std::move(out), ClaimsBlock::kAwaitingClaim,
-                   "waiting for the controller to create the claim for the pod's " +
-                       unrecorded->first + " (class " + unrecorded->second.cls->meta.name + ")");
-  }
   std::map<std::string, const ClassRequest*> requestOf;  // claim name -> the request it serves
+  std::vector<std::string> names = pod.claims;
   for (const auto& [resource, request] : classes) {
-    requestOf[pod.resourceClaims.at(resource)] = &request;
+    if (auto recorded = pod.resourceClaims.find(resource); recorded != pod.resourceClaims.end()) {
+      requestOf[recorded->second] = &request;
+      continue;
+    }
+    if (const int64_t n = devicesNeeded(request.shares); n > kMaxClaimDevices) {
+      return blocked(std::move(out), ClaimsBlock::kClaimInvalid,
+                     "the containers ask for " + std::to_string(n) + " of " + resource +
+                         ", more devices than a claim holds (" + std::to_string(kMaxClaimDevices) +
+                         ")");
+    }
+    const std::string name = classClaimName(pod, request);
+    requestOf[name] = &request;
+    names.push_back(name);
+    out.unrecorded.push_back({resource, name, std::nullopt});
   }
-  for (const auto& name : pod.claims) {
+  for (const auto& name : names) {
     const std::string key = objectKey(pod.meta.ns, name);
     ClaimPtr claim = lookup(key);
     if (!claim) {
-      return blocked(std::move(out), ClaimsBlock::kClaimMissing, "claim " + key + " not found");
+      auto made = std::find_if(out.unrecorded.begin(), out.unrecorded.end(),
+                               [&](const UnrecordedClaim& u) { return u.name == name; });
+      if (made == out.unrecorded.end()) {
+        return blocked(std::move(out), ClaimsBlock::kClaimMissing, "claim " + key + " not found");
+      }
+      // Fitted as the claim the bind makes: the protection finalizer goes on at the create, as
+      // the controller would add it to any claim at once.
+      made->make = claimFromClass(pod, *requestOf.at(name), /*protect=*/true);
+      claim = std::make_shared<const ExtendedResourceClaim>(
+          ExtendedResourceClaim::fromJson(*made->make));
     }
     if (!claim->invalid.empty()) {
       return blocked(std::move(out), ClaimsBlock::kClaimInvalid,

@@ -3,6 +3,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -21,8 +23,8 @@ using ClaimLookup = std::function<ClaimPtr(const std::string& key)>;
 // What keeps a pod's claims from being allocated as they stand, as resolveClaims finds it.
 enum class ClaimsBlock {
   kNone,                 // nothing: the pending claims are fitted (on fixedNode, when set)
-  kAwaitingClaim,        // a template entry or a class request has no claim recorded yet; the
-                         // record requeues the pod
+  kAwaitingClaim,        // a template entry has no claim recorded yet; the record requeues
+                         // the pod
   kInvalidPod,           // the pod's claim annotations do not parse
   kClaimMissing,         // a claim it names does not exist
   kClaimInvalid,         // a claim's spec, or its selector, is invalid
@@ -34,12 +36,24 @@ enum class ClaimsBlock {
                          // NodeFitter tries
 };
 
+// A request of a class's resource the pod's record names no claim for yet. Its claim is the one
+// under classClaimName: made already (by the controller, or by an earlier bind), or made by the
+// bind (`make`), which records each of them on the pod with the Binding.
+struct UnrecordedClaim {
+  std::string resource;  // the extended resource name, the record's key
+  std::string name;
+  std::optional<nlohmann::json> make;  // the claim to create; unset when it exists
+};
+
 // A pod's claims as the extender must treat them, resolved once per request.
 struct PodClaims {
   std::vector<ClaimPtr> pending;     // still to be allocated
   std::vector<ClaimPtr> boundToPod;  // already allocated to this pod (a retried bind)
   // Shareable claims allocated to other pods, which this pod joins as one more holder.
   std::vector<ClaimPtr> joining;
+  // Among the claims above, those of class requests not recorded on the pod; a claim still to
+  // be made is pending, with no UID or resourceVersion.
+  std::vector<UnrecordedClaim> unrecorded;
   // Non-empty when some claim is already allocated (to this pod, or shared): only that node
   // can pass. fixedBy names the claim that pinned it.
   std::string fixedNode;
@@ -65,7 +79,9 @@ using ClassSource = std::function<std::vector<ClassPtr>()>;
 ClassRequests classRequestsOf(const Pod& pod, const ClassSource& source);
 
 // `classes`: the pod's requests a class serves. Each needs the claim the pod's record names for
-// it, one that asks exactly what the class and the containers ask (classClaimProblem).
+// it, or, when none is recorded, the one under classClaimName (`unrecorded`), which a pod need
+// not wait for: fitted as the claim the bind makes when it does not exist. Either must ask
+// exactly what the class and the containers ask (classClaimProblem).
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup,
                         const ClassRequests& classes = {});
 

@@ -8,7 +8,9 @@
 #include "common/api_error.h"
 #include "common/request_deadline.h"
 #include "fake_api_client.h"
+#include "model/made_claims.h"
 #include "model/objects.h"
+#include "model/resource_class.h"
 #include "model/suitability.h"
 
 namespace ker {
@@ -988,6 +990,91 @@ TEST_F(BinderDeadlineTest, ASlowBindWhoseWritesAllStartInTimeCompletes) {
       ExtendedResourceClaim::fromJson(*api.peek(resources::kExtendedResourceClaims, "default", "c"))
           .phase,
       ClaimPhase::kBound);
+}
+
+// Pods that ask in their resources for example.com/gpu, which a class serves with the k80s.
+class ClassBinderTest : public CachedBinderTest {
+ protected:
+  ClassBinderTest() {
+    class_ = std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+        {{"metadata", {{"name", "gpu"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+         {"spec",
+          {{"extendedResourceName", "example.com/gpu"},
+           {"rawResourceName", "nvidia.com/gpu"},
+           {"metadataRequirements", {{"matchLabels", {{"type", "k80"}}}}}}}}));
+  }
+  // Pod `name`, cached, whose container asks for one example.com/gpu.
+  Pod seedAsking(const std::string& name) {
+    json pod = podJson(name, "");
+    pod["metadata"].erase("annotations");
+    pod["spec"]["containers"][0]["resources"] = {{"limits", {{"example.com/gpu", "1"}}}};
+    api_.seed(resources::kPods, pod);
+    cachePod(name);
+    return Pod::fromJson(*api_.peek(resources::kPods, "default", name));
+  }
+  ClassRequest request(const Pod& pod) {
+    return classRequests(pod.extendedRequests, ClassTable({class_})).at("example.com/gpu");
+  }
+
+  ClassPtr class_;
+  Binder classes_{api_,
+                  index_,
+                  [](const std::string&) { return std::map<std::string, std::string>{}; },
+                  writesOnly(),
+                  {.pods = [this](const std::string& key) { return find(pods_, key); },
+                   .claims = [this](const std::string& key) { return find(claims_, key); },
+                   .classes = [this] { return std::vector<ClassPtr>{class_}; }}};
+};
+
+// The claim is made by the bind, before its devices (which name it by UID), and recorded on the
+// pod by the Binding: one write more than a bind of a claim made before, and no read.
+TEST_F(ClassBinderTest, AClassRequestsClaimIsMadeAtBindAndRecordedByTheBinding) {
+  const Pod pod = seedAsking("q");
+  const std::string name = classClaimName(pod, request(pod));
+  ASSERT_EQ(classes_.bind(args("q")).message(), "");
+  EXPECT_EQ(api_.calls(Verb::kGet), 0);
+  EXPECT_EQ(api_.calls(Verb::kCreate), 1);
+  EXPECT_EQ(writes(), 4);
+  const auto made = claim(name);
+  EXPECT_EQ(made.phase, ClaimPhase::kBound);
+  EXPECT_EQ(made.meta.controllerUid(), pod.meta.uid);
+  EXPECT_EQ(classClaimProblem(pod, request(pod), made), "");
+  ASSERT_EQ(made.allocated.size(), 1u);
+  EXPECT_EQ(device(made.allocated[0]).claimRef, (ClaimRef{"default", name, made.meta.uid}));
+  ASSERT_EQ(api_.bindings().size(), 1u);
+  EXPECT_EQ(api_.bindings()[0].annotations.at(kGeneratedClaimsAnnotation),
+            generatedClaimsValue({{"example.com/gpu", name}}));
+}
+
+// Made meanwhile (by a bind whose reply was lost, or an older controller): the create is refused,
+// and the next attempt binds the claim as the API has it.
+TEST_F(ClassBinderTest, AClaimMadeMeanwhileIsBoundAsItIs) {
+  const Pod pod = seedAsking("q");
+  const json seeded = api_.seed(resources::kExtendedResourceClaims,
+                                claimFromClass(pod, request(pod), /*protect=*/true));
+  ASSERT_EQ(classes_.bind(args("q")).message(), "");
+  const auto c = claim(seeded["metadata"]["name"]);
+  EXPECT_EQ(c.meta.uid, seeded["metadata"]["uid"]);
+  EXPECT_EQ(c.phase, ClaimPhase::kBound);
+  EXPECT_EQ(api_.list(resources::kExtendedResourceClaims, "default", {})["items"].size(), 2u)
+      << "c and the one made meanwhile; no second claim for the pod";
+  EXPECT_EQ(classes_.stats().conflicts.load(), 1u);
+}
+
+// A claim under the name the pod's request gets that asks anything else than the class (made by
+// the pod's owner, who may create claims owned by their pod) is refused, and nothing is written.
+TEST_F(ClassBinderTest, AClaimUnderItsNameThatAsksOtherDevicesIsRefused) {
+  const Pod pod = seedAsking("q");
+  json other = claimFromClass(pod, request(pod), true);
+  other["spec"]["metadataRequirements"] = json::object();
+  api_.seed(resources::kExtendedResourceClaims, other);
+  const Status st = classes_.bind(args("q"));
+  EXPECT_NE(st.message().find("does not ask what class gpu"), std::string::npos) << st.message();
+  EXPECT_EQ(api_.calls(Verb::kUpdateStatus), 0);
+  EXPECT_TRUE(api_.bindings().empty());
+  for (const auto& d : {"d0", "d1"}) {
+    EXPECT_EQ(device(d).phase, DevicePhase::kAvailable) << d;
+  }
 }
 
 }  // namespace

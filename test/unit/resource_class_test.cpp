@@ -235,81 +235,30 @@ TEST(ClassClaims, TheRecordKeysClaimsByResourceName) {
       << "a record entry no template names is not a claim of the pod";
 }
 
-TEST(ClassClaims, ThePlanCreatesOneClaimPerRequestThenRecordsIt) {
-  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
-  const Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
-  TemplateClaimsInputs in;
-  in.pod = &pod;
-  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
-  const std::string name = podClaimName(pod, "gpu", "nvidia.com/gpu");
-  TemplateClaimsPlan plan = planTemplateClaims(in);
-  EXPECT_EQ(plan.lookups, std::vector<std::string>{name})
-      << "a claim made before a crash is looked for first";
-  in.existing[name] = nullptr;
-  plan = planTemplateClaims(in);
-  ASSERT_EQ(plan.creates.size(), 1u);
-  EXPECT_EQ(plan.creates[0].entry, "nvidia.com/gpu");
-  EXPECT_EQ(plan.creates[0].name, name);
-
-  const auto claim = ExtendedResourceClaim::fromJson(plan.creates[0].claim);
-  in.existing[name] = &claim;
-  plan = planTemplateClaims(in);
-  EXPECT_TRUE(plan.creates.empty());
-  ASSERT_TRUE(plan.recordPatch.has_value());
-  EXPECT_EQ((*plan.recordPatch)[1],
-            (json{{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}}))
-      << "a pod without annotations gets the map added whole, if it still has none";
-
-  const Pod recorded = podAsking({{"nvidia.com/gpu", "1"}}, json{{"nvidia.com/gpu", name}}.dump());
-  in.pod = &recorded;
-  EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "nothing more to do";
-}
-
-// The routing policy's gate keeps kube-scheduler off the pod until its record is written: the
-// record's write lifts it (the gate's test and removal follow the record's operations), a pod
-// recorded already has it lifted alone, and one whose request waits keeps it.
-TEST(ClassClaims, TheRecordsWriteLiftsTheSchedulingGate) {
-  auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
+// A class request's claim is the extender's to make, at bind: the controller makes none, and
+// only lifts the gate deploy/'s routing policy once gave such pods.
+TEST(ClassClaims, TheControllerMakesNoClaimForAClassRequestAndLiftsTheOldGate) {
   Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
-  pod.schedulingGates = {"example.com/other", kClassClaimsGate};
   TemplateClaimsInputs in;
   in.pod = &pod;
-  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
-  const auto claim =
-      ExtendedResourceClaim::fromJson(claimFromClass(pod, in.classRequests.begin()->second, false));
-  in.existing[claim.meta.name] = &claim;
+  in.classes = ClassTable({makeClass("gpu", "nvidia.com/gpu", "t")});
   TemplateClaimsPlan plan = planTemplateClaims(in);
-  ASSERT_TRUE(plan.recordPatch.has_value());
-  const json& ops = *plan.recordPatch;
-  ASSERT_EQ(ops.size(), 5u) << ops.dump();
-  EXPECT_EQ(ops[2]["path"], "/metadata/annotations");
-  EXPECT_EQ(ops[3], (json{{"op", "test"},
-                          {"path", "/spec/schedulingGates/1/name"},
-                          {"value", kClassClaimsGate}}));
-  EXPECT_EQ(ops[4], (json{{"op", "remove"}, {"path", "/spec/schedulingGates/1"}}));
-  EXPECT_TRUE(plan.events.empty()) << "a class request's claim is not announced on the pod";
+  EXPECT_TRUE(plan.lookups.empty());
+  EXPECT_TRUE(plan.creates.empty());
+  EXPECT_FALSE(plan.recordPatch.has_value());
 
-  Pod recorded = podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
-  recorded.schedulingGates = {kClassClaimsGate};
-  in.pod = &recorded;
+  pod.schedulingGates = {"example.com/other", kClassClaimsGate};
   plan = planTemplateClaims(in);
   ASSERT_TRUE(plan.recordPatch.has_value());
   EXPECT_EQ(
       *plan.recordPatch,
       json::array(
           {{{"op", "test"}, {"path", "/metadata/uid"}, {"value", "pod-uid"}},
-           {{"op", "test"}, {"path", "/spec/schedulingGates/0/name"}, {"value", kClassClaimsGate}},
-           {{"op", "remove"}, {"path", "/spec/schedulingGates/0"}}}));
-  recorded.schedulingGates = {"example.com/other"};
+           {{"op", "test"}, {"path", "/spec/schedulingGates/1/name"}, {"value", kClassClaimsGate}},
+           {{"op", "remove"}, {"path", "/spec/schedulingGates/1"}}}));
+  EXPECT_TRUE(plan.events.empty());
+  pod.schedulingGates = {"example.com/other"};
   EXPECT_FALSE(planTemplateClaims(in).recordPatch.has_value()) << "another gate is not ours";
-
-  Pod tooMany = podAsking({{"nvidia.com/gpu", "2k"}});
-  tooMany.schedulingGates = {kClassClaimsGate};
-  in.pod = &tooMany;
-  in.classRequests = classRequests(tooMany.extendedRequests, ClassTable({cls}));
-  plan = planTemplateClaims(in);
-  EXPECT_FALSE(plan.recordPatch.has_value()) << "the request waits, and so does the gate";
-  EXPECT_EQ(plan.warnings.size(), 1u);
 
   Pod garbled = podAsking({{"nvidia.com/gpu", "1"}}, "{not json");
   garbled.schedulingGates = {kClassClaimsGate};
@@ -330,44 +279,94 @@ TEST(ClassClaims, APodsSchedulingGatesAreReadAndOursIsReconciled) {
   EXPECT_EQ(podChanged(pod, {}, false).keys.size(), 1u);
 }
 
-TEST(ClassClaims, ARequestForMoreThanAClaimHoldsWaitsWithAWarning) {
+TEST(ClassClaims, ARequestForMoreThanAClaimHoldsCannotBeServed) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   const Pod pod = podAsking({{"nvidia.com/gpu", "2k"}});
-  TemplateClaimsInputs in;
-  in.pod = &pod;
-  in.classRequests = classRequests(pod.extendedRequests, ClassTable({cls}));
-  const TemplateClaimsPlan plan = planTemplateClaims(in);
-  EXPECT_TRUE(plan.lookups.empty());
-  EXPECT_TRUE(plan.creates.empty());
-  EXPECT_EQ(plan.problem,
-            "request of nvidia.com/gpu: the containers ask for 2000 devices, more than a claim "
-            "holds (1024)");
-  ASSERT_EQ(plan.warnings.size(), 1u);
-  EXPECT_EQ(plan.warnings[0].reason, "ClassRequestUnusable");
-  EXPECT_EQ(plan.warnings[0].message, "no claim can be made yet for " + plan.problem);
+  const ClassRequests requests = classRequestsOf(pod, [cls] { return std::vector<ClassPtr>{cls}; });
+  const PodClaims resolved = resolveClaims(
+      pod, [](const std::string&) { return ClaimPtr(); }, requests);
+  EXPECT_EQ(resolved.block, ClaimsBlock::kClaimInvalid);
+  EXPECT_TRUE(resolved.unresolvable());
+  EXPECT_EQ(resolved.blockMessage,
+            "the containers ask for 2000 of nvidia.com/gpu, more devices than a claim holds "
+            "(1024)");
 }
 
-TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
+// The extender fits a request with no recorded claim as the claim it makes at bind, takes one
+// made for it already (by an earlier bind, or the controller of an earlier version), and refuses
+// one under that name that asks anything else; a recorded claim is checked the same way.
+TEST(ClassClaims, TheExtenderFitsTheClaimItWillMakeAndChecksOneMadeBefore) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   const Pod pod = podAsking({{"nvidia.com/gpu", "1"}});
   const ClassSource source = [cls] { return std::vector<ClassPtr>{cls}; };
   const ClassRequests requests = classRequestsOf(pod, source);
   EXPECT_TRUE(withoutClaims(pod, {})) << "no class serves the name: not this project's";
   EXPECT_FALSE(withoutClaims(pod, requests));
-  const ClaimLookup none = [](const std::string&) { return ClaimPtr(); };
-  EXPECT_TRUE(resolveClaims(pod, none, requests).awaiting());
+  const std::string name = podClaimName(pod, "gpu", "nvidia.com/gpu");
+
+  std::vector<std::string> looked;
+  PodClaims resolved = resolveClaims(
+      pod,
+      [&](const std::string& key) {
+        looked.push_back(key);
+        return ClaimPtr();
+      },
+      requests);
+  EXPECT_EQ(looked, std::vector<std::string>{"ns/" + name});
+  EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
+  ASSERT_EQ(resolved.pending.size(), 1u);
+  EXPECT_EQ(resolved.pending[0]->meta.name, name);
+  EXPECT_EQ(resolved.pending[0]->extendedResourceNum, 1);
+  EXPECT_EQ(resolved.pending[0]->meta.uid, "") << "not made yet";
+  ASSERT_EQ(resolved.unrecorded.size(), 1u);
+  EXPECT_EQ(resolved.unrecorded[0].resource, "nvidia.com/gpu");
+  EXPECT_EQ(resolved.unrecorded[0].name, name);
+  ASSERT_TRUE(resolved.unrecorded[0].make.has_value());
+  EXPECT_EQ(*resolved.unrecorded[0].make, claimFromClass(pod, requests.at("nvidia.com/gpu"), true))
+      << "made protected, as the controller protects every claim at once";
+
+  json made = claimFromClass(pod, requests.at("nvidia.com/gpu"), true);
+  made["metadata"]["uid"] = "claim-uid";
+  auto existing =
+      std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(made));
+  resolved = resolveClaims(
+      pod, [existing](const std::string&) { return existing; }, requests);
+  EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
+  ASSERT_EQ(resolved.pending.size(), 1u);
+  EXPECT_EQ(resolved.pending[0], existing);
+  ASSERT_EQ(resolved.unrecorded.size(), 1u);
+  EXPECT_FALSE(resolved.unrecorded[0].make.has_value()) << "it exists: recorded, not made";
+
+  for (auto edit : std::vector<std::function<void(json&)>>{
+           [](json& c) { c["spec"]["metadataRequirements"]["matchLabels"]["type"] = "h100"; },
+           [](json& c) { c["metadata"]["ownerReferences"][0]["uid"] = "other-pod"; }}) {
+    json taken = made;
+    edit(taken);
+    auto claim =
+        std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(taken));
+    resolved = resolveClaims(
+        pod, [claim](const std::string&) { return claim; }, requests);
+    EXPECT_EQ(resolved.block, ClaimsBlock::kClaimInvalid) << taken.dump();
+    EXPECT_TRUE(resolved.unresolvable());
+  }
 
   const Pod recorded =
       podAsking({{"nvidia.com/gpu", "1"}}, R"({"nvidia.com/gpu":"web-gpu-abcde"})");
-  json made = claimFromClass(recorded, requests.at("nvidia.com/gpu"), false);
+  made = claimFromClass(recorded, requests.at("nvidia.com/gpu"), false);
   made["metadata"]["name"] = "web-gpu-abcde";
   auto claim = std::make_shared<const ExtendedResourceClaim>(ExtendedResourceClaim::fromJson(made));
   const ClaimLookup lookup = [claim](const std::string& key) {
     return key == "ns/web-gpu-abcde" ? claim : nullptr;
   };
-  PodClaims resolved = resolveClaims(recorded, lookup, requests);
+  resolved = resolveClaims(recorded, lookup, requests);
   EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
   ASSERT_EQ(resolved.pending.size(), 1u);
+  EXPECT_TRUE(resolved.unrecorded.empty());
+  EXPECT_EQ(resolveClaims(
+                recorded, [](const std::string&) { return ClaimPtr(); }, requests)
+                .block,
+            ClaimsBlock::kClaimMissing)
+      << "a recorded claim that is gone is not made again";
 
   made["spec"]["extendedResourceNum"] = 4;
   made["spec"]["containers"][0]["count"] = 4;
@@ -380,7 +379,7 @@ TEST(ClassClaims, TheExtenderWaitsForTheRecordThenChecksTheClaim) {
       << resolved.blockMessage;
 }
 
-TEST(ClassClaims, AClassAppearingReconcilesItsParamsAndThePodsWaitingForIt) {
+TEST(ClassClaims, AClassAppearingReconcilesItsParamsAndThePodsAwaitingTemplates) {
   auto cls = makeClass("gpu", "nvidia.com/gpu", "t");
   auto waiting = std::make_shared<const WatchedPod>(WatchedPod::fromJson(
       {{"metadata", {{"name", "a"}, {"namespace", "ns"}, {"uid", "1"}}},
@@ -397,14 +396,16 @@ TEST(ClassClaims, AClassAppearingReconcilesItsParamsAndThePodsWaitingForIt) {
   auto awaitingTemplate = std::make_shared<WatchedPod>(*other);
   awaitingTemplate->meta.name = "e";
   awaitingTemplate->awaitingTemplates = {"gpu"};
-  const Triggers tr = classChanged(*cls, {waiting, recorded, bound, other, awaitingTemplate});
-  ASSERT_EQ(tr.keys.size(), 3u);
+  const Triggers tr = classChanged({waiting, recorded, bound, other, awaitingTemplate});
+  ASSERT_EQ(tr.keys.size(), 2u);
   EXPECT_EQ(tr.keys[0], WorkKey(ClassParamsKey{}));
-  EXPECT_EQ(std::get<PodKey>(tr.keys[1]).key, "ns/a");
-  EXPECT_EQ(std::get<PodKey>(tr.keys[2]).key, "ns/e")
+  EXPECT_EQ(std::get<PodKey>(tr.keys[1]).key, "ns/e")
       << "a template's devices may have become, or stopped being, for pods only";
-  EXPECT_EQ(podChanged(*waiting, {}, false).keys.size(), 1u)
-      << "a pod asking in its resources is reconciled when it changes";
+  EXPECT_TRUE(podChanged(*waiting, {}, false).keys.empty())
+      << "a pod asking in its resources has nothing for the controller to do";
+  auto gated = std::make_shared<WatchedPod>(*waiting);
+  gated->schedulingGates = {kClassClaimsGate};
+  EXPECT_EQ(podChanged(*gated, {}, false).keys.size(), 1u) << "unless it carries the old gate";
 }
 
 TEST(ClassClaims, APodMixesAClassRequestWithNamedClaims) {
