@@ -1,5 +1,8 @@
 // The nudge of pods kube-scheduler parked, once devices free up or a claim becomes usable.
+#include <optional>
+
 #include "controller/reconciler.h"
+#include "model/resource_class.h"
 
 namespace ker {
 
@@ -26,13 +29,23 @@ ReconcileResult Reconciler::nudge(const NudgeTarget& target) {
     v.minInterval = opts_.nudgeMinInterval;
     v.limit = opts_.nudgeLimit;
     const auto pods = caches_.pods();
-    std::vector<CachedClaim> keep;  // owns what v.claims points to
+    std::vector<CachedClaim> keep;      // owns what v.claims points to
+    std::optional<ClassTable> classes;  // read once some parked pod asks in its resources
     for (const auto& p : pods) {
-      // Only pods kube-scheduler parked are candidates; their claims are all the view needs.
+      // Only pods kube-scheduler parked are candidates; their claims and the classes of what
+      // they ask in their resources are all the view needs.
       if (!p->unschedulable) {
         continue;
       }
       v.pods.push_back({p.get(), true});
+      for (const auto& [name, shares] : p->extendedRequests) {
+        if (!classes) {
+          classes.emplace(caches_.classes());
+        }
+        if (ClassPtr cls = classes->serving(name); cls && !v.classResources.count(name)) {
+          v.classResources[name] = cls->rawResourceName;
+        }
+      }
       for (const auto& name : p->claims) {
         const std::string key = objectKey(p->meta.ns, name);
         if (!v.claims.count(key)) {

@@ -430,23 +430,31 @@ NudgePlan podsToNudge(const NudgeView& v) {
   for (const auto& pv : v.pods) {
     const Pod* p = pv.pod;
     if (!pv.unschedulable || !p->nodeName.empty() || !servedPod(*p, v.schedulerName) ||
-        p->meta.deleting || p->finished() || !p->invalid.empty() || p->claims.empty()) {
+        p->meta.deleting || p->finished() || !p->invalid.empty()) {
       continue;
     }
-    const bool wants = std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
-      const std::string key = objectKey(p->meta.ns, name);
-      auto it = v.claims.find(key);
-      if (it == v.claims.end() || !it->second) {
-        return false;
-      }
-      const bool pending = it->second->phase == ClaimPhase::kPending;
-      if (!v.claimKey.empty()) {
-        return key == v.claimKey && (pending || joinable(*it->second));
-      }
-      const auto resources = it->second->resourceNames();
-      return pending &&
-             std::find(resources.begin(), resources.end(), v.rawResourceName) != resources.end();
-    });
+    const bool asksFromResource =
+        v.claimKey.empty() &&
+        std::any_of(p->extendedRequests.begin(), p->extendedRequests.end(), [&](const auto& r) {
+          const auto served = v.classResources.find(r.first);
+          return !p->resourceClaims.count(r.first) && served != v.classResources.end() &&
+                 served->second == v.rawResourceName;
+        });
+    const bool wants =
+        asksFromResource || std::any_of(p->claims.begin(), p->claims.end(), [&](const auto& name) {
+          const std::string key = objectKey(p->meta.ns, name);
+          auto it = v.claims.find(key);
+          if (it == v.claims.end() || !it->second) {
+            return false;
+          }
+          const bool pending = it->second->phase == ClaimPhase::kPending;
+          if (!v.claimKey.empty()) {
+            return key == v.claimKey && (pending || joinable(*it->second));
+          }
+          const auto resources = it->second->resourceNames();
+          return pending && std::find(resources.begin(), resources.end(), v.rawResourceName) !=
+                                resources.end();
+        });
     if (!wants) {
       continue;
     }

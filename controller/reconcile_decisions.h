@@ -254,6 +254,9 @@ struct NudgeView {
   std::vector<PendingPodView> pods;
   // The claims, by "namespace/name"; absent ones are skipped.
   std::map<std::string, const ExtendedResourceClaim*> claims;
+  // The devices each extended resource name a class serves is drawn from (its rawResourceName):
+  // a pod asking for one in its resources gets its claim at bind, so it has none to go by.
+  std::map<std::string, std::string> classResources;
   std::map<std::string, SteadyTime> lastNudged;  // by pod UID
   SteadyTime now;
   Millis minInterval{0};
@@ -268,8 +271,9 @@ struct NudgePlan {
 };
 
 // The pods worth asking kube-scheduler to retry: unscheduled, of our scheduler, rejected as
-// unschedulable, not deleting, with a Pending claim for the resource (or naming the claim,
-// when the view has a claimKey), and not nudged since
+// unschedulable, not deleting, with a Pending claim for the resource or a request of a class's
+// name served from it with no claim recorded (or naming the claim, when the view has a
+// claimKey), and not nudged since
 // the trigger. A due pod nudged less than minInterval ago is deferred, never dropped, so the
 // last of several quick triggers is always followed by a nudge. Oldest first, at most limit.
 NudgePlan podsToNudge(const NudgeView& v);

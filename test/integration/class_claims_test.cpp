@@ -12,6 +12,7 @@
 
 #include "common/api_error.h"
 #include "extender_fixture.h"
+#include "model/made_claims.h"
 #include "model/objects.h"
 #include "model/resource_class.h"
 
@@ -257,21 +258,27 @@ TEST_F(ClassClaimsTest, AContainerAskingForTheClassesNameGetsAClaimOfItsOwnPod) 
   EXPECT_EQ(invariantViolations(), "");
 }
 
-TEST_F(ClassClaimsTest, AClaimItsOwnerEditsToOtherDevicesIsRefused) {
+// The claim the extender makes at bind has a name the pod's owner can work out once the pod
+// exists, and the owner may create claims their pod owns: one made first under that name that
+// asks for other devices than the class hands out (or, were spec.containers not fixed, more than
+// the pod's resources, its quota and its node's capacity count) is refused, not taken.
+TEST_F(ClassClaimsTest, AClaimItsOwnerMakesFirstForOtherDevicesIsRefused) {
   const std::string node = makeNode(4);
   for (int i = 0; i < 3; ++i) {
     makeDevice(node, "k80");
   }
-  // No device fits yet: the pod waits with its claim made and recorded.
+  // No device fits yet: the pod waits, and no claim is made for it.
   json pod = podAsking("web", 4, schedulerName_);
   api_->create(resources::kPods, ns_, pod);
-  ASSERT_TRUE(eventually([&] { return !recordedClaim("web").is_null(); }));
-  // What the pod's owner may do to its own claim: ask for other devices than the class hands
-  // out (or, were spec.containers not fixed, more than its resources, its quota and its node's
-  // capacity count).
-  json claim = recordedClaim("web");
+  EXPECT_FALSE(eventually([&] { return !liveClaims().empty(); }, 3s));
+  const Pod created = Pod::fromJson(getPod("web"));
+  const auto cls = std::make_shared<const ExtendedResourceClass>(ExtendedResourceClass::fromJson(
+      api_->get(resources::kExtendedResourceClasses, "", className_)));
+  json claim =
+      claimFromClass(created, classRequests(created.extendedRequests, ClassTable({cls})).at(gpu_),
+                     /*protect=*/false);
   claim["spec"]["metadataRequirements"] = json::object();
-  api_->update(resources::kExtendedResourceClaims, ns_, claim);
+  api_->create(resources::kExtendedResourceClaims, ns_, claim);
   // A device of the claim's resource: the controller nudges the parked pod to be tried again.
   makeDevice(node, "p100");
   EXPECT_TRUE(eventually(
@@ -293,7 +300,7 @@ TEST_F(ClassClaimsTest, ADeploymentScaledPastItsDevicesWaitsAndLeavesNoClaimsBeh
   // kube-scheduler's own resource fit sees two on the node, so the third pod waits either way.
   ASSERT_TRUE(eventually([&] { return boundPods() == 2; }, 60s)) << boundPods() << " bound";
   EXPECT_FALSE(eventually([&] { return boundPods() > 2; }, 3s));
-  EXPECT_EQ(liveClaims().size(), 3u) << "the waiting pod has its claim too";
+  EXPECT_EQ(liveClaims().size(), 2u) << "a pod's claim is made when it is bound";
 
   api_->patch(kDeployments, ns_, "web", PatchType::kMerge, {{"spec", {{"replicas", 1}}}});
   // The kubelet's stand-in: pods being deleted go at once.
@@ -347,16 +354,9 @@ TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClass
   json routedGates;
   const std::string routed = createRoutedPod(30s, &routedGates);
   ASSERT_FALSE(routed.empty()) << "no pod asking for " << gpu_ << " was routed in 30 s";
-  EXPECT_EQ(routedGates, json::array({{{"name", kClassClaimsGate}}}));
+  EXPECT_EQ(routedGates, json::array()) << "no gate: the extender makes the claim at bind";
   EXPECT_TRUE(waitBound(routed)) << awaitFailedScheduling(routed);
-  // The gate kept kube-scheduler off the pod until the controller recorded its claim, and went
-  // with the record.
-  const json bound = getPod(routed);
-  EXPECT_EQ(bound["spec"].value("schedulingGates", json::array()), json::array()) << bound.dump();
-  const json named = api_->create(resources::kPods, ns_, podAsking("named", 1, schedulerName_));
-  EXPECT_EQ(named["spec"].value("schedulingGates", json::array()),
-            json::array({{{"name", kClassClaimsGate}}}))
-      << "a pod naming the profile itself gets the gate too";
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(recordedClaim(routed)).phase, ClaimPhase::kBound);
   EXPECT_EQ(api_->create(resources::kPods, ns_, podAsking("plain", 0, ""))["spec"]["schedulerName"],
             "default-scheduler")
       << "a pod asking for nothing of a class is left alone";
@@ -367,6 +367,20 @@ TEST_F(ClassClaimsTest, TheRoutingPolicySendsDefaultScheduledPodsAskingForAClass
   EXPECT_FALSE(
       eventually([&] { return !Pod::fromJson(getPod("other")).resourceClaims.empty(); }, 3s))
       << "and gets no claim: nothing of that scheduler would allocate it";
+}
+
+// A pod an older routing policy gated (kube-scheduler does not try it) is not stranded: the
+// controller lifts the gate, and the extender makes its claim at bind.
+TEST_F(ClassClaimsTest, APodGatedByAnOlderRoutingPolicyHasItsGateLiftedAndIsBound) {
+  const std::string node = makeNode(1);
+  makeDevice(node, "k80");
+  json pod = podAsking("gated", 1, schedulerName_);
+  pod["spec"]["schedulingGates"] = json::array({{{"name", kClassClaimsGate}}});
+  api_->create(resources::kPods, ns_, pod);
+  ASSERT_TRUE(waitBound("gated")) << awaitFailedScheduling("gated");
+  EXPECT_EQ(getPod("gated")["spec"].value("schedulingGates", json::array()), json::array());
+  EXPECT_EQ(ExtendedResourceClaim::fromJson(recordedClaim("gated")).phase, ClaimPhase::kBound);
+  EXPECT_EQ(invariantViolations(), "");
 }
 
 // The class policies read their params from a Namespace's annotation the controller keeps: they

@@ -47,7 +47,9 @@ TEST_F(RbacTest, ExtenderServiceAccountHasWhatItNeedsAndNoMore) {
           // kube-scheduler's leader election is not the extender's.
           {"get leases/extended-resource-scheduler -n kube-system", false},
           {"update leases/extended-resource-scheduler -n kube-system", false},
-          // Devices and claims are the users': the extender only writes status.
+          // It makes the claims of pods' class requests at bind.
+          {"create extendedresourceclaims.extendedresource.io -A", true},
+          // Devices and claims are the users': beyond that, the extender only writes status.
           {"update extendedresources.extendedresource.io", false},
           {"create extendedresources.extendedresource.io", false},
           {"delete extendedresources.extendedresource.io", false},

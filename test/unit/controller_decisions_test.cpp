@@ -892,6 +892,24 @@ TEST_F(NudgeTest, PodsNamingASharedClaimTheyCanJoinAreNudgedForThatClaim) {
   EXPECT_TRUE(names().empty()) << "held by another pod";
 }
 
+// A pod asking in its resources for a class's name has no claim until it is bound: it is nudged
+// when devices its class draws from free up, and no longer once a claim is recorded for it.
+TEST_F(NudgeTest, APodAskingForAClassesNameIsNudgedForTheDevicesTheClassDrawsFrom) {
+  Pod& a = addPod("a", "2026-01-01T00:00:01Z");
+  a.claims.clear();
+  a.extendedRequests = {{"example.com/gpu", {{"cuda", 1, ContainerKind::kApp}}}};
+  EXPECT_TRUE(names().empty()) << "no class serves the name";
+  view.classResources = {{"example.com/gpu", "other.com/gpu"}};
+  EXPECT_TRUE(names().empty()) << "the class draws from other devices";
+  view.classResources = {{"example.com/gpu", "nvidia.com/gpu"}};
+  EXPECT_EQ(names(), std::vector<std::string>{"a"});
+  view.claimKey = "default/c";
+  EXPECT_TRUE(names().empty()) << "a claim becoming usable concerns only pods naming it";
+  view.claimKey.clear();
+  a.resourceClaims = {{"example.com/gpu", "a-gpu-x"}};
+  EXPECT_TRUE(names().empty()) << "recorded: its claim decides";
+}
+
 TEST_F(NudgeTest, PicksUnschedulablePodsOfOurSchedulerOldestFirst) {
   addPod("b", "2026-01-01T00:00:02Z");
   addPod("a", "2026-01-01T00:00:01Z");
