@@ -76,10 +76,10 @@
 // `pipeline-p99.svg`; `run.sh` draws `extender-p99.svg` the same way); the runs' own files stay in
 // the work folder with `KEEP_BENCH_DIR=1`. `--mode report --runs-dir DIR` summarizes any set of
 // run files; the targets are judge()'s (bench/pipeline_summary.h). Unlike `extender` and `dra`,
-// `classes` and `dra-classes` make their claims inside the timed window (a claim create and a pod
-// patch per pod before scheduling for `classes`; a claim create, its status and the pod's status at
-// binding for `dra-classes`), so their API requests / pod and CPU include them; their pods may take
-// any of a node's 8 devices, not only its 4 k80s.
+// `classes` and `dra-classes` make their claims inside the timed window (a claim create at
+// binding for `classes`, the Binding recording it; a claim create, its status and the pod's status
+// at binding for `dra-classes`), so their API requests / pod and CPU include them; their pods may
+// take any of a node's 8 devices, not only its 4 k80s.
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -762,8 +762,8 @@ int run(const Config& cfg) {
                {"ever_unschedulable", everUnschedulable},
                {"load_average", {{"before", loadBefore}, {"after", loadAfter}}}};
   if (variant == Variant::kTemplates || (claimsMadePerPod(variant) && !usesDraClaims(variant))) {
-    // Claims made by the controller and recorded on their pods, from the first pod's creation
-    // (the ReplicaSet's).
+    // Claims made for their pods (by the controller from templates, by the extender at bind for
+    // classes) and recorded on them, from the first pod's creation (the ReplicaSet's).
     const double claimSeconds = std::chrono::duration<double>(lastRecorded - start).count();
     out["claims_generated"] = claimLatencies.size();
     out["claims_per_second"] =

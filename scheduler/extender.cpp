@@ -10,9 +10,10 @@
 namespace ker {
 
 Extender::Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
-                   Scoring scoring)
+                   Scoring scoring, ClaimLookup cachedClaims)
     : index_(index),
       claims_(std::move(claims)),
+      cachedClaims_(std::move(cachedClaims)),
       nodes_(std::move(nodes)),
       binder_(binder),
       scoring_(std::move(scoring)) {}
@@ -98,7 +99,7 @@ Extender::PreFilterResult Extender::preFilter(FilterCycle& cycle) const {
     reply.passing.assign(args.nodeNames.begin(), args.nodeNames.end());
     return PreFilterResult::kSkip;
   }
-  cycle.claims = resolveClaims(args.pod, claims_, classes);
+  cycle.claims = resolveClaims(args.pod, claims_, classes, cachedClaims_);
   const PodClaims& claims = cycle.claims;
   if (claims.unresolvable()) {
     reply.failedUnresolvable.reserve(args.nodeNames.size());
@@ -419,7 +420,7 @@ std::vector<NodeVictims> Extender::preemptVerb(const PreemptionArgs& args, Clock
     return args.nodes;
   }
   const std::string& uid = args.pod.meta.uid;
-  const PodClaims claims = resolveClaims(args.pod, claims_, classes);
+  const PodClaims claims = resolveClaims(args.pod, claims_, classes, cachedClaims_);
   std::set<std::string> resources;
   for (const auto& c : claims.pending) {
     for (auto& resource : c->resourceNames()) {
@@ -476,7 +477,7 @@ std::vector<std::pair<std::string_view, int>> Extender::prioritize(const Extende
   std::vector<int> scores(args.nodeNames.size(), 0);
   if (const ClassRequests classes = classRequestsOf(args.pod, classes_);
       !withoutClaims(args.pod, classes)) {
-    const PodClaims claims = resolveClaims(args.pod, claims_, classes);
+    const PodClaims claims = resolveClaims(args.pod, claims_, classes, cachedClaims_);
     NodeFitter fitter(claims, args.pod.meta.uid, index_, scoring_);
     std::vector<std::optional<NodeCost>> costs(args.nodeNames.size());
     planEach(args, fitter, false, [&](size_t i, NodePlan* plan) {

@@ -68,8 +68,11 @@ struct PreemptionHooks {
 // The extender's three verbs over the in-memory state; no HTTP here.
 class Extender {
  public:
+  // `claims` answers for every claim a pod names; `cachedClaims`, when set, alone for a class
+  // request's claim not recorded yet (resolveClaims), which the bind makes: no live read for a
+  // claim that mostly does not exist yet.
   Extender(DeviceIndex& index, ClaimLookup claims, CachedNode nodes, Binder& binder,
-           Scoring scoring);
+           Scoring scoring, ClaimLookup cachedClaims = {});
 
   using Clock = DeviceIndex::Clock;
   // How long the devices a filter holds for a pod stay held when no bind comes for it.
@@ -156,6 +159,7 @@ class Extender {
 
   DeviceIndex& index_;
   ClaimLookup claims_;
+  ClaimLookup cachedClaims_;
   ClassSource classes_;
   std::optional<PreemptionHooks> preemption_;
   CachedNode nodes_;

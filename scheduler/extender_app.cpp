@@ -90,7 +90,8 @@ struct ExtenderApp::Impl {
                 .classes = [this] { return classes.list(); }}),
         extender(
             index, cacheThenLive([this](const std::string& key) { return claims.get(key); }, api),
-            [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring),
+            [this](const std::string& node) { return nodes.get(node); }, binder, config.scoring,
+            [this](const std::string& key) { return claims.get(key); }),
         handlers(extender, registry, [this] { return awaitSynced(kSyncWait); }) {
 #ifdef KER_FAILPOINTS
     if (const char* n = std::getenv("KER_FAILPOINT_STALE_DEVICE_WRITES")) {

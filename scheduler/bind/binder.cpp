@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "common/logging.h"
 #include "common/request_deadline.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
-#include "model/made_claims.h"
 #include "model/objects.h"
 #include "model/suitability.h"
 #include "model/typed_client.h"
@@ -263,28 +261,19 @@ std::optional<Binder::Verdict> Binder::plan(Attempt& a) {
   // A failed read ends the resolving there (the claim counts as missing) and the attempt
   // with it.
   Status read;
-  const ClassRequests classes = classRequestsOf(a.pod, caches_.classes);
   // A class request's claim the cache does not have is made by the bind, whose create finds
   // one made meanwhile: no live read for it first.
-  std::set<std::string> madeHere;
-  if (cached) {
-    for (const auto& [resource, request] : classes) {
-      if (!a.pod.resourceClaims.count(resource)) {
-        madeHere.insert(objectKey(a.pod.meta.ns, classClaimName(a.pod, request)));
-      }
-    }
-  }
   a.claims = resolveClaims(
       a.pod,
       [&](const std::string& key) -> ClaimPtr {
         ClaimPtr claim = cached ? caches_.claims(key) : nullptr;
-        if (claim || !read.ok() || madeHere.count(key)) {
+        if (claim || !read.ok()) {
           return claim;
         }
         read = callApi([&] { claim = liveClaim(api_, key); });
         return claim;
       },
-      classes);
+      classRequestsOf(a.pod, caches_.classes), cached ? caches_.claims : ClaimLookup());
   if (!read.ok()) {
     return Verdict{read.isRetriable() ? Outcome::kRetry : Outcome::kFail,
                    read.within("reading claims")};

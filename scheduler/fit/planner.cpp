@@ -30,7 +30,8 @@ PodClaims blocked(PodClaims out, ClaimsBlock block, std::string message) {
 
 }  // namespace
 
-PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRequests& classes) {
+PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRequests& classes,
+                        const ClaimLookup& unrecordedLookup) {
   PodClaims out;
   if (!pod.invalid.empty()) {
     return blocked(std::move(out), ClaimsBlock::kInvalidPod,
@@ -68,11 +69,12 @@ PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup, const ClassRe
   }
   for (const auto& name : names) {
     const std::string key = objectKey(pod.meta.ns, name);
-    ClaimPtr claim = lookup(key);
+    auto made = std::find_if(out.unrecorded.begin(), out.unrecorded.end(),
+                             [&](const UnrecordedClaim& u) { return u.name == name; });
+    const bool unrecorded = made != out.unrecorded.end();
+    ClaimPtr claim = unrecorded && unrecordedLookup ? unrecordedLookup(key) : lookup(key);
     if (!claim) {
-      auto made = std::find_if(out.unrecorded.begin(), out.unrecorded.end(),
-                               [&](const UnrecordedClaim& u) { return u.name == name; });
-      if (made == out.unrecorded.end()) {
+      if (!unrecorded) {
         return blocked(std::move(out), ClaimsBlock::kClaimMissing, "claim " + key + " not found");
       }
       // Fitted as the claim the bind makes: the protection finalizer goes on at the create, as

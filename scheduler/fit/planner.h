@@ -81,9 +81,12 @@ ClassRequests classRequestsOf(const Pod& pod, const ClassSource& source);
 // `classes`: the pod's requests a class serves. Each needs the claim the pod's record names for
 // it, or, when none is recorded, the one under classClaimName (`unrecorded`), which a pod need
 // not wait for: fitted as the claim the bind makes when it does not exist. Either must ask
-// exactly what the class and the containers ask (classClaimProblem).
+// exactly what the class and the containers ask (classClaimProblem). `unrecordedLookup`, when
+// set, looks up those unrecorded claims instead of `lookup`: the caller's cache alone, as the
+// bind's create finds one made meanwhile.
 PodClaims resolveClaims(const Pod& pod, const ClaimLookup& lookup,
-                        const ClassRequests& classes = {});
+                        const ClassRequests& classes = {},
+                        const ClaimLookup& unrecordedLookup = {});
 
 // A pod that names no claim, generated or awaited, asks for no class's resource, and whose
 // annotations all parse: the filter passes it everywhere and holds nothing for it.

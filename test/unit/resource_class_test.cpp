@@ -313,6 +313,21 @@ TEST(ClassClaims, TheExtenderFitsTheClaimItWillMakeAndChecksOneMadeBefore) {
       },
       requests);
   EXPECT_EQ(looked, std::vector<std::string>{"ns/" + name});
+  looked.clear();
+  std::vector<std::string> cachedOnly;
+  resolveClaims(
+      pod,
+      [&](const std::string& key) {
+        looked.push_back(key);
+        return ClaimPtr();
+      },
+      requests,
+      [&](const std::string& key) {
+        cachedOnly.push_back(key);
+        return ClaimPtr();
+      });
+  EXPECT_TRUE(looked.empty()) << "the filter's live read is not asked for a claim made at bind";
+  EXPECT_EQ(cachedOnly, std::vector<std::string>{"ns/" + name});
   EXPECT_EQ(resolved.block, ClaimsBlock::kNone) << resolved.blockMessage;
   ASSERT_EQ(resolved.pending.size(), 1u);
   EXPECT_EQ(resolved.pending[0]->meta.name, name);
