@@ -378,7 +378,7 @@ Binder::Step Binder::makeClaims(Attempt& a) {
         });
         !sent.ok()) {
       if (sent.code() == StatusCode::kAlreadyExists) {
-        // Made meanwhile, by the controller or by a bind whose reply was lost: decided again
+        // Made meanwhile, by a bind whose reply was lost (or an older controller): decided again
         // on the claim as it is.
         return {Step::kConflict, Status::conflict("claim " + key + " was made meanwhile")};
       }
