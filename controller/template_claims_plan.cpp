@@ -55,8 +55,7 @@ TemplateClaimsPlan planTemplateClaims(const TemplateClaimsInputs& in) {
     }
     return plan;
   }
-  std::map<std::string, std::string> record = pod.generatedClaims;
-  record.insert(pod.resourceClaims.begin(), pod.resourceClaims.end());
+  std::map<std::string, std::string> record = recordedClaims(pod);
   std::vector<std::string> adopted;
   enum class Found { kNotLookedUp, kNone, kMadeForIt, kTaken };
   auto lookUp = [&](const std::string& name, const std::string& entry) {

@@ -78,9 +78,10 @@ bool madeFor(const ExtendedResourceClaim& c, const Pod& pod, const char* label,
   return c.meta.controllerUid() == pod.meta.uid && it != c.meta.labels.end() && it->second == value;
 }
 
-bool madeForRequest(const ExtendedResourceClaim& claim, const Pod& pod,
-                    const ClassRequest& request) {
-  return madeFor(claim, pod, kClassLabel, request.cls->meta.name);
+std::map<std::string, std::string> recordedClaims(const Pod& pod) {
+  std::map<std::string, std::string> record = pod.generatedClaims;
+  record.insert(pod.resourceClaims.begin(), pod.resourceClaims.end());
+  return record;
 }
 
 json claimFromTemplate(const Pod& pod, const TemplateEntry& entry,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -26,8 +27,11 @@ std::string classClaimName(const Pod& pod, const ClassRequest& request);
 // kClassLabel and the class).
 bool madeFor(const ExtendedResourceClaim& claim, const Pod& pod, const char* label,
              const std::string& value);
-bool madeForRequest(const ExtendedResourceClaim& claim, const Pod& pod,
-                    const ClassRequest& request);
+
+// The pod's record of the claims made for it (kGeneratedClaimsAnnotation) as it stands: template
+// entries' claims by entry, class requests' by extended resource name. A write of the record
+// writes this with its new entries.
+std::map<std::string, std::string> recordedClaims(const Pod& pod);
 
 // The claim a template entry of the pod gets: the template's labels and annotations, the
 // entry and pod-UID labels, podClaimName, the pod as controlling owner

@@ -90,8 +90,8 @@ using ClassRequests = std::map<std::string, ClassRequest>;
 ClassRequests classRequests(const ExtendedRequests& requests, const ClassTable& classes);
 
 // The first request (name and request) the pod's record (`resourceClaims`, PodClaimNames) names
-// no claim for; nullptr when each has one. What the extender waits for and what the node agent
-// refuses a container for.
+// no claim for; nullptr when each has one: what the node agent refuses a container for (the
+// extender makes such a request's claim at bind, and the Binding records it).
 const ClassRequests::value_type* unrecordedRequest(
     const ClassRequests& requests, const std::map<std::string, std::string>& resourceClaims);
 

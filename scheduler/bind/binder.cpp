@@ -9,6 +9,7 @@
 #include "common/request_deadline.h"
 #include "model/claim_transitions.h"
 #include "model/device_transitions.h"
+#include "model/made_claims.h"
 #include "model/objects.h"
 #include "model/suitability.h"
 #include "model/typed_client.h"
@@ -591,8 +592,7 @@ Binder::Step Binder::writeBinding(Attempt& a) {
   // The claims of class requests join the pod's record in the same write, as the controller
   // would have recorded them.
   if (!a.claims.unrecorded.empty()) {
-    std::map<std::string, std::string> record = a.pod.generatedClaims;
-    record.insert(a.pod.resourceClaims.begin(), a.pod.resourceClaims.end());
+    std::map<std::string, std::string> record = recordedClaims(a.pod);
     for (const auto& unrecorded : a.claims.unrecorded) {
       record[unrecorded.resource] = unrecorded.name;
     }
